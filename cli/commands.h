@@ -1,0 +1,14 @@
+#pragma once
+// Each subcommand registers itself on the app (one file each).
+#include <CLI/CLI.hpp>
+
+namespace papaya::cli {
+
+void register_networks(CLI::App& app);
+void register_hardware(CLI::App& app);
+void register_train(CLI::App& app);
+
+// "papaya 0.1.0 (LibTorch 1.13.0, CPU only)"
+std::string version_string();
+
+}  // namespace papaya::cli

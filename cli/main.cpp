@@ -1,0 +1,56 @@
+// papaya: profile a network, model its memory and throughput under every
+// memory optimization, plan under a budget, and train with the plan.
+#include <c10/util/Exception.h>
+
+#include <iostream>
+
+#include "cli/commands.h"
+#include "model/error.h"
+
+namespace {
+
+bool out_of_memory(const std::string& what) {
+  return what.find("out of memory") != std::string::npos || what.find("can't allocate memory") != std::string::npos;
+}
+
+int fail(const std::string& message) {
+  std::cerr << "papaya: error: " << message << "\n";
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"papaya: which memory optimizations to train with, at what batch size, how fast — and training with them."};
+  app.set_version_flag("--version", papaya::cli::version_string());
+  app.require_subcommand(1);
+  app.fallthrough();
+  papaya::cli::register_networks(app);
+  papaya::cli::register_hardware(app);
+  papaya::cli::register_train(app);
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string known;
+    bool found = false;
+    for (const auto* sub : app.get_subcommands({})) {
+      known += (known.empty() ? "" : ", ") + sub->get_name();
+      found = found || sub->check_name(argv[1]);
+    }
+    if (!found) return fail("unknown command '" + std::string(argv[1]) + "' (commands: " + known + ")");
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {  // --help, --version
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    return fail(std::string(e.what()) + " (see papaya --help)");
+  } catch (const papaya::InputError& e) {
+    return fail(e.what());
+  } catch (const c10::Error& e) {
+    const std::string what = e.what_without_backtrace();
+    if (out_of_memory(what)) return fail("out of memory: " + what.substr(0, what.find('\n')));
+    throw;
+  } catch (const std::bad_alloc&) {
+    return fail("out of memory");
+  }
+  return 0;
+}

@@ -1,0 +1,61 @@
+#include "cli/table.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <ostream>
+
+namespace papaya::cli {
+
+Table::Table(std::vector<std::string> header) : header_(std::move(header)) {}
+
+void Table::add_row(std::vector<std::string> cells) {
+  cells.resize(header_.size());
+  rows_.push_back(std::move(cells));
+}
+
+namespace {
+bool numeric(const std::string& cell) {
+  if (cell == "-") return true;  // a missing number
+  return !cell.empty() && (std::isdigit(static_cast<unsigned char>(cell[0])) ||
+                           (cell[0] == '-' && cell.size() > 1 && std::isdigit(static_cast<unsigned char>(cell[1]))));
+}
+}  // namespace
+
+void Table::print(std::ostream& out) const {
+  std::vector<size_t> width(header_.size());
+  std::vector<bool> right(header_.size(), true);
+  for (size_t c = 0; c < header_.size(); ++c) {
+    width[c] = header_[c].size();
+    bool any = false;
+    for (const auto& row : rows_) {
+      width[c] = std::max(width[c], row[c].size());
+      if (!row[c].empty()) {
+        any = true;
+        right[c] = right[c] && numeric(row[c]);
+      }
+    }
+    right[c] = right[c] && any;
+  }
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string text;
+    for (size_t c = 0; c < cells.size(); ++c) {
+      const std::string pad(width[c] - cells[c].size(), ' ');
+      text += (c ? "  " : "") + (right[c] ? pad + cells[c] : cells[c] + (c + 1 < cells.size() ? pad : ""));
+    }
+    out << text << "\n";
+  };
+  line(header_);
+  std::vector<std::string> rule;
+  for (size_t w : width) rule.emplace_back(w, '-');
+  line(rule);
+  for (const auto& row : rows_) line(row);
+}
+
+std::string fixed(double value, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, value);
+  return buf;
+}
+
+}  // namespace papaya::cli

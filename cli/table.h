@@ -1,0 +1,24 @@
+#pragma once
+// Aligned text tables for people (--json is for scripts).
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace papaya::cli {
+
+class Table {
+ public:
+  explicit Table(std::vector<std::string> header);
+  // Columns whose cells are numbers are right-aligned.
+  void add_row(std::vector<std::string> cells);
+  void print(std::ostream& out) const;
+
+ private:
+  std::vector<std::string> header_;
+  std::vector<std::vector<std::string>> rows_;
+};
+
+// "12.3" with `digits` decimals.
+std::string fixed(double value, int digits = 1);
+
+}  // namespace papaya::cli

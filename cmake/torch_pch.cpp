@@ -1,0 +1,2 @@
+// Compiled once to build the precompiled LibTorch header (see CMakeLists.txt).
+#include <torch/torch.h>

@@ -1,0 +1,160 @@
+#include "executor/data.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "model/error.h"
+
+namespace papaya::executor {
+namespace {
+
+using model::Family;
+
+class SyntheticData : public DataSource {
+ public:
+  SyntheticData(const model::NetworkConfig& config, torch::Device device, uint64_t seed)
+      : config_(config), device_(device), gen_(at::detail::createCPUGenerator(seed)) {
+    if (config.family == Family::gpt) {
+      permutation_ = torch::randperm(config.transformer().vocab, gen_, torch::kLong);
+    } else if (config.family != Family::bert) {
+      // Images: a colour per class (easy to pick up through any pooling) plus
+      // a fainter pattern per class.
+      const auto shape = template_shape();
+      templates_ = torch::randn(shape, gen_);
+      if (shape.size() == 4) {
+        templates_ = torch::randn({shape[0], shape[1], 1, 1}, gen_) + 0.5 * templates_;
+      }
+    }
+  }
+
+  Batch next(int64_t b) override {
+    Batch batch;
+    switch (config_.family) {
+      case Family::gpt: batch = permutation_sequences(b); break;
+      case Family::bert: {
+        const auto& t = config_.transformer();
+        batch.input = torch::randint(t.vocab, {b, t.seq_len}, gen_, torch::kLong);
+        batch.target = batch.input.select(1, 1).remainder(t.classes);
+        break;
+      }
+      default: {
+        batch.target = torch::randint(templates_.size(0), {b}, gen_, torch::kLong);
+        batch.input = templates_.index_select(0, batch.target) + torch::randn(input_shape(b), gen_);
+      }
+    }
+    return {batch.input.to(device_), batch.target.to(device_)};
+  }
+
+  std::string describe() const override {
+    switch (config_.family) {
+      case Family::gpt: return "synthetic sequences (a fixed permutation of the vocabulary, 10% noise)";
+      case Family::bert: return "synthetic token sequences (class = second token mod classes)";
+      default: return "synthetic inputs (a template per class plus unit noise)";
+    }
+  }
+
+ private:
+  Batch permutation_sequences(int64_t b) {
+    const auto& t = config_.transformer();
+    std::vector<torch::Tensor> tokens{torch::randint(t.vocab, {b}, gen_, torch::kLong)};
+    for (int i = 0; i < t.seq_len; ++i) {
+      const torch::Tensor follow = permutation_.index_select(0, tokens.back());
+      const torch::Tensor noise = torch::randint(t.vocab, {b}, gen_, torch::kLong);
+      const torch::Tensor keep = torch::rand({b}, gen_) < 0.9;
+      tokens.push_back(torch::where(keep, follow, noise));
+    }
+    const torch::Tensor seq = torch::stack(tokens, 1);
+    return {seq.narrow(1, 0, t.seq_len), seq.narrow(1, 1, t.seq_len)};
+  }
+
+  std::vector<int64_t> input_shape(int64_t b) const {
+    std::vector<int64_t> shape = template_shape();
+    shape[0] = b;
+    return shape;
+  }
+
+  std::vector<int64_t> template_shape() const {
+    if (config_.family == Family::mlp) return {config_.mlp().classes, config_.mlp().input};
+    if (config_.family == Family::resnet) {
+      const auto& r = config_.resnet();
+      return {r.classes, r.channels, r.image_size, r.image_size};
+    }
+    const auto& t = config_.transformer();
+    return {t.classes, t.channels, t.image_size, t.image_size};
+  }
+
+  model::NetworkConfig config_;
+  torch::Device device_;
+  at::Generator gen_;
+  torch::Tensor permutation_, templates_;
+};
+
+class TextData : public DataSource {
+ public:
+  TextData(const std::string& path, const model::NetworkConfig& config, torch::Device device, uint64_t seed)
+      : path_(path), seq_len_(config.transformer().seq_len), device_(device),
+        gen_(at::detail::createCPUGenerator(seed)) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw InputError("--data " + path + ": cannot read the file");
+    std::stringstream buffer;
+    buffer << in.rdbuf();
+    const std::string text = buffer.str();
+    if (static_cast<int64_t>(text.size()) <= seq_len_) {
+      throw InputError("--data " + path + ": " + std::to_string(text.size()) + " characters, fewer than one window of " +
+                       std::to_string(seq_len_ + 1));
+    }
+    const std::set<unsigned char> chars(text.begin(), text.end());
+    if (static_cast<int>(chars.size()) > config.transformer().vocab) {
+      throw InputError("--data " + path + ": " + std::to_string(chars.size()) + " distinct characters, more than the vocabulary of " +
+                       config.name + " (" + std::to_string(config.transformer().vocab) + ")");
+    }
+    std::vector<int64_t> id(256, 0);
+    int64_t next = 0;
+    for (unsigned char c : chars) id[c] = next++;
+    distinct_ = next;
+    tokens_ = torch::empty({static_cast<int64_t>(text.size())}, torch::kLong);
+    auto* out = tokens_.data_ptr<int64_t>();
+    for (size_t i = 0; i < text.size(); ++i) out[i] = id[static_cast<unsigned char>(text[i])];
+  }
+
+  Batch next(int64_t b) override {
+    const int64_t windows = tokens_.size(0) - seq_len_;
+    const torch::Tensor start = torch::randint(windows, {b, 1}, gen_, torch::kLong);
+    const torch::Tensor index = start + torch::arange(seq_len_ + 1, torch::kLong);
+    const torch::Tensor seq = tokens_.index_select(0, index.flatten()).view({b, seq_len_ + 1});
+    return {seq.narrow(1, 0, seq_len_).to(device_), seq.narrow(1, 1, seq_len_).to(device_)};
+  }
+
+  std::string describe() const override {
+    return path_ + " (" + std::to_string(tokens_.size(0)) + " characters, " + std::to_string(distinct_) + " distinct)";
+  }
+
+ private:
+  std::string path_;
+  int64_t seq_len_;
+  torch::Device device_;
+  at::Generator gen_;
+  torch::Tensor tokens_;
+  int64_t distinct_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<DataSource> make_synthetic_data(const model::NetworkConfig& config, torch::Device device,
+                                                uint64_t seed) {
+  return std::make_unique<SyntheticData>(config, device, seed);
+}
+
+std::unique_ptr<DataSource> make_text_data(const std::string& path, const model::NetworkConfig& config,
+                                           torch::Device device, uint64_t seed) {
+  if (config.family != Family::gpt) {
+    throw InputError("--data trains a gpt network as a character-level language model; " + config.name + " is a " +
+                     model::to_string(config.family) + " network");
+  }
+  return std::make_unique<TextData>(path, config, device, seed);
+}
+
+}  // namespace papaya::executor

@@ -1,0 +1,31 @@
+#pragma once
+// Training data: synthetic batches with a learnable target for every family,
+// or a text file read as a character-level language-modelling corpus (gpt).
+#include <memory>
+#include <string>
+
+#include "executor/networks/network.h"
+
+namespace papaya::executor {
+
+class DataSource {
+ public:
+  virtual ~DataSource() = default;
+  virtual Batch next(int64_t batch_size) = 0;
+  virtual std::string describe() const = 0;
+};
+
+// gpt: sequences that follow a fixed random permutation of the vocabulary 90%
+// of the time; bert: the class is the second token's id modulo the classes;
+// vit, resnet, mlp: a fixed random template per class (for images a colour
+// and a fainter pattern) plus unit noise.
+std::unique_ptr<DataSource> make_synthetic_data(const model::NetworkConfig& config, torch::Device device,
+                                                uint64_t seed);
+
+// Random windows of the file's characters (each distinct byte one token).
+// Throws InputError if the file is unreadable, shorter than a window, has more
+// distinct characters than the vocabulary, or the network is not a gpt.
+std::unique_ptr<DataSource> make_text_data(const std::string& path, const model::NetworkConfig& config,
+                                           torch::Device device, uint64_t seed);
+
+}  // namespace papaya::executor

@@ -1,0 +1,23 @@
+#pragma once
+// The device and precision a run asks for, checked against this build and
+// machine.
+#include <torch/torch.h>
+
+#include <string>
+
+namespace papaya::executor {
+
+// "cpu", "cuda" or "cuda:N". Throws InputError if CUDA is asked for and this
+// build has no CUDA LibTorch, or the machine has no such GPU.
+torch::Device resolve_device(const std::string& name);
+
+// "fp32" or "bf16" -> the activation dtype. Throws InputError otherwise.
+torch::ScalarType resolve_precision(const std::string& name);
+
+// Waits for the device's queued work (a no-op on CPU).
+void synchronize(const torch::Device& device);
+
+// "Intel(R) Xeon(R) ... (2 threads)" or "NVIDIA H100 80GB HBM3".
+std::string device_name(const torch::Device& device);
+
+}  // namespace papaya::executor

@@ -1,0 +1,49 @@
+#include "executor/layer.h"
+
+namespace papaya::executor {
+
+namespace {
+thread_local LayerObserver* observer = nullptr;
+}
+
+const char* to_string(SlotKind kind) {
+  switch (kind) {
+    case SlotKind::activation: return "activation";
+    case SlotKind::mask: return "mask";
+    case SlotKind::index: return "index";
+    case SlotKind::stats: return "stats";
+  }
+  return "?";
+}
+
+LayerObserver* current_observer() { return observer; }
+
+ObserverGuard::ObserverGuard(LayerObserver* next) : previous_(observer) { observer = next; }
+ObserverGuard::~ObserverGuard() { observer = previous_; }
+
+const Slot& Layer::slot(const std::string& name) const {
+  for (const auto& s : slots_) {
+    if (s.name == name) return s;
+  }
+  TORCH_CHECK(false, "layer ", path_, " has no slot ", name);
+}
+
+torch::Tensor Layer::cast(const torch::Tensor& parameter) const {
+  return parameter.scalar_type() == compute_dtype_ ? parameter : parameter.to(compute_dtype_);
+}
+
+Layer::Scope::Scope(const Layer& layer, std::vector<torch::Tensor*> inputs)
+    : layer_(layer), observer_(observer) {
+  if (observer_) observer_->forward_begin(layer_, inputs);
+}
+
+void Layer::Scope::saved(const std::string& slot, const torch::Tensor& tensor) const {
+  if (observer_) observer_->saved(layer_, layer_.slot(slot), tensor);
+}
+
+torch::Tensor Layer::Scope::finish(torch::Tensor output) const {
+  if (observer_) observer_->forward_end(layer_, output);
+  return output;
+}
+
+}  // namespace papaya::executor

@@ -1,0 +1,95 @@
+#pragma once
+// A layer: one node of a network with a stable path name ("blocks.3.mlp.fc1"),
+// the unit papaya profiles, models and assigns strategies to. Each layer
+// declares the tensors its backward keeps (its slots) and reports them, and
+// its forward boundaries, to an installed LayerObserver (the profiler).
+#include <torch/torch.h>
+
+#include <string>
+#include <vector>
+
+namespace papaya::executor {
+
+// What a saved tensor is, which decides the strategies that can apply to it.
+enum class SlotKind {
+  activation,  // floating-point data: quantize, adaptive, swap (and invert for GELU/SiLU inputs)
+  mask,        // boolean (dropout, ReLU): kept as 1 bit when compressed
+  index,       // integers (embedding ids, max-pool argmax)
+  stats,       // small per-row or per-channel floats (norm mean/rstd): always kept
+};
+const char* to_string(SlotKind kind);
+
+struct Slot {
+  std::string name;  // "input", "output", "mask", "q", ...
+  SlotKind kind;
+};
+
+class Layer;
+
+// Sees every layer's forward and the tensors it saves. Installed per thread
+// by ObserverGuard; with none installed the hooks cost one pointer test.
+class LayerObserver {
+ public:
+  virtual ~LayerObserver() = default;
+  // Before the layer computes; may replace the inputs (e.g. by identity
+  // markers whose backward times the layer's backward).
+  virtual void forward_begin(const Layer& layer, std::vector<torch::Tensor*>& inputs) = 0;
+  // A tensor the layer keeps for its backward.
+  virtual void saved(const Layer& layer, const Slot& slot, const torch::Tensor& tensor) = 0;
+  // After the layer computed; may replace the output.
+  virtual void forward_end(const Layer& layer, torch::Tensor& output) = 0;
+};
+
+LayerObserver* current_observer();
+
+class ObserverGuard {
+ public:
+  explicit ObserverGuard(LayerObserver* observer);
+  ~ObserverGuard();
+  ObserverGuard(const ObserverGuard&) = delete;
+  ObserverGuard& operator=(const ObserverGuard&) = delete;
+
+ private:
+  LayerObserver* previous_;
+};
+
+class Layer : public torch::nn::Module {
+ public:
+  Layer(std::string kind, std::vector<Slot> slots) : kind_(std::move(kind)), slots_(std::move(slots)) {}
+
+  const std::string& kind() const { return kind_; }
+  const std::string& path() const { return path_; }
+  void set_path(std::string path) { path_ = std::move(path); }
+
+  // The tensors this layer's native (keep) path saves for backward.
+  const std::vector<Slot>& slots() const { return slots_; }
+  const Slot& slot(const std::string& name) const;
+
+  // Floating-point type activations are computed in (parameters stay fp32).
+  void set_compute_dtype(torch::ScalarType dtype) { compute_dtype_ = dtype; }
+  torch::ScalarType compute_dtype() const { return compute_dtype_; }
+
+ protected:
+  // A parameter in the compute dtype (a cast that autograd differentiates).
+  torch::Tensor cast(const torch::Tensor& parameter) const;
+
+  // Brackets a forward: reports it to the observer, if any.
+  class Scope {
+   public:
+    Scope(const Layer& layer, std::vector<torch::Tensor*> inputs);
+    void saved(const std::string& slot, const torch::Tensor& tensor) const;
+    torch::Tensor finish(torch::Tensor output) const;
+
+   private:
+    const Layer& layer_;
+    LayerObserver* observer_;
+  };
+
+ private:
+  std::string kind_;
+  std::vector<Slot> slots_;
+  std::string path_;
+  torch::ScalarType compute_dtype_ = torch::kFloat;
+};
+
+}  // namespace papaya::executor

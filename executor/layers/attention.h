@@ -1,0 +1,36 @@
+#pragma once
+// The two matrix products and the softmax inside attention. Heads are laid
+// out (batch, heads, tokens, head_dim), each tensor contiguous, so that each
+// saved tensor is its own storage and a strategy on one frees it.
+#include "executor/layer.h"
+
+namespace papaya::executor {
+
+// scores = q k^T / sqrt(head_dim), masked above the diagonal when causal.
+// Saves q and k.
+class AttentionScores : public Layer {
+ public:
+  AttentionScores(int64_t head_dim, bool causal);
+  torch::Tensor forward(torch::Tensor q, torch::Tensor k);
+  double scale;
+  bool causal;
+
+ private:
+  torch::Tensor above_diagonal_;
+};
+
+// Softmax over the last dimension; saves its output.
+class Softmax : public Layer {
+ public:
+  Softmax();
+  torch::Tensor forward(torch::Tensor x);
+};
+
+// context = probs v; saves probs and v.
+class AttentionContext : public Layer {
+ public:
+  AttentionContext();
+  torch::Tensor forward(torch::Tensor probs, torch::Tensor v);
+};
+
+}  // namespace papaya::executor

@@ -1,0 +1,48 @@
+#include "executor/layers/dense.h"
+
+#include <cmath>
+
+namespace papaya::executor {
+
+Linear::Linear(int64_t in, int64_t out, bool with_bias) : Layer("linear", {{"input", SlotKind::activation}}) {
+  // torch.nn.Linear's initialisation: U(-1/sqrt(in), 1/sqrt(in)).
+  const double bound = 1.0 / std::sqrt(static_cast<double>(in));
+  weight = register_parameter("weight", torch::empty({out, in}).uniform_(-bound, bound));
+  if (with_bias) bias = register_parameter("bias", torch::empty({out}).uniform_(-bound, bound));
+}
+
+torch::Tensor Linear::forward(torch::Tensor x) {
+  Scope scope(*this, {&x});
+  scope.saved("input", x);
+  return scope.finish(torch::linear(x, cast(weight), bias.defined() ? cast(bias) : torch::Tensor()));
+}
+
+Embedding::Embedding(int64_t count, int64_t dim) : Layer("embedding", {{"ids", SlotKind::index}}) {
+  weight = register_parameter("weight", torch::randn({count, dim}) * 0.02);
+}
+
+torch::Tensor Embedding::forward(torch::Tensor ids) {
+  Scope scope(*this, {});
+  scope.saved("ids", ids);
+  return scope.finish(torch::embedding(cast(weight), ids));
+}
+
+PositionEmbedding::PositionEmbedding(int64_t positions, int64_t dim) : Layer("position", {}) {
+  weight = register_parameter("weight", torch::randn({positions, dim}) * 0.02);
+}
+
+torch::Tensor PositionEmbedding::forward(torch::Tensor x) {
+  Scope scope(*this, {&x});
+  return scope.finish(x + cast(weight).narrow(0, 0, x.size(1)));
+}
+
+ClassToken::ClassToken(int64_t dim) : Layer("class_token", {}) {
+  token = register_parameter("token", torch::zeros({1, 1, dim}));
+}
+
+torch::Tensor ClassToken::forward(torch::Tensor x) {
+  Scope scope(*this, {&x});
+  return scope.finish(torch::cat({cast(token).expand({x.size(0), 1, x.size(2)}), x}, 1));
+}
+
+}  // namespace papaya::executor

@@ -1,0 +1,39 @@
+#pragma once
+// Layers with weight matrices or tables: linear, embeddings, class token.
+#include "executor/layer.h"
+
+namespace papaya::executor {
+
+// y = x W^T + b. Saves its input.
+class Linear : public Layer {
+ public:
+  Linear(int64_t in, int64_t out, bool bias = true);
+  torch::Tensor forward(torch::Tensor x);
+  torch::Tensor weight, bias;  // bias undefined without one
+};
+
+// Token ids (int64) -> vectors. Saves the ids.
+class Embedding : public Layer {
+ public:
+  Embedding(int64_t count, int64_t dim);
+  torch::Tensor forward(torch::Tensor ids);
+  torch::Tensor weight;
+};
+
+// Adds a learned vector per position to x (batch, positions, dim). Saves nothing.
+class PositionEmbedding : public Layer {
+ public:
+  PositionEmbedding(int64_t positions, int64_t dim);
+  torch::Tensor forward(torch::Tensor x);
+  torch::Tensor weight;
+};
+
+// Prepends a learned class token to x (batch, tokens, dim). Saves nothing.
+class ClassToken : public Layer {
+ public:
+  explicit ClassToken(int64_t dim);
+  torch::Tensor forward(torch::Tensor x);
+  torch::Tensor token;
+};
+
+}  // namespace papaya::executor

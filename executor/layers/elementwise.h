@@ -1,0 +1,29 @@
+#pragma once
+// Element-wise layers: activations, dropout, and the gate product of SwiGLU.
+#include "executor/layer.h"
+
+namespace papaya::executor {
+
+// gelu and silu save their input; relu saves its output.
+class Activation : public Layer {
+ public:
+  explicit Activation(const std::string& kind);  // gelu | silu | relu
+  torch::Tensor forward(torch::Tensor x);
+};
+
+// Inverted dropout; saves its boolean mask.
+class Dropout : public Layer {
+ public:
+  explicit Dropout(double p);
+  torch::Tensor forward(torch::Tensor x);
+  double p;
+};
+
+// a * b (the gate of SwiGLU); saves both.
+class Mul : public Layer {
+ public:
+  Mul();
+  torch::Tensor forward(torch::Tensor a, torch::Tensor b);
+};
+
+}  // namespace papaya::executor

@@ -1,0 +1,27 @@
+#include "executor/layers/loss.h"
+
+namespace papaya::executor {
+
+CrossEntropy::CrossEntropy() : Layer("cross_entropy", {{"logprobs", SlotKind::activation}}) {}
+
+torch::Tensor CrossEntropy::forward(torch::Tensor logits, torch::Tensor target) {
+  Scope scope(*this, {&logits});
+  const torch::Tensor logprobs = torch::log_softmax(logits.to(torch::kFloat), -1);
+  scope.saved("logprobs", logprobs);
+  return scope.finish(torch::nll_loss(logprobs, target));
+}
+
+LMHead::LMHead(torch::Tensor tied_weight)
+    : Layer("lm_head", {{"input", SlotKind::activation}, {"logprobs", SlotKind::activation}}),
+      weight(std::move(tied_weight)) {}
+
+torch::Tensor LMHead::forward(torch::Tensor x, torch::Tensor target) {
+  Scope scope(*this, {&x});
+  scope.saved("input", x);
+  const torch::Tensor logits = torch::linear(x, cast(weight));
+  const torch::Tensor logprobs = torch::log_softmax(logits.to(torch::kFloat), -1);
+  scope.saved("logprobs", logprobs);
+  return scope.finish(torch::nll_loss(logprobs.flatten(0, 1), target.flatten()));
+}
+
+}  // namespace papaya::executor

@@ -1,0 +1,25 @@
+#pragma once
+// Loss layers: cross-entropy over class logits, and the language-model head
+// (projection to the vocabulary and cross-entropy over every token).
+#include "executor/layer.h"
+
+namespace papaya::executor {
+
+// Mean cross-entropy of logits (batch, classes) against class ids; saves the
+// log-probabilities (computed in fp32).
+class CrossEntropy : public Layer {
+ public:
+  CrossEntropy();
+  torch::Tensor forward(torch::Tensor logits, torch::Tensor target);
+};
+
+// logits = x W^T with W the token embedding's (tied) weight, then mean
+// cross-entropy over all tokens. Saves its input and the fp32 log-probabilities.
+class LMHead : public Layer {
+ public:
+  explicit LMHead(torch::Tensor tied_weight);
+  torch::Tensor forward(torch::Tensor x, torch::Tensor target);
+  torch::Tensor weight;  // not registered: owned by the embedding
+};
+
+}  // namespace papaya::executor

@@ -1,0 +1,29 @@
+#pragma once
+// Normalisations: LayerNorm and RMSNorm over the last dimension, BatchNorm
+// over channels.
+#include "executor/layer.h"
+
+namespace papaya::executor {
+
+// LayerNorm saves its input and per-row mean and 1/std; RMSNorm (composed
+// of native ops, as LibTorch has none) saves its input, per-row 1/rms and the
+// normalised input.
+class Norm : public Layer {
+ public:
+  Norm(const std::string& kind, int64_t dim);  // kind: layernorm | rmsnorm
+  torch::Tensor forward(torch::Tensor x);
+  torch::Tensor weight, bias;  // no bias for rmsnorm
+  static constexpr double eps = 1e-5;
+};
+
+// Training-mode BatchNorm2d. Saves its input (and per-channel statistics,
+// which do not grow with the batch).
+class BatchNorm2d : public Layer {
+ public:
+  explicit BatchNorm2d(int64_t channels);
+  torch::Tensor forward(torch::Tensor x);
+  torch::Tensor weight, bias, running_mean, running_var;
+  static constexpr double eps = 1e-5, momentum = 0.1;
+};
+
+}  // namespace papaya::executor

@@ -1,0 +1,30 @@
+#pragma once
+// Bytes allocated on the training device, as the allocator sees them: on CPU
+// a c10 memory reporter counts every allocation and free of this thread (and
+// the autograd threads it starts); on CUDA the caching allocator's own
+// statistics. Create the tracker before the network so that weights count.
+#include <c10/core/Device.h>
+
+#include <cstdint>
+#include <memory>
+
+namespace papaya::executor {
+
+class MemoryTracker {
+ public:
+  explicit MemoryTracker(c10::Device device);
+  ~MemoryTracker();
+  MemoryTracker(const MemoryTracker&) = delete;
+  MemoryTracker& operator=(const MemoryTracker&) = delete;
+
+  int64_t current() const;        // bytes allocated now
+  int64_t peak() const;           // most bytes allocated since the last reset
+  int64_t reserved_peak() const;  // CUDA: most bytes the caching allocator held; CPU: peak()
+  void reset_peak();              // peak := current
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace papaya::executor

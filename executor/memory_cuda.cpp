@@ -1,0 +1,34 @@
+#include "executor/memory_cuda.h"
+
+#ifdef PAPAYA_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAFunctions.h>
+#endif
+
+#include <stdexcept>
+
+namespace papaya::executor {
+
+#ifdef PAPAYA_CUDA
+namespace {
+int resolve(int index) { return index < 0 ? c10::cuda::current_device() : index; }
+}  // namespace
+
+// Index 0 of each statistic is the aggregate over pool kinds, in every version.
+AllocatedBytes cuda_allocated(int device_index) {
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(resolve(device_index));
+  return {stats.allocated_bytes[0].current, stats.allocated_bytes[0].peak};
+}
+
+int64_t cuda_reserved_peak(int device_index) {
+  return c10::cuda::CUDACachingAllocator::getDeviceStats(resolve(device_index)).reserved_bytes[0].peak;
+}
+
+void cuda_reset_peak(int device_index) { c10::cuda::CUDACachingAllocator::resetPeakStats(resolve(device_index)); }
+#else
+AllocatedBytes cuda_allocated(int) { throw std::logic_error("papaya was built without CUDA"); }
+int64_t cuda_reserved_peak(int) { throw std::logic_error("papaya was built without CUDA"); }
+void cuda_reset_peak(int) { throw std::logic_error("papaya was built without CUDA"); }
+#endif
+
+}  // namespace papaya::executor

@@ -1,0 +1,60 @@
+#include "executor/networks/network.h"
+
+#include "executor/networks/zoo.h"
+
+namespace papaya::executor {
+
+void Network::index_paths() {
+  layers_.clear();
+  segments_.clear();
+  for (const auto& item : named_modules("", /*include_self=*/false)) {
+    if (auto* layer = dynamic_cast<Layer*>(item.value().get())) {
+      layer->set_path(item.key());
+      layers_.push_back(layer);
+    } else if (auto* segment = dynamic_cast<Segment*>(item.value().get())) {
+      segment->set_path(item.key());
+      segments_.push_back(segment);
+    }
+  }
+}
+
+Layer* Network::find_layer(const std::string& path) const {
+  for (auto* layer : layers_) {
+    if (layer->path() == path) return layer;
+  }
+  return nullptr;
+}
+
+Segment* Network::find_segment(const std::string& path) const {
+  for (auto* segment : segments_) {
+    if (segment->path() == path) return segment;
+  }
+  return nullptr;
+}
+
+void Network::set_compute_dtype(torch::ScalarType dtype) {
+  compute_dtype_ = dtype;
+  for (auto* layer : layers_) layer->set_compute_dtype(dtype);
+}
+
+int64_t Network::parameter_count() const {
+  int64_t n = 0;
+  for (const auto& p : parameters()) n += p.numel();
+  return n;
+}
+
+std::shared_ptr<Network> build_network(const model::NetworkConfig& config) {
+  switch (config.family) {
+    case model::Family::gpt:
+    case model::Family::bert:
+    case model::Family::vit:
+      return build_transformer(config);
+    case model::Family::resnet:
+      return build_resnet(config);
+    case model::Family::mlp:
+      return build_mlp(config);
+  }
+  TORCH_CHECK(false, "unknown network family");
+}
+
+}  // namespace papaya::executor

@@ -1,0 +1,56 @@
+#pragma once
+// A network of the zoo, built from a config: its layers (forward order, with
+// path names) and segments, and its loss on a batch.
+#include <torch/torch.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "executor/layer.h"
+#include "executor/segment.h"
+#include "model/network_config.h"
+
+namespace papaya::executor {
+
+// Inputs and targets of one step, on the network's device. Inputs are token
+// ids (gpt, bert), images (vit, resnet) or feature vectors (mlp); targets are
+// next-token ids (gpt) or class ids.
+struct Batch {
+  torch::Tensor input, target;
+};
+
+class Network : public torch::nn::Module {
+ public:
+  explicit Network(model::NetworkConfig config) : config_(std::move(config)) {}
+
+  // Mean loss of the batch, differentiable.
+  virtual torch::Tensor loss(const Batch& batch) = 0;
+
+  const model::NetworkConfig& config() const { return config_; }
+  const std::vector<Layer*>& layers() const { return layers_; }
+  const std::vector<Segment*>& segments() const { return segments_; }
+  Layer* find_layer(const std::string& path) const;      // nullptr if none
+  Segment* find_segment(const std::string& path) const;  // nullptr if none
+
+  // Floating-point type of activations; parameters stay fp32.
+  void set_compute_dtype(torch::ScalarType dtype);
+  torch::ScalarType compute_dtype() const { return compute_dtype_; }
+
+  int64_t parameter_count() const;
+
+ protected:
+  // Names every layer and segment by its module path; the derived
+  // constructor calls it last, after registering modules in forward order.
+  void index_paths();
+
+ private:
+  model::NetworkConfig config_;
+  std::vector<Layer*> layers_;
+  std::vector<Segment*> segments_;
+  torch::ScalarType compute_dtype_ = torch::kFloat;
+};
+
+std::shared_ptr<Network> build_network(const model::NetworkConfig& config);
+
+}  // namespace papaya::executor

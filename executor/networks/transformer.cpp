@@ -1,0 +1,185 @@
+// GPT (causal decoder, pre-norm, LM head tied to the token embedding), BERT
+// (encoder, post-norm, classifier on the first token) and ViT (patch
+// embedding, class token, pre-norm, classifier on the class token).
+#include "executor/layers/attention.h"
+#include "executor/layers/conv.h"
+#include "executor/layers/dense.h"
+#include "executor/layers/elementwise.h"
+#include "executor/layers/loss.h"
+#include "executor/layers/norm.h"
+#include "executor/networks/zoo.h"
+
+namespace papaya::executor {
+namespace {
+
+using model::Family;
+using model::TransformerConfig;
+
+// Layers are registered in the order forward runs them: the profiler and the
+// model rely on the order of Network::layers().
+std::shared_ptr<Dropout> maybe_dropout(torch::nn::Module& parent, const std::string& name, double p) {
+  return p > 0 ? parent.register_module(name, std::make_shared<Dropout>(p)) : nullptr;
+}
+
+torch::Tensor drop_or_pass(const std::shared_ptr<Dropout>& dropout, torch::Tensor x) {
+  return dropout ? dropout->forward(std::move(x)) : x;
+}
+
+class Attention : public torch::nn::Module {
+ public:
+  Attention(const TransformerConfig& c, bool causal) : heads_(c.heads) {
+    qkv = register_module("qkv", std::make_shared<Linear>(c.d_model, 3 * c.d_model));
+    scores = register_module("scores", std::make_shared<AttentionScores>(c.head_dim(), causal));
+    softmax = register_module("softmax", std::make_shared<Softmax>());
+    drop = maybe_dropout(*this, "drop", c.dropout);
+    context = register_module("context", std::make_shared<AttentionContext>());
+    proj = register_module("proj", std::make_shared<Linear>(c.d_model, c.d_model));
+    proj_drop = maybe_dropout(*this, "proj_drop", c.dropout);
+  }
+
+  torch::Tensor forward(const torch::Tensor& x) {
+    const int64_t b = x.size(0), s = x.size(1), d = x.size(2);
+    // (b, s, 3d) -> three contiguous (b, heads, s, head_dim) tensors.
+    const auto parts = qkv->forward(x).view({b, s, 3, heads_, d / heads_}).permute({2, 0, 3, 1, 4});
+    const torch::Tensor q = parts[0].contiguous(), k = parts[1].contiguous(), v = parts[2].contiguous();
+    const torch::Tensor probs = drop_or_pass(drop, softmax->forward(scores->forward(q, k)));
+    const torch::Tensor merged = context->forward(probs, v).transpose(1, 2).reshape({b, s, d});
+    return drop_or_pass(proj_drop, proj->forward(merged));
+  }
+
+  std::shared_ptr<Linear> qkv, proj;
+  std::shared_ptr<AttentionScores> scores;
+  std::shared_ptr<Softmax> softmax;
+  std::shared_ptr<AttentionContext> context;
+  std::shared_ptr<Dropout> drop, proj_drop;
+
+ private:
+  int64_t heads_;
+};
+
+// fc1 -> act -> fc2, or for SwiGLU fc2(silu(fc1 x) * up x).
+class Mlp : public torch::nn::Module {
+ public:
+  explicit Mlp(const TransformerConfig& c) {
+    const int64_t hidden = c.mlp_hidden();
+    const bool swiglu = c.activation == "swiglu";
+    fc1 = register_module("fc1", std::make_shared<Linear>(c.d_model, hidden, !swiglu));
+    act = register_module("act", std::make_shared<Activation>(swiglu ? "silu" : c.activation));
+    if (swiglu) {
+      up = register_module("up", std::make_shared<Linear>(c.d_model, hidden, false));
+      gate = register_module("gate", std::make_shared<Mul>());
+    }
+    fc2 = register_module("fc2", std::make_shared<Linear>(hidden, c.d_model, !swiglu));
+    drop = maybe_dropout(*this, "drop", c.dropout);
+  }
+
+  torch::Tensor forward(const torch::Tensor& x) {
+    torch::Tensor h = act->forward(fc1->forward(x));
+    if (gate) h = gate->forward(h, up->forward(x));
+    return drop_or_pass(drop, fc2->forward(h));
+  }
+
+  std::shared_ptr<Linear> fc1, up, fc2;
+  std::shared_ptr<Activation> act;
+  std::shared_ptr<Mul> gate;
+  std::shared_ptr<Dropout> drop;
+};
+
+class Block : public Segment {
+ public:
+  Block(const TransformerConfig& c, bool causal, bool pre_norm) : pre_norm_(pre_norm) {
+    if (pre_norm) {
+      ln1 = register_module("ln1", std::make_shared<Norm>(c.norm, c.d_model));
+      attn = register_module("attn", std::make_shared<Attention>(c, causal));
+      ln2 = register_module("ln2", std::make_shared<Norm>(c.norm, c.d_model));
+      mlp = register_module("mlp", std::make_shared<Mlp>(c));
+    } else {
+      attn = register_module("attn", std::make_shared<Attention>(c, causal));
+      ln1 = register_module("ln1", std::make_shared<Norm>(c.norm, c.d_model));
+      mlp = register_module("mlp", std::make_shared<Mlp>(c));
+      ln2 = register_module("ln2", std::make_shared<Norm>(c.norm, c.d_model));
+    }
+  }
+
+  std::shared_ptr<Norm> ln1, ln2;
+  std::shared_ptr<Attention> attn;
+  std::shared_ptr<Mlp> mlp;
+
+ protected:
+  torch::Tensor forward(torch::Tensor x) override {
+    if (pre_norm_) {
+      x = x + attn->forward(ln1->forward(x));
+      return x + mlp->forward(ln2->forward(x));
+    }
+    x = ln1->forward(x + attn->forward(x));
+    return ln2->forward(x + mlp->forward(x));
+  }
+
+ private:
+  bool pre_norm_;
+};
+
+class Transformer : public Network {
+ public:
+  explicit Transformer(const model::NetworkConfig& config) : Network(config) {
+    const auto& c = config.transformer();
+    const Family family = config.family;
+    if (family == Family::vit) {
+      patch_emb = register_module("patch_emb", std::make_shared<Conv2d>(c.channels, c.d_model, c.patch, c.patch, 0, true));
+      cls_token = register_module("cls_token", std::make_shared<ClassToken>(c.d_model));
+    } else {
+      tok_emb = register_module("tok_emb", std::make_shared<Embedding>(c.vocab, c.d_model));
+    }
+    pos_emb = register_module("pos_emb", std::make_shared<PositionEmbedding>(config.sequence_length(), c.d_model));
+    if (family == Family::bert) emb_norm = register_module("emb_norm", std::make_shared<Norm>(c.norm, c.d_model));
+    emb_drop = maybe_dropout(*this, "emb_drop", c.dropout);
+    blocks = register_module("blocks", torch::nn::ModuleList());
+    for (int i = 0; i < c.layers; ++i) {
+      blocks->push_back(std::make_shared<Block>(c, family == Family::gpt, family != Family::bert));
+    }
+    if (family != Family::bert) ln_f = register_module("ln_f", std::make_shared<Norm>(c.norm, c.d_model));
+    if (family == Family::gpt) {
+      lm_head = register_module("lm_head", std::make_shared<LMHead>(tok_emb->weight));
+    } else {
+      head = register_module("head", std::make_shared<Linear>(c.d_model, c.classes));
+      loss_fn = register_module("loss", std::make_shared<CrossEntropy>());
+    }
+    index_paths();
+  }
+
+  torch::Tensor loss(const Batch& batch) override {
+    torch::Tensor x;
+    if (patch_emb) {
+      x = patch_emb->forward(batch.input.to(compute_dtype())).flatten(2).transpose(1, 2);
+      x = cls_token->forward(x);
+    } else {
+      x = tok_emb->forward(batch.input);
+    }
+    x = pos_emb->forward(x);
+    if (emb_norm) x = emb_norm->forward(x);
+    x = drop_or_pass(emb_drop, x);
+    for (const auto& block : *blocks) x = block->as<Segment>()->run(x);
+    if (ln_f) x = ln_f->forward(x);
+    if (lm_head) return lm_head->forward(x, batch.target);
+    return loss_fn->forward(head->forward(x.select(1, 0)), batch.target);
+  }
+
+  std::shared_ptr<Conv2d> patch_emb;
+  std::shared_ptr<ClassToken> cls_token;
+  std::shared_ptr<Embedding> tok_emb;
+  std::shared_ptr<PositionEmbedding> pos_emb;
+  std::shared_ptr<Norm> emb_norm, ln_f;
+  std::shared_ptr<Dropout> emb_drop;
+  torch::nn::ModuleList blocks{nullptr};
+  std::shared_ptr<LMHead> lm_head;
+  std::shared_ptr<Linear> head;
+  std::shared_ptr<CrossEntropy> loss_fn;
+};
+
+}  // namespace
+
+std::shared_ptr<Network> build_transformer(const model::NetworkConfig& config) {
+  return std::make_shared<Transformer>(config);
+}
+
+}  // namespace papaya::executor

@@ -1,0 +1,39 @@
+#pragma once
+// The training loop: AdamW over the network's parameters, timed steps, the
+// allocator's peak, a progress callback.
+#include <functional>
+#include <vector>
+
+#include "executor/data.h"
+#include "executor/memory.h"
+#include "executor/networks/network.h"
+
+namespace papaya::executor {
+
+struct TrainOptions {
+  int steps = 20;
+  int64_t batch = 8;
+  double lr = 1e-3;
+  double weight_decay = 0.01;
+  // Steps left out of throughput and peak memory: the first allocates the
+  // optimizer state and warms caches.
+  int warmup_steps = 2;
+  std::function<void(int step, int steps, double loss)> on_step;
+};
+
+struct TrainReport {
+  std::vector<double> losses;    // one per step
+  double samples_per_s = 0;      // over the measured steps
+  double step_seconds = 0;       // mean over the measured steps
+  int64_t peak_bytes = 0;        // allocator peak over the measured steps
+  int64_t peak_reserved_bytes = 0;
+  int64_t static_bytes = 0;      // weights + gradients + optimizer state
+  int warmup_steps = 0;          // the number actually left out
+};
+
+TrainReport train(Network& network, DataSource& data, MemoryTracker& memory, const TrainOptions& options);
+
+// Weights + gradients + optimizer state, from the tensors themselves.
+int64_t static_bytes(const Network& network, const torch::optim::Optimizer& optimizer);
+
+}  // namespace papaya::executor

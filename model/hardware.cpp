@@ -1,0 +1,76 @@
+#include "model/hardware.h"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+
+#include "model/error.h"
+#include "model/json_file.h"
+
+namespace papaya::model {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+HardwareSpec parse(const nlohmann::json& doc, const std::string& label) {
+  validate_json(doc, "hardware", label);
+  HardwareSpec h;
+  h.name = doc.at("name");
+  h.vendor = doc.at("vendor");
+  h.description = doc.value("description", "");
+  h.aliases = doc.value("aliases", std::vector<std::string>{});
+  h.memory_bytes = doc.at("memory_gib").get<double>() * 1024.0 * 1024.0 * 1024.0;
+  h.memory_bandwidth = doc.at("memory_bandwidth_gbs").get<double>() * 1e9;
+  for (const auto& [dtype, value] : doc.at("peak_tflops").items()) {
+    h.peak_flops[dtype] = value.is_null() ? std::nullopt : std::optional<double>(value.get<double>() * 1e12);
+  }
+  const auto& link = doc.at("host_link");
+  h.host_link = link.at("name");
+  h.h2d_bandwidth = link.at("h2d_gbs").get<double>() * 1e9;
+  h.d2h_bandwidth = link.at("d2h_gbs").get<double>() * 1e9;
+  h.sources = doc.at("sources").get<std::map<std::string, std::string>>();
+  return h;
+}
+
+}  // namespace
+
+double HardwareSpec::peak_for(const std::string& precision, bool allow_tf32) const {
+  std::string key = precision;
+  if (precision == "fp32" && allow_tf32 && peak_flops.at("tf32")) key = "tf32";
+  const auto it = peak_flops.find(key);
+  if (it == peak_flops.end() || !it->second) {
+    throw InputError("hardware " + name + " has no " + precision + " compute path");
+  }
+  return *it->second;
+}
+
+std::vector<HardwareSpec> hardware_catalog() {
+  std::vector<HardwareSpec> all;
+  for (const auto& entry : fs::directory_iterator(fs::path(config_dir()) / "hardware")) {
+    if (entry.path().extension() != ".json") continue;
+    const std::string path = entry.path().string();
+    all.push_back(parse(read_json_file(path, "hardware entry"), path));
+  }
+  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  return all;
+}
+
+HardwareSpec load_hardware(const std::string& name) {
+  const std::string wanted = lower(name);
+  std::string known;
+  for (auto& h : hardware_catalog()) {
+    if (lower(h.name) == wanted) return h;
+    for (const auto& alias : h.aliases) {
+      if (lower(alias) == wanted) return h;
+    }
+    known += (known.empty() ? "" : ", ") + h.name;
+  }
+  throw InputError("unknown hardware '" + name + "' (known: " + known + ")");
+}
+
+}  // namespace papaya::model

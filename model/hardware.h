@@ -1,0 +1,36 @@
+#pragma once
+// The hardware catalog (configs/hardware/*.json): datasheet figures of the
+// accelerators papaya predicts for, with the source of each figure.
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace papaya::model {
+
+struct HardwareSpec {
+  std::string name;
+  std::string vendor;
+  std::string description;
+  std::vector<std::string> aliases;
+  double memory_bytes = 0;        // device memory
+  double memory_bandwidth = 0;    // bytes/s
+  std::map<std::string, std::optional<double>> peak_flops;  // dtype -> FLOP/s (dense); nullopt: no such path
+  std::string host_link;          // "PCIe 5.0 x16"
+  double h2d_bandwidth = 0;       // bytes/s, per direction
+  double d2h_bandwidth = 0;
+  std::map<std::string, std::string> sources;  // figure -> datasheet
+
+  // Peak FLOP/s for a training precision ("fp32" uses tf32 where it exists
+  // only if `allow_tf32`); throws InputError if the chip has no such path.
+  double peak_for(const std::string& precision, bool allow_tf32 = false) const;
+};
+
+// By name or alias, case-insensitive ("h100", "H100-SXM-80GB"). Throws
+// InputError listing the catalog for an unknown name.
+HardwareSpec load_hardware(const std::string& name);
+
+// Every catalog entry, sorted by name.
+std::vector<HardwareSpec> hardware_catalog();
+
+}  // namespace papaya::model

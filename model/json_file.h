@@ -1,0 +1,26 @@
+#pragma once
+// Reading and writing papaya's JSON documents: parse errors and schema
+// violations become InputErrors naming the file, the JSON path and what was
+// expected; writes are atomic so that no half-written file is ever left.
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace papaya::model {
+
+// The folder of shipped configs: $PAPAYA_CONFIG_DIR, else the source tree's.
+std::string config_dir();
+
+// Parses a JSON file; `what` names the kind of document in errors ("network config").
+nlohmann::json read_json_file(const std::string& path, const std::string& what);
+
+// Validates `doc` against configs/schemas/<schema>.schema.json. On failure
+// throws InputError "<label>: <json path>: <what was expected>".
+void validate_json(const nlohmann::json& doc, const std::string& schema, const std::string& label);
+
+// Writes `doc` (pretty-printed) to `path` through a temporary file and a rename.
+void write_json_file(const std::string& path, const nlohmann::json& doc);
+
+// Writes `text` to `path` through a temporary file and a rename.
+void write_text_file(const std::string& path, const std::string& text);
+
+}  // namespace papaya::model

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Configures and builds papaya into build/ (or $PAPAYA_BUILD_DIR).
+# Extra arguments go to the CMake configure step.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${PAPAYA_BUILD_DIR:-build}
+jobs=${PAPAYA_JOBS:-$(nproc)}
+if [ ! -f "$build/CMakeCache.txt" ]; then
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@"
+fi
+cmake --build "$build" -j "$jobs"

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs the Debian packages papaya needs to build, test and plot, skipping
+# those already present. Runs apt-get as root (or through sudo).
+set -euo pipefail
+
+packages=(
+  g++ cmake ninja-build pkg-config
+  libtorch-dev            # LibTorch 1.13 (CPU); a CUDA LibTorch is used instead where found
+  libceres-dev            # the performance model's fits
+  libcli11-dev            # command line
+  nlohmann-json3-dev      # JSON documents
+  libvalijson-dev         # JSON Schema validation of configs, plans, profiles
+  libgtest-dev libgmock-dev
+  gnuplot-nox             # plots (SVG, PNG)
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+as_root=()
+[ "$(id -u)" -eq 0 ] || as_root=(sudo)
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${as_root[@]}" apt-get update -qq
+"${as_root[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "setup: done"

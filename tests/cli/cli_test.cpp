@@ -1,0 +1,118 @@
+// End-to-end runs of the papaya binary: outputs and exit codes.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "tests/cli/run_papaya.h"
+
+namespace papaya::testing {
+namespace {
+
+using nlohmann::json;
+
+// A failed run: exit code 2 and one line on stderr containing `needle`.
+void expect_input_error(const std::string& args, const std::string& needle) {
+  const Outcome run = run_papaya(args);
+  EXPECT_EQ(run.code, 2) << args << "\n" << run.err;
+  EXPECT_NE(run.err.find("papaya: error: "), std::string::npos) << args << "\n" << run.err;
+  EXPECT_NE(run.err.find(needle), std::string::npos) << args << "\n" << run.err;
+  EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
+}
+
+TEST(Cli, VersionAndHelp) {
+  Outcome run = run_papaya("--version");
+  EXPECT_EQ(run.code, 0);
+  EXPECT_EQ(run.out.rfind("papaya ", 0), 0u) << run.out;
+  run = run_papaya("--help");
+  EXPECT_EQ(run.code, 0);
+  for (const char* command : {"networks", "hardware", "train"}) EXPECT_NE(run.out.find(command), std::string::npos);
+  run = run_papaya("train --help");
+  EXPECT_EQ(run.code, 0);
+  EXPECT_NE(run.out.find("--precision"), std::string::npos);
+}
+
+TEST(Cli, NetworksListsTheZoo) {
+  Outcome run = run_papaya("networks --json");
+  ASSERT_EQ(run.code, 0) << run.err;
+  const json list = json::parse(run.out);
+  EXPECT_GE(list.size(), 11u);
+  for (const auto& entry : list) EXPECT_GT(entry.at("parameters").get<int64_t>(), 0);
+  run = run_papaya("networks");
+  EXPECT_NE(run.out.find("gpt2-medium"), std::string::npos);
+}
+
+TEST(Cli, HardwareListsTheCatalog) {
+  Outcome run = run_papaya("hardware --json");
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(json::parse(run.out).size(), 10u);
+  run = run_papaya("hardware --sources");
+  EXPECT_NE(run.out.find("datasheet"), std::string::npos);
+}
+
+TEST(Cli, TrainGptTinyJson) {
+  const Outcome run = run_papaya("train --network gpt-tiny --batch 8 --steps 20 --device cpu --json");
+  ASSERT_EQ(run.code, 0) << run.err;
+  const json out = json::parse(run.out);
+  for (const char* key : {"samples_per_s", "peak_bytes", "static_bytes", "final_loss"}) {
+    ASSERT_TRUE(out.contains(key)) << key;
+    EXPECT_TRUE(std::isfinite(out[key].get<double>())) << key;
+    EXPECT_GT(out[key].get<double>(), 0) << key;
+  }
+  EXPECT_LT(out["final_loss"].get<double>(), out["initial_loss"].get<double>());
+  EXPECT_GT(out["peak_bytes"].get<double>(), out["static_bytes"].get<double>());
+  EXPECT_EQ(out["losses"].size(), 20u);
+}
+
+TEST(Cli, TrainOnATextFile) {
+  const std::string text = "/usr/share/common-licenses/GPL-3";
+  if (!std::filesystem::exists(text)) GTEST_SKIP() << text << " is not on this machine";
+  const Outcome run = run_papaya("train --network gpt-tiny --steps 5 --data " + text + " --json");
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_TRUE(std::isfinite(json::parse(run.out)["final_loss"].get<double>()));
+}
+
+TEST(Cli, TrainPrintsATable) {
+  const Outcome run = run_papaya("train --network mlp-tiny --steps 3");
+  ASSERT_EQ(run.code, 0) << run.err;
+  for (const char* row : {"samples/s", "peak memory", "static memory", "loss"}) {
+    EXPECT_NE(run.out.find(row), std::string::npos) << row;
+  }
+}
+
+TEST(Cli, BadInputExitsTwoWithOneLine) {
+  expect_input_error("train --network gpt-huge", "unknown network 'gpt-huge'");
+  expect_input_error("train --network /nonexistent/net.json", "no such network config file");
+  expect_input_error("train --device cuda", "--device cuda");
+  expect_input_error("train --device tpu", "--device tpu");
+  expect_input_error("train --precision fp16", "--precision fp16");
+  expect_input_error("train --data /nonexistent/corpus.txt", "cannot read");
+  expect_input_error("train --network bert-tiny --data /etc/hostname", "gpt");
+  expect_input_error("train --batch 0", "--batch");
+  expect_input_error("train --batch abc", "--batch");
+  expect_input_error("train --stpes 3", "stpes");
+  expect_input_error("frobnicate", "frobnicate");
+}
+
+TEST(Cli, BadConfigFilesNameTheProblem) {
+  const auto dir = std::filesystem::temp_directory_path() / "papaya-cli-test";
+  std::filesystem::create_directories(dir);
+  const auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream((dir / name).string()) << text;
+    return (dir / name).string();
+  };
+  expect_input_error("train --network " + write("malformed.json", "{\"name\": "), "malformed JSON");
+  expect_input_error("train --network " + write("unknown-key.json", R"({"name":"x","family":"mlp","input":4,"hidden":[4],"classes":2,"colour":1})"),
+                     "colour");
+  expect_input_error("train --network " + write("wrong-type.json", R"({"name":"x","family":"mlp","input":"4","hidden":[4],"classes":2})"),
+                     "/input");
+  expect_input_error("train --network " + write("negative.json", R"({"name":"x","family":"mlp","input":4,"hidden":[0],"classes":2})"),
+                     "/hidden/0");
+  expect_input_error("train --network " + write("heads.json", R"({"name":"x","family":"gpt","layers":1,"d_model":10,"heads":3,"seq_len":4,"vocab":9})"),
+                     "heads do not divide d_model");
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace papaya::testing

@@ -1,0 +1,165 @@
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "executor/data.h"
+#include "executor/memory.h"
+#include "executor/networks/network.h"
+#include "executor/trainer.h"
+#include "model/network_config.h"
+#include "model/parameter_count.h"
+
+namespace papaya::executor {
+namespace {
+
+// Records each layer's output shape and the slots it reported saved.
+class Recorder : public LayerObserver {
+ public:
+  void forward_begin(const Layer&, std::vector<torch::Tensor*>&) override {}
+  void saved(const Layer& layer, const Slot& slot, const torch::Tensor&) override {
+    saved_slots[layer.path()].insert(slot.name);
+  }
+  void forward_end(const Layer& layer, torch::Tensor& output) override { shapes[layer.path()] = output.sizes().vec(); }
+  std::map<std::string, std::vector<int64_t>> shapes;
+  std::map<std::string, std::set<std::string>> saved_slots;
+};
+
+class TinyNetwork : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    torch::manual_seed(0);
+    config = model::load_network_config(GetParam());
+    network = build_network(config);
+  }
+  model::NetworkConfig config;
+  std::shared_ptr<Network> network;
+};
+
+TEST_P(TinyNetwork, ParameterCountMatchesTheModel) {
+  EXPECT_EQ(network->parameter_count(), model::parameter_count(config));
+}
+
+TEST_P(TinyNetwork, LayersHaveUniquePathsAndEverySlotIsReported) {
+  std::set<std::string> paths;
+  for (const auto* layer : network->layers()) {
+    EXPECT_FALSE(layer->path().empty());
+    EXPECT_TRUE(paths.insert(layer->path()).second) << "duplicate " << layer->path();
+  }
+  EXPECT_FALSE(network->segments().empty());
+  Recorder recorder;
+  {
+    ObserverGuard guard(&recorder);
+    auto data = make_synthetic_data(config, torch::kCPU, 1);
+    network->loss(data->next(4)).backward();
+  }
+  for (const auto* layer : network->layers()) {
+    ASSERT_TRUE(recorder.shapes.count(layer->path())) << layer->path() << " never ran";
+    std::set<std::string> declared;
+    for (const auto& slot : layer->slots()) declared.insert(slot.name);
+    EXPECT_EQ(recorder.saved_slots[layer->path()], declared) << layer->path();
+  }
+}
+
+TEST_P(TinyNetwork, ForwardAndBackwardGiveFiniteLossAndGradients) {
+  auto data = make_synthetic_data(config, torch::kCPU, 1);
+  const torch::Tensor loss = network->loss(data->next(4));
+  ASSERT_EQ(loss.dim(), 0);
+  EXPECT_TRUE(std::isfinite(loss.item<double>()));
+  loss.backward();
+  for (const auto& p : network->named_parameters()) {
+    ASSERT_TRUE(p.value().grad().defined()) << p.key();
+    EXPECT_EQ(p.value().grad().sizes(), p.value().sizes()) << p.key();
+    EXPECT_TRUE(torch::isfinite(p.value().grad()).all().item<bool>()) << p.key();
+  }
+}
+
+TEST_P(TinyNetwork, LossFallsOver20Steps) {
+  MemoryTracker memory(torch::kCPU);
+  auto data = make_synthetic_data(config, torch::kCPU, 2);
+  TrainOptions options;
+  options.steps = 20;
+  options.batch = 8;
+  options.lr = 3e-3;
+  const TrainReport report = train(*network, *data, memory, options);
+  ASSERT_EQ(report.losses.size(), 20u);
+  double first = 0, last = 0;
+  for (int i = 0; i < 5; ++i) {
+    first += report.losses[i];
+    last += report.losses[15 + i];
+  }
+  EXPECT_LT(last, first * 0.95) << "mean of the first 5 losses " << first / 5 << ", of the last 5 " << last / 5;
+  EXPECT_GT(report.samples_per_s, 0);
+  EXPECT_GT(report.static_bytes, 0);
+  EXPECT_GT(report.peak_bytes, report.static_bytes);
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, TinyNetwork,
+                         ::testing::Values("gpt-tiny", "bert-tiny", "vit-tiny", "resnet-tiny", "mlp-tiny"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+TEST(Networks, GptLayoutAndShapes) {
+  const auto config = model::load_network_config("gpt-tiny");
+  auto network = build_network(config);
+  for (const char* path : {"tok_emb", "pos_emb", "blocks.0.ln1", "blocks.0.attn.qkv", "blocks.0.attn.scores",
+                           "blocks.0.attn.softmax", "blocks.0.attn.context", "blocks.1.mlp.fc1", "blocks.1.mlp.act",
+                           "blocks.1.mlp.fc2", "ln_f", "lm_head"}) {
+    EXPECT_NE(network->find_layer(path), nullptr) << path;
+  }
+  EXPECT_NE(network->find_segment("blocks.1"), nullptr);
+  Recorder recorder;
+  ObserverGuard guard(&recorder);
+  network->loss(make_synthetic_data(config, torch::kCPU, 0)->next(3));
+  EXPECT_EQ(recorder.shapes["blocks.0.attn.scores"], (std::vector<int64_t>{3, 4, 32, 32}));
+  EXPECT_EQ(recorder.shapes["blocks.0.mlp.fc1"], (std::vector<int64_t>{3, 32, 256}));
+  EXPECT_EQ(recorder.shapes["lm_head"], (std::vector<int64_t>{}));
+}
+
+TEST(Networks, ResNetLayoutAndShapes) {
+  const auto config = model::load_network_config("resnet-tiny");
+  auto network = build_network(config);
+  for (const char* path : {"conv1", "bn1", "relu", "maxpool", "layer1.0.conv1", "layer1.0.relu2",
+                           "layer2.0.downsample.conv", "avgpool", "fc", "loss"}) {
+    EXPECT_NE(network->find_layer(path), nullptr) << path;
+  }
+  Recorder recorder;
+  ObserverGuard guard(&recorder);
+  network->loss(make_synthetic_data(config, torch::kCPU, 0)->next(2));
+  EXPECT_EQ(recorder.shapes["maxpool"], (std::vector<int64_t>{2, 16, 8, 8}));
+  EXPECT_EQ(recorder.shapes["layer2.0.relu2"], (std::vector<int64_t>{2, 32, 4, 4}));
+  EXPECT_EQ(recorder.shapes["fc"], (std::vector<int64_t>{2, 10}));
+}
+
+TEST(Networks, SwiGluAndRmsNormBuild) {
+  const auto config = model::parse_network_config(
+      nlohmann::json::parse(R"({"name": "s", "family": "gpt", "layers": 1, "d_model": 32, "heads": 2,
+                                "seq_len": 8, "vocab": 20, "activation": "swiglu", "norm": "rmsnorm",
+                                "mlp_ratio": 2.5, "dropout": 0.1})"),
+      "s.json");
+  auto network = build_network(config);
+  EXPECT_EQ(network->parameter_count(), model::parameter_count(config));
+  for (const char* path : {"blocks.0.mlp.up", "blocks.0.mlp.gate", "blocks.0.attn.drop", "emb_drop"}) {
+    EXPECT_NE(network->find_layer(path), nullptr) << path;
+  }
+  const torch::Tensor loss = network->loss(make_synthetic_data(config, torch::kCPU, 0)->next(2));
+  loss.backward();
+  EXPECT_TRUE(std::isfinite(loss.item<double>()));
+}
+
+TEST(Networks, Bf16ComputeKeepsFp32Weights) {
+  const auto config = model::load_network_config("gpt-tiny");
+  auto network = build_network(config);
+  network->set_compute_dtype(torch::kBFloat16);
+  Recorder recorder;
+  const torch::Tensor loss = network->loss(make_synthetic_data(config, torch::kCPU, 0)->next(2));
+  loss.backward();
+  EXPECT_EQ(loss.scalar_type(), torch::kFloat);
+  for (const auto& p : network->parameters()) EXPECT_EQ(p.grad().scalar_type(), torch::kFloat);
+}
+
+}  // namespace
+}  // namespace papaya::executor
