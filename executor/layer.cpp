@@ -6,16 +6,6 @@ namespace {
 thread_local LayerObserver* observer = nullptr;
 }
 
-const char* to_string(SlotKind kind) {
-  switch (kind) {
-    case SlotKind::activation: return "activation";
-    case SlotKind::mask: return "mask";
-    case SlotKind::index: return "index";
-    case SlotKind::stats: return "stats";
-  }
-  return "?";
-}
-
 LayerObserver* current_observer() { return observer; }
 
 ObserverGuard::ObserverGuard(LayerObserver* next) : previous_(observer) { observer = next; }

@@ -8,21 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "model/layout.h"
+
 namespace papaya::executor {
 
-// What a saved tensor is, which decides the strategies that can apply to it.
-enum class SlotKind {
-  activation,  // floating-point data: quantize, adaptive, swap (and invert for GELU/SiLU inputs)
-  mask,        // boolean (dropout, ReLU): kept as 1 bit when compressed
-  index,       // integers (embedding ids, max-pool argmax)
-  stats,       // small per-row or per-channel floats (norm mean/rstd): always kept
-};
-const char* to_string(SlotKind kind);
-
-struct Slot {
-  std::string name;  // "input", "output", "mask", "q", ...
-  SlotKind kind;
-};
+using model::SlotKind;
+using Slot = model::SlotDesc;
 
 class Layer;
 
@@ -60,6 +51,9 @@ class Layer : public torch::nn::Module {
   const std::string& kind() const { return kind_; }
   const std::string& path() const { return path_; }
   void set_path(std::string path) { path_ = std::move(path); }
+  // The enclosing segment's path, "" if none.
+  const std::string& segment() const { return segment_; }
+  void set_segment(std::string segment) { segment_ = std::move(segment); }
 
   // The tensors this layer's native (keep) path saves for backward.
   const std::vector<Slot>& slots() const { return slots_; }
@@ -89,6 +83,7 @@ class Layer : public torch::nn::Module {
   std::string kind_;
   std::vector<Slot> slots_;
   std::string path_;
+  std::string segment_;
   torch::ScalarType compute_dtype_ = torch::kFloat;
 };
 

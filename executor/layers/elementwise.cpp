@@ -5,7 +5,7 @@ namespace papaya::executor {
 namespace {
 std::vector<Slot> activation_slots(const std::string& kind) {
   TORCH_CHECK(kind == "gelu" || kind == "silu" || kind == "relu", "unknown activation ", kind);
-  if (kind == "relu") return {{"output", SlotKind::activation}};
+  if (kind == "relu") return {{"output", SlotKind::mask}};  // backward needs only its sign
   return {{"input", SlotKind::activation}};
 }
 }  // namespace

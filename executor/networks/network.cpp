@@ -16,6 +16,15 @@ void Network::index_paths() {
       segments_.push_back(segment);
     }
   }
+  // A layer belongs to the innermost segment whose path prefixes its own.
+  for (auto* layer : layers_) {
+    for (auto* segment : segments_) {
+      const std::string prefix = segment->path() + ".";
+      if (layer->path().rfind(prefix, 0) == 0 && prefix.size() > layer->segment().size() + 1) {
+        layer->set_segment(segment->path());
+      }
+    }
+  }
 }
 
 Layer* Network::find_layer(const std::string& path) const {

@@ -1,0 +1,14 @@
+#pragma once
+// The model's view of a built network: layers, slots, segments, and which
+// slots share storage, found by one forward pass at batch 1.
+#include "executor/networks/network.h"
+#include "model/layout.h"
+
+namespace papaya::executor {
+
+// Runs one forward at batch 1 (no autograd, eval mode, so neither batch-norm
+// statistics nor the random state move) to see which saved tensors share
+// storage and which slots save each layer's output.
+model::NetworkLayout probe_layout(Network& network);
+
+}  // namespace papaya::executor

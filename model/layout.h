@@ -1,0 +1,51 @@
+#pragma once
+// The shape of a network as papaya's model and planner see it, without
+// LibTorch: its layers in forward order, the tensors each saves for backward
+// (its slots), and the segments that checkpointing can recompute. The
+// executor derives it from a built network (and a probe forward pass, which
+// shows which slots share storage); a profile carries it.
+#include <string>
+#include <vector>
+
+namespace papaya::model {
+
+// What a saved tensor is, which decides the strategies that can apply to it.
+enum class SlotKind {
+  activation,  // floating-point data: quantize, adaptive, swap (invert for GELU/SiLU inputs)
+  mask,        // used only as a mask (dropout mask, ReLU output): 1 bit when compressed
+  index,       // integers (embedding ids, max-pool argmax): kept as they are
+  stats,       // small per-row or per-channel floats (norm mean/rstd): kept as they are
+};
+const char* to_string(SlotKind kind);
+SlotKind slot_kind_from_string(const std::string& text);  // throws InputError
+
+struct SlotDesc {
+  std::string name;  // "input", "output", "mask", "q", ...
+  SlotKind kind;
+  // "path:slot" of the first slot (in forward order) that saves the same
+  // storage — itself if none before it; empty where not measured. A storage
+  // saved by several slots is held once.
+  std::string storage;
+};
+
+struct LayerDesc {
+  std::string path;     // "blocks.3.mlp.fc1"
+  std::string kind;     // "linear", "gelu", "attention_scores", ...
+  std::vector<SlotDesc> slots;
+  std::string segment;  // the enclosing segment's path, "" if none
+  // "path:slot" of the slots that save this layer's output (e.g. a GELU's
+  // output saved as the next linear's input); empty where not measured.
+  std::vector<std::string> output_saved_by;
+
+  const SlotDesc* find_slot(const std::string& name) const;
+};
+
+struct NetworkLayout {
+  std::vector<LayerDesc> layers;      // forward order
+  std::vector<std::string> segments;  // forward order
+
+  const LayerDesc* find_layer(const std::string& path) const;
+  bool has_segment(const std::string& path) const;
+};
+
+}  // namespace papaya::model

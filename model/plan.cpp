@@ -1,0 +1,287 @@
+#include "model/plan.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <sstream>
+
+#include "model/error.h"
+#include "model/json_file.h"
+
+namespace papaya::model {
+namespace {
+
+std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> parts;
+  std::stringstream in(text);
+  std::string part;
+  while (std::getline(in, part, sep)) parts.push_back(part);
+  if (!text.empty() && text.back() == sep) parts.push_back("");
+  return parts;
+}
+
+// Whether `pattern` names `path` ('*' matches one component); with
+// `or_below`, also any path below it ("blocks.0.mlp" names "blocks.0.mlp.fc1").
+bool matches(const std::string& pattern, const std::string& path, bool or_below = false) {
+  const auto p = split(pattern, '.'), q = split(path, '.');
+  if (or_below ? p.size() > q.size() : p.size() != q.size()) return false;
+  for (size_t i = 0; i < p.size(); ++i) {
+    if (p[i] != "*" && p[i] != q[i]) return false;
+  }
+  return true;
+}
+
+bool has_wildcard(const std::string& key) { return key.find('*') != std::string::npos; }
+
+struct NameTerms {
+  bool recompute = false, invert = false;
+  TensorStrategy tensor;  // quantize/adaptive and swap
+};
+
+// Parses a whole-network plan name; nullopt with `why` set if it is not one.
+std::optional<NameTerms> parse_name(const std::string& name, std::string& why) {
+  NameTerms t;
+  bool compression = false;
+  for (const auto& term : split(name, '+')) {
+    if (term == "keep" && name == "keep") continue;
+    if (term == "recompute-all" && !t.recompute) {
+      t.recompute = true;
+    } else if (term == "invert" && !t.invert) {
+      t.invert = true;
+    } else if (term == "swap" && !t.tensor.swap) {
+      t.tensor.swap = true;
+    } else if ((term.rfind("quantize-", 0) == 0 || term.rfind("adaptive-", 0) == 0) && !compression) {
+      try {
+        const TensorStrategy s = parse_tensor_strategy(term, "plan name");
+        if (s.bits == 1) throw InputError("quantize-1 is for masks, not a whole network");
+        t.tensor.form = s.form;
+        t.tensor.bits = s.bits;
+      } catch (const InputError& e) {
+        why = e.what();
+        return std::nullopt;
+      }
+      compression = true;
+    } else {
+      why = "'" + term + "' is not a term of a plan name, or is repeated";
+      return std::nullopt;
+    }
+  }
+  return t;
+}
+
+const char* plan_grammar =
+    "keep, recompute-all, quantize-{8,4,2}, adaptive-N, invert, swap, joined by '+' (e.g. recompute-all+quantize-4)";
+
+bool inside_recomputed(const Plan& plan, const LayerDesc& layer) {
+  return !layer.segment.empty() && plan.segment(layer.segment).recompute;
+}
+
+void set_tensor(Plan& plan, const std::string& key, const TensorStrategy& s) {
+  if (s.is_keep()) {
+    plan.tensors.erase(key);
+  } else {
+    plan.tensors[key] = s;
+  }
+}
+
+// Reads a tensor entry: "quantize-8" or {"strategy": "quantize-8", "group": 128, "headwise": true}.
+TensorStrategy tensor_entry(const nlohmann::json& value, const std::string& where) {
+  if (value.is_string()) return parse_tensor_strategy(value.get<std::string>(), where);
+  TensorStrategy s = parse_tensor_strategy(value.at("strategy").get<std::string>(), where);
+  s.group_size = value.value("group", s.group_size);
+  s.headwise = value.value("headwise", s.headwise);
+  if ((value.contains("group") || value.contains("headwise")) && s.form != Form::quantized && s.form != Form::adaptive) {
+    throw InputError(where + ": group and headwise apply to quantize-N and adaptive-N only");
+  }
+  return s;
+}
+
+void apply_segments(Plan& plan, const nlohmann::json& entries, const NetworkLayout& layout, const std::string& label) {
+  std::vector<std::string> keys;
+  for (const auto& item : entries.items()) keys.push_back(item.key());
+  std::stable_sort(keys.begin(), keys.end(), [](const auto& a, const auto& b) { return has_wildcard(a) > has_wildcard(b); });
+  for (const auto& key : keys) {
+    const std::string where = label + ": /segments/" + key;
+    const SegmentStrategy s = parse_segment_strategy(entries.at(key).get<std::string>(), where);
+    bool any = false;
+    for (const auto& segment : layout.segments) {
+      if (!matches(key, segment)) continue;
+      any = true;
+      if (s.recompute) {
+        plan.segments[segment] = s;
+      } else {
+        plan.segments.erase(segment);
+      }
+    }
+    if (!any) {
+      std::string known = layout.segments.empty() ? "none" : layout.segments.front() + ", ...";
+      throw InputError(where + ": no segment of the network matches (segments: " + known + ")");
+    }
+  }
+}
+
+void apply_tensors(Plan& plan, const nlohmann::json& entries, const NetworkLayout& layout, const std::string& label) {
+  std::vector<std::string> keys;
+  for (const auto& item : entries.items()) keys.push_back(item.key());
+  // Layer keys before slot keys, wildcards before exact keys: the more specific wins.
+  std::stable_sort(keys.begin(), keys.end(), [](const auto& a, const auto& b) {
+    const auto rank = [](const std::string& k) { return 2 * (k.find(':') != std::string::npos) + !has_wildcard(k); };
+    return rank(a) < rank(b);
+  });
+  for (const auto& key : keys) {
+    const std::string where = label + ": /tensors/" + key;
+    const TensorStrategy s = tensor_entry(entries.at(key), where);
+    const size_t colon = key.rfind(':');
+    const std::string pattern = key.substr(0, colon);
+    const std::string slot_name = colon == std::string::npos ? "" : key.substr(colon + 1);
+    bool any = false;
+    for (const auto& layer : layout.layers) {
+      if (!matches(pattern, layer.path, /*or_below=*/slot_name.empty())) continue;
+      if (inside_recomputed(plan, layer)) {
+        if (has_wildcard(key) || layer.path != pattern) continue;
+        throw InputError(where + ": " + layer.path + " is inside the recomputed segment " + layer.segment +
+                         ", which keeps none of its tensors");
+      }
+      for (const auto& slot : layer.slots) {
+        if (!slot_name.empty() && slot.name != slot_name) continue;
+        any = true;
+        if (slot_name.empty()) {
+          set_tensor(plan, tensor_key(layer.path, slot.name), adapt_to_slot(layer, slot, s));
+        } else if (auto why = why_not(layer, slot, s)) {
+          throw InputError(where + ": " + s.name() + " does not apply: " + *why);
+        } else {
+          set_tensor(plan, tensor_key(layer.path, slot.name), s);
+        }
+      }
+      if (!slot_name.empty() && !layer.find_slot(slot_name) && !has_wildcard(key)) {
+        std::string slots;
+        for (const auto& sl : layer.slots) slots += (slots.empty() ? "" : ", ") + sl.name;
+        throw InputError(where + ": layer " + layer.path + " saves no '" + slot_name + "' (it saves: " +
+                         (slots.empty() ? "nothing" : slots) + ")");
+      }
+    }
+    if (!any) throw InputError(where + ": no saved tensor of the network matches");
+  }
+}
+
+}  // namespace
+
+std::string tensor_key(const std::string& path, const std::string& slot) { return path + ":" + slot; }
+
+TensorStrategy Plan::tensor(const std::string& path, const std::string& slot) const {
+  const auto it = tensors.find(tensor_key(path, slot));
+  return it == tensors.end() ? TensorStrategy{} : it->second;
+}
+
+SegmentStrategy Plan::segment(const std::string& path) const {
+  const auto it = segments.find(path);
+  return it == segments.end() ? SegmentStrategy{} : it->second;
+}
+
+bool is_plan_name(const std::string& text) {
+  std::string why;
+  return parse_name(text, why).has_value();
+}
+
+Plan expand_plan_name(const std::string& name, const NetworkLayout& layout) {
+  std::string why;
+  const auto terms = parse_name(name, why);
+  if (!terms) throw InputError("plan '" + name + "': " + why + " (expected " + plan_grammar + ")");
+  Plan plan;
+  plan.name = name;
+  if (terms->recompute) {
+    SegmentStrategy s;
+    s.recompute = true;
+    s.input.swap = terms->tensor.swap;
+    if (terms->tensor.form != Form::raw) {
+      s.input.form = Form::quantized;  // an adaptive plan keeps segment inputs at its average bits
+      s.input.bits = terms->tensor.bits;
+    }
+    for (const auto& segment : layout.segments) plan.segments[segment] = s;
+  }
+  for (const auto& layer : layout.layers) {
+    if (inside_recomputed(plan, layer)) continue;
+    for (const auto& slot : layer.slots) {
+      TensorStrategy s = adapt_to_slot(layer, slot, terms->tensor);
+      const bool invertible = (layer.kind == "gelu" || layer.kind == "silu") && slot.name == "input";
+      if (terms->invert && invertible) {
+        s = TensorStrategy{};
+        s.form = Form::inverted;
+      }
+      if (terms->recompute && layer.kind == "lm_head" && slot.name == "logprobs") {
+        s = TensorStrategy{};
+        s.form = Form::recomputed;
+      }
+      set_tensor(plan, tensor_key(layer.path, slot.name), s);
+    }
+  }
+  return plan;
+}
+
+std::vector<std::string> global_plan_names(bool with_swap) {
+  std::vector<std::string> names;
+  for (const char* r : {"", "recompute-all"}) {
+    for (const char* c : {"", "quantize-8", "quantize-4", "quantize-2", "adaptive-4"}) {
+      for (const char* i : {"", "invert"}) {
+        for (const char* s : {"", "swap"}) {
+          if (*s && !with_swap) continue;
+          std::string name;
+          for (const char* term : {r, c, i, s}) {
+            if (*term) name += (name.empty() ? "" : "+") + std::string(term);
+          }
+          names.push_back(name.empty() ? "keep" : name);
+        }
+      }
+    }
+  }
+  return names;
+}
+
+Plan parse_plan(const nlohmann::json& doc, const NetworkLayout& layout, const std::string& network_name,
+                const std::string& label) {
+  validate_json(doc, "plan", label);
+  const std::string made_for = doc.value("network", "");
+  if (!made_for.empty() && made_for != network_name) {
+    throw InputError(label + ": /network: the plan was made for " + made_for + ", not " + network_name);
+  }
+  Plan plan = doc.contains("base") ? expand_plan_name(doc.at("base"), layout) : Plan{};
+  plan.name = doc.value("name", std::filesystem::path(label).stem().string());
+  plan.network = made_for;
+  if (doc.contains("batch")) plan.batch = doc.at("batch").get<int>();
+  if (doc.contains("segments")) apply_segments(plan, doc.at("segments"), layout, label);
+  // Segments set to recompute drop whatever `base` said of their layers.
+  for (auto it = plan.tensors.begin(); it != plan.tensors.end();) {
+    const LayerDesc* layer = layout.find_layer(it->first.substr(0, it->first.rfind(':')));
+    it = (layer && inside_recomputed(plan, *layer)) ? plan.tensors.erase(it) : std::next(it);
+  }
+  if (doc.contains("tensors")) apply_tensors(plan, doc.at("tensors"), layout, label);
+  return plan;
+}
+
+Plan load_plan(const std::string& name_or_path, const NetworkLayout& layout, const std::string& network_name) {
+  if (is_plan_name(name_or_path)) return expand_plan_name(name_or_path, layout);
+  if (!std::filesystem::exists(name_or_path)) {
+    throw InputError("unknown plan '" + name_or_path + "': neither a plan name (" + plan_grammar + ") nor a plan file");
+  }
+  return parse_plan(read_json_file(name_or_path, "plan"), layout, network_name, name_or_path);
+}
+
+nlohmann::json plan_to_json(const Plan& plan) {
+  nlohmann::json doc = {{"papaya_plan", 1}, {"name", plan.name}};
+  if (!plan.network.empty()) doc["network"] = plan.network;
+  if (plan.batch) doc["batch"] = *plan.batch;
+  nlohmann::json segments = nlohmann::json::object(), tensors = nlohmann::json::object();
+  for (const auto& [path, s] : plan.segments) segments[path] = s.name();
+  for (const auto& [key, s] : plan.tensors) {
+    const TensorStrategy defaults;
+    if (s.group_size == defaults.group_size && s.headwise == defaults.headwise) {
+      tensors[key] = s.name();
+    } else {
+      tensors[key] = {{"strategy", s.name()}, {"group", s.group_size}, {"headwise", s.headwise}};
+    }
+  }
+  doc["segments"] = segments;
+  doc["tensors"] = tensors;
+  return doc;
+}
+
+}  // namespace papaya::model

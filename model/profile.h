@@ -1,0 +1,109 @@
+#pragma once
+// A profile: what `papaya profile` measured of one network on one machine at
+// several batch sizes, and everything the performance model needs to price a
+// strategy it never ran. Written as JSON (configs/schemas/profile.schema.json,
+// versioned, validated on load) by the profiler; read by `papaya fit`.
+//
+// Bytes are absolute allocator figures unless named *_per_sample; times are
+// means over the measured steps, in seconds.
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "model/layout.h"
+
+namespace papaya::model {
+
+constexpr int profile_version = 1;
+
+// One tensor a layer saves for backward on its native (keep) path.
+struct SavedTensorProfile {
+  std::string slot;
+  SlotKind kind = SlotKind::activation;
+  std::string dtype;                  // "float32", "bfloat16", "bool", "int64"
+  int element_size = 4;               // bytes
+  std::vector<int64_t> sample_shape;  // shape without the batch dimension
+  bool per_sample = true;             // false: does not grow with the batch
+  double numel_per_sample = 0;        // elements per sample (total if !per_sample)
+  std::string storage;                // "path:slot" of the first slot sharing its storage
+  double storage_bytes_per_sample = 0;  // the whole storage (a view keeps all of it)
+};
+
+// One layer at one batch size.
+struct LayerMeasurement {
+  double forward_s = 0, backward_s = 0;
+  int64_t forward_start_bytes = 0, forward_end_bytes = 0, forward_peak_bytes = 0;
+  int64_t backward_start_bytes = 0, backward_end_bytes = 0, backward_peak_bytes = 0;
+};
+
+struct LayerProfile {
+  std::string path, kind, segment;
+  std::vector<SavedTensorProfile> saved;
+  std::vector<std::string> output_saved_by;  // slots that save this layer's output
+  double output_bytes_per_sample = 0;
+  int64_t parameter_bytes = 0;
+  double forward_flops_per_sample = 0;        // analytic
+  double forward_bytes_moved_per_sample = 0;  // analytic: bytes read and written
+  std::vector<LayerMeasurement> measured;     // one per Profile::batches entry (empty ones for OOM batches)
+};
+
+// One segment at each batch size: its forward run again without autograd, as
+// checkpointing does in backward.
+struct SegmentProfile {
+  std::string path;
+  std::vector<double> recompute_s;  // one per Profile::batches entry
+};
+
+// One training step at one batch size.
+struct IterationMeasurement {
+  int batch = 0;
+  bool oom = false;  // ran out of memory: the rest is empty
+  int steps = 0;     // measured steps (after warm-up)
+  double iteration_s = 0, forward_s = 0, backward_s = 0, optimizer_s = 0;
+  int64_t static_bytes = 0;       // weights + gradients + optimizer state
+  int64_t peak_bytes = 0;         // allocator peak
+  int64_t peak_reserved_bytes = 0;  // CUDA caching allocator; = peak_bytes on CPU
+  int64_t forward_end_bytes = 0;  // allocated when forward ends (before backward)
+};
+
+// Throughput of the executor's quantize (pack) and dequantize (unpack) code,
+// in bytes of the unpacked tensor per second.
+struct CodecMeasurement {
+  int bits = 0;  // 8, 4, 2; 1 for masks
+  double pack_bytes_per_s = 0, unpack_bytes_per_s = 0;
+};
+
+struct MachineInfo {
+  std::string device;       // "cpu", "cuda:0"
+  std::string device_name;  // "NVIDIA H100 80GB HBM3", "Intel(R) Xeon(R) ..."
+  int64_t memory_bytes = 0; // device memory (CPU: physical memory)
+  int threads = 0;          // intra-op threads (CPU)
+  std::string torch_version, cuda_version, papaya_version;
+};
+
+struct Profile {
+  int version = profile_version;
+  std::string network;               // config name
+  nlohmann::json network_config;     // the config document, as read
+  std::string precision;             // "fp32" | "bf16"
+  MachineInfo machine;
+  std::vector<int> batches;
+  std::vector<IterationMeasurement> iterations;  // one per batch
+  std::vector<LayerProfile> layers;              // forward order
+  std::vector<SegmentProfile> segments;          // forward order
+  std::vector<CodecMeasurement> codecs;
+  double h2d_bytes_per_s = 0, d2h_bytes_per_s = 0;  // pinned host memory (CUDA only; 0 on CPU)
+
+  // The layout the plans are checked against.
+  NetworkLayout layout() const;
+};
+
+// JSON round trip; read_profile validates (version, schema, consistency) and
+// throws InputError naming the file and what is wrong.
+nlohmann::json profile_to_json(const Profile& profile);
+Profile profile_from_json(const nlohmann::json& doc, const std::string& label);
+Profile read_profile(const std::string& path);
+void write_profile(const std::string& path, const Profile& profile);
+
+}  // namespace papaya::model

@@ -1,0 +1,201 @@
+#include "model/strategy.h"
+
+#include <sstream>
+#include <vector>
+
+#include "model/error.h"
+
+namespace papaya::model {
+namespace {
+
+std::vector<std::string> split_plus(const std::string& text) {
+  std::vector<std::string> terms;
+  std::stringstream in(text);
+  std::string term;
+  while (std::getline(in, term, '+')) terms.push_back(term);
+  if (!text.empty() && text.back() == '+') terms.push_back("");
+  return terms;
+}
+
+// "quantize-4" -> 4 if `term` is `prefix` followed by a positive number.
+std::optional<int> bits_of(const std::string& term, const std::string& prefix) {
+  if (term.rfind(prefix, 0) != 0 || term.size() == prefix.size()) return std::nullopt;
+  const std::string digits = term.substr(prefix.size());
+  if (digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 2) return std::nullopt;
+  return std::stoi(digits);
+}
+
+const char* grammar = "keep, invert, recompute, quantize-{8,4,2} (quantize-1 for masks), adaptive-N, swap, the last three joined by '+'";
+
+bool is_attention(const std::string& kind) {
+  return kind == "attention_scores" || kind == "softmax" || kind == "attention_context";
+}
+
+}  // namespace
+
+std::string TensorStrategy::name() const {
+  std::string n;
+  switch (form) {
+    case Form::raw: break;
+    case Form::quantized: n = "quantize-" + std::to_string(bits); break;
+    case Form::adaptive: n = "adaptive-" + std::to_string(bits); break;
+    case Form::inverted: n = "invert"; break;
+    case Form::recomputed: n = "recompute"; break;
+  }
+  if (swap) n += n.empty() ? "swap" : "+swap";
+  return n.empty() ? "keep" : n;
+}
+
+bool TensorStrategy::operator==(const TensorStrategy& o) const {
+  return form == o.form && bits == o.bits && group_size == o.group_size && headwise == o.headwise && swap == o.swap;
+}
+
+std::string SegmentStrategy::name() const {
+  if (!recompute) return "keep";
+  return input.is_keep() ? "recompute" : "recompute+" + input.name();
+}
+
+bool SegmentStrategy::operator==(const SegmentStrategy& o) const {
+  return recompute == o.recompute && input == o.input;
+}
+
+TensorStrategy parse_tensor_strategy(const std::string& text, const std::string& where) {
+  TensorStrategy s;
+  int quantize_bits = 0;
+  for (const auto& term : split_plus(text)) {
+    const auto fail = [&](const std::string& why) {
+      throw InputError(where + ": '" + text + "': " + why + " (expected " + grammar + ")");
+    };
+    if (term == "keep") {
+      if (text != "keep") fail("keep combines with nothing");
+    } else if (term == "swap") {
+      if (s.swap) fail("swap given twice");
+      s.swap = true;
+    } else if (term == "invert") {
+      if (text != "invert") fail("invert combines with nothing: the output is kept as its consumer keeps it");
+      s.form = Form::inverted;
+    } else if (term == "recompute") {
+      if (text != "recompute") fail("recompute of a tensor combines with nothing");
+      s.form = Form::recomputed;
+    } else if (auto bits = bits_of(term, "quantize-")) {
+      if (*bits != 8 && *bits != 4 && *bits != 2 && *bits != 1) fail("quantize takes 8, 4 or 2 bits (1 for masks)");
+      if (quantize_bits || s.form == Form::adaptive) fail("one quantization per tensor");
+      quantize_bits = *bits;
+    } else if (auto budget = bits_of(term, "adaptive-")) {
+      if (*budget < 2 || *budget > 8) fail("adaptive takes an average-bits budget from 2 to 8");
+      if (quantize_bits || s.form != Form::raw) fail("adaptive combines only with swap");
+      s.form = Form::adaptive;
+      s.bits = *budget;
+    } else {
+      fail("unknown term '" + term + "'");
+    }
+  }
+  if (quantize_bits) {
+    s.form = Form::quantized;
+    s.bits = quantize_bits;
+  }
+  return s;
+}
+
+SegmentStrategy parse_segment_strategy(const std::string& text, const std::string& where) {
+  SegmentStrategy s;
+  if (text == "keep") return s;
+  const std::string head = "recompute";
+  if (text.rfind(head, 0) != 0 || (text.size() > head.size() && text[head.size()] != '+')) {
+    throw InputError(where + ": '" + text + "': a segment is keep or recompute, optionally +quantize-N or +swap for its stored input");
+  }
+  s.recompute = true;
+  if (text.size() > head.size()) {
+    s.input = parse_tensor_strategy(text.substr(head.size() + 1), where);
+    if (s.input.form != Form::raw && s.input.form != Form::quantized) {
+      throw InputError(where + ": '" + text + "': a recomputed segment's input is kept raw, quantized or swapped");
+    }
+  }
+  return s;
+}
+
+std::optional<std::string> why_not(const LayerDesc& layer, const SlotDesc& slot, const TensorStrategy& s) {
+  const std::string what = layer.kind + " " + to_string(slot.kind) + " tensor";
+  switch (s.form) {
+    case Form::raw: break;
+    case Form::quantized:
+      if (slot.kind == SlotKind::mask) {
+        if (s.bits != 1) return "a mask is compressed to 1 bit (quantize-1), not " + std::to_string(s.bits);
+      } else if (slot.kind != SlotKind::activation) {
+        return "a " + what + " cannot be quantized";
+      } else if (s.bits == 1) {
+        return "1 bit is for masks; an activation takes quantize-8, -4 or -2";
+      } else if (layer.kind == "lm_head" && slot.name == "logprobs") {
+        return "log-probabilities cannot be quantized without biasing the gradient (use recompute)";
+      }
+      if (s.headwise && !is_attention(layer.kind)) return "headwise ranges apply to attention tensors only";
+      break;
+    case Form::adaptive:
+      if (slot.kind != SlotKind::activation) return "a " + what + " cannot be quantized";
+      if (layer.kind == "lm_head" && slot.name == "logprobs") {
+        return "log-probabilities cannot be quantized without biasing the gradient (use recompute)";
+      }
+      break;
+    case Form::inverted:
+      if ((layer.kind != "gelu" && layer.kind != "silu") || slot.name != "input") {
+        return "invert applies to the input of a gelu or silu layer only";
+      }
+      break;
+    case Form::recomputed:
+      if (layer.kind != "lm_head" || slot.name != "logprobs") {
+        return "recompute of a single tensor applies to the LM head's log-probabilities only (recompute segments instead)";
+      }
+      break;
+  }
+  if (s.swap && (slot.kind == SlotKind::stats || slot.kind == SlotKind::index)) {
+    return "a " + what + " is too small to swap";
+  }
+  if (s.swap && (s.form == Form::recomputed || s.form == Form::inverted)) {
+    return "a " + s.name() + " tensor is not stored, so it cannot be swapped";
+  }
+  return std::nullopt;
+}
+
+TensorStrategy adapt_to_slot(const LayerDesc& layer, const SlotDesc& slot, const TensorStrategy& s) {
+  TensorStrategy out = s;
+  if (slot.kind == SlotKind::index || slot.kind == SlotKind::stats) return TensorStrategy{};
+  if (slot.kind == SlotKind::mask) {
+    out.form = (s.form == Form::quantized || s.form == Form::adaptive) ? Form::quantized : Form::raw;
+    out.bits = out.form == Form::quantized ? 1 : 0;
+    out.headwise = false;
+  } else if (layer.kind == "lm_head" && slot.name == "logprobs" &&
+             (s.form == Form::quantized || s.form == Form::adaptive)) {
+    out = TensorStrategy{};
+    out.form = Form::recomputed;
+  } else if (s.form == Form::inverted && !((layer.kind == "gelu" || layer.kind == "silu") && slot.name == "input")) {
+    out = TensorStrategy{};
+  }
+  if (out.headwise && !is_attention(layer.kind)) out.headwise = false;
+  if (out.form == Form::recomputed || out.form == Form::inverted) out.swap = false;
+  return out;
+}
+
+int64_t device_bytes(SlotKind kind, int64_t numel, int element_size, const TensorStrategy& s) {
+  if (s.swap || s.form == Form::recomputed) return 0;
+  switch (s.form) {
+    case Form::raw: return numel * element_size;
+    case Form::inverted: return (numel + 7) / 8;
+    case Form::quantized:
+    case Form::adaptive: {
+      if (kind == SlotKind::mask) return (numel + 7) / 8;
+      const int64_t groups = (numel + s.group_size - 1) / s.group_size;
+      return groups * (s.group_size * s.bits / 8 + 8);
+    }
+    case Form::recomputed: return 0;
+  }
+  return 0;
+}
+
+int64_t host_bytes(SlotKind kind, int64_t numel, int element_size, const TensorStrategy& s) {
+  if (!s.swap) return 0;
+  TensorStrategy on_device = s;
+  on_device.swap = false;
+  return device_bytes(kind, numel, element_size, on_device);
+}
+
+}  // namespace papaya::model

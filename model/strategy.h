@@ -1,0 +1,73 @@
+#pragma once
+// Strategies: what happens to one saved tensor (keep it, quantize it, invert
+// the activation that needs it, swap it to host memory, ...) and to one
+// segment (recompute it in backward). Names follow one grammar everywhere —
+// plan files, `papaya train --plan`, the model's predictions:
+//   tensor:  keep | invert | recompute | quantize-{8,4,2} | adaptive-{N} | swap,
+//            the last three joined by '+' (e.g. quantize-2+swap)
+//   segment: keep | recompute, optionally +quantize-N / +swap for its stored input
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "model/layout.h"
+
+namespace papaya::model {
+
+// How a saved tensor is stored between forward and backward.
+enum class Form {
+  raw,         // as the native LibTorch path keeps it
+  quantized,   // per-group min/scale, stochastic rounding, bit-packed (masks: 1 bit)
+  adaptive,    // quantized with bits per tensor chosen from its sensitivity (GACT)
+  inverted,    // GELU/SiLU input dropped: a 1-bit branch mask kept, and the output
+               // used as the layer that consumes it keeps it
+  recomputed,  // not stored: recomputed in backward (the LM head's log-probabilities)
+};
+
+struct TensorStrategy {
+  Form form = Form::raw;
+  int bits = 0;           // quantized: 8, 4 or 2 (1 for masks); adaptive: the average-bits budget
+  int group_size = 256;   // quantized, adaptive: values per (min, scale) group
+  bool headwise = false;  // quantized: groups never cross an attention head (Mesa)
+  bool swap = false;      // kept in pinned host memory (the packed bytes, if packed)
+
+  bool is_keep() const { return form == Form::raw && !swap; }
+  std::string name() const;  // in the grammar above
+  bool operator==(const TensorStrategy& o) const;
+};
+
+struct SegmentStrategy {
+  bool recompute = false;
+  TensorStrategy input;  // how a recomputed segment keeps its input (raw, quantized, swapped)
+
+  std::string name() const;
+  bool operator==(const SegmentStrategy& o) const;
+};
+
+// Parse the grammar above; `where` names the source in errors
+// ("plan.json: /tensors/blocks.0.mlp.fc1").
+TensorStrategy parse_tensor_strategy(const std::string& text, const std::string& where);
+SegmentStrategy parse_segment_strategy(const std::string& text, const std::string& where);
+
+// Why `s` cannot apply to this slot of this layer, or nullopt if it can.
+std::optional<std::string> why_not(const LayerDesc& layer, const SlotDesc& slot, const TensorStrategy& s);
+
+// The natural form of a whole-layer strategy for one of its slots: a
+// quantize-N or adaptive-N asked of a layer keeps its masks as 1 bit and its
+// index and stats slots raw; invert touches only a GELU/SiLU input. Returns
+// keep where nothing of `s` applies.
+TensorStrategy adapt_to_slot(const LayerDesc& layer, const SlotDesc& slot, const TensorStrategy& s);
+
+// Bytes a saved tensor of `numel` elements of `element_size` bytes occupies
+// on the device under `s` (0 when swapped or recomputed; for inverted, the
+// branch mask only — the output is accounted where its consumer keeps it). The
+// executor's packed tensors have exactly these sizes:
+//   quantized activation: ceil(numel/G) groups of G*bits/8 packed bytes plus
+//                         an fp32 min and scale (8 bytes) each;
+//   mask (1 bit):         ceil(numel/8).
+int64_t device_bytes(SlotKind kind, int64_t numel, int element_size, const TensorStrategy& s);
+
+// Bytes moved to host memory under `s` (0 unless swapped).
+int64_t host_bytes(SlotKind kind, int64_t numel, int element_size, const TensorStrategy& s);
+
+}  // namespace papaya::model

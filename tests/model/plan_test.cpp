@@ -1,0 +1,153 @@
+#include <gtest/gtest.h>
+
+#include "model/error.h"
+#include "model/plan.h"
+
+namespace papaya::model {
+namespace {
+
+using nlohmann::json;
+
+// A one-block GPT-like layout, as the executor's probe would give it.
+NetworkLayout tiny_layout() {
+  NetworkLayout l;
+  l.segments = {"blocks.0"};
+  const auto act = [](const char* n) { return SlotDesc{n, SlotKind::activation, ""}; };
+  l.layers = {
+      {"tok_emb", "embedding", {{"ids", SlotKind::index, ""}}, "", {}},
+      {"blocks.0.ln1", "layernorm", {act("input"), {"mean", SlotKind::stats, ""}, {"rstd", SlotKind::stats, ""}}, "blocks.0", {}},
+      {"blocks.0.attn.scores", "attention_scores", {act("q"), act("k")}, "blocks.0", {}},
+      {"blocks.0.attn.softmax", "softmax", {act("output")}, "blocks.0", {}},
+      {"blocks.0.attn.drop", "dropout", {{"mask", SlotKind::mask, ""}}, "blocks.0", {}},
+      {"blocks.0.mlp.fc1", "linear", {act("input")}, "blocks.0", {}},
+      {"blocks.0.mlp.act", "gelu", {act("input")}, "blocks.0", {"blocks.0.mlp.fc2:input"}},
+      {"blocks.0.mlp.fc2", "linear", {act("input")}, "blocks.0", {}},
+      {"ln_f", "layernorm", {act("input"), {"mean", SlotKind::stats, ""}, {"rstd", SlotKind::stats, ""}}, "", {}},
+      {"lm_head", "lm_head", {act("input"), act("logprobs")}, "", {}},
+  };
+  return l;
+}
+
+TEST(Strategy, ParsesTheGrammar) {
+  EXPECT_TRUE(parse_tensor_strategy("keep", "t").is_keep());
+  TensorStrategy s = parse_tensor_strategy("quantize-2+swap", "t");
+  EXPECT_EQ(s.form, Form::quantized);
+  EXPECT_EQ(s.bits, 2);
+  EXPECT_TRUE(s.swap);
+  EXPECT_EQ(s.name(), "quantize-2+swap");
+  EXPECT_EQ(parse_tensor_strategy("adaptive-3", "t").name(), "adaptive-3");
+  EXPECT_EQ(parse_tensor_strategy("invert", "t").form, Form::inverted);
+  EXPECT_EQ(parse_segment_strategy("recompute+quantize-8", "t").name(), "recompute+quantize-8");
+  for (const char* bad : {"quantize-3", "quantize-16", "quantize-4+quantize-8", "invert+swap", "keep+swap", "zip", "swap+", "adaptive-1",
+                          "recompute+swap"}) {
+    EXPECT_THROW(parse_tensor_strategy(bad, "t"), InputError) << bad;
+  }
+  EXPECT_THROW(parse_segment_strategy("recompute+invert", "t"), InputError);
+  EXPECT_THROW(parse_segment_strategy("quantize-4", "t"), InputError);
+}
+
+TEST(Strategy, DeviceBytesMatchThePackedLayout) {
+  TensorStrategy q4 = parse_tensor_strategy("quantize-4", "t");
+  EXPECT_EQ(device_bytes(SlotKind::activation, 1000, 4, TensorStrategy{}), 4000);
+  EXPECT_EQ(device_bytes(SlotKind::activation, 1000, 4, q4), 4 * (128 + 8));  // 4 groups of 256
+  TensorStrategy mask;
+  mask.form = Form::quantized;
+  mask.bits = 1;
+  EXPECT_EQ(device_bytes(SlotKind::mask, 1001, 1, mask), 126);
+  q4.swap = true;
+  EXPECT_EQ(device_bytes(SlotKind::activation, 1000, 4, q4), 0);
+  EXPECT_EQ(host_bytes(SlotKind::activation, 1000, 4, q4), 4 * (128 + 8));
+}
+
+TEST(Plan, QuantizeTakesEachSlotInItsNaturalForm) {
+  const Plan p = expand_plan_name("quantize-4", tiny_layout());
+  EXPECT_EQ(p.tensor("blocks.0.mlp.fc1", "input").name(), "quantize-4");
+  EXPECT_EQ(p.tensor("blocks.0.attn.drop", "mask").bits, 1);
+  EXPECT_TRUE(p.tensor("blocks.0.ln1", "mean").is_keep());
+  EXPECT_TRUE(p.tensor("tok_emb", "ids").is_keep());
+  EXPECT_EQ(p.tensor("lm_head", "logprobs").form, Form::recomputed);
+  EXPECT_TRUE(p.segments.empty());
+}
+
+TEST(Plan, RecomputeAllKeepsSegmentInputsAsAsked) {
+  const Plan p = expand_plan_name("recompute-all+quantize-4", tiny_layout());
+  EXPECT_EQ(p.segment("blocks.0").name(), "recompute+quantize-4");
+  EXPECT_EQ(p.tensors.count("blocks.0.mlp.fc1:input"), 0u);  // nothing is kept inside
+  EXPECT_EQ(p.tensor("ln_f", "input").name(), "quantize-4");
+  EXPECT_EQ(p.tensor("lm_head", "logprobs").form, Form::recomputed);
+  EXPECT_EQ(expand_plan_name("recompute-all", tiny_layout()).tensor("lm_head", "logprobs").form, Form::recomputed);
+}
+
+TEST(Plan, InvertWithQuantize) {
+  const Plan p = expand_plan_name("quantize-2+invert", tiny_layout());
+  EXPECT_EQ(p.tensor("blocks.0.mlp.act", "input").form, Form::inverted);
+  EXPECT_EQ(p.tensor("blocks.0.mlp.fc2", "input").name(), "quantize-2");
+  const Plan only = expand_plan_name("invert", tiny_layout());
+  EXPECT_EQ(only.tensors.size(), 1u);
+}
+
+TEST(Plan, GlobalNamesArePapayasTable) {
+  const auto all = global_plan_names(true);
+  EXPECT_EQ(all.size(), 40u);
+  EXPECT_EQ(all.front(), "keep");
+  EXPECT_NE(std::find(all.begin(), all.end(), "recompute-all+quantize-4+invert+swap"), all.end());
+  EXPECT_EQ(global_plan_names(false).size(), 20u);
+  for (const auto& name : all) EXPECT_TRUE(is_plan_name(name)) << name;
+  EXPECT_FALSE(is_plan_name("quantize-4+quantize-2"));
+  EXPECT_FALSE(is_plan_name("fast"));
+}
+
+TEST(Plan, FileWithBaseWildcardsAndSlots) {
+  const json doc = json::parse(R"({"papaya_plan": 1, "name": "mixed", "network": "tiny", "batch": 16,
+      "base": "quantize-8",
+      "tensors": {"blocks.*.mlp.act:input": "invert",
+                  "blocks.0.attn.scores:q": {"strategy": "quantize-4", "headwise": true},
+                  "blocks.0.mlp": "keep",
+                  "lm_head:input": "swap"}})");
+  const Plan p = parse_plan(doc, tiny_layout(), "tiny", "mixed.json");
+  EXPECT_EQ(p.name, "mixed");
+  EXPECT_EQ(*p.batch, 16);
+  EXPECT_EQ(p.tensor("blocks.0.mlp.act", "input").form, Form::inverted);
+  EXPECT_TRUE(p.tensor("blocks.0.attn.scores", "q").headwise);
+  EXPECT_EQ(p.tensor("blocks.0.attn.scores", "k").name(), "quantize-8");
+  EXPECT_EQ(p.tensor("lm_head", "input").name(), "swap");
+  // The round trip keeps every strategy.
+  const Plan again = parse_plan(plan_to_json(p), tiny_layout(), "tiny", "again.json");
+  EXPECT_EQ(again.tensors, p.tensors);
+}
+
+std::string plan_error(const std::string& text) {
+  try {
+    parse_plan(json::parse(text), tiny_layout(), "tiny", "p.json");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Plan, BadPlansNameTheKey) {
+  EXPECT_NE(plan_error(R"({"papaya_plan": 1, "tensors": {"blocks.9.mlp.fc1": "swap"}})").find("/tensors/blocks.9.mlp.fc1: no saved"),
+            std::string::npos);
+  EXPECT_NE(plan_error(R"({"papaya_plan": 1, "tensors": {"blocks.0.mlp.fc1:input": "invert"}})").find("invert applies"),
+            std::string::npos);
+  EXPECT_NE(plan_error(R"({"papaya_plan": 1, "tensors": {"blocks.0.mlp.fc1:output": "swap"}})").find("saves no 'output'"),
+            std::string::npos);
+  EXPECT_NE(plan_error(R"({"papaya_plan": 1, "tensors": {"lm_head:logprobs": "quantize-4"}})").find("log-probabilities"),
+            std::string::npos);
+  EXPECT_NE(plan_error(R"({"papaya_plan": 1, "network": "other"})").find("made for other"), std::string::npos);
+  EXPECT_NE(plan_error(R"({"papaya_plan": 1, "segments": {"blocks.0": "recompute"}, "tensors": {"blocks.0.mlp.fc1:input": "swap"}})")
+                .find("inside the recomputed segment"),
+            std::string::npos);
+  EXPECT_NE(plan_error(R"({"papaya_plan": 1, "segments": {"layer1.*": "recompute"}})").find("no segment"), std::string::npos);
+  EXPECT_NE(plan_error(R"({"papaya_plan": 2})").find("/papaya_plan"), std::string::npos);
+  EXPECT_NE(plan_error(R"({"papaya_plan": 1, "tensors": {"blocks.0.mlp.fc1": {"strategy": "swap", "group": 64}}})").find("group"),
+            std::string::npos);
+}
+
+TEST(Plan, UnknownNameOrFile) {
+  EXPECT_THROW(load_plan("fastest", tiny_layout(), "tiny"), InputError);
+  EXPECT_NO_THROW(load_plan("recompute-all+quantize-2+invert+swap", tiny_layout(), "tiny"));
+}
+
+}  // namespace
+}  // namespace papaya::model
