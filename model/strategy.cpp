@@ -31,6 +31,16 @@ bool is_attention(const std::string& kind) {
   return kind == "attention_scores" || kind == "softmax" || kind == "attention_context";
 }
 
+// Backward exponentiates log-probabilities: rounding them biases the gradient.
+bool is_logprobs(const LayerDesc& layer, const SlotDesc& slot) {
+  return (layer.kind == "lm_head" || layer.kind == "cross_entropy") && slot.name == "logprobs";
+}
+
+std::string logprobs_why(const LayerDesc& layer) {
+  return std::string("log-probabilities cannot be quantized without biasing the gradient") +
+         (layer.kind == "lm_head" ? " (use recompute)" : " (they are kept)");
+}
+
 }  // namespace
 
 std::string TensorStrategy::name() const {
@@ -125,16 +135,14 @@ std::optional<std::string> why_not(const LayerDesc& layer, const SlotDesc& slot,
         return "a " + what + " cannot be quantized";
       } else if (s.bits == 1) {
         return "1 bit is for masks; an activation takes quantize-8, -4 or -2";
-      } else if (layer.kind == "lm_head" && slot.name == "logprobs") {
-        return "log-probabilities cannot be quantized without biasing the gradient (use recompute)";
+      } else if (is_logprobs(layer, slot)) {
+        return logprobs_why(layer);
       }
       if (s.headwise && !is_attention(layer.kind)) return "headwise ranges apply to attention tensors only";
       break;
     case Form::adaptive:
       if (slot.kind != SlotKind::activation) return "a " + what + " cannot be quantized";
-      if (layer.kind == "lm_head" && slot.name == "logprobs") {
-        return "log-probabilities cannot be quantized without biasing the gradient (use recompute)";
-      }
+      if (is_logprobs(layer, slot)) return logprobs_why(layer);
       break;
     case Form::inverted:
       if ((layer.kind != "gelu" && layer.kind != "silu") || slot.name != "input") {
@@ -163,10 +171,13 @@ TensorStrategy adapt_to_slot(const LayerDesc& layer, const SlotDesc& slot, const
     out.form = (s.form == Form::quantized || s.form == Form::adaptive) ? Form::quantized : Form::raw;
     out.bits = out.form == Form::quantized ? 1 : 0;
     out.headwise = false;
-  } else if (layer.kind == "lm_head" && slot.name == "logprobs" &&
-             (s.form == Form::quantized || s.form == Form::adaptive)) {
+  } else if (is_logprobs(layer, slot) && (s.form == Form::quantized || s.form == Form::adaptive)) {
     out = TensorStrategy{};
-    out.form = Form::recomputed;
+    if (layer.kind == "lm_head") {
+      out.form = Form::recomputed;
+    } else {
+      out.swap = s.swap;  // a classifier's log-probabilities are small: kept
+    }
   } else if (s.form == Form::inverted && !((layer.kind == "gelu" || layer.kind == "silu") && slot.name == "input")) {
     out = TensorStrategy{};
   }
@@ -175,7 +186,7 @@ TensorStrategy adapt_to_slot(const LayerDesc& layer, const SlotDesc& slot, const
   return out;
 }
 
-int64_t device_bytes(SlotKind kind, int64_t numel, int element_size, const TensorStrategy& s) {
+int64_t device_bytes(SlotKind kind, int64_t numel, int element_size, const TensorStrategy& s, int64_t head_numel) {
   if (s.swap || s.form == Form::recomputed) return 0;
   switch (s.form) {
     case Form::raw: return numel * element_size;
@@ -183,7 +194,8 @@ int64_t device_bytes(SlotKind kind, int64_t numel, int element_size, const Tenso
     case Form::quantized:
     case Form::adaptive: {
       if (kind == SlotKind::mask) return (numel + 7) / 8;
-      const int64_t groups = (numel + s.group_size - 1) / s.group_size;
+      const int64_t head = s.headwise && head_numel > 0 ? head_numel : numel;
+      const int64_t groups = (head > 0 ? numel / head : 0) * ((head + s.group_size - 1) / s.group_size);
       return groups * (s.group_size * s.bits / 8 + 8);
     }
     case Form::recomputed: return 0;
@@ -191,11 +203,11 @@ int64_t device_bytes(SlotKind kind, int64_t numel, int element_size, const Tenso
   return 0;
 }
 
-int64_t host_bytes(SlotKind kind, int64_t numel, int element_size, const TensorStrategy& s) {
+int64_t host_bytes(SlotKind kind, int64_t numel, int element_size, const TensorStrategy& s, int64_t head_numel) {
   if (!s.swap) return 0;
   TensorStrategy on_device = s;
   on_device.swap = false;
-  return device_bytes(kind, numel, element_size, on_device);
+  return device_bytes(kind, numel, element_size, on_device, head_numel);
 }
 
 }  // namespace papaya::model

@@ -54,8 +54,10 @@ std::optional<std::string> why_not(const LayerDesc& layer, const SlotDesc& slot,
 
 // The natural form of a whole-layer strategy for one of its slots: a
 // quantize-N or adaptive-N asked of a layer keeps its masks as 1 bit and its
-// index and stats slots raw; invert touches only a GELU/SiLU input. Returns
-// keep where nothing of `s` applies.
+// index and stats slots raw, and log-probabilities exact (the LM head's
+// recomputed, a classifier's kept: rounding them biases the gradient);
+// invert touches only a GELU/SiLU input. Returns keep where nothing of `s`
+// applies.
 TensorStrategy adapt_to_slot(const LayerDesc& layer, const SlotDesc& slot, const TensorStrategy& s);
 
 // Bytes a saved tensor of `numel` elements of `element_size` bytes occupies
@@ -65,9 +67,15 @@ TensorStrategy adapt_to_slot(const LayerDesc& layer, const SlotDesc& slot, const
 //   quantized activation: ceil(numel/G) groups of G*bits/8 packed bytes plus
 //                         an fp32 min and scale (8 bytes) each;
 //   mask (1 bit):         ceil(numel/8).
-int64_t device_bytes(SlotKind kind, int64_t numel, int element_size, const TensorStrategy& s);
+// Headwise groups never cross a head: each head's `head_numel` values (the
+// last two dimensions of a (batch, heads, tokens, .) attention tensor) are
+// padded to whole groups, numel/head_numel heads of ceil(head_numel/G) groups;
+// head_numel 0 counts the tensor as one head.
+int64_t device_bytes(SlotKind kind, int64_t numel, int element_size, const TensorStrategy& s,
+                     int64_t head_numel = 0);
 
 // Bytes moved to host memory under `s` (0 unless swapped).
-int64_t host_bytes(SlotKind kind, int64_t numel, int element_size, const TensorStrategy& s);
+int64_t host_bytes(SlotKind kind, int64_t numel, int element_size, const TensorStrategy& s,
+                   int64_t head_numel = 0);
 
 }  // namespace papaya::model

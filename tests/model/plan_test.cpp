@@ -59,6 +59,18 @@ TEST(Strategy, DeviceBytesMatchThePackedLayout) {
   EXPECT_EQ(host_bytes(SlotKind::activation, 1000, 4, q4), 4 * (128 + 8));
 }
 
+TEST(Strategy, HeadwiseGroupsDoNotCrossHeads) {
+  TensorStrategy q2 = parse_tensor_strategy("quantize-2", "t");
+  q2.headwise = true;
+  // 2 samples x 3 heads of 17 tokens x 16 values: 272 values per head = 2 groups each.
+  EXPECT_EQ(device_bytes(SlotKind::activation, 2 * 3 * 272, 4, q2, 272), 2 * 3 * 2 * (64 + 8));
+  // Heads that fill whole groups, or no head size given: as many groups as without headwise.
+  EXPECT_EQ(device_bytes(SlotKind::activation, 4 * 512, 4, q2, 512), 8 * (64 + 8));
+  EXPECT_EQ(device_bytes(SlotKind::activation, 1000, 4, q2), 4 * (64 + 8));
+  q2.headwise = false;
+  EXPECT_EQ(device_bytes(SlotKind::activation, 2 * 3 * 272, 4, q2, 272), 7 * (64 + 8));
+}
+
 TEST(Plan, QuantizeTakesEachSlotInItsNaturalForm) {
   const Plan p = expand_plan_name("quantize-4", tiny_layout());
   EXPECT_EQ(p.tensor("blocks.0.mlp.fc1", "input").name(), "quantize-4");
@@ -67,6 +79,17 @@ TEST(Plan, QuantizeTakesEachSlotInItsNaturalForm) {
   EXPECT_TRUE(p.tensor("tok_emb", "ids").is_keep());
   EXPECT_EQ(p.tensor("lm_head", "logprobs").form, Form::recomputed);
   EXPECT_TRUE(p.segments.empty());
+}
+
+TEST(Plan, ClassifierLogProbabilitiesAreNotQuantized) {
+  NetworkLayout l;
+  l.layers = {{"head", "linear", {{"input", SlotKind::activation, ""}}, "", {}},
+              {"loss", "cross_entropy", {{"logprobs", SlotKind::activation, ""}}, "", {}}};
+  const Plan p = expand_plan_name("quantize-4+swap", l);
+  EXPECT_EQ(p.tensor("head", "input").name(), "quantize-4+swap");
+  EXPECT_EQ(p.tensor("loss", "logprobs").name(), "swap");
+  EXPECT_TRUE(expand_plan_name("adaptive-4", l).tensor("loss", "logprobs").is_keep());
+  EXPECT_NE(*why_not(l.layers[1], l.layers[1].slots[0], parse_tensor_strategy("quantize-8", "t")), "");
 }
 
 TEST(Plan, RecomputeAllKeepsSegmentInputsAsAsked) {
