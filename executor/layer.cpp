@@ -18,6 +18,19 @@ const Slot& Layer::slot(const std::string& name) const {
   TORCH_CHECK(false, "layer ", path_, " has no slot ", name);
 }
 
+size_t Layer::slot_index(const std::string& name) const {
+  return static_cast<size_t>(&slot(name) - slots_.data());
+}
+
+void Layer::set_store_spec(size_t slot, StoreSpec spec) { specs_.at(slot) = std::move(spec); }
+
+bool Layer::keeps_all() const {
+  for (const auto& spec : specs_) {
+    if (!spec.strategy.is_keep()) return false;
+  }
+  return true;
+}
+
 torch::Tensor Layer::cast(const torch::Tensor& parameter) const {
   return parameter.scalar_type() == compute_dtype_ ? parameter : parameter.to(compute_dtype_);
 }

@@ -3,11 +3,15 @@
 // the unit papaya profiles, models and assigns strategies to. Each layer
 // declares the tensors its backward keeps (its slots) and reports them, and
 // its forward boundaries, to an installed LayerObserver (the profiler).
+// With every slot kept, a layer runs LibTorch's native path; otherwise its
+// MOM-aware autograd Function (executor/moms/), which stores each slot as
+// its StoreSpec says.
 #include <torch/torch.h>
 
 #include <string>
 #include <vector>
 
+#include "executor/moms/stored.h"
 #include "model/layout.h"
 
 namespace papaya::executor {
@@ -46,7 +50,8 @@ class ObserverGuard {
 
 class Layer : public torch::nn::Module {
  public:
-  Layer(std::string kind, std::vector<Slot> slots) : kind_(std::move(kind)), slots_(std::move(slots)) {}
+  Layer(std::string kind, std::vector<Slot> slots)
+      : kind_(std::move(kind)), slots_(std::move(slots)), specs_(slots_.size()) {}
 
   const std::string& kind() const { return kind_; }
   const std::string& path() const { return path_; }
@@ -58,6 +63,13 @@ class Layer : public torch::nn::Module {
   // The tensors this layer's native (keep) path saves for backward.
   const std::vector<Slot>& slots() const { return slots_; }
   const Slot& slot(const std::string& name) const;
+  size_t slot_index(const std::string& name) const;
+
+  // How each slot is stored, by index: kept as LibTorch keeps it unless a
+  // plan says otherwise.
+  const StoreSpec& store_spec(size_t slot) const { return specs_.at(slot); }
+  void set_store_spec(size_t slot, StoreSpec spec);
+  bool keeps_all() const;
 
   // Floating-point type activations are computed in (parameters stay fp32).
   void set_compute_dtype(torch::ScalarType dtype) { compute_dtype_ = dtype; }
@@ -66,6 +78,10 @@ class Layer : public torch::nn::Module {
  protected:
   // A parameter in the compute dtype (a cast that autograd differentiates).
   torch::Tensor cast(const torch::Tensor& parameter) const;
+
+  // Whether forward runs the MOM-aware Function: a slot is not kept, and
+  // autograd records (without it nothing is saved either way).
+  bool uses_moms() const { return !keeps_all() && torch::GradMode::is_enabled(); }
 
   // Brackets a forward: reports it to the observer, if any.
   class Scope {
@@ -82,6 +98,7 @@ class Layer : public torch::nn::Module {
  private:
   std::string kind_;
   std::vector<Slot> slots_;
+  std::vector<StoreSpec> specs_;
   std::string path_;
   std::string segment_;
   torch::ScalarType compute_dtype_ = torch::kFloat;

@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include "model/strategy.h"
+
 namespace papaya::executor {
 
 class Segment : public torch::nn::Module {
@@ -12,15 +14,22 @@ class Segment : public torch::nn::Module {
   const std::string& path() const { return path_; }
   void set_path(std::string path) { path_ = std::move(path); }
 
-  // Runs the block: what the network calls.
-  torch::Tensor run(torch::Tensor x) { return forward(std::move(x)); }
+  const model::SegmentStrategy& strategy() const { return strategy_; }
+  void set_strategy(model::SegmentStrategy strategy) { strategy_ = std::move(strategy); }
+
+  // Runs the block: what the network calls. Checkpointed when the strategy
+  // says recompute and autograd records.
+  torch::Tensor run(torch::Tensor x);
+
+  // The block's layers, as the network would run them without checkpointing.
+  torch::Tensor run_layers(torch::Tensor x) { return forward(std::move(x)); }
 
  protected:
-  // The block's layers, as the native path runs them.
   virtual torch::Tensor forward(torch::Tensor x) = 0;
 
  private:
   std::string path_;
+  model::SegmentStrategy strategy_;
 };
 
 }  // namespace papaya::executor

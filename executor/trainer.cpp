@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "executor/device.h"
+#include "executor/moms/stored_bytes.h"
 
 namespace papaya::executor {
 
@@ -41,8 +42,19 @@ TrainReport train(Network& network, DataSource& data, MemoryTracker& memory, con
     for (auto& p : network.parameters()) {
       if (p.grad().defined()) p.mutable_grad().zero_();
     }
+    if (options.before_step) options.before_step(step);
     const Batch batch = data.next(options.batch);
-    torch::Tensor loss = network.loss(batch);
+    torch::Tensor loss;
+    if (options.record_stored_bytes && step == options.steps - 1) {
+      StoredBytesRecorder recorder;
+      {
+        const StoredBytesGuard guard(&recorder);
+        loss = network.loss(batch);
+      }
+      report.stored_bytes = recorder.bytes();
+    } else {
+      loss = network.loss(batch);
+    }
     loss.backward();
     optimizer.step();
     const double value = loss.item<double>();

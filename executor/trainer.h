@@ -2,6 +2,8 @@
 // The training loop: AdamW over the network's parameters, timed steps, the
 // allocator's peak, a progress callback.
 #include <functional>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "executor/data.h"
@@ -19,6 +21,10 @@ struct TrainOptions {
   // optimizer state and warms caches.
   int warmup_steps = 2;
   std::function<void(int step, int steps, double loss)> on_step;
+  // Called before each step's forward, with the step (from 0): e.g. AppliedPlan::begin_step.
+  std::function<void(int step)> before_step;
+  // Measure, in the last step's forward, the bytes stored for backward by strategy.
+  bool record_stored_bytes = false;
 };
 
 struct TrainReport {
@@ -29,6 +35,8 @@ struct TrainReport {
   int64_t peak_reserved_bytes = 0;
   int64_t static_bytes = 0;      // weights + gradients + optimizer state
   int warmup_steps = 0;          // the number actually left out
+  // Bytes stored for backward in the last step, by strategy name (if recorded).
+  std::map<std::string, int64_t> stored_bytes;
 };
 
 TrainReport train(Network& network, DataSource& data, MemoryTracker& memory, const TrainOptions& options);

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <limits>
 
+#include "executor/moms/functions.h"
+
 namespace papaya::executor {
 
 AttentionScores::AttentionScores(int64_t head_dim, bool causal)
@@ -12,24 +14,26 @@ AttentionScores::AttentionScores(int64_t head_dim, bool causal)
 
 torch::Tensor AttentionScores::forward(torch::Tensor q, torch::Tensor k) {
   Scope scope(*this, {&q, &k});
+  if (uses_moms()) return scope.finish(moms::attention_scores(*this, q, k));
   scope.saved("q", q);
   scope.saved("k", k);
   torch::Tensor scores = torch::matmul(q, k.transpose(-2, -1)) * scale;
-  if (causal) {
-    // One mask per layer, kept across steps (masked_fill's backward keeps it).
-    const int64_t n = q.size(-2);
-    if (!above_diagonal_.defined() || above_diagonal_.size(0) != n || above_diagonal_.device() != q.device()) {
-      above_diagonal_ = torch::ones({n, n}, q.options().dtype(torch::kBool)).triu(1);
-    }
-    scores = scores.masked_fill(above_diagonal_, -std::numeric_limits<double>::infinity());
-  }
+  if (causal) scores = scores.masked_fill(causal_mask(q.size(-2), q.device()), -std::numeric_limits<double>::infinity());
   return scope.finish(scores);
+}
+
+const torch::Tensor& AttentionScores::causal_mask(int64_t n, const torch::Device& device) {
+  if (!above_diagonal_.defined() || above_diagonal_.size(0) != n || above_diagonal_.device() != device) {
+    above_diagonal_ = torch::ones({n, n}, torch::TensorOptions(device).dtype(torch::kBool)).triu(1);
+  }
+  return above_diagonal_;
 }
 
 Softmax::Softmax() : Layer("softmax", {{"output", SlotKind::activation}}) {}
 
 torch::Tensor Softmax::forward(torch::Tensor x) {
   Scope scope(*this, {&x});
+  if (uses_moms()) return scope.finish(moms::softmax(*this, x));
   torch::Tensor y = torch::softmax(x, -1);
   scope.saved("output", y);
   return scope.finish(y);
@@ -40,6 +44,7 @@ AttentionContext::AttentionContext()
 
 torch::Tensor AttentionContext::forward(torch::Tensor probs, torch::Tensor v) {
   Scope scope(*this, {&probs, &v});
+  if (uses_moms()) return scope.finish(moms::attention_context(*this, probs, v));
   scope.saved("probs", probs);
   scope.saved("v", v);
   return scope.finish(torch::matmul(probs, v));

@@ -14,6 +14,9 @@ class AttentionScores : public Layer {
   torch::Tensor forward(torch::Tensor q, torch::Tensor k);
   double scale;
   bool causal;
+  // True above the diagonal: one mask per layer, kept across steps
+  // (masked_fill's backward keeps it).
+  const torch::Tensor& causal_mask(int64_t n, const torch::Device& device);
 
  private:
   torch::Tensor above_diagonal_;

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "executor/moms/functions.h"
+
 namespace papaya::executor {
 
 Conv2d::Conv2d(int64_t in, int64_t out, int64_t kernel, int64_t stride, int64_t padding, bool with_bias)
@@ -14,8 +16,10 @@ Conv2d::Conv2d(int64_t in, int64_t out, int64_t kernel, int64_t stride, int64_t 
 
 torch::Tensor Conv2d::forward(torch::Tensor x) {
   Scope scope(*this, {&x});
+  const torch::Tensor b = bias.defined() ? cast(bias) : torch::Tensor();
+  if (uses_moms()) return scope.finish(moms::conv2d(*this, x, cast(weight), b));
   scope.saved("input", x);
-  return scope.finish(torch::conv2d(x, cast(weight), bias.defined() ? cast(bias) : torch::Tensor(), stride, padding));
+  return scope.finish(torch::conv2d(x, cast(weight), b, stride, padding));
 }
 
 MaxPool2d::MaxPool2d(int64_t kernel, int64_t stride, int64_t padding)
@@ -24,6 +28,7 @@ MaxPool2d::MaxPool2d(int64_t kernel, int64_t stride, int64_t padding)
 
 torch::Tensor MaxPool2d::forward(torch::Tensor x) {
   Scope scope(*this, {&x});
+  if (uses_moms()) return scope.finish(moms::max_pool2d(*this, x));
   auto [y, indices] = torch::max_pool2d_with_indices(x, kernel, stride, padding);
   scope.saved("input", x);
   scope.saved("indices", indices);

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "executor/moms/functions.h"
+
 namespace papaya::executor {
 
 Linear::Linear(int64_t in, int64_t out, bool with_bias) : Layer("linear", {{"input", SlotKind::activation}}) {
@@ -13,8 +15,10 @@ Linear::Linear(int64_t in, int64_t out, bool with_bias) : Layer("linear", {{"inp
 
 torch::Tensor Linear::forward(torch::Tensor x) {
   Scope scope(*this, {&x});
+  const torch::Tensor b = bias.defined() ? cast(bias) : torch::Tensor();
+  if (uses_moms()) return scope.finish(moms::linear(*this, x, cast(weight), b));
   scope.saved("input", x);
-  return scope.finish(torch::linear(x, cast(weight), bias.defined() ? cast(bias) : torch::Tensor()));
+  return scope.finish(torch::linear(x, cast(weight), b));
 }
 
 Embedding::Embedding(int64_t count, int64_t dim) : Layer("embedding", {{"ids", SlotKind::index}}) {

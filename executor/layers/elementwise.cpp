@@ -1,5 +1,7 @@
 #include "executor/layers/elementwise.h"
 
+#include "executor/moms/functions.h"
+
 namespace papaya::executor {
 
 namespace {
@@ -14,6 +16,7 @@ Activation::Activation(const std::string& kind) : Layer(kind, activation_slots(k
 
 torch::Tensor Activation::forward(torch::Tensor x) {
   Scope scope(*this, {&x});
+  if (uses_moms()) return scope.finish(moms::activation(*this, x));
   if (kind() == "relu") {
     torch::Tensor y = torch::relu(x);
     scope.saved("output", y);
@@ -27,6 +30,7 @@ Dropout::Dropout(double p) : Layer("dropout", {{"mask", SlotKind::mask}}), p(p) 
 
 torch::Tensor Dropout::forward(torch::Tensor x) {
   Scope scope(*this, {&x});
+  if (uses_moms() && is_training()) return scope.finish(moms::dropout(*this, x));
   auto [y, mask] = torch::native_dropout(x, p, is_training());
   scope.saved("mask", mask);
   return scope.finish(y);
@@ -36,6 +40,7 @@ Mul::Mul() : Layer("mul", {{"a", SlotKind::activation}, {"b", SlotKind::activati
 
 torch::Tensor Mul::forward(torch::Tensor a, torch::Tensor b) {
   Scope scope(*this, {&a, &b});
+  if (uses_moms()) return scope.finish(moms::mul(*this, a, b));
   scope.saved("a", a);
   scope.saved("b", b);
   return scope.finish(a * b);

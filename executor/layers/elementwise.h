@@ -9,6 +9,9 @@ class Activation : public Layer {
  public:
   explicit Activation(const std::string& kind);  // gelu | silu | relu
   torch::Tensor forward(torch::Tensor x);
+  // Inverted (GELU/SiLU): how the output is stored, as the layer that saves
+  // it stores it, so that one copy serves both.
+  StoreSpec output_spec;
 };
 
 // Inverted dropout; saves its boolean mask.

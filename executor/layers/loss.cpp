@@ -1,11 +1,14 @@
 #include "executor/layers/loss.h"
 
+#include "executor/moms/functions.h"
+
 namespace papaya::executor {
 
 CrossEntropy::CrossEntropy() : Layer("cross_entropy", {{"logprobs", SlotKind::activation}}) {}
 
 torch::Tensor CrossEntropy::forward(torch::Tensor logits, torch::Tensor target) {
   Scope scope(*this, {&logits});
+  if (uses_moms()) return scope.finish(moms::cross_entropy(*this, logits, target));
   const torch::Tensor logprobs = torch::log_softmax(logits.to(torch::kFloat), -1);
   scope.saved("logprobs", logprobs);
   return scope.finish(torch::nll_loss(logprobs, target));
@@ -17,6 +20,7 @@ LMHead::LMHead(torch::Tensor tied_weight)
 
 torch::Tensor LMHead::forward(torch::Tensor x, torch::Tensor target) {
   Scope scope(*this, {&x});
+  if (uses_moms()) return scope.finish(moms::lm_head(*this, x, cast(weight), target));
   scope.saved("input", x);
   const torch::Tensor logits = torch::linear(x, cast(weight));
   const torch::Tensor logprobs = torch::log_softmax(logits.to(torch::kFloat), -1);

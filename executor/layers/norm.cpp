@@ -1,5 +1,7 @@
 #include "executor/layers/norm.h"
 
+#include "executor/moms/functions.h"
+
 namespace papaya::executor {
 
 namespace {
@@ -19,6 +21,10 @@ Norm::Norm(const std::string& kind, int64_t dim) : Layer(kind, norm_slots(kind))
 
 torch::Tensor Norm::forward(torch::Tensor x) {
   Scope scope(*this, {&x});
+  if (uses_moms()) {
+    return scope.finish(kind() == "layernorm" ? moms::layer_norm(*this, x, cast(weight), cast(bias))
+                                              : moms::rms_norm(*this, x, cast(weight)));
+  }
   if (kind() == "layernorm") {
     auto [y, mean, rstd] = torch::native_layer_norm(x, {x.size(-1)}, cast(weight), cast(bias), eps);
     scope.saved("input", x);
@@ -46,6 +52,7 @@ torch::Tensor BatchNorm2d::forward(torch::Tensor x) {
   // Statistics and running buffers stay fp32: a low-precision input is
   // normalised in fp32, as autocast does.
   const torch::Tensor input = x.scalar_type() == torch::kFloat ? x : x.to(torch::kFloat);
+  if (uses_moms() && is_training()) return scope.finish(moms::batch_norm(*this, input).to(x.scalar_type()));
   scope.saved("input", input);
   const torch::Tensor y = torch::batch_norm(input, weight, bias, running_mean, running_var,
                                             /*training=*/is_training(), momentum, eps, /*cudnn_enabled=*/true);

@@ -1,0 +1,88 @@
+// The MOM-aware attention layers: scores, softmax, context.
+#include "executor/layers/attention.h"
+#include "executor/moms/functions.h"
+#include "executor/moms/saved.h"
+
+#include <limits>
+
+namespace papaya::executor::moms {
+namespace {
+
+using torch::autograd::Function;
+
+struct ScoresFunction : Function<ScoresFunction> {
+  static at::Tensor forward(AutogradContext* ctx, AttentionScores* layer, const at::Tensor& q, const at::Tensor& k) {
+    stash(ctx, {store_slot(*layer, 0, q), store_slot(*layer, 1, k)});
+    ctx->saved_data["scale"] = layer->scale;
+    at::Tensor scores = at::matmul(q, k.transpose(-2, -1)) * layer->scale;
+    if (!layer->causal) return scores;
+    const at::Tensor& mask = layer->causal_mask(q.size(-2), q.device());
+    ctx->save_for_backward({mask});
+    return scores.masked_fill(mask, -std::numeric_limits<double>::infinity());
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    const Unstashed saved = unstash(ctx);
+    const double scale = ctx->saved_data["scale"].toDouble();
+    ctx->saved_data.erase("scale");
+    const auto kept = ctx->get_saved_variables();
+    const at::Tensor g = (kept.empty() ? grad[0] : grad[0].masked_fill(kept[0], 0)) * scale;
+    const auto gradients = [&](const std::vector<at::Tensor>& s) -> variable_list {
+      return {g.matmul(s[1]), g.transpose(-2, -1).matmul(s[0])};
+    };
+    const variable_list out = gradients(saved.tensors);
+    saved.estimate_sensitivity(gradients, out);
+    return {at::Tensor(), out[0], out[1]};
+  }
+};
+
+struct SoftmaxFunction : Function<SoftmaxFunction> {
+  static at::Tensor forward(AutogradContext* ctx, const Softmax* layer, const at::Tensor& x) {
+    const at::Tensor y = at::softmax(x, -1);
+    stash(ctx, {store_slot(*layer, 0, y)});
+    return y;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    const Unstashed saved = unstash(ctx);
+    const auto gradients = [&](const std::vector<at::Tensor>& s) -> variable_list {
+      return {at::_softmax_backward_data(grad[0], s[0], -1, s[0].scalar_type())};
+    };
+    const variable_list out = gradients(saved.tensors);
+    saved.estimate_sensitivity(gradients, out);
+    return {at::Tensor(), out[0]};
+  }
+};
+
+struct ContextFunction : Function<ContextFunction> {
+  static at::Tensor forward(AutogradContext* ctx, const AttentionContext* layer, const at::Tensor& probs,
+                            const at::Tensor& v) {
+    stash(ctx, {store_slot(*layer, 0, probs), store_slot(*layer, 1, v)});
+    return at::matmul(probs, v);
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    const Unstashed saved = unstash(ctx);
+    const at::Tensor& g = grad[0];
+    const auto gradients = [&](const std::vector<at::Tensor>& s) -> variable_list {
+      return {g.matmul(s[1].transpose(-2, -1)), s[0].transpose(-2, -1).matmul(g)};
+    };
+    const variable_list out = gradients(saved.tensors);
+    saved.estimate_sensitivity(gradients, out);
+    return {at::Tensor(), out[0], out[1]};
+  }
+};
+
+}  // namespace
+
+torch::Tensor attention_scores(AttentionScores& layer, const torch::Tensor& q, const torch::Tensor& k) {
+  return ScoresFunction::apply(&layer, q, k);
+}
+
+torch::Tensor softmax(const Softmax& layer, const torch::Tensor& x) { return SoftmaxFunction::apply(&layer, x); }
+
+torch::Tensor attention_context(const AttentionContext& layer, const torch::Tensor& probs, const torch::Tensor& v) {
+  return ContextFunction::apply(&layer, probs, v);
+}
+
+}  // namespace papaya::executor::moms

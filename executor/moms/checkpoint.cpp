@@ -1,0 +1,87 @@
+#include "executor/moms/checkpoint.h"
+
+#include "executor/moms/random_state.h"
+#include "executor/moms/saved.h"
+#include "executor/segment.h"
+
+namespace papaya::executor {
+namespace {
+
+using torch::autograd::Function;
+
+struct CheckpointState : torch::CustomClassHolder {
+  Segment* segment = nullptr;
+  c10::intrusive_ptr<Stored> input;
+  RandomState random;
+};
+
+constexpr const char* state_key = "papaya_checkpoint";
+
+// The segment's buffers (batch-norm running statistics), put back after the
+// recomputation so that they move once per step, as without checkpointing.
+class BufferSnapshot {
+ public:
+  explicit BufferSnapshot(Segment& segment) {
+    for (auto& b : segment.buffers()) saved_.emplace_back(b, b.clone());
+  }
+  ~BufferSnapshot() {
+    const torch::NoGradGuard no_grad;
+    for (auto& [buffer, copy] : saved_) buffer.copy_(copy);
+  }
+
+ private:
+  std::vector<std::pair<at::Tensor, at::Tensor>> saved_;
+};
+
+struct CheckpointFunction : Function<CheckpointFunction> {
+  static at::Tensor forward(AutogradContext* ctx, Segment* segment, const at::Tensor& x, at::TensorList) {
+    auto state = c10::make_intrusive<CheckpointState>();
+    state->segment = segment;
+    state->random = RandomState::capture(x.device());
+    const at::Tensor y = segment->run_layers(x);
+    StoreSpec spec{segment->strategy().input, nullptr, -1, segment->strategy().name()};
+    state->input = store(x, model::SlotKind::activation, spec);
+    ctx->saved_data[state_key] = c10::IValue::make_capsule(std::move(state));
+    return y;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    const auto state = c10::static_intrusive_pointer_cast<CheckpointState>(take_capsule(ctx, state_key));
+    Segment& segment = *state->segment;
+    const at::Tensor x = state->input->restore().detach().requires_grad_(true);
+    // Buffers are put back after differentiating: the graph saves them.
+    const BufferSnapshot buffers(segment);
+    at::Tensor y;
+    {
+      const RandomState now = RandomState::capture(x.device());
+      state->random.restore();
+      const torch::AutoGradMode with_grad(true);
+      y = segment.run_layers(x);
+      now.restore();
+    }
+    std::vector<at::Tensor> inputs{x};
+    std::vector<size_t> trained;  // indices of the parameters that take gradients
+    const auto params = segment.parameters();
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (params[i].requires_grad()) {
+        trained.push_back(i);
+        inputs.push_back(params[i]);
+      }
+    }
+    const variable_list grads = torch::autograd::grad({y}, inputs, {grad[0]}, /*retain_graph=*/false,
+                                                      /*create_graph=*/false, /*allow_unused=*/true);
+    variable_list out(2 + params.size());
+    out[1] = ctx->needs_input_grad(0) ? grads[0] : at::Tensor();
+    for (size_t j = 0; j < trained.size(); ++j) out[2 + trained[j]] = grads[1 + j];
+    return out;
+  }
+};
+
+}  // namespace
+
+torch::Tensor checkpoint(Segment& segment, const torch::Tensor& x) {
+  const std::vector<at::Tensor> params = segment.parameters();
+  return CheckpointFunction::apply(&segment, x, at::TensorList(params));
+}
+
+}  // namespace papaya::executor

@@ -1,0 +1,43 @@
+#pragma once
+// Compression of saved tensors. The ATen implementation here is the portable
+// path and the oracle of the CUDA kernels (cuda/quantize.cu), which write the
+// same layout:
+//  - quantized: values in groups of G (a group never crosses a head when
+//    headwise), each group's fp32 min and scale, codes by stochastic rounding
+//    (unbiased; noise from rounding_generator()), `bits` per code packed into bytes, the first code in the
+//    lowest bits. One uint8 buffer:
+//      [groups x G*bits/8 code bytes][groups x fp32 min][groups x fp32 scale]
+//  - mask: 1 bit per element, the same packing, ceil(numel/8) bytes.
+#include <ATen/ATen.h>
+
+#include <cstdint>
+
+namespace papaya::executor {
+
+// Where a tensor's values go in a quantized buffer: the tensor is viewed as
+// heads of head_numel values (one head of numel values unless headwise),
+// each head padded with zeros to whole groups.
+struct QuantLayout {
+  int bits = 8;
+  int group_size = 256;
+  int64_t numel = 0;
+  int64_t head_numel = 0;
+
+  int64_t heads() const { return head_numel > 0 ? numel / head_numel : 0; }
+  int64_t groups_per_head() const { return (head_numel + group_size - 1) / group_size; }
+  int64_t groups() const { return heads() * groups_per_head(); }
+  int64_t code_bytes_per_group() const { return int64_t{group_size} * bits / 8; }
+  int64_t bytes() const { return groups() * (code_bytes_per_group() + 8); }
+};
+
+// `x` (any floating dtype) -> a uint8 buffer of layout.bytes().
+at::Tensor quantize(const at::Tensor& x, const QuantLayout& layout);
+// The buffer -> values of `shape` in `dtype`.
+at::Tensor dequantize(const at::Tensor& buffer, const QuantLayout& layout, at::IntArrayRef shape,
+                      at::ScalarType dtype);
+
+// A boolean mask -> ceil(numel/8) bytes, and back.
+at::Tensor pack_mask(const at::Tensor& mask);
+at::Tensor unpack_mask(const at::Tensor& packed, at::IntArrayRef shape);
+
+}  // namespace papaya::executor

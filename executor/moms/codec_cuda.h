@@ -1,0 +1,12 @@
+#pragma once
+// The codec on CUDA tensors: the fused kernels of cuda/quantize.cu (CUDA
+// builds only), with the layout of the ATen path.
+#include "executor/moms/codec.h"
+
+namespace papaya::executor {
+
+at::Tensor quantize_cuda(const at::Tensor& x, const QuantLayout& layout);
+at::Tensor dequantize_cuda(const at::Tensor& buffer, const QuantLayout& layout, at::IntArrayRef shape,
+                           at::ScalarType dtype);
+
+}  // namespace papaya::executor

@@ -1,0 +1,122 @@
+#include "executor/moms/invert.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <mutex>
+
+namespace papaya::executor {
+namespace {
+
+constexpr int table_size = 2048;  // intervals per branch
+constexpr double top = 20;        // above this output both derivatives are 1 in fp32
+constexpr int64_t chunk_values = int64_t{1} << 12;
+
+struct Activation {
+  double (*value)(double);
+  double (*derivative)(double);
+};
+
+double gelu(double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }
+double gelu_derivative(double x) {
+  return 0.5 * (1 + std::erf(x / std::sqrt(2.0))) + x * std::exp(-0.5 * x * x) / std::sqrt(2 * M_PI);
+}
+double silu(double x) { return x / (1 + std::exp(-x)); }
+double silu_derivative(double x) {
+  const double s = 1 / (1 + std::exp(-x));
+  return s * (1 + x * (1 - s));
+}
+
+Activation activation(const std::string& kind) {
+  TORCH_CHECK(kind == "gelu" || kind == "silu", "no inverted form of ", kind);
+  return kind == "gelu" ? Activation{gelu, gelu_derivative} : Activation{silu, silu_derivative};
+}
+
+// The derivative's zero, by bisection.
+double minimum_of(const Activation& a) {
+  double lo = -3, hi = 0;
+  for (int i = 0; i < 100; ++i) {
+    const double mid = (lo + hi) / 2;
+    (a.derivative(mid) < 0 ? lo : hi) = mid;
+  }
+  return (lo + hi) / 2;
+}
+
+// The input in [lo, hi], on which the activation is monotonic, that gives y.
+double inverse(const Activation& a, double y, double lo, double hi, bool increasing) {
+  for (int i = 0; i < 100; ++i) {
+    const double mid = (lo + hi) / 2;
+    ((a.value(mid) < y) == increasing ? lo : hi) = mid;
+  }
+  return (lo + hi) / 2;
+}
+
+struct Table {
+  double x0, y_min, right_span, left_span;
+  at::Tensor values;  // (2, table_size + 1): right branch, left branch; fp32 on the CPU
+};
+
+Table build(const std::string& kind) {
+  const Activation a = activation(kind);
+  Table t;
+  t.x0 = minimum_of(a);
+  t.y_min = a.value(t.x0);
+  t.right_span = std::sqrt(top - t.y_min);
+  t.left_span = std::sqrt(-t.y_min);
+  t.values = at::empty({2, table_size + 1}, at::kFloat);
+  auto v = t.values.accessor<float, 2>();
+  for (int i = 0; i <= table_size; ++i) {
+    const double sr = t.right_span * i / table_size, sl = t.left_span * i / table_size;
+    v[0][i] = static_cast<float>(a.derivative(inverse(a, t.y_min + sr * sr, t.x0, top + 1, true)));
+    // The left branch ends at output 0, reached as the input goes to -infinity.
+    v[1][i] = i == table_size ? 0.f : static_cast<float>(a.derivative(inverse(a, t.y_min + sl * sl, -60, t.x0, false)));
+  }
+  return t;
+}
+
+const Table& table(const std::string& kind) {
+  static const Table gelu_table = build("gelu"), silu_table = build("silu");
+  return kind == "gelu" ? gelu_table : silu_table;
+}
+
+// The table on the output's device, made once per device.
+at::Tensor table_on(const std::string& kind, const at::Device& device) {
+  static std::mutex mutex;
+  static std::map<std::pair<std::string, std::string>, at::Tensor> copies;
+  const std::lock_guard<std::mutex> lock(mutex);
+  at::Tensor& copy = copies[{kind, device.str()}];
+  if (!copy.defined()) copy = table(kind).values.to(device);
+  return copy;
+}
+
+}  // namespace
+
+double branch_point(const std::string& kind) {
+  activation(kind);
+  return table(kind).x0;
+}
+
+at::Tensor input_grad_from_output(const std::string& kind, const at::Tensor& grad, const at::Tensor& output,
+                                  const at::Tensor& right) {
+  const Table& t = table(kind);
+  const at::Tensor values = table_on(kind, output.device()).view({-1});
+  const at::Tensor g = grad.reshape({-1}), y = output.reshape({-1}), branch = right.reshape({-1});
+  at::Tensor out = at::empty(g.sizes(), g.options());
+  // In chunks: the temporaries (a dozen values per value) stay small.
+  for (int64_t start = 0; start < y.numel(); start += chunk_values) {
+    const int64_t count = std::min(chunk_values, y.numel() - start);
+    const at::Tensor r = branch.narrow(0, start, count);
+    at::Tensor u = (y.narrow(0, start, count).to(at::kFloat) - t.y_min).clamp_min_(0).sqrt_();
+    u.mul_(at::where(r, at::scalar_tensor(table_size / t.right_span, u.options()),
+                     at::scalar_tensor(table_size / t.left_span, u.options())))
+        .clamp_(0, table_size);
+    const at::Tensor cell = u.floor().clamp_max_(table_size - 1);
+    at::Tensor index = cell.to(at::kLong).add_(r.logical_not().to(at::kLong).mul_(table_size + 1));
+    at::Tensor derivative = values.take(index);
+    derivative.lerp_(values.take(index.add_(1)), u.sub_(cell));
+    out.narrow(0, start, count).copy_(derivative.mul_(g.narrow(0, start, count)));
+  }
+  return out.view(grad.sizes());
+}
+
+}  // namespace papaya::executor

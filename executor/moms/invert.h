@@ -1,0 +1,25 @@
+#pragma once
+// Inverted activations (Novikov & Oseledets, 2024). A GELU or SiLU keeps its
+// output (as its consumer keeps it) and one bit per element: on which side
+// of the activation's minimum x0 the input was. On each side the activation
+// is monotonic, so the output determines the input and the derivative. The
+// derivative is tabulated per branch against s = sqrt(output - min), in
+// which it is smooth up to the minimum (where it vanishes like s), and
+// interpolated linearly: the error is below 2e-4, nearly all of it from the
+// fp32 rounding of outputs next to the minimum (the table's own is ~1e-7).
+#include <ATen/ATen.h>
+
+#include <string>
+
+namespace papaya::executor {
+
+// The input at which `kind` (gelu | silu) has its minimum: the branches meet there.
+double branch_point(const std::string& kind);
+
+// The input's gradient, `grad` times the derivative of `kind` at the input
+// that gave `output` on the branch `right` says (true where the input was
+// >= branch_point). In grad's dtype.
+at::Tensor input_grad_from_output(const std::string& kind, const at::Tensor& grad, const at::Tensor& output,
+                                  const at::Tensor& right);
+
+}  // namespace papaya::executor

@@ -1,0 +1,127 @@
+// The MOM-aware losses: cross-entropy, and the LM head, whose
+// log-probabilities can be recomputed chunk by chunk in backward instead of
+// being stored.
+#include "executor/layers/loss.h"
+#include "executor/moms/functions.h"
+#include "executor/moms/saved.h"
+
+#include <algorithm>
+
+namespace papaya::executor::moms {
+namespace {
+
+using model::Form;
+using torch::autograd::Function;
+
+constexpr int64_t mean = at::Reduction::Mean;
+constexpr int64_t no_ignore = -100;  // nll_loss's default ignore_index
+
+// d loss / d logits from the fp32 log-probabilities, in `dtype`.
+at::Tensor logits_grad(const at::Tensor& grad, const at::Tensor& logprobs, const at::Tensor& target,
+                       const at::Tensor& total_weight, at::ScalarType dtype) {
+  const at::Tensor g = at::nll_loss_backward(grad, logprobs, target, {}, mean, no_ignore, total_weight);
+  return at::_log_softmax_backward_data(g, logprobs, -1, at::kFloat).to(dtype);
+}
+
+struct CrossEntropyFunction : Function<CrossEntropyFunction> {
+  static at::Tensor forward(AutogradContext* ctx, const CrossEntropy* layer, const at::Tensor& logits,
+                            const at::Tensor& target) {
+    const at::Tensor logprobs = at::log_softmax(logits.to(at::kFloat), -1);
+    auto [loss, total_weight] = at::nll_loss_forward(logprobs, target, {}, mean, no_ignore);
+    stash(ctx, {store_slot(*layer, 0, logprobs)});
+    ctx->save_for_backward({target, total_weight});
+    ctx->saved_data["dtype"] = logits.scalar_type();
+    return loss;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    const Unstashed saved = unstash(ctx);
+    const auto kept = ctx->get_saved_variables();
+    const at::ScalarType dtype = ctx->saved_data["dtype"].toScalarType();
+    ctx->saved_data.erase("dtype");
+    const auto gradients = [&](const std::vector<at::Tensor>& s) -> variable_list {
+      return {logits_grad(grad[0], s[0], kept[0], kept[1], dtype)};
+    };
+    const variable_list out = gradients(saved.tensors);
+    saved.estimate_sensitivity(gradients, out);
+    return {at::Tensor(), out[0], at::Tensor()};
+  }
+};
+
+// Tokens per chunk when the log-probabilities are recomputed: a chunk's
+// fp32 logits stay around 8 MiB whatever the vocabulary.
+int64_t chunk_tokens(int64_t vocab) { return std::max<int64_t>(1, (int64_t{1} << 21) / vocab); }
+
+// The LM head's gradients with the log-probabilities recomputed chunk by
+// chunk: {d x rows, d weight (accumulated in fp32)}.
+variable_list recomputed_gradients(const at::Tensor& grad, const at::Tensor& rows, const at::Tensor& weight,
+                                   const at::Tensor& targets) {
+  at::Tensor grad_rows = at::empty_like(rows);
+  at::Tensor grad_weight = at::zeros(weight.sizes(), weight.options().dtype(at::kFloat));
+  const int64_t n = rows.size(0), step = chunk_tokens(weight.size(0));
+  const at::Tensor per_token = grad.to(at::kFloat).div(n).neg();  // d loss / d logprob of each target
+  for (int64_t start = 0; start < n; start += step) {
+    const int64_t count = std::min(step, n - start);
+    const at::Tensor x = rows.narrow(0, start, count), target = targets.narrow(0, start, count).unsqueeze(1);
+    const at::Tensor logprobs = at::log_softmax(at::linear(x, weight).to(at::kFloat), -1);
+    const at::Tensor g = at::zeros_like(logprobs).scatter_(1, target, per_token.expand({count, 1}));
+    const at::Tensor logits = at::_log_softmax_backward_data(g, logprobs, -1, at::kFloat).to(rows.scalar_type());
+    grad_rows.narrow(0, start, count).copy_(logits.mm(weight));
+    grad_weight.add_(logits.t().mm(x));
+  }
+  return {grad_rows, grad_weight.to(weight.scalar_type())};
+}
+
+struct LMHeadFunction : Function<LMHeadFunction> {
+  static at::Tensor forward(AutogradContext* ctx, const LMHead* layer, const at::Tensor& x, const at::Tensor& weight,
+                            const at::Tensor& target) {
+    const at::Tensor rows = x.reshape({-1, x.size(-1)}), targets = target.reshape({-1});
+    if (layer->store_spec(1).strategy.form == Form::recomputed) {
+      stash(ctx, {store_slot(*layer, 0, x)});
+      ctx->save_for_backward({weight, targets});
+      at::Tensor total = at::zeros({}, x.options().dtype(at::kFloat));
+      const int64_t n = rows.size(0), step = chunk_tokens(weight.size(0));
+      for (int64_t start = 0; start < n; start += step) {
+        const int64_t count = std::min(step, n - start);
+        const at::Tensor logprobs = at::log_softmax(at::linear(rows.narrow(0, start, count), weight).to(at::kFloat), -1);
+        total.sub_(logprobs.gather(1, targets.narrow(0, start, count).unsqueeze(1)).sum());
+      }
+      return total.div_(n);
+    }
+    const at::Tensor logprobs = at::log_softmax(at::linear(x, weight).to(at::kFloat), -1);
+    auto [loss, total_weight] = at::nll_loss_forward(logprobs.flatten(0, 1), targets, {}, mean, no_ignore);
+    stash(ctx, {store_slot(*layer, 0, x), store_slot(*layer, 1, logprobs)});
+    ctx->save_for_backward({weight, targets, total_weight});
+    return loss;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    const Unstashed saved = unstash(ctx);
+    const auto kept = ctx->get_saved_variables();
+    const at::Tensor &weight = kept[0], &targets = kept[1];
+    const auto gradients = [&](const std::vector<at::Tensor>& s) -> variable_list {
+      const at::Tensor rows = s[0].reshape({-1, s[0].size(-1)});
+      if (s.size() == 1) {
+        const variable_list g = recomputed_gradients(grad[0], rows, weight, targets);
+        return {g[0].view_as(s[0]), g[1]};
+      }
+      const at::Tensor g = logits_grad(grad[0], s[1].flatten(0, 1), targets, kept[2], rows.scalar_type());
+      return {g.mm(weight).view_as(s[0]), g.t().mm(rows)};
+    };
+    const variable_list out = gradients(saved.tensors);
+    saved.estimate_sensitivity(gradients, out);
+    return {at::Tensor(), out[0], out[1], at::Tensor()};
+  }
+};
+
+}  // namespace
+
+torch::Tensor cross_entropy(const CrossEntropy& layer, const torch::Tensor& logits, const torch::Tensor& target) {
+  return CrossEntropyFunction::apply(&layer, logits, target);
+}
+
+torch::Tensor lm_head(const LMHead& layer, const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& target) {
+  return LMHeadFunction::apply(&layer, x, weight, target);
+}
+
+}  // namespace papaya::executor::moms

@@ -1,0 +1,40 @@
+#pragma once
+// What a MOM-aware autograd Function keeps between forward and backward: its
+// layer's slots in their stored forms, in ctx->saved_data as one capsule
+// that backward takes out (saved_data entries outlive backward otherwise).
+#include <torch/torch.h>
+
+#include <functional>
+#include <vector>
+
+#include "executor/layer.h"
+#include "executor/moms/stored.h"
+
+namespace papaya::executor {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// Slot `index` of `layer`, stored as the layer's plan says.
+c10::intrusive_ptr<Stored> store_slot(const Layer& layer, size_t index, const at::Tensor& t);
+
+// Forward: keeps the stored slots.
+void stash(AutogradContext* ctx, std::vector<c10::intrusive_ptr<Stored>> slots);
+
+// Backward: the stored slots, restored, in the order stashed.
+struct Unstashed {
+  std::vector<c10::intrusive_ptr<Stored>> stored;
+  std::vector<at::Tensor> tensors;
+
+  using Gradients = std::function<variable_list(const std::vector<at::Tensor>&)>;
+  // On an adaptive tensor's estimating step, reports to its AdaptiveBits how
+  // much the layer's gradients (`gradients` of the restored slots, `exact`
+  // from them as they are) change when that slot is requantized to 2 bits.
+  void estimate_sensitivity(const Gradients& gradients, const variable_list& exact) const;
+};
+Unstashed unstash(AutogradContext* ctx);
+
+// A capsule entry of saved_data, taken out (erased).
+c10::intrusive_ptr<torch::CustomClassHolder> take_capsule(AutogradContext* ctx, const std::string& key);
+
+}  // namespace papaya::executor

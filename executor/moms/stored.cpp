@@ -1,0 +1,148 @@
+#include "executor/moms/stored.h"
+
+#include <algorithm>
+
+#include "executor/moms/adaptive.h"
+#include "executor/moms/stored_bytes.h"
+#ifdef PAPAYA_CUDA
+#include "executor/moms/swap.h"
+#endif
+
+namespace papaya::executor {
+namespace {
+
+using model::Form;
+
+// The stored copies alive, by source tensor and strategy. Weak references
+// both ways: an entry holds neither the source's memory nor the copy, and the
+// source's StorageImpl, kept as an object, cannot be reused at the same
+// address while the entry lives. A copy lives as long as a backward needs it,
+// so sharing happens within a forward (and between forwards whose graphs
+// are alive at once, where the tensor is the same).
+struct LiveCopy {
+  c10::weak_intrusive_ptr<c10::StorageImpl> storage;
+  int64_t offset;
+  std::vector<int64_t> sizes, strides;
+  at::ScalarType dtype;
+  std::string strategy;
+  c10::weak_intrusive_ptr<Stored> copy;
+
+  bool same_source(const at::Tensor& t) const {
+    return storage._unsafe_get_target() == t.storage().unsafeGetStorageImpl() && offset == t.storage_offset() &&
+           dtype == t.scalar_type() && t.sizes().equals(sizes) && t.strides().equals(strides);
+  }
+};
+thread_local std::vector<LiveCopy> live_copies;
+
+std::string cache_key(const model::TensorStrategy& s) {
+  return s.name() + "/" + std::to_string(s.group_size) + (s.headwise ? "/headwise" : "");
+}
+
+c10::intrusive_ptr<Stored> find_live(const at::Tensor& t, const std::string& key) {
+  live_copies.erase(std::remove_if(live_copies.begin(), live_copies.end(),
+                                   [](const LiveCopy& c) { return c.copy.expired() || c.storage.expired(); }),
+                    live_copies.end());
+  for (const auto& c : live_copies) {
+    if (c.strategy == key && c.same_source(t)) return c.copy.lock();
+  }
+  return {};
+}
+
+// Values per head of a headwise-quantized tensor: its last two dimensions.
+int64_t head_numel(const at::Tensor& t, const model::TensorStrategy& s) {
+  return s.headwise && t.dim() >= 2 ? t.size(-1) * t.size(-2) : t.numel();
+}
+
+}  // namespace
+
+model::TensorStrategy effective_strategy(const StoreSpec& spec) {
+  model::TensorStrategy s = spec.strategy;
+  if (s.form == Form::adaptive) {
+    s.form = Form::quantized;
+    s.bits = spec.adaptive->bits(spec.adaptive_index);
+  }
+  return s;
+}
+
+c10::intrusive_ptr<Stored> store(const at::Tensor& t, model::SlotKind kind, const StoreSpec& spec) {
+  const model::TensorStrategy s = effective_strategy(spec);
+  TORCH_CHECK(s.form != Form::recomputed, "a recomputed tensor is not stored");
+  // Raw tensors share their storage anyway; only copies need the cache.
+  const bool copied = s.form != Form::raw || s.swap;
+  const std::string key = cache_key(s);
+  if (copied) {
+    if (auto live = find_live(t, key)) return live;
+  }
+  auto out = c10::make_intrusive<Stored>();
+  out->shape_ = t.sizes().vec();
+  out->dtype_ = t.scalar_type();
+  if (spec.strategy.form == Form::adaptive) {
+    out->adaptive_ = spec.adaptive;
+    out->adaptive_index_ = spec.adaptive_index;
+  }
+  if (s.form == Form::raw) {
+    // A detached alias: holds the storage, not the autograd graph (the
+    // tensor may be the layer's own output: no reference cycle).
+    out->encoding_ = Stored::Encoding::raw;
+    out->payload_ = t.detach();
+    out->version_ = t._version();
+  } else if (s.form == Form::inverted || kind == model::SlotKind::mask) {
+    out->encoding_ = Stored::Encoding::mask;
+    out->payload_ = pack_mask(t.scalar_type() == at::kBool ? t : t != 0);
+  } else {
+    out->encoding_ = Stored::Encoding::quantized;
+    out->layout_ = QuantLayout{s.bits, s.group_size, t.numel(), head_numel(t, s)};
+    out->payload_ = quantize(t, out->layout_);
+  }
+  const void* identity = out->encoding_ == Stored::Encoding::raw ? static_cast<const void*>(t.storage().unsafeGetStorageImpl())
+                                                                 : out->payload_.storage().unsafeGetStorageImpl();
+  if (s.swap) {
+#ifdef PAPAYA_CUDA
+    out->host_ = swap_out(out->payload_);
+    out->payload_ = at::Tensor();
+#else
+    TORCH_CHECK(false, "swap needs a CUDA build of papaya");
+#endif
+  }
+  if (copied) {
+    live_copies.push_back({t.storage().getWeakStorageImpl(), t.storage_offset(), t.sizes().vec(), t.strides().vec(),
+                           t.scalar_type(), key, c10::weak_intrusive_ptr<Stored>(out)});
+  }
+  if (auto* recorder = current_stored_bytes()) {
+    recorder->stored(spec.label.empty() ? spec.strategy.name() : spec.label, identity, out->device_bytes());
+  }
+  return out;
+}
+
+at::Tensor Stored::restore() {
+  at::Tensor payload = payload_;
+#ifdef PAPAYA_CUDA
+  if (host_) {
+    payload = swap_in(host_);
+    host_.reset();
+  }
+#endif
+  switch (encoding_) {
+    case Encoding::raw:
+      TORCH_CHECK(!payload_.defined() || payload_._version() == version_,
+                  "a tensor saved for backward was modified in place");
+      return payload;
+    case Encoding::quantized: return dequantize(payload, layout_, shape_, dtype_);
+    case Encoding::mask: return unpack_mask(payload, shape_);
+  }
+  TORCH_CHECK(false, "unknown stored encoding");
+}
+
+void Stored::release_resources() {
+  payload_ = at::Tensor();
+  host_.reset();
+  adaptive_.reset();
+}
+
+int64_t Stored::device_bytes() const {
+  if (host_ || !payload_.defined()) return 0;
+  if (encoding_ == Encoding::raw) return static_cast<int64_t>(payload_.storage().nbytes());
+  return payload_.numel();
+}
+
+}  // namespace papaya::executor

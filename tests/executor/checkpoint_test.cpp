@@ -1,0 +1,72 @@
+// Recomputed segments: gradients bit-identical to keeping everything.
+#include <gtest/gtest.h>
+
+#include "executor/data.h"
+#include "model/plan.h"
+#include "tests/executor/moms_fixture.h"
+
+namespace papaya::executor {
+namespace {
+
+using testing::planned;
+using testing::tiny_config;
+
+// Every segment recomputed from its raw input, nothing else changed.
+model::Plan recompute_segments(const model::NetworkLayout& layout, const std::string& input = "keep") {
+  model::Plan plan;
+  plan.name = "recompute-segments";
+  for (const auto& segment : layout.segments) {
+    plan.segments[segment] = model::parse_segment_strategy(input == "keep" ? "recompute" : "recompute+" + input, "t");
+  }
+  return plan;
+}
+
+class Recompute : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Recompute, GradientsAreBitIdenticalToKeep) {
+  const auto config = tiny_config(GetParam(), 0.1);
+  auto data = make_synthetic_data(config, torch::kCPU, 1);
+  auto keep = planned(config, "keep");
+  auto recompute = planned(config, recompute_segments(keep.layout));
+  // Two steps: batch-norm statistics must move once per step, as without checkpointing.
+  for (int i = 0; i < 2; ++i) {
+    const Batch batch = data->next(4);
+    const auto exact = testing::step(*keep.network, batch, 11 + i);
+    const auto again = testing::step(*recompute.network, batch, 11 + i);
+    EXPECT_EQ(again.loss, exact.loss);
+    EXPECT_TRUE(testing::identical(again, exact)) << "step " << i;
+  }
+  const auto keep_buffers = keep.network->buffers(), recompute_buffers = recompute.network->buffers();
+  for (size_t i = 0; i < keep_buffers.size(); ++i) EXPECT_TRUE(torch::equal(keep_buffers[i], recompute_buffers[i]));
+}
+
+TEST_P(Recompute, QuantizedInputGradientsAreClose) {
+  const auto config = tiny_config(GetParam(), 0.1);
+  const Batch batch = make_synthetic_data(config, torch::kCPU, 1)->next(4);
+  auto keep = planned(config, "keep");
+  const auto exact = testing::step(*keep.network, batch);
+  const auto q8 = testing::step(*planned(config, recompute_segments(keep.layout, "quantize-8")).network, batch);
+  // After batch-norm, ReLU masks recomputed from the rounded input flip
+  // where values are near 0: an error that grows like the rounding's square root.
+  EXPECT_LT(testing::relative_error(q8, exact), GetParam() == "resnet-tiny" ? 0.1 : 1e-2);
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, Recompute, ::testing::Values("gpt-tiny", "resnet-tiny", "mlp-tiny", "bert-tiny"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+// The whole-network plan also recomputes the LM head's log-probabilities
+// (in chunks): equal within float rounding.
+TEST(RecomputeAll, MatchesKeepWithinRounding) {
+  const auto config = tiny_config("gpt-tiny", 0.1);
+  const Batch batch = make_synthetic_data(config, torch::kCPU, 1)->next(4);
+  const auto exact = testing::step(*planned(config, "keep").network, batch);
+  const auto all = testing::step(*planned(config, "recompute-all").network, batch);
+  EXPECT_LT(testing::relative_error(all, exact), 1e-5);
+}
+
+}  // namespace
+}  // namespace papaya::executor

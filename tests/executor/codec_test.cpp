@@ -1,0 +1,103 @@
+// The ATen codec: sizes, error, unbiased rounding, masks, heads.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "executor/moms/codec.h"
+#include "executor/moms/rounding.h"
+#include "model/strategy.h"
+
+namespace papaya::executor {
+namespace {
+
+model::TensorStrategy quantized(int bits, int group, bool headwise = false) {
+  model::TensorStrategy s;
+  s.form = model::Form::quantized;
+  s.bits = bits;
+  s.group_size = group;
+  s.headwise = headwise;
+  return s;
+}
+
+TEST(Codec, SizesAreTheModelsDeviceBytes) {
+  for (int64_t numel : {1, 255, 256, 1000, 4097, 70000}) {
+    for (int bits : {8, 4, 2}) {
+      for (int group : {32, 128, 256}) {
+        const torch::Tensor x = torch::randn({numel});
+        const QuantLayout layout{bits, group, numel, numel};
+        EXPECT_EQ(quantize(x, layout).numel(), model::device_bytes(model::SlotKind::activation, numel, 4, quantized(bits, group)))
+            << numel << " values, " << bits << " bits, groups of " << group;
+      }
+    }
+    const torch::Tensor mask = torch::rand({numel}) < 0.5;
+    EXPECT_EQ(pack_mask(mask).numel(), model::device_bytes(model::SlotKind::mask, numel, 1, quantized(1, 256)));
+  }
+  // Heads of 17 x 16 values (not a whole number of groups), headwise.
+  const torch::Tensor heads = torch::randn({2, 3, 17, 16});
+  const QuantLayout layout{4, 256, heads.numel(), 17 * 16};
+  EXPECT_EQ(quantize(heads, layout).numel(),
+            model::device_bytes(model::SlotKind::activation, heads.numel(), 4, quantized(4, 256, true), 17 * 16));
+}
+
+TEST(Codec, ErrorIsBelowOneStepOfEachGroup) {
+  const torch::Tensor x = torch::randn({5000}) * 3;
+  for (int bits : {8, 4, 2}) {
+    const QuantLayout layout{bits, 256, x.numel(), x.numel()};
+    const torch::Tensor back = dequantize(quantize(x, layout), layout, x.sizes(), x.scalar_type());
+    ASSERT_EQ(back.sizes(), x.sizes());
+    const torch::Tensor padded = torch::constant_pad_nd(x, {0, 20 * 256 - 5000}).view({20, 256});
+    auto [mn, mx] = torch::aminmax(padded, 1);
+    const torch::Tensor step = ((mx - mn) / ((1 << bits) - 1)).repeat_interleave(256).narrow(0, 0, 5000);
+    EXPECT_TRUE(((back - x).abs() <= step * (1 + 1e-5)).all().item<bool>()) << bits << " bits";
+  }
+}
+
+TEST(Codec, KeepsTheDtype) {
+  const torch::Tensor x = torch::randn({3, 100}).to(torch::kBFloat16);
+  const QuantLayout layout{8, 256, x.numel(), x.numel()};
+  const torch::Tensor back = dequantize(quantize(x, layout), layout, x.sizes(), x.scalar_type());
+  EXPECT_EQ(back.scalar_type(), torch::kBFloat16);
+  EXPECT_LT((back.to(torch::kFloat) - x.to(torch::kFloat)).abs().max().item<double>(), 0.05);
+}
+
+// The mean of the dequantized values over many seeds converges to the input
+// as 1/sqrt(seeds): rounding is unbiased.
+TEST(Codec, StochasticRoundingIsUnbiased) {
+  torch::manual_seed(3);
+  const torch::Tensor x = torch::randn({4096});
+  const QuantLayout layout{2, 256, x.numel(), x.numel()};
+  torch::Tensor sum = torch::zeros_like(x);
+  double rms_at_25 = 0;
+  for (int seed = 1; seed <= 400; ++seed) {
+    seed_rounding(seed);
+    sum += dequantize(quantize(x, layout), layout, x.sizes(), x.scalar_type());
+    if (seed == 25) rms_at_25 = (sum / 25 - x).pow(2).mean().sqrt().item<double>();
+  }
+  const double rms_at_400 = (sum / 400 - x).pow(2).mean().sqrt().item<double>();
+  // A 2-bit step here is about 2; one draw's error has an rms below step/2.
+  EXPECT_LT(rms_at_400, 1.0 / std::sqrt(400.0));
+  EXPECT_LT(rms_at_400, 0.35 * rms_at_25);  // 1/sqrt(16) = 0.25 expected
+  EXPECT_LT(std::abs((sum / 400 - x).mean().item<double>()), 3e-3);
+}
+
+TEST(Codec, MasksRoundTripExactly) {
+  for (int64_t n : {1, 7, 8, 9, 1001}) {
+    const torch::Tensor mask = (torch::rand({n}) < 0.3).view({n, 1});
+    EXPECT_TRUE(torch::equal(unpack_mask(pack_mask(mask), mask.sizes()), mask)) << n;
+  }
+}
+
+// Heads of very different scales: headwise, each head's groups take their
+// own range, so the small head keeps its precision.
+TEST(Codec, HeadwiseGroupsStayInTheirHead) {
+  const torch::Tensor x = torch::randn({1, 2, 17, 16}) * torch::tensor({1000.0f, 0.001f}).view({1, 2, 1, 1});
+  const QuantLayout headwise{8, 256, x.numel(), 17 * 16}, flat{8, 256, x.numel(), x.numel()};
+  const auto error_of_small_head = [&](const QuantLayout& layout) {
+    const torch::Tensor back = dequantize(quantize(x, layout), layout, x.sizes(), x.scalar_type());
+    return (back - x).select(1, 1).abs().max().item<double>();
+  };
+  EXPECT_LT(error_of_small_head(headwise), 0.1 * 0.001);  // a step of the head's own range (~0.006 / 255)
+  EXPECT_GT(error_of_small_head(flat), 0.01);              // the large head's range swamps it
+}
+
+}  // namespace
+}  // namespace papaya::executor

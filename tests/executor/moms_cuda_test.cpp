@@ -1,0 +1,87 @@
+// On a CUDA device: the fused kernels against the ATen path, and swapping
+// (gradients exact, memory released). Skipped without one.
+#include <gtest/gtest.h>
+
+#include "executor/data.h"
+#include "executor/layout.h"
+#include "executor/moms/codec.h"
+#include "executor/moms/rounding.h"
+#include "executor/moms/stored_bytes.h"
+#include "model/plan.h"
+#include "tests/executor/moms_fixture.h"
+
+namespace papaya::executor {
+namespace {
+
+bool has_cuda() { return torch::cuda::is_available(); }
+
+// The kernels write the ATen path's layout: the same group minima and scales
+// (bytes), values within one step, unbiased; dequantizing is deterministic,
+// so both paths decode a buffer identically.
+TEST(CudaKernels, MatchTheAtenPath) {
+  if (!has_cuda()) GTEST_SKIP() << "no CUDA device";
+  for (auto dtype : {torch::kFloat, torch::kBFloat16}) {
+    for (int bits : {8, 4, 2}) {
+      for (bool headwise : {false, true}) {
+        const torch::Tensor x = torch::randn({3, 4, 17, 16}).to(dtype);
+        const QuantLayout layout{bits, 256, x.numel(), headwise ? 17 * 16 : x.numel()};
+        const torch::Tensor on_gpu = quantize(x.cuda(), layout).cpu(), on_cpu = quantize(x, layout);
+        ASSERT_EQ(on_gpu.numel(), on_cpu.numel());
+        const int64_t meta = layout.groups() * 8, codes = layout.bytes() - meta;
+        EXPECT_TRUE(torch::equal(on_gpu.narrow(0, codes, meta), on_cpu.narrow(0, codes, meta))) << bits << " bits";
+        const torch::Tensor from_gpu = dequantize(on_gpu.cuda(), layout, x.sizes(), dtype).cpu();
+        EXPECT_TRUE(torch::equal(from_gpu, dequantize(on_gpu, layout, x.sizes(), dtype))) << bits << " bits";
+        const torch::Tensor scales = on_cpu.narrow(0, codes + meta / 2, meta / 2).view(torch::kFloat);
+        EXPECT_LE((from_gpu.to(torch::kFloat) - x.to(torch::kFloat)).abs().max().item<double>(),
+                  scales.max().item<double>() * 1.01 + (dtype == torch::kBFloat16 ? 0.05 : 0));
+      }
+    }
+  }
+  const torch::Tensor x = torch::randn({4096}, torch::kCUDA);
+  const QuantLayout layout{2, 256, x.numel(), x.numel()};
+  torch::Tensor sum = torch::zeros_like(x);
+  for (int seed = 1; seed <= 400; ++seed) {
+    seed_rounding(seed);
+    sum += dequantize(quantize(x, layout), layout, x.sizes(), x.scalar_type());
+  }
+  EXPECT_LT((sum / 400 - x).pow(2).mean().sqrt().item<double>(), 1.0 / std::sqrt(400.0));
+}
+
+// Swapped tensors come back bit for bit: the gradients are keep's (raw) and
+// quantize-4's (packed), and nothing swapped stays on the device.
+TEST(CudaSwap, GradientsAreExactAndNothingStaysOnTheDevice) {
+  if (!has_cuda()) GTEST_SKIP() << "no CUDA device";
+  const auto config = testing::tiny_config("gpt-tiny", 0.1);
+  const auto on_gpu = [&](const std::string& plan) {
+    torch::manual_seed(0);
+    auto network = build_network(config);
+    network->to(torch::kCUDA);
+    const auto layout = probe_layout(*network);
+    apply_plan(*network, model::load_plan(plan, layout, config.name), layout);
+    return network;
+  };
+  const Batch batch = make_synthetic_data(config, torch::kCUDA, 1)->next(8);
+  for (const auto& [plain, swapped] : std::vector<std::pair<std::string, std::string>>{
+           {"keep", "swap"}, {"quantize-4", "quantize-4+swap"}}) {
+    seed_rounding(3);
+    const auto exact = testing::step(*on_gpu(plain), batch);
+    seed_rounding(3);
+    auto network = on_gpu(swapped);
+    StoredBytesRecorder recorder;
+    torch::Tensor loss;
+    {
+      const StoredBytesGuard guard(&recorder);
+      torch::manual_seed(7);
+      loss = network->loss(batch);
+    }
+    ASSERT_TRUE(recorder.bytes().count(swapped)) << swapped;
+    EXPECT_EQ(recorder.bytes().at(swapped), 0) << swapped;
+    loss = torch::Tensor();
+    seed_rounding(3);
+    const auto again = testing::step(*network, batch);
+    EXPECT_TRUE(testing::identical(again, exact)) << swapped;
+  }
+}
+
+}  // namespace
+}  // namespace papaya::executor

@@ -1,0 +1,62 @@
+#include "tests/executor/moms_fixture.h"
+
+#include <cmath>
+
+#include "executor/layout.h"
+#include "model/plan.h"
+
+namespace papaya::executor::testing {
+
+model::NetworkConfig tiny_config(const std::string& name, double dropout) {
+  model::NetworkConfig config = model::load_network_config(name);
+  if (auto* t = std::get_if<model::TransformerConfig>(&config.body)) t->dropout = dropout;
+  if (auto* m = std::get_if<model::MlpConfig>(&config.body)) m->dropout = dropout;
+  return config;
+}
+
+Planned planned(const model::NetworkConfig& config, const model::Plan& plan) {
+  torch::manual_seed(0);
+  Planned p;
+  p.network = build_network(config);
+  p.layout = probe_layout(*p.network);
+  p.applied = apply_plan(*p.network, plan, p.layout);
+  return p;
+}
+
+Planned planned(const model::NetworkConfig& config, const std::string& plan) {
+  torch::manual_seed(0);
+  auto network = build_network(config);
+  return planned(config, model::load_plan(plan, probe_layout(*network), config.name));
+}
+
+Step step(Network& network, const Batch& batch, uint64_t seed) {
+  network.zero_grad();
+  torch::manual_seed(seed);
+  const torch::Tensor loss = network.loss(batch);
+  loss.backward();
+  Step s;
+  s.loss = loss.item<double>();
+  for (const auto& p : network.named_parameters()) {
+    if (p.value().grad().defined()) s.grads[p.key()] = p.value().grad().clone();
+  }
+  return s;
+}
+
+double relative_error(const Step& approx, const Step& exact) {
+  double diff = 0, norm = 0;
+  for (const auto& [name, g] : exact.grads) {
+    diff += (approx.grads.at(name) - g).pow(2).sum().item<double>();
+    norm += g.pow(2).sum().item<double>();
+  }
+  return std::sqrt(diff / norm);
+}
+
+bool identical(const Step& a, const Step& b) {
+  if (a.grads.size() != b.grads.size()) return false;
+  for (const auto& [name, g] : b.grads) {
+    if (!torch::equal(a.grads.at(name), g)) return false;
+  }
+  return true;
+}
+
+}  // namespace papaya::executor::testing

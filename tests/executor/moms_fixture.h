@@ -1,0 +1,40 @@
+#pragma once
+// Shared by the tests of the memory optimizations: tiny networks of the zoo
+// under a plan, and one training step's loss and gradients.
+#include <torch/torch.h>
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "executor/networks/network.h"
+#include "executor/plan_apply.h"
+
+namespace papaya::executor::testing {
+
+// A zoo config, with `dropout` set where the family has one (gpt, bert, vit, mlp).
+model::NetworkConfig tiny_config(const std::string& name, double dropout = 0);
+
+struct Planned {
+  std::shared_ptr<Network> network;
+  model::NetworkLayout layout;
+  AppliedPlan applied;
+};
+// The network with weights from seed 0 and `plan` (a name or a file) applied.
+Planned planned(const model::NetworkConfig& config, const std::string& plan);
+Planned planned(const model::NetworkConfig& config, const model::Plan& plan);
+
+struct Step {
+  double loss = 0;
+  std::map<std::string, torch::Tensor> grads;
+};
+// One forward and backward on `batch`, with the default generators seeded
+// with `seed` first (the dropout masks).
+Step step(Network& network, const Batch& batch, uint64_t seed = 7);
+
+// ||g - exact|| / ||exact|| over all parameters' gradients together.
+double relative_error(const Step& approx, const Step& exact);
+// Every gradient equal, bit for bit.
+bool identical(const Step& a, const Step& b);
+
+}  // namespace papaya::executor::testing

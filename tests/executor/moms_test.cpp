@@ -1,0 +1,174 @@
+// Memory optimizations on the layers of the zoo: gradients against the exact
+// (keep) path, stored sizes against the model, sharing against the allocator.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "executor/data.h"
+#include "executor/layers/dense.h"
+#include "executor/layers/elementwise.h"
+#include "executor/memory.h"
+#include "executor/moms/invert.h"
+#include "executor/moms/stored_bytes.h"
+#include "model/plan.h"
+#include "tests/executor/moms_fixture.h"
+
+namespace papaya::executor {
+namespace {
+
+using testing::planned;
+using testing::tiny_config;
+
+Batch batch_for(const model::NetworkConfig& config, int64_t size = 4) {
+  return make_synthetic_data(config, torch::kCPU, 1)->next(size);
+}
+
+class EveryNetwork : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(EveryNetwork, Quantize8GradientsAreWithinOnePercent) {
+  const auto config = tiny_config(GetParam());
+  const Batch batch = batch_for(config);
+  const auto exact = testing::step(*planned(config, "keep").network, batch);
+  const auto q8 = testing::step(*planned(config, "quantize-8").network, batch);
+  EXPECT_LT(testing::relative_error(q8, exact), 1e-2);
+  EXPECT_NEAR(q8.loss, exact.loss, 1e-2 * std::abs(exact.loss));
+}
+
+// Dropout masks and ReLU outputs kept as 1 bit give the same gradients.
+TEST_P(EveryNetwork, OneBitMasksAreExact) {
+  const auto config = tiny_config(GetParam(), 0.1);
+  const Batch batch = batch_for(config);
+  const auto keep = planned(config, "keep");
+  model::Plan masks;
+  masks.name = "masks";
+  for (const auto& layer : keep.layout.layers) {
+    for (const auto& slot : layer.slots) {
+      if (slot.kind == model::SlotKind::mask) masks.tensors[model::tensor_key(layer.path, slot.name)] = model::parse_tensor_strategy("quantize-1", "t");
+    }
+  }
+  ASSERT_FALSE(masks.tensors.empty());
+  EXPECT_TRUE(testing::identical(testing::step(*planned(config, masks).network, batch), testing::step(*keep.network, batch)));
+}
+
+// What one step stores, by strategy, is what the model's device_bytes says
+// of each saved tensor (shapes from a native run), storage shared by slots
+// with the same strategy counted once.
+TEST_P(EveryNetwork, StoredBytesAreTheModelsDeviceBytes) {
+  const auto config = tiny_config(GetParam(), 0.1);
+  const Batch batch = batch_for(config);
+  struct Shapes : LayerObserver {
+    void forward_begin(const Layer&, std::vector<torch::Tensor*>&) override {}
+    void saved(const Layer& layer, const Slot& slot, const torch::Tensor& t) override {
+      tensors[model::tensor_key(layer.path(), slot.name)] = t;
+    }
+    void forward_end(const Layer&, torch::Tensor&) override {}
+    std::map<std::string, torch::Tensor> tensors;
+  } shapes;
+  {
+    auto keep = planned(config, "keep");
+    const ObserverGuard guard(&shapes);
+    keep.network->loss(batch);
+  }
+  for (const std::string name : {"quantize-8", "quantize-4", "quantize-2", "quantize-2+invert"}) {
+    auto p = planned(config, name);
+    const model::Plan plan = model::load_plan(name, p.layout, config.name);
+    std::map<std::string, int64_t> expected;
+    std::set<std::pair<const void*, std::string>> counted;
+    for (const auto& layer : p.layout.layers) {
+      for (const auto& slot : layer.slots) {
+        const model::TensorStrategy s = plan.tensor(layer.path, slot.name);
+        const torch::Tensor& t = shapes.tensors.at(model::tensor_key(layer.path, slot.name));
+        if (s.form == model::Form::recomputed) continue;
+        // An inverted activation keeps a 1-bit mask of its input's size.
+        if (!counted.insert({t.storage().unsafeGetStorageImpl(), s.name()}).second) continue;
+        expected[s.name()] += s.is_keep() ? static_cast<int64_t>(t.storage().nbytes())
+                                          : model::device_bytes(slot.kind, t.numel(), t.element_size(), s);
+      }
+    }
+    StoredBytesRecorder recorder;
+    {
+      const StoredBytesGuard guard(&recorder);
+      torch::manual_seed(7);
+      p.network->loss(batch);
+    }
+    EXPECT_EQ(recorder.bytes(), expected) << name;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, EveryNetwork, ::testing::Values("gpt-tiny", "bert-tiny", "vit-tiny", "resnet-tiny", "mlp-tiny"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+TEST(Invert, DerivativeFromOutputIsAccurate) {
+  const torch::Tensor x = torch::linspace(-12, 30, 400001);
+  for (const std::string kind : {"gelu", "silu"}) {
+    const torch::Tensor y = kind == "gelu" ? torch::gelu(x) : torch::silu(x);
+    const torch::Tensor exact = kind == "gelu" ? torch::gelu_backward(torch::ones_like(x).to(torch::kDouble), x.to(torch::kDouble))
+                                               : torch::silu_backward(torch::ones_like(x).to(torch::kDouble), x.to(torch::kDouble));
+    const torch::Tensor approx = input_grad_from_output(kind, torch::ones_like(x), y, x >= branch_point(kind));
+    EXPECT_LT((approx.to(torch::kDouble) - exact).abs().max().item<double>(), 2e-4) << kind;
+  }
+}
+
+TEST(Invert, GradientsAreCloseToExactGeluAndSilu) {
+  auto silu = model::parse_network_config(
+      nlohmann::json::parse(R"({"name": "silu-tiny", "family": "gpt", "layers": 2, "d_model": 64, "heads": 4,
+                                "seq_len": 32, "vocab": 128, "activation": "swiglu", "norm": "rmsnorm"})"),
+      "silu-tiny.json");
+  for (const auto& config : {tiny_config("gpt-tiny"), tiny_config("vit-tiny"), silu}) {
+    const Batch batch = batch_for(config);
+    const auto exact = testing::step(*planned(config, "keep").network, batch);
+    const auto inverted = testing::step(*planned(config, "invert").network, batch);
+    EXPECT_LT(testing::relative_error(inverted, exact), 1e-4) << config.name;
+  }
+}
+
+TEST(LMHead, RecomputedLogProbabilitiesGiveKeepsGradients) {
+  // A vocabulary large enough that backward recomputes several chunks.
+  const auto config = model::parse_network_config(
+      nlohmann::json::parse(R"({"name": "wide-vocab", "family": "gpt", "layers": 1, "d_model": 32, "heads": 2,
+                                "seq_len": 16, "vocab": 40000})"),
+      "wide-vocab.json");
+  const Batch batch = batch_for(config, 8);
+  const auto keep = planned(config, "keep");
+  model::Plan recompute;
+  recompute.name = "recompute-logprobs";
+  recompute.tensors["lm_head:logprobs"] = model::parse_tensor_strategy("recompute", "t");
+  const auto exact = testing::step(*keep.network, batch);
+  const auto chunked = testing::step(*planned(config, recompute).network, batch);
+  EXPECT_NEAR(chunked.loss, exact.loss, 1e-5 * exact.loss);
+  EXPECT_LT(testing::relative_error(chunked, exact), 1e-5);
+}
+
+// An inverted GELU stores its output as its consumer stores it: one copy
+// for both, as the allocator sees.
+TEST(Dedupe, TwoConsumersOfOneTensorStoreOneCopy) {
+  torch::manual_seed(0);
+  Activation gelu("gelu");
+  Linear fc(256, 8);
+  StoreSpec q4{model::parse_tensor_strategy("quantize-4", "t")};
+  fc.set_store_spec(0, q4);
+  gelu.set_store_spec(0, StoreSpec{model::parse_tensor_strategy("invert", "t")});
+  const torch::Tensor x = torch::randn({64, 256}, torch::requires_grad());
+  branch_point("gelu");  // builds the inverse's table now, not while memory is measured
+  const int64_t mask = model::device_bytes(model::SlotKind::activation, x.numel(), 4, gelu.store_spec(0).strategy);
+  const int64_t copy = model::device_bytes(model::SlotKind::activation, x.numel(), 4, q4.strategy);
+  const int64_t output = 64 * 8 * 4;
+  const auto held_after_forward = [&](const StoreSpec& gelu_output) {
+    gelu.output_spec = gelu_output;
+    MemoryTracker memory(torch::kCPU);
+    const int64_t before = memory.current();
+    const torch::Tensor y = fc.forward(gelu.forward(x));
+    return memory.current() - before - output;
+  };
+  EXPECT_EQ(held_after_forward(q4), mask + copy);
+  // Stored with another strategy, the output is a second copy.
+  EXPECT_EQ(held_after_forward(StoreSpec{model::parse_tensor_strategy("quantize-8", "t")}),
+            mask + copy + model::device_bytes(model::SlotKind::activation, x.numel(), 4, model::parse_tensor_strategy("quantize-8", "t")));
+}
+
+}  // namespace
+}  // namespace papaya::executor
