@@ -8,9 +8,12 @@
 #include "cli/table.h"
 #include "executor/data.h"
 #include "executor/device.h"
+#include "executor/layout.h"
 #include "executor/memory.h"
+#include "executor/plan_apply.h"
 #include "executor/trainer.h"
 #include "model/network_config.h"
+#include "model/plan.h"
 #include "model/units.h"
 
 namespace papaya::cli {
@@ -25,6 +28,8 @@ struct TrainArgs {
   std::string precision = "fp32";
   std::string data;
   double lr = 1e-3;
+  std::string plan = "keep";
+  int adaptive_every = 50;
   bool json = false;
 };
 
@@ -40,18 +45,26 @@ void run(const TrainArgs& args) {
   auto network = executor::build_network(config);
   network->to(device);
   network->set_compute_dtype(dtype);
+  const model::NetworkLayout layout = executor::probe_layout(*network);
+  const model::Plan plan = model::load_plan(args.plan, layout, config.name);
+  executor::PlanOptions plan_options;
+  plan_options.adaptive_every = args.adaptive_every;
+  plan_options.rounding_seed = args.seed;
+  executor::AppliedPlan applied = executor::apply_plan(*network, plan, layout, plan_options);
 
   if (!args.json) {
     std::cout << "papaya train: " << config.name << " (" << model::to_string(config.family) << ", "
               << model::format_si(static_cast<double>(network->parameter_count())) << " parameters) on "
               << executor::device_name(device) << ", " << args.precision << ", batch " << args.batch << ", "
-              << args.steps << " steps\n"
+              << args.steps << " steps, plan " << plan.name << "\n"
               << "data: " << data->describe() << "\n";
   }
   executor::TrainOptions options;
   options.steps = args.steps;
   options.batch = args.batch;
   options.lr = args.lr;
+  options.before_step = [&applied](int step) { applied.begin_step(step); };
+  options.record_stored_bytes = true;
   Progress progress("training");
   options.on_step = [&](int step, int steps, double loss) { progress.update(step, steps, "loss " + fixed(loss, 4)); };
   const executor::TrainReport report = executor::train(*network, *data, memory, options);
@@ -62,6 +75,7 @@ void run(const TrainArgs& args) {
                                 {"device", device.str()},
                                 {"device_name", executor::device_name(device)},
                                 {"precision", args.precision},
+                                {"plan", plan.name},
                                 {"batch", args.batch},
                                 {"steps", args.steps},
                                 {"warmup_steps", report.warmup_steps},
@@ -72,6 +86,7 @@ void run(const TrainArgs& args) {
                                 {"peak_reserved_bytes", report.peak_reserved_bytes},
                                 {"static_bytes", report.static_bytes},
                                 {"activation_bytes", activation},
+                                {"stored_bytes", report.stored_bytes},
                                 {"initial_loss", report.losses.front()},
                                 {"final_loss", report.losses.back()},
                                 {"losses", report.losses}};
@@ -86,6 +101,9 @@ void run(const TrainArgs& args) {
   table.add_row({"static memory", model::format_bytes(static_cast<double>(report.static_bytes)),
                  "weights + gradients + AdamW state"});
   table.add_row({"activation peak", model::format_bytes(static_cast<double>(activation)), "peak - static"});
+  for (const auto& [strategy, bytes] : report.stored_bytes) {
+    table.add_row({"stored: " + strategy, model::format_bytes(static_cast<double>(bytes)), "saved for backward, last step"});
+  }
   table.add_row({"loss", fixed(report.losses.front(), 4) + " -> " + fixed(report.losses.back(), 4), "first -> last step"});
   table.print(std::cout);
 }
@@ -105,6 +123,13 @@ void register_train(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--data", args->data, "Text file to train a gpt network on as a character-level language model");
   cmd->add_option("--lr", args->lr, "AdamW learning rate")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--plan", args->plan,
+                  "Memory optimizations: a plan file, or a name: keep, recompute-all, quantize-{8,4,2}, adaptive-N, "
+                  "invert, swap, joined by '+' (e.g. quantize-2+invert)")
+      ->capture_default_str();
+  cmd->add_option("--adaptive-every", args->adaptive_every, "Steps between sensitivity estimates of adaptive-N tensors")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->add_flag("--json", args->json, "One JSON document instead of a table");
   cmd->callback([args] { run(*args); });
 }

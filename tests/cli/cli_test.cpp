@@ -5,6 +5,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
 #include "tests/cli/run_papaya.h"
 
 namespace papaya::testing {
@@ -96,7 +98,8 @@ TEST(Cli, BadInputExitsTwoWithOneLine) {
 }
 
 TEST(Cli, BadConfigFilesNameTheProblem) {
-  const auto dir = std::filesystem::temp_directory_path() / "papaya-cli-test";
+  // One folder per process: other checkouts may run these tests at the same time.
+  const auto dir = std::filesystem::temp_directory_path() / ("papaya-cli-test-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const auto write = [&](const std::string& name, const std::string& text) {
     std::ofstream((dir / name).string()) << text;
@@ -111,6 +114,47 @@ TEST(Cli, BadConfigFilesNameTheProblem) {
                      "/hidden/0");
   expect_input_error("train --network " + write("heads.json", R"({"name":"x","family":"gpt","layers":1,"d_model":10,"heads":3,"seq_len":4,"vocab":9})"),
                      "heads do not divide d_model");
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Cli, TrainWithAPlanReportsWhatItStores) {
+  const Outcome keep = run_papaya("train --network gpt-tiny --steps 4 --json");
+  const Outcome run = run_papaya("train --network gpt-tiny --steps 4 --plan quantize-2+invert --json");
+  ASSERT_EQ(run.code, 0) << run.err;
+  const json out = json::parse(run.out);
+  EXPECT_EQ(out["plan"], "quantize-2+invert");
+  for (const char* strategy : {"quantize-2", "invert", "keep"}) {
+    ASSERT_TRUE(out["stored_bytes"].contains(strategy)) << out["stored_bytes"].dump();
+    EXPECT_GT(out["stored_bytes"][strategy].get<int64_t>(), 0) << strategy;
+  }
+  const json baseline = json::parse(keep.out);
+  EXPECT_EQ(baseline["stored_bytes"].size(), 1u) << baseline["stored_bytes"].dump();
+  EXPECT_LT(out["activation_bytes"].get<int64_t>(), baseline["activation_bytes"].get<int64_t>());
+  EXPECT_TRUE(std::isfinite(out["final_loss"].get<double>()));
+}
+
+TEST(Cli, TrainWithAPlanFile) {
+  const Outcome run = run_papaya("train --network gpt-tiny --steps 3 --plan " PAPAYA_SOURCE_DIR "/configs/plans/gpt-tiny-mixed.json");
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_NE(run.out.find("plan gpt-tiny-mixed"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("stored: quantize-4"), std::string::npos) << run.out;
+}
+
+TEST(Cli, BadPlansExitTwoNamingTheProblem) {
+  const auto dir = std::filesystem::temp_directory_path() / ("papaya-cli-plan-test-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream((dir / name).string()) << text;
+    return (dir / name).string();
+  };
+  expect_input_error("train --plan fastest", "unknown plan 'fastest'");
+  expect_input_error("train --plan " + write("path.json", R"({"papaya_plan": 1, "tensors": {"blocks.7.mlp.fc1": "quantize-4"}})"),
+                     "/tensors/blocks.7.mlp.fc1: no saved tensor");
+  expect_input_error("train --plan " + write("invert.json", R"({"papaya_plan": 1, "tensors": {"blocks.0.mlp.fc1:input": "invert"}})"),
+                     "invert applies to the input of a gelu or silu layer only");
+  expect_input_error("train --plan " + write("other.json", R"({"papaya_plan": 1, "network": "bert-tiny"})"), "made for bert-tiny");
+  expect_input_error("train --plan swap", "plan 'swap' swaps blocks.0.ln1:input to host memory, which needs a CUDA device");
+  expect_input_error("train --plan recompute-all+swap", "swaps blocks.0 (segment input)");
   std::filesystem::remove_all(dir);
 }
 
