@@ -69,7 +69,7 @@ void run(const TrainArgs& args) {
   options.on_step = [&](int step, int steps, double loss) { progress.update(step, steps, "loss " + fixed(loss, 4)); };
   const executor::TrainReport report = executor::train(*network, *data, memory, options);
 
-  const int64_t activation = report.peak_bytes - report.static_bytes;
+  const int64_t activation = report.forward_backward_peak_bytes - report.static_bytes;
   if (args.json) {
     const nlohmann::json out = {{"network", config.name},
                                 {"device", device.str()},
@@ -83,6 +83,8 @@ void run(const TrainArgs& args) {
                                 {"samples_per_s", report.samples_per_s},
                                 {"step_seconds", report.step_seconds},
                                 {"peak_bytes", report.peak_bytes},
+                                {"forward_backward_peak_bytes", report.forward_backward_peak_bytes},
+                                {"forward_end_bytes", report.forward_end_bytes},
                                 {"peak_reserved_bytes", report.peak_reserved_bytes},
                                 {"static_bytes", report.static_bytes},
                                 {"activation_bytes", activation},
@@ -100,7 +102,8 @@ void run(const TrainArgs& args) {
   table.add_row({"peak memory", model::format_bytes(static_cast<double>(report.peak_bytes)), "allocator peak, " + over});
   table.add_row({"static memory", model::format_bytes(static_cast<double>(report.static_bytes)),
                  "weights + gradients + AdamW state"});
-  table.add_row({"activation peak", model::format_bytes(static_cast<double>(activation)), "peak - static"});
+  table.add_row({"activation peak", model::format_bytes(static_cast<double>(activation)),
+                 "peak over forward and backward - static"});
   for (const auto& [strategy, bytes] : report.stored_bytes) {
     table.add_row({"stored: " + strategy, model::format_bytes(static_cast<double>(bytes)), "saved for backward, last step"});
   }

@@ -55,7 +55,15 @@ TrainReport train(Network& network, DataSource& data, MemoryTracker& memory, con
     } else {
       loss = network.loss(batch);
     }
+    if (measured) {
+      synchronize(device);
+      report.forward_end_bytes = std::max(report.forward_end_bytes, memory.current());
+    }
     loss.backward();
+    if (measured) {
+      synchronize(device);
+      report.forward_backward_peak_bytes = std::max(report.forward_backward_peak_bytes, memory.peak());
+    }
     optimizer.step();
     const double value = loss.item<double>();
     loss = torch::Tensor();

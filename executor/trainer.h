@@ -32,6 +32,12 @@ struct TrainReport {
   double samples_per_s = 0;      // over the measured steps
   double step_seconds = 0;       // mean over the measured steps
   int64_t peak_bytes = 0;        // allocator peak over the measured steps
+  // The same over forward and backward only: without the optimizer's
+  // temporaries (for a large embedding, AdamW's exceed the activations).
+  int64_t forward_backward_peak_bytes = 0;
+  // Allocated when forward ends (the most over the measured steps): static
+  // bytes plus what backward needs, the saved tensors foremost.
+  int64_t forward_end_bytes = 0;
   int64_t peak_reserved_bytes = 0;
   int64_t static_bytes = 0;      // weights + gradients + optimizer state
   int warmup_steps = 0;          // the number actually left out

@@ -10,7 +10,7 @@ namespace {
 
 constexpr int table_size = 2048;  // intervals per branch
 constexpr double top = 20;        // above this output both derivatives are 1 in fp32
-constexpr int64_t chunk_values = int64_t{1} << 12;
+constexpr int64_t chunk_values = int64_t{1} << 13;
 
 struct Activation {
   double (*value)(double);

@@ -65,9 +65,9 @@ variable_list recomputed_gradients(const at::Tensor& grad, const at::Tensor& row
     const at::Tensor x = rows.narrow(0, start, count), target = targets.narrow(0, start, count).unsqueeze(1);
     const at::Tensor logprobs = at::log_softmax(at::linear(x, weight).to(at::kFloat), -1);
     const at::Tensor g = at::zeros_like(logprobs).scatter_(1, target, per_token.expand({count, 1}));
-    const at::Tensor logits = at::_log_softmax_backward_data(g, logprobs, -1, at::kFloat).to(rows.scalar_type());
-    grad_rows.narrow(0, start, count).copy_(logits.mm(weight));
-    grad_weight.add_(logits.t().mm(x));
+    const at::Tensor logits = at::_log_softmax_backward_data(g, logprobs, -1, at::kFloat);
+    grad_rows.narrow(0, start, count).copy_(logits.to(rows.scalar_type()).mm(weight));
+    grad_weight.addmm_(logits.t(), x.to(at::kFloat));  // in place: no vocabulary-sized temporary
   }
   return {grad_rows, grad_weight.to(weight.scalar_type())};
 }

@@ -36,7 +36,7 @@ TrainReport train_with(const model::NetworkConfig& config, const std::string& pl
   return train(*network, *data, memory, options);
 }
 
-int64_t activation(const TrainReport& r) { return r.peak_bytes - r.static_bytes; }
+int64_t activation(const TrainReport& r) { return r.forward_backward_peak_bytes - r.static_bytes; }
 
 TEST(PlanFiles, EachExampleLoadsAndTrains) {
   int files = 0;
