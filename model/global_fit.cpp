@@ -139,6 +139,11 @@ Verdict judge(const SeriesFit& fit, const SeriesFit* baseline) {
     return v;
   }
   v.baseline_best_samples_per_s = baseline->best_samples_per_s;
+  if (fit.best_samples_per_s && baseline->max_batch == 0) {
+    v.helps = true;
+    v.note = "the baseline does not fit batch 1";
+    return v;
+  }
   if (!fit.best_samples_per_s || !baseline->best_samples_per_s) {
     v.note = std::string("not decided: ") + (fit.best_samples_per_s ? "the baseline" : "this series") +
              " has no best throughput";

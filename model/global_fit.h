@@ -4,13 +4,13 @@
 //   peak memory     M(b) = alpha*b + beta, above a floor: max(floor, alpha*b + beta)
 //   iteration time  T(b) = gamma*b + delta, and the later form max(a, k*b) + c
 //   throughput      b / T(b)
-// The memory floor is the later form applied to memory: where a series has
-// 4 peaks or more, a batch-independent peak (an optimizer step, a workspace)
-// may dominate at small batches, as in the Swin-L runs; it is the line's
-// value at b = 0 (beta) where there is no such plateau.
 // then the largest batch b* that fits the budget, the best throughput at a
 // batch <= b*, and whether the strategy helps against the series without one
 // (strategy `none`) of the same GPU, network and precision.
+// The memory floor is the later form applied to memory: where a series has
+// 4 peaks or more, a batch-independent peak (an optimizer step, a workspace)
+// may dominate at small batches, as in the Swin-L runs; the floor is beta
+// (no plateau) where there is none.
 #include <optional>
 #include <string>
 #include <vector>
@@ -58,9 +58,8 @@ struct SeriesFit {
   std::optional<Verdict> verdict;  // absent for `none` itself
   std::vector<std::string> notes;  // what was not fitted and why; odd rows
 
-  // The time model that predicts throughput: the max form where it was
+  // Of the time model that predicts throughput: the max form where it was
   // fitted (4 points or more), else the line.
-  bool uses_time_max() const { return time_max.has_value(); }
   std::optional<double> r2_time() const;
   double iteration_s(double batch) const;  // needs a time model
 };

@@ -16,8 +16,8 @@ namespace papaya::model {
 namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
-const std::vector<std::string> kColumns = {"gpu",           "network", "precision", "strategy", "batch",
-                                           "oom",           "samples_per_s", "iter_s", "peak_mib"};
+const std::vector<std::string> kColumns = {"gpu", "network", "precision", "strategy", "batch",
+                                           "oom", "samples_per_s", "iter_s", "peak_mib"};
 
 std::string expected_columns() {
   std::string out;
@@ -172,7 +172,9 @@ Measurements parse_measurements(std::istream& in, const std::string& source) {
       run.samples_per_s = row.positive_number("samples_per_s");
       run.iter_s = row.positive_number("iter_s");
       run.peak_bytes = row.positive_number("peak_mib");
-      if (!run.samples_per_s && !run.iter_s) row.fail("samples_per_s", "empty, and so is iter_s: a run that did not run out of memory needs one");
+      if (!run.samples_per_s && !run.iter_s) {
+        row.fail("samples_per_s", "empty, and so is iter_s: a run that did not run out of memory needs one");
+      }
     }
 
     const HardwareSpec& hw = gpus.at(gpu);

@@ -175,5 +175,15 @@ TEST(GlobalFit, VerdictAgainstTheBaselineOfTheSamePrecision) {
   EXPECT_NE(o.verdict->note.find("no 'none' series in fp32"), std::string::npos) << o.verdict->note;
 }
 
+TEST(GlobalFit, AStrategyHelpsWhereTheBaselineDoesNotFitBatch1) {
+  MeasuredSeries none = exact_series("fp16", "none", 0, 0, 0, 1);
+  none.runs = {oom_run(1, 2), oom_run(2, 3)};
+  const MeasuredSeries checkpoint = exact_series("fp16", "checkpoint", 200 * kMiB, 2 * kGiB, 0.004, 0.08);
+  const GlobalModel m = fit_global({"test", {none, checkpoint}}, std::nullopt);
+  EXPECT_EQ(m.series[0].max_batch, 0);
+  EXPECT_EQ(m.series[1].verdict->helps, true);
+  EXPECT_EQ(m.series[1].verdict->note, "the baseline does not fit batch 1");
+}
+
 }  // namespace
 }  // namespace papaya::model
