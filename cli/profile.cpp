@@ -17,13 +17,11 @@
 namespace papaya::cli {
 namespace {
 
+// What the command line sets of profiler::ProfileOptions (whose defaults it
+// shows), and what it writes.
 struct ProfileArgs {
-  std::string network = "gpt-tiny";
-  std::string batches = "1,2,4,8";
-  std::string device = "cpu";
-  std::string precision = "fp32";
-  int steps = 5, warmup = 2;
-  uint64_t seed = 0;
+  profiler::ProfileOptions options;
+  std::string batches;  // "1,2,4,8"
   std::string memory_limit;
   std::string out;
   bool json = false;
@@ -119,14 +117,8 @@ nlohmann::json summary(const model::Profile& p, const std::string& out) {
 
 void run(const ProfileArgs& args) {
   check_writable(args.out);
-  profiler::ProfileOptions options;
-  options.network = args.network;
+  profiler::ProfileOptions options = args.options;
   options.batches = model::parse_int_list(args.batches, "--batch");
-  options.device = args.device;
-  options.precision = args.precision;
-  options.steps = args.steps;
-  options.warmup = args.warmup;
-  options.seed = args.seed;
   if (!args.memory_limit.empty()) options.memory_limit = model::parse_size(args.memory_limit, "--memory-limit");
   options.on_warning = [](const std::string& message) { std::cerr << "papaya: warning: " << message << "\n"; };
   model::Profile profile;
@@ -141,7 +133,7 @@ void run(const ProfileArgs& args) {
     return;
   }
   std::cout << "papaya profile: " << profile.network << " on " << profile.machine.device_name << ", " << profile.precision
-            << ", " << args.warmup << " warm-up + " << args.steps << " measured steps per batch, layers timed by "
+            << ", " << options.warmup << " warm-up + " << options.steps << " measured steps per batch, layers timed by "
             << profile.machine.timing << "\n\n";
   print_tables(profile);
   std::cout << "profile written to " << args.out << "\n";
@@ -153,19 +145,21 @@ void register_profile(CLI::App& app) {
   auto args = std::make_shared<ProfileArgs>();
   auto* cmd = app.add_subcommand(
       "profile", "Measure a network layer by layer (time, memory, saved tensors) at several batch sizes; write a profile.");
-  cmd->add_option("--network,-n", args->network, "Network config name (see papaya networks) or path to a .json config")
+  profiler::ProfileOptions& o = args->options;
+  for (int b : o.batches) args->batches += (args->batches.empty() ? "" : ",") + std::to_string(b);
+  cmd->add_option("--network,-n", o.network, "Network config name (see papaya networks) or path to a .json config")
       ->capture_default_str();
   cmd->add_option("--batch,-b", args->batches, "Batch sizes, comma-separated")->capture_default_str();
-  cmd->add_option("--device,-d", args->device, "cpu, cuda or cuda:N")->capture_default_str();
-  cmd->add_option("--steps,-s", args->steps, "Measured training steps per batch size")
+  cmd->add_option("--device,-d", o.device, "cpu, cuda or cuda:N")->capture_default_str();
+  cmd->add_option("--steps,-s", o.steps, "Measured training steps per batch size")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--warmup", args->warmup, "Steps per batch size before measuring")
+  cmd->add_option("--warmup", o.warmup, "Steps per batch size before measuring")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--precision", args->precision, "Activation precision: fp32 or bf16 (weights stay fp32)")
+  cmd->add_option("--precision", o.precision, "Activation precision: fp32 or bf16 (weights stay fp32)")
       ->capture_default_str();
-  cmd->add_option("--seed", args->seed, "Seed of weights and data")->capture_default_str();
+  cmd->add_option("--seed", o.seed, "Seed of weights and data")->capture_default_str();
   cmd->add_option("--memory-limit", args->memory_limit,
                   "Count a batch size as out of memory once allocated bytes pass SIZE (e.g. 64MiB): a smaller device");
   cmd->add_option("--out,-o", args->out, "Profile file to write (JSON)")->required();
