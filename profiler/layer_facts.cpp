@@ -1,5 +1,7 @@
 #include "profiler/layer_facts.h"
 
+#include <stdexcept>
+
 #include "profiler/layer_calls.h"
 #include "profiler/layer_cost.h"
 

@@ -118,15 +118,19 @@ TEST_P(TinyProfile, LayerTimesCoverMostOfTheIteration) {
   EXPECT_GT(layer_time_share(p, 1), 0.5);
 }
 
-// Recomputing a segment is its layers' forward again (plus what lies between them).
+// Recomputing a segment is its layers' forward again (plus what lies between
+// them), without autograd: on CPU 0.7-1.0 times their forward in training.
+// Summed over segments, to be robust to one segment's noise.
 TEST_P(TinyProfile, RecomputeIsAboutTheSegmentsForward) {
   const model::Profile& p = tiny_profile(GetParam());
+  double recompute = 0, forward = 0;
   for (const auto& s : p.segments) {
-    double forward = 0;
-    for (const auto& l : p.layers) forward += l.segment == s.path ? l.measured[1].forward_s : 0;
-    EXPECT_GT(s.recompute_s[1], 0.5 * forward) << s.path;
-    EXPECT_LT(s.recompute_s[1], 3.0 * forward) << s.path;
+    EXPECT_GT(s.recompute_s[1], 0) << s.path;
+    recompute += s.recompute_s[1];
   }
+  for (const auto& l : p.layers) forward += l.segment.empty() ? 0 : l.measured[1].forward_s;
+  EXPECT_GT(recompute, 0.4 * forward);
+  EXPECT_LT(recompute, 2.0 * forward);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cpu, TinyProfile, ::testing::Values("gpt-tiny", "vit-tiny", "resnet-tiny", "mlp-tiny"),
