@@ -80,6 +80,12 @@ struct MachineInfo {
   int64_t memory_bytes = 0; // device memory (CPU: physical memory)
   int threads = 0;          // intra-op threads (CPU)
   std::string torch_version, cuda_version, papaya_version;
+  // How per-layer times were taken, which says what they include:
+  // "wall-clock" (CPU: host time between the layer's markers), "cupti"
+  // (CUDA: device time of the kernels and copies the layer launched, gaps
+  // between them excluded), "synchronized-wall-clock" (CUDA without CUPTI:
+  // the device is synchronized at every marker).
+  std::string timing;
 };
 
 struct Profile {
