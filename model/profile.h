@@ -53,6 +53,10 @@ struct LayerProfile {
 struct SegmentProfile {
   std::string path;
   std::vector<double> recompute_s;  // one per Profile::batches entry
+  // The segment's input: what a recomputed segment keeps instead of its
+  // layers' saved tensors (slot "input"; storage: the first slot of the keep
+  // step that saves the same storage, "" if none does).
+  SavedTensorProfile input;
 };
 
 // One training step at one batch size.
