@@ -52,6 +52,7 @@
 // Adaptive-N is priced as quantize-N: the executor chooses each tensor's bits
 // within that average. Any other per-slot mix is an Assignment too.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -89,21 +90,37 @@ struct Estimate {
 
 class PlanSpace {
  public:
-  // Throws InputError if `batch` < 1.
+  // `model` must outlive the space. Throws InputError if `batch` < 1.
   PlanSpace(const LayerModel& model, const Target& target, int64_t batch);
+  // The same network and target at another batch size: shares everything
+  // that does not depend on the batch, so it costs O(layers + slots).
+  PlanSpace at_batch(int64_t batch) const;
 
   struct Slot {
     std::string key;  // "path:slot"
     int layer = 0;
     int storage = 0;  // index into storages()
     SlotKind kind = SlotKind::activation;
-    double raw_bytes = 0;  // the slot's own tensor at this batch
   };
 
-  // One way to store a storage or a segment's input.
+  struct Storage {
+    std::string key;         // "path:slot" of its first slot
+    std::vector<int> slots;  // indices into slots(), forward order; empty for a
+                             // tensor no keep slot saves (a segment's input, a
+                             // GELU/SiLU output) that a plan may keep
+    int first_layer = 0, last_layer = 0;  // its first and last saver
+  };
+
+  struct Segment {
+    std::string path;
+    int first_layer = 0, last_layer = 0;
+    int input_storage = 0;  // the storage of its input
+  };
+
+  // One way to store a storage or a segment's input, priced at this batch.
   struct Option {
     TensorStrategy strategy;                // as asked of the whole storage
-    std::vector<TensorStrategy> per_slot;   // adapt_to_slot of it, for each slot of the storage (a segment input: itself)
+    std::vector<TensorStrategy> per_slot;   // adapt_to_slot of it, for each slot (a segment input: itself)
     double device_bytes = 0;    // held on the device between forward and backward (allocator-rounded)
     double host_bytes = 0;      // in pinned host memory
     double codec_seconds = 0;   // quantize in forward + dequantize per use in backward
@@ -111,17 +128,7 @@ class PlanSpace {
     double link_seconds = 0;    // host-link transfer time both ways: the most swapping can stall
   };
 
-  struct Storage {
-    std::string key;         // "path:slot" of its first slot
-    std::vector<int> slots;  // indices into slots(), forward order
-    int first_layer = 0, last_layer = 0;  // its first and last saver
-    double raw_bytes = 0;    // the whole storage at this batch
-    std::vector<Option> options;  // options[0] is keep; then every other strategy that applies
-  };
-
-  struct Segment {
-    std::string path;
-    int first_layer = 0, last_layer = 0;
+  struct SegmentCost {
     double recompute_seconds = 0;
     // Bytes its layers' storages hold between forward and backward in keep
     // (storages saved only inside it): what recomputing frees, before its input.
@@ -132,15 +139,22 @@ class PlanSpace {
   };
 
   int64_t batch() const { return batch_; }
-  const Target& target() const { return target_; }
-  const std::vector<Slot>& slots() const { return slots_; }
-  const std::vector<Storage>& storages() const { return storages_; }
-  const std::vector<Segment>& segments() const { return segments_; }
-  const std::vector<TimelinePoint>& points() const { return points_; }
+  const Target& target() const;
+  const std::vector<Slot>& slots() const;
+  const std::vector<Storage>& storages() const;
+  const std::vector<Segment>& segments() const;
+  const std::vector<TimelinePoint>& points() const;
+  double slot_bytes(int slot) const { return slot_bytes_[static_cast<size_t>(slot)]; }           // its own tensor
+  double storage_bytes(int storage) const { return storage_bytes_[static_cast<size_t>(storage)]; }  // the whole storage
+
+  // The options of a storage: [0] keep, then every other strategy that
+  // applies (see above); the same strategies, in the same order, at every batch.
+  std::vector<Option> options(int storage) const;
+  SegmentCost segment_cost(int segment) const;
 
   // Decisions from a plan (checked against the model's layout by load_plan),
-  // or by option index: storage_option[i] indexes storages()[i].options,
-  // segment_option[s] is -1 (keep) or an index into segments()[s].input_options.
+  // or by option index: storage_option[i] indexes options(i),
+  // segment_option[s] is -1 (keep) or an index into segment_cost(s).input_options.
   Assignment assignment(const Plan& plan) const;
   Assignment assignment(const std::vector<int>& storage_option, const std::vector<int>& segment_option) const;
   // The plan file form of an assignment (explicit keys, no wildcards).
@@ -155,28 +169,23 @@ class PlanSpace {
   std::vector<double> timeline(const Assignment& assignment) const;
 
  private:
+  struct Shared;
   struct Copy;
   struct Held;
+  PlanSpace(std::shared_ptr<const Shared> shared, int64_t batch);
   Held hold(const Assignment& assignment) const;
   std::vector<double> bytes_at(const Held& held) const;
   std::vector<Copy> copies_of(int storage, const std::vector<TensorStrategy>& per_slot) const;
+  Copy& copy_for(std::vector<Copy>& copies, const TensorStrategy& s, SlotKind kind, int64_t numel, int element_size, double raw) const;
   Option option(const std::vector<Copy>& copies, const std::vector<TensorStrategy>& per_slot, double raw_bytes) const;
   double codec_pack_seconds(const TensorStrategy& s, double raw_bytes) const;
   double codec_unpack_seconds(const TensorStrategy& s, double raw_bytes) const;
 
-  const LayerModel& model_;
-  Target target_;
+  std::shared_ptr<const Shared> shared_;
   int64_t batch_;
-  std::vector<Slot> slots_;
-  std::vector<Storage> storages_;
-  std::vector<Segment> segments_;
-  std::vector<TimelinePoint> points_;
   std::vector<double> keep_bytes_;  // at each point, the keep step
-  std::vector<int> forward_at_, backward_at_, recompute_at_;  // point index of F/B/R of each layer (-1: none)
-  std::vector<int> layer_segment_;                           // segment index of each layer, -1 if none
-  // Storages that no keep slot saves: a segment's unsaved input, an unsaved GELU/SiLU output.
-  std::vector<int> segment_input_storage_, output_storage_, output_consumer_slot_;
-  int lm_head_ = -1, lm_head_logprobs_slot_ = -1;
+  std::vector<double> slot_bytes_, storage_bytes_;
+  std::vector<int64_t> slot_numel_;
   double lm_head_chunk_batch_ = 0;
   std::vector<double> forward_s_, backward_s_, recompute_s_;
   double optimizer_s_ = 0, rest_s_ = 0, unattributed_bytes_ = 0;

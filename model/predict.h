@@ -22,8 +22,9 @@ Estimate predict(const LayerModel& model, const Target& target, const Plan& plan
 
 // The largest batch whose predicted peak is at most `budget_bytes`; 0 when
 // batch 1 does not fit. The peak grows with the batch (every stored tensor
-// and every fitted figure does), so this is a bisection; it stops at
-// max_batch_searched.
+// and every fitted figure does), nearly linearly: the search starts where the
+// line through batches 1 and 2 meets the budget and bisects a bracket around
+// it; it stops at max_batch_searched.
 constexpr int64_t max_batch_searched = int64_t{1} << 30;
 int64_t max_batch(const LayerModel& model, const Target& target, const Plan& plan, double budget_bytes);
 

@@ -3,6 +3,7 @@
 
 #include <chrono>
 
+#include "model/error.h"
 #include "model/fit_profile.h"
 #include "model/predict.h"
 #include "tests/model/synthetic_profile.h"
@@ -24,12 +25,14 @@ LayerModel gpt_model(int blocks, bool gpu) {
 std::pair<std::vector<int>, std::vector<int>> choices_for(const PlanSpace& space, const Plan& plan) {
   const Assignment wanted = space.assignment(plan);
   std::vector<int> storage, segment;
-  for (const auto& st : space.storages()) {
+  for (size_t g = 0; g < space.storages().size(); ++g) {
+    const auto& st = space.storages()[g];
     std::vector<TensorStrategy> per_slot;
     for (int i : st.slots) per_slot.push_back(wanted.slots[static_cast<size_t>(i)]);
+    const auto options = space.options(static_cast<int>(g));
     int found = -1;
-    for (size_t o = 0; o < st.options.size(); ++o) {
-      if (st.options[o].per_slot == per_slot) found = static_cast<int>(o);
+    for (size_t o = 0; o < options.size(); ++o) {
+      if (options[o].per_slot == per_slot) found = static_cast<int>(o);
     }
     EXPECT_GE(found, 0) << plan.name << ": no option of " << st.key << " stores it as the plan does";
     storage.push_back(std::max(found, 0));
@@ -37,7 +40,7 @@ std::pair<std::vector<int>, std::vector<int>> choices_for(const PlanSpace& space
   for (size_t s = 0; s < space.segments().size(); ++s) {
     int found = -1;
     if (wanted.segments[s].recompute) {
-      const auto& options = space.segments()[s].input_options;
+      const auto options = space.segment_cost(static_cast<int>(s)).input_options;
       for (size_t o = 0; o < options.size(); ++o) {
         if (options[o].strategy == wanted.segments[s].input) found = static_cast<int>(o);
       }
@@ -84,14 +87,15 @@ TEST(PlanSpace, OptionBytesAndCodecSecondsAddUp) {
   for (const char* name : {"quantize-8", "quantize-4", "quantize-2"}) {
     std::vector<int> chosen;
     double bytes = keep_bytes, seconds = keep_seconds;
-    for (const auto& st : space.storages()) {
+    for (size_t g = 0; g < space.storages().size(); ++g) {
+      const auto options = space.options(static_cast<int>(g));
       int pick = 0;
-      for (size_t o = 0; o < st.options.size(); ++o) {
-        if (st.options[o].strategy.name() == name) pick = static_cast<int>(o);
+      for (size_t o = 0; o < options.size(); ++o) {
+        if (options[o].strategy.name() == name) pick = static_cast<int>(o);
       }
       chosen.push_back(pick);
-      bytes += st.options[static_cast<size_t>(pick)].device_bytes - st.options[0].device_bytes;
-      seconds += st.options[static_cast<size_t>(pick)].codec_seconds + st.options[static_cast<size_t>(pick)].recompute_seconds;
+      bytes += options[static_cast<size_t>(pick)].device_bytes - options[0].device_bytes;
+      seconds += options[static_cast<size_t>(pick)].codec_seconds + options[static_cast<size_t>(pick)].recompute_seconds;
     }
     const auto a = space.assignment(chosen, no_segments);
     EXPECT_NEAR(space.timeline(a)[steady], bytes, 1e-6) << name;
@@ -113,7 +117,7 @@ TEST(PlanSpace, SegmentsFreeWhatTheySay) {
     std::vector<int> segments(space.segments().size(), -1);
     segments[s] = 0;
     const auto a = space.assignment(keep, segments);
-    const auto& view = space.segments()[s];
+    const auto view = space.segment_cost(static_cast<int>(s));
     EXPECT_GT(view.freed_bytes, 0);
     EXPECT_GE(view.rematerialized_bytes, view.freed_bytes);
     EXPECT_NEAR(space.timeline(a)[steady] - space.timeline(base)[steady], view.input_options[0].device_bytes - view.freed_bytes, 1e-6);
@@ -124,19 +128,22 @@ TEST(PlanSpace, SegmentsFreeWhatTheySay) {
 TEST(PlanSpace, OptionsAreTheApplicableStrategies) {
   const LayerModel m = gpt_model(1, false);  // CPU: no swap
   const PlanSpace space(m, profiled_target(m), 8);
-  for (const auto& st : space.storages()) {
-    ASSERT_FALSE(st.options.empty());
-    EXPECT_TRUE(st.options[0].per_slot.empty() || st.options[0].per_slot[0].is_keep());
-    for (const auto& o : st.options) EXPECT_FALSE(o.strategy.swap) << st.key;
-    const auto& slot = space.slots()[static_cast<size_t>(st.slots.empty() ? 0 : st.slots[0])];
+  for (size_t g = 0; g < space.storages().size(); ++g) {
+    const auto& st = space.storages()[g];
+    const auto options = space.options(static_cast<int>(g));
+    ASSERT_FALSE(options.empty());
+    EXPECT_TRUE(options[0].strategy.is_keep());
+    EXPECT_DOUBLE_EQ(options[0].device_bytes, space.storage_bytes(static_cast<int>(g)));
+    for (const auto& o : options) EXPECT_FALSE(o.strategy.swap) << st.key;
     if (st.slots.empty()) continue;
-    if (slot.kind == SlotKind::stats || slot.kind == SlotKind::index) EXPECT_EQ(st.options.size(), 1u) << st.key;
+    const auto& slot = space.slots()[static_cast<size_t>(st.slots[0])];
+    if (slot.kind == SlotKind::stats || slot.kind == SlotKind::index) EXPECT_EQ(options.size(), 1u) << st.key;
     if (st.key == "blocks.0.mlp.act:input") {
       bool invert = false;
-      for (const auto& o : st.options) invert = invert || o.strategy.form == Form::inverted;
+      for (const auto& o : options) invert = invert || o.strategy.form == Form::inverted;
       EXPECT_TRUE(invert);
     }
-    if (st.key == "lm_head:logprobs") EXPECT_EQ(st.options.size(), 2u);  // keep, recompute
+    if (st.key == "lm_head:logprobs") EXPECT_EQ(options.size(), 2u);  // keep, recompute
   }
   const auto& shared = space.storages()[static_cast<size_t>(space.slots()[0].storage)];
   EXPECT_EQ(shared.key, "tok_emb:ids");
@@ -154,6 +161,26 @@ TEST(PlanSpace, PlanOfAnAssignmentRoundTrips) {
   EXPECT_DOUBLE_EQ(predict(m, target, read, 8).seconds, predict(m, target, original, 8).seconds);
 }
 
+TEST(PlanSpace, AnotherBatchIsTheSameAsANewSpace) {
+  const LayerModel m = gpt_model(2, true);
+  const Target target = profiled_target(m);
+  const PlanSpace small(m, target, 4);
+  const Plan plan = expand_plan_name("recompute-all+quantize-4+invert+swap", m.layout());
+  const Assignment a = small.assignment(plan);
+  int fc1 = 0;
+  while (small.storages()[static_cast<size_t>(fc1)].key != "blocks.1.mlp.fc1:input") ++fc1;
+  for (int64_t b : {1, 7, 300}) {
+    const PlanSpace fresh(m, target, b);
+    EXPECT_DOUBLE_EQ(small.at_batch(b).evaluate(a).peak_bytes, fresh.evaluate(a).peak_bytes);
+    EXPECT_DOUBLE_EQ(small.at_batch(b).evaluate(a).seconds, fresh.evaluate(a).seconds);
+    const auto options = small.at_batch(b).options(fc1);
+    ASSERT_GT(options.size(), 2u);
+    EXPECT_DOUBLE_EQ(options[1].device_bytes, fresh.options(fc1)[1].device_bytes);
+    EXPECT_DOUBLE_EQ(options[2].codec_seconds, fresh.options(fc1)[2].codec_seconds);
+  }
+  EXPECT_THROW(small.at_batch(0), InputError);
+}
+
 TEST(PlanSpace, FiveHundredLayersEvaluateQuickly) {
   const LayerModel m = gpt_model(46, true);  // 46 blocks of 11 layers + 4
   ASSERT_GE(m.layers.size(), 500u);
@@ -161,9 +188,10 @@ TEST(PlanSpace, FiveHundredLayersEvaluateQuickly) {
   const auto start = std::chrono::steady_clock::now();
   const PlanSpace space(m, target, 64);
   const Assignment a = space.assignment(expand_plan_name("quantize-4+invert+swap", m.layout()));
-  for (int i = 0; i < 100; ++i) space.evaluate(a);
+  for (int i = 0; i < 100; ++i) space.at_batch(64 + i).evaluate(a);
+  for (size_t g = 0; g < space.storages().size(); ++g) space.options(static_cast<int>(g));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  EXPECT_LT(seconds, 1.0) << "building the space and 100 evaluations";
+  EXPECT_LT(seconds, 1.0) << "building the space, 100 evaluations at other batches and every option";
 }
 
 }  // namespace
