@@ -235,7 +235,15 @@ ProfileFit fit_profile(const Profile& p, const std::string& label) {
     std::vector<std::string> ignored;
     const LayerModel reduced = fit_model(p, smaller, label, ignored);
     const auto it = std::find_if(use.begin(), use.end(), [&](size_t i) { return p.batches[i] == largest; });
-    out.quality.holdout = check_step(reduced, p, *it);
+    const StepCheck& h = *(out.quality.holdout = check_step(reduced, p, *it));
+    const double time_error = h.predicted_seconds / h.measured_seconds - 1;
+    const double peak_error = h.predicted_peak_bytes / h.measured_peak_bytes - 1;
+    if (std::fabs(time_error) > holdout_time_warning || std::fabs(peak_error) > holdout_peak_warning) {
+      out.quality.notes.push_back("fitted without batch " + std::to_string(largest) + ", the model is off there by " +
+                                  std::to_string(static_cast<int>(std::lround(100 * time_error))) + "% in step time and " +
+                                  std::to_string(static_cast<int>(std::lround(100 * peak_error))) +
+                                  "% in peak memory: predictions far above the profiled batches are uncertain (profile larger batches)");
+    }
   }
   for (const auto& note : profiled_target(m).notes) out.quality.notes.push_back(note);
   return out;

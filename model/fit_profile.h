@@ -33,6 +33,12 @@ struct StepCheck {
   double measured_peak_bytes = 0, predicted_peak_bytes = 0;
 };
 
+// Holdout errors beyond which the fit warns that extrapolating is uncertain
+// (per-sample time that grows with the batch, as CPU caches overflow, shows
+// up here first).
+constexpr double holdout_time_warning = 0.05;
+constexpr double holdout_peak_warning = 0.02;
+
 struct FitQuality {
   FitSummary time;    // per-layer forward and backward seconds
   FitSummary memory;  // per-layer allocator figures

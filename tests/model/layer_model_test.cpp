@@ -130,6 +130,21 @@ TEST(FitProfile, ReportsQualityAndAHoldout) {
   EXPECT_GT(fit.quality.memory.points, 0);
 }
 
+TEST(FitProfile, WarnsWhenTheHoldoutMisses) {
+  // Per-sample time that grows with the batch (caches overflowing): fitted on
+  // 1 and 2 the model misses batch 4 by more than 5%, and says so.
+  testing::ProfileSpec spec = testing::gpt_like(1);
+  Profile p = testing::make_profile(spec);
+  p.iterations[2].iteration_s *= 1.3;
+  const ProfileFit fit = fit_profile(p, "curved.json");
+  ASSERT_TRUE(fit.quality.holdout.has_value());
+  EXPECT_LT(fit.quality.holdout->predicted_seconds, 0.8 * fit.quality.holdout->measured_seconds);
+  bool warned = false;
+  for (const auto& note : fit.quality.notes) warned = warned || note.find("fitted without batch 4") != std::string::npos;
+  EXPECT_TRUE(warned);
+  EXPECT_TRUE(fit_profile(testing::make_profile(spec), "straight.json").quality.notes.empty());
+}
+
 TEST(ProfileFile, RoundTripsThroughJson) {
   const Profile p = testing::make_profile(testing::gpt_like(1));
   const Profile back = profile_from_json(profile_to_json(p), "p.json");
