@@ -50,6 +50,7 @@ void run(const PredictArgs& args) {
                    {"max_batch", largest},
                    {"seconds", e.seconds},
                    {"host_bytes", e.host_bytes},
+                   {"static_bytes", m.static_bytes},
                    {"peak_at", where(m, e)},
                    {"hardware", target.name},
                    {"budget_bytes", budget},
@@ -63,7 +64,8 @@ void run(const PredictArgs& args) {
   }
   std::cout << "papaya predict: " << m.network << " (" << m.precision << ", profiled on " << m.machine.device << ") on "
             << target.name << ", batch " << args.batch << ", budget " << model::format_bytes(budget)
-            << (args.budget.empty() ? " (80% of " + model::format_bytes(target.memory_bytes) + ")" : "") << "\n";
+            << (args.budget.empty() ? " (80% of " + model::format_bytes(target.memory_bytes) + ")" : "")
+            << "; weights, gradients and optimizer state: " << model::format_bytes(m.static_bytes) << "\n";
   table.print(std::cout);
   for (const auto& note : target.notes) std::cout << "note: " << note << "\n";
 }

@@ -17,6 +17,7 @@ namespace {
 
 // The profile's batch sizes that ran (not out of memory), as indices.
 std::vector<size_t> usable_batches(const Profile& p, const std::string& label) {
+  if (p.layers.empty()) throw InputError(label + ": the profile has no layers");
   std::vector<size_t> use;
   std::set<int> sizes;
   for (size_t i = 0; i < p.batches.size(); ++i) {

@@ -51,6 +51,15 @@
 // one of its slots or more, each slot taking its natural form (adapt_to_slot).
 // Adaptive-N is priced as quantize-N: the executor chooses each tensor's bits
 // within that average. Any other per-slot mix is an Assignment too.
+//
+//   PlanSpace space(model, target, batch);
+//   for each storage g: space.options(g)     // keep first; bytes and seconds at this batch
+//   for each segment s: space.segment_cost(s) // recompute seconds, freed bytes, input options
+//   ... choose option indices (a knapsack, a segment DP) ...
+//   Estimate e = space.evaluate(space.assignment(storage_choice, segment_choice));
+//   // e.peak_at says where the peak is when it is over budget; repeat.
+//   space.at_batch(b)                         // the same search at another batch
+//   space.plan(assignment, "name")            // the plan file to train with
 #include <cstdint>
 #include <memory>
 #include <string>

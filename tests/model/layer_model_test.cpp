@@ -97,11 +97,15 @@ TEST_F(LayerModelFile, MalformedAndMissingFiles) {
   EXPECT_THROW(read_layer_model((dir_ / "absent.json").string()), InputError);
 }
 
-TEST(FitProfile, NeedsTwoBatchSizes) {
+TEST(FitProfile, RejectsWhatCannotBeFitted) {
   testing::ProfileSpec spec = testing::gpt_like(1);
   spec.batches = {4};
   EXPECT_THROW(fit_profile(testing::make_profile(spec), "one.json"), InputError);
   spec.batches = {1, 2, 4};
+  testing::ProfileSpec empty = spec;
+  empty.layers.clear();
+  empty.segments.clear();
+  EXPECT_THROW(fit_profile(testing::make_profile(empty), "empty.json"), InputError);
   Profile p = testing::make_profile(spec);
   p.iterations[1].oom = p.iterations[2].oom = true;  // only batch 1 ran
   try {
