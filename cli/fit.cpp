@@ -1,111 +1,39 @@
-// papaya fit: a performance model from measurements.
-//   --measurements FILE.csv  PAPAYA's global model per series (model/global_fit.h)
-// Each mode is one function below; the callback picks the mode from what was
-// given, so that another input (a profile) can sit beside --measurements.
-#include <iostream>
-#include <map>
-#include <nlohmann/json.hpp>
-
+// papaya fit: a performance model, either per layer from a profile (what
+// papaya predicts every strategy from) or PAPAYA's global model per strategy
+// from runs measured anywhere.
 #include "cli/commands.h"
-#include "cli/table.h"
+#include "cli/fit_modes.h"
 #include "model/error.h"
-#include "model/global_fit.h"
-#include "model/global_model.h"
-#include "model/json_file.h"
-#include "model/measurements.h"
-#include "model/units.h"
 
 namespace papaya::cli {
-namespace {
-
-constexpr double kMiB = 1024.0 * 1024.0;
-
-struct FitOptions {
-  std::string measurements;
-  std::string out;
-  std::string budget;
-  bool json = false;
-};
-
-template <typename T, typename Format>
-std::string cell(const std::optional<T>& value, Format format) {
-  return value ? format(*value) : "-";
-}
-
-std::string yes_no(bool value) { return value ? "yes" : "no"; }
-
-std::string helps_cell(const model::SeriesFit& fit) {
-  if (!fit.verdict) return "baseline";
-  const auto& v = *fit.verdict;
-  std::string out = cell(v.helps, yes_no);
-  if (v.helps_analytic && v.helps_analytic != v.helps) out += " (analytic: " + yes_no(*v.helps_analytic) + ")";
-  return out;
-}
-
-void print_tables(const model::GlobalModel& fitted) {
-  std::map<std::string, std::vector<const model::SeriesFit*>> by_gpu;
-  for (const auto& fit : fitted.series) by_gpu[fit.gpu].push_back(&fit);
-  const auto r2 = [](double v) { return fixed(v, 3); };
-  for (const auto& [gpu, series] : by_gpu) {
-    std::cout << gpu << ", budget " << model::format_bytes(series.front()->budget_bytes) << "\n";
-    Table table({"network", "precision", "strategy", "points", "alpha MiB/sample", "beta MiB", "gamma ms/sample",
-                 "delta ms", "R² memory", "R² time", "max batch", "best samples/s", "helps"});
-    for (const auto* fit : series) {
-      const auto& memory = fit->memory;
-      const auto& time = fit->time_linear;
-      table.add_row({fit->network, fit->precision, fit->strategy, std::to_string(fit->points),
-                     memory ? fixed(memory->k / kMiB, 2) : "-", memory ? fixed(memory->c / kMiB, 1) : "-",
-                     time ? fixed(time->slope * 1e3, 3) : "-", time ? fixed(time->intercept * 1e3, 1) : "-",
-                     memory ? cell(memory->r2, r2) : "-", cell(fit->r2_time(), r2),
-                     fit->max_batch ? std::to_string(*fit->max_batch) + " (" + fit->max_batch_limit + ")" : "-",
-                     cell(fit->best_samples_per_s, [](double v) { return fixed(v, 1); }), helps_cell(*fit)});
-    }
-    table.print(std::cout);
-    std::cout << "\n";
-  }
-  std::cout << "R² time: of max(a, k*b) + c where fitted (4 runs or more), else of gamma*b + delta.\n"
-               "max batch: b* under the budget, set by the memory fit or by the smallest batch that ran out of memory.\n"
-               "helps: a higher best samples/s at a batch <= b* than the 'none' series of the same precision;\n"
-               "(analytic: ...) where DESIGN.md's condition on alpha, beta, gamma, delta disagrees.\n";
-  bool header = false;
-  for (const auto& fit : fitted.series) {
-    std::vector<std::string> notes = fit.notes;
-    if (fit.verdict && !fit.verdict->note.empty()) notes.push_back(fit.verdict->note);
-    for (const auto& note : notes) {
-      if (!header) std::cout << "\nNotes:\n", header = true;
-      std::cout << "  " << fit.network << " " << fit.precision << " " << fit.strategy << ": " << note << "\n";
-    }
-  }
-}
-
-void fit_measurements(const FitOptions& options) {
-  std::optional<double> budget;
-  if (!options.budget.empty()) budget = static_cast<double>(model::parse_size(options.budget, "--budget"));
-  const model::GlobalModel fitted = model::fit_global(model::read_measurements(options.measurements), budget);
-  const nlohmann::json doc = model::to_json(fitted);
-  if (!options.out.empty()) model::write_json_file(options.out, doc);
-  if (options.json) {
-    std::cout << doc.at("series").dump(2) << "\n";
-  } else {
-    print_tables(fitted);
-  }
-}
-
-}  // namespace
 
 void register_fit(CLI::App& app) {
   auto* cmd = app.add_subcommand(
-      "fit", "Fit a performance model: PAPAYA's global model per strategy from measured runs (--measurements).");
+      "fit",
+      "Fit a performance model: per layer from a profile (papaya fit PROFILE --out model.json), or PAPAYA's global "
+      "model per strategy from measured runs (papaya fit --measurements FILE.csv).");
   auto options = std::make_shared<FitOptions>();
+  cmd->add_option("profile", options->profile, "Profile to fit (JSON, from papaya profile)");
   cmd->add_option("--measurements", options->measurements,
                   "CSV of measured runs with the header gpu,network,precision,strategy,batch,oom,samples_per_s,iter_s,"
                   "peak_mib (bench/data/README.md)");
-  cmd->add_option("--out", options->out, "Write the fitted model here (JSON)");
-  cmd->add_option("--budget", options->budget, "Memory budget for the largest batch (16GiB, 800MiB); default: the GPU's memory");
-  cmd->add_flag("--json", options->json, "One JSON array (a document per series) instead of tables");
+  cmd->add_option("--out,-o", options->out, "Write the fitted model here (JSON)");
+  cmd->add_option("--budget", options->budget,
+                  "--measurements: memory budget for the largest batch (16GiB, 800MiB); default: the GPU's memory");
+  cmd->add_flag("--json", options->json, "One JSON document instead of tables");
   cmd->callback([options] {
-    if (options->measurements.empty()) throw InputError("fit: --measurements FILE is required");
-    fit_measurements(*options);
+    if (!options->profile.empty() && !options->measurements.empty()) {
+      throw InputError("fit: give a profile or --measurements FILE, not both");
+    }
+    if (!options->profile.empty()) {
+      if (options->out.empty()) throw InputError("fit " + options->profile + ": --out FILE is required");
+      if (!options->budget.empty()) throw InputError("fit: --budget applies to --measurements only");
+      run_profile_fit(*options);
+    } else if (!options->measurements.empty()) {
+      run_measurements_fit(*options);
+    } else {
+      throw InputError("fit: give a profile (papaya fit PROFILE --out model.json) or --measurements FILE.csv");
+    }
   });
 }
 

@@ -7,38 +7,42 @@
 namespace papaya::model {
 namespace {
 
-size_t distinct(const std::vector<double>& v) { return std::set<double>(v.begin(), v.end()).size(); }
+size_t distinct(const std::vector<Sample>& samples) {
+  std::set<double> batches;
+  for (const auto& s : samples) batches.insert(s.batch);
+  return batches.size();
+}
 
 void fit_memory(const MeasuredSeries& series, SeriesFit& fit) {
-  std::vector<double> batch, peak;
+  std::vector<Sample> peaks;
   for (const auto& run : series.runs) {
-    if (!run.oom && run.peak_bytes) batch.push_back(run.batch), peak.push_back(*run.peak_bytes);
+    if (!run.oom && run.peak_bytes) peaks.push_back({static_cast<double>(run.batch), *run.peak_bytes});
   }
-  fit.memory_points = static_cast<int>(batch.size());
-  if (distinct(batch) < 2) {
-    fit.notes.push_back("memory not fitted: peaks at " + std::to_string(distinct(batch)) + " batch size(s), 2 needed");
-  } else if (batch.size() >= 4) {
-    fit.memory = fit_plateau(batch, peak);
+  fit.memory_points = static_cast<int>(peaks.size());
+  if (distinct(peaks) < 2) {
+    fit.notes.push_back("memory not fitted: peaks at " + std::to_string(distinct(peaks)) + " batch size(s), 2 needed");
+  } else if (peaks.size() >= 4) {
+    fit.memory = fit_saturating_robust(peaks);
   } else {
-    const LineFit line = fit_line(batch, peak);
-    fit.memory = PlateauFit{0, line.slope, line.intercept, line.r2};
+    const auto line = fit_line_robust(peaks);
+    fit.memory = RobustFit<SaturatingCurve>{{0, line.curve.per_sample, line.curve.fixed}, line.r2};
   }
 }
 
 void fit_time(const MeasuredSeries& series, SeriesFit& fit) {
-  std::vector<double> batch, seconds;
+  std::vector<Sample> seconds;
   for (const auto& run : series.runs) {
-    if (!run.oom) batch.push_back(run.batch), seconds.push_back(run.iteration_s());
+    if (!run.oom) seconds.push_back({static_cast<double>(run.batch), run.iteration_s()});
   }
-  if (distinct(batch) < 2) {
-    fit.notes.push_back("time not fitted: runs at " + std::to_string(distinct(batch)) + " batch size(s), 2 needed");
+  if (distinct(seconds) < 2) {
+    fit.notes.push_back("time not fitted: runs at " + std::to_string(distinct(seconds)) + " batch size(s), 2 needed");
     return;
   }
-  fit.time_linear = fit_line(batch, seconds);
-  if (batch.size() >= 4) {
-    fit.time_max = fit_plateau(batch, seconds);
+  fit.time_linear = fit_line_robust(seconds);
+  if (seconds.size() >= 4) {
+    fit.time_max = fit_saturating_robust(seconds);
   } else {
-    fit.notes.push_back("max(a, k*b) + c not fitted: " + std::to_string(batch.size()) + " runs, 4 needed");
+    fit.notes.push_back("max(a, k*b) + c not fitted: " + std::to_string(seconds.size()) + " runs, 4 needed");
   }
 }
 
@@ -60,10 +64,10 @@ void bound_by_ooms(const MeasuredSeries& series, SeriesFit& fit) {
 }
 
 void find_max_batch(const MeasuredSeries& series, SeriesFit& fit) {
-  if (fit.memory && fit.memory->k > 0) {
-    const double b = fit.memory->plateau_level() > fit.budget_bytes
+  if (fit.memory && fit.memory->curve.per_sample > 0) {
+    const double b = fit.memory->curve.floor_level() > fit.budget_bytes
                          ? 0
-                         : std::floor((fit.budget_bytes - fit.memory->c) / fit.memory->k);
+                         : std::floor((fit.budget_bytes - fit.memory->curve.fixed) / fit.memory->curve.per_sample);
     fit.max_batch = static_cast<int>(std::min(b, 1e9));
     fit.max_batch_limit = "memory";
   } else if (fit.memory) {
@@ -96,8 +100,8 @@ void find_best(const MeasuredSeries& series, SeriesFit& fit) {
   // T is linear on each side of the knee, so b / T(b) is monotonic there: the
   // best batch is 1, b*, or next to the knee a/k.
   std::vector<double> candidates = {1.0, static_cast<double>(limit)};
-  if (fit.time_max && fit.time_max->k > 0) {
-    const double knee = fit.time_max->a / fit.time_max->k;
+  if (fit.time_max && fit.time_max->curve.per_sample > 0) {
+    const double knee = fit.time_max->curve.floor / fit.time_max->curve.per_sample;
     candidates.push_back(std::floor(knee));
     candidates.push_back(std::ceil(knee));
   }
@@ -153,14 +157,14 @@ Verdict judge(const SeriesFit& fit, const SeriesFit* baseline) {
   const bool fitted = fit.memory && fit.time_linear && baseline->memory && baseline->time_linear;
   if (!fitted) {
     v.note = "no analytic verdict: it needs the memory and time fits of both series";
-  } else if (fit.budget_bytes <= baseline->memory->c) {
+  } else if (fit.budget_bytes <= baseline->memory->curve.fixed) {
     v.note = "no analytic verdict: the baseline's beta is above the budget";
   } else {
     // DESIGN.md's condition multiplied through by (gamma' - gamma) and delta,
     // which keeps it defined where the strategy costs no time per sample.
-    const double alpha = baseline->memory->k, beta = baseline->memory->c;
-    const double gamma = baseline->time_linear->slope, delta = baseline->time_linear->intercept;
-    v.helps_analytic = delta * (alpha - fit.memory->k) > (fit.time_linear->slope - gamma) * (fit.budget_bytes - beta);
+    const double alpha = baseline->memory->curve.per_sample, beta = baseline->memory->curve.fixed;
+    const double gamma = baseline->time_linear->curve.per_sample, delta = baseline->time_linear->curve.fixed;
+    v.helps_analytic = delta * (alpha - fit.memory->curve.per_sample) > (fit.time_linear->curve.per_sample - gamma) * (fit.budget_bytes - beta);
   }
   return v;
 }
@@ -173,7 +177,7 @@ std::optional<double> SeriesFit::r2_time() const {
   return std::nullopt;
 }
 
-double SeriesFit::iteration_s(double batch) const { return time_max ? (*time_max)(batch) : (*time_linear)(batch); }
+double SeriesFit::iteration_s(double batch) const { return time_max ? time_max->curve.at(batch) : time_linear->curve.at(batch); }
 
 GlobalModel fit_global(const Measurements& measurements, std::optional<double> budget_bytes) {
   GlobalModel model{measurements.source, budget_bytes, {}};

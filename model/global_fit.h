@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "model/measurements.h"
-#include "model/robust_regression.h"
+#include "model/curves.h"
 
 namespace papaya::model {
 
@@ -44,9 +44,9 @@ struct SeriesFit {
 
   // Bytes: max(a, k*b) + c, that is alpha = k (per sample), beta = c,
   // floor = a + c; a = 0 (a line) under 4 peaks.
-  std::optional<PlateauFit> memory;
-  std::optional<LineFit> time_linear;   // seconds: slope gamma (per sample), intercept delta
-  std::optional<PlateauFit> time_max;   // seconds: max(a, k*b) + c
+  std::optional<RobustFit<SaturatingCurve>> memory;
+  std::optional<RobustFit<LinearCurve>> time_linear;   // seconds: gamma per sample, delta fixed
+  std::optional<RobustFit<SaturatingCurve>> time_max;  // seconds: max(a, k*b) + c
 
   std::optional<int> max_batch;  // b*
   std::string max_batch_limit;   // what sets b*: "memory" or "oom"

@@ -41,14 +41,17 @@ SeriesFit series_from_json(const json& doc, const std::string& where) {
   fit.smallest_oom_batch = optional_at<int>(doc, "smallest_oom_batch");
   if (fit_present(doc, {"alpha_bytes_per_sample", "beta_bytes", "memory_floor_bytes"}, where)) {
     const double beta = doc.at("beta_bytes");
-    fit.memory = PlateauFit{doc.at("memory_floor_bytes").get<double>() - beta, doc.at("alpha_bytes_per_sample"), beta,
-                            optional_at<double>(doc, "r2_memory")};
+    fit.memory = RobustFit<SaturatingCurve>{
+        {doc.at("memory_floor_bytes").get<double>() - beta, doc.at("alpha_bytes_per_sample"), beta},
+        optional_at<double>(doc, "r2_memory")};
   }
   if (fit_present(doc, {"gamma_s_per_sample", "delta_s"}, where)) {
-    fit.time_linear = LineFit{doc.at("gamma_s_per_sample"), doc.at("delta_s"), optional_at<double>(doc, "r2_time_linear")};
+    fit.time_linear = RobustFit<LinearCurve>{{doc.at("gamma_s_per_sample"), doc.at("delta_s")},
+                                             optional_at<double>(doc, "r2_time_linear")};
   }
   if (fit_present(doc, {"a_s", "k_s_per_sample", "c_s"}, where)) {
-    fit.time_max = PlateauFit{doc.at("a_s"), doc.at("k_s_per_sample"), doc.at("c_s"), optional_at<double>(doc, "r2_time_max")};
+    fit.time_max = RobustFit<SaturatingCurve>{{doc.at("a_s"), doc.at("k_s_per_sample"), doc.at("c_s")},
+                                              optional_at<double>(doc, "r2_time_max")};
   }
   fit.max_batch = optional_at<int>(doc, "max_batch");
   fit.max_batch_limit = doc.at("max_batch_limit").is_null() ? "" : doc.at("max_batch_limit").get<std::string>();
@@ -78,16 +81,16 @@ json to_json(const SeriesFit& fit) {
           {"points", fit.points},
           {"memory_points", fit.memory_points},
           {"smallest_oom_batch", or_null(fit.smallest_oom_batch)},
-          {"alpha_bytes_per_sample", fit.memory ? json(fit.memory->k) : json()},
-          {"beta_bytes", fit.memory ? json(fit.memory->c) : json()},
-          {"memory_floor_bytes", fit.memory ? json(fit.memory->plateau_level()) : json()},
+          {"alpha_bytes_per_sample", fit.memory ? json(fit.memory->curve.per_sample) : json()},
+          {"beta_bytes", fit.memory ? json(fit.memory->curve.fixed) : json()},
+          {"memory_floor_bytes", fit.memory ? json(fit.memory->curve.floor_level()) : json()},
           {"r2_memory", fit.memory ? or_null(fit.memory->r2) : json()},
-          {"gamma_s_per_sample", fit.time_linear ? json(fit.time_linear->slope) : json()},
-          {"delta_s", fit.time_linear ? json(fit.time_linear->intercept) : json()},
+          {"gamma_s_per_sample", fit.time_linear ? json(fit.time_linear->curve.per_sample) : json()},
+          {"delta_s", fit.time_linear ? json(fit.time_linear->curve.fixed) : json()},
           {"r2_time_linear", fit.time_linear ? or_null(fit.time_linear->r2) : json()},
-          {"a_s", fit.time_max ? json(fit.time_max->a) : json()},
-          {"k_s_per_sample", fit.time_max ? json(fit.time_max->k) : json()},
-          {"c_s", fit.time_max ? json(fit.time_max->c) : json()},
+          {"a_s", fit.time_max ? json(fit.time_max->curve.floor) : json()},
+          {"k_s_per_sample", fit.time_max ? json(fit.time_max->curve.per_sample) : json()},
+          {"c_s", fit.time_max ? json(fit.time_max->curve.fixed) : json()},
           {"r2_time_max", fit.time_max ? or_null(fit.time_max->r2) : json()},
           {"time_form", fit.time_max ? json("max") : fit.time_linear ? json("linear") : json()},
           {"r2_time", or_null(fit.r2_time())},

@@ -5,6 +5,7 @@
 #include "model/error.h"
 #include "model/json_file.h"
 #include "model/plan.h"
+#include "model/saved_tensor_json.h"
 
 namespace papaya::model {
 namespace {
@@ -12,18 +13,6 @@ namespace {
 using nlohmann::json;
 
 constexpr const char* version_key = "papaya_profile";
-
-json to_json(const SavedTensorProfile& s) {
-  return {{"slot", s.slot},
-          {"kind", to_string(s.kind)},
-          {"dtype", s.dtype},
-          {"element_size", s.element_size},
-          {"sample_shape", s.sample_shape},
-          {"per_sample", s.per_sample},
-          {"numel_per_sample", s.numel_per_sample},
-          {"storage", s.storage},
-          {"storage_bytes_per_sample", s.storage_bytes_per_sample}};
-}
 
 json to_json(const LayerMeasurement& m) {
   return {{"forward_s", m.forward_s},
@@ -38,7 +27,7 @@ json to_json(const LayerMeasurement& m) {
 
 json to_json(const LayerProfile& l) {
   json saved = json::array(), measured = json::array();
-  for (const auto& s : l.saved) saved.push_back(to_json(s));
+  for (const auto& s : l.saved) saved.push_back(saved_tensor_to_json(s));
   for (const auto& m : l.measured) measured.push_back(to_json(m));
   return {{"path", l.path},
           {"kind", l.kind},
@@ -77,20 +66,6 @@ json to_json(const MachineInfo& m) {
           {"timing", m.timing}};
 }
 
-SavedTensorProfile saved_from_json(const json& j) {
-  SavedTensorProfile s;
-  s.slot = j.at("slot");
-  s.kind = slot_kind_from_string(j.at("kind"));
-  s.dtype = j.at("dtype");
-  s.element_size = j.at("element_size");
-  s.sample_shape = j.at("sample_shape").get<std::vector<int64_t>>();
-  s.per_sample = j.at("per_sample");
-  s.numel_per_sample = j.at("numel_per_sample");
-  s.storage = j.at("storage");
-  s.storage_bytes_per_sample = j.at("storage_bytes_per_sample");
-  return s;
-}
-
 LayerMeasurement measurement_from_json(const json& j) {
   LayerMeasurement m;
   m.forward_s = j.at("forward_s");
@@ -109,7 +84,7 @@ LayerProfile layer_from_json(const json& j) {
   l.path = j.at("path");
   l.kind = j.at("kind");
   l.segment = j.at("segment");
-  for (const auto& s : j.at("saved")) l.saved.push_back(saved_from_json(s));
+  for (const auto& s : j.at("saved")) l.saved.push_back(saved_tensor_from_json(s));
   l.output_saved_by = j.at("output_saved_by").get<std::vector<std::string>>();
   l.output_bytes_per_sample = j.at("output_bytes_per_sample");
   l.parameter_bytes = j.at("parameter_bytes");
@@ -227,7 +202,9 @@ json profile_to_json(const Profile& p) {
   json layers = json::array(), iterations = json::array(), segments = json::array(), codecs = json::array();
   for (const auto& l : p.layers) layers.push_back(to_json(l));
   for (const auto& i : p.iterations) iterations.push_back(to_json(i));
-  for (const auto& s : p.segments) segments.push_back({{"path", s.path}, {"recompute_s", s.recompute_s}});
+  for (const auto& s : p.segments) {
+    segments.push_back({{"path", s.path}, {"recompute_s", s.recompute_s}, {"input", saved_tensor_to_json(s.input)}});
+  }
   for (const auto& c : p.codecs) {
     codecs.push_back({{"bits", c.bits}, {"pack_bytes_per_s", c.pack_bytes_per_s}, {"unpack_bytes_per_s", c.unpack_bytes_per_s}});
   }
@@ -258,7 +235,7 @@ Profile profile_from_json(const json& doc, const std::string& label) {
   for (const auto& i : doc.at("iterations")) p.iterations.push_back(iteration_from_json(i));
   for (const auto& l : doc.at("layers")) p.layers.push_back(layer_from_json(l));
   for (const auto& s : doc.at("segments")) {
-    p.segments.push_back({s.at("path"), s.at("recompute_s").get<std::vector<double>>()});
+    p.segments.push_back({s.at("path"), s.at("recompute_s").get<std::vector<double>>(), saved_tensor_from_json(s.at("input"))});
   }
   for (const auto& c : doc.at("codecs")) p.codecs.push_back({c.at("bits"), c.at("pack_bytes_per_s"), c.at("unpack_bytes_per_s")});
   p.h2d_bytes_per_s = doc.at("h2d_bytes_per_s");

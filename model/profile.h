@@ -5,7 +5,7 @@
 // versioned, validated on load) by the profiler; read by `papaya fit`.
 //
 // Bytes are absolute allocator figures unless named *_per_sample; times are
-// means over the measured steps, in seconds.
+// those of the median measured step (segments: the median run), in seconds.
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -53,6 +53,10 @@ struct LayerProfile {
 struct SegmentProfile {
   std::string path;
   std::vector<double> recompute_s;  // one per Profile::batches entry
+  // The segment's input: what a recomputed segment keeps instead of its
+  // layers' saved tensors (slot "input"; storage: the first slot of the keep
+  // step that saves the same storage, "" if none does).
+  SavedTensorProfile input;
 };
 
 // One training step at one batch size.

@@ -18,14 +18,24 @@ double seconds(Clock::time_point from, Clock::time_point to) { return std::chron
 
 void keep_max(int64_t& into, int64_t value) { into = std::max(into, value); }
 
-// Folds one measured step's layer figures into the batch's: times summed
-// (divided by the steps at the end), bytes the largest.
-void add_step(std::vector<model::LayerMeasurement>& into, const std::vector<model::LayerMeasurement>& bytes,
-              const std::vector<PassTimes>& times) {
+// The times of one measured step.
+struct StepTimes {
+  double iteration_s = 0, forward_s = 0, backward_s = 0, optimizer_s = 0;
+  std::vector<PassTimes> layers;
+};
+
+// The batch's times are those of its median step (by iteration time): a step
+// slowed down by another process on a shared machine does not move them, and
+// the parts still add up to the whole.
+const StepTimes& median_step(std::vector<StepTimes>& steps) {
+  std::sort(steps.begin(), steps.end(), [](const auto& a, const auto& b) { return a.iteration_s < b.iteration_s; });
+  return steps[(steps.size() - 1) / 2];
+}
+
+// Folds one measured step's bytes into the batch's: the largest.
+void add_bytes(std::vector<model::LayerMeasurement>& into, const std::vector<model::LayerMeasurement>& bytes) {
   for (size_t i = 0; i < into.size(); ++i) {
     model::LayerMeasurement& m = into[i];
-    m.forward_s += times[i].forward_s;
-    m.backward_s += times[i].backward_s;
     keep_max(m.forward_start_bytes, bytes[i].forward_start_bytes);
     keep_max(m.forward_end_bytes, bytes[i].forward_end_bytes);
     keep_max(m.forward_peak_bytes, bytes[i].forward_peak_bytes);
@@ -50,6 +60,7 @@ BatchRun measure(executor::Network& network, executor::DataSource& data, torch::
   it.steps = options.steps;
   run.layers.resize(network.layers().size());
   network.train();
+  std::vector<StepTimes> measured;
 
   for (int step = 0; step < options.warmup + options.steps; ++step) {
     const executor::Batch batch = data.next(options.batch);
@@ -82,25 +93,23 @@ BatchRun measure(executor::Network& network, executor::DataSource& data, torch::
     const std::vector<PassTimes> times = timer.finish_step();
 
     if (step >= options.warmup) {
-      it.iteration_s += seconds(start, end);
-      it.forward_s += seconds(zeroed, forward_done);
-      it.backward_s += seconds(forward_done, backward_done);
-      it.optimizer_s += seconds(start, zeroed) + seconds(backward_done, end);
+      measured.push_back({seconds(start, end), seconds(zeroed, forward_done), seconds(forward_done, backward_done),
+                          seconds(start, zeroed) + seconds(backward_done, end), times});
       keep_max(it.peak_bytes, recorder.step_peak());
       keep_max(it.peak_reserved_bytes, recorder.step_reserved_peak());
       keep_max(it.forward_end_bytes, forward_end_bytes);
-      add_step(run.layers, recorder.bytes(), times);
+      add_bytes(run.layers, recorder.bytes());
     }
     if (options.on_step) options.on_step();
   }
-  const double n = options.steps;
-  it.iteration_s /= n;
-  it.forward_s /= n;
-  it.backward_s /= n;
-  it.optimizer_s /= n;
-  for (auto& m : run.layers) {
-    m.forward_s /= n;
-    m.backward_s /= n;
+  const StepTimes& median = median_step(measured);
+  it.iteration_s = median.iteration_s;
+  it.forward_s = median.forward_s;
+  it.backward_s = median.backward_s;
+  it.optimizer_s = median.optimizer_s;
+  for (size_t i = 0; i < run.layers.size(); ++i) {
+    run.layers[i].forward_s = median.layers[i].forward_s;
+    run.layers[i].backward_s = median.layers[i].backward_s;
   }
   it.static_bytes = executor::static_bytes(network, optimizer);
   run.recompute_s = time_recompute(network, data.next(options.batch), options.steps);

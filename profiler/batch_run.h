@@ -30,7 +30,7 @@ struct BatchRun {
 
 // Trains with `optimizer` as executor::train does (gradients zeroed in place,
 // forward, backward, step), each batch made before the step's clock starts.
-// Times are means over the measured steps, bytes the largest seen.
+// Times are those of the median measured step, bytes the largest seen.
 BatchRun run_batch(executor::Network& network, executor::DataSource& data, torch::optim::Optimizer& optimizer,
                    executor::MemoryTracker& memory, LayerTimer& timer, const BatchRunOptions& options);
 

@@ -85,6 +85,19 @@ std::string join(const std::vector<int>& values) {
   return out;
 }
 
+// Every segment of the zoo hands its input to its first layer, which saves it
+// as "input" (the assumption segment_recompute.cpp makes too).
+model::SavedTensorProfile segment_input(const std::vector<model::LayerProfile>& layers, const std::string& segment) {
+  for (const auto& layer : layers) {
+    if (layer.segment != segment) continue;
+    for (const auto& saved : layer.saved) {
+      if (saved.slot == "input") return saved;
+    }
+    throw std::logic_error("the first layer of segment " + segment + " saves no input");
+  }
+  throw std::logic_error("segment " + segment + " has no layer");
+}
+
 }  // namespace
 
 model::Profile profile_network(const ProfileOptions& options) {
@@ -110,7 +123,9 @@ model::Profile profile_network(const ProfileOptions& options) {
   profile.precision = options.precision;
   profile.batches = batches;
   profile.layers = describe_layers(*network, executor::probe_layout(*network));
-  for (const auto* segment : network->segments()) profile.segments.push_back({segment->path(), {}});
+  for (const auto* segment : network->segments()) {
+    profile.segments.push_back({segment->path(), {}, segment_input(profile.layers, segment->path())});
+  }
 
   const int layers = static_cast<int>(network->layers().size());
   const std::unique_ptr<LayerTimer> timer = make_timer(device, layers, options);

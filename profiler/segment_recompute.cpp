@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "executor/device.h"
+#include "profiler/median.h"
 
 namespace papaya::profiler {
 namespace {
@@ -45,11 +46,15 @@ std::vector<double> time_recompute(executor::Network& network, const executor::B
   std::vector<double> seconds;
   for (auto* segment : network.segments()) {
     const torch::Tensor& input = capture.inputs.at(segment->path());
-    executor::synchronize(device);
-    const auto start = std::chrono::steady_clock::now();
-    for (int r = 0; r < repeats; ++r) segment->run(input);
-    executor::synchronize(device);
-    seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / repeats);
+    std::vector<double> runs;
+    for (int r = 0; r < repeats; ++r) {
+      executor::synchronize(device);
+      const auto start = std::chrono::steady_clock::now();
+      segment->run(input);
+      executor::synchronize(device);
+      runs.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+    seconds.push_back(median(runs));
   }
   return seconds;
 }

@@ -9,7 +9,7 @@
 
 namespace papaya::profiler {
 
-// Seconds per segment (network.segments() order): the mean of `repeats` runs
+// Seconds per segment (network.segments() order): the median of `repeats` runs
 // of each segment's forward, without autograd and in the network's current
 // mode, on its input in one forward of `batch`.
 std::vector<double> time_recompute(executor::Network& network, const executor::Batch& batch, int repeats);

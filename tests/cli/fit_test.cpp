@@ -103,7 +103,7 @@ TEST(Fit, PrintsATablePerGpu) {
 }
 
 TEST(Fit, BadInputExitsWithCode2) {
-  expect_input_error("fit --json", "--measurements FILE is required");
+  expect_input_error("fit --json", "--measurements FILE.csv");
   expect_input_error("fit --measurements /nonexistent/runs.csv", "/nonexistent/runs.csv: cannot read");
   const std::string header = "gpu,network,precision,strategy,batch,oom,samples_per_s,iter_s,peak_mib\n";
   const std::string malformed = write_temp("malformed.csv", header + "v100,bert,fp16,none,4,0,34.8,0.1,100\nv100,bert,fp16\n");

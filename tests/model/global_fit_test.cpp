@@ -51,10 +51,10 @@ TEST(GlobalFit, ExactSeriesRecoversAlphaBetaGammaDelta) {
   EXPECT_EQ(f.points, 8);
   EXPECT_EQ(f.memory_points, 8);
   ASSERT_TRUE(f.memory && f.time_linear && f.time_max);
-  EXPECT_NEAR(f.memory->k, alpha, 1e-6 * alpha);
-  EXPECT_NEAR(f.memory->c, beta, 1e-6 * beta);
-  EXPECT_NEAR(f.time_linear->slope, gamma, 1e-6 * gamma);
-  EXPECT_NEAR(f.time_linear->intercept, delta, 1e-6 * delta);
+  EXPECT_NEAR(f.memory->curve.per_sample, alpha, 1e-6 * alpha);
+  EXPECT_NEAR(f.memory->curve.fixed, beta, 1e-6 * beta);
+  EXPECT_NEAR(f.time_linear->curve.per_sample, gamma, 1e-6 * gamma);
+  EXPECT_NEAR(f.time_linear->curve.fixed, delta, 1e-6 * delta);
   EXPECT_NEAR(*f.memory->r2, 1, 1e-9);
   EXPECT_NEAR(*f.r2_time(), 1, 1e-9);
   EXPECT_NEAR(f.iteration_s(100), gamma * 100 + delta, 1e-6);
@@ -79,10 +79,10 @@ TEST(GlobalFit, AnOutlierDoesNotWreckTheFit) {
   *s.runs[3].peak_bytes += 4 * kGiB;       // one wild peak
   *s.runs[5].samples_per_s /= 3;           // one run three times slower
   const SeriesFit f = only(fit_global({"test", {s}}, std::nullopt));
-  EXPECT_NEAR(f.memory->k, alpha, 0.01 * alpha);
-  EXPECT_NEAR(f.memory->c, beta, 0.01 * beta);
-  EXPECT_NEAR(f.time_linear->slope, gamma, 0.01 * gamma);
-  EXPECT_NEAR(f.time_linear->intercept, delta, 0.01 * delta);
+  EXPECT_NEAR(f.memory->curve.per_sample, alpha, 0.01 * alpha);
+  EXPECT_NEAR(f.memory->curve.fixed, beta, 0.01 * beta);
+  EXPECT_NEAR(f.time_linear->curve.per_sample, gamma, 0.01 * gamma);
+  EXPECT_NEAR(f.time_linear->curve.fixed, delta, 0.01 * delta);
   EXPECT_EQ(f.max_batch, 133);  // floor(13 GiB / 100 MiB), as without the outlier
   EXPECT_LT(*f.memory->r2, 0.97);  // the outlier still counts in R²
 }
@@ -92,9 +92,9 @@ TEST(GlobalFit, MemoryFloorAtSmallBatches) {
   MeasuredSeries s = exact_series("fp16", "none", 0, 0, 0.012, 0.1);
   for (auto& run : s.runs) run.peak_bytes = std::max(4.5 * kGiB, 3.5 * kGiB + 30 * kMiB * run.batch);
   const SeriesFit f = only(fit_global({"test", {s}}, std::nullopt));
-  EXPECT_NEAR(f.memory->k, 30 * kMiB, 1e-4 * 30 * kMiB);
-  EXPECT_NEAR(f.memory->c, 3.5 * kGiB, 1e-4 * kGiB);
-  EXPECT_NEAR(f.memory->plateau_level(), 4.5 * kGiB, 1e-4 * kGiB);
+  EXPECT_NEAR(f.memory->curve.per_sample, 30 * kMiB, 1e-4 * 30 * kMiB);
+  EXPECT_NEAR(f.memory->curve.fixed, 3.5 * kGiB, 1e-4 * kGiB);
+  EXPECT_NEAR(f.memory->curve.floor_level(), 4.5 * kGiB, 1e-4 * kGiB);
   EXPECT_GT(*f.memory->r2, 0.9999);
   EXPECT_EQ(f.max_batch, 426);  // floor(12.5 GiB / 30 MiB)
   EXPECT_EQ(only(fit_global({"test", {s}}, 4 * kGiB)).max_batch, 0);  // the floor is above the budget
@@ -139,7 +139,7 @@ TEST(GlobalFit, TooFewPointsAreReportedNotFitted) {
   f = only(fit_global({"test", {s}}, std::nullopt));
   EXPECT_TRUE(f.memory && f.time_linear);
   EXPECT_FALSE(f.time_max);
-  EXPECT_NEAR(f.time_linear->slope, 0.004, 1e-8);
+  EXPECT_NEAR(f.time_linear->curve.per_sample, 0.004, 1e-8);
 }
 
 TEST(GlobalFit, VerdictAgainstTheBaselineOfTheSamePrecision) {

@@ -43,7 +43,7 @@ Profile small_profile() {
   act.output_saved_by = {"blocks.0.act:output"};
   act.measured = {{1e-5, 2e-5, 1512, 2024, 2024, 1700, 1600, 1800}, {}};
   p.layers = {fc, act};
-  p.segments = {{"blocks.0", {1.1e-4, 0}}};
+  p.segments = {{"blocks.0", {1.1e-4, 0}, fc.saved[0]}};
   return p;
 }
 

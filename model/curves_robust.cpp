@@ -1,4 +1,4 @@
-#include "model/robust_regression.h"
+#include "model/curves.h"
 
 #include <ceres/ceres.h>
 
@@ -144,36 +144,39 @@ KneeCandidate fit_knee(const Scaled& d, double knee) {
   return out;
 }
 
+std::vector<double> batches(const std::vector<Sample>& samples) {
+  std::vector<double> x;
+  for (const auto& s : samples) x.push_back(s.batch);
+  return x;
+}
+
+std::vector<double> values(const std::vector<Sample>& samples) {
+  std::vector<double> y;
+  for (const auto& s : samples) y.push_back(s.value);
+  return y;
+}
+
+template <typename Curve>
+RobustFit<Curve> with_r2(const Curve& curve, const std::vector<Sample>& samples) {
+  std::vector<double> predicted;
+  for (const auto& s : samples) predicted.push_back(curve.at(s.batch));
+  return {curve, r_squared(values(samples), predicted)};
+}
+
 }  // namespace
 
-double PlateauFit::operator()(double x) const { return plateau_value({a, k, c}, x); }
-
-std::optional<double> r_squared(const std::vector<double>& observed, const std::vector<double>& predicted) {
-  double mean = 0;
-  for (double y : observed) mean += y / static_cast<double>(observed.size());
-  double total = 0, residual = 0;
-  for (size_t i = 0; i < observed.size(); ++i) {
-    total += (observed[i] - mean) * (observed[i] - mean);
-    residual += (observed[i] - predicted[i]) * (observed[i] - predicted[i]);
-  }
-  if (total <= 0) return std::nullopt;
-  return 1 - residual / total;
-}
-
-LineFit fit_line(const std::vector<double>& x, const std::vector<double>& y) {
-  if (x.size() != y.size() || distinct(x) < 2) throw std::invalid_argument("fit_line needs 2 distinct x");
+RobustFit<LinearCurve> fit_line_robust(const std::vector<Sample>& samples) {
+  const std::vector<double> x = batches(samples), y = values(samples);
+  if (distinct(x) < 2) throw std::invalid_argument("fit_line_robust needs 2 distinct batch sizes");
   const Scaled d = scale(x, y);
   const auto p = robust_line(d);
-  LineFit fit{p[0] * d.y_unit / d.x_unit, p[1] * d.y_unit, std::nullopt};
-  std::vector<double> predicted;
-  for (double e : x) predicted.push_back(fit(e));
-  fit.r2 = r_squared(y, predicted);
-  return fit;
+  return with_r2(LinearCurve{p[0] * d.y_unit / d.x_unit, p[1] * d.y_unit}, samples);
 }
 
-PlateauFit fit_plateau(const std::vector<double>& x, const std::vector<double>& y) {
-  if (x.size() != y.size() || x.size() < 4 || distinct(x) < 2) {
-    throw std::invalid_argument("fit_plateau needs 4 points and 2 distinct x");
+RobustFit<SaturatingCurve> fit_saturating_robust(const std::vector<Sample>& samples) {
+  const std::vector<double> x = batches(samples), y = values(samples);
+  if (x.size() < 4 || distinct(x) < 2) {
+    throw std::invalid_argument("fit_saturating_robust needs 4 points and 2 distinct batch sizes");
   }
   const Scaled d = scale(x, y);
   // max(a, k*x) is not smooth in the knee a/k, so the knee is searched first:
@@ -203,11 +206,7 @@ PlateauFit fit_plateau(const std::vector<double>& x, const std::vector<double>& 
   }
   std::array<double, 3> p = std::min({tried[best], left, right}, [](const auto& l, const auto& r) { return l.cost < r.cost; }).p;
   robust_solve<PlateauResidual, 3>(d, p, {0, 1}, plateau_value);
-  PlateauFit fit{p[0] * d.y_unit, p[1] * d.y_unit / d.x_unit, p[2] * d.y_unit, std::nullopt};
-  std::vector<double> predicted;
-  for (double e : x) predicted.push_back(fit(e));
-  fit.r2 = r_squared(y, predicted);
-  return fit;
+  return with_r2(SaturatingCurve{p[0] * d.y_unit, p[1] * d.y_unit / d.x_unit, p[2] * d.y_unit}, samples);
 }
 
 }  // namespace papaya::model
