@@ -7,6 +7,10 @@ namespace papaya::cli {
 void register_networks(CLI::App& app);
 void register_hardware(CLI::App& app);
 void register_train(CLI::App& app);
+void register_profile(CLI::App& app);
+void register_fit(CLI::App& app);
+void register_predict(CLI::App& app);
+void register_limits(CLI::App& app);
 
 // "papaya 0.1.0 (LibTorch 1.13.0, CPU only)"
 std::string version_string();

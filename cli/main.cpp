@@ -28,6 +28,10 @@ int main(int argc, char** argv) {
   papaya::cli::register_networks(app);
   papaya::cli::register_hardware(app);
   papaya::cli::register_train(app);
+  papaya::cli::register_profile(app);
+  papaya::cli::register_fit(app);
+  papaya::cli::register_predict(app);
+  papaya::cli::register_limits(app);
   if (argc > 1 && argv[1][0] != '-') {
     std::string known;
     bool found = false;

@@ -5,7 +5,7 @@
 // versioned, validated on load) by the profiler; read by `papaya fit`.
 //
 // Bytes are absolute allocator figures unless named *_per_sample; times are
-// means over the measured steps, in seconds.
+// those of the median measured step (segments: the median run), in seconds.
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -53,6 +53,10 @@ struct LayerProfile {
 struct SegmentProfile {
   std::string path;
   std::vector<double> recompute_s;  // one per Profile::batches entry
+  // The segment's input: what a recomputed segment keeps instead of its
+  // layers' saved tensors (slot "input"; storage: the first slot of the keep
+  // step that saves the same storage, "" if none does).
+  SavedTensorProfile input;
 };
 
 // One training step at one batch size.
@@ -80,6 +84,12 @@ struct MachineInfo {
   int64_t memory_bytes = 0; // device memory (CPU: physical memory)
   int threads = 0;          // intra-op threads (CPU)
   std::string torch_version, cuda_version, papaya_version;
+  // How per-layer times were taken, which says what they include:
+  // "wall-clock" (CPU: host time between the layer's markers), "cupti"
+  // (CUDA: device time of the kernels and copies the layer launched, gaps
+  // between them excluded), "synchronized-wall-clock" (CUDA without CUPTI:
+  // the device is synchronized at every marker).
+  std::string timing;
 };
 
 struct Profile {

@@ -24,6 +24,11 @@ enum class Form {
   recomputed,  // not stored: recomputed in backward (the LM head's log-probabilities)
 };
 
+// An LM head whose log-probabilities are recomputed runs its forward and its
+// backward over this many token rows at a time (the executor's chunk, which
+// the performance model prices).
+constexpr int64_t lm_head_chunk_rows = 1024;
+
 struct TensorStrategy {
   Form form = Form::raw;
   int bits = 0;           // quantized: 8, 4 or 2 (1 for masks); adaptive: the average-bits budget

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Prediction accuracy of the layer model (issue 5): profile each network on
+# the CPU at batches 1, 2, 4; fit; predict peak memory and samples/s at larger
+# batches for each strategy; train with that strategy at those batches; and
+# compare. Targets: peak within 3%, samples/s within 15%.
+#
+#   bench/prediction_accuracy.sh                 # gpt-tiny vit-tiny resnet-tiny, batches 16 32
+#   NETWORKS=gpt-tiny BATCHES=32 bench/prediction_accuracy.sh
+#
+# Needs `papaya profile` (the profiler) and `papaya train --plan` (the
+# executor's memory optimizations), and jq. Writes every profile, model,
+# prediction and training run under $OUT, a CSV of the comparison, and
+# prints it as a Markdown table for bench/RESULTS.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+papaya=${PAPAYA:-build/papaya}
+out=${OUT:-build/bench/prediction-accuracy}
+networks=${NETWORKS:-gpt-tiny vit-tiny resnet-tiny}
+profile_batches=${PROFILE_BATCHES:-1,2,4}
+batches=${BATCHES:-16 32}
+steps=${STEPS:-30}
+plans=${PLANS:-keep recompute-all quantize-4 invert recompute-all+quantize-4 quantize-4+invert recompute-all+invert recompute-all+quantize-4+invert}
+peak_target=${PEAK_TARGET:-0.03}
+rate_target=${RATE_TARGET:-0.15}
+
+command -v jq >/dev/null || { echo "prediction_accuracy: needs jq (apt-get install jq)" >&2; exit 2; }
+"$papaya" profile --help >/dev/null 2>&1 || { echo "prediction_accuracy: this papaya has no 'profile' command yet (the profiler)" >&2; exit 2; }
+"$papaya" train --help 2>/dev/null | grep -q -- --plan || { echo "prediction_accuracy: this papaya's train has no --plan yet (the executor's optimizations)" >&2; exit 2; }
+
+mkdir -p "$out"
+csv="$out/accuracy.csv"
+echo "network,strategy,batch,predicted_peak_bytes,measured_peak_bytes,peak_error,predicted_samples_per_s,measured_samples_per_s,samples_per_s_error" >"$csv"
+
+for net in $networks; do
+  echo "== $net: profile at $profile_batches, fit" >&2
+  "$papaya" profile --network "$net" --batch "$profile_batches" --device cpu --out "$out/$net.profile.json" >&2
+  "$papaya" fit "$out/$net.profile.json" --out "$out/$net.model.json" --json >"$out/$net.fit.json"
+  for b in $batches; do
+    "$papaya" predict "$out/$net.model.json" --batch "$b" --json >"$out/$net.predict.$b.json"
+    for plan in $plans; do
+      echo "== $net $plan batch $b: train" >&2
+      run="$out/$net.$plan.$b.train.json"
+      "$papaya" train --network "$net" --plan "$plan" --batch "$b" --steps "$steps" --device cpu --json >"$run"
+      jq -r --arg net "$net" --arg plan "$plan" --argjson b "$b" --slurpfile run "$run" '
+        .[] | select(.strategy == $plan) |
+        [$net, $plan, $b, .peak_bytes, $run[0].peak_bytes,
+         ((.peak_bytes - $run[0].peak_bytes) / $run[0].peak_bytes),
+         .samples_per_s, $run[0].samples_per_s,
+         ((.samples_per_s - $run[0].samples_per_s) / $run[0].samples_per_s)] | @csv' \
+        "$out/$net.predict.$b.json" >>"$csv"
+    done
+  done
+done
+
+echo "| network | strategy | batch | peak predicted / measured | error | samples/s predicted / measured | error |"
+echo "|---|---|---|---|---|---|---|"
+failed=0
+while IFS=, read -r net plan b pp mp pe ps ms se; do
+  net=${net//\"/}
+  plan=${plan//\"/}
+  pe_pct=$(awk -v e="$pe" 'BEGIN { printf "%+.1f%%", 100 * e }')
+  se_pct=$(awk -v e="$se" 'BEGIN { printf "%+.1f%%", 100 * e }')
+  mark=$(awk -v pe="$pe" -v se="$se" -v pt="$peak_target" -v rt="$rate_target" \
+    'BEGIN { ok = (pe < 0 ? -pe : pe) <= pt && (se < 0 ? -se : se) <= rt; print ok ? "" : " (missed)" }')
+  [ -z "$mark" ] || failed=$((failed + 1))
+  printf '| %s | %s | %s | %.2f / %.2f MiB | %s | %.1f / %.1f | %s%s |\n' "$net" "$plan" "$b" \
+    "$(awk -v x="$pp" 'BEGIN { print x / 1048576 }')" "$(awk -v x="$mp" 'BEGIN { print x / 1048576 }')" "$pe_pct" "$ps" "$ms" "$se_pct" "$mark"
+done < <(tail -n +2 "$csv")
+echo >&2
+echo "prediction_accuracy: $failed row(s) outside peak ${peak_target} / samples/s ${rate_target}; data in $out" >&2
+[ "$failed" -eq 0 ]

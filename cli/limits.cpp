@@ -1,0 +1,89 @@
+// papaya limits MODEL --hardware A,B,C: the largest batch of every
+// whole-network plan on each catalog entry, under a memory budget.
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "cli/table.h"
+#include "model/error.h"
+#include "model/predict.h"
+#include "model/units.h"
+
+namespace papaya::cli {
+namespace {
+
+struct LimitsArgs {
+  std::string model;
+  std::string hardware;
+  std::string budget;
+  bool json = false;
+};
+
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> parts;
+  std::stringstream in(text);
+  std::string part;
+  while (std::getline(in, part, ',')) {
+    if (part.empty()) throw InputError("--hardware: empty name in '" + text + "'");
+    parts.push_back(part);
+  }
+  return parts;
+}
+
+void run(const LimitsArgs& args) {
+  const model::LayerModel m = model::read_layer_model(args.model);
+  std::vector<model::Target> targets;
+  for (const auto& name : split_commas(args.hardware)) targets.push_back(model::make_target(m, name));
+  const std::optional<double> budget =
+      args.budget.empty() ? std::nullopt : std::optional<double>(static_cast<double>(model::parse_size(args.budget, "--budget")));
+
+  std::vector<std::string> header = {"strategy"};
+  for (const auto& t : targets) header.push_back(t.name);
+  Table table(header);
+  nlohmann::json out = nlohmann::json::array();
+  // Every catalog entry has a host link, so every target has the same rows.
+  for (const auto& name : model::plan_names(targets.front())) {
+    const model::Plan plan = model::expand_plan_name(name, m.layout());
+    std::vector<std::string> row = {name};
+    for (const auto& t : targets) {
+      const double bytes = budget ? *budget : model::default_budget(t);
+      const int64_t largest = model::max_batch(m, t, plan, bytes);
+      const model::Estimate e = largest > 0 ? model::predict(m, t, plan, largest) : model::Estimate{};
+      out.push_back({{"hardware", t.name},
+                     {"strategy", name},
+                     {"budget_bytes", bytes},
+                     {"max_batch", largest},
+                     {"peak_bytes", e.peak_bytes},
+                     {"samples_per_s", e.samples_per_s},
+                     {"notes", t.notes}});
+      row.push_back(largest > 0 ? std::to_string(largest) + " (" + fixed(e.samples_per_s, 0) + "/s)" : "-");
+    }
+    table.add_row(row);
+  }
+  if (args.json) {
+    std::cout << out.dump(2) << "\n";
+    return;
+  }
+  std::cout << "papaya limits: " << m.network << " (" << m.precision << ", profiled on " << m.machine.device
+            << "): largest batch (samples/s there), budget "
+            << (budget ? model::format_bytes(*budget) : std::string("80% of each device's memory")) << "\n";
+  table.print(std::cout);
+  for (const auto& t : targets) {
+    for (const auto& note : t.notes) std::cout << "note: " << t.name << ": " << note << "\n";
+  }
+}
+
+}  // namespace
+
+void register_limits(CLI::App& app) {
+  auto args = std::make_shared<LimitsArgs>();
+  auto* cmd = app.add_subcommand("limits", "The largest batch of each memory optimization on each hardware, from a model (papaya fit).");
+  cmd->add_option("model", args->model, "Layer model (JSON, from papaya fit PROFILE)")->required();
+  cmd->add_option("--hardware", args->hardware, "Catalog entries, comma-separated (papaya hardware)")->required();
+  cmd->add_option("--budget", args->budget, "Memory budget (e.g. 24GiB); default: 80% of each device's memory");
+  cmd->add_flag("--json", args->json, "One JSON document instead of a table");
+  cmd->callback([args] { run(*args); });
+}
+
+}  // namespace papaya::cli

@@ -1,0 +1,170 @@
+// papaya profile: measure a network layer by layer at several batch sizes
+// and write the profile that `papaya fit` reads.
+#include <unistd.h>
+
+#include <filesystem>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/progress.h"
+#include "cli/table.h"
+#include "model/error.h"
+#include "model/units.h"
+#include "profiler/profiler.h"
+#include "profiler/summary.h"
+
+namespace papaya::cli {
+namespace {
+
+// What the command line sets of profiler::ProfileOptions (whose defaults it
+// shows), and what it writes.
+struct ProfileArgs {
+  profiler::ProfileOptions options;
+  std::string batches;  // "1,2,4,8"
+  std::string memory_limit;
+  std::string out;
+  bool json = false;
+};
+
+// Fails before the measuring, not after it, if the profile cannot be written.
+void check_writable(const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  const fs::path folder = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  if (fs::is_directory(target)) throw InputError("--out " + path + ": is a folder; name a file");
+  if (!fs::is_directory(folder) || access(folder.c_str(), W_OK) != 0) {
+    throw InputError("--out " + path + ": cannot write in " + folder.string());
+  }
+}
+
+double ms(double seconds) { return seconds * 1e3; }
+
+// The largest batch that fit: the one the per-layer table shows.
+size_t largest_fitting(const model::Profile& p) {
+  size_t best = 0;
+  for (size_t i = 0; i < p.iterations.size(); ++i) {
+    if (!p.iterations[i].oom) best = i;
+  }
+  return best;
+}
+
+void print_tables(const model::Profile& p) {
+  const size_t shown = largest_fitting(p);
+  const std::string at = " (b=" + std::to_string(p.batches[shown]) + ")";
+  Table layers({"layer", "kind", "fwd ms" + at, "bwd ms" + at, "saved/sample"});
+  double saved_total = 0;
+  for (const auto& l : p.layers) {
+    const double saved = profiler::new_saved_bytes(l, 1);
+    saved_total += saved;
+    layers.add_row({l.path, l.kind, fixed(ms(l.measured[shown].forward_s), 3), fixed(ms(l.measured[shown].backward_s), 3),
+                    model::format_bytes(saved)});
+  }
+  layers.add_row({"total", "", "", "", model::format_bytes(saved_total)});
+  layers.print(std::cout);
+  std::cout << "saved/sample: bytes of the storages a layer is the first to save\n\n";
+
+  Table batches({"batch", "iteration ms", "forward", "backward", "optimizer", "samples/s", "peak", "activations",
+                 "layers cover"});
+  for (size_t i = 0; i < p.iterations.size(); ++i) {
+    const auto& it = p.iterations[i];
+    if (it.oom) {
+      batches.add_row({std::to_string(it.batch), "out of memory"});
+      continue;
+    }
+    batches.add_row({std::to_string(it.batch), fixed(ms(it.iteration_s), 2), fixed(ms(it.forward_s), 2),
+                     fixed(ms(it.backward_s), 2), fixed(ms(it.optimizer_s), 2), fixed(it.batch / it.iteration_s, 1),
+                     model::format_bytes(static_cast<double>(it.peak_bytes)),
+                     model::format_bytes(static_cast<double>(it.forward_end_bytes - it.static_bytes)),
+                     fixed(100 * profiler::layer_time_share(p, i), 0) + "%"});
+  }
+  batches.print(std::cout);
+  std::cout << "activations: allocated at the end of forward - static (weights, gradients, AdamW state); "
+               "layers cover: per-layer forward + backward time / iteration time\n";
+}
+
+nlohmann::json summary(const model::Profile& p, const std::string& out) {
+  nlohmann::json batches = nlohmann::json::array();
+  for (size_t i = 0; i < p.iterations.size(); ++i) {
+    const auto& it = p.iterations[i];
+    nlohmann::json row = {{"batch", it.batch}, {"oom", it.oom}};
+    if (!it.oom) {
+      row.update({{"iteration_s", it.iteration_s},
+                  {"forward_s", it.forward_s},
+                  {"backward_s", it.backward_s},
+                  {"optimizer_s", it.optimizer_s},
+                  {"samples_per_s", it.batch / it.iteration_s},
+                  {"peak_bytes", it.peak_bytes},
+                  {"static_bytes", it.static_bytes},
+                  {"activation_bytes", it.forward_end_bytes - it.static_bytes},
+                  {"saved_bytes", profiler::saved_bytes(p, it.batch)},
+                  {"layer_time_share", profiler::layer_time_share(p, i)}});
+    }
+    batches.push_back(row);
+  }
+  return {{"network", p.network},
+          {"device", p.machine.device},
+          {"device_name", p.machine.device_name},
+          {"precision", p.precision},
+          {"timing", p.machine.timing},
+          {"layers", p.layers.size()},
+          {"segments", p.segments.size()},
+          {"batches", batches},
+          {"h2d_bytes_per_s", p.h2d_bytes_per_s},
+          {"d2h_bytes_per_s", p.d2h_bytes_per_s},
+          {"out", out}};
+}
+
+void run(const ProfileArgs& args) {
+  check_writable(args.out);
+  profiler::ProfileOptions options = args.options;
+  options.batches = model::parse_int_list(args.batches, "--batch");
+  if (!args.memory_limit.empty()) options.memory_limit = model::parse_size(args.memory_limit, "--memory-limit");
+  options.on_warning = [](const std::string& message) { std::cerr << "papaya: warning: " << message << "\n"; };
+  model::Profile profile;
+  {
+    Progress progress("profiling");
+    options.on_progress = [&](int done, int total, const std::string& note) { progress.update(done, total, note); };
+    profile = profiler::profile_network(options);
+  }
+  model::write_profile(args.out, profile);
+  if (args.json) {
+    std::cout << summary(profile, args.out).dump(2) << "\n";
+    return;
+  }
+  std::cout << "papaya profile: " << profile.network << " on " << profile.machine.device_name << ", " << profile.precision
+            << ", " << options.warmup << " warm-up + " << options.steps << " measured steps per batch, layers timed by "
+            << profile.machine.timing << "\n\n";
+  print_tables(profile);
+  std::cout << "profile written to " << args.out << "\n";
+}
+
+}  // namespace
+
+void register_profile(CLI::App& app) {
+  auto args = std::make_shared<ProfileArgs>();
+  auto* cmd = app.add_subcommand(
+      "profile", "Measure a network layer by layer (time, memory, saved tensors) at several batch sizes; write a profile.");
+  profiler::ProfileOptions& o = args->options;
+  for (int b : o.batches) args->batches += (args->batches.empty() ? "" : ",") + std::to_string(b);
+  cmd->add_option("--network,-n", o.network, "Network config name (see papaya networks) or path to a .json config")
+      ->capture_default_str();
+  cmd->add_option("--batch,-b", args->batches, "Batch sizes, comma-separated")->capture_default_str();
+  cmd->add_option("--device,-d", o.device, "cpu, cuda or cuda:N")->capture_default_str();
+  cmd->add_option("--steps,-s", o.steps, "Measured training steps per batch size")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--warmup", o.warmup, "Steps per batch size before measuring")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--precision", o.precision, "Activation precision: fp32 or bf16 (weights stay fp32)")
+      ->capture_default_str();
+  cmd->add_option("--seed", o.seed, "Seed of weights and data")->capture_default_str();
+  cmd->add_option("--memory-limit", args->memory_limit,
+                  "Count a batch size as out of memory once allocated bytes pass SIZE (e.g. 64MiB): a smaller device");
+  cmd->add_option("--out,-o", args->out, "Profile file to write (JSON)")->required();
+  cmd->add_flag("--json", args->json, "A JSON summary instead of tables (the profile itself goes to --out)");
+  cmd->callback([args] { run(*args); });
+}
+
+}  // namespace papaya::cli

@@ -1,0 +1,254 @@
+#include "model/fit_profile.h"
+
+#include <ceres/ceres.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include "model/error.h"
+#include "model/plan.h"
+#include "model/predict.h"
+#include "model/target.h"
+
+namespace papaya::model {
+namespace {
+
+// The profile's batch sizes that ran (not out of memory), as indices.
+std::vector<size_t> usable_batches(const Profile& p, const std::string& label) {
+  if (p.layers.empty()) throw InputError(label + ": the profile has no layers");
+  std::vector<size_t> use;
+  std::set<int> sizes;
+  for (size_t i = 0; i < p.batches.size(); ++i) {
+    if (p.iterations[i].oom) continue;
+    use.push_back(i);
+    sizes.insert(p.batches[i]);
+  }
+  if (sizes.size() < 2) {
+    throw InputError(label + ": the fit needs measurements at two batch sizes or more that did not run out of memory (has " +
+                     std::to_string(sizes.size()) + ")");
+  }
+  return use;
+}
+
+template <typename Get>
+std::vector<Sample> samples(const Profile& p, const std::vector<size_t>& use, Get get) {
+  std::vector<Sample> out;
+  for (size_t i : use) out.push_back({static_cast<double>(p.batches[i]), get(i)});
+  return out;
+}
+
+SaturatingCurve fit_time(const std::vector<Sample>& s, const std::string& what, double min_fixed = 0) {
+  try {
+    return fit_saturating(s, min_fixed);
+  } catch (const InputError& e) {
+    throw InputError(what + ": " + e.what());
+  }
+}
+
+// log(measured k) - log(roofline per sample) of one layer.
+struct RooflineResidual {
+  double log_k, flops_over_peak, bytes_over_bandwidth;
+  template <typename T>
+  bool operator()(const T* log_eta_compute, const T* log_eta_memory, T* residual) const {
+    const T compute = T(flops_over_peak) * exp(-log_eta_compute[0]);
+    const T memory = T(bytes_over_bandwidth) * exp(-log_eta_memory[0]);
+    residual[0] = T(log_k) - log(compute > memory ? compute : memory);
+    return true;
+  }
+};
+
+// Efficiencies (compute, memory) of one direction, backward taken as twice
+// the forward's FLOPs and bytes.
+std::optional<std::pair<double, double>> fit_efficiencies(const std::vector<LayerFit>& layers, bool backward,
+                                                          const HardwareSpec& hw, double peak) {
+  double log_c = std::log(typical_compute_efficiency), log_m = std::log(typical_memory_efficiency);
+  ceres::Problem problem;
+  int used = 0;
+  const double factor = backward ? 2 : 1;
+  for (const auto& l : layers) {
+    const double k = backward ? l.backward_seconds.per_sample : l.forward_seconds.per_sample;
+    if (k <= 0 || (l.forward_flops_per_sample <= 0 && l.forward_bytes_moved_per_sample <= 0)) continue;
+    auto* cost = new ceres::AutoDiffCostFunction<RooflineResidual, 1, 1, 1>(new RooflineResidual{
+        std::log(k), factor * l.forward_flops_per_sample / peak, factor * l.forward_bytes_moved_per_sample / hw.memory_bandwidth});
+    problem.AddResidualBlock(cost, new ceres::CauchyLoss(0.5), &log_c, &log_m);
+    ++used;
+  }
+  if (used == 0) return std::nullopt;
+  for (double* x : {&log_c, &log_m}) {
+    problem.SetParameterUpperBound(x, 0, 0.0);            // at most the datasheet peak
+    problem.SetParameterLowerBound(x, 0, std::log(1e-4));
+  }
+  ceres::Solver::Options options;
+  options.linear_solver_type = ceres::DENSE_QR;
+  options.logging_type = ceres::SILENT;
+  ceres::Solver::Summary summary;
+  ceres::Solve(options, &problem, &summary);
+  if (!summary.IsSolutionUsable()) return std::nullopt;
+  return std::make_pair(std::exp(log_c), std::exp(log_m));
+}
+
+LayerModel fit_model(const Profile& p, const std::vector<size_t>& use, const std::string& label, std::vector<std::string>& notes) {
+  LayerModel m;
+  m.network = p.network;
+  m.precision = p.precision;
+  m.machine = p.machine;
+  for (size_t i : use) m.batches.push_back(p.batches[i]);
+  std::sort(m.batches.begin(), m.batches.end());
+  m.batches.erase(std::unique(m.batches.begin(), m.batches.end()), m.batches.end());
+
+  for (const auto& l : p.layers) {
+    LayerFit f;
+    f.path = l.path;
+    f.kind = l.kind;
+    f.segment = l.segment;
+    f.saved = l.saved;
+    f.output_saved_by = l.output_saved_by;
+    f.output_bytes_per_sample = l.output_bytes_per_sample;
+    f.parameter_bytes = l.parameter_bytes;
+    f.forward_flops_per_sample = l.forward_flops_per_sample;
+    f.forward_bytes_moved_per_sample = l.forward_bytes_moved_per_sample;
+    const auto figure = [&](int64_t LayerMeasurement::*field) {
+      return fit_linear(samples(p, use, [&](size_t i) { return static_cast<double>(l.measured[i].*field); }));
+    };
+    f.forward_start = figure(&LayerMeasurement::forward_start_bytes);
+    f.forward_peak = figure(&LayerMeasurement::forward_peak_bytes);
+    f.backward_start = figure(&LayerMeasurement::backward_start_bytes);
+    f.backward_peak = figure(&LayerMeasurement::backward_peak_bytes);
+    f.forward_seconds = fit_time(samples(p, use, [&](size_t i) { return l.measured[i].forward_s; }), label + ": " + l.path + " forward");
+    f.backward_seconds = fit_time(samples(p, use, [&](size_t i) { return l.measured[i].backward_s; }), label + ": " + l.path + " backward");
+    m.layers.push_back(std::move(f));
+  }
+  for (const auto& s : p.segments) {
+    m.segments.push_back({s.path, s.input, fit_time(samples(p, use, [&](size_t i) { return s.recompute_s[i]; }), label + ": segment " + s.path + " recompute")});
+  }
+
+  double static_sum = 0;
+  for (size_t i : use) static_sum += static_cast<double>(p.iterations[i].static_bytes);
+  m.static_bytes = static_sum / static_cast<double>(use.size());
+  m.optimizer_seconds = fit_time(samples(p, use, [&](size_t i) { return p.iterations[i].optimizer_s; }), label + ": optimizer step");
+  m.rest_seconds = fit_time(samples(p, use,
+                                    [&](size_t i) {
+                                      double layers = 0;
+                                      for (const auto& l : p.layers) layers += l.measured[i].forward_s + l.measured[i].backward_s;
+                                      return p.iterations[i].iteration_s - layers - p.iterations[i].optimizer_s;
+                                    }),
+                            label + ": rest of the iteration", -std::numeric_limits<double>::infinity());
+  m.codecs = p.codecs;
+  m.h2d_bytes_per_s = p.h2d_bytes_per_s;
+  m.d2h_bytes_per_s = p.d2h_bytes_per_s;
+
+  // The step peak beyond the largest per-layer figure (fitted), at each batch.
+  m.unattributed_peak = fit_linear(samples(p, use, [&](size_t i) {
+    const double b = p.batches[i];
+    double top = 0;
+    for (const auto& l : m.layers) top = std::max({top, l.forward_peak.at(b), l.backward_peak.at(b)});
+    return static_cast<double>(p.iterations[i].peak_bytes) - top;
+  }));
+
+  if (const auto entry = catalog_entry_for(p.machine)) {
+    const auto path = entry->peak_flops.find(p.precision);
+    const bool has_path = path != entry->peak_flops.end() && path->second;
+    const auto fwd = has_path ? fit_efficiencies(m.layers, false, *entry, *path->second) : std::nullopt;
+    const auto bwd = has_path ? fit_efficiencies(m.layers, true, *entry, *path->second) : std::nullopt;
+    if (fwd && bwd) {
+      m.roofline = RooflineFit{entry->name, fwd->first, fwd->second, bwd->first, bwd->second};
+    } else {
+      notes.push_back("no roofline efficiencies could be fitted on " + entry->name + " (no layer with FLOPs or bytes moved)");
+    }
+  } else if (m.on_gpu()) {
+    notes.push_back("the profiled GPU '" + p.machine.device_name + "' is not in the hardware catalog: what-if predictions use typical efficiencies");
+  }
+  return m;
+}
+
+struct Point {
+  double measured, predicted;
+  std::string layer, figure;
+  int batch;
+};
+
+FitSummary summarize(const std::vector<Point>& points) {
+  FitSummary s;
+  s.points = static_cast<int>(points.size());
+  if (points.empty()) return s;
+  std::vector<double> measured, predicted, relative;
+  for (const auto& pt : points) {
+    measured.push_back(pt.measured);
+    predicted.push_back(pt.predicted);
+    const double rel = std::fabs(pt.predicted - pt.measured) / std::max(std::fabs(pt.measured), 1e-300);
+    relative.push_back(rel);
+    if (rel >= s.worst_relative) {
+      s.worst_relative = rel;
+      s.worst_layer = pt.layer;
+      s.worst_figure = pt.figure;
+      s.worst_batch = pt.batch;
+    }
+  }
+  // Constant measurements leave R² undefined: 1 if the model reproduces them.
+  s.r_squared = r_squared(measured, predicted).value_or(measured == predicted ? 1.0 : 0.0);
+  std::nth_element(relative.begin(), relative.begin() + static_cast<long>(relative.size() / 2), relative.end());
+  s.median_relative = relative[relative.size() / 2];
+  return s;
+}
+
+StepCheck check_step(const LayerModel& m, const Profile& p, size_t i) {
+  const Target target = profiled_target(m);
+  const Plan keep = expand_plan_name("keep", m.layout());
+  const Estimate e = predict(m, target, keep, p.batches[i]);
+  return {p.batches[i], p.iterations[i].iteration_s, e.seconds, static_cast<double>(p.iterations[i].peak_bytes), e.peak_bytes};
+}
+
+}  // namespace
+
+ProfileFit fit_profile(const Profile& p, const std::string& label) {
+  const std::vector<size_t> use = usable_batches(p, label);
+  ProfileFit out;
+  out.model = fit_model(p, use, label, out.quality.notes);
+  const LayerModel& m = out.model;
+
+  std::vector<Point> time, memory;
+  for (size_t l = 0; l < m.layers.size(); ++l) {
+    const LayerFit& f = m.layers[l];
+    for (size_t i : use) {
+      const LayerMeasurement& meas = p.layers[l].measured[i];
+      const int batch = p.batches[i];
+      const double b = batch;
+      time.push_back({meas.forward_s, f.forward_seconds.at(b), f.path, "forward seconds", batch});
+      time.push_back({meas.backward_s, f.backward_seconds.at(b), f.path, "backward seconds", batch});
+      memory.push_back({static_cast<double>(meas.forward_start_bytes), f.forward_start.at(b), f.path, "forward start bytes", batch});
+      memory.push_back({static_cast<double>(meas.forward_peak_bytes), f.forward_peak.at(b), f.path, "forward peak bytes", batch});
+      memory.push_back({static_cast<double>(meas.backward_start_bytes), f.backward_start.at(b), f.path, "backward start bytes", batch});
+      memory.push_back({static_cast<double>(meas.backward_peak_bytes), f.backward_peak.at(b), f.path, "backward peak bytes", batch});
+    }
+  }
+  out.quality.time = summarize(time);
+  out.quality.memory = summarize(memory);
+  for (size_t i : use) out.quality.steps.push_back(check_step(m, p, i));
+
+  std::set<int> sizes(m.batches.begin(), m.batches.end());
+  if (sizes.size() >= 3) {
+    const int largest = *sizes.rbegin();
+    std::vector<size_t> smaller;
+    for (size_t i : use) {
+      if (p.batches[i] != largest) smaller.push_back(i);
+    }
+    std::vector<std::string> ignored;
+    const LayerModel reduced = fit_model(p, smaller, label, ignored);
+    const auto it = std::find_if(use.begin(), use.end(), [&](size_t i) { return p.batches[i] == largest; });
+    const StepCheck& h = *(out.quality.holdout = check_step(reduced, p, *it));
+    const double time_error = h.predicted_seconds / h.measured_seconds - 1;
+    const double peak_error = h.predicted_peak_bytes / h.measured_peak_bytes - 1;
+    if (std::fabs(time_error) > holdout_time_warning || std::fabs(peak_error) > holdout_peak_warning) {
+      out.quality.notes.push_back("fitted without batch " + std::to_string(largest) + ", the model is off there by " +
+                                  std::to_string(static_cast<int>(std::lround(100 * time_error))) + "% in step time and " +
+                                  std::to_string(static_cast<int>(std::lround(100 * peak_error))) +
+                                  "% in peak memory: predictions far above the profiled batches are uncertain (profile larger batches)");
+    }
+  }
+  for (const auto& note : profiled_target(m).notes) out.quality.notes.push_back(note);
+  return out;
+}
+
+}  // namespace papaya::model

@@ -1,0 +1,209 @@
+#include "model/layer_model.h"
+
+#include <map>
+#include <set>
+
+#include "model/error.h"
+#include "model/json_file.h"
+#include "model/saved_tensor_json.h"
+
+namespace papaya::model {
+using nlohmann::json;
+
+namespace {
+
+json to_json(const LinearCurve& c) { return {{"per_sample", c.per_sample}, {"fixed", c.fixed}}; }
+json to_json(const SaturatingCurve& c) { return {{"floor", c.floor}, {"per_sample", c.per_sample}, {"fixed", c.fixed}}; }
+LinearCurve linear_from(const json& doc) { return {doc.at("per_sample"), doc.at("fixed")}; }
+SaturatingCurve saturating_from(const json& doc) { return {doc.at("floor"), doc.at("per_sample"), doc.at("fixed")}; }
+
+// What the schema cannot say: names that must exist, segments whose layers
+// must follow each other.
+void check_consistency(const LayerModel& m, const std::string& label) {
+  const auto fail = [&](const std::string& pointer, const std::string& why) {
+    throw InputError(label + ": " + pointer + ": " + why);
+  };
+  std::set<std::string> slots, paths;
+  std::map<std::string, size_t> segment_index;
+  for (size_t s = 0; s < m.segments.size(); ++s) {
+    if (!segment_index.emplace(m.segments[s].path, s).second) {
+      fail("/segments/" + std::to_string(s) + "/path", "'" + m.segments[s].path + "' appears twice");
+    }
+  }
+  for (size_t l = 0; l < m.layers.size(); ++l) {
+    const auto& layer = m.layers[l];
+    if (!paths.insert(layer.path).second) fail("/layers/" + std::to_string(l) + "/path", "'" + layer.path + "' appears twice");
+    for (const auto& s : layer.saved) slots.insert(layer.path + ":" + s.slot);
+  }
+  std::set<std::string> closed;  // segments whose layers have ended
+  std::string open;
+  for (size_t l = 0; l < m.layers.size(); ++l) {
+    const auto& layer = m.layers[l];
+    const std::string where = "/layers/" + std::to_string(l);
+    if (layer.segment != open) {
+      if (!open.empty()) closed.insert(open);
+      if (!layer.segment.empty() && closed.count(layer.segment)) fail(where + "/segment", "the layers of segment '" + layer.segment + "' do not follow each other");
+      open = layer.segment;
+    }
+    if (!layer.segment.empty() && !segment_index.count(layer.segment)) {
+      fail(where + "/segment", "unknown segment '" + layer.segment + "'");
+    }
+    for (size_t s = 0; s < layer.saved.size(); ++s) {
+      const auto& storage = layer.saved[s].storage;
+      if (!storage.empty() && !slots.count(storage)) fail(where + "/saved/" + std::to_string(s) + "/storage", "no slot '" + storage + "'");
+    }
+    for (const auto& key : layer.output_saved_by) {
+      if (!slots.count(key)) fail(where + "/output_saved_by", "no slot '" + key + "'");
+    }
+  }
+  for (size_t s = 0; s < m.segments.size(); ++s) {
+    const auto& seg = m.segments[s];
+    const std::string where = "/segments/" + std::to_string(s);
+    bool has_layers = false;
+    for (const auto& layer : m.layers) has_layers = has_layers || layer.segment == seg.path;
+    if (!has_layers) fail(where + "/path", "segment '" + seg.path + "' has no layers");
+    if (!seg.input.storage.empty() && !slots.count(seg.input.storage)) fail(where + "/input/storage", "no slot '" + seg.input.storage + "'");
+  }
+}
+
+}  // namespace
+
+NetworkLayout LayerModel::layout() const {
+  NetworkLayout layout;
+  for (const auto& s : segments) layout.segments.push_back(s.path);
+  for (const auto& l : layers) {
+    LayerDesc desc{l.path, l.kind, {}, l.segment, l.output_saved_by};
+    for (const auto& s : l.saved) desc.slots.push_back({s.slot, s.kind, s.storage});
+    layout.layers.push_back(std::move(desc));
+  }
+  return layout;
+}
+
+json layer_model_to_json(const LayerModel& m) {
+  json layers = json::array(), segments = json::array(), codecs = json::array();
+  for (const auto& l : m.layers) {
+    json saved = json::array();
+    for (const auto& s : l.saved) saved.push_back(saved_tensor_to_json(s));
+    layers.push_back({{"path", l.path},
+                      {"kind", l.kind},
+                      {"segment", l.segment},
+                      {"saved", saved},
+                      {"output_saved_by", l.output_saved_by},
+                      {"output_bytes_per_sample", l.output_bytes_per_sample},
+                      {"parameter_bytes", l.parameter_bytes},
+                      {"forward_flops_per_sample", l.forward_flops_per_sample},
+                      {"forward_bytes_moved_per_sample", l.forward_bytes_moved_per_sample},
+                      {"memory",
+                       {{"forward_start", to_json(l.forward_start)},
+                        {"forward_peak", to_json(l.forward_peak)},
+                        {"backward_start", to_json(l.backward_start)},
+                        {"backward_peak", to_json(l.backward_peak)}}},
+                      {"seconds", {{"forward", to_json(l.forward_seconds)}, {"backward", to_json(l.backward_seconds)}}}});
+  }
+  for (const auto& s : m.segments) {
+    segments.push_back({{"path", s.path}, {"input", saved_tensor_to_json(s.input)}, {"recompute_seconds", to_json(s.recompute_seconds)}});
+  }
+  for (const auto& c : m.codecs) {
+    codecs.push_back({{"bits", c.bits}, {"pack_bytes_per_s", c.pack_bytes_per_s}, {"unpack_bytes_per_s", c.unpack_bytes_per_s}});
+  }
+  json doc = {{"papaya_model", m.version},
+              {"kind", "layers"},
+              {"network", m.network},
+              {"precision", m.precision},
+              {"machine",
+               {{"device", m.machine.device},
+                {"device_name", m.machine.device_name},
+                {"memory_bytes", m.machine.memory_bytes},
+                {"threads", m.machine.threads},
+                {"torch_version", m.machine.torch_version},
+                {"cuda_version", m.machine.cuda_version},
+                {"papaya_version", m.machine.papaya_version}}},
+              {"batches", m.batches},
+              {"static_bytes", m.static_bytes},
+              {"unattributed_peak", to_json(m.unattributed_peak)},
+              {"optimizer_seconds", to_json(m.optimizer_seconds)},
+              {"rest_seconds", to_json(m.rest_seconds)},
+              {"codecs", codecs},
+              {"h2d_bytes_per_s", m.h2d_bytes_per_s},
+              {"d2h_bytes_per_s", m.d2h_bytes_per_s},
+              {"layers", layers},
+              {"segments", segments}};
+  if (m.roofline) {
+    doc["roofline"] = {{"hardware", m.roofline->hardware},
+                       {"forward_compute", m.roofline->forward_compute},
+                       {"forward_memory", m.roofline->forward_memory},
+                       {"backward_compute", m.roofline->backward_compute},
+                       {"backward_memory", m.roofline->backward_memory}};
+  }
+  return doc;
+}
+
+LayerModel layer_model_from_json(const json& doc, const std::string& label) {
+  if (!doc.is_object() || !doc.contains("papaya_model")) {
+    throw InputError(label + ": not a papaya model file (no /papaya_model; make one with papaya fit PROFILE --out FILE)");
+  }
+  if (doc["papaya_model"] != layer_model_version) {
+    throw InputError(label + ": /papaya_model: version " + doc["papaya_model"].dump() + " (this papaya reads version " +
+                     std::to_string(layer_model_version) + ")");
+  }
+  if (doc.contains("kind") && doc["kind"] != "layers") {
+    throw InputError(label + ": /kind: a " + doc["kind"].dump() +
+                     " model holds no layers; this needs a layer model (papaya fit PROFILE --out FILE)");
+  }
+  validate_json(doc, "model-layers", label);
+  LayerModel m;
+  m.network = doc.at("network");
+  m.precision = doc.at("precision");
+  const json& mach = doc.at("machine");
+  m.machine.device = mach.at("device");
+  m.machine.device_name = mach.at("device_name");
+  m.machine.memory_bytes = mach.at("memory_bytes");
+  m.machine.threads = mach.at("threads");
+  m.machine.torch_version = mach.value("torch_version", "");
+  m.machine.cuda_version = mach.value("cuda_version", "");
+  m.machine.papaya_version = mach.value("papaya_version", "");
+  m.batches = doc.at("batches").get<std::vector<int>>();
+  m.static_bytes = doc.at("static_bytes");
+  m.unattributed_peak = linear_from(doc.at("unattributed_peak"));
+  m.optimizer_seconds = saturating_from(doc.at("optimizer_seconds"));
+  m.rest_seconds = saturating_from(doc.at("rest_seconds"));
+  for (const auto& c : doc.at("codecs")) m.codecs.push_back({c.at("bits"), c.at("pack_bytes_per_s"), c.at("unpack_bytes_per_s")});
+  m.h2d_bytes_per_s = doc.at("h2d_bytes_per_s");
+  m.d2h_bytes_per_s = doc.at("d2h_bytes_per_s");
+  if (doc.contains("roofline")) {
+    const json& r = doc.at("roofline");
+    m.roofline = RooflineFit{r.at("hardware"), r.at("forward_compute"), r.at("forward_memory"), r.at("backward_compute"),
+                             r.at("backward_memory")};
+  }
+  for (const auto& l : doc.at("layers")) {
+    LayerFit layer;
+    layer.path = l.at("path");
+    layer.kind = l.at("kind");
+    layer.segment = l.at("segment");
+    for (const auto& s : l.at("saved")) layer.saved.push_back(saved_tensor_from_json(s));
+    layer.output_saved_by = l.at("output_saved_by").get<std::vector<std::string>>();
+    layer.output_bytes_per_sample = l.at("output_bytes_per_sample");
+    layer.parameter_bytes = l.at("parameter_bytes");
+    layer.forward_flops_per_sample = l.at("forward_flops_per_sample");
+    layer.forward_bytes_moved_per_sample = l.at("forward_bytes_moved_per_sample");
+    const json& mem = l.at("memory");
+    layer.forward_start = linear_from(mem.at("forward_start"));
+    layer.forward_peak = linear_from(mem.at("forward_peak"));
+    layer.backward_start = linear_from(mem.at("backward_start"));
+    layer.backward_peak = linear_from(mem.at("backward_peak"));
+    layer.forward_seconds = saturating_from(l.at("seconds").at("forward"));
+    layer.backward_seconds = saturating_from(l.at("seconds").at("backward"));
+    m.layers.push_back(std::move(layer));
+  }
+  for (const auto& s : doc.at("segments")) {
+    m.segments.push_back({s.at("path"), saved_tensor_from_json(s.at("input")), saturating_from(s.at("recompute_seconds"))});
+  }
+  check_consistency(m, label);
+  return m;
+}
+
+LayerModel read_layer_model(const std::string& path) { return layer_model_from_json(read_json_file(path, "model"), path); }
+
+void write_layer_model(const std::string& path, const LayerModel& model) { write_json_file(path, layer_model_to_json(model)); }
+
+}  // namespace papaya::model

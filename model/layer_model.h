@@ -1,0 +1,85 @@
+#pragma once
+// The fitted per-layer performance model of one network on one machine:
+// what `papaya fit PROFILE` writes to model.json ({"papaya_model": 1,
+// "kind": "layers"}, configs/schemas/model-layers.schema.json) and everything
+// `papaya predict` and the planner need — the layout and each layer's shape,
+// and curves in the batch size b fitted to the profile. No measurement is
+// needed after the fit.
+//
+// Memory: the profile's allocator figures of the native (keep) step at each
+// layer's forward and backward, fitted alpha*b + beta; the model prices every
+// other strategy as exact byte differences against them (plan_space.h).
+// Time: per layer max(a, k*b) + c forward and backward, the recompute of each
+// segment, the optimizer step and the rest of the iteration.
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/curves.h"
+#include "model/layout.h"
+#include "model/profile.h"
+
+namespace papaya::model {
+
+constexpr int layer_model_version = 1;
+
+struct LayerFit {
+  std::string path, kind, segment;
+  std::vector<SavedTensorProfile> saved;     // the slots, with their sizes and storages
+  std::vector<std::string> output_saved_by;  // "path:slot" of the slots saving this layer's output
+  double output_bytes_per_sample = 0;
+  int64_t parameter_bytes = 0;
+  double forward_flops_per_sample = 0, forward_bytes_moved_per_sample = 0;  // analytic, for the roofline
+
+  // Allocated bytes of the keep step: when the layer's forward starts, its
+  // peak during forward, when its backward starts, its peak during backward.
+  LinearCurve forward_start, forward_peak, backward_start, backward_peak;
+  SaturatingCurve forward_seconds, backward_seconds;
+};
+
+struct SegmentFit {
+  std::string path;
+  // The segment's input, which a recomputed segment keeps (storage: the first
+  // slot of the keep step saving the same storage, "" if none does).
+  SavedTensorProfile input;
+  SaturatingCurve recompute_seconds;  // its forward again, in backward
+};
+
+// Per-direction roofline efficiencies, fitted on the profiled GPU.
+struct RooflineFit {
+  std::string hardware;  // the catalog entry the profile was taken on
+  double forward_compute = 0, forward_memory = 0;    // eta_c, eta_m of forward
+  double backward_compute = 0, backward_memory = 0;  // of backward (FLOPs and bytes taken as 2x forward)
+};
+
+struct LayerModel {
+  int version = layer_model_version;
+  std::string network, precision;
+  MachineInfo machine;
+  std::vector<int> batches;  // the profiled batch sizes the fit used
+  std::vector<LayerFit> layers;      // forward order
+  std::vector<SegmentFit> segments;  // forward order
+
+  double static_bytes = 0;         // weights + gradients + optimizer state
+  LinearCurve unattributed_peak;   // calibration: measured step peak - the largest per-layer figure
+  SaturatingCurve optimizer_seconds;
+  SaturatingCurve rest_seconds;    // iteration - layers - optimizer (may be negative)
+
+  std::vector<CodecMeasurement> codecs;  // measured; empty: the target's default (target.h)
+  double h2d_bytes_per_s = 0, d2h_bytes_per_s = 0;  // 0: no host link (CPU)
+  std::optional<RooflineFit> roofline;   // set when the profile is from a catalog GPU
+
+  bool on_gpu() const { return machine.device.rfind("cuda", 0) == 0; }
+  NetworkLayout layout() const;
+};
+
+// JSON round trip. The reader validates the schema and what it cannot say
+// (references between slots, segments whose layers are not contiguous, a
+// model of another kind) and throws InputError naming the file.
+nlohmann::json layer_model_to_json(const LayerModel& model);
+LayerModel layer_model_from_json(const nlohmann::json& doc, const std::string& label);
+LayerModel read_layer_model(const std::string& path);
+void write_layer_model(const std::string& path, const LayerModel& model);
+
+}  // namespace papaya::model

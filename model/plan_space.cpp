@@ -1,0 +1,644 @@
+#include "model/plan_space.h"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <map>
+
+#include "model/error.h"
+
+namespace papaya::model {
+namespace {
+
+double scaled_by(double per_sample, bool grows, double batch) { return grows ? per_sample * batch : per_sample; }
+
+int64_t numel_at(const SavedTensorProfile& t, double batch) {
+  return static_cast<int64_t>(std::llround(scaled_by(t.numel_per_sample, t.per_sample, batch)));
+}
+
+// The codec's bit width for a stored form (masks and inverted GELU inputs: 1).
+int codec_bits(const TensorStrategy& s) { return s.form == Form::inverted ? 1 : s.bits; }
+
+bool is_packed(const TensorStrategy& s) { return s.form == Form::quantized || s.form == Form::adaptive || s.form == Form::inverted; }
+
+TensorStrategy unswapped(TensorStrategy s) {
+  s.swap = false;
+  return s;
+}
+
+const char* storage_candidates[] = {"quantize-8",      "quantize-4",      "quantize-2",      "adaptive-4",
+                                    "invert",          "recompute",       "swap",            "quantize-8+swap",
+                                    "quantize-4+swap", "quantize-2+swap", "adaptive-4+swap"};
+const char* input_candidates[] = {"quantize-8", "quantize-4", "quantize-2", "swap", "quantize-8+swap", "quantize-4+swap",
+                                  "quantize-2+swap"};
+
+// Adds `bytes` to the points from..to of a difference array.
+void add(std::vector<double>& diff, double bytes, int from, int to) {
+  if (from > to || bytes == 0) return;
+  diff[static_cast<size_t>(from)] += bytes;
+  diff[static_cast<size_t>(to) + 1] -= bytes;
+}
+
+}  // namespace
+
+const char* to_string(Phase phase) {
+  switch (phase) {
+    case Phase::forward: return "forward";
+    case Phase::recompute: return "recompute";
+    case Phase::backward: return "backward";
+  }
+  return "?";
+}
+
+// What does not depend on the batch.
+struct PlanSpace::Shared {
+  const LayerModel* model = nullptr;
+  Target target;
+  std::vector<Slot> slots;
+  std::vector<const SavedTensorProfile*> slot_tensor;
+  std::vector<Storage> storages;
+  std::vector<double> storage_bytes_per_sample;  // the whole storage (a tensor no slot saves: its size)
+  std::vector<bool> storage_grows;
+  std::vector<Segment> segments;
+  // Per storage, the strategies its options ask and what each slot takes.
+  std::vector<std::vector<std::pair<TensorStrategy, std::vector<TensorStrategy>>>> candidates;
+  // Per segment, how its input may be kept: [0] raw.
+  std::vector<std::vector<TensorStrategy>> input_candidates;
+  std::vector<TimelinePoint> points;
+  std::vector<int> forward_at, backward_at, recompute_at;  // point index of F/B/R of each layer (-1: none)
+  std::vector<int> layer_segment;                          // segment index of each layer, -1 if none
+  std::vector<int> output_storage, output_consumer_slot;   // per GELU/SiLU layer, -1 elsewhere
+  int lm_head = -1, lm_head_logprobs_slot = -1;
+  double lm_head_rows_per_sample = 1;
+};
+
+// One use of a stored copy in backward: dequantized (if packed) at `point`,
+// timed in the backward of `charged_to`.
+struct Use {
+  int point = 0, charged_to = 0;
+  double raw_bytes = 0;        // what dequantizing reads back into
+  double transient_bytes = 0;  // what it allocates
+};
+
+// One stored form of a storage under a plan (not raw on the device).
+struct PlanSpace::Copy {
+  TensorStrategy strategy;  // swap included
+  double device_bytes = 0;  // the stored form, allocator-rounded
+  double host_bytes = 0;    // swapped: in pinned host memory
+  double packed_from = 0;   // raw bytes quantized in forward
+  int created = INT_MAX;    // the layer whose forward stores it
+  int first_user = INT_MAX; // released after this layer's backward
+  int fetched_by = -1;      // the layer whose backward needs it first (prefetch)
+  std::vector<Use> uses;
+};
+
+// What an assignment keeps: per storage its copies and the point intervals
+// where its raw storage is held.
+struct PlanSpace::Held {
+  std::vector<std::vector<Copy>> copies;
+  std::vector<std::vector<std::pair<int, int>>> raw;
+  std::vector<bool> recomputed;  // per segment
+  bool lm_head_recomputed = false;
+};
+
+PlanSpace::PlanSpace(const LayerModel& model, const Target& target, int64_t batch) {
+  auto s = std::make_shared<Shared>();
+  s->model = &model;
+  s->target = target;
+  const int n = static_cast<int>(model.layers.size());
+
+  std::map<std::string, int> segment_index;
+  for (const auto& seg : model.segments) {
+    segment_index[seg.path] = static_cast<int>(s->segments.size());
+    s->segments.push_back({seg.path, INT_MAX, -1, -1});
+  }
+  s->layer_segment.assign(static_cast<size_t>(n), -1);
+  for (int j = 0; j < n; ++j) {
+    const auto& path = model.layers[static_cast<size_t>(j)].segment;
+    if (path.empty()) continue;
+    Segment& seg = s->segments[static_cast<size_t>(segment_index.at(path))];
+    s->layer_segment[static_cast<size_t>(j)] = segment_index.at(path);
+    seg.first_layer = std::min(seg.first_layer, j);
+    seg.last_layer = std::max(seg.last_layer, j);
+  }
+
+  // The timeline: forward, then backward with each segment's recompute before it.
+  s->forward_at.assign(static_cast<size_t>(n), -1);
+  s->backward_at.assign(static_cast<size_t>(n), -1);
+  s->recompute_at.assign(static_cast<size_t>(n), -1);
+  for (int j = 0; j < n; ++j) {
+    s->forward_at[static_cast<size_t>(j)] = static_cast<int>(s->points.size());
+    s->points.push_back({Phase::forward, j, s->layer_segment[static_cast<size_t>(j)]});
+  }
+  for (int j = n - 1; j >= 0; --j) {
+    const int seg = s->layer_segment[static_cast<size_t>(j)];
+    if (seg >= 0 && s->segments[static_cast<size_t>(seg)].last_layer == j) {
+      for (int r = s->segments[static_cast<size_t>(seg)].first_layer; r <= j; ++r) {
+        s->recompute_at[static_cast<size_t>(r)] = static_cast<int>(s->points.size());
+        s->points.push_back({Phase::recompute, r, seg});
+      }
+    }
+    s->backward_at[static_cast<size_t>(j)] = static_cast<int>(s->points.size());
+    s->points.push_back({Phase::backward, j, seg});
+  }
+
+  // Slots and the storages they share.
+  std::map<std::string, int> storage_index, slot_index;
+  const auto new_storage = [&](const std::string& key, int layer, double bytes_per_sample, bool grows) {
+    s->storages.push_back({key, {}, layer, layer});
+    s->storage_bytes_per_sample.push_back(bytes_per_sample);
+    s->storage_grows.push_back(grows);
+    return static_cast<int>(s->storages.size()) - 1;
+  };
+  for (int j = 0; j < n; ++j) {
+    const auto& layer = model.layers[static_cast<size_t>(j)];
+    for (const auto& t : layer.saved) {
+      const std::string key = tensor_key(layer.path, t.slot);
+      const std::string storage_key = t.storage.empty() ? key : t.storage;
+      auto it = storage_index.find(storage_key);
+      if (it == storage_index.end()) it = storage_index.emplace(storage_key, new_storage(storage_key, j, 0, false)).first;
+      const int g = it->second;
+      Storage& st = s->storages[static_cast<size_t>(g)];
+      s->storage_bytes_per_sample[static_cast<size_t>(g)] = std::max(s->storage_bytes_per_sample[static_cast<size_t>(g)], t.storage_bytes_per_sample);
+      s->storage_grows[static_cast<size_t>(g)] = s->storage_grows[static_cast<size_t>(g)] || t.per_sample;
+      st.last_layer = j;
+      const int i = static_cast<int>(s->slots.size());
+      slot_index[key] = i;
+      st.slots.push_back(i);
+      s->slots.push_back({key, j, g, t.kind});
+      s->slot_tensor.push_back(&t);
+      if (layer.kind == "lm_head" && t.slot == "logprobs") {
+        s->lm_head = j;
+        s->lm_head_logprobs_slot = i;
+        for (size_t d = 0; d + 1 < t.sample_shape.size(); ++d) s->lm_head_rows_per_sample *= static_cast<double>(t.sample_shape[d]);
+      }
+    }
+  }
+  for (size_t seg = 0; seg < model.segments.size(); ++seg) {
+    const auto& input = model.segments[seg].input;
+    Segment& view = s->segments[seg];
+    if (!input.storage.empty()) {
+      view.input_storage = s->slots[static_cast<size_t>(slot_index.at(input.storage))].storage;
+    } else {
+      const double bytes = std::max(input.storage_bytes_per_sample, input.numel_per_sample * input.element_size);
+      view.input_storage = new_storage(view.path + ":input", view.first_layer, bytes, input.per_sample);
+    }
+  }
+  s->output_storage.assign(static_cast<size_t>(n), -1);
+  s->output_consumer_slot.assign(static_cast<size_t>(n), -1);
+  for (int j = 0; j < n; ++j) {
+    const auto& layer = model.layers[static_cast<size_t>(j)];
+    if (layer.kind != "gelu" && layer.kind != "silu") continue;
+    if (!layer.output_saved_by.empty()) {
+      const int consumer = slot_index.at(layer.output_saved_by.front());
+      s->output_consumer_slot[static_cast<size_t>(j)] = consumer;
+      s->output_storage[static_cast<size_t>(j)] = s->slots[static_cast<size_t>(consumer)].storage;
+    } else {
+      s->output_storage[static_cast<size_t>(j)] = new_storage(layer.path + ":output", j, layer.output_bytes_per_sample, true);
+    }
+  }
+
+  // What each option of each storage asks of each of its slots.
+  const NetworkLayout layout = model.layout();
+  std::vector<TensorStrategy> asked;
+  for (const char* name : storage_candidates) asked.push_back(parse_tensor_strategy(name, "candidate"));
+  for (const Storage& st : s->storages) {
+    auto& list = s->candidates.emplace_back();
+    list.push_back({TensorStrategy{}, std::vector<TensorStrategy>(st.slots.size())});
+    for (const TensorStrategy& strategy : asked) {
+      if (strategy.swap && !target.has_host_link()) continue;
+      std::vector<TensorStrategy> per_slot;
+      for (int i : st.slots) {
+        const Slot& slot = s->slots[static_cast<size_t>(i)];
+        const LayerDesc& desc = layout.layers[static_cast<size_t>(slot.layer)];
+        const SlotDesc& slot_desc = *desc.find_slot(s->slot_tensor[static_cast<size_t>(i)]->slot);
+        const TensorStrategy adapted = adapt_to_slot(desc, slot_desc, strategy);
+        per_slot.push_back(why_not(desc, slot_desc, adapted) ? TensorStrategy{} : adapted);
+      }
+      const bool changes = std::any_of(per_slot.begin(), per_slot.end(), [](const auto& x) { return !x.is_keep(); });
+      const bool seen = std::any_of(list.begin(), list.end(), [&](const auto& c) { return c.second == per_slot; });
+      if (changes && !seen) list.push_back({strategy, per_slot});
+    }
+  }
+  for (size_t seg = 0; seg < s->segments.size(); ++seg) {
+    auto& list = s->input_candidates.emplace_back(1, TensorStrategy{});
+    for (const char* name : input_candidates) {
+      const TensorStrategy input = parse_segment_strategy(std::string("recompute+") + name, "candidate").input;
+      if (input.swap && !target.has_host_link()) continue;
+      if (input.form != Form::raw && model.segments[seg].input.kind != SlotKind::activation) continue;
+      list.push_back(input);
+    }
+  }
+  *this = PlanSpace(std::move(s), batch);
+}
+
+PlanSpace::PlanSpace(std::shared_ptr<const Shared> shared, int64_t batch) : shared_(std::move(shared)), batch_(batch) {
+  if (batch < 1) throw InputError("batch " + std::to_string(batch) + ": a batch has at least one sample");
+  const Shared& s = *shared_;
+  const LayerModel& model = *s.model;
+  const double b = static_cast<double>(batch);
+  const size_t n = model.layers.size();
+
+  keep_bytes_.resize(s.points.size());
+  for (size_t p = 0; p < s.points.size(); ++p) {
+    const TimelinePoint& point = s.points[p];
+    const LayerFit& layer = model.layers[static_cast<size_t>(point.layer)];
+    switch (point.phase) {
+      case Phase::forward: keep_bytes_[p] = layer.forward_peak.at(b); break;
+      case Phase::backward: keep_bytes_[p] = layer.backward_peak.at(b); break;
+      case Phase::recompute: {
+        // The segment's backward starts with all its tensors live again; the
+        // layer recomputing adds what its forward grows by.
+        const int last = s.segments[static_cast<size_t>(point.segment)].last_layer;
+        keep_bytes_[p] = model.layers[static_cast<size_t>(last)].backward_start.at(b) + layer.forward_peak.at(b) - layer.forward_start.at(b);
+        break;
+      }
+    }
+  }
+  storage_bytes_.resize(s.storages.size());
+  for (size_t g = 0; g < s.storages.size(); ++g) storage_bytes_[g] = scaled_by(s.storage_bytes_per_sample[g], s.storage_grows[g], b);
+  for (size_t i = 0; i < s.slots.size(); ++i) {
+    const SavedTensorProfile& t = *s.slot_tensor[i];
+    slot_numel_.push_back(numel_at(t, b));
+    slot_bytes_.push_back(static_cast<double>(slot_numel_.back()) * t.element_size);
+    double& whole = storage_bytes_[static_cast<size_t>(s.slots[i].storage)];
+    whole = std::max(whole, slot_bytes_.back());
+  }
+  lm_head_chunk_batch_ = std::min(b, static_cast<double>(lm_head_chunk_rows) / s.lm_head_rows_per_sample);
+  for (size_t j = 0; j < n; ++j) {
+    forward_s_.push_back(s.target.forward_seconds[j].at(b));
+    backward_s_.push_back(s.target.backward_seconds[j].at(b));
+  }
+  for (const auto& curve : s.target.recompute_seconds) recompute_s_.push_back(curve.at(b));
+  optimizer_s_ = s.target.optimizer_seconds.at(b);
+  rest_s_ = s.target.rest_seconds.at(b);
+  unattributed_bytes_ = model.unattributed_peak.at(b);
+}
+
+PlanSpace PlanSpace::at_batch(int64_t batch) const { return PlanSpace(shared_, batch); }
+
+const Target& PlanSpace::target() const { return shared_->target; }
+const std::vector<PlanSpace::Slot>& PlanSpace::slots() const { return shared_->slots; }
+const std::vector<PlanSpace::Storage>& PlanSpace::storages() const { return shared_->storages; }
+const std::vector<PlanSpace::Segment>& PlanSpace::segments() const { return shared_->segments; }
+const std::vector<TimelinePoint>& PlanSpace::points() const { return shared_->points; }
+
+PlanSpace::Copy& PlanSpace::copy_for(std::vector<Copy>& copies, const TensorStrategy& s, SlotKind kind, int64_t numel,
+                                     int element_size, double raw) const {
+  auto it = std::find_if(copies.begin(), copies.end(), [&](const Copy& c) { return c.strategy == s; });
+  if (it == copies.end()) {
+    copies.push_back(Copy{});
+    it = copies.end() - 1;
+    it->strategy = s;
+  }
+  it->device_bytes = std::max(it->device_bytes, target().allocated(static_cast<double>(device_bytes(kind, numel, element_size, unswapped(s)))));
+  it->host_bytes = std::max(it->host_bytes, static_cast<double>(host_bytes(kind, numel, element_size, s)));
+  it->packed_from = std::max(it->packed_from, raw);
+  return *it;
+}
+
+std::vector<PlanSpace::Copy> PlanSpace::copies_of(int storage, const std::vector<TensorStrategy>& per_slot) const {
+  const Storage& st = storages()[static_cast<size_t>(storage)];
+  std::vector<Copy> copies;
+  for (size_t k = 0; k < st.slots.size(); ++k) {
+    const TensorStrategy& s = per_slot[k];
+    if (s.is_keep() || s.form == Form::recomputed) continue;
+    const int i = st.slots[k];
+    const Slot& slot = slots()[static_cast<size_t>(i)];
+    const int64_t numel = slot_numel_[static_cast<size_t>(i)];
+    const double raw = slot_bytes_[static_cast<size_t>(i)];
+    Copy& c = copy_for(copies, s, slot.kind, numel, shared_->slot_tensor[static_cast<size_t>(i)]->element_size, raw);
+    c.created = std::min(c.created, slot.layer);
+    c.first_user = std::min(c.first_user, slot.layer);
+    c.fetched_by = std::max(c.fetched_by, slot.layer);
+    const double transient = s.form == Form::inverted ? static_cast<double>(numel) : raw;  // a mask unpacks to bytes
+    c.uses.push_back({shared_->backward_at[static_cast<size_t>(slot.layer)], slot.layer, raw, transient});
+  }
+  return copies;
+}
+
+double PlanSpace::codec_pack_seconds(const TensorStrategy& s, double raw_bytes) const {
+  return is_packed(s) ? raw_bytes / target().codec(codec_bits(s)).pack_bytes_per_s : 0;
+}
+
+double PlanSpace::codec_unpack_seconds(const TensorStrategy& s, double raw_bytes) const {
+  return is_packed(s) ? raw_bytes / target().codec(codec_bits(s)).unpack_bytes_per_s : 0;
+}
+
+PlanSpace::Option PlanSpace::option(const std::vector<Copy>& copies, const std::vector<TensorStrategy>& per_slot,
+                                    double raw_bytes) const {
+  Option o;
+  o.per_slot = per_slot;
+  const auto has = [&](auto test) { return std::any_of(per_slot.begin(), per_slot.end(), test); };
+  if (per_slot.empty() || has([](const TensorStrategy& s) { return s.is_keep(); })) o.device_bytes += target().allocated(raw_bytes);
+  if (has([](const TensorStrategy& s) { return s.form == Form::recomputed; })) {
+    o.recompute_seconds = forward_s_[static_cast<size_t>(shared_->lm_head)];
+  }
+  for (const Copy& c : copies) {
+    if (c.strategy.swap) {
+      o.host_bytes += c.host_bytes;
+      o.link_seconds += c.host_bytes / target().d2h_bytes_per_s + c.host_bytes / target().h2d_bytes_per_s;
+    } else {
+      o.device_bytes += c.device_bytes;
+    }
+    o.codec_seconds += codec_pack_seconds(c.strategy, c.packed_from);
+    for (const Use& u : c.uses) o.codec_seconds += codec_unpack_seconds(c.strategy, u.raw_bytes);
+  }
+  return o;
+}
+
+std::vector<PlanSpace::Option> PlanSpace::options(int storage) const {
+  std::vector<Option> out;
+  for (const auto& [strategy, per_slot] : shared_->candidates.at(static_cast<size_t>(storage))) {
+    out.push_back(option(copies_of(storage, per_slot), per_slot, storage_bytes_[static_cast<size_t>(storage)]));
+    out.back().strategy = strategy;
+  }
+  return out;
+}
+
+PlanSpace::SegmentCost PlanSpace::segment_cost(int segment) const {
+  const Segment& view = segments().at(static_cast<size_t>(segment));
+  SegmentCost cost;
+  cost.recompute_seconds = recompute_s_[static_cast<size_t>(segment)];
+  for (size_t g = 0; g < storages().size(); ++g) {
+    const Storage& st = storages()[g];
+    if (st.slots.empty()) continue;
+    const auto inside = [&](int i) { return shared_->layer_segment[static_cast<size_t>(slots()[static_cast<size_t>(i)].layer)] == segment; };
+    const double bytes = target().allocated(storage_bytes_[g]);
+    if (std::any_of(st.slots.begin(), st.slots.end(), inside)) cost.rematerialized_bytes += bytes;
+    if (std::all_of(st.slots.begin(), st.slots.end(), inside)) cost.freed_bytes += bytes;
+  }
+  const auto& input = shared_->model->segments[static_cast<size_t>(segment)].input;
+  const int64_t numel = numel_at(input, static_cast<double>(batch_));
+  const double raw = static_cast<double>(numel) * input.element_size;
+  for (const TensorStrategy& s : shared_->input_candidates[static_cast<size_t>(segment)]) {
+    if (s.is_keep()) {
+      cost.input_options.push_back(option({}, {s}, storage_bytes_[static_cast<size_t>(view.input_storage)]));
+      continue;
+    }
+    std::vector<Copy> copies;
+    copy_for(copies, s, input.kind, numel, input.element_size, raw).uses.push_back({0, 0, raw, raw});
+    cost.input_options.push_back(option(copies, {s}, raw));
+    cost.input_options.back().strategy = s;
+  }
+  return cost;
+}
+
+PlanSpace::Held PlanSpace::hold(const Assignment& a) const {
+  const Shared& sh = *shared_;
+  if (a.slots.size() != sh.slots.size() || a.segments.size() != sh.segments.size()) {
+    throw std::invalid_argument("assignment does not match the plan space");
+  }
+  Held h;
+  h.copies.resize(sh.storages.size());
+  h.raw.resize(sh.storages.size());
+  for (const auto& s : a.segments) h.recomputed.push_back(s.recompute);
+  const auto active = [&](int layer) {
+    const int s = sh.layer_segment[static_cast<size_t>(layer)];
+    return s < 0 || !h.recomputed[static_cast<size_t>(s)];
+  };
+  // The raw storage held from a user's forward (no earlier than the storage's
+  // first saver, before which it is the forward's own) to its backward.
+  const auto raw_user = [&](int g, int layer) {
+    const Storage& st = sh.storages[static_cast<size_t>(g)];
+    const int from = st.slots.empty() ? layer + 1 : sh.forward_at[static_cast<size_t>(std::max(layer, st.first_layer))];
+    h.raw[static_cast<size_t>(g)].push_back({from, sh.backward_at[static_cast<size_t>(layer)]});
+  };
+
+  std::vector<TensorStrategy> stored;  // per slot of a storage: what copies_of makes copies of
+  for (size_t g = 0; g < sh.storages.size(); ++g) {
+    const Storage& st = sh.storages[g];
+    if (st.slots.empty()) continue;
+    // While forward uses it, the storage is there whatever the plan.
+    h.raw[g].push_back({sh.forward_at[static_cast<size_t>(st.first_layer)], sh.forward_at[static_cast<size_t>(st.last_layer)]});
+    stored.assign(st.slots.size(), TensorStrategy{});
+    for (size_t k = 0; k < st.slots.size(); ++k) {
+      const Slot& slot = sh.slots[static_cast<size_t>(st.slots[k])];
+      const TensorStrategy& s = a.slots[static_cast<size_t>(st.slots[k])];
+      if (!active(slot.layer)) {  // rematerialized by its segment's recompute
+        h.raw[g].push_back({sh.recompute_at[static_cast<size_t>(slot.layer)], sh.backward_at[static_cast<size_t>(slot.layer)]});
+        continue;
+      }
+      if (s.swap && !target().has_host_link()) {
+        throw InputError(slot.key + ": " + s.name() + " needs a host link, which " + target().name +
+                         " lacks (predict for a GPU with --hardware)");
+      }
+      if (s.form == Form::recomputed) h.lm_head_recomputed = true;
+      if (s.is_keep()) raw_user(static_cast<int>(g), slot.layer);
+      stored[k] = s;
+    }
+    h.copies[g] = copies_of(static_cast<int>(g), stored);
+  }
+
+  // An inverted GELU/SiLU uses its output as the slot saving it keeps it.
+  for (size_t i = 0; i < sh.slots.size(); ++i) {
+    const Slot& slot = sh.slots[i];
+    if (a.slots[i].form != Form::inverted || !active(slot.layer)) continue;
+    const int out = sh.output_storage[static_cast<size_t>(slot.layer)];
+    const int consumer = sh.output_consumer_slot[static_cast<size_t>(slot.layer)];
+    auto& copies = h.copies[static_cast<size_t>(out)];
+    auto it = copies.end();
+    if (consumer >= 0 && active(sh.slots[static_cast<size_t>(consumer)].layer)) {
+      const TensorStrategy& s = a.slots[static_cast<size_t>(consumer)];
+      it = std::find_if(copies.begin(), copies.end(), [&](const Copy& c) { return c.strategy == s; });
+    }
+    if (it == copies.end()) {  // the output is kept raw, by its consumer or by the layer itself
+      raw_user(out, slot.layer);
+      continue;
+    }
+    const double raw = slot_bytes_[static_cast<size_t>(consumer)];
+    it->first_user = std::min(it->first_user, slot.layer);
+    it->uses.push_back({sh.backward_at[static_cast<size_t>(slot.layer)], slot.layer, raw, raw});
+  }
+
+  // A recomputed segment keeps its input.
+  for (size_t s = 0; s < sh.segments.size(); ++s) {
+    if (!h.recomputed[s]) continue;
+    const Segment& view = sh.segments[s];
+    const TensorStrategy& s_in = a.segments[s].input;
+    if (s_in.is_keep()) {
+      raw_user(view.input_storage, view.first_layer);
+      continue;
+    }
+    if (s_in.swap && !target().has_host_link()) {
+      throw InputError(view.path + ": " + a.segments[s].name() + " needs a host link, which " + target().name + " lacks");
+    }
+    const auto& input = sh.model->segments[s].input;
+    const int64_t numel = numel_at(input, static_cast<double>(batch_));
+    const double raw = static_cast<double>(numel) * input.element_size;
+    Copy& c = copy_for(h.copies[static_cast<size_t>(view.input_storage)], s_in, input.kind, numel, input.element_size, raw);
+    c.created = std::min(c.created, view.first_layer);
+    c.first_user = std::min(c.first_user, view.first_layer);
+    c.fetched_by = std::max(c.fetched_by, view.last_layer);
+    c.uses.push_back({sh.recompute_at[static_cast<size_t>(view.first_layer)], view.last_layer, raw, raw});
+  }
+  return h;
+}
+
+std::vector<double> PlanSpace::timeline(const Assignment& a) const { return bytes_at(hold(a)); }
+
+std::vector<double> PlanSpace::bytes_at(const Held& h) const {
+  const Shared& sh = *shared_;
+  const int n = static_cast<int>(sh.model->layers.size());
+  const int first_backward = n;  // the first point after forward
+  std::vector<double> diff(sh.points.size() + 1, 0.0);
+  std::vector<std::pair<int, int>> intervals;
+  for (size_t g = 0; g < sh.storages.size(); ++g) {
+    const Storage& st = sh.storages[g];
+    intervals = h.raw[g];
+    if (!st.slots.empty()) {
+      // Keep's figures already hold the storage: allocator-rounded on a GPU,
+      // exact where they come from a CPU.
+      const double kept = target().round_keep ? storage_bytes_[g] : target().allocated(storage_bytes_[g]);
+      add(diff, -kept, sh.forward_at[static_cast<size_t>(st.first_layer)], sh.backward_at[static_cast<size_t>(st.first_layer)]);
+    }
+    for (const Copy& c : h.copies[g]) {
+      if (c.strategy.swap) {
+        const int forward_from = sh.forward_at[static_cast<size_t>(c.created)];
+        const int forward_to = sh.forward_at[static_cast<size_t>(std::min(c.created + 1, n - 1))];
+        if (c.strategy.form == Form::raw) {
+          intervals.push_back({forward_from, forward_to});  // the raw storage itself is what is copied out
+        } else {
+          add(diff, c.device_bytes, forward_from, forward_to);
+        }
+        const int back_from = c.fetched_by + 1 < n ? sh.backward_at[static_cast<size_t>(c.fetched_by + 1)] : first_backward;
+        add(diff, c.device_bytes, back_from, sh.backward_at[static_cast<size_t>(c.first_user)]);
+      } else {
+        add(diff, c.device_bytes, sh.forward_at[static_cast<size_t>(c.created)], sh.backward_at[static_cast<size_t>(c.first_user)]);
+      }
+      if (!is_packed(c.strategy)) continue;
+      for (const Use& u : c.uses) add(diff, target().allocated(u.transient_bytes), u.point, u.point);
+    }
+    std::sort(intervals.begin(), intervals.end());
+    const double raw = target().allocated(storage_bytes_[g]);
+    for (size_t k = 0; k < intervals.size();) {
+      const int from = intervals[k].first;
+      int to = intervals[k].second;
+      for (++k; k < intervals.size() && intervals[k].first <= to + 1; ++k) to = std::max(to, intervals[k].second);
+      add(diff, raw, from, to);
+    }
+  }
+  if (h.lm_head_recomputed) {
+    // The head's batch-proportional transients (logits, log-probabilities and
+    // their gradients) shrink to one chunk; backward recomputes the chunk's
+    // log-probabilities.
+    const LayerFit& head = sh.model->layers[static_cast<size_t>(sh.lm_head)];
+    const double fewer = lm_head_chunk_batch_ - static_cast<double>(batch_);
+    const double forward_slope = std::max(0.0, head.forward_peak.per_sample - head.forward_start.per_sample);
+    const double backward_slope = std::max(0.0, head.backward_peak.per_sample - head.backward_start.per_sample);
+    const int f = sh.forward_at[static_cast<size_t>(sh.lm_head)], bk = sh.backward_at[static_cast<size_t>(sh.lm_head)];
+    const double chunk_logprobs = slot_bytes_[static_cast<size_t>(sh.lm_head_logprobs_slot)] * lm_head_chunk_batch_ / static_cast<double>(batch_);
+    add(diff, forward_slope * fewer, f, f);
+    add(diff, backward_slope * fewer + target().allocated(chunk_logprobs), bk, bk);
+  }
+  std::vector<double> bytes(sh.points.size());
+  double running = 0;
+  for (size_t p = 0; p < sh.points.size(); ++p) {
+    running += diff[p];
+    bytes[p] = keep_bytes_[p] + running;
+  }
+  return bytes;
+}
+
+Estimate PlanSpace::evaluate(const Assignment& a) const {
+  const Shared& sh = *shared_;
+  const Held h = hold(a);
+  const std::vector<double> bytes = bytes_at(h);
+  Estimate e;
+  e.peak_bytes = -1;
+  for (size_t p = 0; p < sh.points.size(); ++p) {
+    const TimelinePoint& point = sh.points[p];
+    if (point.phase == Phase::recompute && !h.recomputed[static_cast<size_t>(point.segment)]) continue;
+    if (bytes[p] > e.peak_bytes) {
+      e.peak_bytes = bytes[p];
+      e.peak_at = point;
+    }
+  }
+  e.peak_bytes += unattributed_bytes_;
+
+  // Compute per layer, codecs included, then the swap copies around it.
+  const size_t n = sh.model->layers.size();
+  std::vector<double> forward = forward_s_, backward = backward_s_, to_host(n, 0.0), from_host(n, 0.0);
+  for (const auto& copies : h.copies) {
+    for (const Copy& c : copies) {
+      forward[static_cast<size_t>(c.created)] += codec_pack_seconds(c.strategy, c.packed_from);
+      for (const Use& u : c.uses) backward[static_cast<size_t>(u.charged_to)] += codec_unpack_seconds(c.strategy, u.raw_bytes);
+      if (!c.strategy.swap) continue;
+      e.host_bytes += c.host_bytes;
+      to_host[static_cast<size_t>(c.created)] += c.host_bytes;
+      from_host[static_cast<size_t>(c.fetched_by)] += c.host_bytes;
+    }
+  }
+  for (size_t s = 0; s < sh.segments.size(); ++s) {
+    if (h.recomputed[s]) backward[static_cast<size_t>(sh.segments[s].last_layer)] += recompute_s_[s];
+  }
+  if (h.lm_head_recomputed) backward[static_cast<size_t>(sh.lm_head)] += forward_s_[static_cast<size_t>(sh.lm_head)];
+
+  double clock = 0, link = 0;
+  std::vector<double> copied(n, 0.0);
+  for (size_t j = 0; j < n; ++j) {
+    if (j >= 2) clock = std::max(clock, copied[j - 2]);
+    clock += forward[j];
+    if (to_host[j] > 0) link = std::max(link, clock) + to_host[j] / target().d2h_bytes_per_s;
+    copied[j] = link;
+  }
+  clock = std::max(clock, link);
+  link = clock;
+  double next_started = clock;  // when the backward of the layer after j started
+  for (size_t j = n; j-- > 0;) {
+    if (from_host[j] > 0) {
+      link = std::max(link, next_started) + from_host[j] / target().h2d_bytes_per_s;
+      clock = std::max(clock, link);
+    }
+    next_started = clock;
+    clock += backward[j];
+  }
+  e.seconds = clock + optimizer_s_ + rest_s_;
+  e.samples_per_s = e.seconds > 0 ? static_cast<double>(batch_) / e.seconds : 0;
+  return e;
+}
+
+Assignment PlanSpace::assignment(const Plan& plan) const {
+  Assignment a;
+  for (size_t i = 0; i < slots().size(); ++i) {
+    const auto& layer = shared_->model->layers[static_cast<size_t>(slots()[i].layer)];
+    a.slots.push_back(plan.tensor(layer.path, shared_->slot_tensor[i]->slot));
+  }
+  for (const Segment& s : segments()) a.segments.push_back(plan.segment(s.path));
+  return a;
+}
+
+Assignment PlanSpace::assignment(const std::vector<int>& storage_option, const std::vector<int>& segment_option) const {
+  Assignment a;
+  a.slots.resize(slots().size());
+  a.segments.resize(segments().size());
+  for (size_t g = 0; g < storages().size(); ++g) {
+    const auto& per_slot = shared_->candidates[g].at(static_cast<size_t>(storage_option.at(g))).second;
+    for (size_t k = 0; k < storages()[g].slots.size(); ++k) a.slots[static_cast<size_t>(storages()[g].slots[k])] = per_slot[k];
+  }
+  for (size_t s = 0; s < segments().size(); ++s) {
+    const int choice = segment_option.at(s);
+    if (choice < 0) continue;
+    a.segments[s].recompute = true;
+    a.segments[s].input = shared_->input_candidates[s].at(static_cast<size_t>(choice));
+  }
+  return a;
+}
+
+Plan PlanSpace::plan(const Assignment& a, const std::string& name) const {
+  Plan p;
+  p.name = name;
+  p.network = shared_->model->network;
+  p.batch = static_cast<int>(batch_);
+  for (size_t s = 0; s < segments().size(); ++s) {
+    if (a.segments[s].recompute) p.segments[segments()[s].path] = a.segments[s];
+  }
+  for (size_t i = 0; i < slots().size(); ++i) {
+    const int seg = shared_->layer_segment[static_cast<size_t>(slots()[i].layer)];
+    if (seg >= 0 && a.segments[static_cast<size_t>(seg)].recompute) continue;
+    if (!a.slots[i].is_keep()) p.tensors[slots()[i].key] = a.slots[i];
+  }
+  return p;
+}
+
+}  // namespace papaya::model

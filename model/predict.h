@@ -1,0 +1,35 @@
+#pragma once
+// Predictions of a layer model for whole plans: peak memory, samples/s and
+// the largest batch that fits a memory budget, on the profiled machine or a
+// catalog entry. Each is PlanSpace::evaluate (plan_space.h) of one plan.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/layer_model.h"
+#include "model/plan.h"
+#include "model/plan_space.h"
+#include "model/target.h"
+
+namespace papaya::model {
+
+// The budget when none is given: PAPAYA's 80% of the device memory, which
+// leaves room for the CUDA context and the caching allocator's reserve.
+constexpr double default_budget_fraction = 0.8;
+double default_budget(const Target& target);
+
+Estimate predict(const LayerModel& model, const Target& target, const Plan& plan, int64_t batch);
+
+// The largest batch whose predicted peak is at most `budget_bytes`; 0 when
+// batch 1 does not fit. The peak grows with the batch (every stored tensor
+// and every fitted figure does), nearly linearly: the search starts where the
+// line through batches 1 and 2 meets the budget and bisects a bracket around
+// it; it stops at max_batch_searched.
+constexpr int64_t max_batch_searched = int64_t{1} << 30;
+int64_t max_batch(const LayerModel& model, const Target& target, const Plan& plan, double budget_bytes);
+
+// The whole-network plans to compare on a target (PAPAYA's table), with swap
+// only where the target has a host link.
+std::vector<std::string> plan_names(const Target& target);
+
+}  // namespace papaya::model

@@ -1,0 +1,251 @@
+#include "model/profile.h"
+
+#include <set>
+
+#include "model/error.h"
+#include "model/json_file.h"
+#include "model/plan.h"
+#include "model/saved_tensor_json.h"
+
+namespace papaya::model {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* version_key = "papaya_profile";
+
+json to_json(const LayerMeasurement& m) {
+  return {{"forward_s", m.forward_s},
+          {"backward_s", m.backward_s},
+          {"forward_start_bytes", m.forward_start_bytes},
+          {"forward_end_bytes", m.forward_end_bytes},
+          {"forward_peak_bytes", m.forward_peak_bytes},
+          {"backward_start_bytes", m.backward_start_bytes},
+          {"backward_end_bytes", m.backward_end_bytes},
+          {"backward_peak_bytes", m.backward_peak_bytes}};
+}
+
+json to_json(const LayerProfile& l) {
+  json saved = json::array(), measured = json::array();
+  for (const auto& s : l.saved) saved.push_back(saved_tensor_to_json(s));
+  for (const auto& m : l.measured) measured.push_back(to_json(m));
+  return {{"path", l.path},
+          {"kind", l.kind},
+          {"segment", l.segment},
+          {"saved", saved},
+          {"output_saved_by", l.output_saved_by},
+          {"output_bytes_per_sample", l.output_bytes_per_sample},
+          {"parameter_bytes", l.parameter_bytes},
+          {"forward_flops_per_sample", l.forward_flops_per_sample},
+          {"forward_bytes_moved_per_sample", l.forward_bytes_moved_per_sample},
+          {"measured", measured}};
+}
+
+json to_json(const IterationMeasurement& i) {
+  return {{"batch", i.batch},
+          {"oom", i.oom},
+          {"steps", i.steps},
+          {"iteration_s", i.iteration_s},
+          {"forward_s", i.forward_s},
+          {"backward_s", i.backward_s},
+          {"optimizer_s", i.optimizer_s},
+          {"static_bytes", i.static_bytes},
+          {"peak_bytes", i.peak_bytes},
+          {"peak_reserved_bytes", i.peak_reserved_bytes},
+          {"forward_end_bytes", i.forward_end_bytes}};
+}
+
+json to_json(const MachineInfo& m) {
+  return {{"device", m.device},
+          {"device_name", m.device_name},
+          {"memory_bytes", m.memory_bytes},
+          {"threads", m.threads},
+          {"torch_version", m.torch_version},
+          {"cuda_version", m.cuda_version},
+          {"papaya_version", m.papaya_version},
+          {"timing", m.timing}};
+}
+
+LayerMeasurement measurement_from_json(const json& j) {
+  LayerMeasurement m;
+  m.forward_s = j.at("forward_s");
+  m.backward_s = j.at("backward_s");
+  m.forward_start_bytes = j.at("forward_start_bytes");
+  m.forward_end_bytes = j.at("forward_end_bytes");
+  m.forward_peak_bytes = j.at("forward_peak_bytes");
+  m.backward_start_bytes = j.at("backward_start_bytes");
+  m.backward_end_bytes = j.at("backward_end_bytes");
+  m.backward_peak_bytes = j.at("backward_peak_bytes");
+  return m;
+}
+
+LayerProfile layer_from_json(const json& j) {
+  LayerProfile l;
+  l.path = j.at("path");
+  l.kind = j.at("kind");
+  l.segment = j.at("segment");
+  for (const auto& s : j.at("saved")) l.saved.push_back(saved_tensor_from_json(s));
+  l.output_saved_by = j.at("output_saved_by").get<std::vector<std::string>>();
+  l.output_bytes_per_sample = j.at("output_bytes_per_sample");
+  l.parameter_bytes = j.at("parameter_bytes");
+  l.forward_flops_per_sample = j.at("forward_flops_per_sample");
+  l.forward_bytes_moved_per_sample = j.at("forward_bytes_moved_per_sample");
+  for (const auto& m : j.at("measured")) l.measured.push_back(measurement_from_json(m));
+  return l;
+}
+
+IterationMeasurement iteration_from_json(const json& j) {
+  IterationMeasurement i;
+  i.batch = j.at("batch");
+  i.oom = j.at("oom");
+  i.steps = j.at("steps");
+  i.iteration_s = j.at("iteration_s");
+  i.forward_s = j.at("forward_s");
+  i.backward_s = j.at("backward_s");
+  i.optimizer_s = j.at("optimizer_s");
+  i.static_bytes = j.at("static_bytes");
+  i.peak_bytes = j.at("peak_bytes");
+  i.peak_reserved_bytes = j.at("peak_reserved_bytes");
+  i.forward_end_bytes = j.at("forward_end_bytes");
+  return i;
+}
+
+MachineInfo machine_from_json(const json& j) {
+  MachineInfo m;
+  m.device = j.at("device");
+  m.device_name = j.at("device_name");
+  m.memory_bytes = j.at("memory_bytes");
+  m.threads = j.at("threads");
+  m.torch_version = j.at("torch_version");
+  m.cuda_version = j.at("cuda_version");
+  m.papaya_version = j.at("papaya_version");
+  m.timing = j.at("timing");
+  return m;
+}
+
+// The file names what it is and which version before the schema is applied,
+// so that a foreign document or a newer profile gets a message that says so.
+void check_version(const json& doc, const std::string& label) {
+  const auto it = doc.is_object() ? doc.find(version_key) : doc.end();
+  if (!doc.is_object() || it == doc.end()) {
+    throw InputError(label + ": not a papaya profile (no \"" + version_key + "\" key; write one with papaya profile)");
+  }
+  if (it->is_number_integer() && it->get<int64_t>() > profile_version) {
+    throw InputError(label + ": profile version " + std::to_string(it->get<int64_t>()) +
+                     " is newer than this papaya reads (" + std::to_string(profile_version) + "); update papaya");
+  }
+}
+
+void require(bool ok, const std::string& label, const std::string& pointer, const std::string& message) {
+  if (!ok) throw InputError(label + ": " + pointer + ": " + message);
+}
+
+// What the schema cannot say: one entry per batch everywhere, and references
+// between layers that name something that exists.
+void check_consistency(const Profile& p, const std::string& label) {
+  const size_t n = p.batches.size();
+  const auto per_batch = [&](size_t size, const std::string& pointer) {
+    require(size == n, label, pointer,
+            std::to_string(size) + " entries, but " + std::to_string(n) + " batch sizes in /batches");
+  };
+  require(std::set<int>(p.batches.begin(), p.batches.end()).size() == n, label, "/batches", "a batch size is repeated");
+  per_batch(p.iterations.size(), "/iterations");
+  for (size_t i = 0; i < p.iterations.size(); ++i) {
+    require(p.iterations[i].batch == p.batches[i], label, "/iterations/" + std::to_string(i) + "/batch",
+            std::to_string(p.iterations[i].batch) + " where /batches has " + std::to_string(p.batches[i]));
+  }
+  std::set<std::string> segments, paths, slots;
+  for (size_t i = 0; i < p.segments.size(); ++i) {
+    const std::string pointer = "/segments/" + std::to_string(i);
+    require(segments.insert(p.segments[i].path).second, label, pointer + "/path", "segment " + p.segments[i].path + " is repeated");
+    per_batch(p.segments[i].recompute_s.size(), pointer + "/recompute_s");
+  }
+  for (size_t i = 0; i < p.layers.size(); ++i) {
+    const LayerProfile& l = p.layers[i];
+    const std::string pointer = "/layers/" + std::to_string(i);
+    require(paths.insert(l.path).second, label, pointer + "/path", "layer " + l.path + " is repeated");
+    require(l.segment.empty() || segments.count(l.segment), label, pointer + "/segment",
+            "'" + l.segment + "' is not in /segments");
+    per_batch(l.measured.size(), pointer + "/measured");
+    for (const auto& s : l.saved) slots.insert(tensor_key(l.path, s.slot));
+  }
+  // Storage and output references may point forward (a slot saved later), so
+  // they are checked once every slot is known.
+  for (size_t i = 0; i < p.layers.size(); ++i) {
+    const LayerProfile& l = p.layers[i];
+    const std::string pointer = "/layers/" + std::to_string(i);
+    for (size_t k = 0; k < l.saved.size(); ++k) {
+      require(slots.count(l.saved[k].storage), label, pointer + "/saved/" + std::to_string(k) + "/storage",
+              "'" + l.saved[k].storage + "' is not a saved tensor of this profile");
+    }
+    for (size_t k = 0; k < l.output_saved_by.size(); ++k) {
+      require(slots.count(l.output_saved_by[k]), label, pointer + "/output_saved_by/" + std::to_string(k),
+              "'" + l.output_saved_by[k] + "' is not a saved tensor of this profile");
+    }
+  }
+}
+
+}  // namespace
+
+NetworkLayout Profile::layout() const {
+  NetworkLayout layout;
+  for (const auto& s : segments) layout.segments.push_back(s.path);
+  for (const auto& l : layers) {
+    LayerDesc desc{l.path, l.kind, {}, l.segment, l.output_saved_by};
+    for (const auto& s : l.saved) desc.slots.push_back({s.slot, s.kind, s.storage});
+    layout.layers.push_back(std::move(desc));
+  }
+  return layout;
+}
+
+json profile_to_json(const Profile& p) {
+  json layers = json::array(), iterations = json::array(), segments = json::array(), codecs = json::array();
+  for (const auto& l : p.layers) layers.push_back(to_json(l));
+  for (const auto& i : p.iterations) iterations.push_back(to_json(i));
+  for (const auto& s : p.segments) {
+    segments.push_back({{"path", s.path}, {"recompute_s", s.recompute_s}, {"input", saved_tensor_to_json(s.input)}});
+  }
+  for (const auto& c : p.codecs) {
+    codecs.push_back({{"bits", c.bits}, {"pack_bytes_per_s", c.pack_bytes_per_s}, {"unpack_bytes_per_s", c.unpack_bytes_per_s}});
+  }
+  return {{version_key, p.version},
+          {"network", p.network},
+          {"network_config", p.network_config},
+          {"precision", p.precision},
+          {"machine", to_json(p.machine)},
+          {"batches", p.batches},
+          {"iterations", iterations},
+          {"layers", layers},
+          {"segments", segments},
+          {"codecs", codecs},
+          {"h2d_bytes_per_s", p.h2d_bytes_per_s},
+          {"d2h_bytes_per_s", p.d2h_bytes_per_s}};
+}
+
+Profile profile_from_json(const json& doc, const std::string& label) {
+  check_version(doc, label);
+  validate_json(doc, "profile", label);
+  Profile p;
+  p.version = doc.at(version_key);
+  p.network = doc.at("network");
+  p.network_config = doc.at("network_config");
+  p.precision = doc.at("precision");
+  p.machine = machine_from_json(doc.at("machine"));
+  p.batches = doc.at("batches").get<std::vector<int>>();
+  for (const auto& i : doc.at("iterations")) p.iterations.push_back(iteration_from_json(i));
+  for (const auto& l : doc.at("layers")) p.layers.push_back(layer_from_json(l));
+  for (const auto& s : doc.at("segments")) {
+    p.segments.push_back({s.at("path"), s.at("recompute_s").get<std::vector<double>>(), saved_tensor_from_json(s.at("input"))});
+  }
+  for (const auto& c : doc.at("codecs")) p.codecs.push_back({c.at("bits"), c.at("pack_bytes_per_s"), c.at("unpack_bytes_per_s")});
+  p.h2d_bytes_per_s = doc.at("h2d_bytes_per_s");
+  p.d2h_bytes_per_s = doc.at("d2h_bytes_per_s");
+  check_consistency(p, label);
+  return p;
+}
+
+Profile read_profile(const std::string& path) { return profile_from_json(read_json_file(path, "profile"), path); }
+
+void write_profile(const std::string& path, const Profile& profile) { write_json_file(path, profile_to_json(profile)); }
+
+}  // namespace papaya::model

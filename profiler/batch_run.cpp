@@ -1,0 +1,137 @@
+#include "profiler/batch_run.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "executor/device.h"
+#include "executor/trainer.h"
+#include "profiler/layer_recorder.h"
+#include "profiler/out_of_memory.h"
+#include "profiler/segment_recompute.h"
+
+namespace papaya::profiler {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds(Clock::time_point from, Clock::time_point to) { return std::chrono::duration<double>(to - from).count(); }
+
+void keep_max(int64_t& into, int64_t value) { into = std::max(into, value); }
+
+// The times of one measured step.
+struct StepTimes {
+  double iteration_s = 0, forward_s = 0, backward_s = 0, optimizer_s = 0;
+  std::vector<PassTimes> layers;
+};
+
+// The batch's times are those of its median step (by iteration time): a step
+// slowed down by another process on a shared machine does not move them, and
+// the parts still add up to the whole.
+const StepTimes& median_step(std::vector<StepTimes>& steps) {
+  std::sort(steps.begin(), steps.end(), [](const auto& a, const auto& b) { return a.iteration_s < b.iteration_s; });
+  return steps[(steps.size() - 1) / 2];
+}
+
+// Folds one measured step's bytes into the batch's: the largest.
+void add_bytes(std::vector<model::LayerMeasurement>& into, const std::vector<model::LayerMeasurement>& bytes) {
+  for (size_t i = 0; i < into.size(); ++i) {
+    model::LayerMeasurement& m = into[i];
+    keep_max(m.forward_start_bytes, bytes[i].forward_start_bytes);
+    keep_max(m.forward_end_bytes, bytes[i].forward_end_bytes);
+    keep_max(m.forward_peak_bytes, bytes[i].forward_peak_bytes);
+    keep_max(m.backward_start_bytes, bytes[i].backward_start_bytes);
+    keep_max(m.backward_end_bytes, bytes[i].backward_end_bytes);
+    keep_max(m.backward_peak_bytes, bytes[i].backward_peak_bytes);
+  }
+}
+
+BatchRun measure(executor::Network& network, executor::DataSource& data, torch::optim::Optimizer& optimizer,
+                 executor::MemoryTracker& memory, LayerTimer& timer, const BatchRunOptions& options) {
+  const torch::Device device = network.parameters().front().device();
+  LayerRecorder recorder(network, timer, memory, options.memory_limit);
+  const auto check_limit = [&] {
+    if (options.memory_limit > 0 && recorder.step_peak() > options.memory_limit) {
+      throw MemoryLimitExceeded(recorder.step_peak(), options.memory_limit);
+    }
+  };
+  BatchRun run;
+  model::IterationMeasurement& it = run.iteration;
+  it.batch = static_cast<int>(options.batch);
+  it.steps = options.steps;
+  run.layers.resize(network.layers().size());
+  network.train();
+  std::vector<StepTimes> measured;
+
+  for (int step = 0; step < options.warmup + options.steps; ++step) {
+    const executor::Batch batch = data.next(options.batch);
+    executor::synchronize(device);
+    timer.start_step();
+    recorder.start_step();
+    const auto start = Clock::now();
+    for (auto& p : network.parameters()) {
+      if (p.grad().defined()) p.mutable_grad().zero_();
+    }
+    const auto zeroed = Clock::now();
+    torch::Tensor loss;
+    {
+      executor::ObserverGuard guard(&recorder);
+      loss = network.loss(batch);
+    }
+    executor::synchronize(device);
+    const auto forward_done = Clock::now();
+    const int64_t forward_end_bytes = memory.current();
+    loss.backward();
+    recorder.finish_backward();
+    executor::synchronize(device);
+    const auto backward_done = Clock::now();
+    check_limit();
+    optimizer.step();
+    executor::synchronize(device);
+    const auto end = Clock::now();
+    check_limit();
+    loss = torch::Tensor();
+    const std::vector<PassTimes> times = timer.finish_step();
+
+    if (step >= options.warmup) {
+      measured.push_back({seconds(start, end), seconds(zeroed, forward_done), seconds(forward_done, backward_done),
+                          seconds(start, zeroed) + seconds(backward_done, end), times});
+      keep_max(it.peak_bytes, recorder.step_peak());
+      keep_max(it.peak_reserved_bytes, recorder.step_reserved_peak());
+      keep_max(it.forward_end_bytes, forward_end_bytes);
+      add_bytes(run.layers, recorder.bytes());
+    }
+    if (options.on_step) options.on_step();
+  }
+  const StepTimes& median = median_step(measured);
+  it.iteration_s = median.iteration_s;
+  it.forward_s = median.forward_s;
+  it.backward_s = median.backward_s;
+  it.optimizer_s = median.optimizer_s;
+  for (size_t i = 0; i < run.layers.size(); ++i) {
+    run.layers[i].forward_s = median.layers[i].forward_s;
+    run.layers[i].backward_s = median.layers[i].backward_s;
+  }
+  it.static_bytes = executor::static_bytes(network, optimizer);
+  run.recompute_s = time_recompute(network, data.next(options.batch), options.steps);
+  if (options.on_step) options.on_step();
+  return run;
+}
+
+}  // namespace
+
+BatchRun run_batch(executor::Network& network, executor::DataSource& data, torch::optim::Optimizer& optimizer,
+                   executor::MemoryTracker& memory, LayerTimer& timer, const BatchRunOptions& options) {
+  try {
+    return measure(network, data, optimizer, memory, timer, options);
+  } catch (const std::exception& e) {
+    if (!is_out_of_memory(e)) throw;
+  }
+  BatchRun oom;
+  oom.iteration.batch = static_cast<int>(options.batch);
+  oom.iteration.oom = true;
+  oom.layers.resize(network.layers().size());
+  oom.recompute_s.resize(network.segments().size());
+  return oom;
+}
+
+}  // namespace papaya::profiler

@@ -1,0 +1,37 @@
+#pragma once
+// Profiling one batch size: warm-up steps, then measured training steps with
+// every layer marked (LayerRecorder), then each segment's recompute time. Out
+// of memory anywhere in it makes the batch an OOM row, not an error.
+#include <torch/torch.h>
+
+#include <functional>
+#include <vector>
+
+#include "executor/data.h"
+#include "executor/memory.h"
+#include "executor/networks/network.h"
+#include "model/profile.h"
+#include "profiler/layer_timer.h"
+
+namespace papaya::profiler {
+
+struct BatchRunOptions {
+  int64_t batch = 1;
+  int warmup = 2, steps = 5;
+  int64_t memory_limit = 0;   // > 0: emulated device limit on allocated bytes
+  std::function<void()> on_step;  // after each step, and after the recompute timing
+};
+
+struct BatchRun {
+  model::IterationMeasurement iteration;          // oom: nothing else is filled
+  std::vector<model::LayerMeasurement> layers;    // network.layers() order
+  std::vector<double> recompute_s;                // network.segments() order
+};
+
+// Trains with `optimizer` as executor::train does (gradients zeroed in place,
+// forward, backward, step), each batch made before the step's clock starts.
+// Times are those of the median measured step, bytes the largest seen.
+BatchRun run_batch(executor::Network& network, executor::DataSource& data, torch::optim::Optimizer& optimizer,
+                   executor::MemoryTracker& memory, LayerTimer& timer, const BatchRunOptions& options);
+
+}  // namespace papaya::profiler

@@ -1,0 +1,61 @@
+#include "profiler/layer_calls.h"
+
+#include <stdexcept>
+#include <unordered_map>
+
+#include "executor/data.h"
+
+namespace papaya::profiler {
+namespace {
+
+class CallRecorder : public executor::LayerObserver {
+ public:
+  explicit CallRecorder(const executor::Network& network) : calls(network.layers().size()), seen(calls.size(), 0) {
+    for (size_t i = 0; i < network.layers().size(); ++i) index[network.layers()[i]] = i;
+  }
+
+  void forward_begin(const executor::Layer& layer, std::vector<torch::Tensor*>& inputs) override {
+    const size_t i = index.at(&layer);
+    if (++seen[i] > 1) throw std::logic_error("layer " + layer.path() + " is called more than once in a forward");
+    for (const auto* input : inputs) calls[i].inputs.push_back(*input);
+  }
+
+  void saved(const executor::Layer& layer, const executor::Slot& slot, const torch::Tensor& tensor) override {
+    calls[index.at(&layer)].saved.emplace_back(slot.name, tensor);
+  }
+
+  void forward_end(const executor::Layer& layer, torch::Tensor& output) override {
+    calls[index.at(&layer)].output = output;
+  }
+
+  std::vector<LayerCall> calls;
+  std::vector<int> seen;
+  std::unordered_map<const executor::Layer*, size_t> index;
+};
+
+}  // namespace
+
+std::vector<LayerCall> record_calls(executor::Network& network, int64_t batch) {
+  CallRecorder recorder(network);
+  {
+    const bool training = network.is_training();
+    network.eval();
+    torch::NoGradGuard no_grad;
+    executor::ObserverGuard guard(&recorder);
+    const torch::Device device = network.parameters().front().device();
+    network.loss(executor::make_synthetic_data(network.config(), device, 0)->next(batch));
+    network.train(training);
+  }
+  const auto& layers = network.layers();
+  for (size_t i = 0; i < layers.size(); ++i) {
+    if (!recorder.seen[i]) throw std::logic_error("layer " + layers[i]->path() + " is not called in a forward");
+    for (const auto& slot : layers[i]->slots()) {
+      bool found = false;
+      for (const auto& [name, tensor] : recorder.calls[i].saved) found = found || name == slot.name;
+      if (!found) throw std::logic_error("layer " + layers[i]->path() + " does not save its slot " + slot.name);
+    }
+  }
+  return std::move(recorder.calls);
+}
+
+}  // namespace papaya::profiler

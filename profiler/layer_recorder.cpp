@@ -1,0 +1,88 @@
+#include "profiler/layer_recorder.h"
+
+#include <algorithm>
+
+#include "profiler/out_of_memory.h"
+
+namespace papaya::profiler {
+
+// The hooks run on the autograd engine's thread while the thread that called
+// backward waits for it, so the state they touch is never shared at once.
+LayerRecorder::LayerRecorder(const executor::Network& network, LayerTimer& timer, executor::MemoryTracker& memory,
+                             int64_t memory_limit)
+    : timer_(timer), memory_(memory), memory_limit_(memory_limit) {
+  const auto& layers = network.layers();
+  for (size_t i = 0; i < layers.size(); ++i) index_[layers[i]] = static_cast<int>(i);
+  bytes_.resize(layers.size());
+  pending_inputs_.resize(layers.size());
+  backward_open_.resize(layers.size());
+}
+
+void LayerRecorder::start_step() {
+  std::fill(bytes_.begin(), bytes_.end(), model::LayerMeasurement{});
+  std::fill(pending_inputs_.begin(), pending_inputs_.end(), 0);
+  std::fill(backward_open_.begin(), backward_open_.end(), false);
+  memory_.reset_peak();
+  peak_ = reserved_peak_ = 0;
+}
+
+void LayerRecorder::restart_peak() {
+  step_peak();
+  step_reserved_peak();
+  memory_.reset_peak();
+}
+
+int64_t LayerRecorder::step_peak() { return peak_ = std::max(peak_, memory_.peak()); }
+
+int64_t LayerRecorder::step_reserved_peak() { return reserved_peak_ = std::max(reserved_peak_, memory_.reserved_peak()); }
+
+void LayerRecorder::forward_begin(const executor::Layer& layer, std::vector<torch::Tensor*>& inputs) {
+  const int i = index_.at(&layer);
+  for (torch::Tensor* input : inputs) {
+    if (!input->defined() || !input->requires_grad()) continue;
+    *input = input->view_as(*input);
+    input->register_hook([this, i](const torch::Tensor&) { input_gradient_done(i); });
+    ++pending_inputs_[i];
+  }
+  restart_peak();
+  bytes_[i].forward_start_bytes = memory_.current();
+  timer_.begin(i, Pass::forward);
+}
+
+void LayerRecorder::forward_end(const executor::Layer& layer, torch::Tensor& output) {
+  const int i = index_.at(&layer);
+  timer_.end(i, Pass::forward);
+  bytes_[i].forward_end_bytes = memory_.current();
+  bytes_[i].forward_peak_bytes = memory_.peak();
+  if (memory_limit_ > 0 && step_peak() > memory_limit_) throw MemoryLimitExceeded(peak_, memory_limit_);
+  if (output.defined() && output.requires_grad()) {
+    output = output.view_as(output);
+    output.register_hook([this, i](const torch::Tensor&) { backward_begin(i); });
+  }
+}
+
+void LayerRecorder::backward_begin(int i) {
+  restart_peak();
+  bytes_[i].backward_start_bytes = memory_.current();
+  backward_open_[i] = true;
+  timer_.begin(i, Pass::backward);
+}
+
+void LayerRecorder::input_gradient_done(int i) {
+  if (--pending_inputs_[i] == 0 && backward_open_[i]) backward_end(i);
+}
+
+void LayerRecorder::backward_end(int i) {
+  timer_.end(i, Pass::backward);
+  bytes_[i].backward_end_bytes = memory_.current();
+  bytes_[i].backward_peak_bytes = memory_.peak();
+  backward_open_[i] = false;
+}
+
+void LayerRecorder::finish_backward() {
+  for (size_t i = 0; i < backward_open_.size(); ++i) {
+    if (backward_open_[i]) backward_end(static_cast<int>(i));
+  }
+}
+
+}  // namespace papaya::profiler

@@ -1,0 +1,175 @@
+#include "profiler/profiler.h"
+
+#include <torch/torch.h>
+#include <torch/version.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <memory>
+
+#include "executor/data.h"
+#include "executor/device.h"
+#include "executor/layout.h"
+#include "executor/memory.h"
+#include "executor/trainer.h"
+#include "model/error.h"
+#include "model/json_file.h"
+#include "model/network_config.h"
+#include "model/units.h"
+#include "profiler/batch_run.h"
+#include "profiler/host_link.h"
+#include "profiler/layer_facts.h"
+#include "profiler/wall_clock_timer.h"
+
+#ifdef PAPAYA_CUDA
+#include "profiler/cuda_device.h"
+#endif
+#ifdef PAPAYA_CUPTI
+#include "profiler/cupti_timer.h"
+#endif
+
+#ifndef PAPAYA_VERSION
+#error "PAPAYA_VERSION must be defined by the build"
+#endif
+
+namespace papaya::profiler {
+namespace {
+
+// CPU: the wall clock. CUDA: CUPTI's device time where this build has CUPTI
+// and it can record; else the wall clock with the device synchronized at
+// every marker.
+std::unique_ptr<LayerTimer> make_timer(const torch::Device& device, int layers, const ProfileOptions& options) {
+  if (device.is_cpu()) return std::make_unique<WallClockTimer>(layers, nullptr);
+#ifdef PAPAYA_CUPTI
+  try {
+    return std::make_unique<CuptiTimer>(layers);
+  } catch (const std::runtime_error& e) {
+    if (options.on_warning) options.on_warning(std::string(e.what()) + "; timing layers with a synchronized wall clock");
+  }
+#else
+  if (options.on_warning) options.on_warning("this papaya is built without CUPTI; timing layers with a synchronized wall clock");
+#endif
+  return std::make_unique<WallClockTimer>(layers, [device] { executor::synchronize(device); });
+}
+
+model::MachineInfo describe_machine(const torch::Device& device, const LayerTimer& timer) {
+  model::MachineInfo m;
+  m.device = device.str();
+  m.device_name = executor::device_name(device);
+  m.memory_bytes = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
+  m.threads = torch::get_num_threads();
+  m.torch_version = TORCH_VERSION;
+  m.papaya_version = PAPAYA_VERSION;
+  m.timing = timer.name();
+#ifdef PAPAYA_CUDA
+  if (device.is_cuda()) {
+    m.memory_bytes = cuda_memory_bytes(device.index());
+    m.cuda_version = cuda_runtime_version();
+  }
+#endif
+  return m;
+}
+
+std::vector<int> sorted_batches(std::vector<int> batches) {
+  if (batches.empty()) throw InputError("--batch: no batch size given");
+  std::sort(batches.begin(), batches.end());
+  const auto repeated = std::adjacent_find(batches.begin(), batches.end());
+  if (repeated != batches.end()) throw InputError("--batch: batch size " + std::to_string(*repeated) + " is repeated");
+  if (batches.front() < 1) throw InputError("--batch: batch sizes must be positive");
+  return batches;
+}
+
+std::string join(const std::vector<int>& values) {
+  std::string out;
+  for (int v : values) out += (out.empty() ? "" : ", ") + std::to_string(v);
+  return out;
+}
+
+// Every segment of the zoo hands its input to its first layer, which saves it
+// as "input" (the assumption segment_recompute.cpp makes too).
+model::SavedTensorProfile segment_input(const std::vector<model::LayerProfile>& layers, const std::string& segment) {
+  for (const auto& layer : layers) {
+    if (layer.segment != segment) continue;
+    for (const auto& saved : layer.saved) {
+      if (saved.slot == "input") return saved;
+    }
+    throw std::logic_error("the first layer of segment " + segment + " saves no input");
+  }
+  throw std::logic_error("segment " + segment + " has no layer");
+}
+
+}  // namespace
+
+model::Profile profile_network(const ProfileOptions& options) {
+  if (options.steps < 1) throw InputError("--steps: at least one measured step is needed");
+  if (options.warmup < 0) throw InputError("--warmup: cannot be negative");
+  const std::vector<int> batches = sorted_batches(options.batches);
+  const torch::Device device = executor::resolve_device(options.device);
+  const torch::ScalarType dtype = executor::resolve_precision(options.precision);
+  const model::NetworkConfig config = model::load_network_config(options.network);
+
+  // The data source before the tracker: its fixed templates are not the
+  // step's memory. The tracker before the network: its weights are.
+  auto data = executor::make_synthetic_data(config, device, options.seed);
+  executor::MemoryTracker memory(device);
+  torch::manual_seed(options.seed);
+  auto network = executor::build_network(config);
+  network->to(device);
+  network->set_compute_dtype(dtype);
+
+  model::Profile profile;
+  profile.network = config.name;
+  profile.network_config = model::read_json_file(config.source, "network config");
+  profile.precision = options.precision;
+  profile.batches = batches;
+  profile.layers = describe_layers(*network, executor::probe_layout(*network));
+  for (const auto* segment : network->segments()) {
+    profile.segments.push_back({segment->path(), {}, segment_input(profile.layers, segment->path())});
+  }
+
+  const int layers = static_cast<int>(network->layers().size());
+  const std::unique_ptr<LayerTimer> timer = make_timer(device, layers, options);
+  const executor::TrainOptions train_defaults;
+  torch::optim::AdamW optimizer(network->parameters(),
+                                torch::optim::AdamWOptions(train_defaults.lr).weight_decay(train_defaults.weight_decay));
+
+  const int per_batch = options.warmup + options.steps + 1;
+  const int total = per_batch * static_cast<int>(batches.size());
+  int done = 0;
+  for (size_t b = 0; b < batches.size(); ++b) {
+#ifdef PAPAYA_CUDA
+    if (device.is_cuda()) cuda_release_cache();
+#endif
+    const std::string note = "batch " + std::to_string(batches[b]);
+    BatchRunOptions run_options;
+    run_options.batch = batches[b];
+    run_options.warmup = options.warmup;
+    run_options.steps = options.steps;
+    run_options.memory_limit = options.memory_limit;
+    run_options.on_step = [&] {
+      if (options.on_progress) options.on_progress(++done, total, note);
+    };
+    const BatchRun run = run_batch(*network, *data, optimizer, memory, *timer, run_options);
+    done = per_batch * static_cast<int>(b + 1);
+    if (options.on_progress) options.on_progress(done, total, note + (run.iteration.oom ? " (out of memory)" : ""));
+    profile.iterations.push_back(run.iteration);
+    for (int i = 0; i < layers; ++i) profile.layers[i].measured.push_back(run.layers[i]);
+    for (size_t s = 0; s < profile.segments.size(); ++s) profile.segments[s].recompute_s.push_back(run.recompute_s[s]);
+  }
+  if (std::all_of(profile.iterations.begin(), profile.iterations.end(), [](const auto& it) { return it.oom; })) {
+    std::string why = options.memory_limit > 0
+                          ? " (--memory-limit " + model::format_bytes(static_cast<double>(options.memory_limit)) + ")"
+                          : "";
+    throw InputError(config.name + ": every batch size (" + join(batches) + ") ran out of memory on " + device.str() + why);
+  }
+
+  profile.machine = describe_machine(device, *timer);
+  if (device.is_cuda()) {
+    const HostLink link = measure_host_link(device);
+    profile.h2d_bytes_per_s = link.h2d_bytes_per_s;
+    profile.d2h_bytes_per_s = link.d2h_bytes_per_s;
+  }
+  return profile;
+}
+
+}  // namespace papaya::profiler

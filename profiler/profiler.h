@@ -1,0 +1,40 @@
+#pragma once
+// `papaya profile`: trains a network of the zoo at several batch sizes on
+// synthetic data and measures, layer by layer, what the performance model
+// needs (model/profile.h): forward and backward time, the allocator's bytes
+// around each, the tensors each layer saves, analytic costs; per segment its
+// recompute time; per batch the iteration split into forward, backward and
+// optimizer step, static and peak memory; the machine. No LibTorch here.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "model/profile.h"
+
+namespace papaya::profiler {
+
+struct ProfileOptions {
+  std::string network = "gpt-tiny";  // config name or path
+  std::vector<int> batches = {1, 2, 4, 8};
+  std::string device = "cpu";        // cpu, cuda, cuda:N
+  std::string precision = "fp32";    // fp32, bf16
+  int warmup = 2;                    // steps per batch left out of the figures
+  int steps = 5;                     // measured steps per batch
+  uint64_t seed = 0;
+  // > 0: a batch whose allocated bytes pass it counts as out of memory, as on
+  // a device with that much memory (emulates one on CPU).
+  int64_t memory_limit = 0;
+  std::function<void(int done, int total, const std::string& note)> on_progress;
+  // Something the user should know that does not stop profiling (e.g. why
+  // CUPTI could not be used).
+  std::function<void(const std::string& message)> on_warning;
+};
+
+// Batches are profiled in increasing order; one that runs out of memory is
+// recorded as such (oom) and the others go on. Throws InputError for a bad
+// network, device, precision or batch list, or if every batch runs out of
+// memory. `codecs` is left empty.
+model::Profile profile_network(const ProfileOptions& options);
+
+}  // namespace papaya::profiler

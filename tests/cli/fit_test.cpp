@@ -1,0 +1,124 @@
+// End-to-end runs of `papaya fit --measurements` on the PAPAYA V100 data.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "tests/cli/run_papaya.h"
+
+namespace papaya::testing {
+namespace {
+
+using nlohmann::json;
+
+const std::string kData = std::string(PAPAYA_SOURCE_DIR) + "/bench/data/papaya-v100.csv";
+
+std::string temp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("papaya-fit-test-" + name)).string();
+}
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  const std::string path = temp_path(name);
+  std::ofstream(path) << text;
+  return path;
+}
+
+void expect_input_error(const std::string& args, const std::string& needle) {
+  const Outcome run = run_papaya(args);
+  EXPECT_EQ(run.code, 2) << args << "\n" << run.err;
+  EXPECT_EQ(run.err.rfind("papaya: error: ", 0), 0u) << args << "\n" << run.err;
+  EXPECT_NE(run.err.find(needle), std::string::npos) << args << "\n" << run.err;
+  EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
+}
+
+const json& series(const json& all, const std::string& network, const std::string& precision,
+                   const std::string& strategy) {
+  for (const auto& s : all) {
+    if (s.at("network") == network && s.at("precision") == precision && s.at("strategy") == strategy) return s;
+  }
+  throw std::runtime_error("no series " + network + " " + precision + " " + strategy);
+}
+
+TEST(Fit, MeasurementsJsonHasEverySeries) {
+  const std::string out = temp_path("model.json");
+  const Outcome run = run_papaya("fit --measurements " + kData + " --json --out " + out);
+  ASSERT_EQ(run.code, 0) << run.err;
+  const json all = json::parse(run.out);
+  ASSERT_TRUE(all.is_array());
+  EXPECT_EQ(all.size(), 37u);
+  for (const auto& s : all) {
+    for (const char* key : {"network", "precision", "strategy", "points", "r2_memory", "r2_time", "max_batch",
+                            "best_samples_per_s", "helps"}) {
+      EXPECT_TRUE(s.contains(key)) << key;
+    }
+  }
+
+  const json& resnet = series(all, "resnet50", "fp32", "none");
+  EXPECT_EQ(resnet.at("points"), 25);
+  EXPECT_GT(resnet.at("r2_memory").get<double>(), 0.99);
+  EXPECT_GT(resnet.at("r2_time").get<double>(), 0.99);
+  EXPECT_EQ(resnet.at("max_batch"), 175);  // below the OOM at 176
+  EXPECT_NEAR(resnet.at("best_samples_per_s").get<double>(), 379, 10);
+  EXPECT_TRUE(resnet.at("helps").is_null());  // the baseline
+  for (const char* strategy : {"quantize4", "swap", "quantize4+swap"}) {
+    EXPECT_EQ(series(all, "resnet50", "fp32", strategy).at("helps"), false) << strategy;
+  }
+  const json& checkpoint = series(all, "bert-large-cased", "fp16", "checkpoint");
+  EXPECT_EQ(checkpoint.at("helps"), false);
+  EXPECT_EQ(checkpoint.at("max_batch"), 407);  // the OOM at batch 4 is no bound: batch 400 ran
+  // Every run ran out of memory: reported, not fitted.
+  const json& gpt3_large = series(all, "transformer_lm_gpt3_large", "fp16", "none");
+  EXPECT_EQ(gpt3_large.at("points"), 0);
+  EXPECT_TRUE(gpt3_large.at("r2_time").is_null());
+  EXPECT_FALSE(gpt3_large.at("notes").empty());
+
+  std::ifstream in(out);
+  const json doc = json::parse(in);
+  std::filesystem::remove(out);
+  EXPECT_EQ(doc.at("papaya_model"), 1);
+  EXPECT_EQ(doc.at("kind"), "global");
+  EXPECT_EQ(doc.at("source"), kData);
+  EXPECT_TRUE(doc.at("budget_bytes").is_null());
+  EXPECT_EQ(doc.at("series"), all);
+}
+
+TEST(Fit, BudgetLowersTheMaxBatch) {
+  const Outcome run = run_papaya("fit --measurements " + kData + " --budget 8GiB --json");
+  ASSERT_EQ(run.code, 0) << run.err;
+  const json all = json::parse(run.out);
+  const json& resnet = series(all, "resnet50", "fp32", "none");
+  EXPECT_EQ(resnet.at("budget_bytes"), 8.0 * (1 << 30));
+  EXPECT_NEAR(resnet.at("max_batch").get<int>(), 95, 1);  // (8 GiB - 320 MiB) / 82.6 MiB
+}
+
+TEST(Fit, PrintsATablePerGpu) {
+  const Outcome run = run_papaya("fit --measurements " + kData);
+  ASSERT_EQ(run.code, 0) << run.err;
+  for (const char* text : {"V100-16GB, budget 16.00 GiB", "alpha MiB/sample", "R² memory", "best samples/s",
+                           "wide_resnet50_2", "baseline", "Notes:"}) {
+    EXPECT_NE(run.out.find(text), std::string::npos) << text;
+  }
+}
+
+TEST(Fit, BadInputExitsWithCode2) {
+  expect_input_error("fit --json", "--measurements FILE.csv");
+  expect_input_error("fit --measurements /nonexistent/runs.csv", "/nonexistent/runs.csv: cannot read");
+  const std::string header = "gpu,network,precision,strategy,batch,oom,samples_per_s,iter_s,peak_mib\n";
+  const std::string malformed = write_temp("malformed.csv", header + "v100,bert,fp16,none,4,0,34.8,0.1,100\nv100,bert,fp16\n");
+  expect_input_error("fit --measurements " + malformed, malformed + ":3: 3 cells, expected 9");
+  const std::string unknown_gpu = write_temp("unknown-gpu.csv", header + "b200,bert,fp16,none,4,0,34.8,0.1,100\n");
+  expect_input_error("fit --measurements " + unknown_gpu, unknown_gpu + ":2: column 'gpu': unknown hardware 'b200'");
+  expect_input_error("fit --measurements " + kData + " --budget lots", "--budget");
+
+  // Nothing is written when the input is bad.
+  const std::string out = temp_path("not-written.json");
+  expect_input_error("fit --measurements " + malformed + " --out " + out, "malformed");
+  EXPECT_FALSE(std::filesystem::exists(out));
+  std::filesystem::remove(malformed);
+  std::filesystem::remove(unknown_gpu);
+}
+
+}  // namespace
+}  // namespace papaya::testing

@@ -1,0 +1,131 @@
+// End-to-end runs of papaya fit, predict and limits on a synthetic profile.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "model/profile.h"
+#include "tests/cli/run_papaya.h"
+#include "tests/model/synthetic_profile.h"
+
+namespace papaya::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+class ModelCommands : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("papaya-model-cli-" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+    profile_ = path("profile.json");
+    model::write_profile(profile_, make_profile(gpt_like(2)));
+    model_ = path("model.json");
+    const Outcome fit = run_papaya("fit " + profile_ + " --out " + model_);
+    ASSERT_EQ(fit.code, 0) << fit.err;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  std::string write(const std::string& name, const std::string& text) const {
+    std::ofstream(path(name)) << text;
+    return path(name);
+  }
+  void expect_input_error(const std::string& args, const std::string& needle) const {
+    const Outcome run = run_papaya(args);
+    EXPECT_EQ(run.code, 2) << args << "\n" << run.out << run.err;
+    EXPECT_NE(run.err.find("papaya: error: "), std::string::npos) << run.err;
+    EXPECT_NE(run.err.find(needle), std::string::npos) << args << "\n" << run.err;
+    EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
+  }
+
+  fs::path dir_;
+  std::string profile_, model_;
+};
+
+TEST_F(ModelCommands, FitReportsItsQuality) {
+  Outcome run = run_papaya("fit " + profile_ + " --out " + path("again.json") + " --json");
+  ASSERT_EQ(run.code, 0) << run.err;
+  const json out = json::parse(run.out);
+  EXPECT_GT(out["time"]["r_squared"].get<double>(), 0.999);
+  EXPECT_EQ(out["steps"].size(), 3u);
+  EXPECT_EQ(out["holdout"]["batch"], 4);
+  EXPECT_TRUE(fs::exists(path("again.json")));
+  run = run_papaya("fit " + profile_ + " --out " + path("again.json"));
+  ASSERT_EQ(run.code, 0) << run.err;
+  for (const char* text : {"R^2", "held out", "worst at", "measured peak"}) EXPECT_NE(run.out.find(text), std::string::npos) << text;
+}
+
+TEST_F(ModelCommands, PredictEveryCombination) {
+  Outcome run = run_papaya("predict " + model_ + " --batch 16 --json");
+  ASSERT_EQ(run.code, 0) << run.err;
+  const json rows = json::parse(run.out);
+  EXPECT_EQ(rows.size(), 20u);  // a CPU profile: no swap
+  double keep_peak = 0;
+  for (const auto& row : rows) {
+    for (const char* key : {"strategy", "batch", "peak_bytes", "samples_per_s", "max_batch"}) ASSERT_TRUE(row.contains(key)) << key;
+    EXPECT_EQ(row["batch"], 16);
+    EXPECT_GT(row["samples_per_s"].get<double>(), 0);
+    if (row["strategy"] == "keep") keep_peak = row["peak_bytes"];
+  }
+  for (const auto& row : rows) {
+    if (row["strategy"] != "keep") EXPECT_LT(row["peak_bytes"].get<double>(), keep_peak) << row["strategy"];
+  }
+  run = run_papaya("predict " + model_ + " --batch 16");
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_NE(run.out.find("recompute-all+quantize-2+invert"), std::string::npos);
+}
+
+TEST_F(ModelCommands, PredictOnePlanOnOtherHardware) {
+  const Outcome run = run_papaya("predict " + model_ + " --batch 64 --hardware A100-40GB --plan quantize-4+swap --json");
+  ASSERT_EQ(run.code, 0) << run.err;
+  const json rows = json::parse(run.out);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0]["strategy"], "quantize-4+swap");
+  EXPECT_EQ(rows[0]["hardware"], "A100-40GB");
+  EXPECT_GT(rows[0]["host_bytes"].get<double>(), 0);
+  EXPECT_NE(rows[0]["notes"].dump().find("typical"), std::string::npos);
+  // A plan file.
+  const std::string plan = write("plan.json", R"({"papaya_plan": 1, "base": "quantize-8", "segments": {"blocks.0": "recompute"}})");
+  const Outcome file = run_papaya("predict " + model_ + " --batch 8 --plan " + plan + " --json");
+  ASSERT_EQ(file.code, 0) << file.err;
+  EXPECT_EQ(json::parse(file.out)[0]["strategy"], "plan");
+}
+
+TEST_F(ModelCommands, LimitsPerHardware) {
+  Outcome run = run_papaya("limits " + model_ + " --hardware A100-40GB,h100 --budget 2GiB --json");
+  ASSERT_EQ(run.code, 0) << run.err;
+  const json rows = json::parse(run.out);
+  EXPECT_EQ(rows.size(), 2u * 40u);
+  for (const auto& row : rows) {
+    EXPECT_GT(row["max_batch"].get<int64_t>(), 0);
+    EXPECT_LE(row["peak_bytes"].get<double>(), 2.0 * (1 << 30));
+  }
+  run = run_papaya("limits " + model_ + " --hardware T4");
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_NE(run.out.find("T4"), std::string::npos);
+  EXPECT_NE(run.out.find("note: T4"), std::string::npos);
+}
+
+TEST_F(ModelCommands, BadInputExitsTwo) {
+  expect_input_error("fit " + path("absent.json") + " --out " + path("m.json"), "absent.json");
+  expect_input_error("fit " + write("broken.json", "{") + " --out " + path("m.json"), "malformed JSON");
+  ProfileSpec spec = gpt_like(1);
+  spec.batches = {2};
+  model::write_profile(path("one.json"), make_profile(spec));
+  expect_input_error("fit " + path("one.json") + " --out " + path("m.json"), "two batch sizes");
+  expect_input_error("predict " + profile_ + " --batch 8", "not a papaya model file");
+  expect_input_error("predict " + write("global.json", R"({"papaya_model": 1, "kind": "global"})") + " --batch 8", "/kind");
+  expect_input_error("predict " + model_ + " --batch 8 --hardware TPU-v9", "unknown hardware 'TPU-v9'");
+  expect_input_error("predict " + model_ + " --batch 8 --plan quantize-3", "quantize-3");
+  expect_input_error("predict " + model_ + " --batch 8 --plan swap", "host link");
+  expect_input_error("predict " + model_ + " --batch 0", "--batch");
+  expect_input_error("predict " + model_ + " --batch 8 --budget lots", "--budget");
+  expect_input_error("limits " + model_ + " --hardware A100-40GB,,T4", "empty name");
+  expect_input_error("limits " + model_, "--hardware");
+}
+
+}  // namespace
+}  // namespace papaya::testing

@@ -1,0 +1,72 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "model/curves.h"
+
+namespace papaya::model {
+namespace {
+
+std::vector<Sample> sampled(const SaturatingCurve& c, const std::vector<double>& batches) {
+  std::vector<Sample> s;
+  for (double b : batches) s.push_back({b, c.at(b)});
+  return s;
+}
+
+TEST(BatchCurves, LinearFitIsExactOnALine) {
+  const LinearCurve line = fit_linear({{1, 1300}, {2, 1600}, {4, 2200}});
+  EXPECT_DOUBLE_EQ(line.per_sample, 300);
+  EXPECT_DOUBLE_EQ(line.fixed, 1000);
+  EXPECT_DOUBLE_EQ(line.at(32), 10600);
+}
+
+TEST(BatchCurves, RecoversALine) {
+  const SaturatingCurve truth{0, 2e-3, 5e-4};
+  const SaturatingCurve fit = fit_saturating(sampled(truth, {1, 2, 4}));
+  EXPECT_NEAR(fit.per_sample, 2e-3, 1e-9);
+  EXPECT_NEAR(fit.fixed, 5e-4, 1e-9);
+  EXPECT_NEAR(fit.at(32), truth.at(32), 1e-8);
+}
+
+TEST(BatchCurves, RecoversALatencyFloor) {
+  // Flat up to b = 8 (a GPU kernel that is not yet saturated), then linear.
+  const SaturatingCurve truth{8e-3, 1e-3, 2e-4};
+  const SaturatingCurve fit = fit_saturating(sampled(truth, {1, 2, 4, 8, 16, 32}));
+  EXPECT_NEAR(fit.floor, 8e-3, 1e-6);
+  EXPECT_NEAR(fit.per_sample, 1e-3, 1e-7);
+  EXPECT_NEAR(fit.fixed, 2e-4, 1e-6);
+  EXPECT_NEAR(fit.at(64), truth.at(64), 1e-6);
+}
+
+TEST(BatchCurves, NoiseDoesNotBendALine) {
+  // +-2% noise on a line at three batch sizes: no floor, and the slope within 5%.
+  const SaturatingCurve fit = fit_saturating({{1, 1.02e-3 + 1e-4}, {2, 1.96e-3 + 1e-4}, {4, 4.04e-3 + 1e-4}});
+  EXPECT_EQ(fit.floor, 0);
+  EXPECT_NEAR(fit.per_sample, 1e-3, 5e-5);
+}
+
+TEST(BatchCurves, AnOutlierWeighsLessThanInLeastSquares) {
+  std::vector<Sample> s;
+  for (double b : {1, 2, 3, 4, 5, 6, 7, 8}) s.push_back({b, 1e-3 * b + 1e-3});
+  s[3].value *= 2;  // one step disturbed by something else on the machine
+  const SaturatingCurve robust = fit_saturating(s);
+  const LinearCurve ols = fit_linear(s);
+  EXPECT_LT(std::fabs(robust.per_sample - 1e-3), std::fabs(ols.per_sample - 1e-3));
+  EXPECT_NEAR(robust.at(16), 17e-3, 0.05 * 17e-3);
+}
+
+TEST(BatchCurves, ARemainderMayBeNegative) {
+  const SaturatingCurve fit = fit_saturating({{1, -2e-4}, {2, 0}, {4, 4e-4}}, -std::numeric_limits<double>::infinity());
+  EXPECT_NEAR(fit.per_sample, 2e-4, 1e-8);
+  EXPECT_NEAR(fit.fixed, -4e-4, 1e-8);
+}
+
+TEST(BatchCurves, RSquared) {
+  EXPECT_DOUBLE_EQ(*r_squared({1, 2, 3}, {1, 2, 3}), 1.0);
+  EXPECT_DOUBLE_EQ(*r_squared({1, 2, 3}, {2, 2, 2}), 0.0);
+  EXPECT_FALSE(r_squared({2, 2, 2}, {2, 2, 2}).has_value());
+  EXPECT_LT(*r_squared({1, 2, 3}, {3, 2, 1}), 0.0);
+}
+
+}  // namespace
+}  // namespace papaya::model

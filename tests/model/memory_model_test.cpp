@@ -1,0 +1,303 @@
+// Peak memory under plans on hand-built profiles: every expected figure is
+// worked out by hand in the comments from the keep figures and the rules of
+// plan_space.h.
+#include <gtest/gtest.h>
+
+#include "model/error.h"
+#include "model/fit_profile.h"
+#include "model/plan.h"
+#include "model/predict.h"
+#include "tests/model/synthetic_profile.h"
+
+namespace papaya::model {
+namespace {
+
+using testing::LayerSpec;
+using testing::make_profile;
+using testing::ProfileSpec;
+using testing::saved;
+
+constexpr double S = 10000;  // static bytes
+constexpr int64_t B = 256;   // the batch predicted at
+
+LinearCurve per_sample(double bytes) { return {bytes, S}; }
+
+// fc1 -> gelu -> fc2 inside segment "blk", then a head outside it. Per sample:
+// fc1 saves x0 (25 fp32 = 100 B), the gelu its input h (400 B), fc2 the gelu's
+// output g (400 B), the head its input (100 B). Keep figures per sample:
+//            forward start/peak   backward start/peak
+//   fc1          100 /  500          500 /  600
+//   act          500 /  900          900 / 1300
+//   fc2          900 / 1000         1100 / 1500
+//   head        1000 / 1140         1100 / 1900   <- keep peak: S + 1900b
+ProfileSpec chain(bool fc2_saves_gelu_output = true) {
+  ProfileSpec spec;
+  spec.static_bytes = S;
+  const auto layer = [](std::string path, std::string kind, std::string segment, std::vector<SavedTensorProfile> saved_,
+                        double fs, double fp, double bs, double bp) {
+    LayerSpec l;
+    l.path = std::move(path);
+    l.kind = std::move(kind);
+    l.segment = std::move(segment);
+    l.saved = std::move(saved_);
+    l.forward_start = per_sample(fs);
+    l.forward_peak = per_sample(fp);
+    l.backward_start = per_sample(bs);
+    l.backward_peak = per_sample(bp);
+    l.forward_s = {0, 1e-4, 1e-4};
+    l.backward_s = {0, 2e-4, 1e-4};
+    return l;
+  };
+  spec.layers.push_back(layer("fc1", "linear", "blk", {saved("input", SlotKind::activation, 25, 4, "fc1:input")}, 100, 500, 500, 600));
+  spec.layers.push_back(layer("act", "gelu", "blk", {saved("input", SlotKind::activation, 100, 4, "act:input")}, 500, 900, 900, 1300));
+  spec.layers.back().output_bytes_per_sample = 400;
+  if (fc2_saves_gelu_output) {
+    spec.layers.back().output_saved_by = {"fc2:input"};
+    spec.layers.push_back(layer("fc2", "linear", "blk", {saved("input", SlotKind::activation, 100, 4, "fc2:input")}, 900, 1000, 1100, 1500));
+  } else {
+    spec.layers.push_back(layer("fc2", "scale", "blk", {}, 900, 1000, 1100, 1500));
+  }
+  spec.layers.push_back(layer("head", "linear", "", {saved("input", SlotKind::activation, 25, 4, "head:input")}, 1000, 1140, 1100, 1900));
+  spec.segments.push_back({"blk", saved("input", SlotKind::activation, 25, 4, "fc1:input"), {0, 1e-4, 1e-4}});
+  return spec;
+}
+
+LayerModel fitted(const ProfileSpec& spec) { return fit_profile(make_profile(spec), "synthetic").model; }
+
+Estimate at(const LayerModel& m, const std::string& plan, int64_t batch = B) {
+  return predict(m, profiled_target(m), load_plan(plan, m.layout(), m.network), batch);
+}
+
+// The index of a point of the timeline.
+size_t point(const PlanSpace& space, const LayerModel& m, Phase phase, const std::string& layer) {
+  for (size_t p = 0; p < space.points().size(); ++p) {
+    const TimelinePoint& pt = space.points()[p];
+    if (pt.phase == phase && m.layers[static_cast<size_t>(pt.layer)].path == layer) return p;
+  }
+  ADD_FAILURE() << "no point " << to_string(phase) << " " << layer;
+  return 0;
+}
+
+TEST(MemoryModel, KeepIsTheProfile) {
+  const LayerModel m = fitted(chain());
+  const Estimate e = at(m, "keep");
+  EXPECT_DOUBLE_EQ(e.peak_bytes, S + 1900 * B);
+  EXPECT_EQ(e.peak_at.phase, Phase::backward);
+  EXPECT_EQ(m.layers[static_cast<size_t>(e.peak_at.layer)].path, "head");
+}
+
+TEST(MemoryModel, Quantize4) {
+  // Packed sizes at b = 256 (groups of 256 values: 128 bytes + 8 of min/scale):
+  // x0 and the head input, 6400 values: 25 groups = 3400 B; h and g, 25600
+  // values: 100 groups = 13600 B.
+  // At act's backward (B1): keep S + 1300b; x0 and h are stored packed
+  // (-100b + 3400, -400b + 13600) and act dequantizes h (+400b); g is gone
+  // already in both. = S + 1200b + 17000. At fc2's backward: S + 1500b - 500b
+  // + 3400 + 13600 + 13600 = S + 1000b + 30600; at the head's: S + 1900b -
+  // 1000b + 34000 + 100b (dequantized head input) = S + 1000b + 34000.
+  const LayerModel m = fitted(chain());
+  const Estimate e = at(m, "quantize-4");
+  EXPECT_DOUBLE_EQ(e.peak_bytes, S + 1200 * B + 17000);
+  EXPECT_EQ(m.layers[static_cast<size_t>(e.peak_at.layer)].path, "act");
+  const PlanSpace space(m, profiled_target(m), B);
+  const auto timeline = space.timeline(space.assignment(expand_plan_name("quantize-4", m.layout())));
+  EXPECT_DOUBLE_EQ(timeline[point(space, m, Phase::backward, "fc2")], S + 1000 * B + 30600);
+}
+
+TEST(MemoryModel, InvertWithASavingConsumer) {
+  // act keeps a 1-bit mask of h (25600 bits = 3200 B) and uses g as fc2 keeps
+  // it (raw): g now lives until act's backward. At the head's backward: S +
+  // 1900b - 400b + 3200 (the peak). At act's backward: S + 1300b - 400b + 3200
+  // + 25600 (the mask unpacked to bytes) + 400b (g, held longer) = S + 1300b + 28800.
+  const LayerModel m = fitted(chain());
+  const Estimate e = at(m, "invert");
+  EXPECT_DOUBLE_EQ(e.peak_bytes, S + 1500 * B + 3200);
+  const PlanSpace space(m, profiled_target(m), B);
+  const auto timeline = space.timeline(space.assignment(expand_plan_name("invert", m.layout())));
+  EXPECT_DOUBLE_EQ(timeline[point(space, m, Phase::backward, "act")], S + 1300 * B + 28800);
+}
+
+TEST(MemoryModel, InvertWithoutASavingConsumerKeepsTheOutputInstead) {
+  // Nothing saves the gelu's output, so the gelu keeps it raw (400b, from the
+  // next layer's forward to its own backward) besides the mask: at the head's
+  // backward S + 1900b - 400b + 400b + 3200 — worse than keep by the mask.
+  const LayerModel m = fitted(chain(false));
+  EXPECT_DOUBLE_EQ(at(m, "keep").peak_bytes, S + 1900 * B);
+  EXPECT_DOUBLE_EQ(at(m, "invert").peak_bytes, S + 1900 * B + 3200);
+}
+
+TEST(MemoryModel, SwapKeepsOnlyThePrefetchWindow) {
+  // A GPU profile (a host link); every slot swapped raw. At the head's
+  // backward the head input and fc2's (prefetched during the head's backward)
+  // are on the device, x0 and h not: S + 1900b - 100b - 400b. At fc2's
+  // backward: fc2's and act's (prefetched) inputs: S + 1500b - 100b.
+  ProfileSpec spec = chain();
+  spec.device = "cuda:0";
+  spec.device_name = "test gpu";
+  spec.link_bytes_per_s = 1e10;
+  const LayerModel m = fitted(spec);
+  const Estimate e = at(m, "swap");
+  EXPECT_DOUBLE_EQ(e.peak_bytes, S + 1400 * B);
+  EXPECT_DOUBLE_EQ(e.host_bytes, 1000.0 * B);
+  EXPECT_DOUBLE_EQ(at(m, "keep").peak_bytes, S + 1900 * B);
+}
+
+TEST(MemoryModel, SwapNeedsAHostLink) {
+  const LayerModel m = fitted(chain());
+  EXPECT_THROW(at(m, "swap"), InputError);
+}
+
+TEST(MemoryModel, RecomputeMovesThePeakIntoTheSegmentsBackward) {
+  // blk (fc1, act, fc2) keeps only its input x0 (fc1's own input: no extra
+  // bytes). Its storages h and g are gone until its backward: the head's
+  // backward drops to S + 1900b - 800b; inside blk's backward everything is
+  // live again as in keep, so fc2's backward, S + 1500b, is the new peak.
+  const LayerModel m = fitted(chain());
+  const Estimate e = at(m, "recompute-all");
+  EXPECT_DOUBLE_EQ(e.peak_bytes, S + 1500 * B);
+  EXPECT_EQ(e.peak_at.phase, Phase::backward);
+  EXPECT_EQ(m.layers[static_cast<size_t>(e.peak_at.layer)].path, "fc2");
+  EXPECT_EQ(e.peak_at.segment, 0);
+  // The recompute points: R0 = backward start of fc2 (S + 1100b) + fc1's
+  // forward growth (400b) - h and g not yet recomputed (800b) = S + 700b.
+  const PlanSpace space(m, profiled_target(m), B);
+  const auto timeline = space.timeline(space.assignment(expand_plan_name("recompute-all", m.layout())));
+  EXPECT_DOUBLE_EQ(timeline[point(space, m, Phase::recompute, "fc1")], S + 700 * B);
+  EXPECT_DOUBLE_EQ(timeline[point(space, m, Phase::recompute, "act")], S + 1100 * B);
+}
+
+TEST(MemoryModel, RecomputeWithAQuantizedInput) {
+  // The segment keeps x0 as quantize-4 (3400 B) besides... nothing: fc1's raw
+  // x0 is rematerialized during blk's backward from it. At fc2's backward:
+  // S + 1500b + 3400. The head input is quantized too.
+  const LayerModel m = fitted(chain());
+  EXPECT_DOUBLE_EQ(at(m, "recompute-all+quantize-4").peak_bytes, S + 1500 * B + 3400);
+}
+
+// One layer saves x; a second saves the same storage; the last saves nothing
+// and its backward is where every stored form is held at once.
+ProfileSpec sharing(double storage_bytes_per_sample = 400) {
+  ProfileSpec spec;
+  spec.static_bytes = S;
+  for (const char* path : {"a", "b", "c"}) {
+    LayerSpec l;
+    l.path = path;
+    l.kind = "linear";
+    const double held = storage_bytes_per_sample;
+    l.forward_start = per_sample(std::string(path) == "a" ? 0 : held);
+    l.forward_peak = l.backward_start = l.backward_peak = per_sample(held);
+    l.forward_s = {0, 1e-4, 1e-4};
+    l.backward_s = {0, 1e-4, 1e-4};
+    spec.layers.push_back(l);
+  }
+  spec.layers[0].saved = {saved("x", SlotKind::activation, 100, 4, "a:x")};
+  spec.layers[0].saved[0].storage_bytes_per_sample = storage_bytes_per_sample;
+  spec.layers[1].saved = {saved("x", SlotKind::activation, 100, 4, "a:x")};
+  spec.layers[1].saved[0].storage_bytes_per_sample = storage_bytes_per_sample;
+  return spec;
+}
+
+double at_last_backward(const LayerModel& m, const nlohmann::json& tensors) {
+  const PlanSpace space(m, profiled_target(m), B);
+  const nlohmann::json doc = {{"papaya_plan", 1}, {"tensors", tensors}};
+  const auto timeline = space.timeline(space.assignment(parse_plan(doc, m.layout(), m.network, "plan.json")));
+  return timeline[static_cast<size_t>(m.layers.size())];  // B of the last layer: the first backward point
+}
+
+TEST(MemoryModel, OneStorageOneStrategyOneCopy) {
+  // 25600 values: quantize-8 = 100 groups of 264 B = 26400, quantize-4 = 13600.
+  const LayerModel m = fitted(sharing());
+  EXPECT_DOUBLE_EQ(at_last_backward(m, nlohmann::json::object()), S + 400 * B);
+  EXPECT_DOUBLE_EQ(at_last_backward(m, {{"a:x", "quantize-8"}, {"b:x", "quantize-8"}}), S + 26400);
+  EXPECT_DOUBLE_EQ(at_last_backward(m, {{"a:x", "quantize-8"}, {"b:x", "quantize-4"}}), S + 26400 + 13600);
+  // Raw for one slot: the storage stays, and the other's packed copy comes on top.
+  EXPECT_DOUBLE_EQ(at_last_backward(m, {{"b:x", "quantize-4"}}), S + 400 * B + 13600);
+}
+
+TEST(MemoryModel, AViewKeepsItsWholeStorage) {
+  // The slots are views of 100 values of an 800-byte-per-sample storage: keep
+  // holds 800b; quantizing both frees all of it for the view's packed copy.
+  const LayerModel m = fitted(sharing(800));
+  EXPECT_DOUBLE_EQ(at_last_backward(m, nlohmann::json::object()), S + 800 * B);
+  EXPECT_DOUBLE_EQ(at_last_backward(m, {{"a:x", "quantize-4"}, {"b:x", "quantize-4"}}), S + 13600);
+}
+
+TEST(MemoryModel, GpuAllocationsAreRoundedTo512Bytes) {
+  ProfileSpec spec = sharing();
+  spec.device = "cuda:0";
+  spec.device_name = "test gpu";
+  const LayerModel m = fitted(spec);
+  EXPECT_DOUBLE_EQ(at_last_backward(m, {{"a:x", "quantize-4"}, {"b:x", "quantize-4"}}), S + 13824);  // 27 * 512
+}
+
+// An LM head saving its input (100 B/sample) and log-probabilities (4 tokens
+// of 8 fp32 = 128 B/sample) after a linear layer.
+//            forward start/peak   backward start/peak
+//   fc           100 / 200           200 / 300
+//   lm_head      200 / 456           328 / 684   (logits, log-probabilities, their gradients)
+TEST(MemoryModel, RecomputedLogProbabilitiesShrinkTheHeadToAChunk) {
+  ProfileSpec spec;
+  spec.static_bytes = S;
+  LayerSpec fc;
+  fc.path = "fc";
+  fc.kind = "linear";
+  fc.saved = {saved("input", SlotKind::activation, 25, 4, "fc:input")};
+  fc.forward_start = per_sample(100);
+  fc.forward_peak = per_sample(200);
+  fc.backward_start = per_sample(200);
+  fc.backward_peak = per_sample(300);
+  fc.forward_s = fc.backward_s = {0, 1e-4, 1e-4};
+  LayerSpec head = fc;
+  head.path = "lm_head";
+  head.kind = "lm_head";
+  head.saved = {saved("input", SlotKind::activation, 25, 4, "lm_head:input"),
+                saved("logprobs", SlotKind::activation, 32, 4, "lm_head:logprobs", {4, 8})};
+  head.forward_start = per_sample(200);
+  head.forward_peak = per_sample(456);
+  head.backward_start = per_sample(328);
+  head.backward_peak = per_sample(684);
+  head.forward_s = {0, 3e-4, 1e-4};
+  spec.layers = {fc, head};
+  const LayerModel m = fitted(spec);
+  // b = 1024: chunks of 1024 rows are 256 samples of 4 rows. The head's
+  // backward: S + 684b - 128b (log-probabilities not stored) - 356 (768) (its
+  // gradients for 768 fewer samples) + 128 * 256 (the chunk's recomputed
+  // log-probabilities) = S + 200b + 484 * 256.
+  const int64_t b = 1024;
+  EXPECT_DOUBLE_EQ(at(m, "keep", b).peak_bytes, S + 684 * b);
+  const Estimate e = at(m, "recompute-all", b);
+  EXPECT_DOUBLE_EQ(e.peak_bytes, S + 200 * b + 484 * 256);
+  // The extra forward of the head, in backward.
+  EXPECT_NEAR(e.seconds - at(m, "keep", b).seconds, 3e-4 * b + 1e-4, 1e-12);
+}
+
+TEST(MemoryModel, LargestBatchIsTheLargestThatFits) {
+  const LayerModel m = fitted(chain());
+  const Target target = profiled_target(m);
+  for (const char* name : {"keep", "quantize-4", "invert", "recompute-all", "recompute-all+quantize-2+invert"}) {
+    const Plan plan = load_plan(name, m.layout(), m.network);
+    const double budget = predict(m, target, plan, 300).peak_bytes + 1000;
+    int64_t brute = 0;
+    for (int64_t b = 1; b <= 2000 && predict(m, target, plan, b).peak_bytes <= budget; ++b) brute = b;
+    EXPECT_EQ(max_batch(m, target, plan, budget), brute) << name;
+    EXPECT_GE(brute, 300) << name;
+  }
+  EXPECT_EQ(max_batch(m, target, expand_plan_name("keep", m.layout()), S), 0);  // not even one sample
+}
+
+TEST(MemoryModel, ThePeakGrowsWithTheBatch) {
+  const LayerModel m = fitted(testing::gpt_like(2));
+  const Target target = profiled_target(m);
+  for (const auto& name : plan_names(target)) {
+    const Plan plan = expand_plan_name(name, m.layout());
+    double previous = 0;
+    for (int64_t b : {1, 2, 3, 5, 8, 13, 21, 34, 55, 89}) {
+      const double peak = predict(m, target, plan, b).peak_bytes;
+      EXPECT_GT(peak, previous) << name << " at " << b;
+      previous = peak;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace papaya::model

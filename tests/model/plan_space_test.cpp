@@ -1,0 +1,198 @@
+// The decomposed view a planner searches agrees with predict().
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "model/error.h"
+#include "model/fit_profile.h"
+#include "model/predict.h"
+#include "tests/model/synthetic_profile.h"
+
+namespace papaya::model {
+namespace {
+
+LayerModel gpt_model(int blocks, bool gpu) {
+  testing::ProfileSpec spec = testing::gpt_like(blocks);
+  if (gpu) {
+    spec.device = "cuda:0";
+    spec.device_name = "test gpu";
+    spec.link_bytes_per_s = 2e10;
+  }
+  return fit_profile(testing::make_profile(spec), "synthetic").model;
+}
+
+// The option index of every storage and segment that reproduces `plan`.
+std::pair<std::vector<int>, std::vector<int>> choices_for(const PlanSpace& space, const Plan& plan) {
+  const Assignment wanted = space.assignment(plan);
+  std::vector<int> storage, segment;
+  for (size_t g = 0; g < space.storages().size(); ++g) {
+    const auto& st = space.storages()[g];
+    std::vector<TensorStrategy> per_slot;
+    for (int i : st.slots) per_slot.push_back(wanted.slots[static_cast<size_t>(i)]);
+    const auto options = space.options(static_cast<int>(g));
+    int found = -1;
+    for (size_t o = 0; o < options.size(); ++o) {
+      if (options[o].per_slot == per_slot) found = static_cast<int>(o);
+    }
+    EXPECT_GE(found, 0) << plan.name << ": no option of " << st.key << " stores it as the plan does";
+    storage.push_back(std::max(found, 0));
+  }
+  for (size_t s = 0; s < space.segments().size(); ++s) {
+    int found = -1;
+    if (wanted.segments[s].recompute) {
+      const auto options = space.segment_cost(static_cast<int>(s)).input_options;
+      for (size_t o = 0; o < options.size(); ++o) {
+        if (options[o].strategy == wanted.segments[s].input) found = static_cast<int>(o);
+      }
+      EXPECT_GE(found, 0) << plan.name << ": segment input " << wanted.segments[s].input.name();
+    }
+    segment.push_back(found);
+  }
+  return {storage, segment};
+}
+
+TEST(PlanSpace, OptionsReproduceEveryGlobalPlan) {
+  const LayerModel m = gpt_model(3, true);
+  const Target target = profiled_target(m);
+  const PlanSpace space(m, target, 24);
+  for (const auto& name : plan_names(target)) {
+    const Plan plan = expand_plan_name(name, m.layout());
+    const auto [storage, segment] = choices_for(space, plan);
+    const Estimate by_options = space.evaluate(space.assignment(storage, segment));
+    const Estimate by_plan = predict(m, target, plan, 24);
+    EXPECT_DOUBLE_EQ(by_options.peak_bytes, by_plan.peak_bytes) << name;
+    EXPECT_DOUBLE_EQ(by_options.seconds, by_plan.seconds) << name;
+    EXPECT_DOUBLE_EQ(by_options.host_bytes, by_plan.host_bytes) << name;
+  }
+}
+
+TEST(PlanSpace, OptionBytesAndCodecSecondsAddUp) {
+  // The last layer saves nothing: at its backward every storage is held in
+  // its stored form and nothing is dequantized, so the bytes there are keep's
+  // plus the sum over storages of (option - keep) device bytes. Codec and
+  // recompute time (quantize-N recomputes the LM head's log-probabilities)
+  // add up exactly as long as no GELU is inverted (it would dequantize fc2's
+  // copy too).
+  const LayerModel m = gpt_model(2, false);
+  const Target target = profiled_target(m);
+  const PlanSpace space(m, target, 16);
+  const size_t steady = m.layers.size();  // the first backward point: the last layer's
+  ASSERT_EQ(space.points()[steady].phase, Phase::backward);
+  ASSERT_TRUE(m.layers.back().saved.empty());
+  const std::vector<int> no_segments(space.segments().size(), -1);
+  const std::vector<int> keep(space.storages().size(), 0);
+  const auto keep_assignment = space.assignment(keep, no_segments);
+  const double keep_bytes = space.timeline(keep_assignment)[steady];
+  const double keep_seconds = space.evaluate(keep_assignment).seconds;
+  for (const char* name : {"quantize-8", "quantize-4", "quantize-2"}) {
+    std::vector<int> chosen;
+    double bytes = keep_bytes, seconds = keep_seconds;
+    for (size_t g = 0; g < space.storages().size(); ++g) {
+      const auto options = space.options(static_cast<int>(g));
+      int pick = 0;
+      for (size_t o = 0; o < options.size(); ++o) {
+        if (options[o].strategy.name() == name) pick = static_cast<int>(o);
+      }
+      chosen.push_back(pick);
+      bytes += options[static_cast<size_t>(pick)].device_bytes - options[0].device_bytes;
+      seconds += options[static_cast<size_t>(pick)].codec_seconds + options[static_cast<size_t>(pick)].recompute_seconds;
+    }
+    const auto a = space.assignment(chosen, no_segments);
+    EXPECT_NEAR(space.timeline(a)[steady], bytes, 1e-6) << name;
+    EXPECT_NEAR(space.evaluate(a).seconds, seconds, 1e-12) << name;
+    EXPECT_LT(bytes, keep_bytes) << name;
+  }
+}
+
+TEST(PlanSpace, SegmentsFreeWhatTheySay) {
+  // Recomputing a block frees its storages between forward and backward and
+  // keeps its input (raw: the first block's ln1 input, which it frees too);
+  // its backward gets its recompute time.
+  const LayerModel m = gpt_model(2, false);
+  const PlanSpace space(m, profiled_target(m), 16);
+  const size_t steady = m.layers.size();
+  const std::vector<int> keep(space.storages().size(), 0);
+  const auto base = space.assignment(keep, std::vector<int>(space.segments().size(), -1));
+  for (size_t s = 0; s < space.segments().size(); ++s) {
+    std::vector<int> segments(space.segments().size(), -1);
+    segments[s] = 0;
+    const auto a = space.assignment(keep, segments);
+    const auto view = space.segment_cost(static_cast<int>(s));
+    EXPECT_GT(view.freed_bytes, 0);
+    EXPECT_GE(view.rematerialized_bytes, view.freed_bytes);
+    EXPECT_NEAR(space.timeline(a)[steady] - space.timeline(base)[steady], view.input_options[0].device_bytes - view.freed_bytes, 1e-6);
+    EXPECT_NEAR(space.evaluate(a).seconds - space.evaluate(base).seconds, view.recompute_seconds, 1e-12);
+  }
+}
+
+TEST(PlanSpace, OptionsAreTheApplicableStrategies) {
+  const LayerModel m = gpt_model(1, false);  // CPU: no swap
+  const PlanSpace space(m, profiled_target(m), 8);
+  for (size_t g = 0; g < space.storages().size(); ++g) {
+    const auto& st = space.storages()[g];
+    const auto options = space.options(static_cast<int>(g));
+    ASSERT_FALSE(options.empty());
+    EXPECT_TRUE(options[0].strategy.is_keep());
+    EXPECT_DOUBLE_EQ(options[0].device_bytes, space.storage_bytes(static_cast<int>(g)));
+    for (const auto& o : options) EXPECT_FALSE(o.strategy.swap) << st.key;
+    if (st.slots.empty()) continue;
+    const auto& slot = space.slots()[static_cast<size_t>(st.slots[0])];
+    if (slot.kind == SlotKind::stats || slot.kind == SlotKind::index) EXPECT_EQ(options.size(), 1u) << st.key;
+    if (st.key == "blocks.0.mlp.act:input") {
+      bool invert = false;
+      for (const auto& o : options) invert = invert || o.strategy.form == Form::inverted;
+      EXPECT_TRUE(invert);
+    }
+    if (st.key == "lm_head:logprobs") EXPECT_EQ(options.size(), 2u);  // keep, recompute
+  }
+  const auto& shared = space.storages()[static_cast<size_t>(space.slots()[0].storage)];
+  EXPECT_EQ(shared.key, "tok_emb:ids");
+}
+
+TEST(PlanSpace, PlanOfAnAssignmentRoundTrips) {
+  const LayerModel m = gpt_model(2, true);
+  const Target target = profiled_target(m);
+  const PlanSpace space(m, target, 8);
+  const Plan original = expand_plan_name("recompute-all+quantize-4+swap", m.layout());
+  const Plan written = space.plan(space.assignment(original), "mine");
+  EXPECT_EQ(written.batch, 8);
+  const Plan read = parse_plan(plan_to_json(written), m.layout(), m.network, "mine.json");
+  EXPECT_DOUBLE_EQ(predict(m, target, read, 8).peak_bytes, predict(m, target, original, 8).peak_bytes);
+  EXPECT_DOUBLE_EQ(predict(m, target, read, 8).seconds, predict(m, target, original, 8).seconds);
+}
+
+TEST(PlanSpace, AnotherBatchIsTheSameAsANewSpace) {
+  const LayerModel m = gpt_model(2, true);
+  const Target target = profiled_target(m);
+  const PlanSpace small(m, target, 4);
+  const Plan plan = expand_plan_name("recompute-all+quantize-4+invert+swap", m.layout());
+  const Assignment a = small.assignment(plan);
+  int fc1 = 0;
+  while (small.storages()[static_cast<size_t>(fc1)].key != "blocks.1.mlp.fc1:input") ++fc1;
+  for (int64_t b : {1, 7, 300}) {
+    const PlanSpace fresh(m, target, b);
+    EXPECT_DOUBLE_EQ(small.at_batch(b).evaluate(a).peak_bytes, fresh.evaluate(a).peak_bytes);
+    EXPECT_DOUBLE_EQ(small.at_batch(b).evaluate(a).seconds, fresh.evaluate(a).seconds);
+    const auto options = small.at_batch(b).options(fc1);
+    ASSERT_GT(options.size(), 2u);
+    EXPECT_DOUBLE_EQ(options[1].device_bytes, fresh.options(fc1)[1].device_bytes);
+    EXPECT_DOUBLE_EQ(options[2].codec_seconds, fresh.options(fc1)[2].codec_seconds);
+  }
+  EXPECT_THROW(small.at_batch(0), InputError);
+}
+
+TEST(PlanSpace, FiveHundredLayersEvaluateQuickly) {
+  const LayerModel m = gpt_model(46, true);  // 46 blocks of 11 layers + 4
+  ASSERT_GE(m.layers.size(), 500u);
+  const Target target = profiled_target(m);
+  const auto start = std::chrono::steady_clock::now();
+  const PlanSpace space(m, target, 64);
+  const Assignment a = space.assignment(expand_plan_name("quantize-4+invert+swap", m.layout()));
+  for (int i = 0; i < 100; ++i) space.at_batch(64 + i).evaluate(a);
+  for (size_t g = 0; g < space.storages().size(); ++g) space.options(static_cast<int>(g));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(seconds, 1.0) << "building the space, 100 evaluations at other batches and every option";
+}
+
+}  // namespace
+}  // namespace papaya::model

@@ -1,0 +1,142 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "model/error.h"
+#include "model/json_file.h"
+#include "model/profile.h"
+
+namespace papaya::model {
+namespace {
+
+using nlohmann::json;
+
+// A two-layer profile at two batch sizes, the second out of memory.
+Profile small_profile() {
+  Profile p;
+  p.network = "toy";
+  p.network_config = {{"name", "toy"}, {"family", "mlp"}};
+  p.precision = "fp32";
+  p.machine = {"cpu", "Some CPU (2 threads)", 8LL << 30, 2, "1.13.0", "", "0.1.0", "wall-clock"};
+  p.batches = {4, 64};
+  IterationMeasurement ok{4, false, 5, 0.010, 0.004, 0.005, 0.001, 1000, 5000, 5000, 3000};
+  IterationMeasurement oom;
+  oom.batch = 64;
+  oom.oom = true;
+  p.iterations = {ok, oom};
+  LayerProfile fc;
+  fc.path = "blocks.0.fc";
+  fc.kind = "linear";
+  fc.segment = "blocks.0";
+  fc.saved = {{"input", SlotKind::activation, "float32", 4, {64}, true, 64, "blocks.0.fc:input", 256}};
+  fc.output_bytes_per_sample = 512;
+  fc.parameter_bytes = 33280;
+  fc.forward_flops_per_sample = 16512;
+  fc.forward_bytes_moved_per_sample = 768;
+  fc.measured = {{1e-4, 2e-4, 1000, 1512, 1600, 2000, 1900, 2500}, {}};
+  LayerProfile act;
+  act.path = "blocks.0.act";
+  act.kind = "relu";
+  act.segment = "blocks.0";
+  act.saved = {{"output", SlotKind::mask, "float32", 4, {128}, true, 128, "blocks.0.act:output", 512}};
+  act.output_saved_by = {"blocks.0.act:output"};
+  act.measured = {{1e-5, 2e-5, 1512, 2024, 2024, 1700, 1600, 1800}, {}};
+  p.layers = {fc, act};
+  p.segments = {{"blocks.0", {1.1e-4, 0}, fc.saved[0]}};
+  return p;
+}
+
+std::string temp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("papaya-profile-test-" + name)).string();
+}
+
+// The InputError message of loading `doc` as a profile labelled "p.json".
+std::string load_error(const json& doc) {
+  try {
+    profile_from_json(doc, "p.json");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(Profile, RoundTripsThroughAFile) {
+  const Profile p = small_profile();
+  const std::string path = temp_path("round-trip.json");
+  write_profile(path, p);
+  const Profile back = read_profile(path);
+  std::filesystem::remove(path);
+  EXPECT_EQ(profile_to_json(back), profile_to_json(p));
+  EXPECT_EQ(back.layers[0].saved[0].sample_shape, (std::vector<int64_t>{64}));
+  EXPECT_TRUE(back.iterations[1].oom);
+  EXPECT_EQ(back.machine.timing, "wall-clock");
+  EXPECT_DOUBLE_EQ(back.layers[1].measured[0].backward_s, 2e-5);
+}
+
+TEST(Profile, LayoutCarriesSlotsSegmentsAndSharing) {
+  const NetworkLayout layout = small_profile().layout();
+  EXPECT_EQ(layout.segments, (std::vector<std::string>{"blocks.0"}));
+  ASSERT_EQ(layout.layers.size(), 2u);
+  const LayerDesc* act = layout.find_layer("blocks.0.act");
+  ASSERT_NE(act, nullptr);
+  EXPECT_EQ(act->segment, "blocks.0");
+  EXPECT_EQ(act->find_slot("output")->kind, SlotKind::mask);
+  EXPECT_EQ(act->find_slot("output")->storage, "blocks.0.act:output");
+  EXPECT_EQ(act->output_saved_by, (std::vector<std::string>{"blocks.0.act:output"}));
+}
+
+TEST(Profile, ForeignAndNewerDocumentsAreRefused) {
+  EXPECT_NE(load_error(json::array()).find("p.json: not a papaya profile"), std::string::npos);
+  const json config = read_json_file(config_dir() + "/networks/gpt-tiny.json", "network config");
+  EXPECT_NE(load_error(config).find("not a papaya profile"), std::string::npos);
+  json newer = profile_to_json(small_profile());
+  newer["papaya_profile"] = 2;
+  EXPECT_NE(load_error(newer).find("p.json: profile version 2 is newer than this papaya reads (1)"), std::string::npos);
+}
+
+TEST(Profile, DamagedDocumentsNameWhatIsWrong) {
+  const json good = profile_to_json(small_profile());
+  json doc = good;
+  doc["layers"][1]["measured"].erase(1);
+  EXPECT_EQ(load_error(doc), "p.json: /layers/1/measured: 1 entries, but 2 batch sizes in /batches");
+  doc = good;
+  doc["segments"][0]["recompute_s"].push_back(0.5);
+  EXPECT_EQ(load_error(doc), "p.json: /segments/0/recompute_s: 3 entries, but 2 batch sizes in /batches");
+  doc = good;
+  doc["iterations"][1]["batch"] = 32;
+  EXPECT_EQ(load_error(doc), "p.json: /iterations/1/batch: 32 where /batches has 64");
+  doc = good;
+  doc["layers"][0]["saved"][0]["storage"] = "blocks.0.fc:output";
+  EXPECT_EQ(load_error(doc), "p.json: /layers/0/saved/0/storage: 'blocks.0.fc:output' is not a saved tensor of this profile");
+  doc = good;
+  doc["layers"][0]["segment"] = "blocks.9";
+  EXPECT_EQ(load_error(doc), "p.json: /layers/0/segment: 'blocks.9' is not in /segments");
+  doc = good;
+  doc["batches"] = {4, 4};
+  EXPECT_EQ(load_error(doc), "p.json: /batches: a batch size is repeated");
+  doc = good;
+  doc["layers"][0]["measured"][0].erase("backward_s");
+  EXPECT_NE(load_error(doc).find("p.json: /layers/0/measured/0"), std::string::npos) << load_error(doc);
+  doc = good;
+  doc["machine"]["timing"] = "sundial";
+  EXPECT_NE(load_error(doc).find("p.json: /machine/timing"), std::string::npos) << load_error(doc);
+}
+
+TEST(Profile, TruncatedFileIsAnInputErrorNamingIt) {
+  const std::string path = temp_path("truncated.json");
+  const std::string text = profile_to_json(small_profile()).dump(2);
+  std::ofstream(path) << text.substr(0, text.size() / 2);
+  try {
+    read_profile(path);
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("malformed JSON in profile"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove(path);
+  EXPECT_THROW(read_profile(temp_path("missing.json")), InputError);
+}
+
+}  // namespace
+}  // namespace papaya::model

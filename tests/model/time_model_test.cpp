@@ -1,0 +1,160 @@
+// Step time: recovery of known per-layer curves, the costs each strategy
+// adds, and the swap overlap.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "model/fit_profile.h"
+#include "model/predict.h"
+#include "tests/model/synthetic_profile.h"
+
+namespace papaya::model {
+namespace {
+
+using testing::gpt_like;
+using testing::make_profile;
+using testing::ProfileSpec;
+
+double true_seconds(const ProfileSpec& spec, double b) {
+  double t = spec.optimizer_s.at(b) + spec.rest_s.at(b);
+  for (const auto& l : spec.layers) t += l.forward_s.at(b) + l.backward_s.at(b);
+  return t;
+}
+
+TEST(TimeModel, RecoversPerLayerCurvesAndPredictsLargerBatches) {
+  ProfileSpec spec = gpt_like(2);
+  spec.layers[3].forward_s = {4e-4, 1e-5, 3e-5};  // latency-bound up to b = 40
+  spec.batches = {1, 2, 4, 8, 64, 128};
+  const ProfileFit fit = fit_profile(make_profile(spec), "synthetic");
+  for (size_t l = 0; l < spec.layers.size(); ++l) {
+    for (double b : {16.0, 128.0}) {
+      EXPECT_NEAR(fit.model.layers[l].forward_seconds.at(b), spec.layers[l].forward_s.at(b), 1e-6 * spec.layers[l].forward_s.at(b))
+          << spec.layers[l].path;
+      EXPECT_NEAR(fit.model.layers[l].backward_seconds.at(b), spec.layers[l].backward_s.at(b), 1e-6 * spec.layers[l].backward_s.at(b));
+    }
+  }
+  EXPECT_NEAR(fit.model.layers[3].forward_seconds.floor, 4e-4, 1e-8);
+  const Target target = profiled_target(fit.model);
+  const Plan keep = expand_plan_name("keep", fit.model.layout());
+  for (int64_t b : {16, 100}) {
+    EXPECT_NEAR(predict(fit.model, target, keep, b).seconds, true_seconds(spec, static_cast<double>(b)), 1e-6 * true_seconds(spec, static_cast<double>(b)));
+  }
+  EXPECT_GT(fit.quality.time.r_squared, 0.999999);
+  EXPECT_LT(fit.quality.time.worst_relative, 1e-6);
+}
+
+TEST(TimeModel, NoisyProfileStillPredictsWithinThreePercent) {
+  // +-3% noise on every layer's measured times at batches 1, 2, 4, and on the
+  // rest of each iteration; predictions at 16 and 32.
+  ProfileSpec spec = gpt_like(2);
+  Profile profile = make_profile(spec);
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> noise(0.97, 1.03);
+  for (size_t i = 0; i < profile.batches.size(); ++i) {
+    double layers = 0;
+    for (auto& l : profile.layers) {
+      l.measured[i].forward_s *= noise(rng);
+      l.measured[i].backward_s *= noise(rng);
+      layers += l.measured[i].forward_s + l.measured[i].backward_s;
+    }
+    const double b = profile.batches[i];
+    profile.iterations[i].iteration_s = layers + spec.optimizer_s.at(b) + spec.rest_s.at(b) * noise(rng);
+  }
+  const ProfileFit fit = fit_profile(profile, "noisy");
+  const Target target = profiled_target(fit.model);
+  const Plan keep = expand_plan_name("keep", fit.model.layout());
+  for (int64_t b : {16, 32}) {
+    const double truth = true_seconds(spec, static_cast<double>(b));
+    EXPECT_NEAR(predict(fit.model, target, keep, b).seconds, truth, 0.03 * truth) << b;
+  }
+}
+
+TEST(TimeModel, StepTimeGrowsWithTheBatchForEveryPlan) {
+  ProfileSpec spec = gpt_like(2);
+  spec.device = "cuda:0";
+  spec.device_name = "test gpu";
+  spec.link_bytes_per_s = 1e9;
+  const LayerModel m = fit_profile(make_profile(spec), "synthetic").model;
+  const Target target = profiled_target(m);
+  const double keep32 = predict(m, target, expand_plan_name("keep", m.layout()), 32).seconds;
+  for (const auto& name : plan_names(target)) {
+    const Plan plan = expand_plan_name(name, m.layout());
+    double previous = 0;
+    for (int64_t b : {1, 2, 4, 8, 16, 32, 64, 128}) {
+      const Estimate e = predict(m, target, plan, b);
+      EXPECT_GT(e.seconds, previous) << name << " at " << b;
+      EXPECT_NEAR(e.samples_per_s, static_cast<double>(b) / e.seconds, 1e-9 * e.samples_per_s);
+      previous = e.seconds;
+    }
+    // Every memory optimization costs time.
+    if (name != "keep") EXPECT_GT(predict(m, target, plan, 32).seconds, keep32) << name;
+  }
+}
+
+TEST(TimeModel, RecomputeAddsEachSegmentsForwardAndTheHeadsForward) {
+  const ProfileSpec spec = gpt_like(3);
+  const LayerModel m = fit_profile(make_profile(spec), "synthetic").model;
+  const Target target = profiled_target(m);
+  const double b = 16;
+  double expected = 0;
+  for (const auto& s : spec.segments) expected += s.recompute_s.at(b);
+  expected += spec.layers[spec.layers.size() - 2].forward_s.at(b);  // lm_head, recomputing its log-probabilities
+  const double keep = predict(m, target, expand_plan_name("keep", m.layout()), 16).seconds;
+  EXPECT_NEAR(predict(m, target, expand_plan_name("recompute-all", m.layout()), 16).seconds - keep, expected, 1e-12);
+}
+
+TEST(TimeModel, QuantizeCostsPackAndUnpackAtTheCodecThroughput) {
+  // One layer saving 1e6 fp32 values per sample; 4-bit codec at 1 GB/s pack,
+  // 2 GB/s unpack: 4 MB per sample costs 4 ms + 2 ms.
+  ProfileSpec spec;
+  spec.static_bytes = 1000;
+  testing::LayerSpec l;
+  l.path = "fc";
+  l.kind = "linear";
+  l.saved = {testing::saved("input", SlotKind::activation, 1e6, 4, "fc:input")};
+  l.forward_start = {0, 1000};
+  l.forward_peak = l.backward_start = l.backward_peak = {4e6, 1000};
+  l.forward_s = {0, 1e-3, 0};
+  l.backward_s = {0, 2e-3, 0};
+  spec.layers = {l};
+  spec.codecs = {{4, 1e9, 2e9}};
+  const LayerModel m = fit_profile(make_profile(spec), "synthetic").model;
+  const Target target = profiled_target(m);
+  const double keep = predict(m, target, expand_plan_name("keep", m.layout()), 2).seconds;
+  EXPECT_NEAR(predict(m, target, expand_plan_name("quantize-4", m.layout()), 2).seconds - keep, 2 * (4e-3 + 2e-3), 1e-12);
+}
+
+TEST(TimeModel, SwapStallsWhereTheLinkIsSlowerThanCompute) {
+  // Two layers saving 1e6 bytes per sample each, forward 1 ms and backward
+  // 2 ms at b = 1, a 1 GB/s link (1 ms per copy). Forward: layer 0's copy
+  // hides behind layer 1; layer 1's does not (+1 ms before backward).
+  // Backward: layer 1's data must come back first (+1 ms); layer 0's is
+  // fetched during layer 1's backward. Total 6 ms compute + 2 ms.
+  ProfileSpec spec;
+  spec.static_bytes = 1000;
+  spec.device = "cuda:0";
+  spec.device_name = "test gpu";
+  for (const char* path : {"a", "b"}) {
+    testing::LayerSpec l;
+    l.path = path;
+    l.kind = "linear";
+    l.saved = {testing::saved("input", SlotKind::activation, 2.5e5, 4, std::string(path) + ":input")};
+    l.forward_start = {0, 1000};
+    l.forward_peak = l.backward_start = l.backward_peak = {2e6, 1000};
+    l.forward_s = {0, 1e-3, 0};
+    l.backward_s = {0, 2e-3, 0};
+    spec.layers.push_back(l);
+  }
+  for (double link : {1e9, 1e15}) {
+    spec.link_bytes_per_s = link;
+    const LayerModel m = fit_profile(make_profile(spec), "synthetic").model;
+    const Target target = profiled_target(m);
+    const double keep = predict(m, target, expand_plan_name("keep", m.layout()), 1).seconds;
+    const double swap = predict(m, target, expand_plan_name("swap", m.layout()), 1).seconds;
+    EXPECT_NEAR(keep, 6e-3, 1e-12);
+    EXPECT_NEAR(swap - keep, link == 1e9 ? 2e-3 : 0, 1e-8) << link;
+  }
+}
+
+}  // namespace
+}  // namespace papaya::model

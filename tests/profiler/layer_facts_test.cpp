@@ -1,0 +1,93 @@
+// What a profile says of each layer without timing it, worked out by hand for
+// a few layers of the tiny networks (configs/networks/*-tiny.json).
+#include <gtest/gtest.h>
+
+#include "executor/layout.h"
+#include "model/network_config.h"
+#include "profiler/layer_facts.h"
+
+namespace papaya::profiler {
+namespace {
+
+std::vector<model::LayerProfile> facts_of(const std::string& network) {
+  auto built = executor::build_network(model::load_network_config(network));
+  return describe_layers(*built, executor::probe_layout(*built));
+}
+
+const model::LayerProfile& layer(const std::vector<model::LayerProfile>& layers, const std::string& path) {
+  for (const auto& l : layers) {
+    if (l.path == path) return l;
+  }
+  throw std::runtime_error("no layer " + path);
+}
+
+const model::SavedTensorProfile& slot(const model::LayerProfile& l, const std::string& name) {
+  for (const auto& s : l.saved) {
+    if (s.slot == name) return s;
+  }
+  throw std::runtime_error("no slot " + name + " in " + l.path);
+}
+
+// gpt-tiny: 32 tokens, d_model 64, 4 heads of 16, MLP 256, vocabulary 128.
+TEST(LayerFacts, GptTinyByHand) {
+  const auto layers = facts_of("gpt-tiny");
+  const auto& qkv = layer(layers, "blocks.0.attn.qkv");
+  EXPECT_EQ(qkv.kind, "linear");
+  EXPECT_EQ(qkv.segment, "blocks.0");
+  EXPECT_DOUBLE_EQ(qkv.forward_flops_per_sample, 2.0 * 64 * 32 * 192 + 32 * 192);
+  EXPECT_DOUBLE_EQ(qkv.forward_bytes_moved_per_sample, (32 * 64 + 32 * 192) * 4.0);
+  EXPECT_DOUBLE_EQ(qkv.output_bytes_per_sample, 32 * 192 * 4.0);
+  EXPECT_EQ(qkv.parameter_bytes, (64 * 192 + 192) * 4);
+  EXPECT_EQ(slot(qkv, "input").sample_shape, (std::vector<int64_t>{32, 64}));
+  EXPECT_EQ(slot(qkv, "input").storage, "blocks.0.attn.qkv:input");  // the norm's output
+
+  EXPECT_DOUBLE_EQ(layer(layers, "blocks.0.attn.scores").forward_flops_per_sample, 2.0 * 16 * 4 * 32 * 32 + 4 * 32 * 32);
+  EXPECT_DOUBLE_EQ(layer(layers, "blocks.0.attn.context").forward_flops_per_sample, 2.0 * 32 * 4 * 32 * 16);
+  EXPECT_DOUBLE_EQ(layer(layers, "blocks.0.mlp.act").forward_flops_per_sample, 8.0 * 32 * 256);
+  const auto& head = layer(layers, "lm_head");
+  EXPECT_DOUBLE_EQ(head.forward_flops_per_sample, 2.0 * 64 * 32 * 128 + 6.0 * 32 * 128);
+  EXPECT_EQ(head.parameter_bytes, 0);  // tied to the token embedding, which owns it
+
+  // The GELU's output is the next linear's saved input: one storage.
+  EXPECT_EQ(slot(layer(layers, "blocks.0.mlp.fc2"), "input").storage, "blocks.0.mlp.fc2:input");
+  EXPECT_EQ(layer(layers, "blocks.0.mlp.act").output_saved_by, (std::vector<std::string>{"blocks.0.mlp.fc2:input"}));
+
+  // Token ids are a window of a (batch, 33) buffer that the targets share:
+  // 32 ids per sample keep 33 alive.
+  const auto& ids = slot(layer(layers, "tok_emb"), "ids");
+  EXPECT_EQ(ids.dtype, "int64");
+  EXPECT_EQ(ids.element_size, 8);
+  EXPECT_TRUE(ids.per_sample);
+  EXPECT_DOUBLE_EQ(ids.numel_per_sample, 32);
+  EXPECT_DOUBLE_EQ(ids.storage_bytes_per_sample, 33 * 8);
+  const auto& mean = slot(layer(layers, "ln_f"), "mean");
+  EXPECT_EQ(mean.kind, model::SlotKind::stats);
+  EXPECT_EQ(mean.sample_shape, (std::vector<int64_t>{32, 1}));
+}
+
+// vit-tiny: 16 patches + a class token, d_model 64. The classifier saves the
+// class token's row, a view that keeps the whole final norm's output alive.
+TEST(LayerFacts, VitHeadSavesAViewOfTheWholeSequence) {
+  const auto layers = facts_of("vit-tiny");
+  const auto& input = slot(layer(layers, "head"), "input");
+  EXPECT_EQ(input.sample_shape, (std::vector<int64_t>{64}));
+  EXPECT_DOUBLE_EQ(input.numel_per_sample, 64);
+  EXPECT_DOUBLE_EQ(input.storage_bytes_per_sample, 17 * 64 * 4.0);
+}
+
+// resnet-tiny: 32px images, a 7x7 stride-2 stem of 16 channels, a 3x3
+// stride-2 max-pool.
+TEST(LayerFacts, ResNetTinyByHand) {
+  const auto layers = facts_of("resnet-tiny");
+  EXPECT_DOUBLE_EQ(layer(layers, "conv1").forward_flops_per_sample, 2.0 * 3 * 7 * 7 * 16 * 16 * 16);
+  const auto& pool = layer(layers, "maxpool");
+  EXPECT_DOUBLE_EQ(pool.forward_flops_per_sample, 9.0 * 16 * 8 * 8);
+  EXPECT_EQ(slot(pool, "indices").dtype, "int64");
+  EXPECT_EQ(slot(pool, "input").storage, "relu:output");
+  // input read, output written, indices written
+  EXPECT_DOUBLE_EQ(pool.forward_bytes_moved_per_sample, 16 * 16 * 16 * 4.0 + 16 * 8 * 8 * 4.0 + 16 * 8 * 8 * 8.0);
+  EXPECT_EQ(layer(layers, "layer2.0.conv1").parameter_bytes, 32 * 16 * 3 * 3 * 4);
+}
+
+}  // namespace
+}  // namespace papaya::profiler

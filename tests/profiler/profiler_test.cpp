@@ -1,0 +1,218 @@
+// Profiles of the tiny networks on CPU, checked against what the allocator
+// and the clock say of whole steps.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <iostream>
+#include <map>
+
+#include "model/error.h"
+#include "profiler/profiler.h"
+#include "profiler/summary.h"
+
+namespace papaya::profiler {
+namespace {
+
+constexpr int small = 1, large = 64;
+
+// One profile per network, shared by the tests (each takes about a second).
+const model::Profile& tiny_profile(const std::string& network) {
+  static std::map<std::string, model::Profile> cache;
+  auto it = cache.find(network);
+  if (it == cache.end()) {
+    ProfileOptions options;
+    options.network = network;
+    options.batches = {large, small};  // given out of order on purpose
+    options.warmup = 2;
+    options.steps = 3;
+    it = cache.emplace(network, profile_network(options)).first;
+  }
+  return it->second;
+}
+
+double layer_seconds(const model::Profile& p, size_t index) {
+  double total = 0;
+  for (const auto& l : p.layers) total += l.measured.at(index).forward_s + l.measured.at(index).backward_s;
+  return total;
+}
+
+class TinyProfile : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TinyProfile, IsAValidProfileOfEveryLayer) {
+  const model::Profile& p = tiny_profile(GetParam());
+  EXPECT_EQ(p.batches, (std::vector<int>{small, large}));
+  const model::Profile back = model::profile_from_json(model::profile_to_json(p), "profile");  // schema and consistency
+  EXPECT_EQ(back.layers.size(), p.layers.size());
+  EXPECT_EQ(p.machine.device, "cpu");
+  EXPECT_EQ(p.machine.timing, "wall-clock");
+  EXPECT_GT(p.machine.memory_bytes, 0);
+  EXPECT_GE(p.machine.threads, 1);
+  EXPECT_TRUE(p.codecs.empty());
+  for (const auto& l : p.layers) {
+    EXPECT_GE(l.forward_flops_per_sample, 0) << l.path;
+    EXPECT_GT(l.forward_bytes_moved_per_sample, 0) << l.path;
+    for (const auto& s : l.saved) {
+      EXPECT_GT(s.numel_per_sample, 0) << l.path << ":" << s.slot;
+      EXPECT_GE(s.storage_bytes_per_sample, s.numel_per_sample * s.element_size) << l.path << ":" << s.slot;
+    }
+  }
+  for (const auto& it : p.iterations) {
+    ASSERT_FALSE(it.oom);
+    EXPECT_EQ(it.steps, 3);
+    EXPECT_GT(it.static_bytes, 0);
+    EXPECT_GT(it.forward_end_bytes, it.static_bytes);
+    EXPECT_GE(it.peak_bytes, it.forward_end_bytes);
+    EXPECT_LE(it.forward_s + it.backward_s + it.optimizer_s, it.iteration_s * 1.0001);
+  }
+}
+
+// The tensors the layers declare and save are what the step holds at the end
+// of forward: forward_end_bytes - static_bytes. The batch's input is not
+// subtracted: every zoo network saves it (token ids by the embedding, images
+// and features by the first convolution or linear), so it is among the saved
+// storages already; what is left is small and fixed (the targets, batch-norm
+// statistics, causal masks).
+TEST_P(TinyProfile, SavedTensorsAddUpToTheActivationsAtTheEndOfForward) {
+  const model::Profile& p = tiny_profile(GetParam());
+  for (size_t i = 0; i < p.batches.size(); ++i) {
+    const auto& it = p.iterations[i];
+    const double measured = static_cast<double>(it.forward_end_bytes - it.static_bytes);
+    const double saved = saved_bytes(p, it.batch);
+    std::cout << GetParam() << " batch " << it.batch << ": saved " << saved << " B, measured " << measured << " B ("
+              << 100 * (measured - saved) / measured << "% more)\n";
+    EXPECT_NEAR(saved, measured, 0.05 * measured) << "batch " << it.batch;
+  }
+}
+
+TEST_P(TinyProfile, TimesArePositiveAndGrowWithTheBatch) {
+  const model::Profile& p = tiny_profile(GetParam());
+  for (size_t i = 0; i < p.batches.size(); ++i) {
+    const auto& it = p.iterations[i];
+    EXPECT_GT(it.forward_s, 0);
+    EXPECT_GT(it.backward_s, 0);
+    EXPECT_GT(it.optimizer_s, 0);
+    for (const auto& l : p.layers) {
+      EXPECT_GT(l.measured[i].forward_s, 0) << l.path;
+      EXPECT_GT(l.measured[i].backward_s, 0) << l.path;
+    }
+    for (const auto& s : p.segments) EXPECT_GT(s.recompute_s[i], 0) << s.path;
+  }
+  // Summed over layers, robust to one layer's noise.
+  EXPECT_GT(layer_seconds(p, 1), 1.5 * layer_seconds(p, 0));
+  EXPECT_GT(p.iterations[1].iteration_s, p.iterations[0].iteration_s);
+}
+
+// What the per-layer times leave out is work between layers (reshapes, the
+// residual additions), zeroing gradients and the optimizer step.
+TEST_P(TinyProfile, LayerTimesCoverMostOfTheIteration) {
+  const model::Profile& p = tiny_profile(GetParam());
+  for (size_t i = 0; i < p.batches.size(); ++i) {
+    const auto& it = p.iterations[i];
+    const double share = layer_time_share(p, i);
+    const double of_passes = layer_seconds(p, i) / (it.forward_s + it.backward_s);
+    std::cout << GetParam() << " batch " << it.batch << ": layers cover " << 100 * share << "% of the iteration, "
+              << 100 * of_passes << "% of forward + backward\n";
+    EXPECT_LT(of_passes, 1.0);
+    EXPECT_GT(of_passes, 0.6);
+  }
+  EXPECT_GT(layer_time_share(p, 1), 0.5);
+}
+
+// Recomputing a segment is its layers' forward again (plus what lies between
+// them), without autograd: on CPU 0.7-1.0 times their forward in training.
+// Summed over segments, to be robust to one segment's noise.
+TEST_P(TinyProfile, RecomputeIsAboutTheSegmentsForward) {
+  const model::Profile& p = tiny_profile(GetParam());
+  double recompute = 0, forward = 0;
+  for (const auto& s : p.segments) {
+    EXPECT_GT(s.recompute_s[1], 0) << s.path;
+    recompute += s.recompute_s[1];
+  }
+  for (const auto& l : p.layers) forward += l.segment.empty() ? 0 : l.measured[1].forward_s;
+  // Wide bounds: these are microsecond timings on a shared machine. They still
+  // catch a recompute that times nothing, or a whole step.
+  EXPECT_GT(recompute, 0.2 * forward);
+  EXPECT_LT(recompute, 5.0 * forward);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cpu, TinyProfile, ::testing::Values("gpt-tiny", "vit-tiny", "resnet-tiny", "mlp-tiny"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           for (char& c : name) c = c == '-' ? '_' : c;
+                           return name;
+                         });
+
+TEST(Profiler, ABatchOverTheMemoryLimitIsAnOomRowAndTheOthersGoOn) {
+  ProfileOptions options;
+  options.network = "mlp-tiny";
+  options.batches = {1, 4096};
+  options.warmup = 0;
+  options.steps = 1;
+  options.memory_limit = 4 << 20;  // the weights and batch 1 fit; batch 4096 does not
+  const model::Profile p = profile_network(options);
+  ASSERT_EQ(p.iterations.size(), 2u);
+  EXPECT_FALSE(p.iterations[0].oom);
+  EXPECT_TRUE(p.iterations[1].oom);
+  EXPECT_EQ(p.layers[0].measured.size(), 2u);
+  EXPECT_EQ(p.layers[0].measured[1].forward_s, 0);
+  model::profile_from_json(model::profile_to_json(p), "profile");
+
+  options.batches = {4096, 8192};
+  try {
+    profile_network(options);
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("every batch size (4096, 8192) ran out of memory"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Profiler, BadRequestsAreInputErrors) {
+  ProfileOptions options;
+  options.batches = {2, 2};
+  EXPECT_THROW(profile_network(options), InputError);
+  options.batches = {2};
+  options.network = "no-such-network";
+  EXPECT_THROW(profile_network(options), InputError);
+  options.network = "mlp-tiny";
+  options.precision = "fp8";
+  EXPECT_THROW(profile_network(options), InputError);
+  options.precision = "fp32";
+  options.steps = 0;
+  EXPECT_THROW(profile_network(options), InputError);
+}
+
+// On a GPU: CUPTI (or the synchronized wall clock) times the layers.
+TEST(Profiler, ProfilesOnCuda) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device (or a CPU-only LibTorch)";
+  ProfileOptions options;
+  options.network = "gpt-tiny";
+  options.batches = {1, 8};
+  options.device = "cuda";
+  options.warmup = 1;
+  options.steps = 3;
+  const model::Profile p = profile_network(options);
+  EXPECT_EQ(p.machine.device, "cuda:0");
+  EXPECT_FALSE(p.machine.cuda_version.empty());
+  EXPECT_GT(p.h2d_bytes_per_s, 1e8);
+  EXPECT_GT(p.d2h_bytes_per_s, 1e8);
+  // cuBLAS's workspace, which the caching allocator keeps after the first
+  // product, is a fixed part of the activations on a GPU: compare the growth.
+  const auto activations = [&](size_t i) { return static_cast<double>(p.iterations[i].forward_end_bytes - p.iterations[i].static_bytes); };
+  const double growth = activations(1) - activations(0);
+  EXPECT_NEAR(saved_bytes(p, 8) - saved_bytes(p, 1), growth, 0.05 * growth);
+  for (size_t i = 0; i < p.batches.size(); ++i) {
+    const auto& it = p.iterations[i];
+    EXPECT_GT(it.peak_reserved_bytes, 0);
+    EXPECT_GE(it.peak_reserved_bytes, it.peak_bytes);
+    double layers = 0;
+    for (const auto& l : p.layers) {
+      EXPECT_GT(l.measured[i].forward_s, 0) << l.path;
+      EXPECT_GT(l.measured[i].backward_s, 0) << l.path;
+      layers += l.measured[i].forward_s + l.measured[i].backward_s;
+    }
+    EXPECT_LT(layers, it.iteration_s);
+  }
+}
+
+}  // namespace
+}  // namespace papaya::profiler
