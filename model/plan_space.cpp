@@ -70,6 +70,7 @@ struct PlanSpace::Shared {
   std::vector<int> output_storage, output_consumer_slot;   // per GELU/SiLU layer, -1 elsewhere
   int lm_head = -1, lm_head_logprobs_slot = -1;
   double lm_head_rows_per_sample = 1;
+  int64_t lm_head_vocab = 1;
 };
 
 // One use of a stored copy in backward: dequantized (if packed) at `point`,
@@ -171,6 +172,7 @@ PlanSpace::PlanSpace(const LayerModel& model, const Target& target, int64_t batc
         s->lm_head = j;
         s->lm_head_logprobs_slot = i;
         for (size_t d = 0; d + 1 < t.sample_shape.size(); ++d) s->lm_head_rows_per_sample *= static_cast<double>(t.sample_shape[d]);
+        if (!t.sample_shape.empty()) s->lm_head_vocab = t.sample_shape.back();
       }
     }
   }
@@ -264,7 +266,8 @@ PlanSpace::PlanSpace(std::shared_ptr<const Shared> shared, int64_t batch) : shar
     double& whole = storage_bytes_[static_cast<size_t>(s.slots[i].storage)];
     whole = std::max(whole, slot_bytes_.back());
   }
-  lm_head_chunk_batch_ = std::min(b, static_cast<double>(lm_head_chunk_rows) / s.lm_head_rows_per_sample);
+  lm_head_chunk_batch_ =
+      std::min(b, static_cast<double>(lm_head_chunk_rows(s.lm_head_vocab)) / s.lm_head_rows_per_sample);
   for (size_t j = 0; j < n; ++j) {
     forward_s_.push_back(s.target.forward_seconds[j].at(b));
     backward_s_.push_back(s.target.backward_seconds[j].at(b));
@@ -284,15 +287,16 @@ const std::vector<PlanSpace::Segment>& PlanSpace::segments() const { return shar
 const std::vector<TimelinePoint>& PlanSpace::points() const { return shared_->points; }
 
 PlanSpace::Copy& PlanSpace::copy_for(std::vector<Copy>& copies, const TensorStrategy& s, SlotKind kind, int64_t numel,
-                                     int element_size, double raw) const {
+                                     int element_size, double raw, int64_t head_numel) const {
   auto it = std::find_if(copies.begin(), copies.end(), [&](const Copy& c) { return c.strategy == s; });
   if (it == copies.end()) {
     copies.push_back(Copy{});
     it = copies.end() - 1;
     it->strategy = s;
   }
-  it->device_bytes = std::max(it->device_bytes, target().allocated(static_cast<double>(device_bytes(kind, numel, element_size, unswapped(s)))));
-  it->host_bytes = std::max(it->host_bytes, static_cast<double>(host_bytes(kind, numel, element_size, s)));
+  it->device_bytes = std::max(
+      it->device_bytes, target().allocated(static_cast<double>(device_bytes(kind, numel, element_size, unswapped(s), head_numel))));
+  it->host_bytes = std::max(it->host_bytes, static_cast<double>(host_bytes(kind, numel, element_size, s, head_numel)));
   it->packed_from = std::max(it->packed_from, raw);
   return *it;
 }
@@ -307,7 +311,11 @@ std::vector<PlanSpace::Copy> PlanSpace::copies_of(int storage, const std::vector
     const Slot& slot = slots()[static_cast<size_t>(i)];
     const int64_t numel = slot_numel_[static_cast<size_t>(i)];
     const double raw = slot_bytes_[static_cast<size_t>(i)];
-    Copy& c = copy_for(copies, s, slot.kind, numel, shared_->slot_tensor[static_cast<size_t>(i)]->element_size, raw);
+    const SavedTensorProfile& tensor = *shared_->slot_tensor[static_cast<size_t>(i)];
+    // A headwise tensor's heads are its last two dimensions, (heads, tokens, .) per sample.
+    const auto& shape = tensor.sample_shape;
+    const int64_t head_numel = shape.size() >= 3 ? shape[shape.size() - 1] * shape[shape.size() - 2] : 0;
+    Copy& c = copy_for(copies, s, slot.kind, numel, tensor.element_size, raw, head_numel);
     c.created = std::min(c.created, slot.layer);
     c.first_user = std::min(c.first_user, slot.layer);
     c.fetched_by = std::max(c.fetched_by, slot.layer);

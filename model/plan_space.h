@@ -185,7 +185,9 @@ class PlanSpace {
   Held hold(const Assignment& assignment) const;
   std::vector<double> bytes_at(const Held& held) const;
   std::vector<Copy> copies_of(int storage, const std::vector<TensorStrategy>& per_slot) const;
-  Copy& copy_for(std::vector<Copy>& copies, const TensorStrategy& s, SlotKind kind, int64_t numel, int element_size, double raw) const;
+  // head_numel: values per attention head, for headwise groups (0: one head).
+  Copy& copy_for(std::vector<Copy>& copies, const TensorStrategy& s, SlotKind kind, int64_t numel, int element_size, double raw,
+                 int64_t head_numel = 0) const;
   Option option(const std::vector<Copy>& copies, const std::vector<TensorStrategy>& per_slot, double raw_bytes) const;
   double codec_pack_seconds(const TensorStrategy& s, double raw_bytes) const;
   double codec_unpack_seconds(const TensorStrategy& s, double raw_bytes) const;

@@ -1,5 +1,6 @@
 #include "model/strategy.h"
 
+#include <algorithm>
 #include <sstream>
 #include <vector>
 
@@ -185,6 +186,8 @@ TensorStrategy adapt_to_slot(const LayerDesc& layer, const SlotDesc& slot, const
   if (out.form == Form::recomputed || out.form == Form::inverted) out.swap = false;
   return out;
 }
+
+int64_t lm_head_chunk_rows(int64_t vocab) { return std::max<int64_t>(1, (int64_t{1} << 21) / std::max<int64_t>(1, vocab)); }
 
 int64_t device_bytes(SlotKind kind, int64_t numel, int element_size, const TensorStrategy& s, int64_t head_numel) {
   if (s.swap || s.form == Form::recomputed) return 0;

@@ -26,8 +26,9 @@ enum class Form {
 
 // An LM head whose log-probabilities are recomputed runs its forward and its
 // backward over this many token rows at a time (the executor's chunk, which
-// the performance model prices).
-constexpr int64_t lm_head_chunk_rows = 1024;
+// the performance model prices): about 8 MiB of fp32 logits per chunk
+// whatever the vocabulary, at least one row.
+int64_t lm_head_chunk_rows(int64_t vocab);
 
 struct TensorStrategy {
   Form form = Form::raw;

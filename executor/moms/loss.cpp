@@ -48,17 +48,13 @@ struct CrossEntropyFunction : Function<CrossEntropyFunction> {
   }
 };
 
-// Tokens per chunk when the log-probabilities are recomputed: a chunk's
-// fp32 logits stay around 8 MiB whatever the vocabulary.
-int64_t chunk_tokens(int64_t vocab) { return std::max<int64_t>(1, (int64_t{1} << 21) / vocab); }
-
 // The LM head's gradients with the log-probabilities recomputed chunk by
 // chunk: {d x rows, d weight (accumulated in fp32)}.
 variable_list recomputed_gradients(const at::Tensor& grad, const at::Tensor& rows, const at::Tensor& weight,
                                    const at::Tensor& targets) {
   at::Tensor grad_rows = at::empty_like(rows);
   at::Tensor grad_weight = at::zeros(weight.sizes(), weight.options().dtype(at::kFloat));
-  const int64_t n = rows.size(0), step = chunk_tokens(weight.size(0));
+  const int64_t n = rows.size(0), step = model::lm_head_chunk_rows(weight.size(0));
   const at::Tensor per_token = grad.to(at::kFloat).div(n).neg();  // d loss / d logprob of each target
   for (int64_t start = 0; start < n; start += step) {
     const int64_t count = std::min(step, n - start);
@@ -80,7 +76,7 @@ struct LMHeadFunction : Function<LMHeadFunction> {
       stash(ctx, {store_slot(*layer, 0, x)});
       ctx->save_for_backward({weight, targets});
       at::Tensor total = at::zeros({}, x.options().dtype(at::kFloat));
-      const int64_t n = rows.size(0), step = chunk_tokens(weight.size(0));
+      const int64_t n = rows.size(0), step = model::lm_head_chunk_rows(weight.size(0));
       for (int64_t start = 0; start < n; start += step) {
         const int64_t count = std::min(step, n - start);
         const at::Tensor logprobs = at::log_softmax(at::linear(rows.narrow(0, start, count), weight).to(at::kFloat), -1);

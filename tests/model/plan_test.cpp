@@ -81,6 +81,12 @@ TEST(Plan, QuantizeTakesEachSlotInItsNaturalForm) {
   EXPECT_TRUE(p.segments.empty());
 }
 
+TEST(Strategy, LMHeadChunksHoldAboutEightMiBOfLogits) {
+  EXPECT_EQ(lm_head_chunk_rows(128), 16384);
+  EXPECT_EQ(lm_head_chunk_rows(50257), 41);  // 41 x 50257 fp32 logits: 7.9 MiB
+  EXPECT_EQ(lm_head_chunk_rows(int64_t{1} << 30), 1);
+}
+
 TEST(Plan, ClassifierLogProbabilitiesAreNotQuantized) {
   NetworkLayout l;
   l.layers = {{"head", "linear", {{"input", SlotKind::activation, ""}}, "", {}},
