@@ -11,6 +11,7 @@
 #include "executor/device.h"
 #include "executor/layout.h"
 #include "executor/memory.h"
+#include "executor/moms/codec_speed.h"
 #include "executor/trainer.h"
 #include "model/error.h"
 #include "model/json_file.h"
@@ -164,6 +165,7 @@ model::Profile profile_network(const ProfileOptions& options) {
   }
 
   profile.machine = describe_machine(device, *timer);
+  profile.codecs = executor::measure_codecs(device, dtype);
   if (device.is_cuda()) {
     const HostLink link = measure_host_link(device);
     profile.h2d_bytes_per_s = link.h2d_bytes_per_s;

@@ -34,7 +34,7 @@ struct ProfileOptions {
 // Batches are profiled in increasing order; one that runs out of memory is
 // recorded as such (oom) and the others go on. Throws InputError for a bad
 // network, device, precision or batch list, or if every batch runs out of
-// memory. `codecs` is left empty.
+// memory.
 model::Profile profile_network(const ProfileOptions& options);
 
 }  // namespace papaya::profiler

@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include "executor/moms/codec.h"
+#include "executor/moms/codec_speed.h"
 #include "executor/moms/rounding.h"
 #include "model/strategy.h"
 
@@ -97,6 +98,17 @@ TEST(Codec, HeadwiseGroupsStayInTheirHead) {
   };
   EXPECT_LT(error_of_small_head(headwise), 0.1 * 0.001);  // a step of the head's own range (~0.006 / 255)
   EXPECT_GT(error_of_small_head(flat), 0.01);              // the large head's range swamps it
+}
+
+TEST(Codec, SpeedIsMeasuredForEveryWidth) {
+  const auto codecs = measure_codecs(torch::kCPU, torch::kFloat);
+  std::vector<int> widths;
+  for (const auto& c : codecs) {
+    widths.push_back(c.bits);
+    EXPECT_GT(c.pack_bytes_per_s, 1e6) << c.bits;
+    EXPECT_GT(c.unpack_bytes_per_s, 1e6) << c.bits;
+  }
+  EXPECT_EQ(widths, (std::vector<int>{8, 4, 2, 1}));
 }
 
 }  // namespace

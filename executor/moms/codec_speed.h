@@ -1,0 +1,18 @@
+#pragma once
+// How fast this device packs and unpacks saved tensors with the executor's
+// codec (bytes of the unpacked tensor per second, per bit width; 1 bit:
+// masks): what a profile records for the performance model to price
+// quantization.
+#include <torch/torch.h>
+
+#include <vector>
+
+#include "model/profile.h"
+
+namespace papaya::executor {
+
+// A short benchmark: 2^20 values of `dtype`, the best of 3 runs of each
+// after a warm-up (under a second on one CPU core).
+std::vector<model::CodecMeasurement> measure_codecs(const torch::Device& device, torch::ScalarType dtype);
+
+}  // namespace papaya::executor
