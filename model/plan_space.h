@@ -58,6 +58,7 @@
 //   ... choose option indices (a knapsack, a segment DP) ...
 //   Estimate e = space.evaluate(space.assignment(storage_choice, segment_choice));
 //   // e.peak_at says where the peak is when it is over budget; repeat.
+//   space.changes(g, o), space.segment_changes(s, k)  // where on the timeline a decision adds or frees bytes
 //   space.at_batch(b)                         // the same search at another batch
 //   space.plan(assignment, "name")            // the plan file to train with
 #include <cstdint>
@@ -177,12 +178,40 @@ class PlanSpace {
   // step: evaluate() skips them).
   std::vector<double> timeline(const Assignment& assignment) const;
 
+  // Bytes held beyond keep's (negative: fewer) at the points from..to.
+  struct Change {
+    int from = 0, to = 0;
+    double bytes = 0;
+  };
+  // What one decision does to the timeline, exactly: timeline() of the keep
+  // assignment with only that decision made, minus timeline() of keep. For a
+  // storage option (an index into options(storage)): a few changes near its
+  // savers and one across the span it is held (an inverted GELU/SiLU input
+  // includes what its output's storage then holds); for a recomputed segment
+  // (an index into segment_cost(segment).input_options): every storage it
+  // frees and rematerializes, and its input. In O(slots of the storages
+  // concerned). The changes of several decisions add up to timeline() where
+  // they concern different storages, which they do except where decisions
+  // meet: an inverted GELU/SiLU input whose consumer does not keep its slot,
+  // and a storage with slots inside a recomputed segment and outside it.
+  std::vector<Change> changes(int storage, int storage_option) const;
+  std::vector<Change> segment_changes(int segment, int input_option) const;
+
  private:
   struct Shared;
   struct Copy;
+  struct StorageHeld;
   struct Held;
   PlanSpace(std::shared_ptr<const Shared> shared, int64_t batch);
+  bool active(int layer, const std::vector<bool>& recomputed) const;
+  void hold_raw_user(int storage, int layer, StorageHeld& held) const;
+  void hold_slots(int storage, const std::vector<TensorStrategy>& per_slot, const std::vector<bool>& recomputed,
+                  StorageHeld& held, bool& lm_head_recomputed) const;
+  void hold_inverted_output(int slot, const TensorStrategy* consumer, StorageHeld& output) const;
+  void hold_segment_input(int segment, const TensorStrategy& input, StorageHeld& held) const;
   Held hold(const Assignment& assignment) const;
+  void add_storage(int storage, const StorageHeld& held, double sign, std::vector<Change>& out) const;
+  void add_lm_head_chunks(std::vector<Change>& out) const;
   std::vector<double> bytes_at(const Held& held) const;
   std::vector<Copy> copies_of(int storage, const std::vector<TensorStrategy>& per_slot) const;
   Copy& copy_for(std::vector<Copy>& copies, const TensorStrategy& s, SlotKind kind, int64_t numel, int element_size, double raw) const;
