@@ -1,0 +1,82 @@
+#pragma once
+// The dynamic program behind the per-layer search (layer_search.h), on an
+// abstract instance so that it can be checked by hand.
+//
+// Decisions come in levels, one per layer in forward order: at each level one
+// combined choice for the storages that layer saves first (a combination of
+// their options), and over the levels of a segment, recomputing it instead
+// (with one of its input's forms), which replaces every choice inside it.
+// The points of level j are the forward and backward of layer j and the
+// recompute of the segment ending at j; a point of level j holds keep's bytes
+// plus what every choice made at levels <= j adds there. A choice's bytes at
+// the points of its first `window` levels are given exactly (`near`), beyond
+// that by one value (`far`), which the instance sets to the most it adds at
+// any of those points, so that the checks stay on the safe side.
+//
+// The program walks the levels in order. Its state: the far bytes of the
+// choices so far, the near bytes they add at the next window-1 levels, and
+// the objective (the added step time, plus any variance penalty). Every point
+// is checked, exactly, on the state that reaches it: what keep needs there
+// beyond the budget plus what the choices add must be <= 0. Of the states
+// after a level, one per bucket of far bytes saved survives, the cheapest;
+// buckets split [0, most bytes any point needs] into `cells`: the checks never
+// round, only which state a bucket keeps does. Cost:
+// O(levels x cells x combinations per level).
+#include <array>
+#include <optional>
+#include <vector>
+
+namespace papaya::planner {
+
+constexpr int window = 3;
+// Where at a level a point is: its forward, its backward, or (at a segment's
+// last level) the recompute of that segment before its backward.
+enum CheckSlot { forward_point = 0, backward_point = 1, recompute_points = 2 };
+using SlotBytes = std::array<double, 3>;  // by CheckSlot
+
+// What a choice at a level adds.
+struct Effect {
+  double far = 0;                       // bytes at every point `window` levels or more after its level
+  std::array<SlotBytes, window> near{};  // bytes beyond `far` at the points of its level + 0, 1, 2
+  double objective = 0;                  // what it costs
+};
+
+struct Level {
+  SlotBytes need{};             // keep's bytes over the budget at its forward and backward points (recompute: unused)
+  std::vector<Effect> choices;  // [0]: keep everything (all zero)
+};
+
+// Recomputing a segment, with its input in one form: in place of every
+// choice at its levels.
+struct Recompute {
+  // The most (need + what it adds) at the points of the segment's level
+  // first + 0, 1 (forward, backward, recompute); -infinity where there is none.
+  std::array<SlotBytes, window - 1> inside{};
+  double inside_far = 0;  // the same at its later levels
+  double far = 0;         // bytes it adds at every point `window` levels or more after its last
+  std::array<SlotBytes, window - 1> after{};  // beyond `far`, at levels last + 1, 2
+  double objective = 0;
+};
+
+struct SegmentLevels {
+  int first = 0, last = 0;
+  std::vector<Recompute> options;
+};
+
+struct Program {
+  std::vector<Level> levels;
+  std::vector<SegmentLevels> segments;  // in order, disjoint
+  double most_needed = 0;               // the most bytes any point is over the budget under keep
+};
+
+struct Choice {
+  std::vector<int> level_choice;  // per level: an index into its choices (0 inside recomputed segments)
+  std::vector<int> recompute;     // per segment: -1, or an index into its options
+  double objective = 0;
+};
+
+// The cheapest choice the program finds whose every point is within the
+// budget, or nullopt if it finds none.
+std::optional<Choice> solve(const Program& program, int cells);
+
+}  // namespace papaya::planner
