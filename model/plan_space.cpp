@@ -570,33 +570,55 @@ std::vector<double> PlanSpace::bytes_at(const Held& h) const {
   return bytes;
 }
 
-std::vector<PlanSpace::Change> PlanSpace::changes(int storage, int storage_option) const {
+std::vector<PlanSpace::Change> PlanSpace::changes(const std::vector<std::pair<int, int>>& decisions) const {
   const Shared& sh = *shared_;
-  const Storage& st = storages().at(static_cast<size_t>(storage));
-  const std::vector<TensorStrategy>& per_slot = sh.candidates.at(static_cast<size_t>(storage)).at(static_cast<size_t>(storage_option)).second;
-  const std::vector<TensorStrategy> keep(st.slots.size());
-  std::vector<Change> out;
-  StorageHeld mine, kept;
+  const auto decided = [&](int g) -> const std::vector<TensorStrategy>* {
+    for (const auto& [storage, option] : decisions) {
+      if (storage == g) return &sh.candidates.at(static_cast<size_t>(g)).at(static_cast<size_t>(option)).second;
+    }
+    return nullptr;
+  };
+  // What each storage concerned holds under the decisions (keep where none is made).
+  std::map<int, StorageHeld> held;
   bool lm_head_recomputed = false, unused = false;
-  hold_slots(storage, per_slot, {}, mine, lm_head_recomputed);
-  hold_slots(storage, keep, {}, kept, unused);
-  add_storage(storage, mine, 1, out);
-  add_storage(storage, kept, -1, out);
-  if (lm_head_recomputed) add_lm_head_chunks(out);
-  // An inverted slot changes what its output's storage holds, the consumer keeping.
-  const TensorStrategy consumer_keeps;
-  for (size_t k = 0; k < st.slots.size(); ++k) {
-    if (per_slot[k].form != Form::inverted) continue;
-    const int layer = sh.slots[static_cast<size_t>(st.slots[k])].layer;
-    const int output = sh.output_storage[static_cast<size_t>(layer)];
-    const std::vector<TensorStrategy> output_keep(sh.storages[static_cast<size_t>(output)].slots.size());
-    StorageHeld with, without;
-    hold_slots(output, output_keep, {}, without, unused);
-    with = without;
-    hold_inverted_output(st.slots[k], sh.output_consumer_slot[static_cast<size_t>(layer)] >= 0 ? &consumer_keeps : nullptr, with);
-    add_storage(output, with, 1, out);
-    add_storage(output, without, -1, out);
+  const auto held_by = [&](int g) -> StorageHeld& {
+    auto it = held.find(g);
+    if (it != held.end()) return it->second;
+    StorageHeld& h = held[g];
+    const std::vector<TensorStrategy>* per_slot = decided(g);
+    hold_slots(g, per_slot ? *per_slot : std::vector<TensorStrategy>(sh.storages[static_cast<size_t>(g)].slots.size()), {}, h,
+               lm_head_recomputed);
+    return h;
+  };
+  for (const auto& decision : decisions) held_by(decision.first);
+  // An inverted slot uses its output as the slot saving it keeps it.
+  const TensorStrategy keeps;
+  for (const auto& [g, option] : decisions) {
+    const Storage& st = sh.storages.at(static_cast<size_t>(g));
+    const std::vector<TensorStrategy>& per_slot = *decided(g);
+    for (size_t k = 0; k < st.slots.size(); ++k) {
+      if (per_slot[k].form != Form::inverted) continue;
+      const int layer = sh.slots[static_cast<size_t>(st.slots[k])].layer;
+      const int consumer = sh.output_consumer_slot[static_cast<size_t>(layer)];
+      const TensorStrategy* consumer_strategy = nullptr;
+      if (consumer >= 0) {
+        const int cs = sh.slots[static_cast<size_t>(consumer)].storage;
+        const std::vector<TensorStrategy>* consumer_slots = decided(cs);
+        const auto& slots_of = sh.storages[static_cast<size_t>(cs)].slots;
+        const size_t at = static_cast<size_t>(std::find(slots_of.begin(), slots_of.end(), consumer) - slots_of.begin());
+        consumer_strategy = consumer_slots ? &(*consumer_slots)[at] : &keeps;
+      }
+      hold_inverted_output(st.slots[k], consumer_strategy, held_by(sh.output_storage[static_cast<size_t>(layer)]));
+    }
   }
+  std::vector<Change> out;
+  for (const auto& [g, h] : held) {
+    StorageHeld kept;
+    hold_slots(g, std::vector<TensorStrategy>(sh.storages[static_cast<size_t>(g)].slots.size()), {}, kept, unused);
+    add_storage(g, h, 1, out);
+    add_storage(g, kept, -1, out);
+  }
+  if (lm_head_recomputed) add_lm_head_chunks(out);
   return out;
 }
 

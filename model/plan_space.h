@@ -58,7 +58,7 @@
 //   ... choose option indices (a knapsack, a segment DP) ...
 //   Estimate e = space.evaluate(space.assignment(storage_choice, segment_choice));
 //   // e.peak_at says where the peak is when it is over budget; repeat.
-//   space.changes(g, o), space.segment_changes(s, k)  // where on the timeline a decision adds or frees bytes
+//   space.changes({{g, o}}), space.segment_changes(s, k)  // where on the timeline decisions add or free bytes
 //   space.at_batch(b)                         // the same search at another batch
 //   space.plan(assignment, "name")            // the plan file to train with
 #include <cstdint>
@@ -183,18 +183,20 @@ class PlanSpace {
     int from = 0, to = 0;
     double bytes = 0;
   };
-  // What one decision does to the timeline, exactly: timeline() of the keep
-  // assignment with only that decision made, minus timeline() of keep. For a
-  // storage option (an index into options(storage)): a few changes near its
-  // savers and one across the span it is held (an inverted GELU/SiLU input
-  // includes what its output's storage then holds); for a recomputed segment
-  // (an index into segment_cost(segment).input_options): every storage it
-  // frees and rematerializes, and its input. In O(slots of the storages
-  // concerned). The changes of several decisions add up to timeline() where
-  // they concern different storages, which they do except where decisions
-  // meet: an inverted GELU/SiLU input whose consumer does not keep its slot,
-  // and a storage with slots inside a recomputed segment and outside it.
-  std::vector<Change> changes(int storage, int storage_option) const;
+  // What decisions do to the timeline, exactly: timeline() of the keep
+  // assignment with only those decisions made, minus timeline() of keep.
+  // Storage decisions are (storage, an index into options(storage)), about
+  // different storages: a few changes near each storage's savers and one
+  // across the span it is held (an inverted GELU/SiLU input includes what its
+  // output's storage then holds, as its consumer's decision, if given, or
+  // keep stores it); a segment decision is an index into
+  // segment_cost(segment).input_options: every storage it frees and
+  // rematerializes, and its input. In O(slots of the storages concerned).
+  // The changes of separate calls add up to timeline() where they concern
+  // different storages and do not meet: decide an inverted GELU/SiLU input
+  // together with its consumer's storage; a storage with slots inside and
+  // outside a recomputed segment is where a storage and a segment decision meet.
+  std::vector<Change> changes(const std::vector<std::pair<int, int>>& storage_options) const;
   std::vector<Change> segment_changes(int segment, int input_option) const;
 
  private:

@@ -200,7 +200,7 @@ TEST(PlanSpace, ChangesOfOneDecisionAreItsTimeline) {
         std::vector<int> one = keep;
         one[g] = static_cast<int>(o);
         const auto expected = space.timeline(space.assignment(one, no_segments));
-        const auto got = with_changes(base, space.changes(static_cast<int>(g), static_cast<int>(o)));
+        const auto got = with_changes(base, space.changes({{static_cast<int>(g), static_cast<int>(o)}}));
         for (size_t p = 0; p < got.size(); ++p) {
           ASSERT_NEAR(got[p], expected[p], 1e-6) << space.storages()[g].key << " option " << o << " at point " << p;
         }
@@ -233,7 +233,7 @@ TEST(PlanSpace, ChangesOfDecisionsOnDifferentStoragesAddUp) {
     for (size_t o = 0; o < options.size() && !inside; ++o) {
       if (options[o].strategy.name() != "quantize-4") continue;
       storage[g] = static_cast<int>(o);
-      const auto c = space.changes(static_cast<int>(g), static_cast<int>(o));
+      const auto c = space.changes({{static_cast<int>(g), static_cast<int>(o)}});
       all.insert(all.end(), c.begin(), c.end());
     }
   }
@@ -242,6 +242,40 @@ TEST(PlanSpace, ChangesOfDecisionsOnDifferentStoragesAddUp) {
   const auto expected = space.timeline(space.assignment(storage, segments));
   const auto got = with_changes(base, all);
   for (size_t p = 0; p < got.size(); ++p) EXPECT_NEAR(got[p], expected[p], 1e-6) << "point " << p;
+}
+
+TEST(PlanSpace, ChangesOfAnInvertedGeluWithItsConsumerAreTheirTimeline) {
+  // Inverted, the GELU keeps its output as fc2 keeps its input: quantized
+  // here, so the two decisions meet and are given together.
+  const LayerModel m = gpt_model(1, true);
+  const PlanSpace space(m, profiled_target(m), 12);
+  const auto index = [&](const std::string& key) {
+    for (size_t g = 0; g < space.storages().size(); ++g) {
+      if (space.storages()[g].key == key) return static_cast<int>(g);
+    }
+    return -1;
+  };
+  const auto option = [&](int g, const std::string& name) {
+    const auto options = space.options(g);
+    for (size_t o = 0; o < options.size(); ++o) {
+      if (options[o].strategy.name() == name) return static_cast<int>(o);
+    }
+    return -1;
+  };
+  const int gelu = index("blocks.0.mlp.act:input"), fc2 = index("blocks.0.mlp.fc2:input");
+  ASSERT_GE(gelu, 0);
+  ASSERT_GE(fc2, 0);
+  const std::vector<int> no_segments(space.segments().size(), -1), keep(space.storages().size(), 0);
+  const auto base = space.timeline(space.assignment(keep, no_segments));
+  for (const char* consumer : {"quantize-4", "quantize-2+swap", "swap"}) {
+    std::vector<int> both = keep;
+    both[static_cast<size_t>(gelu)] = option(gelu, "invert");
+    both[static_cast<size_t>(fc2)] = option(fc2, consumer);
+    ASSERT_GE(both[static_cast<size_t>(fc2)], 0) << consumer;
+    const auto expected = space.timeline(space.assignment(both, no_segments));
+    const auto got = with_changes(base, space.changes({{gelu, both[static_cast<size_t>(gelu)]}, {fc2, both[static_cast<size_t>(fc2)]}}));
+    for (size_t p = 0; p < got.size(); ++p) ASSERT_NEAR(got[p], expected[p], 1e-6) << consumer << " at point " << p;
+  }
 }
 
 TEST(PlanSpace, FiveHundredLayersEvaluateQuickly) {
