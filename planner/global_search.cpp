@@ -25,6 +25,13 @@ const GlobalRow& GlobalTable::leanest() const {
   return *lean;
 }
 
+std::vector<Combination> combinations(const model::LayerModel& model, const model::PlanSpace& space) {
+  const model::NetworkLayout layout = model.layout();
+  std::vector<Combination> out;
+  for (const auto& name : model::plan_names(space.target())) out.push_back({name, space.assignment(model::expand_plan_name(name, layout))});
+  return out;
+}
+
 GlobalTable search_global(const model::LayerModel& model, const model::Target& target, double budget_bytes,
                           std::optional<int64_t> batch) {
   GlobalTable table;
@@ -33,15 +40,12 @@ GlobalTable search_global(const model::LayerModel& model, const model::Target& t
   table.batch_fixed = batch.has_value();
   const model::PlanSpace space(model, target, table.batch);
   const VarianceProxy variance(model, space);
-  const model::NetworkLayout layout = model.layout();
-  for (const auto& name : model::plan_names(target)) {
-    const model::Plan plan = model::expand_plan_name(name, layout);
-    const model::Assignment a = space.assignment(plan);
+  for (const auto& [name, a] : combinations(model, space)) {
     GlobalRow row;
     row.name = name;
     row.at_batch = space.evaluate(a);
     row.variance = variance.reference() > 0 ? variance.of(a) / variance.reference() : 0;
-    row.max_batch = model::max_batch(model, target, plan, budget_bytes);
+    row.max_batch = model::max_batch(space, a, budget_bytes);
     if (row.max_batch > 0) row.best = space.at_batch(row.max_batch).evaluate(a);
     table.rows.push_back(row);
   }

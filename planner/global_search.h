@@ -38,6 +38,14 @@ struct GlobalTable {
   const GlobalRow& leanest() const;
 };
 
+// The whole-network combinations of the space's target as its assignments
+// (the same at every batch).
+struct Combination {
+  std::string name;
+  model::Assignment assignment;
+};
+std::vector<Combination> combinations(const model::LayerModel& model, const model::PlanSpace& space);
+
 // `batch`: compare at this batch (at_batch, fastest); nullopt: each row at its largest.
 GlobalTable search_global(const model::LayerModel& model, const model::Target& target, double budget_bytes,
                           std::optional<int64_t> batch);

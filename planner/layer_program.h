@@ -3,7 +3,10 @@
 // size under a memory budget: every storage option and segment recompute
 // priced from PlanSpace (its added seconds, its variance, and its exact bytes
 // at the points of the step, from PlanSpace::changes), grouped by the layer
-// that saves each storage first, and what keep needs at every point.
+// that saves each storage first, and what keep needs at every point. A
+// GELU/SiLU input and the storage of the slot saving its output are decided
+// together (an inverted GELU keeps its output as that slot stores it), at
+// the GELU's level.
 //
 // Seconds are additive except swapping's, whose copies the step hides behind
 // compute: an option is charged what its copies to the host take beyond the
@@ -11,8 +14,10 @@
 // its copy back beyond the backward of the layer after its last user — the
 // real stall also depends on the other copies queued on the link, which
 // evaluate() accounts for.
+#include <memory>
 #include <vector>
 
+#include "model/layer_model.h"
 #include "model/plan_space.h"
 #include "planner/level_dp.h"
 #include "planner/variance.h"
@@ -47,6 +52,17 @@ struct LayerProgram {
   double seconds(const Choice& choice) const;
 };
 
-LayerProgram build_program(const model::PlanSpace& space, const VarianceProxy& variance, const ProgramSettings& settings);
+// Prices every decision of a plan space once (its exact bytes, its seconds
+// and variance); build() then makes the program for a budget, corrections,
+// a variance weight, with or without swapping.
+class ProgramBuilder {
+ public:
+  ProgramBuilder(const model::LayerModel& model, const model::PlanSpace& space, const VarianceProxy& variance);
+  LayerProgram build(const ProgramSettings& settings) const;
+
+ private:
+  struct Parts;
+  std::shared_ptr<const Parts> parts_;
+};
 
 }  // namespace papaya::planner

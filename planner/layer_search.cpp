@@ -17,24 +17,37 @@ struct Found {
 class Search {
  public:
   Search(const model::LayerModel& model, const model::PlanSpace& space, double budget, const LayerSearchSettings& settings)
-      : space_(space), budget_(budget), settings_(settings), variance_(model, space),
+      : model_(model), space_(space), budget_(budget), settings_(settings), variance_(model, space),
         keep_(space.assignment(std::vector<int>(space.storages().size(), 0), std::vector<int>(space.segments().size(), -1))),
-        keep_estimate_(space.evaluate(keep_)), correction_(space.points().size(), 0.0) {}
+        keep_estimate_(space.evaluate(keep_)), builder_(model, space, variance_), correction_(space.points().size(), 0.0) {}
 
   std::optional<LayerSearchResult> run() {
-    if (keep_estimate_.peak_bytes <= budget_) return LayerSearchResult{keep_, keep_estimate_, 0};
+    if (keep_estimate_.peak_bytes <= budget_) return LayerSearchResult{keep_, keep_estimate_, 0, "keep"};
     std::optional<Found> found = within_variance(space_.target().has_host_link());
     if (found && swaps(found->result.assignment) &&
         found->result.estimate.seconds - keep_estimate_.seconds > 1.01 * found->program_seconds) {
       const std::optional<Found> unswapped = within_variance(false);
       if (unswapped && unswapped->result.estimate.samples_per_s > found->result.estimate.samples_per_s) found = unswapped;
     }
-    if (!found) return std::nullopt;
-    return found->result;
+    std::optional<LayerSearchResult> best;
+    if (found) best = found->result;
+    const std::vector<Combination> own = settings_.combinations ? std::vector<Combination>{} : combinations(model_, space_);
+    for (const auto& [name, a] : settings_.combinations ? *settings_.combinations : own) {
+      const model::Estimate e = space_.evaluate(a);
+      if (e.peak_bytes > budget_ || (best && e.samples_per_s < best->estimate.samples_per_s)) continue;
+      const LayerSearchResult global{a, e, variance_fraction(a), name};
+      const bool ties_a_mix = best && e.samples_per_s == best->estimate.samples_per_s && best->combination.empty();
+      if (within(global.variance) && (!best || e.samples_per_s > best->estimate.samples_per_s || ties_a_mix)) best = global;
+    }
+    return best;
   }
 
  private:
-  bool within(const Found& f) const { return !settings_.variance_budget || f.result.variance <= *settings_.variance_budget; }
+  bool within(double variance) const { return !settings_.variance_budget || variance <= *settings_.variance_budget; }
+  bool within(const Found& f) const { return within(f.result.variance); }
+  double variance_fraction(const model::Assignment& a) const {
+    return variance_.reference() > 0 ? variance_.of(a) / variance_.reference() : 0;
+  }
 
   std::optional<Found> within_variance(bool allow_swap) {
     std::optional<Found> free = verified(0, allow_swap);
@@ -66,14 +79,13 @@ class Search {
   // Solve, evaluate, tighten where the exact peak is over the budget.
   std::optional<Found> verified(double weight, bool allow_swap) {
     for (int round = 0; round < settings_.rounds; ++round) {
-      const LayerProgram program = build_program(space_, variance_, {budget_, correction_, weight, allow_swap});
+      const LayerProgram program = builder_.build({budget_, correction_, weight, allow_swap});
       const std::optional<Choice> choice = solve(program.program, settings_.cells);
       if (!choice) return std::nullopt;
       const model::Assignment a = program.assignment(space_, *choice);
       const model::Estimate e = space_.evaluate(a);
       if (e.peak_bytes <= budget_) {
-        const double reference = variance_.reference();
-        return Found{{a, e, reference > 0 ? variance_.of(a) / reference : 0}, program.seconds(*choice)};
+        return Found{{a, e, variance_fraction(a), ""}, program.seconds(*choice)};
       }
       tighten(a, program.unattributed_bytes);
     }
@@ -91,12 +103,14 @@ class Search {
     }
   }
 
+  const model::LayerModel& model_;
   const model::PlanSpace& space_;
   const double budget_;
   const LayerSearchSettings settings_;
   const VarianceProxy variance_;
   const model::Assignment keep_;
   const model::Estimate keep_estimate_;
+  const ProgramBuilder builder_;
   std::vector<double> correction_;
 };
 

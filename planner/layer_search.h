@@ -21,23 +21,34 @@
 // where the exact step time of an answer that swaps is more than 1% above
 // what the program expected (copies queueing on the link), the search is run
 // again without swapping and the faster answer kept.
+//
+// Last, every whole-network combination (model::plan_names) that fits both
+// budgets is evaluated, and the fastest kept if it beats the search's answer
+// (or ties it): so the result is never slower than PAPAYA's best at this batch.
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "model/layer_model.h"
 #include "model/plan_space.h"
+#include "planner/global_search.h"
 
 namespace papaya::planner {
 
 struct LayerSearchSettings {
-  int cells = 2048;  // buckets of the program's byte grid (level_dp.h)
+  int cells = 1024;  // buckets of the program's byte grid (level_dp.h)
   int rounds = 8;    // solve, evaluate, tighten
   std::optional<double> variance_budget;  // a fraction of quantize-2 everywhere
+  // planner::combinations of the space, when a caller searching several
+  // batches has them already (they do not depend on the batch); else made here.
+  const std::vector<Combination>* combinations = nullptr;
 };
 
 struct LayerSearchResult {
   model::Assignment assignment;
   model::Estimate estimate;  // exact
   double variance = 0;       // a fraction of quantize-2 everywhere
+  std::string combination;   // the whole-network combination it is, or "" (a per-layer mix)
 };
 
 // nullopt: nothing found within the budgets at this batch. Keep, if it fits.

@@ -17,11 +17,17 @@
 // choices so far, the near bytes they add at the next window-1 levels, and
 // the objective (the added step time, plus any variance penalty). Every point
 // is checked, exactly, on the state that reaches it: what keep needs there
-// beyond the budget plus what the choices add must be <= 0. Of the states
-// after a level, one per bucket of far bytes saved survives, the cheapest;
-// buckets split [0, most bytes any point needs] into `cells`: the checks never
-// round, only which state a bucket keeps does. Cost:
-// O(levels x cells x combinations per level).
+// beyond the budget plus what the choices add must be <= 0. The states after
+// a level are kept by bucket of far bytes saved — buckets split [0, the most
+// the choices can save together] into `cells` — a few per bucket: those no
+// other there beats in objective, far bytes and near bytes alike; when more
+// are, the one saving the most and the best by objective + price * far
+// bytes, where the price of a byte is the Lagrange multiplier at which the
+// cheapest choice per level saves what the most demanding point needs (so
+// that a bucket does not keep drifting toward cheap states that save a little
+// less). A state that a state saving more beats outright is dropped too. The
+// checks never round; only which states survive is approximate.
+// Cost: O(levels x states x combinations per level), states <= 4 x cells.
 #include <array>
 #include <optional>
 #include <vector>
@@ -66,7 +72,6 @@ struct SegmentLevels {
 struct Program {
   std::vector<Level> levels;
   std::vector<SegmentLevels> segments;  // in order, disjoint
-  double most_needed = 0;               // the most bytes any point is over the budget under keep
 };
 
 struct Choice {

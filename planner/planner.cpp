@@ -8,50 +8,41 @@
 #include "model/plan_space.h"
 #include "model/units.h"
 #include "planner/layer_search.h"
-#include "planner/variance.h"
 
 namespace papaya::planner {
 namespace {
 
-constexpr int scan_cells = 512;  // the byte grid while comparing batches; the chosen one is solved at full resolution
-constexpr int scan_points = 10;  // batches on the first geometric grid
+constexpr int scan_cells = 256;  // the byte grid while comparing batches; the chosen one is solved at full resolution
+constexpr int scan_points = 8;   // batches on the first geometric grid
 
+// A search's answer at one batch.
 struct Candidate {
-  model::Assignment assignment;
-  model::Estimate estimate;
+  LayerSearchResult found;
   int64_t batch = 0;
-  double variance = 0;
-  bool per_layer = true;
-  std::string name;
 };
 
-bool faster(const Candidate& a, const std::optional<Candidate>& b) { return !b || a.estimate.samples_per_s > b->estimate.samples_per_s; }
+bool faster(const Candidate& a, const std::optional<Candidate>& b) {
+  return !b || a.found.estimate.samples_per_s > b->found.estimate.samples_per_s;
+}
 
 class Planner {
  public:
   Planner(const model::LayerModel& model, const model::Target& target, const PlanRequest& request)
-      : model_(model), target_(target), request_(request), base_(model, target, 1) {}
+      : model_(model), target_(target), request_(request), base_(model, target, 1), combinations_(combinations(model, base_)) {}
 
   PlanResult run() {
     check_budget();
     const GlobalTable global = search_global(model_, target_, request_.budget_bytes, request_.batch);
-    std::optional<Candidate> best = request_.batch ? at_fixed_batch(*request_.batch) : at_chosen_batch(global);
-    if (const GlobalRow* row = global.fastest(request_.variance_budget)) {
-      const int64_t batch = request_.batch.value_or(row->max_batch);
-      const model::Plan plan = model::expand_plan_name(row->name, model_.layout());
-      const model::PlanSpace space = base_.at_batch(batch);
-      Candidate c{space.assignment(plan), space.evaluate(space.assignment(plan)), batch, 0, false, row->name};
-      c.variance = variance_of(space, c.assignment);
-      if (faster(c, best)) best = c;
-    }
+    const std::optional<Candidate> best = request_.batch ? layers_at(*request_.batch, LayerSearchSettings{}.cells) : at_chosen_batch(global);
     if (!best) nothing_fits(global);
     const model::PlanSpace space = base_.at_batch(best->batch);
+    const bool per_layer = best->found.combination.empty();
     PlanResult result;
-    result.plan = space.plan(best->assignment, best->per_layer ? "per-layer" : best->name);
+    result.plan = space.plan(best->found.assignment, per_layer ? "per-layer" : best->found.combination);
     result.batch = best->batch;
-    result.estimate = best->estimate;
-    result.variance = best->variance;
-    result.per_layer = best->per_layer;
+    result.estimate = best->found.estimate;
+    result.variance = best->found.variance;
+    result.per_layer = per_layer;
     result.global = global;
     result.hardware = target_.name;
     result.request = request_;
@@ -70,11 +61,6 @@ class Planner {
     }
   }
 
-  double variance_of(const model::PlanSpace& space, const model::Assignment& a) const {
-    const VarianceProxy proxy(model_, space);
-    return proxy.reference() > 0 ? proxy.of(a) / proxy.reference() : 0;
-  }
-
   // The per-layer search at one batch (cached: the batch search revisits).
   std::optional<Candidate> layers_at(int64_t batch, int cells) {
     const auto key = std::make_pair(batch, cells);
@@ -83,14 +69,11 @@ class Planner {
     LayerSearchSettings settings;
     settings.cells = cells;
     settings.variance_budget = request_.variance_budget;
+    settings.combinations = &combinations_;
     std::optional<Candidate> found;
-    if (auto r = search_layers(model_, space, request_.budget_bytes, settings)) {
-      found = Candidate{r->assignment, r->estimate, batch, r->variance, true, ""};
-    }
+    if (auto r = search_layers(model_, space, request_.budget_bytes, settings)) found = Candidate{*r, batch};
     return cache_[key] = found;
   }
-
-  std::optional<Candidate> at_fixed_batch(int64_t batch) { return layers_at(batch, LayerSearchSettings{}.cells); }
 
   std::optional<Candidate> at_chosen_batch(const GlobalTable& global) {
     // Below keep's largest batch keep is the fastest plan, and its samples/s
@@ -123,7 +106,8 @@ class Planner {
       b = std::max(b + 1, b * 5 / 4);
       if (!try_batch(b)) break;
     }
-    // Narrow down between the best batch's neighbours on the grid.
+    // Narrow down between the best batch's neighbours on the grid while that
+    // still gains 0.1%.
     for (int step = 0; step < 8; ++step) {
       int64_t left = 0, right = 0;
       for (const auto& [key, c] : cache_) {
@@ -131,7 +115,7 @@ class Planner {
         if (b < best_batch) left = std::max(left, b);
         if (b > best_batch && (right == 0 || b < right)) right = b;
       }
-      const int64_t before = best_batch;
+      const double before = best->found.estimate.samples_per_s;
       bool tried = false;
       for (int64_t b : {left > 0 ? (left + best_batch) / 2 : 0, right > 0 ? (best_batch + right) / 2 : 0}) {
         if (b > 0 && b != best_batch && b != left && b != right) {
@@ -139,7 +123,7 @@ class Planner {
           tried = true;
         }
       }
-      if (!tried && best_batch == before) break;
+      if (!tried || best->found.estimate.samples_per_s < before * 1.001) break;
     }
     // The chosen batch at full resolution.
     if (const auto full = layers_at(best_batch, LayerSearchSettings{}.cells); full && faster(*full, best)) best = full;
@@ -168,6 +152,7 @@ class Planner {
   const model::Target& target_;
   const PlanRequest request_;
   const model::PlanSpace base_;
+  const std::vector<Combination> combinations_;
   std::map<std::pair<int64_t, int>, std::optional<Candidate>> cache_;
 };
 

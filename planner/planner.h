@@ -4,16 +4,16 @@
 //   const planner::PlanResult r = planner::make_plan(model, target, {budget_bytes});
 //   model::write_json_file("plan.json", planner::plan_document(r));  // what `papaya train --plan FILE` runs
 //
-// It searches two ways and returns the faster, so that the answer is never
-// slower than PAPAYA's best whole-network combination:
-//   - PAPAYA's table (global_search.h): every combination of checkpointing,
-//     compression, inversion and swapping, each at its largest batch;
-//   - the per-layer search (layer_search.h): a strategy per stored tensor and
-//     a choice per segment, at the asked batch, or at the batch it finds the
-//     most samples/s at (batches from keep's largest to the leanest
-//     combination's largest, on a geometric grid, refined around the best,
-//     and further up while that keeps helping).
-// Every returned plan's exact predicted peak is within the budget.
+// It runs the per-layer search (layer_search.h: a strategy per stored tensor
+// and a choice per segment, never slower than a whole-network combination
+// at the same batch) at the asked batch, or at the batch where it finds the
+// most samples/s: batches from keep's largest to the largest any
+// whole-network combination fits, on a geometric grid with the fastest
+// combination's largest batch on it, refined around the best and further up
+// while that keeps helping. So the answer is never slower than PAPAYA's best
+// whole-network combination, which PAPAYA's table (global_search.h) beside
+// it shows with every other. Every returned plan's exact predicted peak is
+// within the budget.
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>

@@ -26,7 +26,6 @@ Program three_levels() {
     l.choices = {Effect{}};
   }
   p.levels[2].need[backward_point] = 10;
-  p.most_needed = 10;
   return p;
 }
 
@@ -77,7 +76,6 @@ TEST(LevelProgram, ASegmentReplacesTheChoicesInsideIt) {
   // cost 3, against two options inside it that save 10 at cost 1 each.
   Program p = three_levels();
   p.levels.push_back(Level{{-100, 25, 0}, {Effect{}}});  // level 3 needs 25
-  p.most_needed = 25;
   p.levels[0].choices = {Effect{}};
   p.levels[1].choices = {Effect{}, saving(-10, 1)};
   p.levels[2].choices = {Effect{}, saving(-10, 1)};
