@@ -19,7 +19,10 @@ class Search {
   Search(const model::LayerModel& model, const model::PlanSpace& space, double budget, const LayerSearchSettings& settings)
       : model_(model), space_(space), budget_(budget), settings_(settings), variance_(model, space),
         keep_(space.assignment(std::vector<int>(space.storages().size(), 0), std::vector<int>(space.segments().size(), -1))),
-        keep_estimate_(space.evaluate(keep_)), builder_(model, space, variance_), correction_(space.points().size(), 0.0) {}
+        keep_estimate_(space.evaluate(keep_)),
+        builder_(model, space, variance_),
+        correction_(space.points().size(), 0.0),
+        tightened_(space.points().size(), 0) {}
 
   std::optional<LayerSearchResult> run() {
     if (keep_estimate_.peak_bytes <= budget_) return LayerSearchResult{keep_, keep_estimate_, 0, "keep"};
@@ -99,7 +102,10 @@ class Search {
       const auto& point = points[p];
       if (point.phase == model::Phase::recompute && !a.segments[static_cast<size_t>(point.segment)].recompute) continue;
       const double over = bytes[p] + unattributed - budget_;
-      if (over > 0) correction_[p] += over + 1;  // a byte more, so that rounding cannot keep it over
+      if (over <= 0) continue;
+      // The excess, a byte more, doubled each time the same point is over again:
+      // the program may have missed more there than this answer shows.
+      correction_[p] += (over + 1) * std::pow(2.0, tightened_[p]++);
     }
   }
 
@@ -112,6 +118,7 @@ class Search {
   const model::Estimate keep_estimate_;
   const ProgramBuilder builder_;
   std::vector<double> correction_;
+  std::vector<int> tightened_;  // per point: how often it was over
 };
 
 }  // namespace

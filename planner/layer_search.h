@@ -6,14 +6,15 @@
 //
 // The search solves the level program (level_dp.h, layer_program.h), then
 // evaluates its answer exactly (PlanSpace::evaluate). The program's bytes
-// are exact where decisions concern different storages; where they meet (an
-// inverted GELU/SiLU whose consumer is quantized, a storage saved both inside
-// and outside a recomputed segment) the exact peak may be higher: then every
-// point found over the budget gets its excess added to what it needs, and the
-// program is solved again — at most `rounds` times. Only an assignment whose
-// exact peak is within the budget is ever returned.
+// are exact wherever decisions concern different storages (a GELU/SiLU input
+// and its consumer's storage are one decision); where a storage saved both
+// inside and outside a recomputed segment meets that segment's recompute,
+// the exact peak may be higher: then every point found over the budget gets
+// its excess (doubled each time it is over again) added to what it needs,
+// and the program is solved again — at most `rounds` times. Only an
+// assignment whose exact peak is within the budget is ever returned.
 //
-// Variance: minimizing seconds + w * variance, with w doubled until the
+// Variance: minimizing seconds + w * variance, with w multiplied by 8 until the
 // answer is within the variance budget and then bisected (geometrically) to
 // the smallest such w: the Lagrangian relaxation of the variance budget.
 //
