@@ -25,9 +25,9 @@
 namespace papaya::cli {
 namespace {
 
-// Small batches and few steps: enough for the layer model, quick on a CPU.
+// Small batches (with the profiler's default steps): enough for the layer
+// model, quick on a CPU.
 const std::vector<int> profiled_batches = {1, 2, 4};
-constexpr int profiled_warmup = 1, profiled_steps = 3;
 
 // The optimizations PAPAYA weighs one at a time against keep.
 const std::vector<std::string> single_optimizations = {"recompute-all", "quantize-8", "quantize-4", "quantize-2",
@@ -55,10 +55,20 @@ Budget choose_budget(const RecommendArgs& args, const model::LayerModel& m, cons
   }
   const int64_t batch = args.batch > 0 ? args.batch : executor::TrainOptions{}.batch;
   const double keep = model::predict(m, target, model::expand_plan_name("keep", m.layout()), batch).peak_bytes;
-  return {m.static_bytes + (keep - m.static_bytes) / 2,
-          "half-way between the weights, gradients and optimizer state (" + model::format_bytes(m.static_bytes) +
-              ") and keep's peak at batch " + std::to_string(batch) + " (" + model::format_bytes(keep) +
-              "), so that there is something to plan; set --budget, or --hardware for a GPU's"};
+  const std::string why = "so that there is something to plan; set --budget, or --hardware for a GPU's";
+  const std::string to_keep = ") and keep's peak at batch " + std::to_string(batch) + " (" + model::format_bytes(keep) + "), ";
+  const double half_way = m.static_bytes + (keep - m.static_bytes) / 2;
+  // Where the memory a step needs beyond its state is mostly fixed, half-way
+  // may fit nothing: then half-way from what batch 1 needs at least.
+  double least = keep;
+  for (const auto& name : model::plan_names(target)) {
+    least = std::min(least, model::predict(m, target, model::expand_plan_name(name, m.layout()), 1).peak_bytes);
+  }
+  if (half_way >= least) {
+    return {half_way, "half-way between the weights, gradients and optimizer state (" + model::format_bytes(m.static_bytes) + to_keep + why};
+  }
+  return {least + (keep - least) / 2,
+          "half-way between the least batch 1 needs (" + model::format_bytes(least) + to_keep + why};
 }
 
 // One optimization alone against keep: what it saves and costs at the plan's
@@ -113,7 +123,7 @@ void print(const model::LayerModel& m, const model::Target& target, const Budget
   std::string batches;
   for (int b : profiled_batches) batches += (batches.empty() ? "" : ",") + std::to_string(b);
   std::cout << "papaya recommend: " << m.network << " (" << m.precision << ") profiled on " << m.machine.device_name << " ("
-            << m.machine.device << ") at batches " << batches << ", " << profiled_steps << " steps each; fitted and planned for "
+            << m.machine.device << ") at batches " << batches << ", " << profiler::ProfileOptions{}.steps << " steps each; fitted and planned for "
             << target.name << " in " << fixed(seconds, 1) << " s\nbudget: " << model::format_bytes(budget.bytes) << " ("
             << budget.source << ")\n\n";
   print_plan(std::cout, m, r);
@@ -137,7 +147,9 @@ void run(const RecommendArgs& args) {
   const auto start = std::chrono::steady_clock::now();
   const model::NetworkConfig config = model::load_network_config(args.network);
   const std::string out = args.out.empty() ? config.name + ".plan.json" : args.out;
-  const std::string stem = out.size() > 5 && out.substr(out.size() - 5) == ".json" ? out.substr(0, out.size() - 5) : out;
+  // The model beside the plan: x.plan.json -> x.model.json, x.json -> x.model.json.
+  const auto ends_with = [&](const std::string& tail) { return out.size() > tail.size() && out.substr(out.size() - tail.size()) == tail; };
+  const std::string stem = out.substr(0, out.size() - (ends_with(".plan.json") ? 10 : ends_with(".json") ? 5 : 0));
   const std::string model_path = stem + ".model.json";
   check_writable(out);
 
@@ -145,8 +157,6 @@ void run(const RecommendArgs& args) {
   options.network = args.network;
   options.device = !args.device.empty() ? args.device : torch::cuda::is_available() ? "cuda" : "cpu";
   options.batches = profiled_batches;
-  options.warmup = profiled_warmup;
-  options.steps = profiled_steps;
   options.on_warning = [](const std::string& message) { std::cerr << "papaya: warning: " << message << "\n"; };
   model::Profile profile;
   {
@@ -218,7 +228,7 @@ void register_recommend(CLI::App& app) {
                   "Memory budget (e.g. 24GiB); default: 80% of --hardware's memory, else half-way between the static bytes and "
                   "keep's peak at the default batch");
   cmd->add_option("--batch,-b", args->batch, "Plan at this batch; default: the batch with the most samples/s")->check(CLI::PositiveNumber);
-  cmd->add_option("--out,-o", args->out, "Plan file to write; default: NETWORK.plan.json (the model goes beside it)");
+  cmd->add_option("--out,-o", args->out, "Plan file to write; default: NETWORK.plan.json (the model goes beside it: NETWORK.model.json)");
   cmd->add_flag("--json", args->json, "One JSON document instead of tables");
   cmd->callback([args] { run(*args); });
 }

@@ -123,9 +123,9 @@ TEST_F(PlanCommands, RecommendProfilesFitsAndPlans) {
     for (const char* key : {"optimization", "saves", "costs", "max_batch", "verdict", "why"}) EXPECT_TRUE(why.contains(key)) << key;
   }
   ASSERT_TRUE(fs::exists(out));
-  ASSERT_TRUE(fs::exists(path("tiny.plan.model.json")));
+  ASSERT_TRUE(fs::exists(path("tiny.model.json")));
   // The files fit together: predict reads the plan against the model.
-  const Outcome again = run_papaya("predict " + path("tiny.plan.model.json") + " --batch " + std::to_string(doc["batch"].get<int>()) +
+  const Outcome again = run_papaya("predict " + path("tiny.model.json") + " --batch " + std::to_string(doc["batch"].get<int>()) +
                                    " --plan " + out + " --json");
   ASSERT_EQ(again.code, 0) << again.err;
   EXPECT_DOUBLE_EQ(json::parse(again.out)[0]["peak_bytes"].get<double>(), doc["peak_bytes"].get<double>());
