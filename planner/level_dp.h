@@ -28,6 +28,17 @@
 // less). A state that a state saving more beats outright is dropped too. The
 // checks never round; only which states survive is approximate.
 // Cost: O(levels x states x combinations per level), states <= 4 x cells.
+//
+// Why a dynamic program rather than one knapsack or a Lagrangian relaxation:
+// the memory constraint is not one sum but one per point of the step (the
+// peak is a maximum over the timeline, and a choice's bytes differ from
+// point to point: a dequantized copy at its layer's backward, a swapped copy
+// on its way back, a recomputed segment's layers held again during its own
+// backward). Those constraints are nested along the layers — a point of
+// level j sees exactly the choices at levels <= j — so a walk over the levels
+// can check every one of them exactly on each state, where a relaxation
+// would need a multiplier per point and a repair step, and could not match
+// the optimum that small instances can be brute-forced to (tests/planner).
 #include <array>
 #include <optional>
 #include <vector>

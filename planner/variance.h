@@ -22,7 +22,7 @@ namespace papaya::planner {
 // The proxy of one stored form of `numel` elements (0 for lossless forms).
 double stored_variance(const model::TensorStrategy& strategy, double numel);
 
-// Variance proxies at the space's batch size.
+// Variance proxies at the space's batch size; `space` must outlive it.
 class VarianceProxy {
  public:
   VarianceProxy(const model::LayerModel& model, const model::PlanSpace& space);
