@@ -347,7 +347,7 @@ LayerProgram ProgramBuilder::build(const ProgramSettings& settings) const {
   for (const Item& item : pt.items) {
     std::vector<Priced> allowed;
     for (const Priced& p : item.options) {
-      if (p.swaps && !settings.allow_swap) continue;
+      if ((p.swaps && !settings.allow_swap) || (p.variance > 0 && !settings.allow_lossy)) continue;
       allowed.push_back(p);
       allowed.back().effect.objective = objective(p.seconds, p.variance);
     }
@@ -388,7 +388,7 @@ LayerProgram ProgramBuilder::build(const ProgramSettings& settings) const {
     std::vector<int> inputs;
     std::vector<double> seconds;
     for (const SegmentOption& o : sp.options) {
-      if (o.swaps && !settings.allow_swap) continue;
+      if ((o.swaps && !settings.allow_swap) || (o.variance > 0 && !settings.allow_lossy)) continue;
       Recompute r;
       for (auto& slots : r.inside) slots.fill(minus_infinity);
       r.inside_far = minus_infinity;

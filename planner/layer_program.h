@@ -31,6 +31,7 @@ struct ProgramSettings {
   std::vector<double> correction;
   double variance_weight = 0;  // seconds charged per unit of the variance proxy
   bool allow_swap = true;
+  bool allow_lossy = true;  // false: only options that add no variance
 };
 
 struct LayerProgram {

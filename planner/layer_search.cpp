@@ -53,6 +53,7 @@ class Search {
   }
 
   std::optional<Found> within_variance(bool allow_swap) {
+    if (settings_.variance_budget && *settings_.variance_budget <= 0) return verified(0, allow_swap, false);
     std::optional<Found> free = verified(0, allow_swap);
     if (!free || within(*free)) return free;
     // Price variance: find a weight that brings it within the budget...
@@ -80,9 +81,9 @@ class Search {
   }
 
   // Solve, evaluate, tighten where the exact peak is over the budget.
-  std::optional<Found> verified(double weight, bool allow_swap) {
+  std::optional<Found> verified(double weight, bool allow_swap, bool allow_lossy = true) {
     for (int round = 0; round < settings_.rounds; ++round) {
-      const LayerProgram program = builder_.build({budget_, correction_, weight, allow_swap});
+      const LayerProgram program = builder_.build({budget_, correction_, weight, allow_swap, allow_lossy});
       const std::optional<Choice> choice = solve(program.program, settings_.cells);
       if (!choice) return std::nullopt;
       const model::Assignment a = program.assignment(space_, *choice);

@@ -16,7 +16,8 @@
 //
 // Variance: minimizing seconds + w * variance, with w multiplied by 8 until the
 // answer is within the variance budget and then bisected (geometrically) to
-// the smallest such w: the Lagrangian relaxation of the variance budget.
+// the smallest such w: the Lagrangian relaxation of the variance budget. A
+// budget of 0 leaves the lossy options out instead.
 //
 // Swapping: the program prices the stall of swap copies one layer at a time;
 // where the exact step time of an answer that swaps is more than 1% above
