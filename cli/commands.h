@@ -11,6 +11,8 @@ void register_profile(CLI::App& app);
 void register_fit(CLI::App& app);
 void register_predict(CLI::App& app);
 void register_limits(CLI::App& app);
+void register_plan(CLI::App& app);
+void register_recommend(CLI::App& app);
 
 // "papaya 0.1.0 (LibTorch 1.13.0, CPU only)"
 std::string version_string();

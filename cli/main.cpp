@@ -32,6 +32,8 @@ int main(int argc, char** argv) {
   papaya::cli::register_fit(app);
   papaya::cli::register_predict(app);
   papaya::cli::register_limits(app);
+  papaya::cli::register_plan(app);
+  papaya::cli::register_recommend(app);
   if (argc > 1 && argv[1][0] != '-') {
     std::string known;
     bool found = false;

@@ -1,15 +1,12 @@
 // papaya profile: measure a network layer by layer at several batch sizes
 // and write the profile that `papaya fit` reads.
-#include <unistd.h>
-
-#include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/output_file.h"
 #include "cli/progress.h"
 #include "cli/table.h"
-#include "model/error.h"
 #include "model/units.h"
 #include "profiler/profiler.h"
 #include "profiler/summary.h"
@@ -26,17 +23,6 @@ struct ProfileArgs {
   std::string out;
   bool json = false;
 };
-
-// Fails before the measuring, not after it, if the profile cannot be written.
-void check_writable(const std::string& path) {
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  const fs::path folder = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  if (fs::is_directory(target)) throw InputError("--out " + path + ": is a folder; name a file");
-  if (!fs::is_directory(folder) || access(folder.c_str(), W_OK) != 0) {
-    throw InputError("--out " + path + ": cannot write in " + folder.string());
-  }
-}
 
 double ms(double seconds) { return seconds * 1e3; }
 

@@ -32,13 +32,6 @@ const char* storage_candidates[] = {"quantize-8",      "quantize-4",      "quant
 const char* input_candidates[] = {"quantize-8", "quantize-4", "quantize-2", "swap", "quantize-8+swap", "quantize-4+swap",
                                   "quantize-2+swap"};
 
-// Adds `bytes` to the points from..to of a difference array.
-void add(std::vector<double>& diff, double bytes, int from, int to) {
-  if (from > to || bytes == 0) return;
-  diff[static_cast<size_t>(from)] += bytes;
-  diff[static_cast<size_t>(to) + 1] -= bytes;
-}
-
 }  // namespace
 
 const char* to_string(Phase phase) {
@@ -93,11 +86,16 @@ struct PlanSpace::Copy {
   std::vector<Use> uses;
 };
 
-// What an assignment keeps: per storage its copies and the point intervals
+// What one storage holds under a plan: its copies and the point intervals
 // where its raw storage is held.
+struct PlanSpace::StorageHeld {
+  std::vector<Copy> copies;
+  std::vector<std::pair<int, int>> raw;
+};
+
+// What an assignment keeps, per storage.
 struct PlanSpace::Held {
-  std::vector<std::vector<Copy>> copies;
-  std::vector<std::vector<std::pair<int, int>>> raw;
+  std::vector<StorageHeld> storages;
   std::vector<bool> recomputed;  // per segment
   bool lm_head_recomputed = false;
 };
@@ -392,152 +390,184 @@ PlanSpace::SegmentCost PlanSpace::segment_cost(int segment) const {
   return cost;
 }
 
+bool PlanSpace::active(int layer, const std::vector<bool>& recomputed) const {
+  const int s = shared_->layer_segment[static_cast<size_t>(layer)];
+  return s < 0 || recomputed.empty() || !recomputed[static_cast<size_t>(s)];
+}
+
+// The raw storage held from a user's forward (no earlier than the storage's
+// first saver, before which it is the forward's own) to its backward.
+void PlanSpace::hold_raw_user(int g, int layer, StorageHeld& held) const {
+  const Shared& sh = *shared_;
+  const Storage& st = sh.storages[static_cast<size_t>(g)];
+  const int from = st.slots.empty() ? layer + 1 : sh.forward_at[static_cast<size_t>(std::max(layer, st.first_layer))];
+  held.raw.push_back({from, sh.backward_at[static_cast<size_t>(layer)]});
+}
+
+void PlanSpace::hold_slots(int g, const std::vector<TensorStrategy>& per_slot, const std::vector<bool>& recomputed,
+                           StorageHeld& held, bool& lm_head_recomputed) const {
+  const Shared& sh = *shared_;
+  const Storage& st = sh.storages[static_cast<size_t>(g)];
+  if (st.slots.empty()) return;
+  // While forward uses it, the storage is there whatever the plan.
+  held.raw.push_back({sh.forward_at[static_cast<size_t>(st.first_layer)], sh.forward_at[static_cast<size_t>(st.last_layer)]});
+  std::vector<TensorStrategy> stored(st.slots.size());  // what copies_of makes copies of
+  for (size_t k = 0; k < st.slots.size(); ++k) {
+    const Slot& slot = sh.slots[static_cast<size_t>(st.slots[k])];
+    const TensorStrategy& s = per_slot[k];
+    if (!active(slot.layer, recomputed)) {  // rematerialized by its segment's recompute
+      held.raw.push_back({sh.recompute_at[static_cast<size_t>(slot.layer)], sh.backward_at[static_cast<size_t>(slot.layer)]});
+      continue;
+    }
+    if (s.swap && !target().has_host_link()) {
+      throw InputError(slot.key + ": " + s.name() + " needs a host link, which " + target().name +
+                       " lacks (predict for a GPU with --hardware)");
+    }
+    if (s.form == Form::recomputed) lm_head_recomputed = true;
+    if (s.is_keep()) hold_raw_user(g, slot.layer, held);
+    stored[k] = s;
+  }
+  held.copies = copies_of(g, stored);
+}
+
+// An inverted GELU/SiLU uses its output as the slot saving it keeps it:
+// `consumer` is that slot's strategy (nullptr: no active slot saves it), and
+// `output` what the output's storage holds.
+void PlanSpace::hold_inverted_output(int slot, const TensorStrategy* consumer, StorageHeld& output) const {
+  const Shared& sh = *shared_;
+  const int layer = sh.slots[static_cast<size_t>(slot)].layer;
+  auto& copies = output.copies;
+  auto it = copies.end();
+  if (consumer) it = std::find_if(copies.begin(), copies.end(), [&](const Copy& c) { return c.strategy == *consumer; });
+  if (it == copies.end()) {  // the output is kept raw, by its consumer or by the layer itself
+    hold_raw_user(sh.output_storage[static_cast<size_t>(layer)], layer, output);
+    return;
+  }
+  const double raw = slot_bytes_[static_cast<size_t>(sh.output_consumer_slot[static_cast<size_t>(layer)])];
+  it->first_user = std::min(it->first_user, layer);
+  it->uses.push_back({sh.backward_at[static_cast<size_t>(layer)], layer, raw, raw});
+}
+
+// A recomputed segment keeps its input.
+void PlanSpace::hold_segment_input(int segment, const TensorStrategy& input_strategy, StorageHeld& held) const {
+  const Shared& sh = *shared_;
+  const Segment& view = sh.segments[static_cast<size_t>(segment)];
+  if (input_strategy.is_keep()) {
+    hold_raw_user(view.input_storage, view.first_layer, held);
+    return;
+  }
+  if (input_strategy.swap && !target().has_host_link()) {
+    throw InputError(view.path + ": recompute+" + input_strategy.name() + " needs a host link, which " + target().name + " lacks");
+  }
+  const auto& input = sh.model->segments[static_cast<size_t>(segment)].input;
+  const int64_t numel = numel_at(input, static_cast<double>(batch_));
+  const double raw = static_cast<double>(numel) * input.element_size;
+  Copy& c = copy_for(held.copies, input_strategy, input.kind, numel, input.element_size, raw);
+  c.created = std::min(c.created, view.first_layer);
+  c.first_user = std::min(c.first_user, view.first_layer);
+  c.fetched_by = std::max(c.fetched_by, view.last_layer);
+  c.uses.push_back({sh.recompute_at[static_cast<size_t>(view.first_layer)], view.last_layer, raw, raw});
+}
+
 PlanSpace::Held PlanSpace::hold(const Assignment& a) const {
   const Shared& sh = *shared_;
   if (a.slots.size() != sh.slots.size() || a.segments.size() != sh.segments.size()) {
     throw std::invalid_argument("assignment does not match the plan space");
   }
   Held h;
-  h.copies.resize(sh.storages.size());
-  h.raw.resize(sh.storages.size());
+  h.storages.resize(sh.storages.size());
   for (const auto& s : a.segments) h.recomputed.push_back(s.recompute);
-  const auto active = [&](int layer) {
-    const int s = sh.layer_segment[static_cast<size_t>(layer)];
-    return s < 0 || !h.recomputed[static_cast<size_t>(s)];
-  };
-  // The raw storage held from a user's forward (no earlier than the storage's
-  // first saver, before which it is the forward's own) to its backward.
-  const auto raw_user = [&](int g, int layer) {
-    const Storage& st = sh.storages[static_cast<size_t>(g)];
-    const int from = st.slots.empty() ? layer + 1 : sh.forward_at[static_cast<size_t>(std::max(layer, st.first_layer))];
-    h.raw[static_cast<size_t>(g)].push_back({from, sh.backward_at[static_cast<size_t>(layer)]});
-  };
-
-  std::vector<TensorStrategy> stored;  // per slot of a storage: what copies_of makes copies of
+  std::vector<TensorStrategy> per_slot;
   for (size_t g = 0; g < sh.storages.size(); ++g) {
-    const Storage& st = sh.storages[g];
-    if (st.slots.empty()) continue;
-    // While forward uses it, the storage is there whatever the plan.
-    h.raw[g].push_back({sh.forward_at[static_cast<size_t>(st.first_layer)], sh.forward_at[static_cast<size_t>(st.last_layer)]});
-    stored.assign(st.slots.size(), TensorStrategy{});
-    for (size_t k = 0; k < st.slots.size(); ++k) {
-      const Slot& slot = sh.slots[static_cast<size_t>(st.slots[k])];
-      const TensorStrategy& s = a.slots[static_cast<size_t>(st.slots[k])];
-      if (!active(slot.layer)) {  // rematerialized by its segment's recompute
-        h.raw[g].push_back({sh.recompute_at[static_cast<size_t>(slot.layer)], sh.backward_at[static_cast<size_t>(slot.layer)]});
-        continue;
-      }
-      if (s.swap && !target().has_host_link()) {
-        throw InputError(slot.key + ": " + s.name() + " needs a host link, which " + target().name +
-                         " lacks (predict for a GPU with --hardware)");
-      }
-      if (s.form == Form::recomputed) h.lm_head_recomputed = true;
-      if (s.is_keep()) raw_user(static_cast<int>(g), slot.layer);
-      stored[k] = s;
-    }
-    h.copies[g] = copies_of(static_cast<int>(g), stored);
+    per_slot.clear();
+    for (int i : sh.storages[g].slots) per_slot.push_back(a.slots[static_cast<size_t>(i)]);
+    hold_slots(static_cast<int>(g), per_slot, h.recomputed, h.storages[g], h.lm_head_recomputed);
   }
-
-  // An inverted GELU/SiLU uses its output as the slot saving it keeps it.
   for (size_t i = 0; i < sh.slots.size(); ++i) {
     const Slot& slot = sh.slots[i];
-    if (a.slots[i].form != Form::inverted || !active(slot.layer)) continue;
+    if (a.slots[i].form != Form::inverted || !active(slot.layer, h.recomputed)) continue;
     const int out = sh.output_storage[static_cast<size_t>(slot.layer)];
     const int consumer = sh.output_consumer_slot[static_cast<size_t>(slot.layer)];
-    auto& copies = h.copies[static_cast<size_t>(out)];
-    auto it = copies.end();
-    if (consumer >= 0 && active(sh.slots[static_cast<size_t>(consumer)].layer)) {
-      const TensorStrategy& s = a.slots[static_cast<size_t>(consumer)];
-      it = std::find_if(copies.begin(), copies.end(), [&](const Copy& c) { return c.strategy == s; });
-    }
-    if (it == copies.end()) {  // the output is kept raw, by its consumer or by the layer itself
-      raw_user(out, slot.layer);
-      continue;
-    }
-    const double raw = slot_bytes_[static_cast<size_t>(consumer)];
-    it->first_user = std::min(it->first_user, slot.layer);
-    it->uses.push_back({sh.backward_at[static_cast<size_t>(slot.layer)], slot.layer, raw, raw});
+    const bool consumer_active = consumer >= 0 && active(sh.slots[static_cast<size_t>(consumer)].layer, h.recomputed);
+    hold_inverted_output(static_cast<int>(i), consumer_active ? &a.slots[static_cast<size_t>(consumer)] : nullptr,
+                         h.storages[static_cast<size_t>(out)]);
   }
-
-  // A recomputed segment keeps its input.
   for (size_t s = 0; s < sh.segments.size(); ++s) {
     if (!h.recomputed[s]) continue;
-    const Segment& view = sh.segments[s];
-    const TensorStrategy& s_in = a.segments[s].input;
-    if (s_in.is_keep()) {
-      raw_user(view.input_storage, view.first_layer);
-      continue;
-    }
-    if (s_in.swap && !target().has_host_link()) {
-      throw InputError(view.path + ": " + a.segments[s].name() + " needs a host link, which " + target().name + " lacks");
-    }
-    const auto& input = sh.model->segments[s].input;
-    const int64_t numel = numel_at(input, static_cast<double>(batch_));
-    const double raw = static_cast<double>(numel) * input.element_size;
-    Copy& c = copy_for(h.copies[static_cast<size_t>(view.input_storage)], s_in, input.kind, numel, input.element_size, raw);
-    c.created = std::min(c.created, view.first_layer);
-    c.first_user = std::min(c.first_user, view.first_layer);
-    c.fetched_by = std::max(c.fetched_by, view.last_layer);
-    c.uses.push_back({sh.recompute_at[static_cast<size_t>(view.first_layer)], view.last_layer, raw, raw});
+    hold_segment_input(static_cast<int>(s), a.segments[s].input, h.storages[static_cast<size_t>(sh.segments[s].input_storage)]);
   }
   return h;
+}
+
+void PlanSpace::add_storage(int g, const StorageHeld& held, double sign, std::vector<Change>& out) const {
+  const Shared& sh = *shared_;
+  const int n = static_cast<int>(sh.model->layers.size());
+  const int first_backward = n;  // the first point after forward
+  const auto add = [&](double bytes, int from, int to) {
+    if (from <= to && bytes != 0) out.push_back({from, to, sign * bytes});
+  };
+  const Storage& st = sh.storages[static_cast<size_t>(g)];
+  std::vector<std::pair<int, int>> intervals = held.raw;
+  if (!st.slots.empty()) {
+    // Keep's figures already hold the storage: allocator-rounded on a GPU,
+    // exact where they come from a CPU.
+    const double whole = storage_bytes_[static_cast<size_t>(g)];
+    const double kept = target().round_keep ? whole : target().allocated(whole);
+    add(-kept, sh.forward_at[static_cast<size_t>(st.first_layer)], sh.backward_at[static_cast<size_t>(st.first_layer)]);
+  }
+  for (const Copy& c : held.copies) {
+    if (c.strategy.swap) {
+      const int forward_from = sh.forward_at[static_cast<size_t>(c.created)];
+      const int forward_to = sh.forward_at[static_cast<size_t>(std::min(c.created + 1, n - 1))];
+      if (c.strategy.form == Form::raw) {
+        intervals.push_back({forward_from, forward_to});  // the raw storage itself is what is copied out
+      } else {
+        add(c.device_bytes, forward_from, forward_to);
+      }
+      const int back_from = c.fetched_by + 1 < n ? sh.backward_at[static_cast<size_t>(c.fetched_by + 1)] : first_backward;
+      add(c.device_bytes, back_from, sh.backward_at[static_cast<size_t>(c.first_user)]);
+    } else {
+      add(c.device_bytes, sh.forward_at[static_cast<size_t>(c.created)], sh.backward_at[static_cast<size_t>(c.first_user)]);
+    }
+    if (!is_packed(c.strategy)) continue;
+    for (const Use& u : c.uses) add(target().allocated(u.transient_bytes), u.point, u.point);
+  }
+  std::sort(intervals.begin(), intervals.end());
+  const double raw = target().allocated(storage_bytes_[static_cast<size_t>(g)]);
+  for (size_t k = 0; k < intervals.size();) {
+    const int from = intervals[k].first;
+    int to = intervals[k].second;
+    for (++k; k < intervals.size() && intervals[k].first <= to + 1; ++k) to = std::max(to, intervals[k].second);
+    add(raw, from, to);
+  }
+}
+
+// The head's batch-proportional transients (logits, log-probabilities and
+// their gradients) shrink to one chunk; backward recomputes the chunk's
+// log-probabilities.
+void PlanSpace::add_lm_head_chunks(std::vector<Change>& out) const {
+  const Shared& sh = *shared_;
+  const LayerFit& head = sh.model->layers[static_cast<size_t>(sh.lm_head)];
+  const double fewer = lm_head_chunk_batch_ - static_cast<double>(batch_);
+  const double forward_slope = std::max(0.0, head.forward_peak.per_sample - head.forward_start.per_sample);
+  const double backward_slope = std::max(0.0, head.backward_peak.per_sample - head.backward_start.per_sample);
+  const int f = sh.forward_at[static_cast<size_t>(sh.lm_head)], bk = sh.backward_at[static_cast<size_t>(sh.lm_head)];
+  const double chunk_logprobs = slot_bytes_[static_cast<size_t>(sh.lm_head_logprobs_slot)] * lm_head_chunk_batch_ / static_cast<double>(batch_);
+  out.push_back({f, f, forward_slope * fewer});
+  out.push_back({bk, bk, backward_slope * fewer + target().allocated(chunk_logprobs)});
 }
 
 std::vector<double> PlanSpace::timeline(const Assignment& a) const { return bytes_at(hold(a)); }
 
 std::vector<double> PlanSpace::bytes_at(const Held& h) const {
   const Shared& sh = *shared_;
-  const int n = static_cast<int>(sh.model->layers.size());
-  const int first_backward = n;  // the first point after forward
+  std::vector<Change> changes;
+  for (size_t g = 0; g < sh.storages.size(); ++g) add_storage(static_cast<int>(g), h.storages[g], 1, changes);
+  if (h.lm_head_recomputed) add_lm_head_chunks(changes);
   std::vector<double> diff(sh.points.size() + 1, 0.0);
-  std::vector<std::pair<int, int>> intervals;
-  for (size_t g = 0; g < sh.storages.size(); ++g) {
-    const Storage& st = sh.storages[g];
-    intervals = h.raw[g];
-    if (!st.slots.empty()) {
-      // Keep's figures already hold the storage: allocator-rounded on a GPU,
-      // exact where they come from a CPU.
-      const double kept = target().round_keep ? storage_bytes_[g] : target().allocated(storage_bytes_[g]);
-      add(diff, -kept, sh.forward_at[static_cast<size_t>(st.first_layer)], sh.backward_at[static_cast<size_t>(st.first_layer)]);
-    }
-    for (const Copy& c : h.copies[g]) {
-      if (c.strategy.swap) {
-        const int forward_from = sh.forward_at[static_cast<size_t>(c.created)];
-        const int forward_to = sh.forward_at[static_cast<size_t>(std::min(c.created + 1, n - 1))];
-        if (c.strategy.form == Form::raw) {
-          intervals.push_back({forward_from, forward_to});  // the raw storage itself is what is copied out
-        } else {
-          add(diff, c.device_bytes, forward_from, forward_to);
-        }
-        const int back_from = c.fetched_by + 1 < n ? sh.backward_at[static_cast<size_t>(c.fetched_by + 1)] : first_backward;
-        add(diff, c.device_bytes, back_from, sh.backward_at[static_cast<size_t>(c.first_user)]);
-      } else {
-        add(diff, c.device_bytes, sh.forward_at[static_cast<size_t>(c.created)], sh.backward_at[static_cast<size_t>(c.first_user)]);
-      }
-      if (!is_packed(c.strategy)) continue;
-      for (const Use& u : c.uses) add(diff, target().allocated(u.transient_bytes), u.point, u.point);
-    }
-    std::sort(intervals.begin(), intervals.end());
-    const double raw = target().allocated(storage_bytes_[g]);
-    for (size_t k = 0; k < intervals.size();) {
-      const int from = intervals[k].first;
-      int to = intervals[k].second;
-      for (++k; k < intervals.size() && intervals[k].first <= to + 1; ++k) to = std::max(to, intervals[k].second);
-      add(diff, raw, from, to);
-    }
-  }
-  if (h.lm_head_recomputed) {
-    // The head's batch-proportional transients (logits, log-probabilities and
-    // their gradients) shrink to one chunk; backward recomputes the chunk's
-    // log-probabilities.
-    const LayerFit& head = sh.model->layers[static_cast<size_t>(sh.lm_head)];
-    const double fewer = lm_head_chunk_batch_ - static_cast<double>(batch_);
-    const double forward_slope = std::max(0.0, head.forward_peak.per_sample - head.forward_start.per_sample);
-    const double backward_slope = std::max(0.0, head.backward_peak.per_sample - head.backward_start.per_sample);
-    const int f = sh.forward_at[static_cast<size_t>(sh.lm_head)], bk = sh.backward_at[static_cast<size_t>(sh.lm_head)];
-    const double chunk_logprobs = slot_bytes_[static_cast<size_t>(sh.lm_head_logprobs_slot)] * lm_head_chunk_batch_ / static_cast<double>(batch_);
-    add(diff, forward_slope * fewer, f, f);
-    add(diff, backward_slope * fewer + target().allocated(chunk_logprobs), bk, bk);
+  for (const Change& c : changes) {
+    diff[static_cast<size_t>(c.from)] += c.bytes;
+    diff[static_cast<size_t>(c.to) + 1] -= c.bytes;
   }
   std::vector<double> bytes(sh.points.size());
   double running = 0;
@@ -546,6 +576,83 @@ std::vector<double> PlanSpace::bytes_at(const Held& h) const {
     bytes[p] = keep_bytes_[p] + running;
   }
   return bytes;
+}
+
+std::vector<PlanSpace::Change> PlanSpace::changes(const std::vector<std::pair<int, int>>& decisions) const {
+  const Shared& sh = *shared_;
+  const auto decided = [&](int g) -> const std::vector<TensorStrategy>* {
+    for (const auto& [storage, option] : decisions) {
+      if (storage == g) return &sh.candidates.at(static_cast<size_t>(g)).at(static_cast<size_t>(option)).second;
+    }
+    return nullptr;
+  };
+  // What each storage concerned holds under the decisions (keep where none is made).
+  std::map<int, StorageHeld> held;
+  bool lm_head_recomputed = false, unused = false;
+  const auto held_by = [&](int g) -> StorageHeld& {
+    auto it = held.find(g);
+    if (it != held.end()) return it->second;
+    StorageHeld& h = held[g];
+    const std::vector<TensorStrategy>* per_slot = decided(g);
+    hold_slots(g, per_slot ? *per_slot : std::vector<TensorStrategy>(sh.storages[static_cast<size_t>(g)].slots.size()), {}, h,
+               lm_head_recomputed);
+    return h;
+  };
+  for (const auto& decision : decisions) held_by(decision.first);
+  // An inverted slot uses its output as the slot saving it keeps it.
+  const TensorStrategy keeps;
+  for (const auto& [g, option] : decisions) {
+    const Storage& st = sh.storages.at(static_cast<size_t>(g));
+    const std::vector<TensorStrategy>& per_slot = *decided(g);
+    for (size_t k = 0; k < st.slots.size(); ++k) {
+      if (per_slot[k].form != Form::inverted) continue;
+      const int layer = sh.slots[static_cast<size_t>(st.slots[k])].layer;
+      const int consumer = sh.output_consumer_slot[static_cast<size_t>(layer)];
+      const TensorStrategy* consumer_strategy = nullptr;
+      if (consumer >= 0) {
+        const int cs = sh.slots[static_cast<size_t>(consumer)].storage;
+        const std::vector<TensorStrategy>* consumer_slots = decided(cs);
+        const auto& slots_of = sh.storages[static_cast<size_t>(cs)].slots;
+        const size_t at = static_cast<size_t>(std::find(slots_of.begin(), slots_of.end(), consumer) - slots_of.begin());
+        consumer_strategy = consumer_slots ? &(*consumer_slots)[at] : &keeps;
+      }
+      hold_inverted_output(st.slots[k], consumer_strategy, held_by(sh.output_storage[static_cast<size_t>(layer)]));
+    }
+  }
+  std::vector<Change> out;
+  for (const auto& [g, h] : held) {
+    StorageHeld kept;
+    hold_slots(g, std::vector<TensorStrategy>(sh.storages[static_cast<size_t>(g)].slots.size()), {}, kept, unused);
+    add_storage(g, h, 1, out);
+    add_storage(g, kept, -1, out);
+  }
+  if (lm_head_recomputed) add_lm_head_chunks(out);
+  return out;
+}
+
+std::vector<PlanSpace::Change> PlanSpace::segment_changes(int segment, int input_option) const {
+  const Shared& sh = *shared_;
+  const Segment& view = segments().at(static_cast<size_t>(segment));
+  const TensorStrategy& input = sh.input_candidates.at(static_cast<size_t>(segment)).at(static_cast<size_t>(input_option));
+  std::vector<bool> recomputed(sh.segments.size(), false);
+  recomputed[static_cast<size_t>(segment)] = true;
+  std::vector<Change> out;
+  for (size_t g = 0; g < sh.storages.size(); ++g) {
+    const Storage& st = sh.storages[g];
+    const bool inside = std::any_of(st.slots.begin(), st.slots.end(), [&](int i) {
+      return sh.layer_segment[static_cast<size_t>(sh.slots[static_cast<size_t>(i)].layer)] == segment;
+    });
+    if (!inside && static_cast<int>(g) != view.input_storage) continue;
+    const std::vector<TensorStrategy> keep(st.slots.size());
+    StorageHeld with, without;
+    bool unused = false;
+    hold_slots(static_cast<int>(g), keep, recomputed, with, unused);
+    hold_slots(static_cast<int>(g), keep, {}, without, unused);
+    if (static_cast<int>(g) == view.input_storage) hold_segment_input(segment, input, with);
+    add_storage(static_cast<int>(g), with, 1, out);
+    add_storage(static_cast<int>(g), without, -1, out);
+  }
+  return out;
 }
 
 Estimate PlanSpace::evaluate(const Assignment& a) const {
@@ -567,8 +674,8 @@ Estimate PlanSpace::evaluate(const Assignment& a) const {
   // Compute per layer, codecs included, then the swap copies around it.
   const size_t n = sh.model->layers.size();
   std::vector<double> forward = forward_s_, backward = backward_s_, to_host(n, 0.0), from_host(n, 0.0);
-  for (const auto& copies : h.copies) {
-    for (const Copy& c : copies) {
+  for (const StorageHeld& held : h.storages) {
+    for (const Copy& c : held.copies) {
       forward[static_cast<size_t>(c.created)] += codec_pack_seconds(c.strategy, c.packed_from);
       for (const Use& u : c.uses) backward[static_cast<size_t>(u.charged_to)] += codec_unpack_seconds(c.strategy, u.raw_bytes);
       if (!c.strategy.swap) continue;

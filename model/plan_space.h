@@ -58,6 +58,7 @@
 //   ... choose option indices (a knapsack, a segment DP) ...
 //   Estimate e = space.evaluate(space.assignment(storage_choice, segment_choice));
 //   // e.peak_at says where the peak is when it is over budget; repeat.
+//   space.changes({{g, o}}), space.segment_changes(s, k)  // where on the timeline decisions add or free bytes
 //   space.at_batch(b)                         // the same search at another batch
 //   space.plan(assignment, "name")            // the plan file to train with
 #include <cstdint>
@@ -177,12 +178,42 @@ class PlanSpace {
   // step: evaluate() skips them).
   std::vector<double> timeline(const Assignment& assignment) const;
 
+  // Bytes held beyond keep's (negative: fewer) at the points from..to.
+  struct Change {
+    int from = 0, to = 0;
+    double bytes = 0;
+  };
+  // What decisions do to the timeline, exactly: timeline() of the keep
+  // assignment with only those decisions made, minus timeline() of keep.
+  // Storage decisions are (storage, an index into options(storage)), about
+  // different storages: a few changes near each storage's savers and one
+  // across the span it is held (an inverted GELU/SiLU input includes what its
+  // output's storage then holds, as its consumer's decision, if given, or
+  // keep stores it); a segment decision is an index into
+  // segment_cost(segment).input_options: every storage it frees and
+  // rematerializes, and its input. In O(slots of the storages concerned).
+  // The changes of separate calls add up to timeline() where they concern
+  // different storages and do not meet: decide an inverted GELU/SiLU input
+  // together with its consumer's storage; a storage with slots inside and
+  // outside a recomputed segment is where a storage and a segment decision meet.
+  std::vector<Change> changes(const std::vector<std::pair<int, int>>& storage_options) const;
+  std::vector<Change> segment_changes(int segment, int input_option) const;
+
  private:
   struct Shared;
   struct Copy;
+  struct StorageHeld;
   struct Held;
   PlanSpace(std::shared_ptr<const Shared> shared, int64_t batch);
+  bool active(int layer, const std::vector<bool>& recomputed) const;
+  void hold_raw_user(int storage, int layer, StorageHeld& held) const;
+  void hold_slots(int storage, const std::vector<TensorStrategy>& per_slot, const std::vector<bool>& recomputed,
+                  StorageHeld& held, bool& lm_head_recomputed) const;
+  void hold_inverted_output(int slot, const TensorStrategy* consumer, StorageHeld& output) const;
+  void hold_segment_input(int segment, const TensorStrategy& input, StorageHeld& held) const;
   Held hold(const Assignment& assignment) const;
+  void add_storage(int storage, const StorageHeld& held, double sign, std::vector<Change>& out) const;
+  void add_lm_head_chunks(std::vector<Change>& out) const;
   std::vector<double> bytes_at(const Held& held) const;
   std::vector<Copy> copies_of(int storage, const std::vector<TensorStrategy>& per_slot) const;
   // head_numel: values per attention head, for headwise groups (0: one head).

@@ -13,8 +13,11 @@ Estimate predict(const LayerModel& model, const Target& target, const Plan& plan
 
 int64_t max_batch(const LayerModel& model, const Target& target, const Plan& plan, double budget_bytes) {
   const PlanSpace base(model, target, 1);
-  const Assignment a = base.assignment(plan);
-  const auto peak = [&](int64_t batch) { return base.at_batch(batch).evaluate(a).peak_bytes; };
+  return max_batch(base, base.assignment(plan), budget_bytes);
+}
+
+int64_t max_batch(const PlanSpace& space, const Assignment& a, double budget_bytes) {
+  const auto peak = [&](int64_t batch) { return space.at_batch(batch).evaluate(a).peak_bytes; };
   const auto fits = [&](int64_t batch) { return peak(batch) <= budget_bytes; };
   const double one = peak(1);
   if (one > budget_bytes) return 0;

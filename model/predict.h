@@ -27,6 +27,9 @@ Estimate predict(const LayerModel& model, const Target& target, const Plan& plan
 // it; it stops at max_batch_searched.
 constexpr int64_t max_batch_searched = int64_t{1} << 30;
 int64_t max_batch(const LayerModel& model, const Target& target, const Plan& plan, double budget_bytes);
+// The same for an assignment of a plan space (at any batch), for a caller
+// that holds one already.
+int64_t max_batch(const PlanSpace& space, const Assignment& assignment, double budget_bytes);
 
 // The whole-network plans to compare on a target (PAPAYA's table), with swap
 // only where the target has a host link.

@@ -181,6 +181,103 @@ TEST(PlanSpace, AnotherBatchIsTheSameAsANewSpace) {
   EXPECT_THROW(small.at_batch(0), InputError);
 }
 
+// The timeline of `changes` on top of keep's.
+std::vector<double> with_changes(std::vector<double> bytes, const std::vector<PlanSpace::Change>& changes) {
+  for (const auto& c : changes) {
+    for (int p = c.from; p <= c.to; ++p) bytes[static_cast<size_t>(p)] += c.bytes;
+  }
+  return bytes;
+}
+
+TEST(PlanSpace, ChangesOfOneDecisionAreItsTimeline) {
+  for (const bool gpu : {false, true}) {
+    const LayerModel m = gpt_model(2, gpu);
+    const PlanSpace space(m, profiled_target(m), 12);
+    const std::vector<int> no_segments(space.segments().size(), -1), keep(space.storages().size(), 0);
+    const std::vector<double> base = space.timeline(space.assignment(keep, no_segments));
+    for (size_t g = 0; g < space.storages().size(); ++g) {
+      for (size_t o = 0; o < space.options(static_cast<int>(g)).size(); ++o) {
+        std::vector<int> one = keep;
+        one[g] = static_cast<int>(o);
+        const auto expected = space.timeline(space.assignment(one, no_segments));
+        const auto got = with_changes(base, space.changes({{static_cast<int>(g), static_cast<int>(o)}}));
+        for (size_t p = 0; p < got.size(); ++p) {
+          ASSERT_NEAR(got[p], expected[p], 1e-6) << space.storages()[g].key << " option " << o << " at point " << p;
+        }
+      }
+    }
+    for (size_t s = 0; s < space.segments().size(); ++s) {
+      for (size_t k = 0; k < space.segment_cost(static_cast<int>(s)).input_options.size(); ++k) {
+        std::vector<int> segments = no_segments;
+        segments[s] = static_cast<int>(k);
+        const auto expected = space.timeline(space.assignment(keep, segments));
+        const auto got = with_changes(base, space.segment_changes(static_cast<int>(s), static_cast<int>(k)));
+        for (size_t p = 0; p < got.size(); ++p) ASSERT_NEAR(got[p], expected[p], 1e-6) << space.segments()[s].path << " input " << k;
+      }
+    }
+  }
+}
+
+TEST(PlanSpace, ChangesOfDecisionsOnDifferentStoragesAddUp) {
+  // quantize-4 on every storage and a recomputed second block: each decision
+  // concerns its own storages (no GELU is inverted).
+  const LayerModel m = gpt_model(2, true);
+  const PlanSpace space(m, profiled_target(m), 12);
+  std::vector<int> storage(space.storages().size(), 0), segments(space.segments().size(), -1);
+  segments[1] = 0;
+  std::vector<PlanSpace::Change> all = space.segment_changes(1, 0);
+  for (size_t g = 0; g < space.storages().size(); ++g) {
+    const auto options = space.options(static_cast<int>(g));
+    const bool inside = std::any_of(space.storages()[g].slots.begin(), space.storages()[g].slots.end(),
+                                    [&](int i) { return m.layers[static_cast<size_t>(space.slots()[static_cast<size_t>(i)].layer)].segment == "blocks.1"; });
+    for (size_t o = 0; o < options.size() && !inside; ++o) {
+      if (options[o].strategy.name() != "quantize-4") continue;
+      storage[g] = static_cast<int>(o);
+      const auto c = space.changes({{static_cast<int>(g), static_cast<int>(o)}});
+      all.insert(all.end(), c.begin(), c.end());
+    }
+  }
+  const std::vector<int> keep(space.storages().size(), 0);
+  const auto base = space.timeline(space.assignment(keep, std::vector<int>(space.segments().size(), -1)));
+  const auto expected = space.timeline(space.assignment(storage, segments));
+  const auto got = with_changes(base, all);
+  for (size_t p = 0; p < got.size(); ++p) EXPECT_NEAR(got[p], expected[p], 1e-6) << "point " << p;
+}
+
+TEST(PlanSpace, ChangesOfAnInvertedGeluWithItsConsumerAreTheirTimeline) {
+  // Inverted, the GELU keeps its output as fc2 keeps its input: quantized
+  // here, so the two decisions meet and are given together.
+  const LayerModel m = gpt_model(1, true);
+  const PlanSpace space(m, profiled_target(m), 12);
+  const auto index = [&](const std::string& key) {
+    for (size_t g = 0; g < space.storages().size(); ++g) {
+      if (space.storages()[g].key == key) return static_cast<int>(g);
+    }
+    return -1;
+  };
+  const auto option = [&](int g, const std::string& name) {
+    const auto options = space.options(g);
+    for (size_t o = 0; o < options.size(); ++o) {
+      if (options[o].strategy.name() == name) return static_cast<int>(o);
+    }
+    return -1;
+  };
+  const int gelu = index("blocks.0.mlp.act:input"), fc2 = index("blocks.0.mlp.fc2:input");
+  ASSERT_GE(gelu, 0);
+  ASSERT_GE(fc2, 0);
+  const std::vector<int> no_segments(space.segments().size(), -1), keep(space.storages().size(), 0);
+  const auto base = space.timeline(space.assignment(keep, no_segments));
+  for (const char* consumer : {"quantize-4", "quantize-2+swap", "swap"}) {
+    std::vector<int> both = keep;
+    both[static_cast<size_t>(gelu)] = option(gelu, "invert");
+    both[static_cast<size_t>(fc2)] = option(fc2, consumer);
+    ASSERT_GE(both[static_cast<size_t>(fc2)], 0) << consumer;
+    const auto expected = space.timeline(space.assignment(both, no_segments));
+    const auto got = with_changes(base, space.changes({{gelu, both[static_cast<size_t>(gelu)]}, {fc2, both[static_cast<size_t>(fc2)]}}));
+    for (size_t p = 0; p < got.size(); ++p) ASSERT_NEAR(got[p], expected[p], 1e-6) << consumer << " at point " << p;
+  }
+}
+
 TEST(PlanSpace, FiveHundredLayersEvaluateQuickly) {
   const LayerModel m = gpt_model(46, true);  // 46 blocks of 11 layers + 4
   ASSERT_GE(m.layers.size(), 500u);

@@ -1,0 +1,236 @@
+// papaya recommend: profile a network at a few small batches, fit the layer
+// model and plan within a memory budget, in one command; says which memory
+// optimizations are worth it and why, the largest batch of each, and writes
+// the plan file (and the model, for `papaya plan` with other budgets).
+#include <torch/torch.h>
+
+#include <chrono>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/output_file.h"
+#include "cli/plan_report.h"
+#include "cli/progress.h"
+#include "cli/table.h"
+#include "executor/trainer.h"
+#include "model/fit_profile.h"
+#include "model/json_file.h"
+#include "model/network_config.h"
+#include "model/predict.h"
+#include "model/units.h"
+#include "planner/planner.h"
+#include "profiler/profiler.h"
+
+namespace papaya::cli {
+namespace {
+
+// Small batches (with the profiler's default steps): enough for the layer
+// model, quick on a CPU.
+const std::vector<int> profiled_batches = {1, 2, 4};
+
+// The optimizations PAPAYA weighs one at a time against keep.
+const std::vector<std::string> single_optimizations = {"recompute-all", "quantize-8", "quantize-4", "quantize-2",
+                                                       "adaptive-4",    "invert",     "swap"};
+
+struct RecommendArgs {
+  std::string network = profiler::ProfileOptions{}.network;
+  std::string device;  // empty: cuda where there is one, else cpu
+  std::string hardware;
+  std::string budget;
+  int64_t batch = 0;  // 0: choose it
+  std::string out;
+  bool json = false;
+};
+
+struct Budget {
+  double bytes = 0;
+  std::string source;  // how it was set, for people
+};
+
+Budget choose_budget(const RecommendArgs& args, const model::LayerModel& m, const model::Target& target) {
+  if (!args.budget.empty()) return {static_cast<double>(model::parse_size(args.budget, "--budget")), "--budget"};
+  if (!args.hardware.empty()) {
+    return {model::default_budget(target), "80% of the " + model::format_bytes(target.memory_bytes) + " of " + target.name};
+  }
+  const int64_t batch = args.batch > 0 ? args.batch : executor::TrainOptions{}.batch;
+  const double keep = model::predict(m, target, model::expand_plan_name("keep", m.layout()), batch).peak_bytes;
+  const std::string why = "so that there is something to plan; set --budget, or --hardware for a GPU's";
+  const std::string to_keep = ") and keep's peak at batch " + std::to_string(batch) + " (" + model::format_bytes(keep) + "), ";
+  const double half_way = m.static_bytes + (keep - m.static_bytes) / 2;
+  // Where the memory a step needs beyond its state is mostly fixed, half-way
+  // may fit nothing: then half-way from what batch 1 needs at least.
+  double least = keep;
+  for (const auto& name : model::plan_names(target)) {
+    least = std::min(least, model::predict(m, target, model::expand_plan_name(name, m.layout()), 1).peak_bytes);
+  }
+  if (half_way >= least) {
+    return {half_way, "half-way between the weights, gradients and optimizer state (" + model::format_bytes(m.static_bytes) + to_keep + why};
+  }
+  return {least + (keep - least) / 2,
+          "half-way between the least batch 1 needs (" + model::format_bytes(least) + to_keep + why};
+}
+
+// One optimization alone against keep: what it saves and costs at the plan's
+// batch, and PAPAYA's verdict within the budget.
+struct Why {
+  std::string name;
+  double saves = 0, costs = 0;  // fractions of keep's peak and step time
+  const planner::GlobalRow* row = nullptr;
+  int used = 0;  // tensors (segments, for recompute-all) the recommended plan gives it
+};
+
+int uses(const model::Plan& plan, const std::string& name) {
+  if (name == "recompute-all") return static_cast<int>(plan.segments.size());
+  int count = 0;
+  for (const auto& [key, s] : plan.tensors) {
+    if (name == "swap" ? s.swap : (s.form != model::Form::recomputed && model::TensorStrategy{s.form, s.bits}.name() == name)) ++count;
+  }
+  return count;
+}
+
+std::vector<Why> weigh(const model::LayerModel& m, const model::Target& target, const planner::PlanResult& r) {
+  const auto names = model::plan_names(target);
+  const model::Estimate keep = model::predict(m, target, model::expand_plan_name("keep", m.layout()), r.batch);
+  std::vector<Why> out;
+  for (const auto& name : single_optimizations) {
+    if (std::find(names.begin(), names.end(), name) == names.end()) continue;
+    const model::Estimate e = model::predict(m, target, model::expand_plan_name(name, m.layout()), r.batch);
+    Why w{name, 1 - e.peak_bytes / keep.peak_bytes, e.seconds / keep.seconds - 1, nullptr, uses(r.plan, name)};
+    for (const auto& row : r.global.rows) {
+      if (row.name == name) w.row = &row;
+    }
+    out.push_back(w);
+  }
+  return out;
+}
+
+std::string sentence(const planner::GlobalTable& table, const Why& w) {
+  const planner::GlobalRow& keep = table.keep();
+  const std::string budget = model::format_bytes(table.budget_bytes);
+  if (w.row->max_batch == 0) return "does not fit " + budget + " even at batch 1";
+  std::string text = "within " + budget + " it reaches batch " + std::to_string(w.row->max_batch) + " at " +
+                     fixed(w.row->best.samples_per_s, 1) + " samples/s";
+  if (keep.max_batch == 0) return "worth it alone: " + text + ", where keep does not fit at all";
+  text += ", against keep's " + fixed(keep.best.samples_per_s, 1) + " at batch " + std::to_string(keep.max_batch);
+  return (w.row->helps ? "worth it alone: " : "not worth it alone: ") + text;
+}
+
+std::string percent(double fraction) { return fixed(100 * fraction, 1) + "%"; }
+
+void print(const model::LayerModel& m, const model::Target& target, const Budget& budget, const planner::PlanResult& r,
+           const std::vector<Why>& why, const std::string& out, const std::string& model_path, double seconds) {
+  std::string batches;
+  for (int b : profiled_batches) batches += (batches.empty() ? "" : ",") + std::to_string(b);
+  std::cout << "papaya recommend: " << m.network << " (" << m.precision << ") profiled on " << m.machine.device_name << " ("
+            << m.machine.device << ") at batches " << batches << ", " << profiler::ProfileOptions{}.steps << " steps each; fitted and planned for "
+            << target.name << " in " << fixed(seconds, 1) << " s\nbudget: " << model::format_bytes(budget.bytes) << " ("
+            << budget.source << ")\n\n";
+  print_plan(std::cout, m, r);
+  std::cout << "\nwhy: each optimization alone against keep (saves and costs: at batch " << r.batch << ")\n";
+  Table table({"optimization", "saves (peak)", "costs (step time)", "largest batch", "samples/s there", "verdict", "in the plan"});
+  for (const Why& w : why) {
+    table.add_row({w.name, percent(w.saves), percent(w.costs), std::to_string(w.row->max_batch),
+                   w.row->max_batch > 0 ? fixed(w.row->best.samples_per_s, 1) : "-", verdict(r.global, *w.row),
+                   w.used ? std::to_string(w.used) + (w.name == "recompute-all" ? " segment" : " tensor") + (w.used > 1 ? "s" : "") : "-"});
+  }
+  table.print(std::cout);
+  for (const Why& w : why) std::cout << "  " << w.name << ": " << sentence(r.global, w) << "\n";
+  std::cout << "\n";
+  print_global(std::cout, r, 12);
+  for (const auto& note : target.notes) std::cout << "note: " << note << "\n";
+  std::cout << "plan written to " << out << " (papaya train --plan " << out << "); model written to " << model_path
+            << " (papaya plan " << model_path << " --budget SIZE)\n";
+}
+
+void run(const RecommendArgs& args) {
+  const auto start = std::chrono::steady_clock::now();
+  const model::NetworkConfig config = model::load_network_config(args.network);
+  const std::string out = args.out.empty() ? config.name + ".plan.json" : args.out;
+  // The model beside the plan: x.plan.json -> x.model.json, x.json -> x.model.json.
+  const auto ends_with = [&](const std::string& tail) { return out.size() > tail.size() && out.substr(out.size() - tail.size()) == tail; };
+  const std::string stem = out.substr(0, out.size() - (ends_with(".plan.json") ? 10 : ends_with(".json") ? 5 : 0));
+  const std::string model_path = stem + ".model.json";
+  check_writable(out);
+
+  profiler::ProfileOptions options;
+  options.network = args.network;
+  options.device = !args.device.empty() ? args.device : torch::cuda::is_available() ? "cuda" : "cpu";
+  options.batches = profiled_batches;
+  options.on_warning = [](const std::string& message) { std::cerr << "papaya: warning: " << message << "\n"; };
+  model::Profile profile;
+  {
+    Progress progress("profiling");
+    options.on_progress = [&](int done, int total, const std::string& note) { progress.update(done, total, note); };
+    profile = profiler::profile_network(options);
+  }
+  model::LayerModel m;
+  {
+    Progress progress("fitting");
+    progress.update(0, 1, "per-layer curves");
+    m = model::fit_profile(profile, "profile of " + config.name).model;
+    progress.update(1, 1);
+  }
+  model::write_layer_model(model_path, m);
+  const model::Target target = model::make_target(m, args.hardware);
+  const Budget budget = choose_budget(args, m, target);
+  planner::PlanRequest request;
+  request.budget_bytes = budget.bytes;
+  if (args.batch > 0) request.batch = args.batch;
+  planner::PlanResult result;
+  {
+    Progress progress("planning");
+    progress.update(0, 1, "whole-network combinations and the per-layer search");
+    result = planner::make_plan(m, target, request);
+    progress.update(1, 1);
+  }
+  model::write_json_file(out, planner::plan_document(result));
+  const std::vector<Why> why = weigh(m, target, result);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!args.json) {
+    print(m, target, budget, result, why, out, model_path, seconds);
+    return;
+  }
+  nlohmann::json reasons = nlohmann::json::array();
+  for (const Why& w : why) {
+    reasons.push_back({{"optimization", w.name},
+                       {"saves", w.saves},
+                       {"costs", w.costs},
+                       {"max_batch", w.row->max_batch},
+                       {"samples_per_s_there", w.row->best.samples_per_s},
+                       {"verdict", verdict(result.global, *w.row)},
+                       {"in_plan", w.used},
+                       {"why", sentence(result.global, w)}});
+  }
+  nlohmann::json doc = result_json(m, result);
+  doc.update({{"device", m.machine.device},
+              {"profiled_batches", profiled_batches},
+              {"budget_source", budget.source},
+              {"why", reasons},
+              {"out", out},
+              {"model", model_path},
+              {"seconds", seconds},
+              {"notes", target.notes}});
+  std::cout << doc.dump(2) << "\n";
+}
+
+}  // namespace
+
+void register_recommend(CLI::App& app) {
+  auto args = std::make_shared<RecommendArgs>();
+  auto* cmd = app.add_subcommand(
+      "recommend", "Profile a network, fit its model and plan within a memory budget: which optimizations to train with, and why.");
+  cmd->add_option("--network,-n", args->network, "Network config name (see papaya networks) or path to a .json config")
+      ->capture_default_str();
+  cmd->add_option("--device,-d", args->device, "cpu, cuda or cuda:N to profile on; default: cuda where there is one, else cpu");
+  cmd->add_option("--hardware", args->hardware, "Catalog entry to plan for (papaya hardware); default: the profiled machine");
+  cmd->add_option("--budget", args->budget,
+                  "Memory budget (e.g. 24GiB); default: 80% of --hardware's memory, else half-way between the static bytes and "
+                  "keep's peak at the default batch");
+  cmd->add_option("--batch,-b", args->batch, "Plan at this batch; default: the batch with the most samples/s")->check(CLI::PositiveNumber);
+  cmd->add_option("--out,-o", args->out, "Plan file to write; default: NETWORK.plan.json (the model goes beside it: NETWORK.model.json)");
+  cmd->add_flag("--json", args->json, "One JSON document instead of tables");
+  cmd->callback([args] { run(*args); });
+}
+
+}  // namespace papaya::cli
