@@ -8,13 +8,12 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cli/auto_plan.h"
 #include "cli/commands.h"
 #include "cli/output_file.h"
 #include "cli/plan_report.h"
-#include "cli/progress.h"
 #include "cli/table.h"
 #include "executor/trainer.h"
-#include "model/fit_profile.h"
 #include "model/json_file.h"
 #include "model/network_config.h"
 #include "model/predict.h"
@@ -24,10 +23,6 @@
 
 namespace papaya::cli {
 namespace {
-
-// Small batches (with the profiler's default steps): enough for the layer
-// model, quick on a CPU.
-const std::vector<int> profiled_batches = {1, 2, 4};
 
 // The optimizations PAPAYA weighs one at a time against keep.
 const std::vector<std::string> single_optimizations = {"recompute-all", "quantize-8", "quantize-4", "quantize-2",
@@ -121,7 +116,7 @@ std::string percent(double fraction) { return fixed(100 * fraction, 1) + "%"; }
 void print(const model::LayerModel& m, const model::Target& target, const Budget& budget, const planner::PlanResult& r,
            const std::vector<Why>& why, const std::string& out, const std::string& model_path, double seconds) {
   std::string batches;
-  for (int b : profiled_batches) batches += (batches.empty() ? "" : ",") + std::to_string(b);
+  for (int b : auto_plan_batches()) batches += (batches.empty() ? "" : ",") + std::to_string(b);
   std::cout << "papaya recommend: " << m.network << " (" << m.precision << ") profiled on " << m.machine.device_name << " ("
             << m.machine.device << ") at batches " << batches << ", " << profiler::ProfileOptions{}.steps << " steps each; fitted and planned for "
             << target.name << " in " << fixed(seconds, 1) << " s\nbudget: " << model::format_bytes(budget.bytes) << " ("
@@ -153,37 +148,16 @@ void run(const RecommendArgs& args) {
   const std::string model_path = stem + ".model.json";
   check_writable(out);
 
-  profiler::ProfileOptions options;
-  options.network = args.network;
-  options.device = !args.device.empty() ? args.device : torch::cuda::is_available() ? "cuda" : "cpu";
-  options.batches = profiled_batches;
-  options.on_warning = [](const std::string& message) { std::cerr << "papaya: warning: " << message << "\n"; };
-  model::Profile profile;
-  {
-    Progress progress("profiling");
-    options.on_progress = [&](int done, int total, const std::string& note) { progress.update(done, total, note); };
-    profile = profiler::profile_network(options);
-  }
-  model::LayerModel m;
-  {
-    Progress progress("fitting");
-    progress.update(0, 1, "per-layer curves");
-    m = model::fit_profile(profile, "profile of " + config.name).model;
-    progress.update(1, 1);
-  }
+  const Profiled profiled = profile_and_fit(
+      {args.network, !args.device.empty() ? args.device : torch::cuda::is_available() ? "cuda" : "cpu", "fp32", args.hardware});
+  const model::LayerModel& m = profiled.model;
+  const model::Target& target = profiled.target;
   model::write_layer_model(model_path, m);
-  const model::Target target = model::make_target(m, args.hardware);
   const Budget budget = choose_budget(args, m, target);
   planner::PlanRequest request;
   request.budget_bytes = budget.bytes;
   if (args.batch > 0) request.batch = args.batch;
-  planner::PlanResult result;
-  {
-    Progress progress("planning");
-    progress.update(0, 1, "whole-network combinations and the per-layer search");
-    result = planner::make_plan(m, target, request);
-    progress.update(1, 1);
-  }
+  const planner::PlanResult result = plan_with_progress(profiled, request);
   model::write_json_file(out, planner::plan_document(result));
   const std::vector<Why> why = weigh(m, target, result);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -204,7 +178,7 @@ void run(const RecommendArgs& args) {
   }
   nlohmann::json doc = result_json(m, result);
   doc.update({{"device", m.machine.device},
-              {"profiled_batches", profiled_batches},
+              {"profiled_batches", auto_plan_batches()},
               {"budget_source", budget.source},
               {"why", reasons},
               {"out", out},

@@ -1,8 +1,10 @@
 // papaya train: train a network of the zoo and report throughput, peak
 // memory and loss.
 #include <iostream>
+#include <optional>
 #include <nlohmann/json.hpp>
 
+#include "cli/auto_plan.h"
 #include "cli/commands.h"
 #include "cli/progress.h"
 #include "cli/table.h"
@@ -12,6 +14,7 @@
 #include "executor/memory.h"
 #include "executor/plan_apply.h"
 #include "executor/trainer.h"
+#include "model/error.h"
 #include "model/network_config.h"
 #include "model/plan.h"
 #include "model/units.h"
@@ -29,14 +32,46 @@ struct TrainArgs {
   std::string data;
   double lr = 1e-3;
   std::string plan = "keep";
+  std::string budget;        // --plan auto
+  bool batch_given = false;  // --plan auto: plan at --batch, else choose it
   int adaptive_every = 50;
   bool json = false;
 };
 
-void run(const TrainArgs& args) {
-  const torch::Device device = executor::resolve_device(args.device);
-  const torch::ScalarType dtype = executor::resolve_precision(args.precision);
-  const model::NetworkConfig config = model::load_network_config(args.network);
+// --plan auto: profile, fit and plan within --budget before training.
+struct AutoPlan {
+  planner::PlanResult result;
+  double budget_bytes = 0;
+};
+
+std::optional<AutoPlan> plan_if_auto(const TrainArgs& args) {
+  if (args.plan != "auto") {
+    if (!args.budget.empty()) throw InputError("--budget applies to --plan auto only");
+    return std::nullopt;
+  }
+  if (args.budget.empty()) throw InputError("--plan auto needs --budget SIZE (the memory the step may use)");
+  if (!args.data.empty()) throw InputError("--plan auto plans on synthetic data; leave out --data");
+  AutoPlan out;
+  out.budget_bytes = static_cast<double>(model::parse_size(args.budget, "--budget"));
+  const Profiled profiled = profile_and_fit({args.network, args.device, args.precision, ""});
+  planner::PlanRequest request;
+  request.budget_bytes = out.budget_bytes;
+  if (args.batch_given) request.batch = args.batch;
+  out.result = plan_with_progress(profiled, request);
+  return out;
+}
+
+std::string error_percent(double predicted, double measured) {
+  return (predicted >= measured ? "+" : "") + fixed(100 * (predicted - measured) / measured, 1) + "%";
+}
+
+void run(const TrainArgs& given) {
+  const torch::Device device = executor::resolve_device(given.device);
+  const torch::ScalarType dtype = executor::resolve_precision(given.precision);
+  const model::NetworkConfig config = model::load_network_config(given.network);
+  const std::optional<AutoPlan> auto_plan = plan_if_auto(given);
+  TrainArgs args = given;
+  if (auto_plan) args.batch = auto_plan->result.batch;
   auto data = args.data.empty() ? executor::make_synthetic_data(config, device, args.seed)
                                 : executor::make_text_data(args.data, config, device, args.seed);
 
@@ -46,7 +81,7 @@ void run(const TrainArgs& args) {
   network->to(device);
   network->set_compute_dtype(dtype);
   const model::NetworkLayout layout = executor::probe_layout(*network);
-  const model::Plan plan = model::load_plan(args.plan, layout, config.name);
+  const model::Plan plan = auto_plan ? auto_plan->result.plan : model::load_plan(args.plan, layout, config.name);
   executor::PlanOptions plan_options;
   plan_options.adaptive_every = args.adaptive_every;
   plan_options.rounding_seed = args.seed;
@@ -71,7 +106,7 @@ void run(const TrainArgs& args) {
 
   const int64_t activation = report.forward_backward_peak_bytes - report.static_bytes;
   if (args.json) {
-    const nlohmann::json out = {{"network", config.name},
+    nlohmann::json out = {{"network", config.name},
                                 {"device", device.str()},
                                 {"device_name", executor::device_name(device)},
                                 {"precision", args.precision},
@@ -92,6 +127,12 @@ void run(const TrainArgs& args) {
                                 {"initial_loss", report.losses.front()},
                                 {"final_loss", report.losses.back()},
                                 {"losses", report.losses}};
+    if (auto_plan) {
+      out["budget_bytes"] = auto_plan->budget_bytes;
+      out["predicted"] = {{"peak_bytes", auto_plan->result.estimate.peak_bytes},
+                          {"samples_per_s", auto_plan->result.estimate.samples_per_s},
+                          {"per_layer", auto_plan->result.per_layer}};
+    }
     std::cout << out.dump(2) << "\n";
     return;
   }
@@ -109,6 +150,19 @@ void run(const TrainArgs& args) {
   }
   table.add_row({"loss", fixed(report.losses.front(), 4) + " -> " + fixed(report.losses.back(), 4), "first -> last step"});
   table.print(std::cout);
+  if (auto_plan) {
+    const model::Estimate& e = auto_plan->result.estimate;
+    std::cout << "\nplan auto: " << (auto_plan->result.per_layer ? "a per-layer plan" : "the combination " + plan.name)
+              << " at batch " << args.batch << " within " << model::format_bytes(auto_plan->budget_bytes) << "\n";
+    Table check({"", "predicted", "measured", "error"});
+    check.add_row({"peak memory", model::format_bytes(e.peak_bytes), model::format_bytes(static_cast<double>(report.peak_bytes)),
+                   error_percent(e.peak_bytes, static_cast<double>(report.peak_bytes))});
+    check.add_row({"samples/s", fixed(e.samples_per_s, 1), fixed(report.samples_per_s, 1),
+                   error_percent(e.samples_per_s, report.samples_per_s)});
+    check.print(std::cout);
+    std::cout << (report.peak_bytes <= auto_plan->budget_bytes ? "the measured peak is within the budget\n"
+                                                               : "papaya: warning: the measured peak is over the budget\n");
+  }
 }
 
 }  // namespace
@@ -118,7 +172,9 @@ void register_train(CLI::App& app) {
   auto* cmd = app.add_subcommand("train", "Train a network (synthetic data, or a text file) and report samples/s, peak memory and loss.");
   cmd->add_option("--network,-n", args->network, "Network config name (see papaya networks) or path to a .json config")
       ->capture_default_str();
-  cmd->add_option("--batch,-b", args->batch, "Samples per step")->capture_default_str()->check(CLI::PositiveNumber);
+  auto* batch = cmd->add_option("--batch,-b", args->batch, "Samples per step (with --plan auto: default, the planned batch)")
+                    ->capture_default_str()
+                    ->check(CLI::PositiveNumber);
   cmd->add_option("--steps,-s", args->steps, "Training steps")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--seed", args->seed, "Seed of weights and data")->capture_default_str();
   cmd->add_option("--device,-d", args->device, "cpu, cuda or cuda:N")->capture_default_str();
@@ -128,13 +184,18 @@ void register_train(CLI::App& app) {
   cmd->add_option("--lr", args->lr, "AdamW learning rate")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--plan", args->plan,
                   "Memory optimizations: a plan file, or a name: keep, recompute-all, quantize-{8,4,2}, adaptive-N, "
-                  "invert, swap, joined by '+' (e.g. quantize-2+invert)")
+                  "invert, swap, joined by '+' (e.g. quantize-2+invert); or auto: profile, fit and plan within --budget "
+                  "first")
       ->capture_default_str();
+  cmd->add_option("--budget", args->budget, "With --plan auto: the memory the step may use (e.g. 24GiB, 12MiB)");
   cmd->add_option("--adaptive-every", args->adaptive_every, "Steps between sensitivity estimates of adaptive-N tensors")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--json", args->json, "One JSON document instead of a table");
-  cmd->callback([args] { run(*args); });
+  cmd->callback([args, batch] {
+    args->batch_given = batch->count() > 0;
+    run(*args);
+  });
 }
 
 }  // namespace papaya::cli

@@ -1,5 +1,5 @@
-// End-to-end runs of papaya plan (on a synthetic model) and papaya recommend
-// (profiling gpt-tiny on the CPU).
+// End-to-end runs of papaya plan (on a synthetic model), papaya recommend and
+// papaya train --plan auto (profiling gpt-tiny on the CPU).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -144,6 +144,42 @@ TEST_F(PlanCommands, RecommendBadInputExitsTwo) {
   expect_input_error("recommend --network no-such-net --out " + path("x.json"), "no-such-net");
   expect_input_error("recommend --network gpt-tiny --device cpu --out " + path("absent/x.json"), "cannot write");
   expect_input_error("recommend --network gpt-tiny --device cpu --budget 1KiB --out " + path("x.json"), "weights, gradients and optimizer state");
+}
+
+// Plans gpt-tiny at batch 16 within a budget half-way between static and
+// keep's measured peak, trains with the plan, and checks the run against both.
+TEST_F(PlanCommands, TrainAutoPlansThenTrainsWithinTheBudget) {
+  const Outcome keep = run_papaya("train --network gpt-tiny --batch 16 --steps 4 --json");
+  ASSERT_EQ(keep.code, 0) << keep.err;
+  const json k = json::parse(keep.out);
+  const double budget = 0.5 * (k["static_bytes"].get<double>() + k["peak_bytes"].get<double>());
+  const Outcome run = run_papaya("train --network gpt-tiny --plan auto --budget " + std::to_string(std::llround(budget)) +
+                                 "B --batch 16 --steps 4 --json");
+  ASSERT_EQ(run.code, 0) << run.err;
+  const json doc = json::parse(run.out);
+  EXPECT_EQ(doc["batch"], 16);
+  EXPECT_DOUBLE_EQ(doc["budget_bytes"].get<double>(), static_cast<double>(std::llround(budget)));
+  const double predicted = doc["predicted"]["peak_bytes"].get<double>();
+  const double measured = doc["peak_bytes"].get<double>();
+  EXPECT_LE(predicted, budget);
+  EXPECT_NEAR(predicted, measured, 0.05 * measured);
+  EXPECT_LT(measured, k["peak_bytes"].get<double>());
+  EXPECT_GT(doc["predicted"]["samples_per_s"].get<double>(), 0);
+}
+
+TEST_F(PlanCommands, TrainAutoShowsPredictedBesideMeasured) {
+  const Outcome run = run_papaya("train --network gpt-tiny --plan auto --budget 64MiB --steps 3");
+  ASSERT_EQ(run.code, 0) << run.err;
+  for (const char* text : {"plan auto:", "predicted", "measured", "peak memory", "samples/s"}) {
+    EXPECT_NE(run.out.find(text), std::string::npos) << text << "\n" << run.out;
+  }
+}
+
+TEST_F(PlanCommands, TrainAutoBadInputExitsTwo) {
+  expect_input_error("train --network gpt-tiny --plan auto", "--budget");
+  expect_input_error("train --network gpt-tiny --budget 8MiB", "--plan auto");
+  expect_input_error("train --network gpt-tiny --plan auto --budget 1KiB --batch 4", "weights, gradients and optimizer state");
+  expect_input_error("train --network gpt-tiny --plan auto --budget 8MiB --data /etc/hostname", "--data");
 }
 
 }  // namespace

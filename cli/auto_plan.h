@@ -1,0 +1,37 @@
+#pragma once
+// Planning from scratch, as `papaya recommend` and `papaya train --plan auto`
+// do: profile the network at small batches, fit the layer model, and plan
+// within a budget — with a progress display for each stage.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/layer_model.h"
+#include "model/target.h"
+#include "planner/planner.h"
+
+namespace papaya::cli {
+
+// Small batches (with the profiler's default steps): enough for the layer
+// model, quick on a CPU.
+const std::vector<int>& auto_plan_batches();
+
+struct AutoPlanRequest {
+  std::string network;
+  std::string device;     // cpu, cuda, cuda:N
+  std::string precision;  // fp32, bf16
+  std::string hardware;   // "" : the profiled machine
+};
+
+struct Profiled {
+  model::LayerModel model;
+  model::Target target;
+};
+
+// Profiles and fits (progress on stderr).
+Profiled profile_and_fit(const AutoPlanRequest& request);
+
+// Plans within the request (progress on stderr).
+planner::PlanResult plan_with_progress(const Profiled& profiled, const planner::PlanRequest& request);
+
+}  // namespace papaya::cli
