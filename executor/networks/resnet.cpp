@@ -50,10 +50,12 @@ class ResidualBlock : public Segment {
   torch::Tensor forward(torch::Tensor x) override {
     torch::Tensor h = x;
     for (size_t i = 0; i < convs.size(); ++i) {
-      h = bns[i]->forward(convs[i]->forward(h));
+      h = convs[i]->forward(h);
+      h = bns[i]->forward(h);
       if (i < relus.size()) h = relus[i]->forward(h);
     }
-    return relu_out->forward(h + (downsample ? downsample->forward(x) : x));
+    h = h + (downsample ? downsample->forward(x) : x);
+    return relu_out->forward(h);
   }
 
  private:
@@ -92,11 +94,19 @@ class ResNet : public Network {
   }
 
   torch::Tensor loss(const Batch& batch) override {
-    torch::Tensor x = maxpool->forward(relu->forward(bn1->forward(conv1->forward(batch.input.to(compute_dtype())))));
+    // One statement per layer: an output is released once the next layer is
+    // done with it (a nested call would hold it to the end of the statement),
+    // so a plan that stores it in another form frees the raw tensor then.
+    torch::Tensor x = conv1->forward(batch.input.to(compute_dtype()));
+    x = bn1->forward(x);
+    x = relu->forward(x);
+    x = maxpool->forward(x);
     for (const auto& stage : stages) {
       for (const auto& block : *stage) x = block->as<Segment>()->run(x);
     }
-    return loss_fn->forward(fc->forward(avgpool->forward(x)), batch.target);
+    x = avgpool->forward(x);
+    x = fc->forward(x);
+    return loss_fn->forward(x, batch.target);
   }
 
   std::shared_ptr<Conv2d> conv1;

@@ -39,12 +39,24 @@ class Attention : public torch::nn::Module {
 
   torch::Tensor forward(const torch::Tensor& x) {
     const int64_t b = x.size(0), s = x.size(1), d = x.size(2);
-    // (b, s, 3d) -> three contiguous (b, heads, s, head_dim) tensors.
-    const auto parts = qkv->forward(x).view({b, s, 3, heads_, d / heads_}).permute({2, 0, 3, 1, 4});
-    const torch::Tensor q = parts[0].contiguous(), k = parts[1].contiguous(), v = parts[2].contiguous();
-    const torch::Tensor probs = drop_or_pass(drop, softmax->forward(scores->forward(q, k)));
-    const torch::Tensor merged = context->forward(probs, v).transpose(1, 2).reshape({b, s, d});
-    return drop_or_pass(proj_drop, proj->forward(merged));
+    torch::Tensor q, k, v;
+    {
+      // (b, s, 3d) -> three contiguous (b, heads, s, head_dim) tensors.
+      const auto parts = qkv->forward(x).view({b, s, 3, heads_, d / heads_}).permute({2, 0, 3, 1, 4});
+      q = parts[0].contiguous(), k = parts[1].contiguous(), v = parts[2].contiguous();
+    }
+    // Every tensor is released once its last layer is done with it, so a plan
+    // that stores it in another form frees the raw tensor then.
+    torch::Tensor h = scores->forward(q, k);
+    q.reset();
+    k.reset();
+    h = softmax->forward(h);
+    h = drop_or_pass(drop, std::move(h));
+    h = context->forward(h, v);
+    v.reset();
+    h = h.transpose(1, 2).reshape({b, s, d});
+    h = proj->forward(h);
+    return drop_or_pass(proj_drop, std::move(h));
   }
 
   std::shared_ptr<Linear> qkv, proj;
