@@ -38,17 +38,23 @@ class StorageRecorder : public LayerObserver {
 
 }  // namespace
 
+Batch probe_forward(Network& network, int64_t batch, LayerObserver& observer) {
+  const bool training = network.is_training();
+  network.eval();
+  const torch::Device device = network.parameters().front().device();
+  Batch data = make_synthetic_data(network.config(), device, 0)->next(batch);
+  {
+    torch::NoGradGuard no_grad;
+    ObserverGuard guard(&observer);
+    network.loss(data);
+  }
+  network.train(training);
+  return data;
+}
+
 model::NetworkLayout probe_layout(Network& network) {
   StorageRecorder recorder;
-  {
-    const bool training = network.is_training();
-    network.eval();
-    torch::NoGradGuard no_grad;
-    ObserverGuard guard(&recorder);
-    const torch::Device device = network.parameters().front().device();
-    network.loss(make_synthetic_data(network.config(), device, 0)->next(1));
-    network.train(training);
-  }
+  probe_forward(network, 1, recorder);
   model::NetworkLayout layout;
   for (const auto* segment : network.segments()) layout.segments.push_back(segment->path());
   for (const auto* layer : network.layers()) {

@@ -6,6 +6,12 @@
 
 namespace papaya::executor {
 
+// One forward of the network on a synthetic batch of `batch` samples with
+// every layer reported to `observer`: without autograd and in eval mode, so
+// that neither batch-norm statistics nor the random state move. Returns the
+// batch it ran on.
+Batch probe_forward(Network& network, int64_t batch, LayerObserver& observer);
+
 // Runs one forward at batch 1 (no autograd, eval mode, so neither batch-norm
 // statistics nor the random state move) to see which saved tensors share
 // storage and which slots save each layer's output.

@@ -51,6 +51,8 @@ void check_consistency(const LayerModel& m, const std::string& label) {
     for (size_t s = 0; s < layer.saved.size(); ++s) {
       const auto& storage = layer.saved[s].storage;
       if (!storage.empty() && !slots.count(storage)) fail(where + "/saved/" + std::to_string(s) + "/storage", "no slot '" + storage + "'");
+      const auto& use = layer.saved[s].last_forward_use;
+      if (!use.empty() && !paths.count(use)) fail(where + "/saved/" + std::to_string(s) + "/last_forward_use", "no layer '" + use + "'");
     }
     for (const auto& key : layer.output_saved_by) {
       if (!slots.count(key)) fail(where + "/output_saved_by", "no slot '" + key + "'");
@@ -104,7 +106,7 @@ json layer_model_to_json(const LayerModel& m) {
     segments.push_back({{"path", s.path}, {"input", saved_tensor_to_json(s.input)}, {"recompute_seconds", to_json(s.recompute_seconds)}});
   }
   for (const auto& c : m.codecs) {
-    codecs.push_back({{"bits", c.bits}, {"pack_bytes_per_s", c.pack_bytes_per_s}, {"unpack_bytes_per_s", c.unpack_bytes_per_s}});
+    codecs.push_back(codec_to_json(c));
   }
   json doc = {{"papaya_model", m.version},
               {"kind", "layers"},
@@ -167,7 +169,7 @@ LayerModel layer_model_from_json(const json& doc, const std::string& label) {
   m.unattributed_peak = linear_from(doc.at("unattributed_peak"));
   m.optimizer_seconds = saturating_from(doc.at("optimizer_seconds"));
   m.rest_seconds = saturating_from(doc.at("rest_seconds"));
-  for (const auto& c : doc.at("codecs")) m.codecs.push_back({c.at("bits"), c.at("pack_bytes_per_s"), c.at("unpack_bytes_per_s")});
+  for (const auto& c : doc.at("codecs")) m.codecs.push_back(codec_from_json(c));
   m.h2d_bytes_per_s = doc.at("h2d_bytes_per_s");
   m.d2h_bytes_per_s = doc.at("d2h_bytes_per_s");
   if (doc.contains("roofline")) {

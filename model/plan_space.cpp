@@ -52,6 +52,11 @@ struct PlanSpace::Shared {
   std::vector<Storage> storages;
   std::vector<double> storage_bytes_per_sample;  // the whole storage (a tensor no slot saves: its size)
   std::vector<bool> storage_grows;
+  std::vector<bool> storage_held_by_caller;  // the batch's data: held all step whatever the plan
+  std::vector<int> storage_code_holds_until;  // the last layer whose forward the code holds it through
+  // Per layer, the storages it makes and saves beyond its output (max-pool
+  // indices, dropout masks), per sample.
+  std::vector<double> layer_created_bytes_per_sample;
   std::vector<Segment> segments;
   // Per storage, the strategies its options ask and what each slot takes.
   std::vector<std::vector<std::pair<TensorStrategy, std::vector<TensorStrategy>>>> candidates;
@@ -142,11 +147,14 @@ PlanSpace::PlanSpace(const LayerModel& model, const Target& target, int64_t batc
   }
 
   // Slots and the storages they share.
-  std::map<std::string, int> storage_index, slot_index;
+  std::map<std::string, int> storage_index, slot_index, layer_index;
+  for (int j = 0; j < n; ++j) layer_index[model.layers[static_cast<size_t>(j)].path] = j;
   const auto new_storage = [&](const std::string& key, int layer, double bytes_per_sample, bool grows) {
     s->storages.push_back({key, {}, layer, layer});
     s->storage_bytes_per_sample.push_back(bytes_per_sample);
     s->storage_grows.push_back(grows);
+    s->storage_held_by_caller.push_back(false);
+    s->storage_code_holds_until.push_back(layer);
     return static_cast<int>(s->storages.size()) - 1;
   };
   for (int j = 0; j < n; ++j) {
@@ -160,6 +168,9 @@ PlanSpace::PlanSpace(const LayerModel& model, const Target& target, int64_t batc
       Storage& st = s->storages[static_cast<size_t>(g)];
       s->storage_bytes_per_sample[static_cast<size_t>(g)] = std::max(s->storage_bytes_per_sample[static_cast<size_t>(g)], t.storage_bytes_per_sample);
       s->storage_grows[static_cast<size_t>(g)] = s->storage_grows[static_cast<size_t>(g)] || t.per_sample;
+      if (t.held_by_caller) s->storage_held_by_caller[static_cast<size_t>(g)] = true;
+      int& until = s->storage_code_holds_until[static_cast<size_t>(g)];
+      until = std::max({until, j, t.last_forward_use.empty() ? j : layer_index.at(t.last_forward_use)});
       st.last_layer = j;
       const int i = static_cast<int>(s->slots.size());
       slot_index[key] = i;
@@ -184,6 +195,17 @@ PlanSpace::PlanSpace(const LayerModel& model, const Target& target, int64_t batc
       view.input_storage = new_storage(view.path + ":input", view.first_layer, bytes, input.per_sample);
     }
   }
+  std::vector<bool> is_output(s->storages.size(), false);
+  for (const auto& layer : model.layers) {
+    for (const auto& key : layer.output_saved_by) is_output[static_cast<size_t>(s->slots[static_cast<size_t>(slot_index.at(key))].storage)] = true;
+  }
+  s->layer_created_bytes_per_sample.assign(static_cast<size_t>(n), 0.0);
+  for (size_t g = 0; g < s->storages.size(); ++g) {
+    const Storage& st = s->storages[g];
+    if (st.slots.empty() || is_output[g] || !s->storage_grows[g]) continue;
+    if (s->slot_tensor[static_cast<size_t>(st.slots.front())]->slot == "input") continue;
+    s->layer_created_bytes_per_sample[static_cast<size_t>(st.first_layer)] += s->storage_bytes_per_sample[g];
+  }
   s->output_storage.assign(static_cast<size_t>(n), -1);
   s->output_consumer_slot.assign(static_cast<size_t>(n), -1);
   for (int j = 0; j < n; ++j) {
@@ -202,9 +224,11 @@ PlanSpace::PlanSpace(const LayerModel& model, const Target& target, int64_t batc
   const NetworkLayout layout = model.layout();
   std::vector<TensorStrategy> asked;
   for (const char* name : storage_candidates) asked.push_back(parse_tensor_strategy(name, "candidate"));
-  for (const Storage& st : s->storages) {
+  for (size_t g = 0; g < s->storages.size(); ++g) {
+    const Storage& st = s->storages[g];
     auto& list = s->candidates.emplace_back();
     list.push_back({TensorStrategy{}, std::vector<TensorStrategy>(st.slots.size())});
+    if (s->storage_held_by_caller[g]) continue;  // storing it otherwise frees nothing
     for (const TensorStrategy& strategy : asked) {
       if (strategy.swap && !target.has_host_link()) continue;
       std::vector<TensorStrategy> per_slot;
@@ -266,6 +290,15 @@ PlanSpace::PlanSpace(std::shared_ptr<const Shared> shared, int64_t batch) : shar
   }
   lm_head_chunk_batch_ =
       std::min(b, static_cast<double>(lm_head_chunk_rows(s.lm_head_vocab)) / s.lm_head_rows_per_sample);
+  // What each layer allocates beyond its start, its output and what else it
+  // saves in forward (a layer stores its tensors once the output is there)
+  // and beyond its start in backward: room a codec's scratch fits in.
+  for (size_t j = 0; j < n; ++j) {
+    const LayerFit& layer = model.layers[j];
+    const double output = (layer.output_bytes_per_sample + s.layer_created_bytes_per_sample[j]) * b;
+    forward_headroom_.push_back(std::max(0.0, layer.forward_peak.at(b) - layer.forward_start.at(b) - output));
+    backward_headroom_.push_back(std::max(0.0, layer.backward_peak.at(b) - layer.backward_start.at(b)));
+  }
   for (size_t j = 0; j < n; ++j) {
     forward_s_.push_back(s.target.forward_seconds[j].at(b));
     backward_s_.push_back(s.target.backward_seconds[j].at(b));
@@ -317,7 +350,8 @@ std::vector<PlanSpace::Copy> PlanSpace::copies_of(int storage, const std::vector
     c.created = std::min(c.created, slot.layer);
     c.first_user = std::min(c.first_user, slot.layer);
     c.fetched_by = std::max(c.fetched_by, slot.layer);
-    const double transient = s.form == Form::inverted ? static_cast<double>(numel) : raw;  // a mask unpacks to bytes
+    const bool mask = s.form == Form::inverted || slot.kind == SlotKind::mask;
+    const double transient = mask ? static_cast<double>(numel) : raw;  // a mask unpacks to bools
     c.uses.push_back({shared_->backward_at[static_cast<size_t>(slot.layer)], slot.layer, raw, transient});
   }
   return copies;
@@ -372,7 +406,7 @@ PlanSpace::SegmentCost PlanSpace::segment_cost(int segment) const {
     const auto inside = [&](int i) { return shared_->layer_segment[static_cast<size_t>(slots()[static_cast<size_t>(i)].layer)] == segment; };
     const double bytes = target().allocated(storage_bytes_[g]);
     if (std::any_of(st.slots.begin(), st.slots.end(), inside)) cost.rematerialized_bytes += bytes;
-    if (std::all_of(st.slots.begin(), st.slots.end(), inside)) cost.freed_bytes += bytes;
+    if (std::all_of(st.slots.begin(), st.slots.end(), inside) && !shared_->storage_held_by_caller[g]) cost.freed_bytes += bytes;
   }
   const auto& input = shared_->model->segments[static_cast<size_t>(segment)].input;
   const int64_t numel = numel_at(input, static_cast<double>(batch_));
@@ -409,8 +443,14 @@ void PlanSpace::hold_slots(int g, const std::vector<TensorStrategy>& per_slot, c
   const Shared& sh = *shared_;
   const Storage& st = sh.storages[static_cast<size_t>(g)];
   if (st.slots.empty()) return;
-  // While forward uses it, the storage is there whatever the plan.
-  held.raw.push_back({sh.forward_at[static_cast<size_t>(st.first_layer)], sh.forward_at[static_cast<size_t>(st.last_layer)]});
+  // While the network's code holds it in forward, the storage is there
+  // whatever the plan; the batch's data, all step.
+  if (sh.storage_held_by_caller[static_cast<size_t>(g)]) {
+    held.raw.push_back({0, static_cast<int>(sh.points.size()) - 1});
+  } else {
+    held.raw.push_back({sh.forward_at[static_cast<size_t>(st.first_layer)],
+                        sh.forward_at[static_cast<size_t>(sh.storage_code_holds_until[static_cast<size_t>(g)])]});
+  }
   std::vector<TensorStrategy> stored(st.slots.size());  // what copies_of makes copies of
   for (size_t k = 0; k < st.slots.size(); ++k) {
     const Slot& slot = sh.slots[static_cast<size_t>(st.slots[k])];
@@ -530,7 +570,15 @@ void PlanSpace::add_storage(int g, const StorageHeld& held, double sign, std::ve
       add(c.device_bytes, sh.forward_at[static_cast<size_t>(c.created)], sh.backward_at[static_cast<size_t>(c.first_user)]);
     }
     if (!is_packed(c.strategy)) continue;
-    for (const Use& u : c.uses) add(target().allocated(u.transient_bytes), u.point, u.point);
+    // The codec's scratch counts where it outgrows what the layer itself
+    // needs beyond its start (and its output, in forward) at that point.
+    const CodecMeasurement& codec = target().codec(codec_bits(c.strategy));
+    const int f = sh.forward_at[static_cast<size_t>(c.created)];
+    add(std::max(0.0, codec.pack_scratch(c.packed_from) - forward_headroom_[static_cast<size_t>(c.created)]), f, f);
+    for (const Use& u : c.uses) {
+      const double scratch = std::max(0.0, codec.unpack_scratch(u.raw_bytes) - backward_headroom_[static_cast<size_t>(u.charged_to)]);
+      add(target().allocated(u.transient_bytes) + scratch, u.point, u.point);
+    }
   }
   std::sort(intervals.begin(), intervals.end());
   const double raw = target().allocated(storage_bytes_[static_cast<size_t>(g)]);

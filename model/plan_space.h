@@ -12,13 +12,16 @@
 // A plan changes the bytes held at each point by exact differences against
 // keep, per storage (the saved tensors that share one storage, deduplicated):
 //   - keep holds a storage raw from its first saver's forward to that saver's
-//     backward;
-//   - under a plan, the raw storage is held while forward still uses it (up to
-//     its last saver's forward) and as long as any slot keeps it raw; each
-//     distinct stored form (device_bytes of strategy.h; slots of one storage
-//     with one strategy share it) from its first saver's forward to its
-//     first saver's backward; dequantizing adds the slot's raw size during
-//     the backward of each layer that uses a packed copy;
+//     backward (the batch's data, all step: the training loop holds it);
+//   - under a plan, the raw storage is held while the network's code still
+//     holds it in forward (SavedTensorProfile::last_forward_use) and as long
+//     as any slot keeps it raw; each distinct stored form (device_bytes of
+//     strategy.h; slots of one storage with one strategy share it) from its
+//     first saver's forward to its first saver's backward; unpacking adds
+//     the slot's raw size (a mask: a byte per value) during the backward of
+//     each layer that uses a packed copy;
+//   - the codec's scratch (measured, CodecMeasurement) where it outgrows what
+//     the layer allocates beyond its start (and output, in forward);
 //   - a swapped copy is on the device only in its windows: while its layer's
 //     forward and the next run, and from the backward before its last user's
 //     to its first user's (one layer of prefetch);
@@ -48,7 +51,9 @@
 // (the sharing, the timeline, the swap overlap) and costs O(layers + slots).
 // A storage's options are keep and every strategy of quantize-{8,4,2},
 // adaptive-4, invert, recompute, swap and their +swap forms that applies to
-// one of its slots or more, each slot taking its natural form (adapt_to_slot).
+// one of its slots or more, each slot taking its natural form (adapt_to_slot);
+// the batch's own data (held_by_caller) has keep alone, as storing it
+// otherwise frees nothing.
 // Adaptive-N is priced as quantize-N: the executor chooses each tensor's bits
 // within that average. Any other per-slot mix is an Assignment too.
 //
@@ -230,6 +235,7 @@ class PlanSpace {
   std::vector<int64_t> slot_numel_;
   double lm_head_chunk_batch_ = 0;
   std::vector<double> forward_s_, backward_s_, recompute_s_;
+  std::vector<double> forward_headroom_, backward_headroom_;  // per layer, bytes
   double optimizer_s_ = 0, rest_s_ = 0, unattributed_bytes_ = 0;
 };
 

@@ -177,6 +177,9 @@ void check_consistency(const Profile& p, const std::string& label) {
     for (size_t k = 0; k < l.saved.size(); ++k) {
       require(slots.count(l.saved[k].storage), label, pointer + "/saved/" + std::to_string(k) + "/storage",
               "'" + l.saved[k].storage + "' is not a saved tensor of this profile");
+      const std::string& use = l.saved[k].last_forward_use;
+      require(use.empty() || paths.count(use), label, pointer + "/saved/" + std::to_string(k) + "/last_forward_use",
+              "'" + use + "' is not a layer of this profile");
     }
     for (size_t k = 0; k < l.output_saved_by.size(); ++k) {
       require(slots.count(l.output_saved_by[k]), label, pointer + "/output_saved_by/" + std::to_string(k),
@@ -206,7 +209,7 @@ json profile_to_json(const Profile& p) {
     segments.push_back({{"path", s.path}, {"recompute_s", s.recompute_s}, {"input", saved_tensor_to_json(s.input)}});
   }
   for (const auto& c : p.codecs) {
-    codecs.push_back({{"bits", c.bits}, {"pack_bytes_per_s", c.pack_bytes_per_s}, {"unpack_bytes_per_s", c.unpack_bytes_per_s}});
+    codecs.push_back(codec_to_json(c));
   }
   return {{version_key, p.version},
           {"network", p.network},
@@ -237,7 +240,7 @@ Profile profile_from_json(const json& doc, const std::string& label) {
   for (const auto& s : doc.at("segments")) {
     p.segments.push_back({s.at("path"), s.at("recompute_s").get<std::vector<double>>(), saved_tensor_from_json(s.at("input"))});
   }
-  for (const auto& c : doc.at("codecs")) p.codecs.push_back({c.at("bits"), c.at("pack_bytes_per_s"), c.at("unpack_bytes_per_s")});
+  for (const auto& c : doc.at("codecs")) p.codecs.push_back(codec_from_json(c));
   p.h2d_bytes_per_s = doc.at("h2d_bytes_per_s");
   p.d2h_bytes_per_s = doc.at("d2h_bytes_per_s");
   check_consistency(p, label);

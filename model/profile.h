@@ -6,6 +6,7 @@
 //
 // Bytes are absolute allocator figures unless named *_per_sample; times are
 // those of the median measured step (segments: the median run), in seconds.
+#include <algorithm>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -28,6 +29,13 @@ struct SavedTensorProfile {
   double numel_per_sample = 0;        // elements per sample (total if !per_sample)
   std::string storage;                // "path:slot" of the first slot sharing its storage
   double storage_bytes_per_sample = 0;  // the whole storage (a view keeps all of it)
+  // The batch's own data (e.g. the images a first convolution saves): the
+  // training loop holds it through the whole step whatever the plan.
+  bool held_by_caller = false;
+  // The last layer whose forward runs while the network's code still holds
+  // it (a residual's input: the block's end); "": its saver. Raw storage a
+  // plan stores otherwise is freed after that layer's forward.
+  std::string last_forward_use;
 };
 
 // One layer at one batch size.
@@ -72,10 +80,17 @@ struct IterationMeasurement {
 };
 
 // Throughput of the executor's quantize (pack) and dequantize (unpack) code,
-// in bytes of the unpacked tensor per second.
+// in bytes of the unpacked tensor per second, and the scratch each allocates
+// beyond its input and result: for r raw bytes, min(r * per_byte, max) (a
+// codec working in chunks needs a bounded amount; a fused kernel none).
 struct CodecMeasurement {
   int bits = 0;  // 8, 4, 2; 1 for masks
   double pack_bytes_per_s = 0, unpack_bytes_per_s = 0;
+  double pack_scratch_per_byte = 0, pack_scratch_max = 0;
+  double unpack_scratch_per_byte = 0, unpack_scratch_max = 0;
+
+  double pack_scratch(double raw_bytes) const { return std::min(raw_bytes * pack_scratch_per_byte, pack_scratch_max); }
+  double unpack_scratch(double raw_bytes) const { return std::min(raw_bytes * unpack_scratch_per_byte, unpack_scratch_max); }
 };
 
 struct MachineInfo {

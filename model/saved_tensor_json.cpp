@@ -11,7 +11,9 @@ nlohmann::json saved_tensor_to_json(const SavedTensorProfile& t) {
           {"per_sample", t.per_sample},
           {"numel_per_sample", t.numel_per_sample},
           {"storage", t.storage},
-          {"storage_bytes_per_sample", t.storage_bytes_per_sample}};
+          {"storage_bytes_per_sample", t.storage_bytes_per_sample},
+          {"held_by_caller", t.held_by_caller},
+          {"last_forward_use", t.last_forward_use}};
 }
 
 SavedTensorProfile saved_tensor_from_json(const nlohmann::json& doc) {
@@ -25,7 +27,31 @@ SavedTensorProfile saved_tensor_from_json(const nlohmann::json& doc) {
   t.numel_per_sample = doc.at("numel_per_sample");
   t.storage = doc.at("storage");
   t.storage_bytes_per_sample = doc.at("storage_bytes_per_sample");
+  t.held_by_caller = doc.value("held_by_caller", false);
+  t.last_forward_use = doc.value("last_forward_use", "");
   return t;
+}
+
+nlohmann::json codec_to_json(const CodecMeasurement& c) {
+  return {{"bits", c.bits},
+          {"pack_bytes_per_s", c.pack_bytes_per_s},
+          {"unpack_bytes_per_s", c.unpack_bytes_per_s},
+          {"pack_scratch_per_byte", c.pack_scratch_per_byte},
+          {"pack_scratch_max", c.pack_scratch_max},
+          {"unpack_scratch_per_byte", c.unpack_scratch_per_byte},
+          {"unpack_scratch_max", c.unpack_scratch_max}};
+}
+
+CodecMeasurement codec_from_json(const nlohmann::json& doc) {
+  CodecMeasurement c;
+  c.bits = doc.at("bits");
+  c.pack_bytes_per_s = doc.at("pack_bytes_per_s");
+  c.unpack_bytes_per_s = doc.at("unpack_bytes_per_s");
+  c.pack_scratch_per_byte = doc.value("pack_scratch_per_byte", 0.0);
+  c.pack_scratch_max = doc.value("pack_scratch_max", 0.0);
+  c.unpack_scratch_per_byte = doc.value("unpack_scratch_per_byte", 0.0);
+  c.unpack_scratch_max = doc.value("unpack_scratch_max", 0.0);
+  return c;
 }
 
 }  // namespace papaya::model

@@ -1,6 +1,6 @@
 #pragma once
-// The JSON form of a saved tensor's description, shared by the documents
-// that carry one (profiles, layer models).
+// The JSON forms shared by the documents that carry them (profiles, layer
+// models): a saved tensor's description and a codec measurement.
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -11,5 +11,8 @@ namespace papaya::model {
 nlohmann::json saved_tensor_to_json(const SavedTensorProfile& t);
 // `doc` has been validated against the document's schema.
 SavedTensorProfile saved_tensor_from_json(const nlohmann::json& doc);
+
+nlohmann::json codec_to_json(const CodecMeasurement& c);
+CodecMeasurement codec_from_json(const nlohmann::json& doc);  // scratch figures default to 0
 
 }  // namespace papaya::model

@@ -3,10 +3,14 @@
 #include <stdexcept>
 #include <unordered_map>
 
-#include "executor/data.h"
+#include "executor/layout.h"
 
 namespace papaya::profiler {
 namespace {
+
+bool shares_storage(const torch::Tensor& a, const torch::Tensor& b) {
+  return a.defined() && b.defined() && a.storage().unsafeGetStorageImpl() == b.storage().unsafeGetStorageImpl();
+}
 
 class CallRecorder : public executor::LayerObserver {
  public:
@@ -37,14 +41,11 @@ class CallRecorder : public executor::LayerObserver {
 
 std::vector<LayerCall> record_calls(executor::Network& network, int64_t batch) {
   CallRecorder recorder(network);
-  {
-    const bool training = network.is_training();
-    network.eval();
-    torch::NoGradGuard no_grad;
-    executor::ObserverGuard guard(&recorder);
-    const torch::Device device = network.parameters().front().device();
-    network.loss(executor::make_synthetic_data(network.config(), device, 0)->next(batch));
-    network.train(training);
+  const executor::Batch data = executor::probe_forward(network, batch, recorder);
+  for (auto& call : recorder.calls) {
+    for (const auto& [name, tensor] : call.saved) {
+      if (shares_storage(tensor, data.input) || shares_storage(tensor, data.target)) call.data_slots.push_back(name);
+    }
   }
   const auto& layers = network.layers();
   for (size_t i = 0; i < layers.size(); ++i) {

@@ -1,7 +1,10 @@
 #include "profiler/layer_facts.h"
 
+#include <algorithm>
+#include <map>
 #include <stdexcept>
 
+#include "profiler/forward_lifetimes.h"
 #include "profiler/layer_calls.h"
 #include "profiler/layer_cost.h"
 
@@ -35,7 +38,8 @@ const torch::Tensor& saved_tensor(const LayerCall& call, const std::string& slot
   throw std::logic_error("slot " + slot + " not saved");
 }
 
-model::SavedTensorProfile describe_saved(const model::SlotDesc& slot, const torch::Tensor& at_1, const torch::Tensor& at_2) {
+model::SavedTensorProfile describe_saved(const model::SlotDesc& slot, const torch::Tensor& at_1, const torch::Tensor& at_2,
+                                         bool held_by_caller) {
   model::SavedTensorProfile s;
   s.slot = slot.name;
   s.kind = slot.kind;
@@ -45,6 +49,7 @@ model::SavedTensorProfile describe_saved(const model::SlotDesc& slot, const torc
   s.per_sample = at_1.numel() != at_2.numel();
   s.numel_per_sample = s.per_sample ? growth(at_1.numel(), at_2.numel()) : static_cast<double>(at_1.numel());
   s.storage_bytes_per_sample = s.per_sample ? growth(storage_bytes(at_1), storage_bytes(at_2)) : storage_bytes(at_1);
+  s.held_by_caller = held_by_caller;
   // The shape of one sample: the batch-1 shape, less its leading dimension
   // when that is the batch (a flattened batch-by-token dimension stays).
   s.sample_shape = at_1.sizes().vec();
@@ -56,6 +61,7 @@ model::SavedTensorProfile describe_saved(const model::SlotDesc& slot, const torc
 
 std::vector<model::LayerProfile> describe_layers(executor::Network& network, const model::NetworkLayout& layout) {
   const std::vector<LayerCall> at_1 = record_calls(network, 1), at_2 = record_calls(network, 2);
+  const std::vector<std::map<std::string, int>> last_use = last_forward_uses(network, 2);
   std::vector<model::LayerProfile> out;
   for (size_t i = 0; i < network.layers().size(); ++i) {
     const executor::Layer& layer = *network.layers()[i];
@@ -67,7 +73,10 @@ std::vector<model::LayerProfile> describe_layers(executor::Network& network, con
     p.segment = layer.segment();
     p.output_saved_by = desc.output_saved_by;
     for (const auto& slot : desc.slots) {
-      p.saved.push_back(describe_saved(slot, saved_tensor(at_1[i], slot.name), saved_tensor(at_2[i], slot.name)));
+      const auto& data = at_1[i].data_slots;
+      p.saved.push_back(describe_saved(slot, saved_tensor(at_1[i], slot.name), saved_tensor(at_2[i], slot.name),
+                                       std::find(data.begin(), data.end(), slot.name) != data.end()));
+      p.saved.back().last_forward_use = network.layers().at(static_cast<size_t>(last_use[i].at(slot.name)))->path();
     }
     p.output_bytes_per_sample = growth(nbytes(at_1[i].output), nbytes(at_2[i].output));
     for (const auto& parameter : layer.parameters(/*recurse=*/false)) p.parameter_bytes += static_cast<int64_t>(nbytes(parameter));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 
 #include "executor/device.h"
 #include "executor/moms/codec.h"
@@ -10,6 +11,7 @@ namespace papaya::executor {
 namespace {
 
 constexpr int64_t values = int64_t{1} << 20;
+constexpr int64_t small_values = int64_t{1} << 12;  // below the CPU codec's chunk
 constexpr int repeats = 3;
 
 // The fastest of a few runs of `work`, after one to warm up.
@@ -27,25 +29,58 @@ double seconds_of(const torch::Device& device, Work work) {
   return best;
 }
 
+// Bytes `work` allocates at its peak beyond what it returns.
+template <typename Work>
+double scratch_of(MemoryTracker& memory, Work work) {
+  const int64_t before = memory.current();
+  memory.reset_peak();
+  const torch::Tensor result = work();
+  return std::max(0.0, static_cast<double>(memory.peak() - before) - static_cast<double>(result.storage().nbytes()));
+}
+
+// One codec: `pack` of a tensor (to its packed form) and `unpack` (back).
+struct Codec {
+  std::function<torch::Tensor(const torch::Tensor&)> pack;
+  std::function<torch::Tensor(const torch::Tensor& packed, const torch::Tensor& like)> unpack;
+};
+
+model::CodecMeasurement measure(int bits, const Codec& codec, const torch::Tensor& x, const torch::Tensor& small,
+                                MemoryTracker& memory) {
+  const torch::Device device = x.device();
+  model::CodecMeasurement m;
+  m.bits = bits;
+  const double bytes = static_cast<double>(x.numel() * x.element_size());
+  torch::Tensor packed;
+  m.pack_bytes_per_s = bytes / seconds_of(device, [&] { packed = codec.pack(x); });
+  m.unpack_bytes_per_s = bytes / seconds_of(device, [&] { codec.unpack(packed, x); });
+  const double small_bytes = static_cast<double>(small.numel() * small.element_size());
+  const torch::Tensor small_packed = codec.pack(small);
+  m.pack_scratch_max = scratch_of(memory, [&] { return codec.pack(x); });
+  m.pack_scratch_per_byte = scratch_of(memory, [&] { return codec.pack(small); }) / small_bytes;
+  m.unpack_scratch_max = scratch_of(memory, [&] { return codec.unpack(packed, x); });
+  m.unpack_scratch_per_byte = scratch_of(memory, [&] { return codec.unpack(small_packed, small); }) / small_bytes;
+  return m;
+}
+
 }  // namespace
 
-std::vector<model::CodecMeasurement> measure_codecs(const torch::Device& device, torch::ScalarType dtype) {
+std::vector<model::CodecMeasurement> measure_codecs(const torch::Device& device, torch::ScalarType dtype, MemoryTracker& memory) {
   const torch::NoGradGuard no_grad;
   std::vector<model::CodecMeasurement> out;
-  const torch::Tensor x = torch::randn({values}, torch::TensorOptions(device).dtype(dtype));
-  const double bytes = static_cast<double>(values) * static_cast<double>(x.element_size());
+  const torch::TensorOptions options = torch::TensorOptions(device).dtype(dtype);
+  const torch::Tensor x = torch::randn({values}, options), small = torch::randn({small_values}, options);
+  const auto layout = [](int bits, const torch::Tensor& t) { return QuantLayout{bits, 256, t.numel(), t.numel()}; };
   for (int bits : {8, 4, 2}) {
-    const QuantLayout layout{bits, 256, values, values};
-    torch::Tensor packed;
-    const double pack = seconds_of(device, [&] { packed = quantize(x, layout); });
-    const double unpack = seconds_of(device, [&] { dequantize(packed, layout, x.sizes(), dtype); });
-    out.push_back({bits, bytes / pack, bytes / unpack});
+    const Codec codec{[&](const torch::Tensor& t) { return quantize(t, layout(bits, t)); },
+                      [&](const torch::Tensor& p, const torch::Tensor& like) {
+                        return dequantize(p, layout(bits, like), like.sizes(), like.scalar_type());
+                      }};
+    out.push_back(measure(bits, codec, x, small, memory));
   }
-  const torch::Tensor mask = x > 0;
-  torch::Tensor bits;
-  const double pack = seconds_of(device, [&] { bits = pack_mask(mask); });
-  const double unpack = seconds_of(device, [&] { unpack_mask(bits, mask.sizes()); });
-  out.push_back({1, static_cast<double>(values) / pack, static_cast<double>(values) / unpack});
+  // A mask as a ReLU output is stored: from the activation, to bools.
+  const Codec mask{[](const torch::Tensor& t) { return pack_mask(t != 0); },
+                   [](const torch::Tensor& p, const torch::Tensor& like) { return unpack_mask(p, like.sizes()); }};
+  out.push_back(measure(1, mask, torch::relu(x), torch::relu(small), memory));
   return out;
 }
 

@@ -1,18 +1,20 @@
 #pragma once
 // How fast this device packs and unpacks saved tensors with the executor's
 // codec (bytes of the unpacked tensor per second, per bit width; 1 bit:
-// masks): what a profile records for the performance model to price
-// quantization.
+// masks) and the scratch memory it takes doing so: what a profile records
+// for the performance model to price quantization.
 #include <torch/torch.h>
 
 #include <vector>
 
+#include "executor/memory.h"
 #include "model/profile.h"
 
 namespace papaya::executor {
 
 // A short benchmark: 2^20 values of `dtype`, the best of 3 runs of each
-// after a warm-up (under a second on one CPU core).
-std::vector<model::CodecMeasurement> measure_codecs(const torch::Device& device, torch::ScalarType dtype);
+// after a warm-up (under a second on one CPU core); scratch from `memory`
+// (which must track `device`) at 2^20 values and at 2^12.
+std::vector<model::CodecMeasurement> measure_codecs(const torch::Device& device, torch::ScalarType dtype, MemoryTracker& memory);
 
 }  // namespace papaya::executor

@@ -100,13 +100,21 @@ TEST(Codec, HeadwiseGroupsStayInTheirHead) {
   EXPECT_GT(error_of_small_head(flat), 0.01);              // the large head's range swamps it
 }
 
-TEST(Codec, SpeedIsMeasuredForEveryWidth) {
-  const auto codecs = measure_codecs(torch::kCPU, torch::kFloat);
+TEST(Codec, SpeedAndScratchAreMeasuredForEveryWidth) {
+  MemoryTracker memory(torch::kCPU);
+  const auto codecs = measure_codecs(torch::kCPU, torch::kFloat, memory);
   std::vector<int> widths;
+  const double raw = 4.0 * (1 << 20);  // the benchmark's tensor
   for (const auto& c : codecs) {
     widths.push_back(c.bits);
     EXPECT_GT(c.pack_bytes_per_s, 1e6) << c.bits;
     EXPECT_GT(c.unpack_bytes_per_s, 1e6) << c.bits;
+    // The ATen codec works in chunks: its scratch grows with small tensors
+    // and stays far below a large one.
+    EXPECT_GT(c.pack_scratch_per_byte, 0) << c.bits;
+    EXPECT_GT(c.pack_scratch_max, 0) << c.bits;
+    EXPECT_LT(c.pack_scratch_max, 0.3 * raw) << c.bits;
+    EXPECT_LT(c.unpack_scratch_max, 0.3 * raw) << c.bits;
   }
   EXPECT_EQ(widths, (std::vector<int>{8, 4, 2, 1}));
 }

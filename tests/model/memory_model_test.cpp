@@ -104,6 +104,55 @@ TEST(MemoryModel, Quantize4) {
   EXPECT_DOUBLE_EQ(timeline[point(space, m, Phase::backward, "fc2")], S + 1000 * B + 30600);
 }
 
+TEST(MemoryModel, TheBatchsDataIsHeldWhateverThePlan) {
+  // x0 is the batch itself: quantize-4 adds its copy (3400) and frees no raw
+  // bytes of it. At act's backward: S + 1300b - 400b + 13600 (h packed) +
+  // 400b (h dequantized) + 3400 = S + 1300b + 17000.
+  ProfileSpec spec = chain();
+  spec.layers[0].saved[0].held_by_caller = true;
+  const LayerModel m = fitted(spec);
+  const PlanSpace space(m, profiled_target(m), B);
+  const auto timeline = space.timeline(space.assignment(expand_plan_name("quantize-4", m.layout())));
+  EXPECT_DOUBLE_EQ(timeline[point(space, m, Phase::backward, "act")], S + 1300 * B + 17000);
+  EXPECT_EQ(space.options(space.slots()[0].storage).size(), 1u) << "storing the batch otherwise frees nothing";
+}
+
+TEST(MemoryModel, RawStaysWhileTheNetworksCodeHoldsIt) {
+  // x0 is used again after fc2 (a residual): under quantize-4 its raw bytes
+  // stay through fc2's forward. There: keep S + 1000b; h packed (-400b +
+  // 13600), x0 and g copied (+3400 + 13600) = S + 600b + 30600; were x0
+  // freed after fc1 as usual, 100b fewer.
+  ProfileSpec spec = chain();
+  spec.layers[0].saved[0].last_forward_use = "fc2";
+  const LayerModel m = fitted(spec);
+  const PlanSpace space(m, profiled_target(m), B);
+  const auto timeline = space.timeline(space.assignment(expand_plan_name("quantize-4", m.layout())));
+  EXPECT_DOUBLE_EQ(timeline[point(space, m, Phase::forward, "fc2")], S + 600 * B + 30600);
+  const LayerModel usual = fitted(chain());
+  const PlanSpace usual_space(usual, profiled_target(usual), B);
+  const auto usual_timeline = usual_space.timeline(usual_space.assignment(expand_plan_name("quantize-4", usual.layout())));
+  EXPECT_DOUBLE_EQ(usual_timeline[point(usual_space, usual, Phase::forward, "fc2")], S + 500 * B + 30600);
+}
+
+TEST(MemoryModel, CodecScratchCountsWhereItOutgrowsTheLayer) {
+  // A codec needing 1 byte of scratch per raw byte, at most 20000: h (102400
+  // raw bytes at b = 256) is packed in act's forward, which allocates 400b -
+  // 400b (its output) = nothing else: + 20000 there. Dequantizing h in act's
+  // backward: act needs 400b beyond its start, more than the 20000.
+  ProfileSpec spec = chain();
+  LayerModel m = fitted(spec);
+  Target target = profiled_target(m);
+  for (auto& c : target.codecs) {
+    c.pack_scratch_per_byte = c.unpack_scratch_per_byte = 1;
+    c.pack_scratch_max = c.unpack_scratch_max = 20000;
+  }
+  const PlanSpace space(m, target, B), plain(m, profiled_target(m), B);
+  const Assignment q4 = space.assignment(expand_plan_name("quantize-4", m.layout()));
+  const auto with = space.timeline(q4), without = plain.timeline(q4);
+  EXPECT_DOUBLE_EQ(with[point(space, m, Phase::forward, "act")] - without[point(space, m, Phase::forward, "act")], 20000);
+  EXPECT_DOUBLE_EQ(with[point(space, m, Phase::backward, "act")], without[point(space, m, Phase::backward, "act")]);
+}
+
 TEST(MemoryModel, InvertWithASavingConsumer) {
   // act keeps a 1-bit mask of h (25600 bits = 3200 B) and uses g as fc2 keeps
   // it (raw): g now lives until act's backward. At the head's backward: S +

@@ -89,5 +89,15 @@ TEST(LayerFacts, ResNetTinyByHand) {
   EXPECT_EQ(layer(layers, "layer2.0.conv1").parameter_bytes, 32 * 16 * 3 * 3 * 4);
 }
 
+// Who holds a saved tensor in forward besides its savers: the training loop
+// holds the batch; a residual block holds its input to the add at its end.
+TEST(LayerFacts, ResNetTinyLifetimes) {
+  const auto layers = facts_of("resnet-tiny");
+  EXPECT_TRUE(slot(layer(layers, "conv1"), "input").held_by_caller);
+  EXPECT_FALSE(slot(layer(layers, "bn1"), "input").held_by_caller);
+  EXPECT_EQ(slot(layer(layers, "bn1"), "input").last_forward_use, "bn1");  // conv1's output, gone once bn1 is done
+  EXPECT_EQ(slot(layer(layers, "layer1.0.conv1"), "input").last_forward_use, "layer1.0.relu2");
+}
+
 }  // namespace
 }  // namespace papaya::profiler
