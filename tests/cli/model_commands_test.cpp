@@ -33,13 +33,6 @@ class ModelCommands : public ::testing::Test {
     std::ofstream(path(name)) << text;
     return path(name);
   }
-  void expect_input_error(const std::string& args, const std::string& needle) const {
-    const Outcome run = run_papaya(args);
-    EXPECT_EQ(run.code, 2) << args << "\n" << run.out << run.err;
-    EXPECT_NE(run.err.find("papaya: error: "), std::string::npos) << run.err;
-    EXPECT_NE(run.err.find(needle), std::string::npos) << args << "\n" << run.err;
-    EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
-  }
 
   fs::path dir_;
   std::string profile_, model_;
