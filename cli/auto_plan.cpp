@@ -18,7 +18,7 @@ Profiled profile_and_fit(const AutoPlanRequest& request) {
   options.network = request.network;
   options.device = request.device;
   options.precision = request.precision;
-  options.batches = auto_plan_batches();
+  options.batches = request.batches;
   options.on_warning = [](const std::string& message) { std::cerr << "papaya: warning: " << message << "\n"; };
   model::Profile profile;
   {

@@ -21,6 +21,7 @@ struct AutoPlanRequest {
   std::string device;     // cpu, cuda, cuda:N
   std::string precision;  // fp32, bf16
   std::string hardware;   // "" : the profiled machine
+  std::vector<int> batches = auto_plan_batches();  // to profile
 };
 
 struct Profiled {

@@ -13,6 +13,7 @@ void register_predict(CLI::App& app);
 void register_limits(CLI::App& app);
 void register_plan(CLI::App& app);
 void register_recommend(CLI::App& app);
+void register_validate(CLI::App& app);
 
 // "papaya 0.1.0 (LibTorch 1.13.0, CPU only)"
 std::string version_string();

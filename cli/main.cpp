@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
   papaya::cli::register_limits(app);
   papaya::cli::register_plan(app);
   papaya::cli::register_recommend(app);
+  papaya::cli::register_validate(app);
   if (argc > 1 && argv[1][0] != '-') {
     std::string known;
     bool found = false;

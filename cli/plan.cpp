@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/plan_report.h"
+#include "cli/plot.h"
 #include "model/json_file.h"
 #include "model/units.h"
 #include "planner/planner.h"
@@ -27,6 +28,7 @@ struct PlanArgs {
 };
 
 void run(const PlanArgs& args) {
+  if (!args.plot.empty()) check_plot_path(args.plot);
   const model::LayerModel m = model::read_layer_model(args.model);
   const model::Target target = model::make_target(m, args.hardware);
   planner::PlanRequest request;

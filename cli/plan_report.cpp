@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "cli/plot.h"
+#include "cli/prediction_plot.h"
 #include "cli/table.h"
 #include "model/plan_space.h"
 #include "model/units.h"
@@ -294,9 +295,6 @@ nlohmann::json result_json(const model::LayerModel& m, const planner::PlanResult
 }
 
 void plot_result(const std::string& path, const model::LayerModel& m, const model::Target& target, const planner::PlanResult& r) {
-  const double budget = r.request.budget_bytes;
-  const bool gib = budget >= double(int64_t{1} << 30);
-  const double unit = gib ? double(int64_t{1} << 30) : double(int64_t{1} << 20);
   // The chosen plan, keep and the three fastest other combinations that fit.
   std::vector<std::pair<std::string, model::Plan>> plans = {{r.per_layer ? "per-layer plan" : r.plan.name, r.plan}};
   int64_t top = std::max<int64_t>(8, 2 * r.batch);
@@ -306,28 +304,11 @@ void plot_result(const std::string& path, const model::LayerModel& m, const mode
     plans.push_back({row->name, model::expand_plan_name(row->name, m.layout())});
     top = std::max<int64_t>(top, row->max_batch * 5 / 4);
   }
-  std::vector<int64_t> batches;
-  for (int i = 0; i <= 32; ++i) batches.push_back(std::llround(std::pow(static_cast<double>(top), i / 32.0)));
-  batches.erase(std::unique(batches.begin(), batches.end()), batches.end());
-  const model::PlanSpace space(m, target, 1);
-  PlotPanel memory{"peak memory", gib ? "GiB" : "MiB", {}, budget / unit, "budget " + model::format_bytes(budget)};
-  PlotPanel speed{"throughput (where it fits)", "samples/s", {}, std::nullopt, ""};
-  for (const auto& [name, plan] : plans) {
-    const model::Assignment a = space.assignment(plan);
-    PlotSeries mem{name, {}, {}}, rate{name, {}, {}};
-    for (int64_t b : batches) {
-      const model::Estimate e = space.at_batch(b).evaluate(a);
-      mem.curve.push_back({static_cast<double>(b), e.peak_bytes / unit});
-      if (e.peak_bytes <= budget) rate.curve.push_back({static_cast<double>(b), e.samples_per_s});
-    }
-    if (name == plans.front().first) {
-      mem.points.push_back({static_cast<double>(r.batch), r.estimate.peak_bytes / unit});
-      rate.points.push_back({static_cast<double>(r.batch), r.estimate.samples_per_s});
-    }
-    memory.series.push_back(mem);
-    speed.series.push_back(rate);
-  }
-  write_plot(path, m.network + " on " + target.name + ": the chosen plan (marked) and whole-network combinations", {memory, speed});
+  PredictionPanels panels = prediction_panels(m, target, plans, top, r.request.budget_bytes);
+  panels.memory.series.front().points.push_back({static_cast<double>(r.batch), r.estimate.peak_bytes / panels.bytes_per_unit});
+  panels.throughput.series.front().points.push_back({static_cast<double>(r.batch), r.estimate.samples_per_s});
+  write_plot(path, m.network + " on " + target.name + ": the chosen plan (marked) and whole-network combinations",
+             {panels.memory, panels.throughput});
 }
 
 }  // namespace papaya::cli

@@ -1,10 +1,12 @@
 #include "cli/plot.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
 
+#include "cli/output_file.h"
 #include "model/error.h"
 
 namespace papaya::cli {
@@ -16,12 +18,17 @@ std::string quoted(const std::string& text) {
   return out + "\"";
 }
 
-std::string terminal_for(const std::string& path, size_t panels) {
+// The format by the path's extension: "svg" or "png".
+std::string format_of(const std::string& path) {
   const std::string ext = std::filesystem::path(path).extension().string();
-  const int width = 560 * static_cast<int>(std::max<size_t>(panels, 1)), height = 440;
-  if (ext == ".svg") return "svg size " + std::to_string(width) + "," + std::to_string(height) + " dynamic background 'white'";
-  if (ext == ".png") return "pngcairo size " + std::to_string(width) + "," + std::to_string(height);
+  if (ext == ".svg" || ext == ".png") return ext.substr(1);
   throw InputError("--plot " + path + ": expected a .svg or .png file");
+}
+
+std::string terminal_for(const std::string& path, size_t panels) {
+  const int width = 560 * static_cast<int>(std::max<size_t>(panels, 1)), height = 440;
+  if (format_of(path) == "svg") return "svg size " + std::to_string(width) + "," + std::to_string(height) + " dynamic background 'white'";
+  return "pngcairo size " + std::to_string(width) + "," + std::to_string(height);
 }
 
 // One datablock per series and kind, so that gnuplot reads the data inline.
@@ -34,6 +41,19 @@ std::string datablock(const std::string& name, const std::vector<std::pair<doubl
   return out.str();
 }
 
+// Tics a power of two apart, about eight at most over the batches drawn.
+long tic_factor(const std::vector<PlotPanel>& panels) {
+  double most = 1;
+  for (const auto& panel : panels) {
+    for (const auto& series : panel.series) {
+      for (const auto* xy : {&series.curve, &series.points}) {
+        for (const auto& [x, y] : *xy) most = std::max(most, x);
+      }
+    }
+  }
+  return 1L << static_cast<int>(std::ceil(std::log2(most) / 8));
+}
+
 // `format_of` names the format by its extension; gnuplot writes to `output`.
 std::string script(const std::string& format_of, const std::string& output, const std::string& title,
                    const std::vector<PlotPanel>& panels) {
@@ -41,8 +61,9 @@ std::string script(const std::string& format_of, const std::string& output, cons
   s << "set terminal " << terminal_for(format_of, panels.size()) << "\n"
     << "set output " << quoted(output) << "\n"
     << "set multiplot layout 1," << panels.size() << " title " << quoted(title) << "\n"
-    << "set grid\nset key top left Left reverse box opaque font ',9'\nset xlabel 'batch size'\n"
-    << "set logscale x 2\nset format x '%g'\n";
+    << "set grid\nset xlabel 'batch size'\n"
+    << "set logscale x 2\nset format x '%.0f'\n"
+    << "set xtics " << tic_factor(panels) << "\n";
   // Colours follow the series' names so that a strategy looks the same in every panel.
   std::vector<std::string> names;
   for (const auto& panel : panels) {
@@ -52,6 +73,17 @@ std::string script(const std::string& format_of, const std::string& output, cons
   }
   for (size_t p = 0; p < panels.size(); ++p) {
     const PlotPanel& panel = panels[p];
+    // A series has the same colour in every panel: a panel has a key only if
+    // it draws something an earlier one did not name.
+    bool named = !panel.hline;
+    for (const auto& series : panel.series) {
+      bool earlier = false;
+      for (size_t q = 0; q < p; ++q) {
+        for (const auto& other : panels[q].series) earlier = earlier || other.name == series.name;
+      }
+      named = named && earlier;
+    }
+    s << (named ? "unset key\n" : "set key top left Left reverse box opaque font ',9'\n");
     std::vector<std::string> plots;
     for (size_t i = 0; i < panel.series.size(); ++i) {
       const PlotSeries& series = panel.series[i];
@@ -99,6 +131,11 @@ void write_plot(const std::string& path, const std::string& title, const std::ve
     throw InputError("--plot " + path + ": gnuplot failed" + (status == 127 << 8 ? " (is gnuplot installed?)" : ""));
   }
   std::filesystem::rename(tmp, target);
+}
+
+void check_plot_path(const std::string& path) {
+  format_of(path);
+  check_writable(path, "--plot");
 }
 
 }  // namespace papaya::cli

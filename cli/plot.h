@@ -29,4 +29,9 @@ struct PlotPanel {
 // a gnuplot failure.
 void write_plot(const std::string& path, const std::string& title, const std::vector<PlotPanel>& panels);
 
+// Checks, before the long work, that `path` names a figure write_plot can make
+// (.svg or .png) in a folder that can be written; InputError ("--plot PATH:
+// ...") otherwise.
+void check_plot_path(const std::string& path);
+
 }  // namespace papaya::cli

@@ -1,10 +1,13 @@
 // papaya predict MODEL --batch B: peak memory, samples/s and the largest batch
 // that fits, for every whole-network plan (or one --plan), on the profiled
-// machine or a catalog entry.
+// machine or a catalog entry; --plot draws them against the batch.
+#include <algorithm>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/plot.h"
+#include "cli/prediction_plot.h"
 #include "cli/table.h"
 #include "model/predict.h"
 #include "model/units.h"
@@ -18,6 +21,7 @@ struct PredictArgs {
   int64_t batch = 0;
   std::string plan;
   std::string budget;
+  std::string plot;
   bool json = false;
 };
 
@@ -25,7 +29,36 @@ std::string where(const model::LayerModel& m, const model::Estimate& e) {
   return std::string(model::to_string(e.peak_at.phase)) + " " + m.layers[static_cast<size_t>(e.peak_at.layer)].path;
 }
 
+// Peak memory and samples/s against the batch of keep and the plans shown
+// (with no --plan: the fastest that fit at --batch, at most seven besides
+// keep, so that the figure stays readable), each marked at --batch.
+void plot_predictions(const PredictArgs& args, const model::LayerModel& m, const model::Target& target,
+                      const std::vector<model::Plan>& shown, double budget) {
+  std::vector<std::pair<const model::Plan*, model::Estimate>> ranked;
+  for (const auto& plan : shown) ranked.push_back({&plan, model::predict(m, target, plan, args.batch)});
+  std::stable_sort(ranked.begin(), ranked.end(), [&](const auto& a, const auto& b) {
+    const bool fa = a.second.peak_bytes <= budget, fb = b.second.peak_bytes <= budget;
+    return fa != fb ? fa : a.second.samples_per_s > b.second.samples_per_s;
+  });
+  std::vector<std::pair<std::string, model::Plan>> plans = {{"keep", model::expand_plan_name("keep", m.layout())}};
+  int64_t top = 2 * args.batch;
+  for (const auto& [plan, e] : ranked) {
+    if (plans.size() >= 8) break;
+    if (plan->name != "keep") plans.push_back({plan->name, *plan});
+  }
+  for (const auto& [name, plan] : plans) top = std::max<int64_t>(top, model::max_batch(m, target, plan, budget) * 5 / 4);
+  PredictionPanels panels = prediction_panels(m, target, plans, top, budget);
+  for (size_t i = 0; i < plans.size(); ++i) {
+    const model::Estimate e = model::predict(m, target, plans[i].second, args.batch);
+    panels.memory.series[i].points.push_back({static_cast<double>(args.batch), e.peak_bytes / panels.bytes_per_unit});
+    if (e.peak_bytes <= budget) panels.throughput.series[i].points.push_back({static_cast<double>(args.batch), e.samples_per_s});
+  }
+  write_plot(args.plot, m.network + " on " + target.name + ": predicted (marked: batch " + std::to_string(args.batch) + ")",
+             {panels.memory, panels.throughput});
+}
+
 void run(const PredictArgs& args) {
+  if (!args.plot.empty()) check_plot_path(args.plot);
   const model::LayerModel m = model::read_layer_model(args.model);
   const model::Target target = model::make_target(m, args.hardware);
   const double budget = args.budget.empty() ? model::default_budget(target) : static_cast<double>(model::parse_size(args.budget, "--budget"));
@@ -58,6 +91,7 @@ void run(const PredictArgs& args) {
     table.add_row({plan.name, model::format_bytes(e.peak_bytes), e.peak_bytes <= budget ? "yes" : "no", fixed(e.samples_per_s, 1),
                    fixed(e.samples_per_s / keep_rate, 2), std::to_string(largest), where(m, e)});
   }
+  if (!args.plot.empty()) plot_predictions(args, m, target, plans, budget);
   if (args.json) {
     std::cout << out.dump(2) << "\n";
     return;
@@ -68,6 +102,7 @@ void run(const PredictArgs& args) {
             << "; weights, gradients and optimizer state: " << model::format_bytes(m.static_bytes) << "\n";
   table.print(std::cout);
   for (const auto& note : target.notes) std::cout << "note: " << note << "\n";
+  if (!args.plot.empty()) std::cout << "figure written to " << args.plot << "\n";
 }
 
 }  // namespace
@@ -80,6 +115,8 @@ void register_predict(CLI::App& app) {
   cmd->add_option("--hardware", args->hardware, "Catalog entry to predict for (papaya hardware); default: the profiled machine");
   cmd->add_option("--plan", args->plan, "One plan, by name (quantize-4+invert, ...) or plan file, instead of every combination");
   cmd->add_option("--budget", args->budget, "Memory budget for the largest batch (e.g. 24GiB); default: 80% of the device memory");
+  cmd->add_option("--plot", args->plot,
+                  "Figure of memory and samples/s against the batch (.svg or .png): keep and the fastest plans that fit at --batch");
   cmd->add_flag("--json", args->json, "One JSON document instead of a table");
   cmd->callback([args] { run(*args); });
 }

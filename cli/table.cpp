@@ -58,4 +58,10 @@ std::string fixed(double value, int digits) {
   return buf;
 }
 
+double error_fraction(double predicted, double measured) { return (predicted - measured) / measured; }
+
+std::string error_percent(double predicted, double measured) {
+  return (predicted >= measured ? "+" : "") + fixed(100 * error_fraction(predicted, measured), 1) + "%";
+}
+
 }  // namespace papaya::cli

@@ -21,4 +21,8 @@ class Table {
 // "12.3" with `digits` decimals.
 std::string fixed(double value, int digits = 1);
 
+// A prediction's error relative to the measurement, signed: "+1.2%", "-0.4%".
+double error_fraction(double predicted, double measured);
+std::string error_percent(double predicted, double measured);
+
 }  // namespace papaya::cli

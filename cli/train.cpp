@@ -8,33 +8,18 @@
 #include "cli/commands.h"
 #include "cli/progress.h"
 #include "cli/table.h"
-#include "executor/data.h"
-#include "executor/device.h"
-#include "executor/layout.h"
-#include "executor/memory.h"
-#include "executor/plan_apply.h"
+#include "cli/train_run.h"
 #include "executor/trainer.h"
 #include "model/error.h"
-#include "model/network_config.h"
-#include "model/plan.h"
 #include "model/units.h"
 
 namespace papaya::cli {
 namespace {
 
 struct TrainArgs {
-  std::string network = "gpt-tiny";
-  int64_t batch = 8;
-  int steps = 20;
-  uint64_t seed = 0;
-  std::string device = "cpu";
-  std::string precision = "fp32";
-  std::string data;
-  double lr = 1e-3;
-  std::string plan = "keep";
+  TrainRun run;              // plan "auto": replaced by the planned one
   std::string budget;        // --plan auto
   bool batch_given = false;  // --plan auto: plan at --batch, else choose it
-  int adaptive_every = 50;
   bool json = false;
 };
 
@@ -45,88 +30,69 @@ struct AutoPlan {
 };
 
 std::optional<AutoPlan> plan_if_auto(const TrainArgs& args) {
-  if (args.plan != "auto") {
+  if (args.run.plan != "auto") {
     if (!args.budget.empty()) throw InputError("--budget applies to --plan auto only");
     return std::nullopt;
   }
   if (args.budget.empty()) throw InputError("--plan auto needs --budget SIZE (the memory the step may use)");
-  if (!args.data.empty()) throw InputError("--plan auto plans on synthetic data; leave out --data");
+  if (!args.run.data.empty()) throw InputError("--plan auto plans on synthetic data; leave out --data");
   AutoPlan out;
   out.budget_bytes = static_cast<double>(model::parse_size(args.budget, "--budget"));
-  const Profiled profiled = profile_and_fit({args.network, args.device, args.precision, ""});
+  const Profiled profiled = profile_and_fit({args.run.network, args.run.device, args.run.precision, ""});
   planner::PlanRequest request;
   request.budget_bytes = out.budget_bytes;
-  if (args.batch_given) request.batch = args.batch;
+  if (args.batch_given) request.batch = args.run.batch;
   out.result = plan_with_progress(profiled, request);
   return out;
 }
 
-std::string error_percent(double predicted, double measured) {
-  return (predicted >= measured ? "+" : "") + fixed(100 * (predicted - measured) / measured, 1) + "%";
-}
-
-void run(const TrainArgs& given) {
-  const torch::Device device = executor::resolve_device(given.device);
-  const torch::ScalarType dtype = executor::resolve_precision(given.precision);
-  const model::NetworkConfig config = model::load_network_config(given.network);
-  const std::optional<AutoPlan> auto_plan = plan_if_auto(given);
-  TrainArgs args = given;
-  if (auto_plan) args.batch = auto_plan->result.batch;
-  auto data = args.data.empty() ? executor::make_synthetic_data(config, device, args.seed)
-                                : executor::make_text_data(args.data, config, device, args.seed);
-
-  executor::MemoryTracker memory(device);  // before the network, so that its weights count
-  torch::manual_seed(args.seed);
-  auto network = executor::build_network(config);
-  network->to(device);
-  network->set_compute_dtype(dtype);
-  const model::NetworkLayout layout = executor::probe_layout(*network);
-  const model::Plan plan = auto_plan ? auto_plan->result.plan : model::load_plan(args.plan, layout, config.name);
-  executor::PlanOptions plan_options;
-  plan_options.adaptive_every = args.adaptive_every;
-  plan_options.rounding_seed = args.seed;
-  executor::AppliedPlan applied = executor::apply_plan(*network, plan, layout, plan_options);
-
-  if (!args.json) {
-    std::cout << "papaya train: " << config.name << " (" << model::to_string(config.family) << ", "
-              << model::format_si(static_cast<double>(network->parameter_count())) << " parameters) on "
-              << executor::device_name(device) << ", " << args.precision << ", batch " << args.batch << ", "
-              << args.steps << " steps, plan " << plan.name << "\n"
-              << "data: " << data->describe() << "\n";
+void run(const TrainArgs& args) {
+  TrainRun train = args.run;
+  train.record_stored_bytes = true;
+  check_train_run(train);  // before --plan auto profiles
+  const std::optional<AutoPlan> auto_plan = plan_if_auto(args);
+  if (auto_plan) {
+    train.batch = auto_plan->result.batch;
+    train.planned = auto_plan->result.plan;
   }
-  executor::TrainOptions options;
-  options.steps = args.steps;
-  options.batch = args.batch;
-  options.lr = args.lr;
-  options.before_step = [&applied](int step) { applied.begin_step(step); };
-  options.record_stored_bytes = true;
+
+  TrainSetup setup;
+  TrainCallbacks callbacks;
+  callbacks.on_start = [&](const TrainSetup& built) {
+    setup = built;
+    if (args.json) return;
+    std::cout << "papaya train: " << setup.network << " (" << setup.family << ", "
+              << model::format_si(static_cast<double>(setup.parameters)) << " parameters) on " << setup.device_name << ", "
+              << args.run.precision << ", batch " << train.batch << ", " << args.run.steps << " steps, plan " << setup.plan << "\n"
+              << "data: " << setup.data << "\n";
+  };
   Progress progress("training");
-  options.on_step = [&](int step, int steps, double loss) { progress.update(step, steps, "loss " + fixed(loss, 4)); };
-  const executor::TrainReport report = executor::train(*network, *data, memory, options);
+  callbacks.on_step = [&](int step, int steps, double loss) { progress.update(step, steps, "loss " + fixed(loss, 4)); };
+  const executor::TrainReport report = train_run(train, callbacks);
 
   const int64_t activation = report.forward_backward_peak_bytes - report.static_bytes;
   if (args.json) {
-    nlohmann::json out = {{"network", config.name},
-                                {"device", device.str()},
-                                {"device_name", executor::device_name(device)},
-                                {"precision", args.precision},
-                                {"plan", plan.name},
-                                {"batch", args.batch},
-                                {"steps", args.steps},
-                                {"warmup_steps", report.warmup_steps},
-                                {"seed", args.seed},
-                                {"samples_per_s", report.samples_per_s},
-                                {"step_seconds", report.step_seconds},
-                                {"peak_bytes", report.peak_bytes},
-                                {"forward_backward_peak_bytes", report.forward_backward_peak_bytes},
-                                {"forward_end_bytes", report.forward_end_bytes},
-                                {"peak_reserved_bytes", report.peak_reserved_bytes},
-                                {"static_bytes", report.static_bytes},
-                                {"activation_bytes", activation},
-                                {"stored_bytes", report.stored_bytes},
-                                {"initial_loss", report.losses.front()},
-                                {"final_loss", report.losses.back()},
-                                {"losses", report.losses}};
+    nlohmann::json out = {{"network", setup.network},
+                          {"device", setup.device},
+                          {"device_name", setup.device_name},
+                          {"precision", args.run.precision},
+                          {"plan", setup.plan},
+                          {"batch", train.batch},
+                          {"steps", args.run.steps},
+                          {"warmup_steps", report.warmup_steps},
+                          {"seed", args.run.seed},
+                          {"samples_per_s", report.samples_per_s},
+                          {"step_seconds", report.step_seconds},
+                          {"peak_bytes", report.peak_bytes},
+                          {"forward_backward_peak_bytes", report.forward_backward_peak_bytes},
+                          {"forward_end_bytes", report.forward_end_bytes},
+                          {"peak_reserved_bytes", report.peak_reserved_bytes},
+                          {"static_bytes", report.static_bytes},
+                          {"activation_bytes", activation},
+                          {"stored_bytes", report.stored_bytes},
+                          {"initial_loss", report.losses.front()},
+                          {"final_loss", report.losses.back()},
+                          {"losses", report.losses}};
     if (auto_plan) {
       out["budget_bytes"] = auto_plan->budget_bytes;
       out["predicted"] = {{"peak_bytes", auto_plan->result.estimate.peak_bytes},
@@ -137,7 +103,7 @@ void run(const TrainArgs& given) {
     return;
   }
   Table table({"measure", "value", "note"});
-  const std::string over = "steps " + std::to_string(report.warmup_steps + 1) + "-" + std::to_string(args.steps);
+  const std::string over = "steps " + std::to_string(report.warmup_steps + 1) + "-" + std::to_string(args.run.steps);
   table.add_row({"samples/s", fixed(report.samples_per_s, 1), over});
   table.add_row({"step time", fixed(report.step_seconds * 1e3, 1) + " ms", over});
   table.add_row({"peak memory", model::format_bytes(static_cast<double>(report.peak_bytes)), "allocator peak, " + over});
@@ -152,8 +118,8 @@ void run(const TrainArgs& given) {
   table.print(std::cout);
   if (auto_plan) {
     const model::Estimate& e = auto_plan->result.estimate;
-    std::cout << "\nplan auto: " << (auto_plan->result.per_layer ? "a per-layer plan" : "the combination " + plan.name)
-              << " at batch " << args.batch << " within " << model::format_bytes(auto_plan->budget_bytes) << "\n";
+    std::cout << "\nplan auto: " << (auto_plan->result.per_layer ? "a per-layer plan" : "the combination " + setup.plan)
+              << " at batch " << train.batch << " within " << model::format_bytes(auto_plan->budget_bytes) << "\n";
     Table check({"", "predicted", "measured", "error"});
     check.add_row({"peak memory", model::format_bytes(e.peak_bytes), model::format_bytes(static_cast<double>(report.peak_bytes)),
                    error_percent(e.peak_bytes, static_cast<double>(report.peak_bytes))});
@@ -170,25 +136,25 @@ void run(const TrainArgs& given) {
 void register_train(CLI::App& app) {
   auto args = std::make_shared<TrainArgs>();
   auto* cmd = app.add_subcommand("train", "Train a network (synthetic data, or a text file) and report samples/s, peak memory and loss.");
-  cmd->add_option("--network,-n", args->network, "Network config name (see papaya networks) or path to a .json config")
+  cmd->add_option("--network,-n", args->run.network, "Network config name (see papaya networks) or path to a .json config")
       ->capture_default_str();
-  auto* batch = cmd->add_option("--batch,-b", args->batch, "Samples per step (with --plan auto: default, the planned batch)")
+  auto* batch = cmd->add_option("--batch,-b", args->run.batch, "Samples per step (with --plan auto: default, the planned batch)")
                     ->capture_default_str()
                     ->check(CLI::PositiveNumber);
-  cmd->add_option("--steps,-s", args->steps, "Training steps")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--seed", args->seed, "Seed of weights and data")->capture_default_str();
-  cmd->add_option("--device,-d", args->device, "cpu, cuda or cuda:N")->capture_default_str();
-  cmd->add_option("--precision", args->precision, "Activation precision: fp32 or bf16 (weights stay fp32)")
+  cmd->add_option("--steps,-s", args->run.steps, "Training steps")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--seed", args->run.seed, "Seed of weights and data")->capture_default_str();
+  cmd->add_option("--device,-d", args->run.device, "cpu, cuda or cuda:N")->capture_default_str();
+  cmd->add_option("--precision", args->run.precision, "Activation precision: fp32 or bf16 (weights stay fp32)")
       ->capture_default_str();
-  cmd->add_option("--data", args->data, "Text file to train a gpt network on as a character-level language model");
-  cmd->add_option("--lr", args->lr, "AdamW learning rate")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--plan", args->plan,
+  cmd->add_option("--data", args->run.data, "Text file to train a gpt network on as a character-level language model");
+  cmd->add_option("--lr", args->run.lr, "AdamW learning rate")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--plan", args->run.plan,
                   "Memory optimizations: a plan file, or a name: keep, recompute-all, quantize-{8,4,2}, adaptive-N, "
                   "invert, swap, joined by '+' (e.g. quantize-2+invert); or auto: profile, fit and plan within --budget "
                   "first")
       ->capture_default_str();
   cmd->add_option("--budget", args->budget, "With --plan auto: the memory the step may use (e.g. 24GiB, 12MiB)");
-  cmd->add_option("--adaptive-every", args->adaptive_every, "Steps between sensitivity estimates of adaptive-N tensors")
+  cmd->add_option("--adaptive-every", args->run.adaptive_every, "Steps between sensitivity estimates of adaptive-N tensors")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--json", args->json, "One JSON document instead of a table");

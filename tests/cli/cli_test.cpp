@@ -14,15 +14,6 @@ namespace {
 
 using nlohmann::json;
 
-// A failed run: exit code 2 and one line on stderr containing `needle`.
-void expect_input_error(const std::string& args, const std::string& needle) {
-  const Outcome run = run_papaya(args);
-  EXPECT_EQ(run.code, 2) << args << "\n" << run.err;
-  EXPECT_NE(run.err.find("papaya: error: "), std::string::npos) << args << "\n" << run.err;
-  EXPECT_NE(run.err.find(needle), std::string::npos) << args << "\n" << run.err;
-  EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
-}
-
 TEST(Cli, VersionAndHelp) {
   Outcome run = run_papaya("--version");
   EXPECT_EQ(run.code, 0);

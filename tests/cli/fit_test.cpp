@@ -25,14 +25,6 @@ std::string write_temp(const std::string& name, const std::string& text) {
   return path;
 }
 
-void expect_input_error(const std::string& args, const std::string& needle) {
-  const Outcome run = run_papaya(args);
-  EXPECT_EQ(run.code, 2) << args << "\n" << run.err;
-  EXPECT_EQ(run.err.rfind("papaya: error: ", 0), 0u) << args << "\n" << run.err;
-  EXPECT_NE(run.err.find(needle), std::string::npos) << args << "\n" << run.err;
-  EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
-}
-
 const json& series(const json& all, const std::string& network, const std::string& precision,
                    const std::string& strategy) {
   for (const auto& s : all) {

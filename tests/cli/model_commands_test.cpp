@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "model/profile.h"
 #include "tests/cli/run_papaya.h"
@@ -32,13 +33,6 @@ class ModelCommands : public ::testing::Test {
   std::string write(const std::string& name, const std::string& text) const {
     std::ofstream(path(name)) << text;
     return path(name);
-  }
-  void expect_input_error(const std::string& args, const std::string& needle) const {
-    const Outcome run = run_papaya(args);
-    EXPECT_EQ(run.code, 2) << args << "\n" << run.out << run.err;
-    EXPECT_NE(run.err.find("papaya: error: "), std::string::npos) << run.err;
-    EXPECT_NE(run.err.find(needle), std::string::npos) << args << "\n" << run.err;
-    EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
   }
 
   fs::path dir_;
@@ -94,6 +88,22 @@ TEST_F(ModelCommands, PredictOnePlanOnOtherHardware) {
   EXPECT_EQ(json::parse(file.out)[0]["strategy"], "plan");
 }
 
+TEST_F(ModelCommands, PredictPlotsMemoryAndThroughputAgainstTheBatch) {
+  Outcome run = run_papaya("predict " + model_ + " --batch 16 --plot " + path("predict.svg"));
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_NE(run.out.find("figure written to"), std::string::npos);
+  std::stringstream svg;
+  svg << std::ifstream(path("predict.svg")).rdbuf();
+  for (const char* text : {"<svg", "peak memory", "throughput", "budget", "keep", "batch 16"}) {
+    EXPECT_NE(svg.str().find(text), std::string::npos) << text;
+  }
+  run = run_papaya("predict " + model_ + " --batch 16 --plan quantize-4 --json --plot " + path("predict.png"));
+  ASSERT_EQ(run.code, 0) << run.err;
+  std::stringstream png;
+  png << std::ifstream(path("predict.png"), std::ios::binary).rdbuf();
+  EXPECT_EQ(png.str().substr(1, 3), "PNG");
+}
+
 TEST_F(ModelCommands, LimitsPerHardware) {
   Outcome run = run_papaya("limits " + model_ + " --hardware A100-40GB,h100 --budget 2GiB --json");
   ASSERT_EQ(run.code, 0) << run.err;
@@ -122,6 +132,7 @@ TEST_F(ModelCommands, BadInputExitsTwo) {
   expect_input_error("predict " + model_ + " --batch 8 --plan quantize-3", "quantize-3");
   expect_input_error("predict " + model_ + " --batch 8 --plan swap", "host link");
   expect_input_error("predict " + model_ + " --batch 0", "--batch");
+  expect_input_error("predict " + model_ + " --batch 8 --plot " + path("p.gif"), ".svg or .png");
   expect_input_error("predict " + model_ + " --batch 8 --budget lots", "--budget");
   expect_input_error("limits " + model_ + " --hardware A100-40GB,,T4", "empty name");
   expect_input_error("limits " + model_, "--hardware");

@@ -38,13 +38,6 @@ class PlanCommands : public ::testing::Test {
 
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
   std::string budget() const { return std::to_string(budget_); }
-  void expect_input_error(const std::string& args, const std::string& needle) const {
-    const Outcome run = run_papaya(args);
-    EXPECT_EQ(run.code, 2) << args << "\n" << run.out << run.err;
-    EXPECT_NE(run.err.find("papaya: error: "), std::string::npos) << run.err;
-    EXPECT_NE(run.err.find(needle), std::string::npos) << args << "\n" << run.err;
-    EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
-  }
 
   fs::path dir_;
   std::string model_;

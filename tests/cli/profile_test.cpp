@@ -18,14 +18,6 @@ std::string temp_path(const std::string& name) {
   return (std::filesystem::temp_directory_path() / ("papaya-cli-profile-" + name)).string();
 }
 
-void expect_input_error(const std::string& args, const std::string& needle) {
-  const Outcome run = run_papaya(args);
-  EXPECT_EQ(run.code, 2) << args << "\n" << run.err;
-  EXPECT_EQ(run.err.rfind("papaya: error: ", 0), 0u) << args << "\n" << run.err;
-  EXPECT_NE(run.err.find(needle), std::string::npos) << args << "\n" << run.err;
-  EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
-}
-
 TEST(CliProfile, WritesAProfileAndPrintsASummary) {
   const std::string out = temp_path("gpt.json");
   const Outcome run = run_papaya("profile --network gpt-tiny --batch 2,1 --steps 2 --warmup 1 --device cpu --out " + out + " --json");

@@ -1,8 +1,10 @@
 #include "tests/cli/run_papaya.h"
 
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <fstream>
@@ -27,6 +29,21 @@ Outcome run_papaya(const std::string& args) {
   run.err = err.str();
   std::remove(err_path);
   return run;
+}
+
+TempDir::TempDir(const std::string& prefix)
+    : dir_(std::filesystem::temp_directory_path() / (prefix + "-" + std::to_string(::getpid()))) {
+  std::filesystem::create_directories(dir_);
+}
+
+TempDir::~TempDir() { std::filesystem::remove_all(dir_); }
+
+void expect_input_error(const std::string& args, const std::string& needle) {
+  const Outcome run = run_papaya(args);
+  EXPECT_EQ(run.code, 2) << args << "\n" << run.out << run.err;
+  EXPECT_EQ(run.err.rfind("papaya: error: ", 0), 0u) << args << "\n" << run.err;
+  EXPECT_NE(run.err.find(needle), std::string::npos) << args << "\n" << run.err;
+  EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << args << "\n" << run.err;
 }
 
 }  // namespace papaya::testing

@@ -1,0 +1,318 @@
+// papaya validate: how well the performance model predicts on this machine.
+// Profiles a network at small batches and fits its model (as recommend does),
+// predicts peak memory and samples/s of each plan at larger batches, then
+// trains each (plan, batch) for a few steps and prints predicted beside
+// measured, with R², the median and the largest error of each; --plot draws
+// the predicted curves with the measured points.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+
+#include "cli/auto_plan.h"
+#include "cli/commands.h"
+#include "cli/plot.h"
+#include "cli/prediction_plot.h"
+#include "cli/progress.h"
+#include "cli/table.h"
+#include "cli/train_run.h"
+#include "executor/trainer.h"
+#include "model/curves.h"
+#include "model/error.h"
+#include "model/plan.h"
+#include "model/predict.h"
+#include "model/units.h"
+#include "profiler/median.h"
+#include "profiler/out_of_memory.h"
+
+namespace papaya::cli {
+namespace {
+
+// What papaya aims for on a CPU (bench/prediction_accuracy.sh): the peak
+// within 3%, samples/s within 15%.
+constexpr double memory_target_pct = 3;
+constexpr double throughput_target_pct = 15;
+
+struct ValidateArgs {
+  TrainRun run;  // each (plan, batch) trains as this, with its plan and batch
+  std::vector<int64_t> batches = {8, 16, 32};
+  std::vector<std::string> plans = {"keep", "recompute-all", "quantize-4", "invert"};
+  std::vector<int> profile_batches = auto_plan_batches();
+  std::string plot;
+  bool json = false;
+  ValidateArgs() { run.steps = 10; }  // a check, not a benchmark: quick
+};
+
+struct Row {
+  std::string plan;
+  int64_t batch = 0;
+  model::Estimate predicted;
+  bool out_of_memory = false;
+  double measured_peak = 0, measured_rate = 0;  // when it did not run out
+};
+
+// How close the predictions of one measure came, over the rows that ran.
+struct Accuracy {
+  std::optional<double> r2;  // absent where every measurement is the same
+  std::optional<double> median_abs_err_pct, max_abs_err_pct;  // absent with no rows
+  size_t rows = 0, within_target = 0;
+  double target_pct = 0;
+};
+
+Accuracy accuracy(const std::vector<double>& predicted, const std::vector<double>& measured, double target_pct) {
+  Accuracy a;
+  a.target_pct = target_pct;
+  a.rows = measured.size();
+  if (measured.empty()) return a;
+  std::vector<double> errors;
+  for (size_t i = 0; i < measured.size(); ++i) errors.push_back(100 * std::abs(error_fraction(predicted[i], measured[i])));
+  a.r2 = model::r_squared(measured, predicted);
+  a.median_abs_err_pct = profiler::median(errors);
+  a.max_abs_err_pct = *std::max_element(errors.begin(), errors.end());
+  a.within_target = std::count_if(errors.begin(), errors.end(), [&](double e) { return e <= target_pct; });
+  return a;
+}
+
+nlohmann::json to_json(const Accuracy& a) {
+  const auto value = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+  return {{"r2", value(a.r2)},
+          {"median_abs_err_pct", value(a.median_abs_err_pct)},
+          {"max_abs_err_pct", value(a.max_abs_err_pct)},
+          {"rows", a.rows},
+          {"rows_within_target", a.within_target},
+          {"target_abs_err_pct", a.target_pct}};
+}
+
+// "R² 0.998, median |error| 0.4%, max 1.2%: 12 of 12 within 3% (the CPU target)"
+std::string sentence(const Accuracy& a) {
+  if (a.rows == 0) return "no run finished";
+  return "R² " + (a.r2 ? fixed(*a.r2, 4) : std::string("- (every measurement the same)")) + ", median |error| " +
+         fixed(*a.median_abs_err_pct, 1) + "%, max " + fixed(*a.max_abs_err_pct, 1) + "%: " + std::to_string(a.within_target) +
+         " of " + std::to_string(a.rows) + " within the CPU target of " + fixed(a.target_pct, 0) + "%";
+}
+
+// Each value of a comma-separated list of batch sizes.
+const CLI::Validator positive_whole_number(
+    [](std::string& text) {
+      const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+      return digits && text.find_first_not_of('0') != std::string::npos ? std::string()
+                                                                        : "'" + text + "' is not a positive whole number";
+    },
+    "POSITIVE");
+
+template <typename T>
+std::string joined(const std::vector<T>& values) {
+  std::ostringstream out;
+  for (size_t i = 0; i < values.size(); ++i) out << (i ? ", " : "") << values[i];
+  return out.str();
+}
+
+// Everything that can be checked before profiling, so that bad input costs
+// nothing and writes nothing.
+void check(ValidateArgs& args) {
+  check_train_run(args.run);
+  if (args.batches.empty()) throw InputError("--batches: give at least one batch size");
+  std::sort(args.batches.begin(), args.batches.end());
+  args.batches.erase(std::unique(args.batches.begin(), args.batches.end()), args.batches.end());
+  std::sort(args.profile_batches.begin(), args.profile_batches.end());
+  args.profile_batches.erase(std::unique(args.profile_batches.begin(), args.profile_batches.end()), args.profile_batches.end());
+  if (args.profile_batches.size() < 2) throw InputError("--profile-batches: the fit needs two batch sizes or more");
+  if (args.plans.empty()) throw InputError("--plans: give at least one plan");
+  std::vector<std::string> plans;
+  for (const auto& name : args.plans) {
+    if (name.empty()) throw InputError("--plans: an empty plan name");
+    if (!model::is_plan_name(name)) {
+      try {
+        model::expand_plan_name(name, model::NetworkLayout{});  // says what is wrong with the name
+      } catch (const InputError& e) {
+        throw InputError(std::string("--plans: ") + e.what());
+      }
+    }
+    std::stringstream terms(name);
+    for (std::string term; std::getline(terms, term, '+');) {
+      if (term == "swap" && args.run.device.rfind("cuda", 0) != 0) {
+        throw InputError("--plans: plan '" + name + "' swaps to host memory, which needs a CUDA device (--device " +
+                         args.run.device + ")");
+      }
+    }
+    if (std::find(plans.begin(), plans.end(), name) == plans.end()) plans.push_back(name);
+  }
+  args.plans = plans;
+  const int warmup = executor::TrainOptions{}.warmup_steps;
+  if (args.run.steps <= warmup) {
+    throw InputError("--steps " + std::to_string(args.run.steps) + ": the first " + std::to_string(warmup) +
+                     " are left out of the measurement; give at least " + std::to_string(warmup + 1));
+  }
+  if (!args.plot.empty()) check_plot_path(args.plot);
+}
+
+// Trains each (plan, batch), one progress line each; a run out of memory
+// becomes a row marked so.
+void measure(const ValidateArgs& args, std::vector<Row>& rows) {
+  for (size_t i = 0; i < rows.size(); ++i) {
+    Row& row = rows[i];
+    TrainRun run = args.run;
+    run.plan = row.plan;
+    run.batch = row.batch;
+    Progress progress("training " + std::to_string(i + 1) + "/" + std::to_string(rows.size()) + ": " + row.plan + ", batch " +
+                      std::to_string(row.batch));
+    TrainCallbacks callbacks;
+    callbacks.on_step = [&](int step, int steps, double loss) { progress.update(step, steps, "loss " + fixed(loss, 4)); };
+    try {
+      const executor::TrainReport report = train_run(run, callbacks);
+      row.measured_peak = static_cast<double>(report.peak_bytes);
+      row.measured_rate = report.samples_per_s;
+    } catch (const std::exception& e) {
+      if (!profiler::is_out_of_memory(e)) throw;
+      row.out_of_memory = true;
+      progress.update(1, 1, "out of memory");
+    }
+  }
+}
+
+void plot(const ValidateArgs& args, const Profiled& profiled, const std::vector<Row>& rows) {
+  std::vector<std::pair<std::string, model::Plan>> plans;
+  for (const auto& name : args.plans) plans.push_back({name, model::expand_plan_name(name, profiled.model.layout())});
+  PredictionPanels panels = prediction_panels(profiled.model, profiled.target, plans, args.batches.back(), std::nullopt);
+  for (const Row& row : rows) {
+    if (row.out_of_memory) continue;
+    const size_t i = std::find(args.plans.begin(), args.plans.end(), row.plan) - args.plans.begin();
+    const double b = static_cast<double>(row.batch);
+    panels.memory.series[i].points.push_back({b, row.measured_peak / panels.bytes_per_unit});
+    panels.throughput.series[i].points.push_back({b, row.measured_rate});
+  }
+  write_plot(args.plot,
+             profiled.model.network + " on " + profiled.model.machine.device_name + ": predicted (lines) and measured (points)",
+             {panels.memory, panels.throughput});
+}
+
+void run(ValidateArgs args) {
+  const auto start = std::chrono::steady_clock::now();
+  check(args);
+  AutoPlanRequest request{args.run.network, args.run.device, args.run.precision, ""};
+  request.batches = args.profile_batches;
+  const Profiled profiled = profile_and_fit(request);
+  const model::LayerModel& m = profiled.model;
+
+  std::vector<Row> rows;
+  for (const auto& name : args.plans) {
+    const model::Plan plan = model::expand_plan_name(name, m.layout());
+    for (int64_t batch : args.batches) rows.push_back({name, batch, model::predict(m, profiled.target, plan, batch)});
+  }
+  measure(args, rows);
+  if (!args.plot.empty()) plot(args, profiled, rows);
+
+  std::vector<double> peak_predicted, peak_measured, rate_predicted, rate_measured;
+  size_t out_of_memory = 0;
+  for (const Row& row : rows) {
+    if (row.out_of_memory) {
+      ++out_of_memory;
+      continue;
+    }
+    peak_predicted.push_back(row.predicted.peak_bytes);
+    peak_measured.push_back(row.measured_peak);
+    rate_predicted.push_back(row.predicted.samples_per_s);
+    rate_measured.push_back(row.measured_rate);
+  }
+  const Accuracy memory = accuracy(peak_predicted, peak_measured, memory_target_pct);
+  const Accuracy throughput = accuracy(rate_predicted, rate_measured, throughput_target_pct);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const int warmup = executor::TrainOptions{}.warmup_steps;  // check() made sure steps are more
+
+  if (args.json) {
+    nlohmann::json out_rows = nlohmann::json::array();
+    for (const Row& row : rows) {
+      nlohmann::json r = {{"plan", row.plan},
+                          {"batch", row.batch},
+                          {"out_of_memory", row.out_of_memory},
+                          {"predicted_peak_bytes", row.predicted.peak_bytes},
+                          {"predicted_samples_per_s", row.predicted.samples_per_s},
+                          {"measured_peak_bytes", nullptr},
+                          {"measured_samples_per_s", nullptr},
+                          {"peak_error_pct", nullptr},
+                          {"samples_per_s_error_pct", nullptr}};
+      if (!row.out_of_memory) {
+        r["measured_peak_bytes"] = row.measured_peak;
+        r["measured_samples_per_s"] = row.measured_rate;
+        r["peak_error_pct"] = 100 * error_fraction(row.predicted.peak_bytes, row.measured_peak);
+        r["samples_per_s_error_pct"] = 100 * error_fraction(row.predicted.samples_per_s, row.measured_rate);
+      }
+      out_rows.push_back(r);
+    }
+    const nlohmann::json doc = {{"network", m.network},
+                                {"device", m.machine.device},
+                                {"device_name", m.machine.device_name},
+                                {"precision", args.run.precision},
+                                {"profile_batches", args.profile_batches},
+                                {"batches", args.batches},
+                                {"plans", args.plans},
+                                {"steps", args.run.steps},
+                                {"warmup_steps", warmup},
+                                {"rows", out_rows},
+                                {"memory", to_json(memory)},
+                                {"throughput", to_json(throughput)},
+                                {"out_of_memory_rows", out_of_memory},
+                                {"plot", args.plot},
+                                {"seconds", seconds}};
+    std::cout << doc.dump(2) << "\n";
+    return;
+  }
+  std::cout << "papaya validate: " << m.network << " (" << m.precision << ") on " << m.machine.device_name << "; profiled at batches "
+            << joined(args.profile_batches) << ", predicted, then trained " << args.run.steps << " steps per row (the first "
+            << warmup << " left out)\n\n";
+  Table table({"plan", "batch", "peak predicted", "peak measured", "error", "samples/s predicted", "samples/s measured", "error"});
+  for (const Row& row : rows) {
+    const std::string peak = model::format_bytes(row.predicted.peak_bytes), rate = fixed(row.predicted.samples_per_s, 1);
+    if (row.out_of_memory) {
+      table.add_row({row.plan, std::to_string(row.batch), peak, "out of memory", "-", rate, "-", "-"});
+      continue;
+    }
+    table.add_row({row.plan, std::to_string(row.batch), peak, model::format_bytes(row.measured_peak),
+                   error_percent(row.predicted.peak_bytes, row.measured_peak), rate, fixed(row.measured_rate, 1),
+                   error_percent(row.predicted.samples_per_s, row.measured_rate)});
+  }
+  table.print(std::cout);
+  std::cout << "\npeak memory: " << sentence(memory) << "\n"
+            << "samples/s:   " << sentence(throughput) << "\n";
+  if (out_of_memory) std::cout << out_of_memory << " row(s) ran out of memory and are left out of both\n";
+  if (!args.plot.empty()) std::cout << "figure written to " << args.plot << "\n";
+  std::cout << "took " << fixed(seconds, 0) << " s\n";
+}
+
+}  // namespace
+
+void register_validate(CLI::App& app) {
+  auto args = std::make_shared<ValidateArgs>();
+  auto* cmd = app.add_subcommand(
+      "validate",
+      "Check the performance model here: profile at small batches and fit, predict each plan at larger batches, train each "
+      "and compare (R², median and largest error of peak memory and samples/s).");
+  cmd->add_option("--network,-n", args->run.network, "Network config name (see papaya networks) or path to a .json config")
+      ->capture_default_str();
+  cmd->add_option("--batches,-b", args->batches, "Batch sizes to predict and train at, comma-separated")
+      ->delimiter(',')
+      ->capture_default_str()
+      ->check(positive_whole_number);
+  cmd->add_option("--plans,-p", args->plans,
+                  "Whole-network plans, comma-separated: keep, recompute-all, quantize-{8,4,2}, adaptive-N, invert, swap "
+                  "(CUDA), joined by '+'")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--profile-batches", args->profile_batches, "Batch sizes to profile and fit the model at, comma-separated")
+      ->delimiter(',')
+      ->capture_default_str()
+      ->check(positive_whole_number);
+  cmd->add_option("--device,-d", args->run.device, "cpu, cuda or cuda:N")->capture_default_str();
+  cmd->add_option("--precision", args->run.precision, "Activation precision: fp32 or bf16 (weights stay fp32)")->capture_default_str();
+  cmd->add_option("--steps,-s", args->run.steps, "Training steps per (plan, batch), the first 2 left out")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--plot", args->plot, "Figure of predicted curves and measured points against the batch (.svg or .png)");
+  cmd->add_flag("--json", args->json, "One JSON document instead of a table");
+  cmd->callback([args] { run(*args); });
+}
+
+}  // namespace papaya::cli

@@ -1,0 +1,87 @@
+// End-to-end runs of papaya validate on gpt-tiny on the CPU: profile, fit,
+// predict, train each (plan, batch) and compare.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "tests/cli/run_papaya.h"
+
+namespace papaya::testing {
+namespace {
+
+using nlohmann::json;
+
+class Validate : public ::testing::Test {
+ protected:
+  std::string path(const std::string& name) const { return dir_.path(name); }
+  TempDir dir_{"papaya-validate-cli"};
+};
+
+TEST_F(Validate, ComparesPredictionsWithTrainingAndPlotsThem) {
+  const std::string svg = path("validate.svg");
+  const Outcome run = run_papaya("validate --network gpt-tiny --profile-batches 1,2,4 --batches 4,8 --plans keep,quantize-4 "
+                                 "--steps 4 --device cpu --json --plot " + svg);
+  ASSERT_EQ(run.code, 0) << run.err;
+  const json doc = json::parse(run.out);
+  EXPECT_EQ(doc["network"], "gpt-tiny");
+  EXPECT_EQ(doc["device"], "cpu");
+  EXPECT_EQ(doc["profile_batches"], json::array({1, 2, 4}));
+  ASSERT_EQ(doc["rows"].size(), 4u);
+  for (const auto& row : doc["rows"]) {
+    for (const char* key : {"plan", "batch", "predicted_peak_bytes", "measured_peak_bytes", "peak_error_pct", "predicted_samples_per_s",
+                            "measured_samples_per_s", "samples_per_s_error_pct"}) {
+      ASSERT_TRUE(row.contains(key)) << key;
+    }
+    EXPECT_FALSE(row["out_of_memory"].get<bool>());
+    EXPECT_GT(row["measured_peak_bytes"].get<double>(), 0);
+    EXPECT_GT(row["measured_samples_per_s"].get<double>(), 0);
+    const double error = 100 * (row["predicted_peak_bytes"].get<double>() - row["measured_peak_bytes"].get<double>()) /
+                         row["measured_peak_bytes"].get<double>();
+    EXPECT_NEAR(row["peak_error_pct"].get<double>(), error, 1e-9);
+    // The layer model prices keep exactly from the profile; quantize-4 from packed sizes.
+    EXPECT_LT(std::abs(error), row["plan"] == "keep" ? 5 : 10) << row.dump();
+  }
+  for (const char* measure : {"memory", "throughput"}) {
+    for (const char* key : {"r2", "median_abs_err_pct", "max_abs_err_pct"}) ASSERT_TRUE(doc[measure].contains(key)) << measure << key;
+    EXPECT_LE(doc[measure]["median_abs_err_pct"].get<double>(), doc[measure]["max_abs_err_pct"].get<double>());
+  }
+  // Four distinct peaks, predicted within a few percent: R² near 1.
+  EXPECT_GT(doc["memory"]["r2"].get<double>(), 0.95);
+  std::stringstream figure;
+  figure << std::ifstream(svg).rdbuf();
+  EXPECT_NE(figure.str().find("<svg"), std::string::npos);
+  for (const char* text : {"keep", "quantize-4", "peak memory", "throughput"}) {
+    EXPECT_NE(figure.str().find(text), std::string::npos) << text;
+  }
+}
+
+TEST_F(Validate, PrintsATableAndTheTargets) {
+  const Outcome run = run_papaya("validate --profile-batches 1,2 --batches 2 --plans recompute-all --steps 3");
+  ASSERT_EQ(run.code, 0) << run.err;
+  for (const char* text : {"papaya validate: gpt-tiny", "recompute-all", "peak predicted", "samples/s measured", "peak memory: R²",
+                           "within the CPU target of 3%", "within the CPU target of 15%"}) {
+    EXPECT_NE(run.out.find(text), std::string::npos) << text << "\n" << run.out;
+  }
+}
+
+TEST_F(Validate, BadInputExitsTwoBeforeProfiling) {
+  const std::string svg = path("never.svg");
+  expect_input_error("validate --network no-such-net", "no-such-net");
+  expect_input_error("validate --batches 8,x", "--batches");
+  expect_input_error("validate --batches 0", "--batches");
+  expect_input_error("validate --profile-batches 1,-2", "--profile-batches");
+  expect_input_error("validate --plans keep,recompute --plot " + svg, "plan 'recompute'");
+  expect_input_error("validate --plans keep,swap", "needs a CUDA device");
+  expect_input_error("validate --steps 2", "--steps 2");
+  expect_input_error("validate --device tpu", "--device tpu");
+  expect_input_error("validate --plot " + path("figure.gif"), ".svg or .png");
+  expect_input_error("validate --plot " + path("absent/figure.svg"), "cannot write");
+  EXPECT_FALSE(std::filesystem::exists(svg));
+}
+
+}  // namespace
+}  // namespace papaya::testing
