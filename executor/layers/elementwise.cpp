@@ -1,7 +1,6 @@
 #include "executor/layers/elementwise.h"
 
 #include "executor/moms/functions.h"
-#include "executor/moms/invert.h"
 
 namespace papaya::executor {
 
@@ -13,12 +12,7 @@ std::vector<Slot> activation_slots(const std::string& kind) {
 }
 }  // namespace
 
-Activation::Activation(const std::string& kind) : Layer(kind, activation_slots(kind)) {
-  // The inverted form's derivative tables, made now rather than by the first
-  // inverted forward: every plan holds them alike, so the model's differences
-  // against keep need not count them.
-  if (kind != "relu") branch_point(kind);
-}
+Activation::Activation(const std::string& kind) : Layer(kind, activation_slots(kind)) {}
 
 torch::Tensor Activation::forward(torch::Tensor x) {
   Scope scope(*this, {&x});
