@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <mutex>
+#include <vector>
 
 namespace papaya::executor {
 namespace {
@@ -53,7 +54,11 @@ double inverse(const Activation& a, double y, double lo, double hi, bool increas
 
 struct Table {
   double x0, y_min, right_span, left_span;
-  at::Tensor values;  // (2, table_size + 1): right branch, left branch; fp32 on the CPU
+  // (2, table_size + 1): right branch, left branch. Host data rather than a
+  // tensor the allocator gives out: constant, like code, it is no part of
+  // any plan's memory.
+  std::vector<float> values;
+  at::Tensor view() const { return at::from_blob(const_cast<float*>(values.data()), {2, table_size + 1}, at::kFloat); }
 };
 
 Table build(const std::string& kind) {
@@ -63,13 +68,14 @@ Table build(const std::string& kind) {
   t.y_min = a.value(t.x0);
   t.right_span = std::sqrt(top - t.y_min);
   t.left_span = std::sqrt(-t.y_min);
-  t.values = at::empty({2, table_size + 1}, at::kFloat);
-  auto v = t.values.accessor<float, 2>();
+  t.values.resize(2 * (table_size + 1));
+  float* right = t.values.data();
+  float* left = right + table_size + 1;
   for (int i = 0; i <= table_size; ++i) {
     const double sr = t.right_span * i / table_size, sl = t.left_span * i / table_size;
-    v[0][i] = static_cast<float>(a.derivative(inverse(a, t.y_min + sr * sr, t.x0, top + 1, true)));
+    right[i] = static_cast<float>(a.derivative(inverse(a, t.y_min + sr * sr, t.x0, top + 1, true)));
     // The left branch ends at output 0, reached as the input goes to -infinity.
-    v[1][i] = i == table_size ? 0.f : static_cast<float>(a.derivative(inverse(a, t.y_min + sl * sl, -60, t.x0, false)));
+    left[i] = i == table_size ? 0.f : static_cast<float>(a.derivative(inverse(a, t.y_min + sl * sl, -60, t.x0, false)));
   }
   return t;
 }
@@ -79,13 +85,15 @@ const Table& table(const std::string& kind) {
   return kind == "gelu" ? gelu_table : silu_table;
 }
 
-// The table on the output's device, made once per device.
+// The table on the output's device: the host data itself on the CPU, a copy
+// made once per other device.
 at::Tensor table_on(const std::string& kind, const at::Device& device) {
+  if (device.is_cpu()) return table(kind).view();
   static std::mutex mutex;
   static std::map<std::pair<std::string, std::string>, at::Tensor> copies;
   const std::lock_guard<std::mutex> lock(mutex);
   at::Tensor& copy = copies[{kind, device.str()}];
-  if (!copy.defined()) copy = table(kind).values.to(device);
+  if (!copy.defined()) copy = table(kind).view().to(device);
   return copy;
 }
 
