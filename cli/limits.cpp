@@ -2,7 +2,6 @@
 // whole-network plan on each catalog entry, under a memory budget.
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "cli/commands.h"
 #include "cli/table.h"
@@ -21,12 +20,9 @@ struct LimitsArgs {
 };
 
 std::vector<std::string> split_commas(const std::string& text) {
-  std::vector<std::string> parts;
-  std::stringstream in(text);
-  std::string part;
-  while (std::getline(in, part, ',')) {
+  const std::vector<std::string> parts = model::split(text, ',');
+  for (const auto& part : parts) {
     if (part.empty()) throw InputError("--hardware: empty name in '" + text + "'");
-    parts.push_back(part);
   }
   return parts;
 }

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <map>
 #include <ostream>
-#include <sstream>
 
 #include "cli/plot.h"
 #include "cli/prediction_plot.h"
@@ -16,13 +15,6 @@
 namespace papaya::cli {
 namespace {
 
-std::vector<std::string> split(const std::string& text, char sep) {
-  std::vector<std::string> parts;
-  std::stringstream in(text);
-  std::string part;
-  while (std::getline(in, part, sep)) parts.push_back(part);
-  return parts;
-}
 
 bool all_digits(const std::string& s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
@@ -138,7 +130,7 @@ std::vector<std::string> fold_keys(const std::vector<std::string>& keys) {
   for (const auto& key : keys) {
     const size_t colon = key.find(':');
     const std::string path = key.substr(0, colon), slot = colon == std::string::npos ? "" : key.substr(colon);
-    auto parts = split(path, '.');
+    auto parts = model::split(path, '.');
     const auto number = std::find_if(parts.begin(), parts.end(), all_digits);
     if (number == parts.end()) {
       by_template.add(key, -1);

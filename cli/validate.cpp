@@ -131,8 +131,7 @@ void check(ValidateArgs& args) {
         throw InputError(std::string("--plans: ") + e.what());
       }
     }
-    std::stringstream terms(name);
-    for (std::string term; std::getline(terms, term, '+');) {
+    for (const std::string& term : model::split(name, '+')) {
       if (term == "swap" && args.run.device.rfind("cuda", 0) != 0) {
         throw InputError("--plans: plan '" + name + "' swaps to host memory, which needs a CUDA device (--device " +
                          args.run.device + ")");

@@ -5,6 +5,7 @@
 // executor derives it from a built network (and a probe forward pass, which
 // shows which slots share storage); a profile carries it.
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace papaya::model {
@@ -47,5 +48,20 @@ struct NetworkLayout {
   const LayerDesc* find_layer(const std::string& path) const;
   bool has_segment(const std::string& path) const;
 };
+
+// The layout that a profile or a fitted model carries: `segments` have a
+// path; `layers` a path, kind, segment, output_saved_by and saved tensors
+// (slot, kind, storage).
+template <typename Segments, typename Layers>
+NetworkLayout layout_of(const Segments& segments, const Layers& layers) {
+  NetworkLayout layout;
+  for (const auto& s : segments) layout.segments.push_back(s.path);
+  for (const auto& l : layers) {
+    LayerDesc desc{l.path, l.kind, {}, l.segment, l.output_saved_by};
+    for (const auto& s : l.saved) desc.slots.push_back({s.slot, s.kind, s.storage});
+    layout.layers.push_back(std::move(desc));
+  }
+  return layout;
+}
 
 }  // namespace papaya::model

@@ -6,11 +6,11 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
-#include <sstream>
 #include <tuple>
 
 #include "model/error.h"
 #include "model/hardware.h"
+#include "model/units.h"
 
 namespace papaya::model {
 namespace {
@@ -31,12 +31,9 @@ std::string trim(const std::string& s) {
   return s.substr(first, s.find_last_not_of(" \t\r") - first + 1);
 }
 
-std::vector<std::string> split(const std::string& line) {
-  std::vector<std::string> cells;
-  std::stringstream in(line);
-  std::string cell;
-  while (std::getline(in, cell, ',')) cells.push_back(trim(cell));
-  if (!line.empty() && line.back() == ',') cells.push_back("");
+std::vector<std::string> cells_of(const std::string& line) {
+  std::vector<std::string> cells = split(line, ',');
+  for (auto& cell : cells) cell = trim(cell);
   return cells;
 }
 
@@ -92,7 +89,7 @@ class Row {
 
 std::map<std::string, size_t> read_header(const std::string& line, const std::string& where) {
   std::map<std::string, size_t> index;
-  const auto names = split(line);
+  const auto names = cells_of(line);
   for (size_t i = 0; i < names.size(); ++i) {
     if (std::find(kColumns.begin(), kColumns.end(), names[i]) == kColumns.end()) {
       throw InputError(where + ": unknown column '" + names[i] + "' (expected the header " + expected_columns() + ")");
@@ -149,7 +146,7 @@ Measurements parse_measurements(std::istream& in, const std::string& source) {
   for (int number = 2; std::getline(in, line); ++number) {
     if (trim(line).empty()) continue;
     const std::string where = source + ":" + std::to_string(number);
-    auto cells = split(line);
+    auto cells = cells_of(line);
     if (cells.size() != index.size()) {
       throw InputError(where + ": " + std::to_string(cells.size()) + " cells, expected " + std::to_string(index.size()) +
                        " (" + expected_columns() + ")");

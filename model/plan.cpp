@@ -2,22 +2,14 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <sstream>
 
 #include "model/error.h"
 #include "model/json_file.h"
+#include "model/units.h"
 
 namespace papaya::model {
 namespace {
 
-std::vector<std::string> split(const std::string& text, char sep) {
-  std::vector<std::string> parts;
-  std::stringstream in(text);
-  std::string part;
-  while (std::getline(in, part, sep)) parts.push_back(part);
-  if (!text.empty() && text.back() == sep) parts.push_back("");
-  return parts;
-}
 
 // Whether `pattern` names `path` ('*' matches one component); with
 // `or_below`, also any path below it ("blocks.0.mlp" names "blocks.0.mlp.fc1").

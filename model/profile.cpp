@@ -190,16 +190,7 @@ void check_consistency(const Profile& p, const std::string& label) {
 
 }  // namespace
 
-NetworkLayout Profile::layout() const {
-  NetworkLayout layout;
-  for (const auto& s : segments) layout.segments.push_back(s.path);
-  for (const auto& l : layers) {
-    LayerDesc desc{l.path, l.kind, {}, l.segment, l.output_saved_by};
-    for (const auto& s : l.saved) desc.slots.push_back({s.slot, s.kind, s.storage});
-    layout.layers.push_back(std::move(desc));
-  }
-  return layout;
-}
+NetworkLayout Profile::layout() const { return layout_of(segments, layers); }
 
 json profile_to_json(const Profile& p) {
   json layers = json::array(), iterations = json::array(), segments = json::array(), codecs = json::array();

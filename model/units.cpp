@@ -35,11 +35,18 @@ int64_t parse_size(const std::string& text, const std::string& what) {
   return static_cast<int64_t>(std::llround(number * it->second));
 }
 
+std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> parts;
+  std::stringstream in(text);
+  std::string part;
+  while (std::getline(in, part, sep)) parts.push_back(part);
+  if (!text.empty() && text.back() == sep) parts.push_back("");
+  return parts;
+}
+
 std::vector<int> parse_int_list(const std::string& text, const std::string& what) {
   std::vector<int> out;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
+  for (const std::string& item : split(text, ',')) {
     size_t used = 0;
     long value = 0;
     try {

@@ -10,6 +10,10 @@ namespace papaya::model {
 // Throws InputError naming `what` on anything else.
 int64_t parse_size(const std::string& text, const std::string& what);
 
+// "a,b,,c," split at ',' -> {"a", "b", "", "c", ""}: every field, empty ones
+// too (a trailing separator ends with one), none for "".
+std::vector<std::string> split(const std::string& text, char sep);
+
 // "1,2,4,8" -> {1,2,4,8}; every entry a positive integer.
 std::vector<int> parse_int_list(const std::string& text, const std::string& what);
 
