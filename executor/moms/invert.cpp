@@ -1,5 +1,8 @@
 #include "executor/moms/invert.h"
 
+#include <ATen/Dispatch.h>
+#include <ATen/Parallel.h>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -85,16 +88,39 @@ const Table& table(const std::string& kind) {
   return kind == "gelu" ? gelu_table : silu_table;
 }
 
-// The table on the output's device: the host data itself on the CPU, a copy
-// made once per other device.
+// The table on a device other than the CPU: a copy made once per device.
 at::Tensor table_on(const std::string& kind, const at::Device& device) {
-  if (device.is_cpu()) return table(kind).view();
   static std::mutex mutex;
   static std::map<std::pair<std::string, std::string>, at::Tensor> copies;
   const std::lock_guard<std::mutex> lock(mutex);
   at::Tensor& copy = copies[{kind, device.str()}];
   if (!copy.defined()) copy = table(kind).view().to(device);
   return copy;
+}
+
+// On the CPU: one pass over the values, nothing allocated but the result.
+at::Tensor input_grad_on_cpu(const Table& t, const at::Tensor& grad, const at::Tensor& output, const at::Tensor& right) {
+  const at::Tensor g = grad.contiguous(), y = output.to(grad.scalar_type()).contiguous(), branch = right.to(at::kBool).contiguous();
+  at::Tensor out = at::empty_like(g);
+  const float* values = t.values.data();
+  const float y_min = static_cast<float>(t.y_min);
+  const float right_scale = static_cast<float>(table_size / t.right_span), left_scale = static_cast<float>(table_size / t.left_span);
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, g.scalar_type(), "input_grad_from_output", [&] {
+    const scalar_t* gp = g.data_ptr<scalar_t>();
+    const scalar_t* yp = y.data_ptr<scalar_t>();
+    const bool* rp = branch.data_ptr<bool>();
+    scalar_t* op = out.data_ptr<scalar_t>();
+    at::parallel_for(0, g.numel(), chunk_values, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        const float u = std::clamp(std::sqrt(std::max(static_cast<float>(yp[i]) - y_min, 0.f)) * (rp[i] ? right_scale : left_scale),
+                                   0.f, static_cast<float>(table_size));
+        const float cell = std::min(std::floor(u), static_cast<float>(table_size - 1));
+        const float* v = values + static_cast<int64_t>(cell) + (rp[i] ? 0 : table_size + 1);
+        op[i] = static_cast<scalar_t>((v[0] + (v[1] - v[0]) * (u - cell)) * static_cast<float>(gp[i]));
+      }
+    });
+  });
+  return out;
 }
 
 }  // namespace
@@ -107,10 +133,12 @@ double branch_point(const std::string& kind) {
 at::Tensor input_grad_from_output(const std::string& kind, const at::Tensor& grad, const at::Tensor& output,
                                   const at::Tensor& right) {
   const Table& t = table(kind);
+  if (grad.device().is_cpu()) return input_grad_on_cpu(t, grad, output, right);
   const at::Tensor values = table_on(kind, output.device()).view({-1});
   const at::Tensor g = grad.reshape({-1}), y = output.reshape({-1}), branch = right.reshape({-1});
   at::Tensor out = at::empty(g.sizes(), g.options());
-  // In chunks: the temporaries (a dozen values per value) stay small.
+  // Elsewhere, in ATen passes over chunks: the temporaries (a dozen values
+  // per value) stay small.
   for (int64_t start = 0; start < y.numel(); start += chunk_values) {
     const int64_t count = std::min(chunk_values, y.numel() - start);
     const at::Tensor r = branch.narrow(0, start, count);

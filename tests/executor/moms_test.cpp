@@ -113,6 +113,18 @@ TEST(Invert, DerivativeFromOutputIsAccurate) {
   }
 }
 
+// The inverted backward is what the performance model prices: the input's
+// gradient and nothing else (the branch mask's unpacked bytes are the
+// caller's).
+TEST(Invert, BackwardOnTheCpuAllocatesOnlyTheGradient) {
+  const torch::Tensor x = torch::randn({64, 1000});
+  const torch::Tensor y = torch::gelu(x), right = x >= branch_point("gelu"), grad = torch::randn_like(x);
+  MemoryTracker memory(torch::kCPU);
+  const int64_t before = memory.current();
+  const torch::Tensor dx = input_grad_from_output("gelu", grad, y, right);
+  EXPECT_EQ(memory.peak() - before, dx.numel() * 4);
+}
+
 TEST(Invert, GradientsAreCloseToExactGeluAndSilu) {
   auto silu = model::parse_network_config(
       nlohmann::json::parse(R"({"name": "silu-tiny", "family": "gpt", "layers": 2, "d_model": 64, "heads": 4,
