@@ -1,5 +1,8 @@
 #include "executor/moms/checkpoint.h"
 
+#include <torch/csrc/autograd/engine.h>
+#include <torch/csrc/autograd/functions/basic_ops.h>
+
 #include "executor/moms/random_state.h"
 #include "executor/moms/saved.h"
 #include "executor/segment.h"
@@ -32,6 +35,26 @@ class BufferSnapshot {
  private:
   std::vector<std::pair<at::Tensor, at::Tensor>> saved_;
 };
+
+// The gradients of `inputs` (undefined where unused) from the gradient of
+// `output`, which is let go first: differentiating needs its graph, not its
+// values, and a segment's output is as large as anything it holds.
+variable_list differentiate(at::Tensor output, const at::Tensor& output_grad, const std::vector<at::Tensor>& inputs) {
+  const torch::autograd::edge_list roots{torch::autograd::impl::gradient_edge(output)};
+  output.reset();
+  torch::autograd::edge_list wanted;
+  for (const at::Tensor& input : inputs) {
+    std::shared_ptr<torch::autograd::Node> node = input.grad_fn();
+    if (!node) node = torch::autograd::impl::try_get_grad_accumulator(input);
+    if (node) {
+      wanted.emplace_back(std::move(node), input.output_nr());
+    } else {  // not part of the graph: no gradient
+      wanted.emplace_back(std::make_shared<torch::autograd::Identity>(), 0);
+    }
+  }
+  return torch::autograd::Engine::get_default_engine().execute(roots, {output_grad}, /*keep_graph=*/false,
+                                                               /*create_graph=*/false, /*accumulate_grad=*/false, wanted);
+}
 
 struct CheckpointFunction : Function<CheckpointFunction> {
   static at::Tensor forward(AutogradContext* ctx, Segment* segment, const at::Tensor& x, at::TensorList) {
@@ -68,8 +91,7 @@ struct CheckpointFunction : Function<CheckpointFunction> {
         inputs.push_back(params[i]);
       }
     }
-    const variable_list grads = torch::autograd::grad({y}, inputs, {grad[0]}, /*retain_graph=*/false,
-                                                      /*create_graph=*/false, /*allow_unused=*/true);
+    const variable_list grads = differentiate(std::move(y), grad[0], inputs);
     variable_list out(2 + params.size());
     out[1] = ctx->needs_input_grad(0) ? grads[0] : at::Tensor();
     for (size_t j = 0; j < trained.size(); ++j) out[2 + trained[j]] = grads[1 + j];
