@@ -358,11 +358,11 @@ std::vector<PlanSpace::Copy> PlanSpace::copies_of(int storage, const std::vector
 }
 
 double PlanSpace::codec_pack_seconds(const TensorStrategy& s, double raw_bytes) const {
-  return is_packed(s) ? raw_bytes / target().codec(codec_bits(s)).pack_bytes_per_s : 0;
+  return is_packed(s) ? target().codec(codec_bits(s)).pack_seconds(raw_bytes) : 0;
 }
 
 double PlanSpace::codec_unpack_seconds(const TensorStrategy& s, double raw_bytes) const {
-  return is_packed(s) ? raw_bytes / target().codec(codec_bits(s)).unpack_bytes_per_s : 0;
+  return is_packed(s) ? target().codec(codec_bits(s)).unpack_seconds(raw_bytes) : 0;
 }
 
 PlanSpace::Option PlanSpace::option(const std::vector<Copy>& copies, const std::vector<TensorStrategy>& per_slot,

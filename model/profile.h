@@ -86,9 +86,14 @@ struct IterationMeasurement {
 struct CodecMeasurement {
   int bits = 0;  // 8, 4, 2; 1 for masks
   double pack_bytes_per_s = 0, unpack_bytes_per_s = 0;
+  // Seconds each call takes beyond its bytes' share (dispatch, launches,
+  // bookkeeping): what makes small tensors slower per byte.
+  double pack_seconds_per_call = 0, unpack_seconds_per_call = 0;
   double pack_scratch_per_byte = 0, pack_scratch_max = 0;
   double unpack_scratch_per_byte = 0, unpack_scratch_max = 0;
 
+  double pack_seconds(double raw_bytes) const { return pack_seconds_per_call + raw_bytes / pack_bytes_per_s; }
+  double unpack_seconds(double raw_bytes) const { return unpack_seconds_per_call + raw_bytes / unpack_bytes_per_s; }
   double pack_scratch(double raw_bytes) const { return std::min(raw_bytes * pack_scratch_per_byte, pack_scratch_max); }
   double unpack_scratch(double raw_bytes) const { return std::min(raw_bytes * unpack_scratch_per_byte, unpack_scratch_max); }
 };

@@ -36,6 +36,8 @@ nlohmann::json codec_to_json(const CodecMeasurement& c) {
   return {{"bits", c.bits},
           {"pack_bytes_per_s", c.pack_bytes_per_s},
           {"unpack_bytes_per_s", c.unpack_bytes_per_s},
+          {"pack_seconds_per_call", c.pack_seconds_per_call},
+          {"unpack_seconds_per_call", c.unpack_seconds_per_call},
           {"pack_scratch_per_byte", c.pack_scratch_per_byte},
           {"pack_scratch_max", c.pack_scratch_max},
           {"unpack_scratch_per_byte", c.unpack_scratch_per_byte},
@@ -47,6 +49,8 @@ CodecMeasurement codec_from_json(const nlohmann::json& doc) {
   c.bits = doc.at("bits");
   c.pack_bytes_per_s = doc.at("pack_bytes_per_s");
   c.unpack_bytes_per_s = doc.at("unpack_bytes_per_s");
+  c.pack_seconds_per_call = doc.value("pack_seconds_per_call", 0.0);
+  c.unpack_seconds_per_call = doc.value("unpack_seconds_per_call", 0.0);
   c.pack_scratch_per_byte = doc.value("pack_scratch_per_byte", 0.0);
   c.pack_scratch_max = doc.value("pack_scratch_max", 0.0);
   c.unpack_scratch_per_byte = doc.value("unpack_scratch_per_byte", 0.0);

@@ -174,7 +174,7 @@ Target catalog_target(const LayerModel& m, const HardwareSpec& hw) {
   if (source && !m.codecs.empty()) {
     for (auto c : m.codecs) {
       c.pack_bytes_per_s *= bandwidth / source->memory_bandwidth;
-      c.unpack_bytes_per_s *= bandwidth / source->memory_bandwidth;
+      c.unpack_bytes_per_s *= bandwidth / source->memory_bandwidth;  // the seconds per call stay: dispatch, not bytes
       t.codecs.push_back(c);
     }
   } else {

@@ -53,8 +53,12 @@ model::CodecMeasurement measure(int bits, const Codec& codec, const torch::Tenso
   torch::Tensor packed;
   m.pack_bytes_per_s = bytes / seconds_of(device, [&] { packed = codec.pack(x); });
   m.unpack_bytes_per_s = bytes / seconds_of(device, [&] { codec.unpack(packed, x); });
+  // What a small tensor takes beyond its bytes' share.
   const double small_bytes = static_cast<double>(small.numel() * small.element_size());
   const torch::Tensor small_packed = codec.pack(small);
+  m.pack_seconds_per_call = std::max(0.0, seconds_of(device, [&] { codec.pack(small); }) - small_bytes / m.pack_bytes_per_s);
+  m.unpack_seconds_per_call =
+      std::max(0.0, seconds_of(device, [&] { codec.unpack(small_packed, small); }) - small_bytes / m.unpack_bytes_per_s);
   m.pack_scratch_max = scratch_of(memory, [&] { return codec.pack(x); });
   m.pack_scratch_per_byte = scratch_of(memory, [&] { return codec.pack(small); }) / small_bytes;
   m.unpack_scratch_max = scratch_of(memory, [&] { return codec.unpack(packed, x); });

@@ -181,6 +181,28 @@ TEST(PlanSpace, AnotherBatchIsTheSameAsANewSpace) {
   EXPECT_THROW(small.at_batch(0), InputError);
 }
 
+// Quantizing costs each call its fixed seconds besides its bytes' share:
+// one pack in forward, one unpack per use in backward.
+TEST(PlanSpace, CodecSecondsAreAFixedCostPerCallPlusTheBytes) {
+  LayerModel m = gpt_model(2, true);
+  for (auto& c : m.codecs) {
+    c.pack_seconds_per_call = 1e-4;
+    c.unpack_seconds_per_call = 3e-4;
+  }
+  const PlanSpace space(m, profiled_target(m), 8);
+  int fc2 = 0;
+  while (space.storages()[static_cast<size_t>(fc2)].key != "blocks.1.mlp.fc2:input") ++fc2;
+  ASSERT_EQ(space.storages()[static_cast<size_t>(fc2)].slots.size(), 1u);
+  const double raw = space.storage_bytes(fc2);
+  const CodecMeasurement& c4 = space.target().codec(4);
+  for (const auto& option : space.options(fc2)) {
+    if (option.strategy.name() != "quantize-4") continue;
+    EXPECT_DOUBLE_EQ(option.codec_seconds, 1e-4 + raw / c4.pack_bytes_per_s + 3e-4 + raw / c4.unpack_bytes_per_s);
+    return;
+  }
+  FAIL() << "no quantize-4 option";
+}
+
 // The timeline of `changes` on top of keep's.
 std::vector<double> with_changes(std::vector<double> bytes, const std::vector<PlanSpace::Change>& changes) {
   for (const auto& c : changes) {
