@@ -264,11 +264,10 @@ nlohmann::json plan_to_json(const Plan& plan) {
   nlohmann::json segments = nlohmann::json::object(), tensors = nlohmann::json::object();
   for (const auto& [path, s] : plan.segments) segments[path] = s.name();
   for (const auto& [key, s] : plan.tensors) {
-    const TensorStrategy defaults;
-    if (s.group_size == defaults.group_size && s.headwise == defaults.headwise) {
+    if (s.group_size == 0 && !s.headwise) {
       tensors[key] = s.name();
     } else {
-      tensors[key] = {{"strategy", s.name()}, {"group", s.group_size}, {"headwise", s.headwise}};
+      tensors[key] = {{"strategy", s.name()}, {"group", s.group()}, {"headwise", s.headwise}};
     }
   }
   doc["segments"] = segments;

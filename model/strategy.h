@@ -30,14 +30,19 @@ enum class Form {
 // whatever the vocabulary, at least one row.
 int64_t lm_head_chunk_rows(int64_t vocab);
 
+// Values per (min, scale) group of a quantized tensor whose plan does not
+// set `group`.
+int default_group_size(int bits);
+
 struct TensorStrategy {
   Form form = Form::raw;
   int bits = 0;           // quantized: 8, 4 or 2 (1 for masks); adaptive: the average-bits budget
-  int group_size = 256;   // quantized, adaptive: values per (min, scale) group
+  int group_size = 0;     // quantized, adaptive: values per (min, scale) group; 0: default_group_size(bits)
   bool headwise = false;  // quantized: groups never cross an attention head (Mesa)
   bool swap = false;      // kept in pinned host memory (the packed bytes, if packed)
 
   bool is_keep() const { return form == Form::raw && !swap; }
+  int group() const { return group_size > 0 ? group_size : default_group_size(bits); }
   std::string name() const;  // in the grammar above
   bool operator==(const TensorStrategy& o) const;
 };
@@ -66,12 +71,16 @@ std::optional<std::string> why_not(const LayerDesc& layer, const SlotDesc& slot,
 // applies.
 TensorStrategy adapt_to_slot(const LayerDesc& layer, const SlotDesc& slot, const TensorStrategy& s);
 
+// Bytes of a quantized group's range: its min and scale, bf16 each (half
+// what fp32 ranges cost, which matters to small groups of 2-bit codes).
+constexpr int64_t quantized_range_bytes = 4;
+
 // Bytes a saved tensor of `numel` elements of `element_size` bytes occupies
 // on the device under `s` (0 when swapped or recomputed; for inverted, the
 // branch mask only — the output is accounted where its consumer keeps it). The
 // executor's packed tensors have exactly these sizes:
 //   quantized activation: ceil(numel/G) groups of G*bits/8 packed bytes plus
-//                         an fp32 min and scale (8 bytes) each;
+//                         a bf16 min and scale (quantized_range_bytes) each;
 //   mask (1 bit):         ceil(numel/8).
 // Headwise groups never cross a head: each head's `head_numel` values (the
 // last two dimensions of a (batch, heads, tokens, .) attention tensor) are

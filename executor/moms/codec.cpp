@@ -33,13 +33,21 @@ at::Tensor unpack_codes(const at::Tensor& packed, int bits) {
   return at::bitwise_right_shift(packed.unsqueeze(-1), shifts).bitwise_and_((1 << bits) - 1).view({packed.size(0), -1});
 }
 
+// `v` (fp32) rounded to a bf16 value toward +inf (`up`) or -inf: its low 16
+// bits cleared, after raising its magnitude by one bf16 step where that
+// direction is away from zero. The CUDA kernels round the same way.
+at::Tensor round_to_bf16(const at::Tensor& v, bool up) {
+  const at::Tensor bits = v.contiguous().view(at::kInt);
+  return at::where(up ? v > 0 : v < 0, bits + 0xFFFF, bits).bitwise_and_(~0xFFFF).view(at::kFloat);
+}
+
 // The buffer's views, as (heads, groups per head, ...).
 struct BufferViews {
   at::Tensor codes, mins, scales;
   BufferViews(const at::Tensor& buffer, const QuantLayout& l) {
     const int64_t code_bytes = l.groups() * l.code_bytes_per_group();
     codes = buffer.narrow(0, 0, code_bytes).view({l.heads(), l.groups_per_head(), l.code_bytes_per_group()});
-    const at::Tensor meta = buffer.narrow(0, code_bytes, l.groups() * 8).view(at::kFloat);
+    const at::Tensor meta = buffer.narrow(0, code_bytes, l.groups() * model::quantized_range_bytes).view(at::kBFloat16);
     mins = meta.narrow(0, 0, l.groups()).view({l.heads(), l.groups_per_head()});
     scales = meta.narrow(0, l.groups(), l.groups()).view({l.heads(), l.groups_per_head()});
   }
@@ -86,8 +94,9 @@ at::Tensor quantize(const at::Tensor& x, const QuantLayout& l) {
     v = v.to(at::kFloat);
     if (width < l.group_size) v = at::constant_pad_nd(v, {0, l.group_size - width}, 0);
     v = v.reshape({rows * count, l.group_size});
-    auto [mn, mx] = at::aminmax(v, 1);
-    at::Tensor scale = (mx - mn).div_(levels);
+    auto [low, high] = at::aminmax(v, 1);
+    const at::Tensor mn = round_to_bf16(low, /*up=*/false);
+    at::Tensor scale = round_to_bf16((high - mn).div_(levels), /*up=*/true);
     scale.masked_fill_(scale == 0, 1);  // a constant group decodes exactly from its min
     at::Tensor q = (v - mn.unsqueeze(1)).div_(scale.unsqueeze(1));
     q.add_(at::empty_like(q).uniform_(0, 1, rounding_generator())).floor_().clamp_(0, levels);  // stochastic rounding: E[q] = (v - min) / scale
@@ -109,8 +118,10 @@ at::Tensor dequantize(const at::Tensor& buffer, const QuantLayout& l, at::IntArr
   const BufferViews in(buffer, l);
   for_each_piece(l, [&](int64_t h, int64_t rows, int64_t g0, int64_t count, int64_t width) {
     const at::Tensor codes = in.codes.narrow(0, h, rows).narrow(1, g0, count).reshape({rows * count, -1});
-    const at::Tensor mn = in.mins.narrow(0, h, rows).narrow(1, g0, count).reshape({rows * count, 1});
-    const at::Tensor scale = in.scales.narrow(0, h, rows).narrow(1, g0, count).reshape({rows * count, 1});
+    const auto range = [&](const at::Tensor& r) {
+      return r.narrow(0, h, rows).narrow(1, g0, count).reshape({rows * count, 1}).to(at::kFloat);
+    };
+    const at::Tensor mn = range(in.mins), scale = range(in.scales);
     at::Tensor v = unpack_codes(codes, l.bits).to(at::kFloat).mul_(scale).add_(mn);
     v = v.view({rows, count * l.group_size}).narrow(1, 0, (count - 1) * l.group_size + width);
     heads.narrow(0, h, rows).narrow(1, g0 * l.group_size, v.size(1)).copy_(v);

@@ -3,14 +3,18 @@
 // path and the oracle of the CUDA kernels (cuda/quantize.cu), which write the
 // same layout:
 //  - quantized: values in groups of G (a group never crosses a head when
-//    headwise), each group's fp32 min and scale, codes by stochastic rounding
-//    (unbiased; noise from rounding_generator()), `bits` per code packed into bytes, the first code in the
-//    lowest bits. One uint8 buffer:
-//      [groups x G*bits/8 code bytes][groups x fp32 min][groups x fp32 scale]
+//    headwise), each group's min and scale as bf16 (the min rounded down and
+//    the scale up, so that the group's range stays covered), codes by
+//    stochastic rounding against those stored values (unbiased; noise from
+//    rounding_generator()), `bits` per code packed into bytes, the first
+//    code in the lowest bits. One uint8 buffer:
+//      [groups x G*bits/8 code bytes][groups x bf16 min][groups x bf16 scale]
 //  - mask: 1 bit per element, the same packing, ceil(numel/8) bytes.
 #include <ATen/ATen.h>
 
 #include <cstdint>
+
+#include "model/strategy.h"
 
 namespace papaya::executor {
 
@@ -27,7 +31,7 @@ struct QuantLayout {
   int64_t groups_per_head() const { return (head_numel + group_size - 1) / group_size; }
   int64_t groups() const { return heads() * groups_per_head(); }
   int64_t code_bytes_per_group() const { return int64_t{group_size} * bits / 8; }
-  int64_t bytes() const { return groups() * (code_bytes_per_group() + 8); }
+  int64_t bytes() const { return groups() * (code_bytes_per_group() + model::quantized_range_bytes); }
 };
 
 // `x` (any floating dtype) -> a uint8 buffer of layout.bytes().

@@ -73,7 +73,9 @@ std::vector<model::CodecMeasurement> measure_codecs(const torch::Device& device,
   std::vector<model::CodecMeasurement> out;
   const torch::TensorOptions options = torch::TensorOptions(device).dtype(dtype);
   const torch::Tensor x = torch::randn({values}, options), small = torch::randn({small_values}, options);
-  const auto layout = [](int bits, const torch::Tensor& t) { return QuantLayout{bits, 256, t.numel(), t.numel()}; };
+  const auto layout = [](int bits, const torch::Tensor& t) {
+    return QuantLayout{bits, model::default_group_size(bits), t.numel(), t.numel()};
+  };
   for (int bits : {8, 4, 2}) {
     const Codec codec{[&](const torch::Tensor& t) { return quantize(t, layout(bits, t)); },
                       [&](const torch::Tensor& p, const torch::Tensor& like) {

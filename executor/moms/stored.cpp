@@ -35,7 +35,7 @@ struct LiveCopy {
 thread_local std::vector<LiveCopy> live_copies;
 
 std::string cache_key(const model::TensorStrategy& s) {
-  return s.name() + "/" + std::to_string(s.group_size) + (s.headwise ? "/headwise" : "");
+  return s.name() + "/" + std::to_string(s.group()) + (s.headwise ? "/headwise" : "");
 }
 
 c10::intrusive_ptr<Stored> find_live(const at::Tensor& t, const std::string& key) {
@@ -91,7 +91,7 @@ c10::intrusive_ptr<Stored> store(const at::Tensor& t, model::SlotKind kind, cons
     out->payload_ = pack_mask(t.scalar_type() == at::kBool ? t : t != 0);
   } else {
     out->encoding_ = Stored::Encoding::quantized;
-    out->layout_ = QuantLayout{s.bits, s.group_size, t.numel(), head_numel(t, s)};
+    out->layout_ = QuantLayout{s.bits, s.group(), t.numel(), head_numel(t, s)};
     out->payload_ = quantize(t, out->layout_);
   }
   const void* identity = out->encoding_ == Stored::Encoding::raw ? static_cast<const void*>(t.storage().unsafeGetStorageImpl())

@@ -47,7 +47,10 @@ TEST(Codec, ErrorIsBelowOneStepOfEachGroup) {
     ASSERT_EQ(back.sizes(), x.sizes());
     const torch::Tensor padded = torch::constant_pad_nd(x, {0, 20 * 256 - 5000}).view({20, 256});
     auto [mn, mx] = torch::aminmax(padded, 1);
-    const torch::Tensor step = ((mx - mn) / ((1 << bits) - 1)).repeat_interleave(256).narrow(0, 0, 5000);
+    // Stored as bf16 (8 significant bits), the min rounded down and the step up.
+    const double bf16_step = 1.0 / 128;
+    const torch::Tensor range = mx - mn + mn.abs() * bf16_step;
+    const torch::Tensor step = (range / ((1 << bits) - 1) * (1 + bf16_step)).repeat_interleave(256).narrow(0, 0, 5000);
     EXPECT_TRUE(((back - x).abs() <= step * (1 + 1e-5)).all().item<bool>()) << bits << " bits";
   }
 }

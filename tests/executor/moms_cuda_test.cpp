@@ -24,14 +24,15 @@ TEST(CudaKernels, MatchTheAtenPath) {
     for (int bits : {8, 4, 2}) {
       for (bool headwise : {false, true}) {
         const torch::Tensor x = torch::randn({3, 4, 17, 16}).to(dtype);
-        const QuantLayout layout{bits, 256, x.numel(), headwise ? 17 * 16 : x.numel()};
+        const QuantLayout layout{bits, model::default_group_size(bits), x.numel(), headwise ? 17 * 16 : x.numel()};
         const torch::Tensor on_gpu = quantize(x.cuda(), layout).cpu(), on_cpu = quantize(x, layout);
         ASSERT_EQ(on_gpu.numel(), on_cpu.numel());
-        const int64_t meta = layout.groups() * 8, codes = layout.bytes() - meta;
+        const int64_t meta = layout.groups() * model::quantized_range_bytes, codes = layout.bytes() - meta;
         EXPECT_TRUE(torch::equal(on_gpu.narrow(0, codes, meta), on_cpu.narrow(0, codes, meta))) << bits << " bits";
         const torch::Tensor from_gpu = dequantize(on_gpu.cuda(), layout, x.sizes(), dtype).cpu();
         EXPECT_TRUE(torch::equal(from_gpu, dequantize(on_gpu, layout, x.sizes(), dtype))) << bits << " bits";
-        const torch::Tensor scales = on_cpu.narrow(0, codes + meta / 2, meta / 2).view(torch::kFloat);
+        const torch::Tensor scales =
+            on_cpu.narrow(0, codes + meta / 2, meta / 2).view(torch::kBFloat16).to(torch::kFloat);
         EXPECT_LE((from_gpu.to(torch::kFloat) - x.to(torch::kFloat)).abs().max().item<double>(),
                   scales.max().item<double>() * 1.01 + (dtype == torch::kBFloat16 ? 0.05 : 0));
       }

@@ -87,9 +87,9 @@ TEST(MemoryModel, KeepIsTheProfile) {
 }
 
 TEST(MemoryModel, Quantize4) {
-  // Packed sizes at b = 256 (groups of 256 values: 128 bytes + 8 of min/scale):
-  // x0 and the head input, 6400 values: 25 groups = 3400 B; h and g, 25600
-  // values: 100 groups = 13600 B.
+  // Packed sizes at b = 256 (groups of 128 values: 64 bytes + 4 of min/scale):
+  // x0 and the head input, 6400 values: 50 groups = 3400 B; h and g, 25600
+  // values: 200 groups = 13600 B.
   // At act's backward (B1): keep S + 1300b; x0 and h are stored packed
   // (-100b + 3400, -400b + 13600) and act dequantizes h (+400b); g is gone
   // already in both. = S + 1200b + 17000. At fc2's backward: S + 1500b - 500b
@@ -254,7 +254,7 @@ double at_last_backward(const LayerModel& m, const nlohmann::json& tensors) {
 }
 
 TEST(MemoryModel, OneStorageOneStrategyOneCopy) {
-  // 25600 values: quantize-8 = 100 groups of 264 B = 26400, quantize-4 = 13600.
+  // 25600 values: quantize-8 = 200 groups of 132 B = 26400, quantize-4 = 13600.
   const LayerModel m = fitted(sharing());
   EXPECT_DOUBLE_EQ(at_last_backward(m, nlohmann::json::object()), S + 400 * B);
   EXPECT_DOUBLE_EQ(at_last_backward(m, {{"a:x", "quantize-8"}, {"b:x", "quantize-8"}}), S + 26400);

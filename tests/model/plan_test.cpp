@@ -49,26 +49,26 @@ TEST(Strategy, ParsesTheGrammar) {
 TEST(Strategy, DeviceBytesMatchThePackedLayout) {
   TensorStrategy q4 = parse_tensor_strategy("quantize-4", "t");
   EXPECT_EQ(device_bytes(SlotKind::activation, 1000, 4, TensorStrategy{}), 4000);
-  EXPECT_EQ(device_bytes(SlotKind::activation, 1000, 4, q4), 4 * (128 + 8));  // 4 groups of 256
+  EXPECT_EQ(device_bytes(SlotKind::activation, 1000, 4, q4), 8 * (64 + 4));  // 8 groups of 128
   TensorStrategy mask;
   mask.form = Form::quantized;
   mask.bits = 1;
   EXPECT_EQ(device_bytes(SlotKind::mask, 1001, 1, mask), 126);
   q4.swap = true;
   EXPECT_EQ(device_bytes(SlotKind::activation, 1000, 4, q4), 0);
-  EXPECT_EQ(host_bytes(SlotKind::activation, 1000, 4, q4), 4 * (128 + 8));
+  EXPECT_EQ(host_bytes(SlotKind::activation, 1000, 4, q4), 8 * (64 + 4));
 }
 
 TEST(Strategy, HeadwiseGroupsDoNotCrossHeads) {
   TensorStrategy q2 = parse_tensor_strategy("quantize-2", "t");
   q2.headwise = true;
-  // 2 samples x 3 heads of 17 tokens x 16 values: 272 values per head = 2 groups each.
-  EXPECT_EQ(device_bytes(SlotKind::activation, 2 * 3 * 272, 4, q2, 272), 2 * 3 * 2 * (64 + 8));
+  // 2 samples x 3 heads of 17 tokens x 16 values: 272 values per head = 3 groups of 128 each.
+  EXPECT_EQ(device_bytes(SlotKind::activation, 2 * 3 * 272, 4, q2, 272), 2 * 3 * 3 * (32 + 4));
   // Heads that fill whole groups, or no head size given: as many groups as without headwise.
-  EXPECT_EQ(device_bytes(SlotKind::activation, 4 * 512, 4, q2, 512), 8 * (64 + 8));
-  EXPECT_EQ(device_bytes(SlotKind::activation, 1000, 4, q2), 4 * (64 + 8));
+  EXPECT_EQ(device_bytes(SlotKind::activation, 4 * 512, 4, q2, 512), 16 * (32 + 4));
+  EXPECT_EQ(device_bytes(SlotKind::activation, 1000, 4, q2), 8 * (32 + 4));
   q2.headwise = false;
-  EXPECT_EQ(device_bytes(SlotKind::activation, 2 * 3 * 272, 4, q2, 272), 7 * (64 + 8));
+  EXPECT_EQ(device_bytes(SlotKind::activation, 2 * 3 * 272, 4, q2, 272), 13 * (32 + 4));
 }
 
 TEST(Plan, QuantizeTakesEachSlotInItsNaturalForm) {

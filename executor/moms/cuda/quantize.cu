@@ -10,11 +10,19 @@ struct Layout {
   int64_t numel, head_numel, groups_per_head, groups;
   int group_size, bits, code_bytes;  // code bytes per group
 
-  __host__ __device__ const float* mins(const uint8_t* buffer) const {
-    return reinterpret_cast<const float*>(buffer + groups * code_bytes);
-  }
-  __host__ __device__ const float* scales(const uint8_t* buffer) const { return mins(buffer) + groups; }
+  // Where the bf16 ranges start, after the codes: groups mins, then groups scales (bit patterns).
+  __host__ __device__ int64_t ranges_offset() const { return groups * code_bytes; }
 };
+
+// `v` rounded to a bf16 toward +inf (`up`) or -inf, as its bit pattern: the
+// low 16 bits dropped after raising the magnitude by one bf16 step where
+// that direction is away from zero (the ATen path's round_to_bf16).
+__device__ uint16_t round_to_bf16(float v, bool up) {
+  const uint32_t bits = __float_as_uint(v);
+  return static_cast<uint16_t>(((up ? v > 0.f : v < 0.f) ? bits + 0xFFFFu : bits) >> 16);
+}
+
+__device__ float from_bf16(uint16_t bits) { return __uint_as_float(static_cast<uint32_t>(bits) << 16); }
 
 Layout make_layout(int64_t numel, int64_t head_numel, int group_size, int bits) {
   Layout l;
@@ -75,13 +83,15 @@ __global__ void quantize_groups(const void* x, int dtype, Layout l, uint64_t see
     __syncthreads();
   }
   const float levels = static_cast<float>((1 << l.bits) - 1);
-  const float mn = low[0];
-  float scale = __fdiv_rn(__fsub_rn(high[0], mn), levels);
-  if (scale == 0.f) scale = 1.f;  // a constant group decodes exactly from its min
+  const uint16_t min_bits = round_to_bf16(low[0], false);
+  const float mn = from_bf16(min_bits);
+  uint16_t scale_bits = round_to_bf16(__fdiv_rn(__fsub_rn(high[0], mn), levels), true);
+  if (scale_bits == 0) scale_bits = 0x3F80;  // 1: a constant group decodes exactly from its min
+  const float scale = from_bf16(scale_bits);
   if (threadIdx.x == 0) {
-    float* mins = reinterpret_cast<float*>(out + l.groups * l.code_bytes);
-    mins[group] = mn;
-    mins[l.groups + group] = scale;
+    uint16_t* ranges = reinterpret_cast<uint16_t*>(out + l.ranges_offset());
+    ranges[group] = min_bits;
+    ranges[l.groups + group] = scale_bits;
   }
   const int per_byte = 8 / l.bits;
   for (int b = threadIdx.x; b < l.code_bytes; b += blockDim.x) {
@@ -97,8 +107,8 @@ __global__ void quantize_groups(const void* x, int dtype, Layout l, uint64_t see
 }
 
 __global__ void dequantize_values(const uint8_t* in, Layout l, void* out, int dtype) {
-  const float* mins = l.mins(in);
-  const float* scales = l.scales(in);
+  const uint16_t* mins = reinterpret_cast<const uint16_t*>(in + l.ranges_offset());
+  const uint16_t* scales = mins + l.groups;
   const int per_byte = 8 / l.bits;
   const unsigned mask = (1u << l.bits) - 1;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < l.numel;
@@ -107,7 +117,8 @@ __global__ void dequantize_values(const uint8_t* in, Layout l, void* out, int dt
     const int64_t group = head * l.groups_per_head + r / l.group_size;
     const int64_t j = r % l.group_size;
     const unsigned code = (in[group * l.code_bytes + j / per_byte] >> (l.bits * (j % per_byte))) & mask;
-    store(out, dtype, i, __fadd_rn(__fmul_rn(static_cast<float>(code), scales[group]), mins[group]));
+    const float v = __fadd_rn(__fmul_rn(static_cast<float>(code), from_bf16(scales[group])), from_bf16(mins[group]));
+    store(out, dtype, i, v);
   }
 }
 

@@ -1,10 +1,11 @@
 #pragma once
 /* Fused CUDA kernels for the quantized layout of executor/moms/codec.h:
  * groups of `group_size` values that never cross a head (heads of
- * `head_numel` values, each padded with zeros to whole groups), an fp32 min
- * and scale per group, codes by stochastic rounding, `bits` per code packed
- * into bytes with the first code in the lowest bits:
- *   [groups x group_size*bits/8 code bytes][groups x fp32 min][groups x fp32 scale]
+ * `head_numel` values, each padded with zeros to whole groups), a bf16 min
+ * (rounded down) and scale (rounded up) per group, codes by stochastic
+ * rounding against them, `bits` per code packed into bytes with the first
+ * code in the lowest bits:
+ *   [groups x group_size*bits/8 code bytes][groups x bf16 min][groups x bf16 scale]
  * A torch-free C interface (raw pointers, sizes, a stream) so that the
  * kernels compile wherever nvcc is found. group_size must be a multiple of 32.
  * Each returns the error of its launch (cudaSuccess once queued). */
