@@ -62,13 +62,13 @@ TEST(Strategy, DeviceBytesMatchThePackedLayout) {
 TEST(Strategy, HeadwiseGroupsDoNotCrossHeads) {
   TensorStrategy q2 = parse_tensor_strategy("quantize-2", "t");
   q2.headwise = true;
-  // 2 samples x 3 heads of 17 tokens x 16 values: 272 values per head = 3 groups of 128 each.
-  EXPECT_EQ(device_bytes(SlotKind::activation, 2 * 3 * 272, 4, q2, 272), 2 * 3 * 3 * (32 + 4));
+  // 2 samples x 3 heads of 17 tokens x 16 values: 272 values per head = 5 groups of 64 each.
+  EXPECT_EQ(device_bytes(SlotKind::activation, 2 * 3 * 272, 4, q2, 272), 2 * 3 * 5 * (16 + 4));
   // Heads that fill whole groups, or no head size given: as many groups as without headwise.
-  EXPECT_EQ(device_bytes(SlotKind::activation, 4 * 512, 4, q2, 512), 16 * (32 + 4));
-  EXPECT_EQ(device_bytes(SlotKind::activation, 1000, 4, q2), 8 * (32 + 4));
+  EXPECT_EQ(device_bytes(SlotKind::activation, 4 * 512, 4, q2, 512), 32 * (16 + 4));
+  EXPECT_EQ(device_bytes(SlotKind::activation, 1000, 4, q2), 16 * (16 + 4));
   q2.headwise = false;
-  EXPECT_EQ(device_bytes(SlotKind::activation, 2 * 3 * 272, 4, q2, 272), 13 * (32 + 4));
+  EXPECT_EQ(device_bytes(SlotKind::activation, 2 * 3 * 272, 4, q2, 272), 26 * (16 + 4));
 }
 
 TEST(Plan, QuantizeTakesEachSlotInItsNaturalForm) {
