@@ -63,6 +63,21 @@ std::optional<NameTerms> parse_name(const std::string& name, std::string& why) {
 const char* plan_grammar =
     "keep, recompute-all, quantize-{8,4,2}, adaptive-N, invert, swap, joined by '+' (e.g. recompute-all+quantize-4)";
 
+// The fewest bits for the output head's input (the LM head's, or the input
+// of the classifier just before the cross-entropy) in a whole-network plan:
+// its gradients take 2-bit noise worst of all the tensors. The LM head
+// recomputes its log-probabilities from it, through a softmax; a
+// classifier's weight gradient sums over one row per sample, where other
+// layers' sum over every token or pixel too. At 2 bits it cost the tiny
+// networks 1.5 (gpt-tiny) to 3 (resnet-tiny) points of final loss over keep's.
+constexpr int head_input_bits = 4;
+
+bool is_head_input(const NetworkLayout& layout, size_t layer, const SlotDesc& slot) {
+  if (slot.name != "input") return false;
+  const bool before_loss = layer + 1 < layout.layers.size() && layout.layers[layer + 1].kind == "cross_entropy";
+  return layout.layers[layer].kind == "lm_head" || before_loss;
+}
+
 bool inside_recomputed(const Plan& plan, const LayerDesc& layer) {
   return !layer.segment.empty() && plan.segment(layer.segment).recompute;
 }
@@ -190,10 +205,14 @@ Plan expand_plan_name(const std::string& name, const NetworkLayout& layout) {
     }
     for (const auto& segment : layout.segments) plan.segments[segment] = s;
   }
-  for (const auto& layer : layout.layers) {
+  for (size_t i = 0; i < layout.layers.size(); ++i) {
+    const LayerDesc& layer = layout.layers[i];
     if (inside_recomputed(plan, layer)) continue;
     for (const auto& slot : layer.slots) {
       TensorStrategy s = adapt_to_slot(layer, slot, terms->tensor);
+      if (s.form == Form::quantized && s.bits < head_input_bits && is_head_input(layout, i, slot)) {
+        s.bits = head_input_bits;
+      }
       const bool invertible = (layer.kind == "gelu" || layer.kind == "silu") && slot.name == "input";
       if (terms->invert && invertible) {
         s = TensorStrategy{};

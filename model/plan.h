@@ -37,7 +37,9 @@ struct Plan {
   SegmentStrategy segment(const std::string& path) const;
 };
 
-// Whole-network plan names of the grammar above.
+// Whole-network plan names of the grammar above. Each slot takes the name's
+// strategy in its natural form (adapt_to_slot), except that quantize-2
+// keeps the output head's input at 4 bits (head_input_bits).
 bool is_plan_name(const std::string& text);
 Plan expand_plan_name(const std::string& name, const NetworkLayout& layout);
 

