@@ -33,6 +33,9 @@ TrainReport train(Network& network, DataSource& data, MemoryTracker& memory, con
   double measured_seconds = 0;
   for (int step = 0; step < options.steps; ++step) {
     const bool measured = step >= report.warmup_steps;
+    // The batch is made before the clock starts, as the profiler does: the
+    // step is what papaya predicts, a data pipeline is the user's.
+    const Batch batch = data.next(options.batch);
     synchronize(device);
     if (measured) memory.reset_peak();
     const auto start = std::chrono::steady_clock::now();
@@ -43,7 +46,6 @@ TrainReport train(Network& network, DataSource& data, MemoryTracker& memory, con
       if (p.grad().defined()) p.mutable_grad().zero_();
     }
     if (options.before_step) options.before_step(step);
-    const Batch batch = data.next(options.batch);
     torch::Tensor loss;
     if (options.record_stored_bytes && step == options.steps - 1) {
       StoredBytesRecorder recorder;
