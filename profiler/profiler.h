@@ -19,8 +19,11 @@ struct ProfileOptions {
   std::vector<int> batches = {1, 2, 4, 8};
   std::string device = "cpu";        // cpu, cuda, cuda:N
   std::string precision = "fp32";    // fp32, bf16
-  int warmup = 2;                    // steps per batch left out of the figures
-  int steps = 5;                     // measured steps per batch
+  int warmup = 3;                    // steps per batch left out of the figures
+  // Measured steps per batch: their median is what is recorded, and the
+  // microsecond layer times of small batches vary by tens of percent from
+  // step to step on a shared machine.
+  int steps = 10;
   uint64_t seed = 0;
   // > 0: a batch whose allocated bytes pass it counts as out of memory, as on
   // a device with that much memory (emulates one on CPU).
