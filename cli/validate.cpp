@@ -22,10 +22,10 @@
 #include "executor/trainer.h"
 #include "model/curves.h"
 #include "model/error.h"
+#include "model/median.h"
 #include "model/plan.h"
 #include "model/predict.h"
 #include "model/units.h"
-#include "profiler/median.h"
 #include "profiler/out_of_memory.h"
 
 namespace papaya::cli {
@@ -70,7 +70,7 @@ Accuracy accuracy(const std::vector<double>& predicted, const std::vector<double
   std::vector<double> errors;
   for (size_t i = 0; i < measured.size(); ++i) errors.push_back(100 * std::abs(error_fraction(predicted[i], measured[i])));
   a.r2 = model::r_squared(measured, predicted);
-  a.median_abs_err_pct = profiler::median(errors);
+  a.median_abs_err_pct = model::median(errors);
   a.max_abs_err_pct = *std::max_element(errors.begin(), errors.end());
   a.within_target = std::count_if(errors.begin(), errors.end(), [&](double e) { return e <= target_pct; });
   return a;

@@ -1,4 +1,5 @@
 #include "model/curves.h"
+#include "model/median.h"
 
 #include <ceres/ceres.h>
 
@@ -30,13 +31,6 @@ Scaled scale(const std::vector<double>& x, const std::vector<double>& y) {
   for (double& e : s.x) e /= s.x_unit;
   for (double& e : s.y) e /= s.y_unit;
   return s;
-}
-
-double median(std::vector<double> v) {
-  const size_t mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + static_cast<long>(mid), v.end());
-  if (v.size() % 2) return v[mid];
-  return (v[mid] + *std::max_element(v.begin(), v.begin() + static_cast<long>(mid))) / 2;
 }
 
 // The Cauchy loss's scale: 2.385 sigma (95% efficiency on Gaussian noise), sigma

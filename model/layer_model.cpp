@@ -94,7 +94,10 @@ json layer_model_to_json(const LayerModel& m) {
                       {"seconds", {{"forward", to_json(l.forward_seconds)}, {"backward", to_json(l.backward_seconds)}}}});
   }
   for (const auto& s : m.segments) {
-    segments.push_back({{"path", s.path}, {"input", saved_tensor_to_json(s.input)}, {"recompute_seconds", to_json(s.recompute_seconds)}});
+    segments.push_back({{"path", s.path},
+                        {"input", saved_tensor_to_json(s.input)},
+                        {"recompute_seconds", to_json(s.recompute_seconds)},
+                        {"returns_last_layer_output", s.returns_last_layer_output}});
   }
   for (const auto& c : m.codecs) {
     codecs.push_back(codec_to_json(c));
@@ -189,7 +192,8 @@ LayerModel layer_model_from_json(const json& doc, const std::string& label) {
     m.layers.push_back(std::move(layer));
   }
   for (const auto& s : doc.at("segments")) {
-    m.segments.push_back({s.at("path"), saved_tensor_from_json(s.at("input")), saturating_from(s.at("recompute_seconds"))});
+    m.segments.push_back({s.at("path"), saved_tensor_from_json(s.at("input")), saturating_from(s.at("recompute_seconds")),
+                          s.value("returns_last_layer_output", false)});
   }
   check_consistency(m, label);
   return m;

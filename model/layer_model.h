@@ -44,6 +44,7 @@ struct SegmentFit {
   // slot of the keep step saving the same storage, "" if none does).
   SavedTensorProfile input;
   SaturatingCurve recompute_seconds;  // its forward again, in backward
+  bool returns_last_layer_output = false;  // as SegmentProfile's
 };
 
 // Per-direction roofline efficiencies, fitted on the profiled GPU.

@@ -1,10 +1,11 @@
 #pragma once
-// The median of repeated timings: what a profile records, since one run slowed
-// down by another process on a shared machine does not move it.
+// The median: what a profile records of repeated timings, since one run
+// slowed down by another process on a shared machine does not move it, and
+// what the robust fits measure their residuals' spread with.
 #include <algorithm>
 #include <vector>
 
-namespace papaya::profiler {
+namespace papaya::model {
 
 inline double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
@@ -12,4 +13,4 @@ inline double median(std::vector<double> values) {
   return values.size() % 2 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
 }
 
-}  // namespace papaya::profiler
+}  // namespace papaya::model

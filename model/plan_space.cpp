@@ -194,6 +194,9 @@ PlanSpace::PlanSpace(const LayerModel& model, const Target& target, int64_t batc
       const double bytes = std::max(input.storage_bytes_per_sample, input.numel_per_sample * input.element_size);
       view.input_storage = new_storage(view.path + ":input", view.first_layer, bytes, input.per_sample);
     }
+    if (model.segments[seg].returns_last_layer_output && view.first_layer < view.last_layer) {
+      view.held_gradient_bytes_per_sample = model.layers[static_cast<size_t>(view.last_layer)].output_bytes_per_sample;
+    }
   }
   std::vector<bool> is_output(s->storages.size(), false);
   for (const auto& layer : model.layers) {
@@ -408,6 +411,7 @@ PlanSpace::SegmentCost PlanSpace::segment_cost(int segment) const {
     if (std::any_of(st.slots.begin(), st.slots.end(), inside)) cost.rematerialized_bytes += bytes;
     if (std::all_of(st.slots.begin(), st.slots.end(), inside) && !shared_->storage_held_by_caller[g]) cost.freed_bytes += bytes;
   }
+  cost.rematerialized_bytes += held_gradient_bytes(segment);
   const auto& input = shared_->model->segments[static_cast<size_t>(segment)].input;
   const int64_t numel = numel_at(input, static_cast<double>(batch_));
   const double raw = static_cast<double>(numel) * input.element_size;
@@ -593,6 +597,22 @@ void PlanSpace::add_storage(int g, const StorageHeld& held, double sign, std::ve
 // The head's batch-proportional transients (logits, log-probabilities and
 // their gradients) shrink to one chunk; backward recomputes the chunk's
 // log-probabilities.
+double PlanSpace::held_gradient_bytes(int segment) const {
+  const double per_sample = segments()[static_cast<size_t>(segment)].held_gradient_bytes_per_sample;
+  return per_sample > 0 ? target().allocated(per_sample * static_cast<double>(batch_)) : 0;
+}
+
+// A recomputed segment's backward holds its output's gradient after the
+// last layer's backward, where keep has let it go.
+void PlanSpace::add_held_gradient(int segment, std::vector<Change>& out) const {
+  const Shared& sh = *shared_;
+  const Segment& view = sh.segments[static_cast<size_t>(segment)];
+  const double bytes = held_gradient_bytes(segment);
+  if (bytes > 0) {
+    out.push_back({sh.backward_at[static_cast<size_t>(view.last_layer)] + 1, sh.backward_at[static_cast<size_t>(view.first_layer)], bytes});
+  }
+}
+
 void PlanSpace::add_lm_head_chunks(std::vector<Change>& out) const {
   const Shared& sh = *shared_;
   const LayerFit& head = sh.model->layers[static_cast<size_t>(sh.lm_head)];
@@ -611,6 +631,9 @@ std::vector<double> PlanSpace::bytes_at(const Held& h) const {
   const Shared& sh = *shared_;
   std::vector<Change> changes;
   for (size_t g = 0; g < sh.storages.size(); ++g) add_storage(static_cast<int>(g), h.storages[g], 1, changes);
+  for (size_t s = 0; s < sh.segments.size(); ++s) {
+    if (h.recomputed[s]) add_held_gradient(static_cast<int>(s), changes);
+  }
   if (h.lm_head_recomputed) add_lm_head_chunks(changes);
   std::vector<double> diff(sh.points.size() + 1, 0.0);
   for (const Change& c : changes) {
@@ -700,6 +723,7 @@ std::vector<PlanSpace::Change> PlanSpace::segment_changes(int segment, int input
     add_storage(static_cast<int>(g), with, 1, out);
     add_storage(static_cast<int>(g), without, -1, out);
   }
+  add_held_gradient(segment, out);
   return out;
 }
 

@@ -31,7 +31,10 @@
 //     over lm_head_chunk_rows rows at a time instead of the whole batch;
 //   - a recomputed segment keeps only its input (in the segment strategy's
 //     input form); its layers hold nothing between forward and backward, and
-//     hold their keep tensors again from their R point to their B point.
+//     hold their keep tensors again from their R point to their B point; the
+//     gradient of its output stays held until its first layer's B point
+//     where the output is its last layer's own (keep frees it after B of
+//     that layer; a residual sum's gradient keep holds as long).
 // Peak = max over the timeline (R points of recomputed segments only) + the
 // step's calibration (LayerModel::unattributed_peak: what the measured step
 // peak held beyond the largest per-layer figure).
@@ -130,6 +133,9 @@ class PlanSpace {
     std::string path;
     int first_layer = 0, last_layer = 0;
     int input_storage = 0;  // the storage of its input
+    // Its output's gradient, which its backward holds when recomputed beyond
+    // keep's last layer (SegmentFit::returns_last_layer_output; 0 if not).
+    double held_gradient_bytes_per_sample = 0;
   };
 
   // One way to store a storage or a segment's input, priced at this batch.
@@ -148,7 +154,8 @@ class PlanSpace {
     // Bytes its layers' storages hold between forward and backward in keep
     // (storages saved only inside it): what recomputing frees, before its input.
     double freed_bytes = 0;
-    // Bytes held again during its backward: every storage saved inside it.
+    // Bytes held again during its backward: every storage saved inside it,
+    // and its output's gradient where keep lets that go sooner.
     double rematerialized_bytes = 0;
     std::vector<Option> input_options;  // how a recomputed segment keeps its input: [0] raw
   };
@@ -219,6 +226,8 @@ class PlanSpace {
   Held hold(const Assignment& assignment) const;
   void add_storage(int storage, const StorageHeld& held, double sign, std::vector<Change>& out) const;
   void add_lm_head_chunks(std::vector<Change>& out) const;
+  double held_gradient_bytes(int segment) const;
+  void add_held_gradient(int segment, std::vector<Change>& out) const;
   std::vector<double> bytes_at(const Held& held) const;
   std::vector<Copy> copies_of(int storage, const std::vector<TensorStrategy>& per_slot) const;
   // head_numel: values per attention head, for headwise groups (0: one head).

@@ -197,7 +197,10 @@ json profile_to_json(const Profile& p) {
   for (const auto& l : p.layers) layers.push_back(to_json(l));
   for (const auto& i : p.iterations) iterations.push_back(to_json(i));
   for (const auto& s : p.segments) {
-    segments.push_back({{"path", s.path}, {"recompute_s", s.recompute_s}, {"input", saved_tensor_to_json(s.input)}});
+    segments.push_back({{"path", s.path},
+                        {"recompute_s", s.recompute_s},
+                        {"input", saved_tensor_to_json(s.input)},
+                        {"returns_last_layer_output", s.returns_last_layer_output}});
   }
   for (const auto& c : p.codecs) {
     codecs.push_back(codec_to_json(c));
@@ -229,7 +232,8 @@ Profile profile_from_json(const json& doc, const std::string& label) {
   for (const auto& i : doc.at("iterations")) p.iterations.push_back(iteration_from_json(i));
   for (const auto& l : doc.at("layers")) p.layers.push_back(layer_from_json(l));
   for (const auto& s : doc.at("segments")) {
-    p.segments.push_back({s.at("path"), s.at("recompute_s").get<std::vector<double>>(), saved_tensor_from_json(s.at("input"))});
+    p.segments.push_back({s.at("path"), s.at("recompute_s").get<std::vector<double>>(), saved_tensor_from_json(s.at("input")),
+                          s.value("returns_last_layer_output", false)});
   }
   for (const auto& c : doc.at("codecs")) p.codecs.push_back(codec_from_json(c));
   p.h2d_bytes_per_s = doc.at("h2d_bytes_per_s");

@@ -65,6 +65,11 @@ struct SegmentProfile {
   // layers' saved tensors (slot "input"; storage: the first slot of the keep
   // step that saves the same storage, "" if none does).
   SavedTensorProfile input;
+  // It returns its last layer's own output (a residual block's final ReLU),
+  // not a tensor formed after that layer (a pre-norm block's residual sum):
+  // the gradient of that output, which keep frees after the last layer's
+  // backward, a recomputed segment holds until its whole backward returns.
+  bool returns_last_layer_output = false;
 };
 
 // One training step at one batch size.

@@ -112,7 +112,9 @@ BatchRun measure(executor::Network& network, executor::DataSource& data, torch::
     run.layers[i].backward_s = median.layers[i].backward_s;
   }
   it.static_bytes = executor::static_bytes(network, optimizer);
-  run.recompute_s = time_recompute(network, data.next(options.batch), options.steps);
+  const SegmentInputs inputs = capture_segment_inputs(network, data.next(options.batch));
+  run.recompute_s = time_recompute(network, inputs, options.steps);
+  run.returns_last_layer_output = returns_last_layer_output(network, inputs);
   if (options.on_step) options.on_step();
   return run;
 }
@@ -131,6 +133,7 @@ BatchRun run_batch(executor::Network& network, executor::DataSource& data, torch
   oom.iteration.oom = true;
   oom.layers.resize(network.layers().size());
   oom.recompute_s.resize(network.segments().size());
+  oom.returns_last_layer_output.resize(network.segments().size());
   return oom;
 }
 

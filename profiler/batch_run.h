@@ -26,6 +26,7 @@ struct BatchRun {
   model::IterationMeasurement iteration;          // oom: nothing else is filled
   std::vector<model::LayerMeasurement> layers;    // network.layers() order
   std::vector<double> recompute_s;                // network.segments() order
+  std::vector<bool> returns_last_layer_output;    // network.segments() order
 };
 
 // Trains with `optimizer` as executor::train does (gradients zeroed in place,

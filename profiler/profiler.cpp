@@ -155,7 +155,10 @@ model::Profile profile_network(const ProfileOptions& options) {
     if (options.on_progress) options.on_progress(done, total, note + (run.iteration.oom ? " (out of memory)" : ""));
     profile.iterations.push_back(run.iteration);
     for (int i = 0; i < layers; ++i) profile.layers[i].measured.push_back(run.layers[i]);
-    for (size_t s = 0; s < profile.segments.size(); ++s) profile.segments[s].recompute_s.push_back(run.recompute_s[s]);
+    for (size_t s = 0; s < profile.segments.size(); ++s) {
+      profile.segments[s].recompute_s.push_back(run.recompute_s[s]);
+      if (!run.iteration.oom) profile.segments[s].returns_last_layer_output = run.returns_last_layer_output[s];
+    }
   }
   if (std::all_of(profile.iterations.begin(), profile.iterations.end(), [](const auto& it) { return it.oom; })) {
     std::string why = options.memory_limit > 0

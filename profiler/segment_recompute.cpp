@@ -2,10 +2,9 @@
 
 #include <chrono>
 #include <stdexcept>
-#include <unordered_map>
 
 #include "executor/device.h"
-#include "profiler/median.h"
+#include "model/median.h"
 
 namespace papaya::profiler {
 namespace {
@@ -14,9 +13,9 @@ namespace {
 // its input unchanged to its first layer (a norm, a linear, a convolution),
 // so the first input of the first layer seen inside a segment is the
 // segment's input.
-class SegmentInputs : public executor::LayerObserver {
+class InputCapture : public executor::LayerObserver {
  public:
-  explicit SegmentInputs(const executor::Network& network) {
+  explicit InputCapture(const executor::Network& network) {
     for (const auto* segment : network.segments()) inputs[segment->path()];
   }
 
@@ -30,22 +29,42 @@ class SegmentInputs : public executor::LayerObserver {
   void saved(const executor::Layer&, const executor::Slot&, const torch::Tensor&) override {}
   void forward_end(const executor::Layer&, torch::Tensor&) override {}
 
-  std::unordered_map<std::string, torch::Tensor> inputs;
+  SegmentInputs inputs;
+};
+
+// The output of the last layer that ran inside `segment`.
+class LastOutput : public executor::LayerObserver {
+ public:
+  explicit LastOutput(std::string segment) : segment_(std::move(segment)) {}
+
+  void forward_begin(const executor::Layer&, std::vector<torch::Tensor*>&) override {}
+  void saved(const executor::Layer&, const executor::Slot&, const torch::Tensor&) override {}
+  void forward_end(const executor::Layer& layer, torch::Tensor& output) override {
+    if (layer.segment() == segment_) last = output;
+  }
+
+  torch::Tensor last;
+
+ private:
+  std::string segment_;
 };
 
 }  // namespace
 
-std::vector<double> time_recompute(executor::Network& network, const executor::Batch& batch, int repeats) {
+SegmentInputs capture_segment_inputs(executor::Network& network, const executor::Batch& batch) {
   torch::NoGradGuard no_grad;
-  SegmentInputs capture(network);
-  {
-    executor::ObserverGuard guard(&capture);
-    network.loss(batch);
-  }
+  InputCapture capture(network);
+  executor::ObserverGuard guard(&capture);
+  network.loss(batch);
+  return std::move(capture.inputs);
+}
+
+std::vector<double> time_recompute(executor::Network& network, const SegmentInputs& inputs, int repeats) {
+  torch::NoGradGuard no_grad;
   const torch::Device device = network.parameters().front().device();
   std::vector<double> seconds;
   for (auto* segment : network.segments()) {
-    const torch::Tensor& input = capture.inputs.at(segment->path());
+    const torch::Tensor& input = inputs.at(segment->path());
     std::vector<double> runs;
     for (int r = 0; r < repeats; ++r) {
       executor::synchronize(device);
@@ -54,9 +73,21 @@ std::vector<double> time_recompute(executor::Network& network, const executor::B
       executor::synchronize(device);
       runs.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     }
-    seconds.push_back(median(runs));
+    seconds.push_back(model::median(runs));
   }
   return seconds;
+}
+
+std::vector<bool> returns_last_layer_output(executor::Network& network, const SegmentInputs& inputs) {
+  torch::NoGradGuard no_grad;
+  std::vector<bool> out;
+  for (auto* segment : network.segments()) {
+    LastOutput last(segment->path());
+    executor::ObserverGuard guard(&last);
+    const torch::Tensor output = segment->run(inputs.at(segment->path()));
+    out.push_back(last.last.defined() && output.is_alias_of(last.last));
+  }
+  return out;
 }
 
 }  // namespace papaya::profiler

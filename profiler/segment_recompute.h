@@ -1,17 +1,31 @@
 #pragma once
 // What checkpointing a segment costs in backward: its forward run again
-// without autograd.
+// without autograd, and the gradient of its output, which a recomputed
+// segment holds until its whole backward returns.
 #include <torch/torch.h>
 
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "executor/networks/network.h"
 
 namespace papaya::profiler {
 
+// Each segment's input (by path) in one forward of `batch` without autograd.
+using SegmentInputs = std::unordered_map<std::string, torch::Tensor>;
+SegmentInputs capture_segment_inputs(executor::Network& network, const executor::Batch& batch);
+
 // Seconds per segment (network.segments() order): the median of `repeats` runs
 // of each segment's forward, without autograd and in the network's current
-// mode, on its input in one forward of `batch`.
-std::vector<double> time_recompute(executor::Network& network, const executor::Batch& batch, int repeats);
+// mode, on its captured input.
+std::vector<double> time_recompute(executor::Network& network, const SegmentInputs& inputs, int repeats);
+
+// Per segment (network.segments() order): whether it returns its last
+// layer's own output (a residual block's final ReLU, a post-norm block's
+// norm) rather than a tensor formed after that layer (a pre-norm block's
+// residual sum). Keep frees the gradient of such an output after the last
+// layer's backward; a recomputed segment holds it through its backward.
+std::vector<bool> returns_last_layer_output(executor::Network& network, const SegmentInputs& inputs);
 
 }  // namespace papaya::profiler

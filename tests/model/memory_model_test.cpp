@@ -215,6 +215,33 @@ TEST(MemoryModel, RecomputeMovesThePeakIntoTheSegmentsBackward) {
   EXPECT_DOUBLE_EQ(timeline[point(space, m, Phase::recompute, "act")], S + 1100 * B);
 }
 
+TEST(MemoryModel, ARecomputedSegmentHoldsTheGradientOfItsLastLayersOutput) {
+  // blk returns fc2's own output (100 B per sample): its gradient, which
+  // keep frees after fc2's backward, stays until blk's backward returns, so
+  // act's and fc1's backward points hold 100b more than keep's; fc2's and
+  // the recompute points do not (keep holds it there too).
+  ProfileSpec spec = chain();
+  spec.layers[2].output_bytes_per_sample = 100;
+  spec.segments[0].returns_last_layer_output = true;
+  const LayerModel m = fitted(spec);
+  const PlanSpace space(m, profiled_target(m), B);
+  const auto timeline = space.timeline(space.assignment(expand_plan_name("recompute-all", m.layout())));
+  EXPECT_DOUBLE_EQ(timeline[point(space, m, Phase::backward, "fc2")], S + 1500 * B);
+  EXPECT_DOUBLE_EQ(timeline[point(space, m, Phase::backward, "act")], S + 1400 * B);
+  EXPECT_DOUBLE_EQ(timeline[point(space, m, Phase::backward, "fc1")], S + 700 * B);
+  EXPECT_DOUBLE_EQ(timeline[point(space, m, Phase::recompute, "act")], S + 1100 * B);
+  const LayerModel plain = fitted(chain());
+  EXPECT_DOUBLE_EQ(space.segment_cost(0).rematerialized_bytes,
+                   PlanSpace(plain, profiled_target(plain), B).segment_cost(0).rematerialized_bytes + 100 * B);
+  // The planner's per-segment differences give the same timeline.
+  std::vector<double> from_changes = space.timeline(space.assignment(expand_plan_name("keep", m.layout())));
+  for (const auto& c : space.segment_changes(0, 0)) {
+    for (int p = c.from; p <= c.to; ++p) from_changes[static_cast<size_t>(p)] += c.bytes;
+  }
+  EXPECT_DOUBLE_EQ(from_changes[point(space, m, Phase::backward, "act")], S + 1400 * B);
+  EXPECT_DOUBLE_EQ(from_changes[point(space, m, Phase::backward, "fc1")], S + 700 * B);
+}
+
 TEST(MemoryModel, RecomputeWithAQuantizedInput) {
   // The segment keeps x0 as quantize-4 (3400 B) besides... nothing: fc1's raw
   // x0 is rematerialized during blk's backward from it. At fc2's backward:

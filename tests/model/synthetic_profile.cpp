@@ -61,6 +61,7 @@ model::Profile make_profile(const ProfileSpec& spec) {
     model::SegmentProfile seg;
     seg.path = s.path;
     seg.input = s.input;
+    seg.returns_last_layer_output = s.returns_last_layer_output;
     for (int batch : spec.batches) seg.recompute_s.push_back(s.recompute_s.at(batch));
     p.segments.push_back(seg);
   }

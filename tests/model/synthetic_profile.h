@@ -26,6 +26,7 @@ struct SegmentSpec {
   std::string path;
   model::SavedTensorProfile input;
   model::SaturatingCurve recompute_s;
+  bool returns_last_layer_output = false;
 };
 
 struct ProfileSpec {

@@ -143,6 +143,16 @@ TEST_P(TinyProfile, RecomputeIsAboutTheSegmentsForward) {
       << "recompute / forward: " << ratios.front() << ", " << ratios.back();
 }
 
+// A residual block ending in a ReLU returns that layer's output; a pre-norm
+// transformer block returns a residual sum formed after its last layer.
+TEST(Profiler, SegmentsSayWhetherTheyReturnTheirLastLayersOutput) {
+  for (const auto& [network, expected] : std::vector<std::pair<std::string, bool>>{{"resnet-tiny", true}, {"gpt-tiny", false}}) {
+    const model::Profile& p = tiny_profile(network);
+    ASSERT_FALSE(p.segments.empty()) << network;
+    for (const auto& s : p.segments) EXPECT_EQ(s.returns_last_layer_output, expected) << s.path;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Cpu, TinyProfile, ::testing::Values("gpt-tiny", "vit-tiny", "resnet-tiny", "mlp-tiny"),
                          [](const auto& info) {
                            std::string name = info.param;
