@@ -145,6 +145,7 @@ LayerModel fit_model(const Profile& p, const std::vector<size_t>& use, const std
                                     }),
                             label + ": rest of the iteration", -std::numeric_limits<double>::infinity());
   m.codecs = p.codecs;
+  m.inverts = p.inverts;
   m.h2d_bytes_per_s = p.h2d_bytes_per_s;
   m.d2h_bytes_per_s = p.d2h_bytes_per_s;
 

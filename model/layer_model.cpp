@@ -120,6 +120,7 @@ json layer_model_to_json(const LayerModel& m) {
               {"optimizer_seconds", to_json(m.optimizer_seconds)},
               {"rest_seconds", to_json(m.rest_seconds)},
               {"codecs", codecs},
+              {"inverts", inverts_to_json(m.inverts)},
               {"h2d_bytes_per_s", m.h2d_bytes_per_s},
               {"d2h_bytes_per_s", m.d2h_bytes_per_s},
               {"layers", layers},
@@ -164,6 +165,7 @@ LayerModel layer_model_from_json(const json& doc, const std::string& label) {
   m.optimizer_seconds = saturating_from(doc.at("optimizer_seconds"));
   m.rest_seconds = saturating_from(doc.at("rest_seconds"));
   for (const auto& c : doc.at("codecs")) m.codecs.push_back(codec_from_json(c));
+  m.inverts = inverts_from_json(doc);
   m.h2d_bytes_per_s = doc.at("h2d_bytes_per_s");
   m.d2h_bytes_per_s = doc.at("d2h_bytes_per_s");
   if (doc.contains("roofline")) {

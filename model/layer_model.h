@@ -68,6 +68,7 @@ struct LayerModel {
   SaturatingCurve rest_seconds;    // iteration - layers - optimizer (may be negative)
 
   std::vector<CodecMeasurement> codecs;  // measured; empty: the target's default (target.h)
+  std::vector<InvertMeasurement> inverts;  // measured; a kind without one is priced as keep's backward
   double h2d_bytes_per_s = 0, d2h_bytes_per_s = 0;  // 0: no host link (CPU)
   std::optional<RooflineFit> roofline;   // set when the profile is from a catalog GPU
 

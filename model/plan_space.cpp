@@ -368,6 +368,14 @@ double PlanSpace::codec_unpack_seconds(const TensorStrategy& s, double raw_bytes
   return is_packed(s) ? target().codec(codec_bits(s)).unpack_seconds(raw_bytes) : 0;
 }
 
+// One use of a stored copy in `layer`'s backward: unpacking it, and for an
+// inverted activation the derivative from its output beyond keep's backward.
+double PlanSpace::use_seconds(const TensorStrategy& s, int layer, double raw_bytes) const {
+  const double unpack = codec_unpack_seconds(s, raw_bytes);
+  if (s.form != Form::inverted) return unpack;
+  return unpack + target().invert_extra_seconds(shared_->model->layers[static_cast<size_t>(layer)].kind, raw_bytes);
+}
+
 PlanSpace::Option PlanSpace::option(const std::vector<Copy>& copies, const std::vector<TensorStrategy>& per_slot,
                                     double raw_bytes) const {
   Option o;
@@ -385,7 +393,7 @@ PlanSpace::Option PlanSpace::option(const std::vector<Copy>& copies, const std::
       o.device_bytes += c.device_bytes;
     }
     o.codec_seconds += codec_pack_seconds(c.strategy, c.packed_from);
-    for (const Use& u : c.uses) o.codec_seconds += codec_unpack_seconds(c.strategy, u.raw_bytes);
+    for (const Use& u : c.uses) o.codec_seconds += use_seconds(c.strategy, u.charged_to, u.raw_bytes);
   }
   return o;
 }
@@ -749,7 +757,7 @@ Estimate PlanSpace::evaluate(const Assignment& a) const {
   for (const StorageHeld& held : h.storages) {
     for (const Copy& c : held.copies) {
       forward[static_cast<size_t>(c.created)] += codec_pack_seconds(c.strategy, c.packed_from);
-      for (const Use& u : c.uses) backward[static_cast<size_t>(u.charged_to)] += codec_unpack_seconds(c.strategy, u.raw_bytes);
+      for (const Use& u : c.uses) backward[static_cast<size_t>(u.charged_to)] += use_seconds(c.strategy, u.charged_to, u.raw_bytes);
       if (!c.strategy.swap) continue;
       e.host_bytes += c.host_bytes;
       to_host[static_cast<size_t>(c.created)] += c.host_bytes;

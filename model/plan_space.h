@@ -42,7 +42,8 @@
 // Step time: the layers' forward and backward, + a recomputed segment's
 // forward again, + the LM head's forward again when it recomputes, +
 // quantize in forward and dequantize per use in backward at the codec's
-// throughput, + the optimizer and the rest of the iteration, + the part of
+// throughput, + an inverted activation's backward from its output beyond
+// keep's (InvertMeasurement), + the optimizer and the rest of the iteration, + the part of
 // swapping that does not hide behind compute: copies run on one link per
 // direction, a layer's copies to the host must be done before the layer two
 // later starts, and a layer's copies back are issued when the layer after it
@@ -144,7 +145,7 @@ class PlanSpace {
     std::vector<TensorStrategy> per_slot;   // adapt_to_slot of it, for each slot (a segment input: itself)
     double device_bytes = 0;    // held on the device between forward and backward (allocator-rounded)
     double host_bytes = 0;      // in pinned host memory
-    double codec_seconds = 0;   // quantize in forward + dequantize per use in backward
+    double codec_seconds = 0;   // quantize in forward + dequantize per use in backward (+ invert's derivative beyond keep's)
     double recompute_seconds = 0;  // the LM head's forward again (recomputed log-probabilities)
     double link_seconds = 0;    // host-link transfer time both ways: the most swapping can stall
   };
@@ -236,6 +237,7 @@ class PlanSpace {
   Option option(const std::vector<Copy>& copies, const std::vector<TensorStrategy>& per_slot, double raw_bytes) const;
   double codec_pack_seconds(const TensorStrategy& s, double raw_bytes) const;
   double codec_unpack_seconds(const TensorStrategy& s, double raw_bytes) const;
+  double use_seconds(const TensorStrategy& s, int layer, double raw_bytes) const;
 
   std::shared_ptr<const Shared> shared_;
   int64_t batch_;

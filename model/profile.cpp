@@ -215,6 +215,7 @@ json profile_to_json(const Profile& p) {
           {"layers", layers},
           {"segments", segments},
           {"codecs", codecs},
+          {"inverts", inverts_to_json(p.inverts)},
           {"h2d_bytes_per_s", p.h2d_bytes_per_s},
           {"d2h_bytes_per_s", p.d2h_bytes_per_s}};
 }
@@ -236,6 +237,7 @@ Profile profile_from_json(const json& doc, const std::string& label) {
                           s.value("returns_last_layer_output", false)});
   }
   for (const auto& c : doc.at("codecs")) p.codecs.push_back(codec_from_json(c));
+  p.inverts = inverts_from_json(doc);
   p.h2d_bytes_per_s = doc.at("h2d_bytes_per_s");
   p.d2h_bytes_per_s = doc.at("d2h_bytes_per_s");
   check_consistency(p, label);

@@ -103,6 +103,22 @@ struct CodecMeasurement {
   double unpack_scratch(double raw_bytes) const { return std::min(raw_bytes * unpack_scratch_per_byte, unpack_scratch_max); }
 };
 
+// An inverted GELU or SiLU differentiates from its output and branch bit
+// (executor/moms/invert.h) where keep calls the activation's own backward
+// from its input: the two rates, in bytes of the activation's input per
+// second, price the difference (the branch mask's packing is the 1-bit
+// codec's).
+struct InvertMeasurement {
+  std::string kind;  // gelu, silu
+  double from_output_bytes_per_s = 0, native_bytes_per_s = 0;
+
+  // What an inverted backward over `raw_bytes` of input takes beyond keep's.
+  double extra_seconds(double raw_bytes) const {
+    const double extra = raw_bytes / from_output_bytes_per_s - raw_bytes / native_bytes_per_s;
+    return extra > 0 ? extra : 0;
+  }
+};
+
 struct MachineInfo {
   std::string device;       // "cpu", "cuda:0"
   std::string device_name;  // "NVIDIA H100 80GB HBM3", "Intel(R) Xeon(R) ..."
@@ -128,6 +144,7 @@ struct Profile {
   std::vector<LayerProfile> layers;              // forward order
   std::vector<SegmentProfile> segments;          // forward order
   std::vector<CodecMeasurement> codecs;
+  std::vector<InvertMeasurement> inverts;  // per activation kind (empty in older profiles)
   double h2d_bytes_per_s = 0, d2h_bytes_per_s = 0;  // pinned host memory (CUDA only; 0 on CPU)
 
   // The layout the plans are checked against.

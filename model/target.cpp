@@ -74,6 +74,13 @@ std::optional<HardwareSpec> catalog_entry_for(const MachineInfo& machine) {
   return best;
 }
 
+double Target::invert_extra_seconds(const std::string& kind, double raw_bytes) const {
+  for (const auto& i : inverts) {
+    if (i.kind == kind) return i.extra_seconds(raw_bytes);
+  }
+  return 0;
+}
+
 Target profiled_target(const LayerModel& m) {
   Target t;
   t.name = (m.machine.device_name.empty() ? m.machine.device : m.machine.device_name) + " (profiled)";
@@ -88,6 +95,7 @@ Target profiled_target(const LayerModel& m) {
   for (const auto& s : m.segments) t.recompute_seconds.push_back(s.recompute_seconds);
   t.optimizer_seconds = m.optimizer_seconds;
   t.rest_seconds = m.rest_seconds;
+  t.inverts = m.inverts;
   if (!m.codecs.empty()) {
     t.codecs = m.codecs;
   } else {
@@ -177,11 +185,17 @@ Target catalog_target(const LayerModel& m, const HardwareSpec& hw) {
       c.unpack_bytes_per_s *= bandwidth / source->memory_bandwidth;  // the seconds per call stay: dispatch, not bytes
       t.codecs.push_back(c);
     }
+    for (auto i : m.inverts) {
+      i.from_output_bytes_per_s *= bandwidth / source->memory_bandwidth;
+      i.native_bytes_per_s *= bandwidth / source->memory_bandwidth;
+      t.inverts.push_back(i);
+    }
   } else {
     t.codecs = default_codecs(bandwidth / default_codec_passes);
     t.notes.push_back(std::string(m.codecs.empty() ? "the profile measured no quantize/dequantize throughput"
                                                    : "quantize/dequantize throughput measured on a CPU does not carry to a GPU") +
                       ": assumed " + rate(bandwidth / default_codec_passes) + " (1/8 of the memory bandwidth)");
+    if (!m.inverts.empty()) t.notes.push_back("an inverted activation's backward, measured on a CPU, is priced as keep's");
   }
   if (t.round_keep) t.notes.push_back("memory from a CPU profile, with the CUDA caching allocator's 512-byte rounding added");
   return t;

@@ -54,6 +54,7 @@ struct Target {
   std::vector<SaturatingCurve> recompute_seconds;                  // per segment
   SaturatingCurve optimizer_seconds, rest_seconds;
   std::vector<CodecMeasurement> codecs;  // never empty
+  std::vector<InvertMeasurement> inverts;
   std::vector<std::string> notes;        // what was assumed
 
   bool has_host_link() const { return h2d_bytes_per_s > 0 && d2h_bytes_per_s > 0; }
@@ -61,6 +62,9 @@ struct Target {
   double allocated(double bytes) const;
   // The codec of the nearest measured bit width.
   const CodecMeasurement& codec(int bits) const;
+  // What an inverted `kind` activation's backward over `raw_bytes` of input
+  // takes beyond keep's (0 where `kind` was not measured).
+  double invert_extra_seconds(const std::string& kind, double raw_bytes) const;
 };
 
 // The profiled machine, as the model was fitted.

@@ -169,6 +169,7 @@ model::Profile profile_network(const ProfileOptions& options) {
 
   profile.machine = describe_machine(device, *timer);
   profile.codecs = executor::measure_codecs(device, dtype, memory);
+  profile.inverts = executor::measure_inverts(device, dtype);
   if (device.is_cuda()) {
     const HostLink link = measure_host_link(device);
     profile.h2d_bytes_per_s = link.h2d_bytes_per_s;

@@ -6,6 +6,7 @@
 
 #include "executor/device.h"
 #include "executor/moms/codec.h"
+#include "executor/moms/invert.h"
 
 namespace papaya::executor {
 namespace {
@@ -87,6 +88,24 @@ std::vector<model::CodecMeasurement> measure_codecs(const torch::Device& device,
   const Codec mask{[](const torch::Tensor& t) { return pack_mask(t != 0); },
                    [](const torch::Tensor& p, const torch::Tensor& like) { return unpack_mask(p, like.sizes()); }};
   out.push_back(measure(1, mask, torch::relu(x), torch::relu(small), memory));
+  return out;
+}
+
+std::vector<model::InvertMeasurement> measure_inverts(const torch::Device& device, torch::ScalarType dtype) {
+  const torch::NoGradGuard no_grad;
+  const torch::TensorOptions options = torch::TensorOptions(device).dtype(dtype);
+  const torch::Tensor x = torch::randn({values}, options), grad = torch::randn({values}, options);
+  const double bytes = static_cast<double>(x.numel() * x.element_size());
+  std::vector<model::InvertMeasurement> out;
+  for (const std::string kind : {"gelu", "silu"}) {
+    const bool gelu = kind == "gelu";
+    const torch::Tensor y = gelu ? at::gelu(x) : at::silu(x), right = x >= branch_point(kind);
+    model::InvertMeasurement m;
+    m.kind = kind;
+    m.from_output_bytes_per_s = bytes / seconds_of(device, [&] { input_grad_from_output(kind, grad, y, right); });
+    m.native_bytes_per_s = bytes / seconds_of(device, [&] { gelu ? at::gelu_backward(grad, x) : at::silu_backward(grad, x); });
+    out.push_back(m);
+  }
   return out;
 }
 

@@ -103,6 +103,17 @@ TEST(Codec, HeadwiseGroupsStayInTheirHead) {
   EXPECT_GT(error_of_small_head(flat), 0.01);              // the large head's range swamps it
 }
 
+TEST(Codec, InvertedBackwardRatesAreMeasuredForGeluAndSilu) {
+  const auto inverts = measure_inverts(torch::kCPU, torch::kFloat);
+  ASSERT_EQ(inverts.size(), 2u);
+  EXPECT_EQ(inverts[0].kind, "gelu");
+  EXPECT_EQ(inverts[1].kind, "silu");
+  for (const auto& i : inverts) {
+    EXPECT_GT(i.from_output_bytes_per_s, 1e6) << i.kind;
+    EXPECT_GT(i.native_bytes_per_s, 1e6) << i.kind;
+  }
+}
+
 TEST(Codec, SpeedAndScratchAreMeasuredForEveryWidth) {
   MemoryTracker memory(torch::kCPU);
   const auto codecs = measure_codecs(torch::kCPU, torch::kFloat, memory);

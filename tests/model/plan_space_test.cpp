@@ -203,6 +203,29 @@ TEST(PlanSpace, CodecSecondsAreAFixedCostPerCallPlusTheBytes) {
   FAIL() << "no quantize-4 option";
 }
 
+TEST(PlanSpace, AnInvertedGeluPaysItsBackwardFromTheOutputBeyondKeeps) {
+  const LayerModel plain = gpt_model(2, true);
+  LayerModel m = plain;
+  m.inverts = {{"gelu", 1e8, 4e8}};  // from the output at a quarter of the native backward's rate
+  const auto invert_option = [](const LayerModel& model) {
+    const PlanSpace space(model, profiled_target(model), 8);
+    int act = 0;
+    while (space.storages()[static_cast<size_t>(act)].key != "blocks.1.mlp.act:input") ++act;
+    for (const auto& option : space.options(act)) {
+      if (option.strategy.form == Form::inverted) return std::make_pair(option.codec_seconds, space.storage_bytes(act));
+    }
+    ADD_FAILURE() << "no invert option";
+    return std::make_pair(0.0, 0.0);
+  };
+  const auto [with, raw] = invert_option(m);
+  EXPECT_DOUBLE_EQ(with - invert_option(plain).first, raw / 1e8 - raw / 4e8);
+  // The whole step: two GELUs pay it.
+  const auto seconds = [](const LayerModel& model) {
+    return predict(model, profiled_target(model), expand_plan_name("invert", model.layout()), 8).seconds;
+  };
+  EXPECT_NEAR(seconds(m) - seconds(plain), 2 * (raw / 1e8 - raw / 4e8), 1e-12);
+}
+
 // The timeline of `changes` on top of keep's.
 std::vector<double> with_changes(std::vector<double> bytes, const std::vector<PlanSpace::Change>& changes) {
   for (const auto& c : changes) {

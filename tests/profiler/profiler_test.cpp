@@ -49,6 +49,7 @@ TEST_P(TinyProfile, IsAValidProfileOfEveryLayer) {
   EXPECT_GT(p.machine.memory_bytes, 0);
   EXPECT_GE(p.machine.threads, 1);
   EXPECT_EQ(p.codecs.size(), 4u);  // 8, 4, 2 bits and 1-bit masks
+  EXPECT_EQ(back.inverts.size(), 2u);  // GELU and SiLU, through the JSON
   for (const auto& l : p.layers) {
     EXPECT_GE(l.forward_flops_per_sample, 0) << l.path;
     EXPECT_GT(l.forward_bytes_moved_per_sample, 0) << l.path;
