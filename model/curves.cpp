@@ -64,6 +64,19 @@ Solved solve(const std::vector<Sample>& samples, const std::vector<double>& scal
 
 }  // namespace
 
+LinearCurve fit_bytes(const std::vector<Sample>& samples) {
+  double largest = 0, second = 0;
+  for (const auto& s : samples) largest = std::max(largest, s.batch);
+  for (const auto& s : samples) {
+    if (s.batch < largest) second = std::max(second, s.batch);
+  }
+  std::vector<Sample> two;
+  for (const auto& s : samples) {
+    if (s.batch == largest || s.batch == second) two.push_back(s);
+  }
+  return fit_linear(two);
+}
+
 LinearCurve fit_linear(const std::vector<Sample>& samples) {
   double n = 0, sb = 0, sv = 0;
   for (const auto& s : samples) {

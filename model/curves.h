@@ -36,6 +36,14 @@ struct Sample {
 // distinct batch sizes (the caller checks).
 LinearCurve fit_linear(const std::vector<Sample>& samples);
 
+// A profile's allocator bytes, which are exact: the line through its two
+// largest batch sizes (each one's mean). The points lie on one line unless
+// an allocation changes its shape with the batch, and that happens at the
+// smallest (oneDNN's convolution backward takes 12 activations of scratch
+// at batch 1 and 3 from batch 2 on); the largest batches are the ones a
+// prediction extrapolates from. Needs two distinct batch sizes.
+LinearCurve fit_bytes(const std::vector<Sample>& samples);
+
 // Robust fit (Ceres, Huber loss on relative residuals) with a, k >= 0 and
 // c >= `min_fixed` (0 for a layer; -infinity for a remainder that may be
 // negative). A floor is fitted only where two profiled batch sizes or more

@@ -111,7 +111,7 @@ LayerModel fit_model(const Profile& p, const std::vector<size_t>& use, const std
     f.forward_flops_per_sample = l.forward_flops_per_sample;
     f.forward_bytes_moved_per_sample = l.forward_bytes_moved_per_sample;
     const auto figure = [&](int64_t LayerMeasurement::*field) {
-      return fit_linear(samples(p, use, [&](size_t i) { return static_cast<double>(l.measured[i].*field); }));
+      return fit_bytes(samples(p, use, [&](size_t i) { return static_cast<double>(l.measured[i].*field); }));
     };
     f.forward_start = figure(&LayerMeasurement::forward_start_bytes);
     f.forward_peak = figure(&LayerMeasurement::forward_peak_bytes);
@@ -150,7 +150,7 @@ LayerModel fit_model(const Profile& p, const std::vector<size_t>& use, const std
   m.d2h_bytes_per_s = p.d2h_bytes_per_s;
 
   // The step peak beyond the largest per-layer figure (fitted), at each batch.
-  m.unattributed_peak = fit_linear(samples(p, use, [&](size_t i) {
+  m.unattributed_peak = fit_bytes(samples(p, use, [&](size_t i) {
     const double b = p.batches[i];
     double top = 0;
     for (const auto& l : m.layers) top = std::max({top, l.forward_peak.at(b), l.backward_peak.at(b)});

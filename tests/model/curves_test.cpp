@@ -20,6 +20,17 @@ TEST(BatchCurves, LinearFitIsExactOnALine) {
   EXPECT_DOUBLE_EQ(line.at(32), 10600);
 }
 
+// A convolution backward's transient as the CPU allocator saw it: 12
+// activations of scratch at batch 1, then 3 activations and the weight
+// gradient from batch 2 on; batch 32's, measured, is on the latter line.
+TEST(BatchCurves, BytesFollowTheTwoLargestBatches) {
+  const LinearCurve bytes = fit_bytes({{1, 50176}, {2, 33792}, {4, 58368}, {2, 33792}});
+  EXPECT_DOUBLE_EQ(bytes.per_sample, 3 * 4096);
+  EXPECT_DOUBLE_EQ(bytes.fixed, 9216);
+  EXPECT_DOUBLE_EQ(bytes.at(32), 402432);
+  EXPECT_LT(fit_linear({{1, 50176}, {2, 33792}, {4, 58368}}).at(32), 300000);  // the batch-1 point drags a least-squares line down
+}
+
 TEST(BatchCurves, RecoversALine) {
   const SaturatingCurve truth{0, 2e-3, 5e-4};
   const SaturatingCurve fit = fit_saturating(sampled(truth, {1, 2, 4}));
