@@ -91,8 +91,11 @@ TEST(Codec, MasksRoundTripExactly) {
 }
 
 // Heads of very different scales: headwise, each head's groups take their
-// own range, so the small head keeps its precision.
+// own range, so the small head keeps its precision. Fixed values: with bf16
+// ranges, a mixed group's min and scale can put a code exactly on 0 (about
+// one draw in 40), and the small head would then decode well by luck.
 TEST(Codec, HeadwiseGroupsStayInTheirHead) {
+  torch::manual_seed(0);
   const torch::Tensor x = torch::randn({1, 2, 17, 16}) * torch::tensor({1000.0f, 0.001f}).view({1, 2, 1, 1});
   const QuantLayout headwise{8, 256, x.numel(), 17 * 16}, flat{8, 256, x.numel(), x.numel()};
   const auto error_of_small_head = [&](const QuantLayout& layout) {
