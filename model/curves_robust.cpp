@@ -1,5 +1,4 @@
 #include "model/curves.h"
-#include "model/median.h"
 
 #include <ceres/ceres.h>
 
@@ -9,6 +8,8 @@
 #include <functional>
 #include <set>
 #include <stdexcept>
+
+#include "model/median.h"
 
 namespace papaya::model {
 namespace {

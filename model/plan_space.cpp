@@ -66,6 +66,9 @@ struct PlanSpace::Shared {
   std::vector<int> forward_at, backward_at, recompute_at;  // point index of F/B/R of each layer (-1: none)
   std::vector<int> layer_segment;                          // segment index of each layer, -1 if none
   std::vector<int> output_storage, output_consumer_slot;   // per GELU/SiLU layer, -1 elsewhere
+  // Per layer: what inverting it adds to its backward per byte of input
+  // (Target::invert_extra_seconds is linear in the bytes; 0 but for GELU/SiLU).
+  std::vector<double> invert_seconds_per_byte;
   int lm_head = -1, lm_head_logprobs_slot = -1;
   double lm_head_rows_per_sample = 1;
   int64_t lm_head_vocab = 1;
@@ -109,6 +112,7 @@ PlanSpace::PlanSpace(const LayerModel& model, const Target& target, int64_t batc
   auto s = std::make_shared<Shared>();
   s->model = &model;
   s->target = target;
+  for (const auto& layer : model.layers) s->invert_seconds_per_byte.push_back(target.invert_extra_seconds(layer.kind, 1));
   const int n = static_cast<int>(model.layers.size());
 
   std::map<std::string, int> segment_index;
@@ -373,7 +377,7 @@ double PlanSpace::codec_unpack_seconds(const TensorStrategy& s, double raw_bytes
 double PlanSpace::use_seconds(const TensorStrategy& s, int layer, double raw_bytes) const {
   const double unpack = codec_unpack_seconds(s, raw_bytes);
   if (s.form != Form::inverted) return unpack;
-  return unpack + target().invert_extra_seconds(shared_->model->layers[static_cast<size_t>(layer)].kind, raw_bytes);
+  return unpack + shared_->invert_seconds_per_byte[static_cast<size_t>(layer)] * raw_bytes;
 }
 
 PlanSpace::Option PlanSpace::option(const std::vector<Copy>& copies, const std::vector<TensorStrategy>& per_slot,
@@ -602,9 +606,6 @@ void PlanSpace::add_storage(int g, const StorageHeld& held, double sign, std::ve
   }
 }
 
-// The head's batch-proportional transients (logits, log-probabilities and
-// their gradients) shrink to one chunk; backward recomputes the chunk's
-// log-probabilities.
 double PlanSpace::held_gradient_bytes(int segment) const {
   const double per_sample = segments()[static_cast<size_t>(segment)].held_gradient_bytes_per_sample;
   return per_sample > 0 ? target().allocated(per_sample * static_cast<double>(batch_)) : 0;
@@ -621,6 +622,9 @@ void PlanSpace::add_held_gradient(int segment, std::vector<Change>& out) const {
   }
 }
 
+// The head's batch-proportional transients (logits, log-probabilities and
+// their gradients) shrink to one chunk; backward recomputes the chunk's
+// log-probabilities.
 void PlanSpace::add_lm_head_chunks(std::vector<Change>& out) const {
   const Shared& sh = *shared_;
   const LayerFit& head = sh.model->layers[static_cast<size_t>(sh.lm_head)];
