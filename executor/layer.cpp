@@ -32,7 +32,10 @@ bool Layer::keeps_all() const {
 }
 
 torch::Tensor Layer::cast(const torch::Tensor& parameter) const {
-  return parameter.scalar_type() == compute_dtype_ ? parameter : parameter.to(compute_dtype_);
+  if (parameter.scalar_type() == compute_dtype_) return parameter;
+  torch::Tensor copy = parameter.to(compute_dtype_);
+  if (observer) observer->parameter_cast(*this, copy);
+  return copy;
 }
 
 Layer::Scope::Scope(const Layer& layer, std::vector<torch::Tensor*> inputs)

@@ -33,6 +33,9 @@ class LayerObserver {
   virtual void saved(const Layer& layer, const Slot& slot, const torch::Tensor& tensor) = 0;
   // After the layer computed; may replace the output.
   virtual void forward_end(const Layer& layer, torch::Tensor& output) = 0;
+  // A copy of a parameter in the compute dtype that the layer's native path
+  // computes with (Layer::cast); autograd may keep it for backward.
+  virtual void parameter_cast(const Layer& /*layer*/, const torch::Tensor& /*copy*/) {}
 };
 
 LayerObserver* current_observer();

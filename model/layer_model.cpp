@@ -84,6 +84,7 @@ json layer_model_to_json(const LayerModel& m) {
                       {"output_saved_by", l.output_saved_by},
                       {"output_bytes_per_sample", l.output_bytes_per_sample},
                       {"parameter_bytes", l.parameter_bytes},
+                      {"parameter_copy_bytes", l.parameter_copy_bytes},
                       {"forward_flops_per_sample", l.forward_flops_per_sample},
                       {"forward_bytes_moved_per_sample", l.forward_bytes_moved_per_sample},
                       {"memory",
@@ -182,6 +183,7 @@ LayerModel layer_model_from_json(const json& doc, const std::string& label) {
     layer.output_saved_by = l.at("output_saved_by").get<std::vector<std::string>>();
     layer.output_bytes_per_sample = l.at("output_bytes_per_sample");
     layer.parameter_bytes = l.at("parameter_bytes");
+    layer.parameter_copy_bytes = l.value("parameter_copy_bytes", int64_t{0});
     layer.forward_flops_per_sample = l.at("forward_flops_per_sample");
     layer.forward_bytes_moved_per_sample = l.at("forward_bytes_moved_per_sample");
     const json& mem = l.at("memory");

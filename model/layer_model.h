@@ -30,6 +30,7 @@ struct LayerFit {
   std::vector<std::string> output_saved_by;  // "path:slot" of the slots saving this layer's output
   double output_bytes_per_sample = 0;
   int64_t parameter_bytes = 0;
+  int64_t parameter_copy_bytes = 0;  // as LayerProfile's
   double forward_flops_per_sample = 0, forward_bytes_moved_per_sample = 0;  // analytic, for the roofline
 
   // Allocated bytes of the keep step: when the layer's forward starts, its

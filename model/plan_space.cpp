@@ -69,6 +69,10 @@ struct PlanSpace::Shared {
   // Per layer: what inverting it adds to its backward per byte of input
   // (Target::invert_extra_seconds is linear in the bytes; 0 but for GELU/SiLU).
   std::vector<double> invert_seconds_per_byte;
+  // Per layer: its parameter copies as keep's figures hold them, and the index
+  // of its first slot (-1: none).
+  std::vector<double> parameter_copy_bytes;
+  std::vector<int> first_slot;
   int lm_head = -1, lm_head_logprobs_slot = -1;
   double lm_head_rows_per_sample = 1;
   int64_t lm_head_vocab = 1;
@@ -105,6 +109,7 @@ struct PlanSpace::StorageHeld {
 struct PlanSpace::Held {
   std::vector<StorageHeld> storages;
   std::vector<bool> recomputed;  // per segment
+  std::vector<bool> runs_moms;   // per layer: a slot not kept, outside a recomputed segment
   bool lm_head_recomputed = false;
 };
 
@@ -112,7 +117,12 @@ PlanSpace::PlanSpace(const LayerModel& model, const Target& target, int64_t batc
   auto s = std::make_shared<Shared>();
   s->model = &model;
   s->target = target;
-  for (const auto& layer : model.layers) s->invert_seconds_per_byte.push_back(target.invert_extra_seconds(layer.kind, 1));
+  for (const auto& layer : model.layers) {
+    s->invert_seconds_per_byte.push_back(target.invert_extra_seconds(layer.kind, 1));
+    const double copies = static_cast<double>(layer.parameter_copy_bytes);
+    s->parameter_copy_bytes.push_back(target.round_keep || copies == 0 ? copies : target.allocated(copies));
+  }
+  s->first_slot.assign(model.layers.size(), -1);
   const int n = static_cast<int>(model.layers.size());
 
   std::map<std::string, int> segment_index;
@@ -178,6 +188,7 @@ PlanSpace::PlanSpace(const LayerModel& model, const Target& target, int64_t batc
       st.last_layer = j;
       const int i = static_cast<int>(s->slots.size());
       slot_index[key] = i;
+      if (s->first_slot[static_cast<size_t>(j)] < 0) s->first_slot[static_cast<size_t>(j)] = i;
       st.slots.push_back(i);
       s->slots.push_back({key, j, g, t.kind});
       s->slot_tensor.push_back(&t);
@@ -424,6 +435,10 @@ PlanSpace::SegmentCost PlanSpace::segment_cost(int segment) const {
     if (std::all_of(st.slots.begin(), st.slots.end(), inside) && !shared_->storage_held_by_caller[g]) cost.freed_bytes += bytes;
   }
   cost.rematerialized_bytes += held_gradient_bytes(segment);
+  for (int j = view.first_layer; j <= view.last_layer; ++j) {
+    cost.freed_bytes += shared_->parameter_copy_bytes[static_cast<size_t>(j)];
+    cost.rematerialized_bytes += shared_->parameter_copy_bytes[static_cast<size_t>(j)];
+  }
   const auto& input = shared_->model->segments[static_cast<size_t>(segment)].input;
   const int64_t numel = numel_at(input, static_cast<double>(batch_));
   const double raw = static_cast<double>(numel) * input.element_size;
@@ -533,6 +548,11 @@ PlanSpace::Held PlanSpace::hold(const Assignment& a) const {
   Held h;
   h.storages.resize(sh.storages.size());
   for (const auto& s : a.segments) h.recomputed.push_back(s.recompute);
+  h.runs_moms.assign(sh.model->layers.size(), false);
+  for (size_t i = 0; i < sh.slots.size(); ++i) {
+    const int layer = sh.slots[i].layer;
+    if (!a.slots[i].is_keep() && active(layer, h.recomputed)) h.runs_moms[static_cast<size_t>(layer)] = true;
+  }
   std::vector<TensorStrategy> per_slot;
   for (size_t g = 0; g < sh.storages.size(); ++g) {
     per_slot.clear();
@@ -622,6 +642,26 @@ void PlanSpace::add_held_gradient(int segment, std::vector<Change>& out) const {
   }
 }
 
+// A layer's parameter copies, held by keep from its F to its B point: not in
+// between where it runs its MOM Function, nor before its R point where its
+// segment is recomputed.
+void PlanSpace::add_parameter_copies(const std::vector<bool>& runs_moms, const std::vector<bool>& recomputed,
+                                     std::vector<Change>& out) const {
+  const Shared& sh = *shared_;
+  for (size_t j = 0; j < sh.parameter_copy_bytes.size(); ++j) {
+    if (sh.parameter_copy_bytes[j] == 0) continue;
+    const int seg = sh.layer_segment[j];
+    int until = -1;
+    if (seg >= 0 && !recomputed.empty() && recomputed[static_cast<size_t>(seg)]) {
+      until = sh.recompute_at[j] - 1;
+    } else if (runs_moms[j]) {
+      until = sh.backward_at[j] - 1;
+    }
+    const int from = sh.forward_at[j] + 1;
+    if (from <= until) out.push_back({from, until, -sh.parameter_copy_bytes[j]});
+  }
+}
+
 // The head's batch-proportional transients (logits, log-probabilities and
 // their gradients) shrink to one chunk; backward recomputes the chunk's
 // log-probabilities.
@@ -646,6 +686,7 @@ std::vector<double> PlanSpace::bytes_at(const Held& h) const {
   for (size_t s = 0; s < sh.segments.size(); ++s) {
     if (h.recomputed[s]) add_held_gradient(static_cast<int>(s), changes);
   }
+  add_parameter_copies(h.runs_moms, h.recomputed, changes);
   if (h.lm_head_recomputed) add_lm_head_chunks(changes);
   std::vector<double> diff(sh.points.size() + 1, 0.0);
   for (const Change& c : changes) {
@@ -709,6 +750,16 @@ std::vector<PlanSpace::Change> PlanSpace::changes(const std::vector<std::pair<in
     add_storage(g, h, 1, out);
     add_storage(g, kept, -1, out);
   }
+  std::vector<bool> runs_moms(sh.model->layers.size(), false);
+  for (const auto& [g, option] : decisions) {
+    const Storage& st = sh.storages.at(static_cast<size_t>(g));
+    const std::vector<TensorStrategy>& per_slot = *decided(g);
+    for (size_t k = 0; k < st.slots.size(); ++k) {
+      const int layer = sh.slots[static_cast<size_t>(st.slots[k])].layer;
+      if (!per_slot[k].is_keep() && st.slots[k] == sh.first_slot[static_cast<size_t>(layer)]) runs_moms[static_cast<size_t>(layer)] = true;
+    }
+  }
+  add_parameter_copies(runs_moms, {}, out);
   if (lm_head_recomputed) add_lm_head_chunks(out);
   return out;
 }
@@ -736,6 +787,7 @@ std::vector<PlanSpace::Change> PlanSpace::segment_changes(int segment, int input
     add_storage(static_cast<int>(g), without, -1, out);
   }
   add_held_gradient(segment, out);
+  add_parameter_copies(std::vector<bool>(sh.model->layers.size(), false), recomputed, out);
   return out;
 }
 

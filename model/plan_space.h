@@ -27,6 +27,10 @@
 //     to its first user's (one layer of prefetch);
 //   - an inverted GELU/SiLU input keeps a 1-bit mask and uses its output as
 //     the slot saving the output keeps it (or keeps it raw if none does);
+//   - a layer's compute-dtype parameter copies (LayerFit::parameter_copy_bytes,
+//     bf16), which keep holds from its F to its B point, are not held in
+//     between where the layer runs its MOM Function (a slot not kept: it casts
+//     again in backward), nor between F and R in a recomputed segment;
 //   - recomputed LM-head log-probabilities are not stored, and the head runs
 //     over lm_head_chunk_rows rows at a time instead of the whole batch;
 //   - a recomputed segment keeps only its input (in the segment strategy's
@@ -152,11 +156,13 @@ class PlanSpace {
 
   struct SegmentCost {
     double recompute_seconds = 0;
-    // Bytes its layers' storages hold between forward and backward in keep
-    // (storages saved only inside it): what recomputing frees, before its input.
+    // Bytes its layers' storages (saved only inside it) and parameter copies
+    // hold between forward and backward in keep: what recomputing frees,
+    // before its input.
     double freed_bytes = 0;
     // Bytes held again during its backward: every storage saved inside it,
-    // and its output's gradient where keep lets that go sooner.
+    // its layers' parameter copies, and its output's gradient where keep lets
+    // that go sooner.
     double rematerialized_bytes = 0;
     std::vector<Option> input_options;  // how a recomputed segment keeps its input: [0] raw
   };
@@ -209,6 +215,9 @@ class PlanSpace {
   // different storages and do not meet: decide an inverted GELU/SiLU input
   // together with its consumer's storage; a storage with slots inside and
   // outside a recomputed segment is where a storage and a segment decision meet.
+  // A layer's parameter copies are freed with the decision that leaves its
+  // first slot not kept (so separate calls never free them twice); decisions
+  // on its other slots alone leave them, where timeline() frees them.
   std::vector<Change> changes(const std::vector<std::pair<int, int>>& storage_options) const;
   std::vector<Change> segment_changes(int segment, int input_option) const;
 
@@ -229,6 +238,8 @@ class PlanSpace {
   void add_lm_head_chunks(std::vector<Change>& out) const;
   double held_gradient_bytes(int segment) const;
   void add_held_gradient(int segment, std::vector<Change>& out) const;
+  void add_parameter_copies(const std::vector<bool>& runs_moms, const std::vector<bool>& recomputed,
+                            std::vector<Change>& out) const;
   std::vector<double> bytes_at(const Held& held) const;
   std::vector<Copy> copies_of(int storage, const std::vector<TensorStrategy>& per_slot) const;
   // head_numel: values per attention head, for headwise groups (0: one head).

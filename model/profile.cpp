@@ -36,6 +36,7 @@ json to_json(const LayerProfile& l) {
           {"output_saved_by", l.output_saved_by},
           {"output_bytes_per_sample", l.output_bytes_per_sample},
           {"parameter_bytes", l.parameter_bytes},
+          {"parameter_copy_bytes", l.parameter_copy_bytes},
           {"forward_flops_per_sample", l.forward_flops_per_sample},
           {"forward_bytes_moved_per_sample", l.forward_bytes_moved_per_sample},
           {"measured", measured}};
@@ -88,6 +89,7 @@ LayerProfile layer_from_json(const json& j) {
   l.output_saved_by = j.at("output_saved_by").get<std::vector<std::string>>();
   l.output_bytes_per_sample = j.at("output_bytes_per_sample");
   l.parameter_bytes = j.at("parameter_bytes");
+  l.parameter_copy_bytes = j.value("parameter_copy_bytes", int64_t{0});
   l.forward_flops_per_sample = j.at("forward_flops_per_sample");
   l.forward_bytes_moved_per_sample = j.at("forward_bytes_moved_per_sample");
   for (const auto& m : j.at("measured")) l.measured.push_back(measurement_from_json(m));

@@ -51,6 +51,10 @@ struct LayerProfile {
   std::vector<std::string> output_saved_by;  // slots that save this layer's output
   double output_bytes_per_sample = 0;
   int64_t parameter_bytes = 0;
+  // The compute-dtype (bf16) copies of parameters that its keep path holds
+  // from forward to backward; a MOM path casts again in backward instead
+  // (executor Layer::parameter_copy_bytes). 0 in fp32.
+  int64_t parameter_copy_bytes = 0;
   double forward_flops_per_sample = 0;        // analytic
   double forward_bytes_moved_per_sample = 0;  // analytic: bytes read and written
   std::vector<LayerMeasurement> measured;     // one per Profile::batches entry (empty ones for OOM batches)

@@ -7,6 +7,7 @@
 #include "profiler/forward_lifetimes.h"
 #include "profiler/layer_calls.h"
 #include "profiler/layer_cost.h"
+#include "profiler/parameter_copies.h"
 
 namespace papaya::profiler {
 namespace {
@@ -62,6 +63,7 @@ model::SavedTensorProfile describe_saved(const model::SlotDesc& slot, const torc
 std::vector<model::LayerProfile> describe_layers(executor::Network& network, const model::NetworkLayout& layout) {
   const std::vector<LayerCall> at_1 = record_calls(network, 1), at_2 = record_calls(network, 2);
   const std::vector<std::map<std::string, int>> last_use = last_forward_uses(network, 2);
+  const std::vector<int64_t> copies = parameter_copy_bytes(network, 1);
   std::vector<model::LayerProfile> out;
   for (size_t i = 0; i < network.layers().size(); ++i) {
     const executor::Layer& layer = *network.layers()[i];
@@ -80,6 +82,7 @@ std::vector<model::LayerProfile> describe_layers(executor::Network& network, con
     }
     p.output_bytes_per_sample = growth(nbytes(at_1[i].output), nbytes(at_2[i].output));
     for (const auto& parameter : layer.parameters(/*recurse=*/false)) p.parameter_bytes += static_cast<int64_t>(nbytes(parameter));
+    p.parameter_copy_bytes = copies.at(i);
     const LayerCost cost_1 = forward_cost(layer, at_1[i]), cost_2 = forward_cost(layer, at_2[i]);
     p.forward_flops_per_sample = growth(cost_1.flops, cost_2.flops);
     p.forward_bytes_moved_per_sample = growth(cost_1.bytes_moved, cost_2.bytes_moved);

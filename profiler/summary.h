@@ -13,7 +13,8 @@ namespace papaya::profiler {
 // Summed over the layers: what the saved tensors hold at the end of forward.
 double new_saved_bytes(const model::LayerProfile& layer, int batch);
 
-// Sum of new_saved_bytes over every layer.
+// What the keep step saves for backward: new_saved_bytes summed over every
+// layer, and the parameter copies their native paths hold (bf16).
 double saved_bytes(const model::Profile& profile, int batch);
 
 // The share of the mean iteration time at batches[index] that the per-layer

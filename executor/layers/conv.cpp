@@ -16,10 +16,9 @@ Conv2d::Conv2d(int64_t in, int64_t out, int64_t kernel, int64_t stride, int64_t 
 
 torch::Tensor Conv2d::forward(torch::Tensor x) {
   Scope scope(*this, {&x});
-  const torch::Tensor b = bias.defined() ? cast(bias) : torch::Tensor();
-  if (uses_moms()) return scope.finish(moms::conv2d(*this, x, cast(weight), b));
+  if (uses_moms()) return scope.finish(moms::conv2d(*this, x, weight, bias));
   scope.saved("input", x);
-  return scope.finish(torch::conv2d(x, cast(weight), b, stride, padding));
+  return scope.finish(torch::conv2d(x, cast(weight), bias.defined() ? cast(bias) : torch::Tensor(), stride, padding));
 }
 
 MaxPool2d::MaxPool2d(int64_t kernel, int64_t stride, int64_t padding)

@@ -15,10 +15,9 @@ Linear::Linear(int64_t in, int64_t out, bool with_bias) : Layer("linear", {{"inp
 
 torch::Tensor Linear::forward(torch::Tensor x) {
   Scope scope(*this, {&x});
-  const torch::Tensor b = bias.defined() ? cast(bias) : torch::Tensor();
-  if (uses_moms()) return scope.finish(moms::linear(*this, x, cast(weight), b));
+  if (uses_moms()) return scope.finish(moms::linear(*this, x, weight, bias));
   scope.saved("input", x);
-  return scope.finish(torch::linear(x, cast(weight), b));
+  return scope.finish(torch::linear(x, cast(weight), bias.defined() ? cast(bias) : torch::Tensor()));
 }
 
 Embedding::Embedding(int64_t count, int64_t dim) : Layer("embedding", {{"ids", SlotKind::index}}) {
@@ -28,7 +27,9 @@ Embedding::Embedding(int64_t count, int64_t dim) : Layer("embedding", {{"ids", S
 torch::Tensor Embedding::forward(torch::Tensor ids) {
   Scope scope(*this, {});
   scope.saved("ids", ids);
-  return scope.finish(torch::embedding(cast(weight), ids));
+  // The rows are gathered in the table's dtype and only they are cast: a cast
+  // of the table would copy all of it, and autograd would hold the copy.
+  return scope.finish(torch::embedding(weight, ids).to(compute_dtype()));
 }
 
 PositionEmbedding::PositionEmbedding(int64_t positions, int64_t dim) : Layer("position", {}) {

@@ -20,7 +20,7 @@ LMHead::LMHead(torch::Tensor tied_weight)
 
 torch::Tensor LMHead::forward(torch::Tensor x, torch::Tensor target) {
   Scope scope(*this, {&x});
-  if (uses_moms()) return scope.finish(moms::lm_head(*this, x, cast(weight), target));
+  if (uses_moms()) return scope.finish(moms::lm_head(*this, x, weight, target));
   scope.saved("input", x);
   const torch::Tensor logits = torch::linear(x, cast(weight));
   const torch::Tensor logprobs = torch::log_softmax(logits.to(torch::kFloat), -1);

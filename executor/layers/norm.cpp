@@ -22,8 +22,7 @@ Norm::Norm(const std::string& kind, int64_t dim) : Layer(kind, norm_slots(kind))
 torch::Tensor Norm::forward(torch::Tensor x) {
   Scope scope(*this, {&x});
   if (uses_moms()) {
-    return scope.finish(kind() == "layernorm" ? moms::layer_norm(*this, x, cast(weight), cast(bias))
-                                              : moms::rms_norm(*this, x, cast(weight)));
+    return scope.finish(kind() == "layernorm" ? moms::layer_norm(*this, x, weight, bias) : moms::rms_norm(*this, x, weight));
   }
   if (kind() == "layernorm") {
     auto [y, mean, rstd] = torch::native_layer_norm(x, {x.size(-1)}, cast(weight), cast(bias), eps);

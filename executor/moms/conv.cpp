@@ -16,7 +16,7 @@ struct ConvFunction : Function<ConvFunction> {
     ctx->save_for_backward({weight, bias.value_or(at::Tensor())});
     ctx->saved_data["stride"] = layer->stride;
     ctx->saved_data["padding"] = layer->padding;
-    return at::conv2d(x, weight, bias, layer->stride, layer->padding);
+    return at::conv2d(x, computed_as(weight, x), bias ? computed_as(*bias, x) : at::Tensor(), layer->stride, layer->padding);
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
@@ -26,13 +26,14 @@ struct ConvFunction : Function<ConvFunction> {
     ctx->saved_data.erase("stride");
     ctx->saved_data.erase("padding");
     const at::Tensor &weight = params[0], &bias = params[1];
+    const at::Tensor w = computed_as(weight, grad[0]);
     const bool input_grad = ctx->needs_input_grad(0);
     const auto gradients = [&](const std::vector<at::Tensor>& s) -> variable_list {
       const std::vector<int64_t> bias_sizes{weight.size(0)};
       auto [gx, gw, gb] = at::convolution_backward(
-          grad[0], s[0], weight, bias.defined() ? at::OptionalIntArrayRef(bias_sizes) : c10::nullopt, {stride, stride},
+          grad[0], s[0], w, bias.defined() ? at::OptionalIntArrayRef(bias_sizes) : c10::nullopt, {stride, stride},
           {padding, padding}, {1, 1}, /*transposed=*/false, {0, 0}, /*groups=*/1, {input_grad, true, bias.defined()});
-      return {gx, gw, gb};
+      return {gx, gradient_for(weight, gw), gradient_for(bias, gb)};
     };
     const variable_list out = gradients(saved.tensors);
     saved.estimate_sensitivity(gradients, out);

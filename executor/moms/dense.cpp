@@ -14,7 +14,7 @@ struct LinearFunction : Function<LinearFunction> {
                             const c10::optional<at::Tensor>& bias) {
     stash(ctx, {store_slot(*layer, 0, x)});
     ctx->save_for_backward({weight, bias.value_or(at::Tensor())});
-    return at::linear(x, weight, bias);
+    return at::linear(x, computed_as(weight, x), bias ? computed_as(*bias, x) : at::Tensor());
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
@@ -23,9 +23,11 @@ struct LinearFunction : Function<LinearFunction> {
     const at::Tensor &weight = params[0], &bias = params[1];
     const at::Tensor& g = grad[0];
     const at::Tensor g2 = g.reshape({-1, g.size(-1)});
+    const at::Tensor w = computed_as(weight, g);
     const auto gradients = [&](const std::vector<at::Tensor>& slots) -> variable_list {
       const at::Tensor& x = slots[0];
-      return {g.matmul(weight), g2.t().mm(x.reshape({-1, x.size(-1)})), bias.defined() ? g2.sum(0) : at::Tensor()};
+      return {g.matmul(w), gradient_for(weight, g2.t().mm(x.reshape({-1, x.size(-1)}))),
+              bias.defined() ? gradient_for(bias, g2.sum(0)) : at::Tensor()};
     };
     const variable_list out = gradients(saved.tensors);
     saved.estimate_sensitivity(gradients, out);

@@ -3,8 +3,8 @@
 // computes what the layer's native path computes, with the same ATen ops, and
 // stores each slot as the layer's StoreSpec says; whose backward restores the
 // slots and calls the ATen backward kernels. Layers call these when a slot is
-// not kept (Layer::uses_moms); tensors are the layer's inputs, with
-// parameters already in the compute dtype.
+// not kept (Layer::uses_moms); tensors are the layer's inputs and its
+// parameters as stored (computed_as casts them to the compute dtype).
 #include <torch/torch.h>
 
 namespace papaya::executor {

@@ -72,6 +72,7 @@ struct LMHeadFunction : Function<LMHeadFunction> {
   static at::Tensor forward(AutogradContext* ctx, const LMHead* layer, const at::Tensor& x, const at::Tensor& weight,
                             const at::Tensor& target) {
     const at::Tensor rows = x.reshape({-1, x.size(-1)}), targets = target.reshape({-1});
+    const at::Tensor w = computed_as(weight, x);
     if (layer->store_spec(1).strategy.form == Form::recomputed) {
       stash(ctx, {store_slot(*layer, 0, x)});
       ctx->save_for_backward({weight, targets});
@@ -79,12 +80,12 @@ struct LMHeadFunction : Function<LMHeadFunction> {
       const int64_t n = rows.size(0), step = model::lm_head_chunk_rows(weight.size(0));
       for (int64_t start = 0; start < n; start += step) {
         const int64_t count = std::min(step, n - start);
-        const at::Tensor logprobs = at::log_softmax(at::linear(rows.narrow(0, start, count), weight).to(at::kFloat), -1);
+        const at::Tensor logprobs = at::log_softmax(at::linear(rows.narrow(0, start, count), w).to(at::kFloat), -1);
         total.sub_(logprobs.gather(1, targets.narrow(0, start, count).unsqueeze(1)).sum());
       }
       return total.div_(n);
     }
-    const at::Tensor logprobs = at::log_softmax(at::linear(x, weight).to(at::kFloat), -1);
+    const at::Tensor logprobs = at::log_softmax(at::linear(x, w).to(at::kFloat), -1);
     auto [loss, total_weight] = at::nll_loss_forward(logprobs.flatten(0, 1), targets, {}, mean, no_ignore);
     stash(ctx, {store_slot(*layer, 0, x), store_slot(*layer, 1, logprobs)});
     ctx->save_for_backward({weight, targets, total_weight});
@@ -95,14 +96,15 @@ struct LMHeadFunction : Function<LMHeadFunction> {
     const Unstashed saved = unstash(ctx);
     const auto kept = ctx->get_saved_variables();
     const at::Tensor &weight = kept[0], &targets = kept[1];
+    const at::Tensor w = computed_as(weight, saved.tensors[0]);
     const auto gradients = [&](const std::vector<at::Tensor>& s) -> variable_list {
       const at::Tensor rows = s[0].reshape({-1, s[0].size(-1)});
       if (s.size() == 1) {
-        const variable_list g = recomputed_gradients(grad[0], rows, weight, targets);
-        return {g[0].view_as(s[0]), g[1]};
+        const variable_list g = recomputed_gradients(grad[0], rows, w, targets);
+        return {g[0].view_as(s[0]), gradient_for(weight, g[1])};
       }
       const at::Tensor g = logits_grad(grad[0], s[1].flatten(0, 1), targets, kept[2], rows.scalar_type());
-      return {g.mm(weight).view_as(s[0]), g.t().mm(rows)};
+      return {g.mm(w).view_as(s[0]), gradient_for(weight, g.t().mm(rows))};
     };
     const variable_list out = gradients(saved.tensors);
     saved.estimate_sensitivity(gradients, out);

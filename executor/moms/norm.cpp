@@ -11,7 +11,7 @@ using torch::autograd::Function;
 struct LayerNormFunction : Function<LayerNormFunction> {
   static at::Tensor forward(AutogradContext* ctx, const Norm* layer, const at::Tensor& x, const at::Tensor& weight,
                             const at::Tensor& bias) {
-    auto [y, mean, rstd] = at::native_layer_norm(x, {x.size(-1)}, weight, bias, Norm::eps);
+    auto [y, mean, rstd] = at::native_layer_norm(x, {x.size(-1)}, computed_as(weight, x), computed_as(bias, x), Norm::eps);
     stash(ctx, {store_slot(*layer, 0, x), store_slot(*layer, 1, mean), store_slot(*layer, 2, rstd)});
     ctx->save_for_backward({weight, bias});
     return y;
@@ -20,10 +20,11 @@ struct LayerNormFunction : Function<LayerNormFunction> {
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
     const Unstashed saved = unstash(ctx);
     const auto params = ctx->get_saved_variables();
+    const at::Tensor &weight = params[0], &bias = params[1];
+    const at::Tensor w = computed_as(weight, grad[0]), b = computed_as(bias, grad[0]);
     const auto gradients = [&](const std::vector<at::Tensor>& s) -> variable_list {
-      auto [gx, gw, gb] = at::native_layer_norm_backward(grad[0], s[0], {s[0].size(-1)}, s[1], s[2], params[0],
-                                                         params[1], {true, true, true});
-      return {gx, gw, gb};
+      auto [gx, gw, gb] = at::native_layer_norm_backward(grad[0], s[0], {s[0].size(-1)}, s[1], s[2], w, b, {true, true, true});
+      return {gx, gradient_for(weight, gw), gradient_for(bias, gb)};
     };
     const variable_list out = gradients(saved.tensors);
     saved.estimate_sensitivity(gradients, out);
@@ -40,19 +41,19 @@ struct RmsNormFunction : Function<RmsNormFunction> {
     const at::Tensor normalized = x * rstd;
     stash(ctx, {store_slot(*layer, 0, x), store_slot(*layer, 1, rstd), store_slot(*layer, 2, normalized)});
     ctx->save_for_backward({weight});
-    return normalized * weight;
+    return normalized * computed_as(weight, x);
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
     const Unstashed saved = unstash(ctx);
     const at::Tensor weight = ctx->get_saved_variables()[0];
     const at::Tensor& g = grad[0];
-    const at::Tensor gn = g * weight;
+    const at::Tensor gn = g * computed_as(weight, g);
     const auto gradients = [&](const std::vector<at::Tensor>& s) -> variable_list {
       const at::Tensor &x = s[0], &rstd = s[1], &normalized = s[2];
       const at::Tensor xr = x * rstd;
       const at::Tensor gx = rstd * (gn - xr * (gn * xr).mean(-1, /*keepdim=*/true));
-      return {gx, (g * normalized).reshape({-1, g.size(-1)}).sum(0)};
+      return {gx, gradient_for(weight, (g * normalized).reshape({-1, g.size(-1)}).sum(0))};
     };
     const variable_list out = gradients(saved.tensors);
     saved.estimate_sensitivity(gradients, out);

@@ -34,6 +34,18 @@ struct Unstashed {
 };
 Unstashed unstash(AutogradContext* ctx);
 
+// A parameter as the layer computes with it: in `like`'s dtype. MOM Functions
+// take parameters as stored (fp32), save them so, and cast them in forward
+// and again in backward, so that autograd holds no compute-dtype copy between
+// the two (the native path often does: LayerProfile::parameter_copy_bytes).
+// Their gradients go back in the parameter's dtype (gradient_for).
+inline at::Tensor computed_as(const at::Tensor& parameter, const at::Tensor& like) {
+  return parameter.defined() ? parameter.to(like.scalar_type()) : parameter;
+}
+inline at::Tensor gradient_for(const at::Tensor& parameter, const at::Tensor& gradient) {
+  return gradient.defined() ? gradient.to(parameter.scalar_type()) : gradient;
+}
+
 // A capsule entry of saved_data, taken out (erased).
 c10::intrusive_ptr<torch::CustomClassHolder> take_capsule(AutogradContext* ctx, const std::string& key);
 

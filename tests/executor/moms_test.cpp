@@ -34,6 +34,21 @@ TEST_P(EveryNetwork, Quantize8GradientsAreWithinOnePercent) {
   EXPECT_NEAR(q8.loss, exact.loss, 1e-2 * std::abs(exact.loss));
 }
 
+// In bf16 the MOM layers take the fp32 parameters, cast them where they
+// compute and return fp32 gradients, as keep's casts do.
+TEST_P(EveryNetwork, Bf16Quantize8GradientsAreFp32AndClose) {
+  const auto config = tiny_config(GetParam());
+  const Batch batch = batch_for(config);
+  const auto bf16_step = [&](const std::string& plan) {
+    const auto network = planned(config, plan).network;
+    network->set_compute_dtype(torch::kBFloat16);
+    return testing::step(*network, batch);
+  };
+  const auto exact = bf16_step("keep"), q8 = bf16_step("quantize-8");
+  for (const auto& [name, grad] : q8.grads) EXPECT_EQ(grad.scalar_type(), torch::kFloat) << name;
+  EXPECT_LT(testing::relative_error(q8, exact), 2e-2);
+}
+
 // Dropout masks and ReLU outputs kept as 1 bit give the same gradients.
 TEST_P(EveryNetwork, OneBitMasksAreExact) {
   const auto config = tiny_config(GetParam(), 0.1);
@@ -153,6 +168,18 @@ TEST(LMHead, RecomputedLogProbabilitiesGiveKeepsGradients) {
   const auto chunked = testing::step(*planned(config, recompute).network, batch);
   EXPECT_NEAR(chunked.loss, exact.loss, 1e-5 * exact.loss);
   EXPECT_LT(testing::relative_error(chunked, exact), 1e-5);
+  // In bf16 the head casts the fp32 weight again in backward and returns an
+  // fp32 gradient; it accumulates the chunks in fp32 where keep's one product
+  // rounds to bf16.
+  const auto bf16 = [&](std::shared_ptr<Network> network) {
+    network->set_compute_dtype(torch::kBFloat16);
+    return testing::step(*network, batch);
+  };
+  const auto exact_bf16 = bf16(keep.network);
+  const auto chunked_bf16 = bf16(planned(config, recompute).network);
+  for (const auto& [name, grad] : chunked_bf16.grads) EXPECT_EQ(grad.scalar_type(), torch::kFloat) << name;
+  EXPECT_NEAR(chunked_bf16.loss, exact_bf16.loss, 1e-3 * exact_bf16.loss);
+  EXPECT_LT(testing::relative_error(chunked_bf16, exact_bf16), 1e-2);
 }
 
 // An inverted GELU stores its output as its consumer stores it: one copy

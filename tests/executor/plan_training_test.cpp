@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "executor/data.h"
+#include "executor/layers/dense.h"
 #include "executor/layout.h"
 #include "executor/memory.h"
 #include "executor/trainer.h"
@@ -15,12 +16,14 @@
 namespace papaya::executor {
 namespace {
 
-// Trains `config` under `plan` (a name or a file), weights, data and rounding from `seed`.
+// Trains `config` under `plan` (a name or a file), weights, data and rounding
+// from `seed`, activations in `dtype`.
 TrainReport train_with(const model::NetworkConfig& config, const std::string& plan, int steps, int64_t batch,
-                       double lr = 3e-3, uint64_t seed = 0) {
+                       double lr = 3e-3, uint64_t seed = 0, torch::ScalarType dtype = torch::kFloat) {
   MemoryTracker memory(torch::kCPU);  // before the network: its weights count as static
   torch::manual_seed(seed);
   auto network = build_network(config);
+  network->set_compute_dtype(dtype);
   const model::NetworkLayout layout = probe_layout(*network);
   PlanOptions options_of_plan;
   options_of_plan.rounding_seed = seed;
@@ -79,6 +82,25 @@ TEST(ActivationMemory, FallsWithQuantizationInversionAndRecomputation) {
   // than the 1-byte branch mask that its backward unpacks, so only what is
   // stored falls.
   EXPECT_LT(stored(compressed), stored(train_with(config, "quantize-2", 3, 16)));
+}
+
+// In bf16 the native path's autograd keeps bf16 copies of the weights it
+// computes with; the MOM Functions cast again in backward instead. Beyond
+// what it stores, a quantized step holds at the end of forward what keep
+// holds less (at least) the copies of every linear's weight.
+TEST(ActivationMemory, MomLayersHoldNoBf16WeightCopies) {
+  const auto config = testing::tiny_config("gpt-tiny");
+  int64_t linear_copies = 0;
+  const auto network = build_network(config);
+  for (const Layer* layer : network->layers()) {
+    if (const auto* linear = dynamic_cast<const Linear*>(layer)) linear_copies += linear->weight.numel() * 2;
+  }
+  const auto unstored = [&](const std::string& plan) {
+    const TrainReport r = train_with(config, plan, 2, 2, 3e-3, 0, torch::kBFloat16);
+    return r.forward_end_bytes - r.static_bytes - stored(r);
+  };
+  const int64_t keep = unstored("keep"), quantized = unstored("quantize-8");
+  EXPECT_LE(quantized, keep - linear_copies) << "keep holds " << keep << " B beyond what it stores";
 }
 
 // Final loss (the mean of the last 20 of 200 steps, and over weight and

@@ -242,6 +242,50 @@ TEST(MemoryModel, ARecomputedSegmentHoldsTheGradientOfItsLastLayersOutput) {
   EXPECT_DOUBLE_EQ(from_changes[point(space, m, Phase::backward, "fc1")], S + 700 * B);
 }
 
+TEST(MemoryModel, MomLayersAndRecomputedSegmentsDoNotHoldParameterCopies) {
+  // fc1 and fc2 hold 3000 and 5000 B of bf16 parameter copies from their
+  // forward to their backward in keep (in the profile's figures). Points:
+  // F fc1..head 0-3, B head 4, R fc1..fc2 5-7, B fc2 8, B act 9, B fc1 10.
+  // Quantized, they cast again in backward: fc1's copy goes from point 1 to
+  // 9, fc2's from 3 to 7; recomputed, from after their forward to before
+  // their recompute: 1-4 and 3-6. The head's (last layer: F and B adjacent)
+  // frees nothing; keep and the copies' own points are as profiled.
+  ProfileSpec spec = chain();
+  spec.layers[0].parameter_copy_bytes = 3000;
+  spec.layers[2].parameter_copy_bytes = 5000;
+  spec.layers[3].parameter_copy_bytes = 7000;
+  const LayerModel m = fitted(spec), plain = fitted(chain());
+  const PlanSpace space(m, profiled_target(m), B), plain_space(plain, profiled_target(plain), B);
+  const auto freed = [&](const std::string& plan) {
+    const auto with = space.timeline(space.assignment(expand_plan_name(plan, m.layout())));
+    const auto without = plain_space.timeline(plain_space.assignment(expand_plan_name(plan, plain.layout())));
+    std::vector<double> out;
+    for (size_t p = 0; p < with.size(); ++p) out.push_back(without[p] - with[p]);
+    return out;
+  };
+  EXPECT_EQ(freed("keep"), std::vector<double>(11, 0));
+  EXPECT_EQ(freed("quantize-4"), (std::vector<double>{0, 3000, 3000, 8000, 8000, 8000, 8000, 8000, 3000, 3000, 0}));
+  EXPECT_EQ(freed("recompute-all"), (std::vector<double>{0, 3000, 3000, 8000, 8000, 5000, 5000, 0, 0, 0, 0}));
+  // The planner's differences: a storage decision frees the copies of the
+  // layer whose first slot it stores otherwise; a segment decision, its layers'.
+  const auto freed_by = [](const std::vector<PlanSpace::Change>& with, const std::vector<PlanSpace::Change>& without) {
+    std::vector<double> out(11, 0);
+    for (const auto& c : without) {
+      for (int p = c.from; p <= c.to; ++p) out[static_cast<size_t>(p)] += c.bytes;
+    }
+    for (const auto& c : with) {
+      for (int p = c.from; p <= c.to; ++p) out[static_cast<size_t>(p)] -= c.bytes;
+    }
+    return out;
+  };
+  ASSERT_EQ(space.slots()[2].key, "fc2:input");
+  const int fc2_input = space.slots()[2].storage;
+  EXPECT_EQ(freed_by(space.changes({{fc2_input, 1}}), plain_space.changes({{fc2_input, 1}})),
+            (std::vector<double>{0, 0, 0, 5000, 5000, 5000, 5000, 5000, 0, 0, 0}));
+  EXPECT_EQ(freed_by(space.segment_changes(0, 0), plain_space.segment_changes(0, 0)), freed("recompute-all"));
+  EXPECT_DOUBLE_EQ(space.segment_cost(0).freed_bytes, plain_space.segment_cost(0).freed_bytes + 8000);
+}
+
 TEST(MemoryModel, RecomputeWithAQuantizedInput) {
   // The segment keeps x0 as quantize-4 (3400 B) besides... nothing: fc1's raw
   // x0 is rematerialized during blk's backward from it. At fc2's backward:

@@ -32,6 +32,7 @@ Profile small_profile() {
   fc.saved = {{"input", SlotKind::activation, "float32", 4, {64}, true, 64, "blocks.0.fc:input", 256}};
   fc.output_bytes_per_sample = 512;
   fc.parameter_bytes = 33280;
+  fc.parameter_copy_bytes = 16384;  // its weight in bf16
   fc.forward_flops_per_sample = 16512;
   fc.forward_bytes_moved_per_sample = 768;
   fc.measured = {{1e-4, 2e-4, 1000, 1512, 1600, 2000, 1900, 2500}, {}};
@@ -72,6 +73,11 @@ TEST(Profile, RoundTripsThroughAFile) {
   EXPECT_TRUE(back.iterations[1].oom);
   EXPECT_EQ(back.machine.timing, "wall-clock");
   EXPECT_DOUBLE_EQ(back.layers[1].measured[0].backward_s, 2e-5);
+  EXPECT_EQ(back.layers[0].parameter_copy_bytes, 16384);
+  // Profiles written before copies were recorded hold none.
+  json older = profile_to_json(p);
+  older["layers"][0].erase("parameter_copy_bytes");
+  EXPECT_EQ(profile_from_json(older, "older.json").layers[0].parameter_copy_bytes, 0);
 }
 
 TEST(Profile, LayoutCarriesSlotsSegmentsAndSharing) {

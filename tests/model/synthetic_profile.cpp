@@ -42,6 +42,7 @@ model::Profile make_profile(const ProfileSpec& spec) {
     layer.output_saved_by = l.output_saved_by;
     layer.output_bytes_per_sample = l.output_bytes_per_sample;
     layer.parameter_bytes = l.parameter_bytes;
+    layer.parameter_copy_bytes = l.parameter_copy_bytes;
     layer.forward_flops_per_sample = l.forward_flops_per_sample;
     layer.forward_bytes_moved_per_sample = l.forward_bytes_moved_per_sample;
     for (int batch : spec.batches) {

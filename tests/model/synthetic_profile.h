@@ -19,7 +19,7 @@ struct LayerSpec {
   model::LinearCurve forward_start, forward_peak, backward_start, backward_peak;
   model::SaturatingCurve forward_s, backward_s;
   double forward_flops_per_sample = 0, forward_bytes_moved_per_sample = 0;
-  int64_t parameter_bytes = 0;
+  int64_t parameter_bytes = 0, parameter_copy_bytes = 0;
 };
 
 struct SegmentSpec {
