@@ -16,11 +16,15 @@ using torch::autograd::Function;
 constexpr int64_t mean = at::Reduction::Mean;
 constexpr int64_t no_ignore = -100;  // nll_loss's default ignore_index
 
-// d loss / d logits from the fp32 log-probabilities, in `dtype`.
+// d loss / d logits from the fp32 log-probabilities, in `dtype`. The
+// log-probabilities' gradient goes before the cast, as autograd frees it on
+// the native path.
 at::Tensor logits_grad(const at::Tensor& grad, const at::Tensor& logprobs, const at::Tensor& target,
                        const at::Tensor& total_weight, at::ScalarType dtype) {
-  const at::Tensor g = at::nll_loss_backward(grad, logprobs, target, {}, mean, no_ignore, total_weight);
-  return at::_log_softmax_backward_data(g, logprobs, -1, at::kFloat).to(dtype);
+  at::Tensor g = at::nll_loss_backward(grad, logprobs, target, {}, mean, no_ignore, total_weight);
+  const at::Tensor logits = at::_log_softmax_backward_data(g, logprobs, -1, at::kFloat);
+  g.reset();
+  return logits.to(dtype);
 }
 
 struct CrossEntropyFunction : Function<CrossEntropyFunction> {
@@ -52,16 +56,23 @@ struct CrossEntropyFunction : Function<CrossEntropyFunction> {
 // chunk: {d x rows, d weight (accumulated in fp32)}.
 variable_list recomputed_gradients(const at::Tensor& grad, const at::Tensor& rows, const at::Tensor& weight,
                                    const at::Tensor& targets) {
-  at::Tensor grad_rows = at::empty_like(rows);
-  at::Tensor grad_weight = at::zeros(weight.sizes(), weight.options().dtype(at::kFloat));
+  at::Tensor grad_rows, grad_weight;
   const int64_t n = rows.size(0), step = model::lm_head_chunk_rows(weight.size(0));
   const at::Tensor per_token = grad.to(at::kFloat).div(n).neg();  // d loss / d logprob of each target
   for (int64_t start = 0; start < n; start += step) {
     const int64_t count = std::min(step, n - start);
     const at::Tensor x = rows.narrow(0, start, count), target = targets.narrow(0, start, count).unsqueeze(1);
-    const at::Tensor logprobs = at::log_softmax(at::linear(x, weight).to(at::kFloat), -1);
-    const at::Tensor g = at::zeros_like(logprobs).scatter_(1, target, per_token.expand({count, 1}));
+    at::Tensor logprobs = at::log_softmax(at::linear(x, weight).to(at::kFloat), -1);
+    at::Tensor g = at::zeros_like(logprobs).scatter_(1, target, per_token.expand({count, 1}));
     const at::Tensor logits = at::_log_softmax_backward_data(g, logprobs, -1, at::kFloat);
+    // The chunk's log-probabilities go before the casts below and the results
+    // are made only then: at no point more than keep's backward holds.
+    logprobs.reset();
+    g.reset();
+    if (!grad_rows.defined()) {
+      grad_rows = at::empty_like(rows);
+      grad_weight = at::zeros(weight.sizes(), weight.options().dtype(at::kFloat));
+    }
     grad_rows.narrow(0, start, count).copy_(logits.to(rows.scalar_type()).mm(weight));
     grad_weight.addmm_(logits.t(), x.to(at::kFloat));  // in place: no vocabulary-sized temporary
   }
