@@ -1,5 +1,6 @@
 // papaya profile: measure a network layer by layer at several batch sizes
 // and write the profile that `papaya fit` reads.
+#include <algorithm>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -119,7 +120,8 @@ void run(const ProfileArgs& args) {
     return;
   }
   std::cout << "papaya profile: " << profile.network << " on " << profile.machine.device_name << ", " << profile.precision
-            << ", " << options.warmup << " warm-up + " << options.steps << " measured steps per batch, layers timed by "
+            << ", " << options.warmup << " warm-up + " << options.steps << " measured steps per batch in "
+            << std::min(options.rounds, options.steps) << " rounds, layers timed by "
             << profile.machine.timing << "\n\n";
   print_tables(profile);
   std::cout << "profile written to " << args.out << "\n";
@@ -143,6 +145,10 @@ void register_profile(CLI::App& app) {
   cmd->add_option("--warmup", o.warmup, "Steps per batch size before measuring")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--rounds", o.rounds,
+                  "Measure the batch sizes in turn this many times, the steps split between rounds; each keeps its median round")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--precision", o.precision, "Activation precision: fp32 or bf16 (weights stay fp32)")
       ->capture_default_str();
   cmd->add_option("--seed", o.seed, "Seed of weights and data")->capture_default_str();

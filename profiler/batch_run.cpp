@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "executor/device.h"
+#include "model/median.h"
 #include "executor/trainer.h"
 #include "profiler/layer_recorder.h"
 #include "profiler/out_of_memory.h"
@@ -120,6 +121,32 @@ BatchRun measure(executor::Network& network, executor::DataSource& data, torch::
 }
 
 }  // namespace
+
+BatchRun median_run(const std::vector<BatchRun>& runs) {
+  for (const BatchRun& r : runs) {
+    if (r.iteration.oom) return r;
+  }
+  std::vector<const BatchRun*> by_time;
+  for (const BatchRun& r : runs) by_time.push_back(&r);
+  std::sort(by_time.begin(), by_time.end(), [](const auto* a, const auto* b) { return a->iteration.iteration_s < b->iteration.iteration_s; });
+  BatchRun out = *by_time[(by_time.size() - 1) / 2];
+  out.iteration.steps = 0;
+  for (const BatchRun& r : runs) {
+    model::IterationMeasurement& it = out.iteration;
+    it.steps += r.iteration.steps;
+    keep_max(it.static_bytes, r.iteration.static_bytes);
+    keep_max(it.peak_bytes, r.iteration.peak_bytes);
+    keep_max(it.peak_reserved_bytes, r.iteration.peak_reserved_bytes);
+    keep_max(it.forward_end_bytes, r.iteration.forward_end_bytes);
+    add_bytes(out.layers, r.layers);
+  }
+  for (size_t s = 0; s < out.recompute_s.size(); ++s) {
+    std::vector<double> times;
+    for (const BatchRun& r : runs) times.push_back(r.recompute_s[s]);
+    out.recompute_s[s] = model::median(times);
+  }
+  return out;
+}
 
 BatchRun run_batch(executor::Network& network, executor::DataSource& data, torch::optim::Optimizer& optimizer,
                    executor::MemoryTracker& memory, LayerTimer& timer, const BatchRunOptions& options) {

@@ -29,6 +29,12 @@ struct BatchRun {
   std::vector<bool> returns_last_layer_output;    // network.segments() order
 };
 
+// The median of several runs of one batch size: the times of the run whose
+// iteration time is the median (its parts still add up) and each segment's
+// median recompute time; the largest bytes; all steps counted; out of memory
+// if any run was.
+BatchRun median_run(const std::vector<BatchRun>& runs);
+
 // Trains with `optimizer` as executor::train does (gradients zeroed in place,
 // forward, backward, step), each batch made before the step's clock starts.
 // Times are those of the median measured step, bytes the largest seen.

@@ -104,6 +104,7 @@ model::SavedTensorProfile segment_input(const std::vector<model::LayerProfile>& 
 model::Profile profile_network(const ProfileOptions& options) {
   if (options.steps < 1) throw InputError("--steps: at least one measured step is needed");
   if (options.warmup < 0) throw InputError("--warmup: cannot be negative");
+  if (options.rounds < 1) throw InputError("--rounds: at least one round is needed");
   const std::vector<int> batches = sorted_batches(options.batches);
   const torch::Device device = executor::resolve_device(options.device);
   const torch::ScalarType dtype = executor::resolve_precision(options.precision);
@@ -134,25 +135,40 @@ model::Profile profile_network(const ProfileOptions& options) {
   torch::optim::AdamW optimizer(network->parameters(),
                                 torch::optim::AdamWOptions(train_defaults.lr).weight_decay(train_defaults.weight_decay));
 
-  const int per_batch = options.warmup + options.steps + 1;
-  const int total = per_batch * static_cast<int>(batches.size());
-  int done = 0;
-  for (size_t b = 0; b < batches.size(); ++b) {
+  // Round r measures each batch for its share of the steps, after the full
+  // warm-up in the first round and one step in the others.
+  const int rounds = std::min(options.rounds, options.steps);
+  const auto steps_in = [&](int r) { return options.steps / rounds + (r < options.steps % rounds ? 1 : 0); };
+  const auto warmup_in = [&](int r) { return r == 0 ? options.warmup : std::min(options.warmup, 1); };
+  int total = 0;
+  for (int r = 0; r < rounds; ++r) total += (warmup_in(r) + steps_in(r) + 1) * static_cast<int>(batches.size());
+  int done = 0, planned = 0;
+  std::vector<std::vector<BatchRun>> runs(batches.size());
+  for (int r = 0; r < rounds; ++r) {
+    for (size_t b = 0; b < batches.size(); ++b) {
+      if (!runs[b].empty() && runs[b].back().iteration.oom) continue;
 #ifdef PAPAYA_CUDA
-    if (device.is_cuda()) cuda_release_cache();
+      if (device.is_cuda()) cuda_release_cache();
 #endif
-    const std::string note = "batch " + std::to_string(batches[b]);
-    BatchRunOptions run_options;
-    run_options.batch = batches[b];
-    run_options.warmup = options.warmup;
-    run_options.steps = options.steps;
-    run_options.memory_limit = options.memory_limit;
-    run_options.on_step = [&] {
-      if (options.on_progress) options.on_progress(++done, total, note);
-    };
-    const BatchRun run = run_batch(*network, *data, optimizer, memory, *timer, run_options);
-    done = per_batch * static_cast<int>(b + 1);
-    if (options.on_progress) options.on_progress(done, total, note + (run.iteration.oom ? " (out of memory)" : ""));
+      const std::string note = "batch " + std::to_string(batches[b]) + ", round " + std::to_string(r + 1) + "/" + std::to_string(rounds);
+      BatchRunOptions run_options;
+      run_options.batch = batches[b];
+      run_options.warmup = warmup_in(r);
+      run_options.steps = steps_in(r);
+      run_options.memory_limit = options.memory_limit;
+      run_options.on_step = [&] {
+        if (options.on_progress) options.on_progress(++done, total, note);
+      };
+      runs[b].push_back(run_batch(*network, *data, optimizer, memory, *timer, run_options));
+      planned += warmup_in(r) + steps_in(r) + 1;
+      const bool oom = runs[b].back().iteration.oom;
+      for (int later = r + 1; oom && later < rounds; ++later) planned += warmup_in(later) + steps_in(later) + 1;
+      done = planned;
+      if (options.on_progress) options.on_progress(done, total, note + (oom ? " (out of memory)" : ""));
+    }
+  }
+  for (size_t b = 0; b < batches.size(); ++b) {
+    const BatchRun run = median_run(runs[b]);
     profile.iterations.push_back(run.iteration);
     for (int i = 0; i < layers; ++i) profile.layers[i].measured.push_back(run.layers[i]);
     for (size_t s = 0; s < profile.segments.size(); ++s) {

@@ -9,6 +9,7 @@
 
 #include "executor/data.h"
 #include "model/error.h"
+#include "profiler/batch_run.h"
 #include "profiler/profiler.h"
 #include "profiler/summary.h"
 
@@ -166,6 +167,34 @@ TEST(Profiler, SegmentsSayWhetherTheyReturnTheirLastLayersOutput) {
     ASSERT_FALSE(p.segments.empty()) << network;
     for (const auto& s : p.segments) EXPECT_EQ(s.returns_last_layer_output, expected) << s.path;
   }
+}
+
+// A batch keeps its median round's times, so that one slow round (another
+// process on the machine) moves nothing, and the largest bytes of any.
+TEST(MedianRun, KeepsTheMedianRoundsTimesAndTheLargestBytes) {
+  const auto run = [](double iteration_s, double layer_s, int64_t peak, double recompute_s) {
+    BatchRun r;
+    r.iteration.batch = 4;
+    r.iteration.steps = 3;
+    r.iteration.iteration_s = iteration_s;
+    r.iteration.peak_bytes = peak;
+    r.layers.resize(1);
+    r.layers[0].forward_s = layer_s;
+    r.layers[0].backward_peak_bytes = peak;
+    r.recompute_s = {recompute_s};
+    r.returns_last_layer_output = {true};
+    return r;
+  };
+  const BatchRun median = median_run({run(3e-3, 30e-6, 500, 0.1), run(1e-3, 10e-6, 700, 0.3), run(2e-3, 20e-6, 600, 0.2)});
+  EXPECT_DOUBLE_EQ(median.iteration.iteration_s, 2e-3);
+  EXPECT_DOUBLE_EQ(median.layers[0].forward_s, 20e-6);
+  EXPECT_EQ(median.iteration.peak_bytes, 700);
+  EXPECT_EQ(median.layers[0].backward_peak_bytes, 700);
+  EXPECT_DOUBLE_EQ(median.recompute_s[0], 0.2);
+  EXPECT_EQ(median.iteration.steps, 9);
+  BatchRun oom;
+  oom.iteration.oom = true;
+  EXPECT_TRUE(median_run({run(1e-3, 10e-6, 700, 0.3), oom}).iteration.oom);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cpu, TinyProfile, ::testing::Values("gpt-tiny", "vit-tiny", "resnet-tiny", "mlp-tiny"),
