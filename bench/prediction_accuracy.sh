@@ -6,6 +6,7 @@
 #
 #   bench/prediction_accuracy.sh                 # gpt-tiny vit-tiny resnet-tiny, batches 16 32
 #   NETWORKS=gpt-tiny BATCHES=32 bench/prediction_accuracy.sh
+#   PRECISION=bf16 bench/prediction_accuracy.sh  # activations in bf16
 #
 # Needs `papaya profile` (the profiler) and `papaya train --plan` (the
 # executor's memory optimizations), and jq. Writes every profile, model,
@@ -20,6 +21,7 @@ networks=${NETWORKS:-gpt-tiny vit-tiny resnet-tiny}
 profile_batches=${PROFILE_BATCHES:-1,2,4}
 batches=${BATCHES:-16 32}
 steps=${STEPS:-30}
+precision=${PRECISION:-fp32}
 plans=${PLANS:-keep recompute-all quantize-4 invert recompute-all+quantize-4 quantize-4+invert recompute-all+invert recompute-all+quantize-4+invert}
 peak_target=${PEAK_TARGET:-0.03}
 rate_target=${RATE_TARGET:-0.15}
@@ -34,14 +36,14 @@ echo "network,strategy,batch,predicted_peak_bytes,measured_peak_bytes,peak_error
 
 for net in $networks; do
   echo "== $net: profile at $profile_batches, fit" >&2
-  "$papaya" profile --network "$net" --batch "$profile_batches" --device cpu --out "$out/$net.profile.json" >&2
+  "$papaya" profile --network "$net" --batch "$profile_batches" --device cpu --precision "$precision" --out "$out/$net.profile.json" >&2
   "$papaya" fit "$out/$net.profile.json" --out "$out/$net.model.json" --json >"$out/$net.fit.json"
   for b in $batches; do
     "$papaya" predict "$out/$net.model.json" --batch "$b" --json >"$out/$net.predict.$b.json"
     for plan in $plans; do
       echo "== $net $plan batch $b: train" >&2
       run="$out/$net.$plan.$b.train.json"
-      "$papaya" train --network "$net" --plan "$plan" --batch "$b" --steps "$steps" --device cpu --json >"$run"
+      "$papaya" train --network "$net" --plan "$plan" --batch "$b" --steps "$steps" --device cpu --precision "$precision" --json >"$run"
       jq -r --arg net "$net" --arg plan "$plan" --argjson b "$b" --slurpfile run "$run" '
         .[] | select(.strategy == $plan) |
         [$net, $plan, $b, .peak_bytes, $run[0].peak_bytes,
