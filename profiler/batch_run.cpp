@@ -4,8 +4,8 @@
 #include <chrono>
 
 #include "executor/device.h"
-#include "model/median.h"
 #include "executor/trainer.h"
+#include "model/median.h"
 #include "profiler/layer_recorder.h"
 #include "profiler/out_of_memory.h"
 #include "profiler/segment_recompute.h"

@@ -53,7 +53,7 @@ struct CrossEntropyFunction : Function<CrossEntropyFunction> {
 };
 
 // The LM head's gradients with the log-probabilities recomputed chunk by
-// chunk: {d x rows, d weight (accumulated in fp32)}.
+// chunk: {d x rows, d weight (accumulated and returned in fp32)}.
 variable_list recomputed_gradients(const at::Tensor& grad, const at::Tensor& rows, const at::Tensor& weight,
                                    const at::Tensor& targets) {
   at::Tensor grad_rows, grad_weight;
@@ -76,7 +76,7 @@ variable_list recomputed_gradients(const at::Tensor& grad, const at::Tensor& row
     grad_rows.narrow(0, start, count).copy_(logits.to(rows.scalar_type()).mm(weight));
     grad_weight.addmm_(logits.t(), x.to(at::kFloat));  // in place: no vocabulary-sized temporary
   }
-  return {grad_rows, grad_weight.to(weight.scalar_type())};
+  return {grad_rows, grad_weight};
 }
 
 struct LMHeadFunction : Function<LMHeadFunction> {
