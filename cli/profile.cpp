@@ -146,7 +146,7 @@ void register_profile(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--rounds", o.rounds,
-                  "Measure the batch sizes in turn this many times, the steps split between rounds; each keeps its median round")
+                  "Measure the batch sizes in turn this many times, the steps split between rounds; every time is the median over all steps")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   cmd->add_option("--precision", o.precision, "Activation precision: fp32 or bf16 (weights stay fp32)")

@@ -19,18 +19,11 @@ double seconds(Clock::time_point from, Clock::time_point to) { return std::chron
 
 void keep_max(int64_t& into, int64_t value) { into = std::max(into, value); }
 
-// The times of one measured step.
-struct StepTimes {
-  double iteration_s = 0, forward_s = 0, backward_s = 0, optimizer_s = 0;
-  std::vector<PassTimes> layers;
-};
-
-// The batch's times are those of its median step (by iteration time): a step
-// slowed down by another process on a shared machine does not move them, and
-// the parts still add up to the whole.
-const StepTimes& median_step(std::vector<StepTimes>& steps) {
-  std::sort(steps.begin(), steps.end(), [](const auto& a, const auto& b) { return a.iteration_s < b.iteration_s; });
-  return steps[(steps.size() - 1) / 2];
+template <typename Get>
+double median_over(const std::vector<StepTimes>& steps, Get get) {
+  std::vector<double> values;
+  for (const StepTimes& s : steps) values.push_back(get(s));
+  return model::median(values);
 }
 
 // Folds one measured step's bytes into the batch's: the largest.
@@ -61,7 +54,6 @@ BatchRun measure(executor::Network& network, executor::DataSource& data, torch::
   it.steps = options.steps;
   run.layers.resize(network.layers().size());
   network.train();
-  std::vector<StepTimes> measured;
 
   for (int step = 0; step < options.warmup + options.steps; ++step) {
     const executor::Batch batch = data.next(options.batch);
@@ -94,7 +86,7 @@ BatchRun measure(executor::Network& network, executor::DataSource& data, torch::
     const std::vector<PassTimes> times = timer.finish_step();
 
     if (step >= options.warmup) {
-      measured.push_back({seconds(start, end), seconds(zeroed, forward_done), seconds(forward_done, backward_done),
+      run.steps.push_back({seconds(start, end), seconds(zeroed, forward_done), seconds(forward_done, backward_done),
                           seconds(start, zeroed) + seconds(backward_done, end), times});
       keep_max(it.peak_bytes, recorder.step_peak());
       keep_max(it.peak_reserved_bytes, recorder.step_reserved_peak());
@@ -103,15 +95,7 @@ BatchRun measure(executor::Network& network, executor::DataSource& data, torch::
     }
     if (options.on_step) options.on_step();
   }
-  const StepTimes& median = median_step(measured);
-  it.iteration_s = median.iteration_s;
-  it.forward_s = median.forward_s;
-  it.backward_s = median.backward_s;
-  it.optimizer_s = median.optimizer_s;
-  for (size_t i = 0; i < run.layers.size(); ++i) {
-    run.layers[i].forward_s = median.layers[i].forward_s;
-    run.layers[i].backward_s = median.layers[i].backward_s;
-  }
+  take_median_times(run);
   it.static_bytes = executor::static_bytes(network, optimizer);
   const SegmentInputs inputs = capture_segment_inputs(network, data.next(options.batch));
   run.recompute_s = time_recompute(network, inputs, options.steps);
@@ -122,16 +106,30 @@ BatchRun measure(executor::Network& network, executor::DataSource& data, torch::
 
 }  // namespace
 
+void take_median_times(BatchRun& run) {
+  std::vector<StepTimes> steps = run.steps;
+  std::sort(steps.begin(), steps.end(), [](const auto& a, const auto& b) { return a.iteration_s < b.iteration_s; });
+  const StepTimes& median = steps[(steps.size() - 1) / 2];
+  model::IterationMeasurement& it = run.iteration;
+  it.iteration_s = median.iteration_s;
+  it.forward_s = median.forward_s;
+  it.backward_s = median.backward_s;
+  it.optimizer_s = median.optimizer_s;
+  for (size_t i = 0; i < run.layers.size(); ++i) {
+    run.layers[i].forward_s = median_over(steps, [i](const StepTimes& s) { return s.layers[i].forward_s; });
+    run.layers[i].backward_s = median_over(steps, [i](const StepTimes& s) { return s.layers[i].backward_s; });
+  }
+}
+
 BatchRun median_run(const std::vector<BatchRun>& runs) {
   for (const BatchRun& r : runs) {
     if (r.iteration.oom) return r;
   }
-  std::vector<const BatchRun*> by_time;
-  for (const BatchRun& r : runs) by_time.push_back(&r);
-  std::sort(by_time.begin(), by_time.end(), [](const auto* a, const auto* b) { return a->iteration.iteration_s < b->iteration.iteration_s; });
-  BatchRun out = *by_time[(by_time.size() - 1) / 2];
+  BatchRun out = runs.front();
   out.iteration.steps = 0;
+  out.steps.clear();
   for (const BatchRun& r : runs) {
+    out.steps.insert(out.steps.end(), r.steps.begin(), r.steps.end());
     model::IterationMeasurement& it = out.iteration;
     it.steps += r.iteration.steps;
     keep_max(it.static_bytes, r.iteration.static_bytes);
@@ -145,6 +143,7 @@ BatchRun median_run(const std::vector<BatchRun>& runs) {
     for (const BatchRun& r : runs) times.push_back(r.recompute_s[s]);
     out.recompute_s[s] = model::median(times);
   }
+  take_median_times(out);
   return out;
 }
 

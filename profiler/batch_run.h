@@ -22,22 +22,38 @@ struct BatchRunOptions {
   std::function<void()> on_step;  // after each step, and after the recompute timing
 };
 
+// The times of one measured step.
+struct StepTimes {
+  double iteration_s = 0, forward_s = 0, backward_s = 0, optimizer_s = 0;
+  std::vector<PassTimes> layers;  // network.layers() order
+};
+
 struct BatchRun {
   model::IterationMeasurement iteration;          // oom: nothing else is filled
   std::vector<model::LayerMeasurement> layers;    // network.layers() order
   std::vector<double> recompute_s;                // network.segments() order
   std::vector<bool> returns_last_layer_output;    // network.segments() order
+  std::vector<StepTimes> steps;                   // every measured step
 };
 
-// The median of several runs of one batch size: the times of the run whose
-// iteration time is the median (its parts still add up) and each segment's
-// median recompute time; the largest bytes; all steps counted; out of memory
-// if any run was.
+// The iteration's times become those of the median step by iteration time
+// (its parts add up to it), and each layer's its own median over the steps:
+// not that step's, since a layer slowed down once by another process on a
+// shared machine would otherwise keep that time whenever its step was the
+// median one (2.5x for one layer, seen on the 2-core VM), and with three batch
+// sizes one such point bends the layer's fitted slope. The rest of the
+// iteration (its time less the layers' and the optimizer's) takes the
+// difference.
+void take_median_times(BatchRun& run);
+
+// Several runs of one batch size as one: the median times over all their
+// steps (take_median_times), each segment's median recompute time, the largest bytes, all steps
+// counted; out of memory if any run was.
 BatchRun median_run(const std::vector<BatchRun>& runs);
 
 // Trains with `optimizer` as executor::train does (gradients zeroed in place,
 // forward, backward, step), each batch made before the step's clock starts.
-// Times are those of the median measured step, bytes the largest seen.
+// Times are medians over the measured steps, bytes the largest seen.
 BatchRun run_batch(executor::Network& network, executor::DataSource& data, torch::optim::Optimizer& optimizer,
                    executor::MemoryTracker& memory, LayerTimer& timer, const BatchRunOptions& options);
 

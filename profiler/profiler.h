@@ -25,10 +25,10 @@ struct ProfileOptions {
   // step to step on a shared machine.
   int steps = 10;
   // The batch sizes are measured in turn, this many times over (the steps
-  // split between the rounds, the warm-up repeated as one step), and each
-  // batch keeps its median round: a slow moment of a shared machine falls on
-  // one round of one batch instead of on all the steps of one batch, whose
-  // time the slope to larger batches would then carry.
+  // split between the rounds, the warm-up repeated as one step), and each time
+  // is the median over all the batch's steps: a slow moment of a shared
+  // machine falls on one round of one batch instead of on all the steps of
+  // one batch, whose time the slope to larger batches would then carry.
   int rounds = 3;
   uint64_t seed = 0;
   // > 0: a batch whose allocated bytes pass it counts as out of memory, as on

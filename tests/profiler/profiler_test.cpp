@@ -169,32 +169,47 @@ TEST(Profiler, SegmentsSayWhetherTheyReturnTheirLastLayersOutput) {
   }
 }
 
-// A batch keeps its median round's times, so that one slow round (another
-// process on the machine) moves nothing, and the largest bytes of any.
-TEST(MedianRun, KeepsTheMedianRoundsTimesAndTheLargestBytes) {
-  const auto run = [](double iteration_s, double layer_s, int64_t peak, double recompute_s) {
+// A batch's times are medians over every step of every round, the step's
+// and each layer's on its own: one slow step (another process on the
+// machine) moves nothing, not even the layer it slowed down in the step that
+// is the median as a whole; its bytes are the largest of any round.
+TEST(MedianRun, TakesMediansOverEveryStepAndTheLargestBytes) {
+  const auto step = [](double iteration_s, double layer_s) {
+    StepTimes s;
+    s.iteration_s = iteration_s;
+    s.optimizer_s = iteration_s / 10;
+    s.layers = {{layer_s, 2 * layer_s}};
+    return s;
+  };
+  const auto run = [](std::vector<StepTimes> steps, int64_t peak, double recompute_s) {
     BatchRun r;
     r.iteration.batch = 4;
-    r.iteration.steps = 3;
-    r.iteration.iteration_s = iteration_s;
+    r.iteration.steps = static_cast<int>(steps.size());
     r.iteration.peak_bytes = peak;
     r.layers.resize(1);
-    r.layers[0].forward_s = layer_s;
     r.layers[0].backward_peak_bytes = peak;
     r.recompute_s = {recompute_s};
     r.returns_last_layer_output = {true};
+    r.steps = std::move(steps);
+    take_median_times(r);
     return r;
   };
-  const BatchRun median = median_run({run(3e-3, 30e-6, 500, 0.1), run(1e-3, 10e-6, 700, 0.3), run(2e-3, 20e-6, 600, 0.2)});
-  EXPECT_DOUBLE_EQ(median.iteration.iteration_s, 2e-3);
+  // The round and the step that are the median by iteration time (2.0 ms)
+  // had its layer slowed down to 90 us; every other step took 10-30 us.
+  const BatchRun median = median_run({run({step(3.0e-3, 30e-6), step(3.1e-3, 30e-6), step(2.9e-3, 30e-6)}, 500, 0.1),
+                                      run({step(1.0e-3, 10e-6), step(1.1e-3, 10e-6), step(0.9e-3, 10e-6)}, 700, 0.3),
+                                      run({step(2.0e-3, 90e-6), step(2.1e-3, 20e-6), step(1.9e-3, 20e-6)}, 600, 0.2)});
+  EXPECT_DOUBLE_EQ(median.iteration.iteration_s, 2.0e-3);
+  EXPECT_DOUBLE_EQ(median.iteration.optimizer_s, 2.0e-4);
   EXPECT_DOUBLE_EQ(median.layers[0].forward_s, 20e-6);
+  EXPECT_DOUBLE_EQ(median.layers[0].backward_s, 40e-6);
   EXPECT_EQ(median.iteration.peak_bytes, 700);
   EXPECT_EQ(median.layers[0].backward_peak_bytes, 700);
   EXPECT_DOUBLE_EQ(median.recompute_s[0], 0.2);
   EXPECT_EQ(median.iteration.steps, 9);
   BatchRun oom;
   oom.iteration.oom = true;
-  EXPECT_TRUE(median_run({run(1e-3, 10e-6, 700, 0.3), oom}).iteration.oom);
+  EXPECT_TRUE(median_run({run({step(1e-3, 10e-6)}, 700, 0.3), oom}).iteration.oom);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cpu, TinyProfile, ::testing::Values("gpt-tiny", "vit-tiny", "resnet-tiny", "mlp-tiny"),
