@@ -14,6 +14,11 @@ namespace {
 constexpr int64_t values = int64_t{1} << 20;
 constexpr int64_t small_values = int64_t{1} << 12;  // below the CPU codec's chunk
 constexpr int repeats = 3;
+// The benchmarks run in turn this many times and each keeps its fastest
+// pass: a slow moment of a shared machine lasts longer than the repeats of
+// one benchmark (it once halved the 4-bit codec's speeds and no other's, and
+// the model then priced quantize-4 27% slower than it ran).
+constexpr int passes = 3;
 
 // The fastest of a few runs of `work`, after one to warm up.
 template <typename Work>
@@ -67,28 +72,69 @@ model::CodecMeasurement measure(int bits, const Codec& codec, const torch::Tenso
   return m;
 }
 
+// The faster figures of two measurements of one codec; scratch, which does
+// not vary, the larger.
+model::CodecMeasurement fastest(const model::CodecMeasurement& a, const model::CodecMeasurement& b) {
+  model::CodecMeasurement m = a;
+  m.pack_bytes_per_s = std::max(a.pack_bytes_per_s, b.pack_bytes_per_s);
+  m.unpack_bytes_per_s = std::max(a.unpack_bytes_per_s, b.unpack_bytes_per_s);
+  m.pack_seconds_per_call = std::min(a.pack_seconds_per_call, b.pack_seconds_per_call);
+  m.unpack_seconds_per_call = std::min(a.unpack_seconds_per_call, b.unpack_seconds_per_call);
+  m.pack_scratch_per_byte = std::max(a.pack_scratch_per_byte, b.pack_scratch_per_byte);
+  m.pack_scratch_max = std::max(a.pack_scratch_max, b.pack_scratch_max);
+  m.unpack_scratch_per_byte = std::max(a.unpack_scratch_per_byte, b.unpack_scratch_per_byte);
+  m.unpack_scratch_max = std::max(a.unpack_scratch_max, b.unpack_scratch_max);
+  return m;
+}
+
+model::InvertMeasurement fastest(const model::InvertMeasurement& a, const model::InvertMeasurement& b) {
+  model::InvertMeasurement m = a;
+  m.from_output_bytes_per_s = std::max(a.from_output_bytes_per_s, b.from_output_bytes_per_s);
+  m.native_bytes_per_s = std::max(a.native_bytes_per_s, b.native_bytes_per_s);
+  return m;
+}
+
+// Runs each benchmark once per pass, all of them in turn, and keeps each
+// one's fastest figures.
+template <typename Measurement>
+std::vector<Measurement> fastest_of_passes(const std::vector<std::function<Measurement()>>& benchmarks) {
+  std::vector<Measurement> out;
+  for (int pass = 0; pass < passes; ++pass) {
+    for (size_t i = 0; i < benchmarks.size(); ++i) {
+      const Measurement m = benchmarks[i]();
+      if (pass == 0) {
+        out.push_back(m);
+      } else {
+        out[i] = fastest(out[i], m);
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<model::CodecMeasurement> measure_codecs(const torch::Device& device, torch::ScalarType dtype, MemoryTracker& memory) {
   const torch::NoGradGuard no_grad;
-  std::vector<model::CodecMeasurement> out;
+  std::vector<std::function<model::CodecMeasurement()>> benchmarks;
   const torch::TensorOptions options = torch::TensorOptions(device).dtype(dtype);
   const torch::Tensor x = torch::randn({values}, options), small = torch::randn({small_values}, options);
   const auto layout = [](int bits, const torch::Tensor& t) {
     return QuantLayout{bits, model::default_group_size(bits), t.numel(), t.numel()};
   };
   for (int bits : {8, 4, 2}) {
-    const Codec codec{[&](const torch::Tensor& t) { return quantize(t, layout(bits, t)); },
-                      [&](const torch::Tensor& p, const torch::Tensor& like) {
+    const Codec codec{[=](const torch::Tensor& t) { return quantize(t, layout(bits, t)); },
+                      [=](const torch::Tensor& p, const torch::Tensor& like) {
                         return dequantize(p, layout(bits, like), like.sizes(), like.scalar_type());
                       }};
-    out.push_back(measure(bits, codec, x, small, memory));
+    benchmarks.push_back([=, &memory] { return measure(bits, codec, x, small, memory); });
   }
   // A mask as a ReLU output is stored: from the activation, to bools.
   const Codec mask{[](const torch::Tensor& t) { return pack_mask(t != 0); },
                    [](const torch::Tensor& p, const torch::Tensor& like) { return unpack_mask(p, like.sizes()); }};
-  out.push_back(measure(1, mask, torch::relu(x), torch::relu(small), memory));
-  return out;
+  const torch::Tensor relu_x = torch::relu(x), relu_small = torch::relu(small);
+  benchmarks.push_back([=, &memory] { return measure(1, mask, relu_x, relu_small, memory); });
+  return fastest_of_passes(benchmarks);
 }
 
 std::vector<model::InvertMeasurement> measure_inverts(const torch::Device& device, torch::ScalarType dtype) {
@@ -96,17 +142,19 @@ std::vector<model::InvertMeasurement> measure_inverts(const torch::Device& devic
   const torch::TensorOptions options = torch::TensorOptions(device).dtype(dtype);
   const torch::Tensor x = torch::randn({values}, options), grad = torch::randn({values}, options);
   const double bytes = static_cast<double>(x.numel() * x.element_size());
-  std::vector<model::InvertMeasurement> out;
+  std::vector<std::function<model::InvertMeasurement()>> benchmarks;
   for (const std::string kind : {"gelu", "silu"}) {
     const bool gelu = kind == "gelu";
     const torch::Tensor y = gelu ? at::gelu(x) : at::silu(x), right = x >= branch_point(kind);
-    model::InvertMeasurement m;
-    m.kind = kind;
-    m.from_output_bytes_per_s = bytes / seconds_of(device, [&] { input_grad_from_output(kind, grad, y, right); });
-    m.native_bytes_per_s = bytes / seconds_of(device, [&] { gelu ? at::gelu_backward(grad, x) : at::silu_backward(grad, x); });
-    out.push_back(m);
+    benchmarks.push_back([=] {
+      model::InvertMeasurement m;
+      m.kind = kind;
+      m.from_output_bytes_per_s = bytes / seconds_of(device, [&] { input_grad_from_output(kind, grad, y, right); });
+      m.native_bytes_per_s = bytes / seconds_of(device, [&] { gelu ? at::gelu_backward(grad, x) : at::silu_backward(grad, x); });
+      return m;
+    });
   }
-  return out;
+  return fastest_of_passes(benchmarks);
 }
 
 }  // namespace papaya::executor
