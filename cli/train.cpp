@@ -83,6 +83,8 @@ void run(const TrainArgs& args) {
                           {"seed", args.run.seed},
                           {"samples_per_s", report.samples_per_s},
                           {"step_seconds", report.step_seconds},
+                          {"median_samples_per_s", report.median_samples_per_s},
+                          {"median_step_seconds", report.median_step_seconds},
                           {"peak_bytes", report.peak_bytes},
                           {"forward_backward_peak_bytes", report.forward_backward_peak_bytes},
                           {"forward_end_bytes", report.forward_end_bytes},

@@ -2,7 +2,8 @@
 // Profiles a network at small batches and fits its model (as recommend does),
 // predicts peak memory and samples/s of each plan at larger batches, then
 // trains each (plan, batch) for a few steps and prints predicted beside
-// measured, with R², the median and the largest error of each; --plot draws
+// measured (samples/s at the median step: the steady pace the model predicts,
+// which a slow moment of a shared machine does not move), with R², the median and the largest error of each; --plot draws
 // the predicted curves with the measured points.
 #include <algorithm>
 #include <chrono>
@@ -163,7 +164,7 @@ void measure(const ValidateArgs& args, std::vector<Row>& rows) {
     try {
       const executor::TrainReport report = train_run(run, callbacks);
       row.measured_peak = static_cast<double>(report.peak_bytes);
-      row.measured_rate = report.samples_per_s;
+      row.measured_rate = report.median_samples_per_s;
     } catch (const std::exception& e) {
       if (!profiler::is_out_of_memory(e)) throw;
       row.out_of_memory = true;

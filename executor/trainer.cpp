@@ -5,6 +5,7 @@
 
 #include "executor/device.h"
 #include "executor/moms/stored_bytes.h"
+#include "model/median.h"
 
 namespace papaya::executor {
 
@@ -30,7 +31,7 @@ TrainReport train(Network& network, DataSource& data, MemoryTracker& memory, con
 
   TrainReport report;
   report.warmup_steps = std::clamp(options.warmup_steps, 0, std::max(0, options.steps - 1));
-  double measured_seconds = 0;
+  std::vector<double> measured_seconds;
   for (int step = 0; step < options.steps; ++step) {
     const bool measured = step >= report.warmup_steps;
     // The batch is made before the clock starts, as the profiler does: the
@@ -74,14 +75,17 @@ TrainReport train(Network& network, DataSource& data, MemoryTracker& memory, con
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     report.losses.push_back(value);
     if (measured) {
-      measured_seconds += seconds;
+      measured_seconds.push_back(seconds);
       report.peak_bytes = std::max(report.peak_bytes, memory.peak());
       report.peak_reserved_bytes = std::max(report.peak_reserved_bytes, memory.reserved_peak());
     }
     if (options.on_step) options.on_step(step + 1, options.steps, value);
   }
-  const int measured_steps = options.steps - report.warmup_steps;
-  report.step_seconds = measured_seconds / std::max(1, measured_steps);
+  double total_seconds = 0;
+  for (double s : measured_seconds) total_seconds += s;
+  report.step_seconds = measured_seconds.empty() ? 0 : total_seconds / static_cast<double>(measured_seconds.size());
+  report.median_step_seconds = measured_seconds.empty() ? 0 : model::median(measured_seconds);
+  report.median_samples_per_s = report.median_step_seconds > 0 ? static_cast<double>(options.batch) / report.median_step_seconds : 0;
   report.samples_per_s = report.step_seconds > 0 ? static_cast<double>(options.batch) / report.step_seconds : 0;
   report.static_bytes = static_bytes(network, optimizer);
   return report;

@@ -31,6 +31,10 @@ struct TrainReport {
   std::vector<double> losses;    // one per step
   double samples_per_s = 0;      // over the measured steps
   double step_seconds = 0;       // mean over the measured steps
+  // The median measured step: the steady pace, which a slow moment of a
+  // shared machine does not move (the profiler's times are medians too).
+  double median_step_seconds = 0;
+  double median_samples_per_s = 0;  // batch / median_step_seconds
   int64_t peak_bytes = 0;        // allocator peak over the measured steps
   // The same over forward and backward only: without the optimizer's
   // temporaries (for a large embedding, AdamW's exceed the activations).

@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <map>
 #include <set>
+#include <thread>
 
 #include "executor/data.h"
 #include "executor/memory.h"
@@ -92,6 +94,28 @@ TEST_P(TinyNetwork, LossFallsOver20Steps) {
   EXPECT_GT(report.samples_per_s, 0);
   EXPECT_GT(report.static_bytes, 0);
   EXPECT_GT(report.peak_bytes, report.static_bytes);
+}
+
+// The median step is the steady pace: one step slowed down (here by a sleep,
+// on a shared machine by another process) moves the mean, not the median.
+TEST(Train, MedianStepIsNotMovedByOneSlowStep) {
+  const model::NetworkConfig config = model::load_network_config("mlp-tiny");
+  torch::manual_seed(0);
+  auto network = build_network(config);
+  MemoryTracker memory(torch::kCPU);
+  auto data = make_synthetic_data(config, torch::kCPU, 0);
+  TrainOptions options;
+  options.steps = 7;
+  options.batch = 4;
+  options.warmup_steps = 2;
+  const double pause_s = 0.2;
+  options.before_step = [pause_s](int step) {
+    if (step == 4) std::this_thread::sleep_for(std::chrono::duration<double>(pause_s));
+  };
+  const TrainReport report = train(*network, *data, memory, options);
+  EXPECT_GT(report.step_seconds, pause_s / 5);  // 5 measured steps, one of them paused
+  EXPECT_LT(report.median_step_seconds, pause_s / 10);
+  EXPECT_DOUBLE_EQ(report.median_samples_per_s, 4 / report.median_step_seconds);
 }
 
 INSTANTIATE_TEST_SUITE_P(Zoo, TinyNetwork,
