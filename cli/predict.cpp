@@ -68,6 +68,8 @@ void run(const PredictArgs& args) {
   } else {
     for (const auto& name : model::plan_names(target)) plans.push_back(model::expand_plan_name(name, m.layout()));
   }
+  std::vector<std::string> notes = target.notes;
+  if (const auto note = model::extrapolation_note(m, args.batch)) notes.push_back(*note);
   const model::Plan keep = model::expand_plan_name("keep", m.layout());
   const double keep_rate = model::predict(m, target, keep, args.batch).samples_per_s;
 
@@ -87,7 +89,7 @@ void run(const PredictArgs& args) {
                    {"peak_at", where(m, e)},
                    {"hardware", target.name},
                    {"budget_bytes", budget},
-                   {"notes", target.notes}});
+                   {"notes", notes}});
     table.add_row({plan.name, model::format_bytes(e.peak_bytes), e.peak_bytes <= budget ? "yes" : "no", fixed(e.samples_per_s, 1),
                    fixed(e.samples_per_s / keep_rate, 2), std::to_string(largest), where(m, e)});
   }
@@ -101,7 +103,7 @@ void run(const PredictArgs& args) {
             << (args.budget.empty() ? " (80% of " + model::format_bytes(target.memory_bytes) + ")" : "")
             << "; weights, gradients and optimizer state: " << model::format_bytes(m.static_bytes) << "\n";
   table.print(std::cout);
-  for (const auto& note : target.notes) std::cout << "note: " << note << "\n";
+  for (const auto& note : notes) std::cout << "note: " << note << "\n";
   if (!args.plot.empty()) std::cout << "figure written to " << args.plot << "\n";
 }
 

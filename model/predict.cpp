@@ -4,6 +4,15 @@
 
 namespace papaya::model {
 
+std::optional<std::string> extrapolation_note(const LayerModel& model, int64_t batch) {
+  if (model.batches.empty()) return std::nullopt;
+  const int largest = *std::max_element(model.batches.begin(), model.batches.end());
+  if (batch <= 2 * static_cast<int64_t>(largest)) return std::nullopt;
+  return "batch " + std::to_string(batch) + " is " + std::to_string(batch / largest) + "x the largest profiled batch (" +
+         std::to_string(largest) + "): peak memory extrapolates surely, samples/s less so (papaya validate measures it; a profile at batches nearer " +
+         std::to_string(batch) + " narrows it)";
+}
+
 double default_budget(const Target& target) { return default_budget_fraction * target.memory_bytes; }
 
 Estimate predict(const LayerModel& model, const Target& target, const Plan& plan, int64_t batch) {

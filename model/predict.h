@@ -3,6 +3,7 @@
 // the largest batch that fits a memory budget, on the profiled machine or a
 // catalog entry. Each is PlanSpace::evaluate (plan_space.h) of one plan.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,12 @@ constexpr double default_budget_fraction = 0.8;
 double default_budget(const Target& target);
 
 Estimate predict(const LayerModel& model, const Target& target, const Plan& plan, int64_t batch);
+
+// A note where `batch` is more than twice the largest profiled batch: memory
+// extrapolates surely (allocator bytes are linear in the batch), time less
+// so, since the time per sample changes with the batch as caches fill and
+// kernels change (on a CPU, 15-30% between batch 4 and 32: bench/RESULTS.md).
+std::optional<std::string> extrapolation_note(const LayerModel& model, int64_t batch);
 
 // The largest batch whose predicted peak is at most `budget_bytes`; 0 when
 // batch 1 does not fit. The peak grows with the batch (every stored tensor

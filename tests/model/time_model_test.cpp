@@ -43,6 +43,18 @@ TEST(TimeModel, RecoversPerLayerCurvesAndPredictsLargerBatches) {
   EXPECT_LT(fit.quality.time.worst_relative, 1e-6);
 }
 
+// predict says so where a batch lies far beyond the profiled ones.
+TEST(TimeModel, NotesABatchMoreThanTwiceTheLargestProfiled) {
+  ProfileSpec spec = gpt_like(1);
+  spec.batches = {1, 2, 4};
+  const LayerModel m = fit_profile(make_profile(spec), "synthetic").model;
+  EXPECT_FALSE(extrapolation_note(m, 2));
+  EXPECT_FALSE(extrapolation_note(m, 8));
+  const auto note = extrapolation_note(m, 32);
+  ASSERT_TRUE(note);
+  EXPECT_NE(note->find("batch 32 is 8x the largest profiled batch (4)"), std::string::npos) << *note;
+}
+
 TEST(TimeModel, NoisyProfileStillPredictsWithinThreePercent) {
   // +-3% noise on every layer's measured times at batches 1, 2, 4, and on the
   // rest of each iteration; predictions at 16 and 32.
