@@ -62,6 +62,7 @@ void run(const PredictArgs& args) {
   const model::LayerModel m = model::read_layer_model(args.model);
   const model::Target target = model::make_target(m, args.hardware);
   const double budget = args.budget.empty() ? model::default_budget(target) : static_cast<double>(model::parse_size(args.budget, "--budget"));
+  target.check_budget(budget);
   std::vector<model::Plan> plans;
   if (!args.plan.empty()) {
     plans.push_back(model::load_plan(args.plan, m.layout(), m.network));

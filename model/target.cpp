@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "model/error.h"
 #include "model/units.h"
 
 namespace papaya::model {
@@ -50,6 +51,12 @@ double Target::allocated(double bytes) const {
   if (!gpu || bytes <= 0) return bytes;
   const double block = static_cast<double>(cuda_block_bytes);
   return std::ceil(bytes / block) * block;
+}
+
+void Target::check_budget(double budget_bytes) const {
+  if (memory_bytes > 0 && budget_bytes > memory_bytes) {
+    throw InputError("budget " + format_bytes(budget_bytes) + " is more than the memory of " + name + " (" + format_bytes(memory_bytes) + ")");
+  }
 }
 
 const CodecMeasurement& Target::codec(int bits) const {

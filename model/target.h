@@ -58,6 +58,9 @@ struct Target {
   std::vector<std::string> notes;        // what was assumed
 
   bool has_host_link() const { return h2d_bytes_per_s > 0 && d2h_bytes_per_s > 0; }
+  // Throws InputError where a memory budget is more than this target has: a
+  // batch found under it would not fit (unknown capacity, 0, passes).
+  void check_budget(double budget_bytes) const;
   // Bytes an allocation of `bytes` occupies on this target.
   double allocated(double bytes) const;
   // The codec of the nearest measured bit width.

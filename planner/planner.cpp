@@ -52,6 +52,7 @@ class Planner {
  private:
   void check_budget() const {
     if (!(request_.budget_bytes > 0)) throw InputError("budget " + model::format_bytes(request_.budget_bytes) + ": a memory budget is positive");
+    target_.check_budget(request_.budget_bytes);
     if (request_.variance_budget && !(*request_.variance_budget >= 0)) {
       throw InputError("variance budget " + std::to_string(*request_.variance_budget) + ": a fraction of quantize-2's variance is >= 0");
     }

@@ -136,6 +136,10 @@ TEST_F(ModelCommands, BadInputExitsTwo) {
   expect_input_error("predict " + model_ + " --batch 8 --budget lots", "--budget");
   expect_input_error("limits " + model_ + " --hardware A100-40GB,,T4", "empty name");
   expect_input_error("limits " + model_, "--hardware");
+  // A budget beyond a device's memory would find batches that cannot fit there.
+  expect_input_error("predict " + model_ + " --batch 8 --hardware T4 --budget 20GiB", "more than the memory of T4 (16.00 GiB)");
+  expect_input_error("limits " + model_ + " --hardware A100-40GB,T4 --budget 20GiB", "more than the memory of T4");
+  expect_input_error("plan " + model_ + " --budget 1TiB --hardware A100-40GB", "more than the memory of A100-40GB");
 }
 
 }  // namespace
