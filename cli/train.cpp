@@ -108,6 +108,8 @@ void run(const TrainArgs& args) {
   const std::string over = "steps " + std::to_string(report.warmup_steps + 1) + "-" + std::to_string(args.run.steps);
   table.add_row({"samples/s", fixed(report.samples_per_s, 1), over});
   table.add_row({"step time", fixed(report.step_seconds * 1e3, 1) + " ms", over});
+  table.add_row({"median step", fixed(report.median_step_seconds * 1e3, 1) + " ms",
+                 "the steady pace: " + fixed(report.median_samples_per_s, 1) + " samples/s"});
   table.add_row({"peak memory", model::format_bytes(static_cast<double>(report.peak_bytes)), "allocator peak, " + over});
   table.add_row({"static memory", model::format_bytes(static_cast<double>(report.static_bytes)),
                  "weights + gradients + AdamW state"});
@@ -125,8 +127,8 @@ void run(const TrainArgs& args) {
     Table check({"", "predicted", "measured", "error"});
     check.add_row({"peak memory", model::format_bytes(e.peak_bytes), model::format_bytes(static_cast<double>(report.peak_bytes)),
                    error_percent(e.peak_bytes, static_cast<double>(report.peak_bytes))});
-    check.add_row({"samples/s", fixed(e.samples_per_s, 1), fixed(report.samples_per_s, 1),
-                   error_percent(e.samples_per_s, report.samples_per_s)});
+    check.add_row({"samples/s (median step)", fixed(e.samples_per_s, 1), fixed(report.median_samples_per_s, 1),
+                   error_percent(e.samples_per_s, report.median_samples_per_s)});
     check.print(std::cout);
     std::cout << (report.peak_bytes <= auto_plan->budget_bytes ? "the measured peak is within the budget\n"
                                                                : "papaya: warning: the measured peak is over the budget\n");

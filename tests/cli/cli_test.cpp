@@ -48,7 +48,7 @@ TEST(Cli, TrainGptTinyJson) {
   const Outcome run = run_papaya("train --network gpt-tiny --batch 8 --steps 20 --device cpu --json");
   ASSERT_EQ(run.code, 0) << run.err;
   const json out = json::parse(run.out);
-  for (const char* key : {"samples_per_s", "peak_bytes", "static_bytes", "final_loss"}) {
+  for (const char* key : {"samples_per_s", "median_samples_per_s", "median_step_seconds", "peak_bytes", "static_bytes", "final_loss"}) {
     ASSERT_TRUE(out.contains(key)) << key;
     EXPECT_TRUE(std::isfinite(out[key].get<double>())) << key;
     EXPECT_GT(out[key].get<double>(), 0) << key;
@@ -69,7 +69,7 @@ TEST(Cli, TrainOnATextFile) {
 TEST(Cli, TrainPrintsATable) {
   const Outcome run = run_papaya("train --network mlp-tiny --steps 3");
   ASSERT_EQ(run.code, 0) << run.err;
-  for (const char* row : {"samples/s", "peak memory", "static memory", "loss"}) {
+  for (const char* row : {"samples/s", "median step", "peak memory", "static memory", "loss"}) {
     EXPECT_NE(run.out.find(row), std::string::npos) << row;
   }
 }
