@@ -107,6 +107,7 @@ BatchRun measure(executor::Network& network, executor::DataSource& data, torch::
 }  // namespace
 
 void take_median_times(BatchRun& run) {
+  if (run.steps.empty()) return;
   std::vector<StepTimes> steps = run.steps;
   std::sort(steps.begin(), steps.end(), [](const auto& a, const auto& b) { return a.iteration_s < b.iteration_s; });
   const StepTimes& median = steps[(steps.size() - 1) / 2];
