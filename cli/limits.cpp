@@ -33,8 +33,8 @@ void run(const LimitsArgs& args) {
   for (const auto& name : split_commas(args.hardware)) targets.push_back(model::make_target(m, name));
   const std::optional<double> budget =
       args.budget.empty() ? std::nullopt : std::optional<double>(static_cast<double>(model::parse_size(args.budget, "--budget")));
-  for (const auto& t : targets) {
-    if (budget) t.check_budget(*budget);
+  if (budget) {
+    for (const auto& t : targets) t.check_budget(*budget);
   }
 
   std::vector<std::string> header = {"strategy"};

@@ -3,8 +3,9 @@
 // predicts peak memory and samples/s of each plan at larger batches, then
 // trains each (plan, batch) for a few steps and prints predicted beside
 // measured (samples/s at the median step: the steady pace the model predicts,
-// which a slow moment of a shared machine does not move), with R², the median and the largest error of each; --plot draws
-// the predicted curves with the measured points.
+// which a slow moment of a shared machine does not move), with R², the
+// median and the largest error of each; --plot draws the predicted curves
+// with the measured points.
 #include <algorithm>
 #include <chrono>
 #include <cmath>

@@ -95,7 +95,6 @@ BatchRun measure(executor::Network& network, executor::DataSource& data, torch::
     }
     if (options.on_step) options.on_step();
   }
-  take_median_times(run);
   it.static_bytes = executor::static_bytes(network, optimizer);
   const SegmentInputs inputs = capture_segment_inputs(network, data.next(options.batch));
   run.recompute_s = time_recompute(network, inputs, options.steps);
@@ -104,23 +103,32 @@ BatchRun measure(executor::Network& network, executor::DataSource& data, torch::
   return run;
 }
 
-}  // namespace
-
+// The iteration's times become those of the median step by iteration time
+// (its parts add up to it), and each layer's its own median over the steps:
+// not that step's, since a layer slowed down once by another process on a
+// shared machine would otherwise keep that time whenever its step was the
+// median one (2.5x for one layer, seen on the 2-core VM), and with three batch
+// sizes one such point bends the layer's fitted slope. The rest of the
+// iteration (its time less the layers' and the optimizer's) takes the
+// difference.
 void take_median_times(BatchRun& run) {
   if (run.steps.empty()) return;
-  std::vector<StepTimes> steps = run.steps;
-  std::sort(steps.begin(), steps.end(), [](const auto& a, const auto& b) { return a.iteration_s < b.iteration_s; });
-  const StepTimes& median = steps[(steps.size() - 1) / 2];
+  std::vector<const StepTimes*> by_time;
+  for (const StepTimes& s : run.steps) by_time.push_back(&s);
+  std::sort(by_time.begin(), by_time.end(), [](const auto* a, const auto* b) { return a->iteration_s < b->iteration_s; });
+  const StepTimes& median = *by_time[(by_time.size() - 1) / 2];
   model::IterationMeasurement& it = run.iteration;
   it.iteration_s = median.iteration_s;
   it.forward_s = median.forward_s;
   it.backward_s = median.backward_s;
   it.optimizer_s = median.optimizer_s;
   for (size_t i = 0; i < run.layers.size(); ++i) {
-    run.layers[i].forward_s = median_over(steps, [i](const StepTimes& s) { return s.layers[i].forward_s; });
-    run.layers[i].backward_s = median_over(steps, [i](const StepTimes& s) { return s.layers[i].backward_s; });
+    run.layers[i].forward_s = median_over(run.steps, [i](const StepTimes& s) { return s.layers[i].forward_s; });
+    run.layers[i].backward_s = median_over(run.steps, [i](const StepTimes& s) { return s.layers[i].backward_s; });
   }
 }
+
+}  // namespace
 
 BatchRun median_run(const std::vector<BatchRun>& runs) {
   for (const BatchRun& r : runs) {

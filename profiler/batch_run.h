@@ -29,31 +29,26 @@ struct StepTimes {
 };
 
 struct BatchRun {
-  model::IterationMeasurement iteration;          // oom: nothing else is filled
+  model::IterationMeasurement iteration;          // oom: nothing else is filled; times: median_run's
   std::vector<model::LayerMeasurement> layers;    // network.layers() order
   std::vector<double> recompute_s;                // network.segments() order
   std::vector<bool> returns_last_layer_output;    // network.segments() order
   std::vector<StepTimes> steps;                   // every measured step
 };
 
-// The iteration's times become those of the median step by iteration time
-// (its parts add up to it), and each layer's its own median over the steps:
-// not that step's, since a layer slowed down once by another process on a
-// shared machine would otherwise keep that time whenever its step was the
-// median one (2.5x for one layer, seen on the 2-core VM), and with three batch
-// sizes one such point bends the layer's fitted slope. The rest of the
-// iteration (its time less the layers' and the optimizer's) takes the
-// difference.
-void take_median_times(BatchRun& run);
-
-// Several runs of one batch size as one: the median times over all their
-// steps (take_median_times), each segment's median recompute time, the largest bytes, all steps
-// counted; out of memory if any run was.
+// Several runs of one batch size as one, with the batch's times: the
+// iteration's parts from its median step by iteration time (they add up), each
+// layer's its own median over all the steps (one layer slowed down once by
+// another process would otherwise bend its fitted slope whenever that step
+// was the median one; the rest of the iteration takes the difference), each
+// segment's median recompute time; the largest bytes, all steps counted; out
+// of memory if any run was.
 BatchRun median_run(const std::vector<BatchRun>& runs);
 
 // Trains with `optimizer` as executor::train does (gradients zeroed in place,
 // forward, backward, step), each batch made before the step's clock starts.
-// Times are medians over the measured steps, bytes the largest seen.
+// Each measured step's times go to `steps` (median_run makes the batch's
+// times from them), bytes the largest seen.
 BatchRun run_batch(executor::Network& network, executor::DataSource& data, torch::optim::Optimizer& optimizer,
                    executor::MemoryTracker& memory, LayerTimer& timer, const BatchRunOptions& options);
 

@@ -191,7 +191,6 @@ TEST(MedianRun, TakesMediansOverEveryStepAndTheLargestBytes) {
     r.recompute_s = {recompute_s};
     r.returns_last_layer_output = {true};
     r.steps = std::move(steps);
-    take_median_times(r);
     return r;
   };
   // The round and the step that are the median by iteration time (2.0 ms)
