@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "executor/batch.h"
 #include "executor/moms/stored.h"
 #include "model/layout.h"
 
@@ -73,6 +74,12 @@ class Layer : public torch::nn::Module {
   const StoreSpec& store_spec(size_t slot) const { return specs_.at(slot); }
   void set_store_spec(size_t slot, StoreSpec spec);
   bool keeps_all() const;
+
+  // The layer alone: its forward on `inputs` (those it reports to the
+  // observer, in that order) and, for a layer that reads the batch's token
+  // ids or targets, on `batch`. The profiler times layers so at batch sizes
+  // the whole network is not run at (profiler/layer_probe.h).
+  virtual torch::Tensor run(const std::vector<torch::Tensor>& inputs, const Batch& batch) = 0;
 
   // Floating-point type activations are computed in (parameters stay fp32).
   void set_compute_dtype(torch::ScalarType dtype) { compute_dtype_ = dtype; }

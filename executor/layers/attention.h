@@ -12,6 +12,7 @@ class AttentionScores : public Layer {
  public:
   AttentionScores(int64_t head_dim, bool causal);
   torch::Tensor forward(torch::Tensor q, torch::Tensor k);
+  torch::Tensor run(const std::vector<torch::Tensor>& in, const Batch&) override { return forward(in.at(0), in.at(1)); }
   double scale;
   bool causal;
   // True above the diagonal: one mask per layer, kept across steps
@@ -27,6 +28,7 @@ class Softmax : public Layer {
  public:
   Softmax();
   torch::Tensor forward(torch::Tensor x);
+  torch::Tensor run(const std::vector<torch::Tensor>& in, const Batch&) override { return forward(in.at(0)); }
 };
 
 // context = probs v; saves probs and v.
@@ -34,6 +36,7 @@ class AttentionContext : public Layer {
  public:
   AttentionContext();
   torch::Tensor forward(torch::Tensor probs, torch::Tensor v);
+  torch::Tensor run(const std::vector<torch::Tensor>& in, const Batch&) override { return forward(in.at(0), in.at(1)); }
 };
 
 }  // namespace papaya::executor

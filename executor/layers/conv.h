@@ -9,6 +9,7 @@ class Conv2d : public Layer {
  public:
   Conv2d(int64_t in, int64_t out, int64_t kernel, int64_t stride, int64_t padding, bool bias = false);
   torch::Tensor forward(torch::Tensor x);
+  torch::Tensor run(const std::vector<torch::Tensor>& in, const Batch&) override { return forward(in.at(0)); }
   torch::Tensor weight, bias;
   int64_t stride, padding;
 };
@@ -18,6 +19,7 @@ class MaxPool2d : public Layer {
  public:
   MaxPool2d(int64_t kernel, int64_t stride, int64_t padding);
   torch::Tensor forward(torch::Tensor x);
+  torch::Tensor run(const std::vector<torch::Tensor>& in, const Batch&) override { return forward(in.at(0)); }
   int64_t kernel, stride, padding;
 };
 
@@ -26,6 +28,7 @@ class GlobalAvgPool : public Layer {
  public:
   GlobalAvgPool();
   torch::Tensor forward(torch::Tensor x);
+  torch::Tensor run(const std::vector<torch::Tensor>& in, const Batch&) override { return forward(in.at(0)); }
 };
 
 }  // namespace papaya::executor

@@ -9,6 +9,7 @@ class Linear : public Layer {
  public:
   Linear(int64_t in, int64_t out, bool bias = true);
   torch::Tensor forward(torch::Tensor x);
+  torch::Tensor run(const std::vector<torch::Tensor>& in, const Batch&) override { return forward(in.at(0)); }
   torch::Tensor weight, bias;  // bias undefined without one
 };
 
@@ -17,6 +18,7 @@ class Embedding : public Layer {
  public:
   Embedding(int64_t count, int64_t dim);
   torch::Tensor forward(torch::Tensor ids);
+  torch::Tensor run(const std::vector<torch::Tensor>&, const Batch& batch) override { return forward(batch.input); }
   torch::Tensor weight;
 };
 
@@ -25,6 +27,7 @@ class PositionEmbedding : public Layer {
  public:
   PositionEmbedding(int64_t positions, int64_t dim);
   torch::Tensor forward(torch::Tensor x);
+  torch::Tensor run(const std::vector<torch::Tensor>& in, const Batch&) override { return forward(in.at(0)); }
   torch::Tensor weight;
 };
 
@@ -33,6 +36,7 @@ class ClassToken : public Layer {
  public:
   explicit ClassToken(int64_t dim);
   torch::Tensor forward(torch::Tensor x);
+  torch::Tensor run(const std::vector<torch::Tensor>& in, const Batch&) override { return forward(in.at(0)); }
   torch::Tensor token;
 };
 

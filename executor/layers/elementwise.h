@@ -9,6 +9,7 @@ class Activation : public Layer {
  public:
   explicit Activation(const std::string& kind);  // gelu | silu | relu
   torch::Tensor forward(torch::Tensor x);
+  torch::Tensor run(const std::vector<torch::Tensor>& in, const Batch&) override { return forward(in.at(0)); }
   // Inverted (GELU/SiLU): how the output is stored, as the layer that saves
   // it stores it, so that one copy serves both.
   StoreSpec output_spec;
@@ -19,6 +20,7 @@ class Dropout : public Layer {
  public:
   explicit Dropout(double p);
   torch::Tensor forward(torch::Tensor x);
+  torch::Tensor run(const std::vector<torch::Tensor>& in, const Batch&) override { return forward(in.at(0)); }
   double p;
 };
 
@@ -27,6 +29,7 @@ class Mul : public Layer {
  public:
   Mul();
   torch::Tensor forward(torch::Tensor a, torch::Tensor b);
+  torch::Tensor run(const std::vector<torch::Tensor>& in, const Batch&) override { return forward(in.at(0), in.at(1)); }
 };
 
 }  // namespace papaya::executor

@@ -11,6 +11,7 @@ class CrossEntropy : public Layer {
  public:
   CrossEntropy();
   torch::Tensor forward(torch::Tensor logits, torch::Tensor target);
+  torch::Tensor run(const std::vector<torch::Tensor>& in, const Batch& batch) override { return forward(in.at(0), batch.target); }
 };
 
 // logits = x W^T with W the token embedding's (tied) weight, then mean
@@ -19,6 +20,7 @@ class LMHead : public Layer {
  public:
   explicit LMHead(torch::Tensor tied_weight);
   torch::Tensor forward(torch::Tensor x, torch::Tensor target);
+  torch::Tensor run(const std::vector<torch::Tensor>& in, const Batch& batch) override { return forward(in.at(0), batch.target); }
   torch::Tensor weight;  // not registered: owned by the embedding
 };
 

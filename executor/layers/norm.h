@@ -12,6 +12,7 @@ class Norm : public Layer {
  public:
   Norm(const std::string& kind, int64_t dim);  // kind: layernorm | rmsnorm
   torch::Tensor forward(torch::Tensor x);
+  torch::Tensor run(const std::vector<torch::Tensor>& in, const Batch&) override { return forward(in.at(0)); }
   torch::Tensor weight, bias;  // no bias for rmsnorm
   static constexpr double eps = 1e-5;
 };
@@ -22,6 +23,7 @@ class BatchNorm2d : public Layer {
  public:
   explicit BatchNorm2d(int64_t channels);
   torch::Tensor forward(torch::Tensor x);
+  torch::Tensor run(const std::vector<torch::Tensor>& in, const Batch&) override { return forward(in.at(0)); }
   torch::Tensor weight, bias, running_mean, running_var;
   static constexpr double eps = 1e-5, momentum = 0.1;
 };

@@ -7,18 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "executor/batch.h"
 #include "executor/layer.h"
 #include "executor/segment.h"
 #include "model/network_config.h"
 
 namespace papaya::executor {
-
-// Inputs and targets of one step, on the network's device. Inputs are token
-// ids (gpt, bert), images (vit, resnet) or feature vectors (mlp); targets are
-// next-token ids (gpt) or class ids.
-struct Batch {
-  torch::Tensor input, target;
-};
 
 class Network : public torch::nn::Module {
  public:
