@@ -7,6 +7,10 @@
 #   bench/extrapolation.sh                               # gpt-tiny vit-tiny resnet-tiny, fit 1,2,4, check 8,16,32
 #   FIT=1,2,4,8 CHECK=16,32 NETWORKS=gpt-tiny bench/extrapolation.sh
 #   RUNS=3 bench/extrapolation.sh                        # three profiles of each network
+#   PROBE=0 bench/extrapolation.sh                       # without layer probes
+#
+# The layers are probed alone at PROBE (default: 16 x the largest FIT batch,
+# what `papaya profile --batch FIT` would take).
 #
 # Needs jq. Writes the profiles and models under $OUT and prints a Markdown
 # table: measured and predicted step time and the error of the predicted
@@ -21,6 +25,7 @@ fit=${FIT:-1,2,4}
 check=${CHECK:-8,16,32}
 runs=${RUNS:-1}
 precision=${PRECISION:-fp32}
+probe=${PROBE:-$((16 * $(tr , '\n' <<<"$fit" | sort -n | tail -1)))}
 
 command -v jq >/dev/null || { echo "extrapolation: needs jq (apt-get install jq)" >&2; exit 2; }
 mkdir -p "$out"
@@ -30,14 +35,15 @@ echo "|---|---|---|---|---|---|---|"
 for net in $networks; do
   for run in $(seq "$runs"); do
     profile="$out/$net.$run.profile.json"
-    "$papaya" profile --network "$net" --batch "$fit,$check" --device cpu --precision "$precision" --out "$profile" >/dev/null
+    "$papaya" profile --network "$net" --batch "$fit,$check" --device cpu --precision "$precision" --probe-batch "$probe" --out "$profile" >/dev/null
     # The same profile restricted to the FIT batches.
     jq --argjson fit "[$fit]" '
       [.batches | to_entries[] | select(.value as $b | $fit | index($b)) | .key] as $keep |
       .batches = [$keep[] as $i | .batches[$i]] |
       .iterations = [$keep[] as $i | .iterations[$i]] |
       .layers |= map(.measured = [$keep[] as $i | .measured[$i]]) |
-      .segments |= map(.recompute_s = [$keep[] as $i | .recompute_s[$i]])' "$profile" >"$out/$net.$run.fit-profile.json"
+      .segments |= map(.recompute_s = [$keep[] as $i | .recompute_s[$i]] |
+                       if .between_s then .between_s = [$keep[] as $i | .between_s[$i]] else . end)' "$profile" >"$out/$net.$run.fit-profile.json"
     "$papaya" fit "$out/$net.$run.fit-profile.json" --out "$out/$net.$run.model.json" >/dev/null
     for b in ${check//,/ }; do
       predicted=$("$papaya" predict "$out/$net.$run.model.json" --batch "$b" --plan keep --json | jq '.[0].seconds')

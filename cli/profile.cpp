@@ -21,6 +21,8 @@ struct ProfileArgs {
   profiler::ProfileOptions options;
   std::string batches;  // "1,2,4,8"
   std::string memory_limit;
+  int probe_batch = 0;
+  CLI::Option* probe_option = nullptr;  // given: probe_batch is the user's
   std::string out;
   bool json = false;
 };
@@ -39,17 +41,30 @@ size_t largest_fitting(const model::Profile& p) {
 void print_tables(const model::Profile& p) {
   const size_t shown = largest_fitting(p);
   const std::string at = " (b=" + std::to_string(p.batches[shown]) + ")";
-  Table layers({"layer", "kind", "fwd ms" + at, "bwd ms" + at, "saved/sample"});
+  const bool probed = p.probe_batch > 0;
+  const std::string alone = " (b=" + std::to_string(p.probe_batch) + ", probe)";
+  std::vector<std::string> header = {"layer", "kind", "fwd ms" + at, "bwd ms" + at};
+  if (probed) header.insert(header.end(), {"fwd ms" + alone, "bwd ms" + alone});
+  header.push_back("saved/sample");
+  Table layers(header);
   double saved_total = 0;
   for (const auto& l : p.layers) {
     const double saved = profiler::new_saved_bytes(l, 1);
     saved_total += saved;
-    layers.add_row({l.path, l.kind, fixed(ms(l.measured[shown].forward_s), 3), fixed(ms(l.measured[shown].backward_s), 3),
-                    model::format_bytes(saved)});
+    std::vector<std::string> row = {l.path, l.kind, fixed(ms(l.measured[shown].forward_s), 3), fixed(ms(l.measured[shown].backward_s), 3)};
+    if (probed && l.probe) row.insert(row.end(), {fixed(ms(l.probe->forward_s), 3), fixed(ms(l.probe->backward_s), 3)});
+    if (probed && !l.probe) row.insert(row.end(), {"out of memory", ""});
+    row.push_back(model::format_bytes(saved));
+    layers.add_row(row);
   }
-  layers.add_row({"total", "", "", "", model::format_bytes(saved_total)});
+  std::vector<std::string> total(header.size(), "");
+  total.front() = "total";
+  total.back() = model::format_bytes(saved_total);
+  layers.add_row(total);
   layers.print(std::cout);
-  std::cout << "saved/sample: bytes of the storages a layer is the first to save\n\n";
+  std::cout << "saved/sample: bytes of the storages a layer is the first to save";
+  if (probed) std::cout << "; probe: each layer at batch " << p.probe_batch << ", run alone or within its block, a point the fit extrapolates toward";
+  std::cout << "\n\n";
 
   Table batches({"batch", "iteration ms", "forward", "backward", "optimizer", "samples/s", "peak", "activations",
                  "layers cover"});
@@ -97,6 +112,8 @@ nlohmann::json summary(const model::Profile& p, const std::string& out) {
           {"layers", p.layers.size()},
           {"segments", p.segments.size()},
           {"batches", batches},
+          {"probe_batch", p.probe_batch},
+          {"probed_layers", std::count_if(p.layers.begin(), p.layers.end(), [](const auto& l) { return l.probe.has_value(); })},
           {"h2d_bytes_per_s", p.h2d_bytes_per_s},
           {"d2h_bytes_per_s", p.d2h_bytes_per_s},
           {"out", out}};
@@ -107,6 +124,7 @@ void run(const ProfileArgs& args) {
   profiler::ProfileOptions options = args.options;
   options.batches = model::parse_int_list(args.batches, "--batch");
   if (!args.memory_limit.empty()) options.memory_limit = model::parse_size(args.memory_limit, "--memory-limit");
+  if (args.probe_option->count() > 0) options.probe_batch = args.probe_batch;
   options.on_warning = [](const std::string& message) { std::cerr << "papaya: warning: " << message << "\n"; };
   model::Profile profile;
   {
@@ -154,6 +172,10 @@ void register_profile(CLI::App& app) {
   cmd->add_option("--seed", o.seed, "Seed of weights and data")->capture_default_str();
   cmd->add_option("--memory-limit", args->memory_limit,
                   "Count a batch size as out of memory once allocated bytes pass SIZE (e.g. 64MiB): a smaller device");
+  args->probe_option = cmd->add_option("--probe-batch", args->probe_batch,
+                                       "Also time each layer at this batch, alone or within its block (one block fits where the "
+                                       "whole network may not): a point its time curve is fitted to [default: 16 x the largest --batch; 0: none]")
+                           ->check(CLI::NonNegativeNumber);
   cmd->add_option("--out,-o", args->out, "Profile file to write (JSON)")->required();
   cmd->add_flag("--json", args->json, "A JSON summary instead of tables (the profile itself goes to --out)");
   cmd->callback([args] { run(*args); });

@@ -116,6 +116,7 @@ json layer_model_to_json(const LayerModel& m) {
                 {"cuda_version", m.machine.cuda_version},
                 {"papaya_version", m.machine.papaya_version}}},
               {"batches", m.batches},
+              {"probe_batch", m.probe_batch},
               {"static_bytes", m.static_bytes},
               {"unattributed_peak", to_json(m.unattributed_peak)},
               {"optimizer_seconds", to_json(m.optimizer_seconds)},
@@ -161,6 +162,7 @@ LayerModel layer_model_from_json(const json& doc, const std::string& label) {
   m.machine.cuda_version = mach.value("cuda_version", "");
   m.machine.papaya_version = mach.value("papaya_version", "");
   m.batches = doc.at("batches").get<std::vector<int>>();
+  m.probe_batch = doc.value("probe_batch", 0);
   m.static_bytes = doc.at("static_bytes");
   m.unattributed_peak = linear_from(doc.at("unattributed_peak"));
   m.optimizer_seconds = saturating_from(doc.at("optimizer_seconds"));

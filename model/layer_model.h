@@ -60,6 +60,7 @@ struct LayerModel {
   std::string network, precision;
   MachineInfo machine;
   std::vector<int> batches;  // the profiled batch sizes the fit used
+  int probe_batch = 0;       // the batch layers were timed at alone (0: none)
   std::vector<LayerFit> layers;      // forward order
   std::vector<SegmentFit> segments;  // forward order
 

@@ -6,10 +6,14 @@ namespace papaya::model {
 
 std::optional<std::string> extrapolation_note(const LayerModel& model, int64_t batch) {
   if (model.batches.empty()) return std::nullopt;
-  const int largest = *std::max_element(model.batches.begin(), model.batches.end());
-  if (batch <= 2 * static_cast<int64_t>(largest)) return std::nullopt;
-  return "batch " + std::to_string(batch) + " is " + std::to_string(batch / largest) + "x the largest profiled batch (" +
-         std::to_string(largest) + "): peak memory extrapolates surely, samples/s less so (papaya validate measures it; a profile at batches nearer " +
+  const int profiled = *std::max_element(model.batches.begin(), model.batches.end());
+  const int timed = std::max(profiled, model.probe_batch);
+  if (batch <= 2 * static_cast<int64_t>(timed)) return std::nullopt;
+  const std::string largest = model.probe_batch > profiled
+                                  ? "the largest batch its layers were timed at (" + std::to_string(timed) + ", probed alone)"
+                                  : "the largest profiled batch (" + std::to_string(timed) + ")";
+  return "batch " + std::to_string(batch) + " is " + std::to_string(batch / timed) + "x " + largest +
+         ": peak memory extrapolates surely, samples/s less so (papaya validate measures it; a profile at batches nearer " +
          std::to_string(batch) + " narrows it)";
 }
 

@@ -1,5 +1,6 @@
 #include "model/profile.h"
 
+#include <algorithm>
 #include <set>
 
 #include "model/error.h"
@@ -29,7 +30,7 @@ json to_json(const LayerProfile& l) {
   json saved = json::array(), measured = json::array();
   for (const auto& s : l.saved) saved.push_back(saved_tensor_to_json(s));
   for (const auto& m : l.measured) measured.push_back(to_json(m));
-  return {{"path", l.path},
+  json j = {{"path", l.path},
           {"kind", l.kind},
           {"segment", l.segment},
           {"saved", saved},
@@ -40,6 +41,8 @@ json to_json(const LayerProfile& l) {
           {"forward_flops_per_sample", l.forward_flops_per_sample},
           {"forward_bytes_moved_per_sample", l.forward_bytes_moved_per_sample},
           {"measured", measured}};
+  if (l.probe) j["probe"] = {{"forward_s", l.probe->forward_s}, {"backward_s", l.probe->backward_s}};
+  return j;
 }
 
 json to_json(const IterationMeasurement& i) {
@@ -93,6 +96,7 @@ LayerProfile layer_from_json(const json& j) {
   l.forward_flops_per_sample = j.at("forward_flops_per_sample");
   l.forward_bytes_moved_per_sample = j.at("forward_bytes_moved_per_sample");
   for (const auto& m : j.at("measured")) l.measured.push_back(measurement_from_json(m));
+  if (j.contains("probe")) l.probe = LayerProbe{j.at("probe").at("forward_s"), j.at("probe").at("backward_s")};
   return l;
 }
 
@@ -152,6 +156,9 @@ void check_consistency(const Profile& p, const std::string& label) {
   };
   require(std::set<int>(p.batches.begin(), p.batches.end()).size() == n, label, "/batches", "a batch size is repeated");
   per_batch(p.iterations.size(), "/iterations");
+  const int largest = n > 0 ? *std::max_element(p.batches.begin(), p.batches.end()) : 0;
+  require(p.probe_batch == 0 || p.probe_batch > largest, label, "/probe_batch",
+          std::to_string(p.probe_batch) + " is not larger than the largest batch (" + std::to_string(largest) + ")");
   for (size_t i = 0; i < p.iterations.size(); ++i) {
     require(p.iterations[i].batch == p.batches[i], label, "/iterations/" + std::to_string(i) + "/batch",
             std::to_string(p.iterations[i].batch) + " where /batches has " + std::to_string(p.batches[i]));
@@ -161,6 +168,8 @@ void check_consistency(const Profile& p, const std::string& label) {
     const std::string pointer = "/segments/" + std::to_string(i);
     require(segments.insert(p.segments[i].path).second, label, pointer + "/path", "segment " + p.segments[i].path + " is repeated");
     per_batch(p.segments[i].recompute_s.size(), pointer + "/recompute_s");
+    if (!p.segments[i].between_s.empty()) per_batch(p.segments[i].between_s.size(), pointer + "/between_s");
+    require(!p.segments[i].probe || p.probe_batch > 0, label, pointer + "/probe", "a probe without /probe_batch");
   }
   for (size_t i = 0; i < p.layers.size(); ++i) {
     const LayerProfile& l = p.layers[i];
@@ -169,6 +178,7 @@ void check_consistency(const Profile& p, const std::string& label) {
     require(l.segment.empty() || segments.count(l.segment), label, pointer + "/segment",
             "'" + l.segment + "' is not in /segments");
     per_batch(l.measured.size(), pointer + "/measured");
+    require(!l.probe || p.probe_batch > 0, label, pointer + "/probe", "a probe without /probe_batch");
     for (const auto& s : l.saved) slots.insert(tensor_key(l.path, s.slot));
   }
   // Storage and output references may point forward (a slot saved later), so
@@ -199,10 +209,13 @@ json profile_to_json(const Profile& p) {
   for (const auto& l : p.layers) layers.push_back(to_json(l));
   for (const auto& i : p.iterations) iterations.push_back(to_json(i));
   for (const auto& s : p.segments) {
-    segments.push_back({{"path", s.path},
-                        {"recompute_s", s.recompute_s},
-                        {"input", saved_tensor_to_json(s.input)},
-                        {"returns_last_layer_output", s.returns_last_layer_output}});
+    json segment = {{"path", s.path},
+                    {"recompute_s", s.recompute_s},
+                    {"input", saved_tensor_to_json(s.input)},
+                    {"returns_last_layer_output", s.returns_last_layer_output}};
+    if (!s.between_s.empty()) segment["between_s"] = s.between_s;
+    if (s.probe) segment["probe"] = {{"recompute_s", s.probe->recompute_s}, {"between_s", s.probe->between_s}};
+    segments.push_back(segment);
   }
   for (const auto& c : p.codecs) {
     codecs.push_back(codec_to_json(c));
@@ -213,6 +226,7 @@ json profile_to_json(const Profile& p) {
           {"precision", p.precision},
           {"machine", to_json(p.machine)},
           {"batches", p.batches},
+          {"probe_batch", p.probe_batch},
           {"iterations", iterations},
           {"layers", layers},
           {"segments", segments},
@@ -232,11 +246,14 @@ Profile profile_from_json(const json& doc, const std::string& label) {
   p.precision = doc.at("precision");
   p.machine = machine_from_json(doc.at("machine"));
   p.batches = doc.at("batches").get<std::vector<int>>();
+  p.probe_batch = doc.value("probe_batch", 0);
   for (const auto& i : doc.at("iterations")) p.iterations.push_back(iteration_from_json(i));
   for (const auto& l : doc.at("layers")) p.layers.push_back(layer_from_json(l));
   for (const auto& s : doc.at("segments")) {
     p.segments.push_back({s.at("path"), s.at("recompute_s").get<std::vector<double>>(), saved_tensor_from_json(s.at("input")),
                           s.value("returns_last_layer_output", false)});
+    p.segments.back().between_s = s.value("between_s", std::vector<double>{});
+    if (s.contains("probe")) p.segments.back().probe = SegmentProbe{s.at("probe").at("recompute_s"), s.at("probe").at("between_s")};
   }
   for (const auto& c : doc.at("codecs")) p.codecs.push_back(codec_from_json(c));
   p.inverts = inverts_from_json(doc);

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,19 @@ struct LayerMeasurement {
   int64_t backward_start_bytes = 0, backward_end_bytes = 0, backward_peak_bytes = 0;
 };
 
+// One layer run alone at the profile's probe batch, forward then backward
+// (profiler/layer_probe.h): the per-sample cost where it has settled, which
+// the small batches a whole network is profiled at may not show.
+struct LayerProbe {
+  double forward_s = 0, backward_s = 0;
+};
+
+// One segment run alone at the profile's probe batch.
+struct SegmentProbe {
+  double recompute_s = 0;  // its forward without autograd, as checkpointing runs it again
+  double between_s = 0;   // as SegmentProfile::between_s
+};
+
 struct LayerProfile {
   std::string path, kind, segment;
   std::vector<SavedTensorProfile> saved;
@@ -58,6 +72,7 @@ struct LayerProfile {
   double forward_flops_per_sample = 0;        // analytic
   double forward_bytes_moved_per_sample = 0;  // analytic: bytes read and written
   std::vector<LayerMeasurement> measured;     // one per Profile::batches entry (empty ones for OOM batches)
+  std::optional<LayerProbe> probe;            // absent: not probed, or out of memory at the probe batch
 };
 
 // One segment at each batch size: its forward run again without autograd, as
@@ -74,6 +89,12 @@ struct SegmentProfile {
   // the gradient of that output, which keep frees after the last layer's
   // backward, a recomputed segment holds until its whole backward returns.
   bool returns_last_layer_output = false;
+  // Run alone (profiler/layer_probe.h), forward and backward, less its layers'
+  // times: the work between its layers (residual sums, copies), which the
+  // rest of the iteration holds. One per Profile::batches entry (0 for OOM
+  // ones); empty: not probed.
+  std::vector<double> between_s;
+  std::optional<SegmentProbe> probe;  // absent: not probed, or out of memory at the probe batch
 };
 
 // One training step at one batch size.
@@ -144,6 +165,7 @@ struct Profile {
   std::string precision;             // "fp32" | "bf16"
   MachineInfo machine;
   std::vector<int> batches;
+  int probe_batch = 0;  // layers and segments timed alone at it; 0: none were
   std::vector<IterationMeasurement> iterations;  // one per batch
   std::vector<LayerProfile> layers;              // forward order
   std::vector<SegmentProfile> segments;          // forward order

@@ -20,6 +20,7 @@
 #include "profiler/batch_run.h"
 #include "profiler/host_link.h"
 #include "profiler/layer_facts.h"
+#include "profiler/layer_probe.h"
 #include "profiler/wall_clock_timer.h"
 
 #ifdef PAPAYA_CUDA
@@ -35,6 +36,12 @@
 
 namespace papaya::profiler {
 namespace {
+
+// The default probe batch, as a multiple of the largest profiled batch: far
+// enough that the time per sample has settled (on the 2-core CPU of
+// bench/RESULTS.md, a point at 64 from a profile at 1, 2, 4 brings the
+// predicted step at 16 and 32 within 11%, against 24% without it).
+constexpr int probe_factor = 16;
 
 // CPU: the wall clock. CUDA: CUPTI's device time where this build has CUPTI
 // and it can record; else the wall clock with the device synchronized at
@@ -106,6 +113,11 @@ model::Profile profile_network(const ProfileOptions& options) {
   if (options.warmup < 0) throw InputError("--warmup: cannot be negative");
   if (options.rounds < 1) throw InputError("--rounds: at least one round is needed");
   const std::vector<int> batches = sorted_batches(options.batches);
+  const int probe_batch = options.probe_batch.value_or(probe_factor * batches.back());
+  if (probe_batch < 0 || (probe_batch > 0 && probe_batch <= batches.back())) {
+    throw InputError("--probe-batch: " + std::to_string(probe_batch) + " is not larger than the largest batch (" +
+                     std::to_string(batches.back()) + "); 0 turns probes off");
+  }
   const torch::Device device = executor::resolve_device(options.device);
   const torch::ScalarType dtype = executor::resolve_precision(options.precision);
   const model::NetworkConfig config = model::load_network_config(options.network);
@@ -140,7 +152,12 @@ model::Profile profile_network(const ProfileOptions& options) {
   const int rounds = std::min(options.rounds, options.steps);
   const auto steps_in = [&](int r) { return options.steps / rounds + (r < options.steps % rounds ? 1 : 0); };
   const auto warmup_in = [&](int r) { return r == 0 ? options.warmup : std::min(options.warmup, 1); };
+  // Probes: each segment, and each layer outside one.
   int total = 0;
+  if (probe_batch > 0) {
+    total = static_cast<int>(network->segments().size());
+    for (const auto* layer : network->layers()) total += layer->segment().empty() ? 1 : 0;
+  }
   for (int r = 0; r < rounds; ++r) total += (warmup_in(r) + steps_in(r) + 1) * static_cast<int>(batches.size());
   int done = 0, planned = 0;
   std::vector<std::vector<BatchRun>> runs(batches.size());
@@ -181,6 +198,36 @@ model::Profile profile_network(const ProfileOptions& options) {
                           ? " (--memory-limit " + model::format_bytes(static_cast<double>(options.memory_limit)) + ")"
                           : "";
     throw InputError(config.name + ": every batch size (" + join(batches) + ") ran out of memory on " + device.str() + why);
+  }
+
+  if (probe_batch > 0) {
+#ifdef PAPAYA_CUDA
+    if (device.is_cuda()) cuda_release_cache();
+#endif
+    ProbeOptions probe;
+    for (const auto& it : profile.iterations) {
+      if (it.oom) continue;
+      probe.from = it.batch;
+      probe.profiled.push_back(it.batch);
+    }
+    probe.batch = probe_batch;
+    probe.memory_limit = options.memory_limit;
+    const std::string note = "each layer at batch " + std::to_string(probe_batch) + ", alone or in its block";
+    probe.on_probe = [&] {
+      if (options.on_progress) options.on_progress(++done, total, note);
+    };
+    const LayerProbes probes = probe_layers(*network, *data, memory, *timer, probe);
+    profile.probe_batch = probe_batch;
+    for (int i = 0; i < layers; ++i) {
+      if (probes.layers[i]) profile.layers[i].probe = model::LayerProbe{probes.layers[i]->forward_s, probes.layers[i]->backward_s};
+    }
+    for (size_t s = 0; s < profile.segments.size(); ++s) {
+      model::SegmentProfile& segment = profile.segments[s];
+      segment.probe = probes.segments[s];
+      if (probes.between_s[s].empty()) continue;
+      auto measured = probes.between_s[s].begin();
+      for (const auto& it : profile.iterations) segment.between_s.push_back(it.oom ? 0 : *measured++);
+    }
   }
 
   profile.machine = describe_machine(device, *timer);

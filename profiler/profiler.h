@@ -7,6 +7,7 @@
 // optimizer step, static and peak memory; the machine. No LibTorch here.
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,9 @@ struct ProfileOptions {
   // machine falls on one round of one batch instead of on all the steps of
   // one batch, whose time the slope to larger batches would then carry.
   int rounds = 3;
+  // The batch every layer is also timed at alone (profiler/layer_probe.h):
+  // none given, 16x the largest batch; 0: no probes.
+  std::optional<int> probe_batch;
   uint64_t seed = 0;
   // > 0: a batch whose allocated bytes pass it counts as out of memory, as on
   // a device with that much memory (emulates one on CPU).

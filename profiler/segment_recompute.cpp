@@ -59,22 +59,23 @@ SegmentInputs capture_segment_inputs(executor::Network& network, const executor:
   return std::move(capture.inputs);
 }
 
-std::vector<double> time_recompute(executor::Network& network, const SegmentInputs& inputs, int repeats) {
+double time_recompute(executor::Segment& segment, const torch::Tensor& input, int repeats) {
   torch::NoGradGuard no_grad;
-  const torch::Device device = network.parameters().front().device();
-  std::vector<double> seconds;
-  for (auto* segment : network.segments()) {
-    const torch::Tensor& input = inputs.at(segment->path());
-    std::vector<double> runs;
-    for (int r = 0; r < repeats; ++r) {
-      executor::synchronize(device);
-      const auto start = std::chrono::steady_clock::now();
-      segment->run(input);
-      executor::synchronize(device);
-      runs.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    }
-    seconds.push_back(model::median(runs));
+  const torch::Device device = input.device();
+  std::vector<double> runs;
+  for (int r = 0; r < repeats; ++r) {
+    executor::synchronize(device);
+    const auto start = std::chrono::steady_clock::now();
+    segment.run(input);
+    executor::synchronize(device);
+    runs.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
+  return model::median(runs);
+}
+
+std::vector<double> time_recompute(executor::Network& network, const SegmentInputs& inputs, int repeats) {
+  std::vector<double> seconds;
+  for (auto* segment : network.segments()) seconds.push_back(time_recompute(*segment, inputs.at(segment->path()), repeats));
   return seconds;
 }
 

@@ -20,6 +20,8 @@ SegmentInputs capture_segment_inputs(executor::Network& network, const executor:
 // of each segment's forward, without autograd and in the network's current
 // mode, on its captured input.
 std::vector<double> time_recompute(executor::Network& network, const SegmentInputs& inputs, int repeats);
+// One segment's: the median of `repeats` runs on `input`.
+double time_recompute(executor::Segment& segment, const torch::Tensor& input, int repeats);
 
 // Per segment (network.segments() order): whether it returns its last
 // layer's own output (a residual block's final ReLU, a post-norm block's

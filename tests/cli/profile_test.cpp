@@ -35,6 +35,10 @@ TEST(CliProfile, WritesAProfileAndPrintsASummary) {
   EXPECT_EQ(profile.batches, (std::vector<int>{1, 2}));
   EXPECT_EQ(profile.layers.size(), summary["layers"].get<size_t>());
   EXPECT_EQ(profile.network_config["name"], "gpt-tiny");
+  // Each layer also alone at 16 x the largest batch.
+  EXPECT_EQ(summary["probe_batch"], 32);
+  EXPECT_EQ(profile.probe_batch, 32);
+  EXPECT_EQ(summary["probed_layers"], summary["layers"]);
   std::filesystem::remove(out);
 }
 
@@ -42,7 +46,7 @@ TEST(CliProfile, PrintsPerLayerAndPerBatchTables) {
   const std::string out = temp_path("mlp.json");
   const Outcome run = run_papaya("profile --network mlp-tiny --batch 1,4096 --steps 1 --warmup 0 --memory-limit 4MiB --out " + out);
   ASSERT_EQ(run.code, 0) << run.err;
-  for (const char* text : {"blocks.0.fc", "fwd ms (b=1)", "saved/sample", "layers cover", "out of memory", "profile written to"}) {
+  for (const char* text : {"blocks.0.fc", "fwd ms (b=1)", "fwd ms (b=65536, probe)", "saved/sample", "layers cover", "out of memory", "profile written to"}) {
     EXPECT_NE(run.out.find(text), std::string::npos) << text << "\n" << run.out;
   }
   EXPECT_TRUE(model::read_profile(out).iterations[1].oom);
@@ -59,6 +63,8 @@ TEST(CliProfile, BadInputExitsTwoWithOneLine) {
   expect_input_error("profile --device cuda --out " + out, "--device cuda");
   expect_input_error("profile --precision fp8 --out " + out, "--precision fp8");
   expect_input_error("profile --memory-limit lots --out " + out, "--memory-limit");
+  expect_input_error("profile --batch 1,4 --probe-batch 3 --out " + out, "--probe-batch: 3 is not larger than the largest batch (4)");
+  expect_input_error("profile --probe-batch -1 --out " + out, "--probe-batch");
   expect_input_error("profile --network mlp-tiny --memory-limit 1KiB --out " + out, "ran out of memory");
   expect_input_error("profile --network mlp-tiny", "--out");
   EXPECT_FALSE(std::filesystem::exists(out));

@@ -36,6 +36,7 @@ Profile small_profile() {
   fc.forward_flops_per_sample = 16512;
   fc.forward_bytes_moved_per_sample = 768;
   fc.measured = {{1e-4, 2e-4, 1000, 1512, 1600, 2000, 1900, 2500}, {}};
+  fc.probe = LayerProbe{5e-3, 1e-2};
   LayerProfile act;
   act.path = "blocks.0.act";
   act.kind = "relu";
@@ -45,6 +46,9 @@ Profile small_profile() {
   act.measured = {{1e-5, 2e-5, 1512, 2024, 2024, 1700, 1600, 1800}, {}};
   p.layers = {fc, act};
   p.segments = {{"blocks.0", {1.1e-4, 0}, fc.saved[0]}};
+  p.segments[0].between_s = {2e-5, 0};
+  p.segments[0].probe = SegmentProbe{4e-3, 3e-4};
+  p.probe_batch = 256;  // act ran out of memory there: no probe
   return p;
 }
 
@@ -74,10 +78,23 @@ TEST(Profile, RoundTripsThroughAFile) {
   EXPECT_EQ(back.machine.timing, "wall-clock");
   EXPECT_DOUBLE_EQ(back.layers[1].measured[0].backward_s, 2e-5);
   EXPECT_EQ(back.layers[0].parameter_copy_bytes, 16384);
+  EXPECT_EQ(back.probe_batch, 256);
+  ASSERT_TRUE(back.layers[0].probe);
+  EXPECT_DOUBLE_EQ(back.layers[0].probe->backward_s, 1e-2);
+  EXPECT_FALSE(back.layers[1].probe);
+  ASSERT_TRUE(back.segments[0].probe);
+  EXPECT_DOUBLE_EQ(back.segments[0].probe->between_s, 3e-4);
+  EXPECT_EQ(back.segments[0].between_s, (std::vector<double>{2e-5, 0}));
   // Profiles written before copies were recorded hold none.
   json older = profile_to_json(p);
   older["layers"][0].erase("parameter_copy_bytes");
   EXPECT_EQ(profile_from_json(older, "older.json").layers[0].parameter_copy_bytes, 0);
+  // Nor probes.
+  older.erase("probe_batch");
+  older["layers"][0].erase("probe");
+  older["segments"][0].erase("probe");
+  older["segments"][0].erase("between_s");
+  EXPECT_EQ(profile_from_json(older, "older.json").probe_batch, 0);
 }
 
 TEST(Profile, LayoutCarriesSlotsSegmentsAndSharing) {
@@ -124,6 +141,17 @@ TEST(Profile, DamagedDocumentsNameWhatIsWrong) {
   doc = good;
   doc["layers"][0]["measured"][0].erase("backward_s");
   EXPECT_NE(load_error(doc).find("p.json: /layers/0/measured/0"), std::string::npos) << load_error(doc);
+  doc = good;
+  doc["probe_batch"] = 0;
+  EXPECT_EQ(load_error(doc), "p.json: /segments/0/probe: a probe without /probe_batch");
+  doc["segments"][0].erase("probe");
+  EXPECT_EQ(load_error(doc), "p.json: /layers/0/probe: a probe without /probe_batch");
+  doc = good;
+  doc["segments"][0]["between_s"].erase(1);
+  EXPECT_EQ(load_error(doc), "p.json: /segments/0/between_s: 1 entries, but 2 batch sizes in /batches");
+  doc = good;
+  doc["probe_batch"] = 64;
+  EXPECT_EQ(load_error(doc), "p.json: /probe_batch: 64 is not larger than the largest batch (64)");
   doc = good;
   doc["machine"]["timing"] = "sundial";
   EXPECT_NE(load_error(doc).find("p.json: /machine/timing"), std::string::npos) << load_error(doc);

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "model/fit_profile.h"
+#include "model/layer_model.h"
 #include "model/predict.h"
 #include "tests/model/synthetic_profile.h"
 
@@ -53,6 +54,68 @@ TEST(TimeModel, NotesABatchMoreThanTwiceTheLargestProfiled) {
   const auto note = extrapolation_note(m, 32);
   ASSERT_TRUE(note);
   EXPECT_NE(note->find("batch 32 is 8x the largest profiled batch (4)"), std::string::npos) << *note;
+}
+
+// Each layer (and segment) timed alone at a probe batch gives its curve a
+// point beyond the profiled batches: layers whose time is flat over 1, 2, 4
+// (latency-bound) and grows from 40 on are priced at the probe batch as
+// measured there, where the profile alone extrapolates the flat part.
+TEST(TimeModel, AProbeBatchAnchorsTheCurvesBeyondTheProfiledBatches) {
+  ProfileSpec spec = gpt_like(1);
+  for (auto& l : spec.layers) {
+    l.forward_s = {4e-4, 1e-5, 3e-5};
+    l.backward_s = {8e-4, 2e-5, 3e-5};
+  }
+  for (auto& s : spec.segments) s.recompute_s = {1e-3, 2e-5, 1e-5};
+  spec.batches = {1, 2, 4};
+  Profile profile = make_profile(spec);
+  const LayerModel without = fit_profile(profile, "synthetic").model;
+  profile.probe_batch = 128;
+  for (size_t i = 0; i < spec.layers.size(); ++i) {
+    profile.layers[i].probe = LayerProbe{spec.layers[i].forward_s.at(128), spec.layers[i].backward_s.at(128)};
+  }
+  for (size_t i = 0; i < spec.segments.size(); ++i) profile.segments[i].probe = SegmentProbe{spec.segments[i].recompute_s.at(128), 0};
+  const LayerModel with = layer_model_from_json(layer_model_to_json(fit_profile(profile, "synthetic").model), "model");
+  EXPECT_EQ(with.probe_batch, 128);
+  for (size_t i = 0; i < spec.layers.size(); ++i) {
+    const double forward = spec.layers[i].forward_s.at(128), backward = spec.layers[i].backward_s.at(128);
+    EXPECT_NEAR(with.layers[i].forward_seconds.at(128), forward, 1e-3 * forward) << spec.layers[i].path;
+    EXPECT_NEAR(with.layers[i].backward_seconds.at(128), backward, 1e-3 * backward) << spec.layers[i].path;
+    EXPECT_LT(without.layers[i].forward_seconds.at(128), 0.5 * forward) << spec.layers[i].path;
+  }
+  for (size_t i = 0; i < spec.segments.size(); ++i) {
+    const double recompute = spec.segments[i].recompute_s.at(128);
+    EXPECT_NEAR(with.segments[i].recompute_seconds.at(128), recompute, 1e-3 * recompute) << spec.segments[i].path;
+  }
+  // Time is extrapolated past the probe batch, not past the profiled ones.
+  EXPECT_FALSE(extrapolation_note(with, 256));
+  const auto note = extrapolation_note(with, 300);
+  ASSERT_TRUE(note);
+  EXPECT_NE(note->find("the largest batch its layers were timed at (128, probed alone)"), std::string::npos) << *note;
+}
+
+// The rest of the iteration (work between layers) at the probe batch: the
+// segments' work between their layers there, plus a fixed part outside them.
+// One noisy rest at batch 4 (+50%) no longer sets its slope.
+TEST(TimeModel, TheRestAtTheProbeBatchIsTheSegmentsWorkBetweenTheirLayersPlusAFixedPart) {
+  ProfileSpec spec = gpt_like(2);
+  spec.rest_s = {0, 1e-5, 2e-4};  // 2e-4 outside the segments, 0.5e-5 per sample within each
+  Profile profile = make_profile(spec);
+  ASSERT_EQ(profile.batches, (std::vector<int>{1, 2, 4}));
+  ASSERT_EQ(profile.segments.size(), 2u);
+  profile.iterations[2].iteration_s += 1.2e-4;
+  const LayerModel without = fit_profile(profile, "synthetic").model;
+  profile.probe_batch = 128;
+  for (auto& s : profile.segments) {
+    s.between_s = {0.5e-5, 1e-5, 2e-5};
+    s.probe = SegmentProbe{s.recompute_s.back() * 32, 0.5e-5 * 128};
+  }
+  const LayerModel with = fit_profile(profile, "synthetic").model;
+  for (double b : {32.0, 128.0}) {
+    const double truth = spec.rest_s.at(b);
+    EXPECT_NEAR(with.rest_seconds.at(b), truth, 0.1 * truth) << "batch " << b;
+    EXPECT_GT(without.rest_seconds.at(b), 1.5 * truth) << "batch " << b;
+  }
 }
 
 TEST(TimeModel, NoisyProfileStillPredictsWithinThreePercent) {

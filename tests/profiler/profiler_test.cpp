@@ -16,7 +16,7 @@
 namespace papaya::profiler {
 namespace {
 
-constexpr int small = 1, large = 64;
+constexpr int small = 1, large = 64, probe = 4 * large;
 
 // One profile per network and precision, shared by the tests (each takes
 // about a second).
@@ -30,6 +30,7 @@ const model::Profile& tiny_profile(const std::string& network, const std::string
     options.batches = {large, small};  // given out of order on purpose
     options.warmup = 2;
     options.steps = 3;
+    options.probe_batch = probe;
     it = cache.emplace(network + precision, profile_network(options)).first;
   }
   return it->second;
@@ -159,6 +160,31 @@ TEST_P(TinyProfile, RecomputeIsAboutTheSegmentsForward) {
       << "recompute / forward: " << ratios.front() << ", " << ratios.back();
 }
 
+// Every layer alone at the probe batch (4x the largest) takes about what it
+// takes in the network at the largest, four times over. Summed over layers:
+// between 2x and 8x (layers alone run with warm caches, and a layer's fixed
+// cost does not grow); a probe that did not grow its inputs would be near 1x.
+TEST_P(TinyProfile, ProbesTimeEachLayerAloneAtTheProbeBatch) {
+  const model::Profile& p = tiny_profile(GetParam());
+  EXPECT_EQ(p.probe_batch, probe);
+  double alone = 0;
+  for (const auto& l : p.layers) {
+    ASSERT_TRUE(l.probe) << l.path;
+    EXPECT_GT(l.probe->forward_s, 0) << l.path;
+    EXPECT_GT(l.probe->backward_s, 0) << l.path;
+    alone += l.probe->forward_s + l.probe->backward_s;
+  }
+  for (const auto& s : p.segments) {
+    ASSERT_TRUE(s.probe) << s.path;
+    EXPECT_GT(s.probe->recompute_s, *std::max_element(s.recompute_s.begin(), s.recompute_s.end())) << s.path;
+    EXPECT_EQ(s.between_s.size(), p.batches.size()) << s.path;
+  }
+  const double ratio = alone / layer_seconds(p, 1);
+  std::cout << GetParam() << ": layers alone at batch " << probe << " take " << ratio << "x the network's layers at " << large << "\n";
+  EXPECT_GT(ratio, 2.0);
+  EXPECT_LT(ratio, 8.0);
+}
+
 // A residual block ending in a ReLU returns that layer's output; a pre-norm
 // transformer block returns a residual sum formed after its last layer.
 TEST(Profiler, SegmentsSayWhetherTheyReturnTheirLastLayersOutput) {
@@ -231,6 +257,9 @@ TEST(Profiler, ABatchOverTheMemoryLimitIsAnOomRowAndTheOthersGoOn) {
   EXPECT_TRUE(p.iterations[1].oom);
   EXPECT_EQ(p.layers[0].measured.size(), 2u);
   EXPECT_EQ(p.layers[0].measured[1].forward_s, 0);
+  // Probed at 16 x 4096 from batch 1: a layer alone does not fit either.
+  EXPECT_EQ(p.probe_batch, 16 * 4096);
+  for (const auto& l : p.layers) EXPECT_FALSE(l.probe) << l.path;
   model::profile_from_json(model::profile_to_json(p), "profile");
 
   options.batches = {4096, 8192};
@@ -254,6 +283,9 @@ TEST(Profiler, BadRequestsAreInputErrors) {
   EXPECT_THROW(profile_network(options), InputError);
   options.precision = "fp32";
   options.steps = 0;
+  EXPECT_THROW(profile_network(options), InputError);
+  options.steps = 1;
+  options.probe_batch = 2;  // not beyond the largest batch
   EXPECT_THROW(profile_network(options), InputError);
 }
 
