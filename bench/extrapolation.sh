@@ -8,6 +8,7 @@
 #   FIT=1,2,4,8 CHECK=16,32 NETWORKS=gpt-tiny bench/extrapolation.sh
 #   RUNS=3 bench/extrapolation.sh                        # three profiles of each network
 #   PROBE=0 bench/extrapolation.sh                       # without layer probes
+#   NETWORKS=bench/networks/vit-4x256.json bench/extrapolation.sh   # a config file
 #
 # The layers are probed alone at PROBE (default: 16 x the largest FIT batch,
 # what `papaya profile --batch FIT` would take).
@@ -34,7 +35,8 @@ echo "| network | run | fitted on | batch | measured ms | predicted ms | samples
 echo "|---|---|---|---|---|---|---|"
 for net in $networks; do
   for run in $(seq "$runs"); do
-    profile="$out/$net.$run.profile.json"
+    name=$(basename "$net" .json)
+    profile="$out/$name.$run.profile.json"
     "$papaya" profile --network "$net" --batch "$fit,$check" --device cpu --precision "$precision" --probe-batch "$probe" --out "$profile" >/dev/null
     # The same profile restricted to the FIT batches.
     jq --argjson fit "[$fit]" '
@@ -43,11 +45,11 @@ for net in $networks; do
       .iterations = [$keep[] as $i | .iterations[$i]] |
       .layers |= map(.measured = [$keep[] as $i | .measured[$i]]) |
       .segments |= map(.recompute_s = [$keep[] as $i | .recompute_s[$i]] |
-                       if .between_s then .between_s = [$keep[] as $i | .between_s[$i]] else . end)' "$profile" >"$out/$net.$run.fit-profile.json"
-    "$papaya" fit "$out/$net.$run.fit-profile.json" --out "$out/$net.$run.model.json" >/dev/null
+                       if .between_s then .between_s = [$keep[] as $i | .between_s[$i]] else . end)' "$profile" >"$out/$name.$run.fit-profile.json"
+    "$papaya" fit "$out/$name.$run.fit-profile.json" --out "$out/$name.$run.model.json" >/dev/null
     for b in ${check//,/ }; do
-      predicted=$("$papaya" predict "$out/$net.$run.model.json" --batch "$b" --plan keep --json | jq '.[0].seconds')
-      jq -r --arg net "$net" --arg run "$run" --arg fit "$fit" --argjson b "$b" --argjson predicted "$predicted" '
+      predicted=$("$papaya" predict "$out/$name.$run.model.json" --batch "$b" --plan keep --json | jq '.[0].seconds')
+      jq -r --arg net "$name" --arg run "$run" --arg fit "$fit" --argjson b "$b" --argjson predicted "$predicted" '
         (.batches | index($b)) as $i | .iterations[$i].iteration_s as $measured |
         "| \($net) | \($run) | \($fit) | \($b) | \($measured * 1000 * 100 | round / 100) | \($predicted * 1000 * 100 | round / 100) | \((($measured / $predicted - 1) * 1000 | round) / 10)% |"' "$profile"
     done

@@ -174,7 +174,8 @@ void register_profile(CLI::App& app) {
                   "Count a batch size as out of memory once allocated bytes pass SIZE (e.g. 64MiB): a smaller device");
   args->probe_option = cmd->add_option("--probe-batch", args->probe_batch,
                                        "Also time each layer at this batch, alone or within its block (one block fits where the "
-                                       "whole network may not): a point its time curve is fitted to [default: 16 x the largest --batch; 0: none]")
+                                       "whole network may not): a point its time curve is fitted to; where time grows with the batch this can "
+                                       "double the profile's time or more [default: 16 x the largest --batch; 0: none]")
                            ->check(CLI::NonNegativeNumber);
   cmd->add_option("--out,-o", args->out, "Profile file to write (JSON)")->required();
   cmd->add_flag("--json", args->json, "A JSON summary instead of tables (the profile itself goes to --out)");

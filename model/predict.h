@@ -21,10 +21,11 @@ double default_budget(const Target& target);
 
 Estimate predict(const LayerModel& model, const Target& target, const Plan& plan, int64_t batch);
 
-// A note where `batch` is more than twice the largest profiled batch: memory
-// extrapolates surely (allocator bytes are linear in the batch), time less
-// so, since the time per sample changes with the batch as caches fill and
-// kernels change (on a CPU, 15-30% between batch 4 and 32: bench/RESULTS.md).
+// A note where `batch` is more than twice the largest batch the layers were
+// timed at (profiled, or probed): memory extrapolates surely (allocator bytes
+// are linear in the batch), time less so, since the time per sample changes
+// with the batch as caches fill and kernels change (on a CPU, 15-30% between
+// batch 4 and 32 without a probe: bench/RESULTS.md).
 std::optional<std::string> extrapolation_note(const LayerModel& model, int64_t batch);
 
 // The largest batch whose predicted peak is at most `budget_bytes`; 0 when

@@ -64,38 +64,29 @@ std::vector<torch::Tensor> grown(const Inputs& captured, int64_t from, int64_t b
   return out;
 }
 
-// Runs `forward` with the layers marked, then backward from its output.
-class TimedRuns {
+// One run of `forward` with the layers marked, then backward from its
+// output: each layer's times and the wall seconds of the whole.
+class TimedRun {
  public:
-  TimedRuns(LayerRecorder& recorder, LayerTimer& timer, torch::Device device)
+  TimedRun(LayerRecorder& recorder, LayerTimer& timer, torch::Device device)
       : recorder_(recorder), timer_(timer), device_(device) {}
 
-  // One untimed run, then `repeats` timed: per run, each layer's times and
-  // the wall seconds of the whole.
   template <typename Forward>
-  std::vector<std::pair<std::vector<PassTimes>, double>> run(Forward forward, std::vector<torch::Tensor>& leaves, int repeats) {
-    std::vector<std::pair<std::vector<PassTimes>, double>> runs;
-    for (int r = 0; r <= repeats; ++r) {
-      for (torch::Tensor& t : leaves) {
-        if (t.requires_grad()) t.mutable_grad() = torch::Tensor();
-      }
-      executor::synchronize(device_);
-      timer_.start_step();
-      recorder_.start_step();
-      const auto start = Clock::now();
-      torch::Tensor output;
-      {
-        executor::ObserverGuard guard(&recorder_);
-        output = forward();
-      }
-      if (output.requires_grad()) output.dim() == 0 ? output.backward() : output.backward(torch::ones_like(output));
-      recorder_.finish_backward();
-      executor::synchronize(device_);
-      const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-      std::vector<PassTimes> times = timer_.finish_step();
-      if (r > 0) runs.emplace_back(std::move(times), seconds);
+  std::pair<std::vector<PassTimes>, double> operator()(Forward forward) {
+    executor::synchronize(device_);
+    timer_.start_step();
+    recorder_.start_step();
+    const auto start = Clock::now();
+    torch::Tensor output;
+    {
+      executor::ObserverGuard guard(&recorder_);
+      output = forward();
     }
-    return runs;
+    if (output.requires_grad()) output.dim() == 0 ? output.backward() : output.backward(torch::ones_like(output));
+    recorder_.finish_backward();
+    executor::synchronize(device_);
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    return {timer_.finish_step(), seconds};
   }
 
  private:
@@ -104,20 +95,41 @@ class TimedRuns {
   torch::Device device_;
 };
 
-PassTimes median_times(const std::vector<std::pair<std::vector<PassTimes>, double>>& runs, size_t layer) {
+// A probe's figures, one per round.
+struct Samples {
+  bool out_of_memory = false;
+  std::vector<std::vector<PassTimes>> layers;         // per round, every layer's (those it ran are set)
+  std::vector<double> between;                        // a segment's work between its layers at the probe batch
+  std::vector<std::vector<double>> between_profiled;  // per ProbeOptions::profiled batch, as `between`
+  std::vector<double> recompute;                      // a segment's forward without autograd at the probe batch
+};
+
+PassTimes median_times(const Samples& samples, size_t layer) {
   std::vector<double> forward, backward;
-  for (const auto& [times, seconds] : runs) {
+  for (const auto& times : samples.layers) {
     forward.push_back(times.at(layer).forward_s);
     backward.push_back(times.at(layer).backward_s);
   }
   return {model::median(forward), model::median(backward)};
 }
 
+// Runs `probe` unless it ran out of memory before; marks it so when it does.
+template <typename Probe>
+void sample(Samples& samples, Probe probe) {
+  if (samples.out_of_memory) return;
+  try {
+    probe();
+  } catch (const std::exception& e) {
+    if (!is_out_of_memory(e)) throw;
+    samples.out_of_memory = true;
+  }
+}
+
 }  // namespace
 
 LayerProbes probe_layers(executor::Network& network, executor::DataSource& data, executor::MemoryTracker& memory,
                          LayerTimer& timer, const ProbeOptions& options) {
-  if (options.batch <= options.from || options.from < 1 || options.repeats < 1) {
+  if (options.batch <= options.from || options.from < 1 || options.rounds < 1) {
     throw std::logic_error("probe_layers: the probe batch must be larger than a positive batch to grow from");
   }
   network.train();
@@ -130,61 +142,70 @@ LayerProbes probe_layers(executor::Network& network, executor::DataSource& data,
   const executor::Batch batch{grow(small.input, options.from, options.batch, "the batch's input"),
                               grow(small.target, options.from, options.batch, "the batch's target")};
   const auto& layers = network.layers();
-  LayerProbes probes;
-  probes.layers.resize(layers.size());
-  probes.segments.resize(network.segments().size());
-  probes.between_s.resize(network.segments().size());
-  LayerRecorder recorder(network, timer, memory, options.memory_limit);
-  TimedRuns timed(recorder, timer, small.input.device());
-
-  for (size_t s = 0; s < network.segments().size(); ++s) {
-    executor::Segment& segment = *network.segments()[s];
-    std::vector<size_t> members;
+  const auto& segments = network.segments();
+  std::vector<std::vector<size_t>> members(segments.size());
+  std::vector<Inputs> segment_inputs(segments.size());
+  for (size_t s = 0; s < segments.size(); ++s) {
     for (size_t i = 0; i < layers.size(); ++i) {
-      if (layers[i]->segment() == segment.path()) members.push_back(i);
+      if (layers[i]->segment() == segments[s]->path()) members[s].push_back(i);
     }
     // The segment hands its input to its first layer (segment_recompute.h).
-    if (members.empty() || capture.layers[members.front()].tensors.empty()) {
-      throw std::logic_error("segment " + segment.path() + " has no first layer that takes its input");
+    if (members[s].empty() || capture.layers[members[s].front()].tensors.empty()) {
+      throw std::logic_error("segment " + segments[s]->path() + " has no first layer that takes its input");
     }
-    Inputs input;
-    input.tensors = {capture.layers[members.front()].tensors.front()};
-    input.needs_grad = {capture.layers[members.front()].needs_grad.front()};
-    // Its runs at `b`: each layer's times, and the median of the rest.
-    const auto at = [&](int64_t b) {
-      std::vector<torch::Tensor> in = grown(input, options.from, b, "the input of segment " + segment.path());
-      const auto runs = timed.run([&] { return segment.run_layers(in.front()); }, in, options.repeats);
-      std::vector<double> between;
-      for (const auto& [times, seconds] : runs) {
-        double layer_seconds = 0;
-        for (size_t i : members) layer_seconds += times[i].forward_s + times[i].backward_s;
-        between.push_back(seconds - layer_seconds);
-      }
-      return std::make_pair(runs, model::median(between));
-    };
-    try {
-      const auto [runs, between] = at(options.batch);
-      const torch::Tensor in = grow(input.tensors.front(), options.from, options.batch, "the input of segment " + segment.path());
-      std::vector<double> between_profiled;
-      for (int64_t b : options.profiled) between_profiled.push_back(at(b).second);
-      probes.segments[s] = model::SegmentProbe{time_recompute(segment, in, options.repeats), between};
-      probes.between_s[s] = between_profiled;
-      for (size_t i : members) probes.layers[i] = median_times(runs, i);
-    } catch (const std::exception& e) {
-      if (!is_out_of_memory(e)) throw;
+    const Inputs& first = capture.layers[members[s].front()];
+    segment_inputs[s] = Inputs{{first.tensors.front()}, {first.needs_grad.front()}};
+  }
+  LayerRecorder recorder(network, timer, memory, options.memory_limit);
+  TimedRun timed(recorder, timer, small.input.device());
+
+  std::vector<Samples> segment_samples(segments.size());
+  std::vector<Samples> layer_samples(layers.size());  // layers outside segments
+  for (int round = 0; round < options.rounds; ++round) {
+    for (size_t s = 0; s < segments.size(); ++s) {
+      executor::Segment& segment = *segments[s];
+      const std::string what = "the input of segment " + segment.path();
+      // A run at `b`: each layer's times, and the rest of the segment's.
+      const auto run_at = [&](int64_t b) {
+        std::vector<torch::Tensor> in = grown(segment_inputs[s], options.from, b, what);
+        auto [times, seconds] = timed([&] { return segment.run_layers(in.front()); });
+        for (size_t i : members[s]) seconds -= times[i].forward_s + times[i].backward_s;
+        return std::make_pair(std::move(times), seconds);
+      };
+      Samples& samples = segment_samples[s];
+      sample(samples, [&] {
+        auto [times, between] = run_at(options.batch);
+        samples.between_profiled.resize(options.profiled.size());
+        for (size_t k = 0; k < options.profiled.size(); ++k) samples.between_profiled[k].push_back(run_at(options.profiled[k]).second);
+        samples.recompute.push_back(time_recompute(segment, grow(segment_inputs[s].tensors.front(), options.from, options.batch, what), 1));
+        samples.layers.push_back(std::move(times));
+        samples.between.push_back(between);
+      });
+      if (options.on_probe) options.on_probe();
     }
-    if (options.on_probe) options.on_probe();
+    for (size_t i = 0; i < layers.size(); ++i) {
+      if (!layers[i]->segment().empty()) continue;
+      sample(layer_samples[i], [&] {
+        std::vector<torch::Tensor> in = grown(capture.layers[i], options.from, options.batch, "an input of layer " + layers[i]->path());
+        layer_samples[i].layers.push_back(timed([&] { return layers[i]->run(in, batch); }).first);
+      });
+      if (options.on_probe) options.on_probe();
+    }
   }
 
+  LayerProbes probes;
+  probes.layers.resize(layers.size());
+  probes.segments.resize(segments.size());
+  probes.between_s.resize(segments.size());
+  for (size_t s = 0; s < segments.size(); ++s) {
+    const Samples& samples = segment_samples[s];
+    if (samples.out_of_memory) continue;
+    probes.segments[s] = model::SegmentProbe{model::median(samples.recompute), model::median(samples.between)};
+    for (const auto& between : samples.between_profiled) probes.between_s[s].push_back(model::median(between));
+    for (size_t i : members[s]) probes.layers[i] = median_times(samples, i);
+  }
   for (size_t i = 0; i < layers.size(); ++i) {
-    if (!layers[i]->segment().empty()) continue;
-    try {
-      std::vector<torch::Tensor> in = grown(capture.layers[i], options.from, options.batch, "an input of layer " + layers[i]->path());
-      probes.layers[i] = median_times(timed.run([&] { return layers[i]->run(in, batch); }, in, options.repeats), i);
-    } catch (const std::exception& e) {
-      if (!is_out_of_memory(e)) throw;
-    }
-    if (options.on_probe) options.on_probe();
+    if (!layer_samples[i].out_of_memory && !layer_samples[i].layers.empty()) probes.layers[i] = median_times(layer_samples[i], i);
   }
   return probes;
 }

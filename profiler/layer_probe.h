@@ -32,9 +32,14 @@ struct ProbeOptions {
   int64_t from = 1;   // a batch the whole network ran at: its inputs are repeated
   int64_t batch = 0;  // the probe batch (> from)
   std::vector<int64_t> profiled;  // batches (<= from) the segments also run at, for their work between layers
-  int repeats = 3;    // timed runs after one untimed; the median is kept
+  // Every probe is run once per round, the probes in turn, and each figure is
+  // its median over the rounds (as the profile's batches, ProfileOptions::
+  // rounds): a slow moment of a shared machine falls on one round of a few
+  // probes instead of on every run of one. The first round also warms up
+  // (memory and kernels for the new shapes).
+  int rounds = 3;
   int64_t memory_limit = 0;        // > 0: as BatchRunOptions's
-  std::function<void()> on_probe;  // after each segment and each layer outside one
+  std::function<void()> on_probe;  // after each segment and each layer outside one, in each round
 };
 
 struct LayerProbes {

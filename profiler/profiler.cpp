@@ -152,11 +152,12 @@ model::Profile profile_network(const ProfileOptions& options) {
   const int rounds = std::min(options.rounds, options.steps);
   const auto steps_in = [&](int r) { return options.steps / rounds + (r < options.steps % rounds ? 1 : 0); };
   const auto warmup_in = [&](int r) { return r == 0 ? options.warmup : std::min(options.warmup, 1); };
-  // Probes: each segment, and each layer outside one.
+  // Probes: each segment, and each layer outside one, in each round.
   int total = 0;
   if (probe_batch > 0) {
     total = static_cast<int>(network->segments().size());
     for (const auto* layer : network->layers()) total += layer->segment().empty() ? 1 : 0;
+    total *= rounds;
   }
   for (int r = 0; r < rounds; ++r) total += (warmup_in(r) + steps_in(r) + 1) * static_cast<int>(batches.size());
   int done = 0, planned = 0;
@@ -211,6 +212,7 @@ model::Profile profile_network(const ProfileOptions& options) {
       probe.profiled.push_back(it.batch);
     }
     probe.batch = probe_batch;
+    probe.rounds = rounds;
     probe.memory_limit = options.memory_limit;
     const std::string note = "each layer at batch " + std::to_string(probe_batch) + ", alone or in its block";
     probe.on_probe = [&] {

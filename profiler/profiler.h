@@ -4,7 +4,9 @@
 // needs (model/profile.h): forward and backward time, the allocator's bytes
 // around each, the tensors each layer saves, analytic costs; per segment its
 // recompute time; per batch the iteration split into forward, backward and
-// optimizer step, static and peak memory; the machine. No LibTorch here.
+// optimizer step, static and peak memory; every layer (and each segment's
+// work between its layers) once more at a larger probe batch
+// (profiler/layer_probe.h); the machine. No LibTorch here.
 #include <cstdint>
 #include <functional>
 #include <optional>
