@@ -4,14 +4,20 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cmath>
 #include <iostream>
 #include <map>
 
 #include "executor/data.h"
+#include "executor/memory.h"
+#include "executor/networks/network.h"
 #include "model/error.h"
+#include "model/network_config.h"
 #include "profiler/batch_run.h"
+#include "profiler/layer_probe.h"
 #include "profiler/profiler.h"
 #include "profiler/summary.h"
+#include "profiler/wall_clock_timer.h"
 
 namespace papaya::profiler {
 namespace {
@@ -192,6 +198,62 @@ TEST(Profiler, SegmentsSayWhetherTheyReturnTheirLastLayersOutput) {
     const model::Profile& p = tiny_profile(network);
     ASSERT_FALSE(p.segments.empty()) << network;
     for (const auto& s : p.segments) EXPECT_EQ(s.returns_last_layer_output, expected) << s.path;
+  }
+}
+
+// The wall clock, with a second added to every layer in runs [from, to) of
+// the probes: a slow moment of the machine.
+class SlowMoment : public LayerTimer {
+ public:
+  SlowMoment(int layers, int from, int to) : clock_(layers, {}), from_(from), to_(to) {}
+  void start_step() override { clock_.start_step(); }
+  void begin(int layer, Pass pass) override { clock_.begin(layer, pass); }
+  void end(int layer, Pass pass) override { clock_.end(layer, pass); }
+  std::vector<PassTimes> finish_step() override {
+    std::vector<PassTimes> times = clock_.finish_step();
+    if (runs_ >= from_ && runs_ < to_) {
+      for (PassTimes& t : times) t = {t.forward_s + 1, t.backward_s + 1};
+    }
+    ++runs_;
+    return times;
+  }
+  std::string name() const override { return "wall-clock with a slow moment"; }
+
+ private:
+  WallClockTimer clock_;
+  int from_, to_, runs_ = 0;
+};
+
+// A slow moment as long as one pass over the probes (every segment at the
+// probe batch and at each profiled batch, every other layer) falls on one
+// run of each probe, which the median over the rounds drops; were each
+// probe run three times in a row, it would fall on every run of some.
+TEST(LayerProbes, ASlowMomentAsLongAsOnePassOverTheProbesMovesNoFigure) {
+  const torch::Device cpu(torch::kCPU);
+  const model::NetworkConfig config = model::load_network_config("gpt-tiny");
+  auto data = executor::make_synthetic_data(config, cpu, 1);
+  executor::MemoryTracker memory(cpu);
+  auto network = executor::build_network(config);
+  ProbeOptions options;
+  options.from = 2;
+  options.batch = 8;
+  options.profiled = {1, 2};
+  int pass = 0;
+  for (const auto* layer : network->layers()) pass += layer->segment().empty() ? 1 : 0;
+  pass += static_cast<int>(network->segments().size() * (1 + options.profiled.size()));
+  SlowMoment timer(static_cast<int>(network->layers().size()), pass, 2 * pass);
+
+  const LayerProbes probes = probe_layers(*network, *data, memory, timer, options);
+  for (size_t i = 0; i < probes.layers.size(); ++i) {
+    ASSERT_TRUE(probes.layers[i]) << network->layers()[i]->path();
+    EXPECT_LT(probes.layers[i]->forward_s, 0.5) << network->layers()[i]->path();
+    EXPECT_LT(probes.layers[i]->backward_s, 0.5) << network->layers()[i]->path();
+  }
+  for (size_t s = 0; s < probes.segments.size(); ++s) {
+    ASSERT_TRUE(probes.segments[s]);
+    EXPECT_LT(std::abs(probes.segments[s]->between_s), 0.5);
+    ASSERT_EQ(probes.between_s[s].size(), options.profiled.size());
+    for (double between : probes.between_s[s]) EXPECT_LT(std::abs(between), 0.5);
   }
 }
 
