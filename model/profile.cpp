@@ -31,16 +31,16 @@ json to_json(const LayerProfile& l) {
   for (const auto& s : l.saved) saved.push_back(saved_tensor_to_json(s));
   for (const auto& m : l.measured) measured.push_back(to_json(m));
   json j = {{"path", l.path},
-          {"kind", l.kind},
-          {"segment", l.segment},
-          {"saved", saved},
-          {"output_saved_by", l.output_saved_by},
-          {"output_bytes_per_sample", l.output_bytes_per_sample},
-          {"parameter_bytes", l.parameter_bytes},
-          {"parameter_copy_bytes", l.parameter_copy_bytes},
-          {"forward_flops_per_sample", l.forward_flops_per_sample},
-          {"forward_bytes_moved_per_sample", l.forward_bytes_moved_per_sample},
-          {"measured", measured}};
+            {"kind", l.kind},
+            {"segment", l.segment},
+            {"saved", saved},
+            {"output_saved_by", l.output_saved_by},
+            {"output_bytes_per_sample", l.output_bytes_per_sample},
+            {"parameter_bytes", l.parameter_bytes},
+            {"parameter_copy_bytes", l.parameter_copy_bytes},
+            {"forward_flops_per_sample", l.forward_flops_per_sample},
+            {"forward_bytes_moved_per_sample", l.forward_bytes_moved_per_sample},
+            {"measured", measured}};
   if (l.probe) j["probe"] = {{"forward_s", l.probe->forward_s}, {"backward_s", l.probe->backward_s}};
   return j;
 }

@@ -104,7 +104,7 @@ struct Samples {
   std::vector<double> recompute;                      // a segment's forward without autograd at the probe batch
 };
 
-PassTimes median_times(const Samples& samples, size_t layer) {
+model::LayerProbe median_times(const Samples& samples, size_t layer) {
   std::vector<double> forward, backward;
   for (const auto& times : samples.layers) {
     forward.push_back(times.at(layer).forward_s);

@@ -43,7 +43,7 @@ struct ProbeOptions {
 };
 
 struct LayerProbes {
-  std::vector<std::optional<PassTimes>> layers;              // network.layers() order; none: out of memory
+  std::vector<std::optional<model::LayerProbe>> layers;      // network.layers() order; none: out of memory
   std::vector<std::optional<model::SegmentProbe>> segments;  // network.segments() order; none: out of memory
   std::vector<std::vector<double>> between_s;  // per segment, per ProbeOptions::profiled batch (empty: out of memory)
 };

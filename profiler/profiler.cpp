@@ -40,7 +40,7 @@ namespace {
 // The default probe batch, as a multiple of the largest profiled batch: far
 // enough that the time per sample has settled (on the 2-core CPU of
 // bench/RESULTS.md, a point at 64 from a profile at 1, 2, 4 brings the
-// predicted step at 16 and 32 within 11%, against 24% without it).
+// predicted step at 8 to 32 within 7%, against 24% without it).
 constexpr int probe_factor = 16;
 
 // CPU: the wall clock. CUDA: CUPTI's device time where this build has CUPTI
@@ -221,7 +221,7 @@ model::Profile profile_network(const ProfileOptions& options) {
     const LayerProbes probes = probe_layers(*network, *data, memory, *timer, probe);
     profile.probe_batch = probe_batch;
     for (int i = 0; i < layers; ++i) {
-      if (probes.layers[i]) profile.layers[i].probe = model::LayerProbe{probes.layers[i]->forward_s, probes.layers[i]->backward_s};
+      profile.layers[i].probe = probes.layers[i];
     }
     for (size_t s = 0; s < profile.segments.size(); ++s) {
       model::SegmentProfile& segment = profile.segments[s];
