@@ -39,9 +39,11 @@ TEST(Cli, NetworksListsTheZoo) {
 TEST(Cli, HardwareListsTheCatalog) {
   Outcome run = run_papaya("hardware --json");
   ASSERT_EQ(run.code, 0) << run.err;
-  EXPECT_EQ(json::parse(run.out).size(), 10u);
+  EXPECT_EQ(json::parse(run.out).size(), 17u);
   run = run_papaya("hardware --sources");
   EXPECT_NE(run.out.find("datasheet"), std::string::npos);
+  EXPECT_NE(run.out.find("K80\n  host_link: NVIDIA Tesla K80 GPU Accelerator board specification"), std::string::npos);
+  EXPECT_NE(run.out.find("MI300X\n  host_link: AMD Instinct MI300X accelerator data sheet"), std::string::npos);
 }
 
 TEST(Cli, TrainGptTinyJson) {

@@ -9,8 +9,9 @@ namespace {
 TEST(Hardware, CatalogHasTheListedAccelerators) {
   std::vector<std::string> names;
   for (const auto& h : hardware_catalog()) names.push_back(h.name);
-  for (const char* expected : {"V100-16GB", "T4", "A10", "L4", "RTX-4090", "A100-40GB", "A100-80GB", "H100-PCIe-80GB",
-                               "H100-SXM-80GB", "H200"}) {
+  for (const char* expected : {"K80", "P100-PCIe-16GB", "V100-16GB", "T4", "A10", "A40", "L4", "L40S", "RTX-4090",
+                               "RTX-6000-Ada", "A100-40GB", "A100-80GB", "H100-PCIe-80GB", "H100-SXM-80GB", "H200",
+                               "B200", "MI300X"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
   }
 }
@@ -37,17 +38,35 @@ TEST(Hardware, LookupByNameOrAliasIgnoresCase) {
 
 TEST(Hardware, PrecisionWithoutAPathIsAnError) {
   EXPECT_THROW(load_hardware("V100-16GB").peak_for("bf16"), InputError);
+  EXPECT_THROW(load_hardware("k80").peak_for("fp16"), InputError);  // Kepler: fp16 is storage only
   EXPECT_DOUBLE_EQ(load_hardware("A100-40GB").peak_for("fp32", /*allow_tf32=*/true), 156e12);
 }
 
 TEST(Hardware, UnknownNameListsTheCatalog) {
   try {
-    load_hardware("B200");
+    load_hardware("tpu-v4");
     FAIL() << "no error";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("unknown hardware 'B200'"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("unknown hardware 'tpu-v4'"), std::string::npos);
     EXPECT_NE(std::string(e.what()).find("H200"), std::string::npos);
   }
+}
+
+// Figures as the datasheets give them (per GPU, dense).
+TEST(Hardware, AddedEntriesCarryTheirDatasheetFigures) {
+  const HardwareSpec k80 = load_hardware("tesla-k80");
+  EXPECT_DOUBLE_EQ(k80.memory_bytes, 12.0 * (1 << 30));
+  EXPECT_DOUBLE_EQ(k80.memory_bandwidth, 240e9);
+  EXPECT_DOUBLE_EQ(k80.peak_for("fp32"), 4.37e12);
+  EXPECT_DOUBLE_EQ(load_hardware("p100").peak_for("fp16"), 18.7e12);
+  EXPECT_DOUBLE_EQ(load_hardware("a40").peak_for("bf16"), 149.7e12);
+  EXPECT_DOUBLE_EQ(load_hardware("l40s").peak_for("fp32", /*allow_tf32=*/true), 183e12);
+  EXPECT_DOUBLE_EQ(load_hardware("rtx-6000-ada").memory_bandwidth, 960e9);
+  EXPECT_DOUBLE_EQ(load_hardware("b200").memory_bytes, 180.0 * (1 << 30));
+  const HardwareSpec mi300x = load_hardware("mi300x");
+  EXPECT_EQ(mi300x.vendor, "AMD");
+  EXPECT_DOUBLE_EQ(mi300x.memory_bytes, 192.0 * (1 << 30));
+  EXPECT_DOUBLE_EQ(mi300x.peak_for("bf16"), 1307.4e12);
 }
 
 }  // namespace

@@ -34,7 +34,9 @@ TEST(Target, FindsTheCatalogEntryOfAProfiledGpu) {
   EXPECT_EQ(entry(gpu("Tesla V100-SXM2-16GB", 15.8)), "V100-16GB");
   EXPECT_EQ(entry(gpu("NVIDIA GeForce RTX 4090", 23.6)), "RTX-4090");
   EXPECT_EQ(entry(gpu("NVIDIA H200", 139.8)), "H200");
-  EXPECT_EQ(entry(gpu("AMD Instinct MI300X", 192)), "-");
+  EXPECT_EQ(entry(gpu("NVIDIA RTX 6000 Ada Generation", 47.5)), "RTX-6000-Ada");  // not the other "rtx"
+  EXPECT_EQ(entry(gpu("AMD Instinct MI300X", 191.5)), "MI300X");
+  EXPECT_EQ(entry(gpu("AMD Instinct MI250X", 64)), "-");
   MachineInfo cpu;
   cpu.device = "cpu";
   cpu.device_name = "NVIDIA H100 80GB HBM3";  // a name alone does not make a GPU
