@@ -19,7 +19,8 @@ void register_fit(CLI::App& app) {
                   "peak_mib (bench/data/README.md)");
   cmd->add_option("--out,-o", options->out, "Write the fitted model here (JSON)");
   cmd->add_option("--budget", options->budget,
-                  "--measurements: memory budget for the largest batch (16GiB, 800MiB); default: the GPU's memory");
+                  "--measurements: memory budget for the largest batch (16GiB, 800MiB); default: the GPU's memory, "
+                  "which a GPU outside the hardware catalog lacks");
   cmd->add_flag("--json", options->json, "One JSON document instead of tables");
   cmd->callback([options] {
     if (!options->profile.empty() && !options->measurements.empty()) {

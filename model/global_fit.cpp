@@ -4,6 +4,9 @@
 #include <cmath>
 #include <set>
 
+#include "model/error.h"
+#include "model/hardware.h"
+
 namespace papaya::model {
 namespace {
 
@@ -73,8 +76,10 @@ void find_max_batch(const MeasuredSeries& series, SeriesFit& fit) {
   } else if (fit.memory) {
     fit.notes.push_back("the fitted peak does not grow with the batch");
   }
-  // The OOM runs had the GPU's whole memory: they bound no larger budget.
-  const bool oom_binds = fit.smallest_oom_batch && fit.budget_bytes <= series.gpu_memory_bytes;
+  // The OOM runs had the GPU's whole memory: they bound no larger budget. Of
+  // a GPU outside the catalog the budget is the only memory figure: they bind.
+  const bool oom_binds =
+      fit.smallest_oom_batch && (!series.gpu_memory_bytes || fit.budget_bytes <= *series.gpu_memory_bytes);
   if (oom_binds && (!fit.max_batch || *fit.max_batch >= *fit.smallest_oom_batch)) {
     fit.max_batch = *fit.smallest_oom_batch - 1;
     fit.max_batch_limit = "oom";
@@ -115,15 +120,25 @@ void find_best(const MeasuredSeries& series, SeriesFit& fit) {
   }
 }
 
-SeriesFit fit_series(const MeasuredSeries& series, std::optional<double> budget_bytes) {
+// The budget given, else the series' GPU's memory; a GPU outside the catalog
+// has none, so its series needs a budget.
+double budget_for(const MeasuredSeries& series, std::optional<double> budget_bytes, const std::string& source) {
+  if (budget_bytes) return *budget_bytes;
+  if (series.gpu_memory_bytes) return *series.gpu_memory_bytes;
+  throw InputError(source + ":" + std::to_string(series.runs.front().line) + ": gpu '" + series.gpu +
+                   "' is not in the hardware catalog (" + hardware_names() +
+                   "): give --budget SIZE, the memory to fit its runs for, or name a catalog GPU");
+}
+
+SeriesFit fit_series(const MeasuredSeries& series, double budget_bytes) {
   SeriesFit fit;
   fit.gpu = series.gpu;
   fit.network = series.network;
   fit.precision = series.precision;
   fit.strategy = series.strategy;
-  fit.budget_bytes = budget_bytes.value_or(series.gpu_memory_bytes);
+  fit.budget_bytes = budget_bytes;
   for (const auto& run : series.runs) fit.points += !run.oom;
-  if (series.peak_was_bytes) fit.notes.push_back("peak_mib read as bytes: every value is above the GPU's memory in MiB");
+  if (series.peak_was_bytes) fit.notes.push_back("peak_mib read as bytes: every value is above any memory the GPU can have in MiB");
   bound_by_ooms(series, fit);
   if (fit.points == 0) {
     fit.notes.push_back("not fitted: every run ran out of memory");
@@ -181,7 +196,9 @@ double SeriesFit::iteration_s(double batch) const { return time_max ? time_max->
 
 GlobalModel fit_global(const Measurements& measurements, std::optional<double> budget_bytes) {
   GlobalModel model{measurements.source, budget_bytes, {}};
-  for (const auto& series : measurements.series) model.series.push_back(fit_series(series, budget_bytes));
+  for (const auto& series : measurements.series) {
+    model.series.push_back(fit_series(series, budget_for(series, budget_bytes, measurements.source)));
+  }
   for (auto& fit : model.series) {
     if (fit.strategy == kBaselineStrategy) continue;
     const auto baseline = std::find_if(model.series.begin(), model.series.end(), [&](const SeriesFit& s) {

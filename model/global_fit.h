@@ -74,7 +74,9 @@ struct GlobalModel {
 // is above the budget. Where the budget does not exceed the GPU's memory, b*
 // also stays below the series' smallest OOM batch (those runs had the GPU's
 // whole memory). An OOM row below a batch that ran bounds nothing (the larger
-// batch fitted); it is reported in the notes.
+// batch fitted); it is reported in the notes. A series on a GPU outside the
+// catalog needs `budget_bytes` (an InputError naming its first line
+// otherwise), and its OOM runs always bound b*.
 GlobalModel fit_global(const Measurements& measurements, std::optional<double> budget_bytes);
 
 }  // namespace papaya::model

@@ -60,17 +60,26 @@ std::vector<HardwareSpec> hardware_catalog() {
   return all;
 }
 
-HardwareSpec load_hardware(const std::string& name) {
+std::optional<HardwareSpec> find_hardware(const std::string& name) {
   const std::string wanted = lower(name);
-  std::string known;
   for (auto& h : hardware_catalog()) {
     if (lower(h.name) == wanted) return h;
     for (const auto& alias : h.aliases) {
       if (lower(alias) == wanted) return h;
     }
-    known += (known.empty() ? "" : ", ") + h.name;
   }
-  throw InputError("unknown hardware '" + name + "' (known: " + known + ")");
+  return std::nullopt;
+}
+
+HardwareSpec load_hardware(const std::string& name) {
+  if (auto h = find_hardware(name)) return *h;
+  throw InputError("unknown hardware '" + name + "' (known: " + hardware_names() + ")");
+}
+
+std::string hardware_names() {
+  std::string names;
+  for (const auto& h : hardware_catalog()) names += (names.empty() ? "" : ", ") + h.name;
+  return names;
 }
 
 }  // namespace papaya::model

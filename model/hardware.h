@@ -26,9 +26,15 @@ struct HardwareSpec {
   double peak_for(const std::string& precision, bool allow_tf32 = false) const;
 };
 
-// By name or alias, case-insensitive ("h100", "H100-SXM-80GB"). Throws
-// InputError listing the catalog for an unknown name.
+// By name or alias, case-insensitive ("h100", "H100-SXM-80GB"); nullopt for
+// a name the catalog lacks.
+std::optional<HardwareSpec> find_hardware(const std::string& name);
+
+// find_hardware, or an InputError listing the catalog.
 HardwareSpec load_hardware(const std::string& name);
+
+// The catalog's names, comma-separated, for messages.
+std::string hardware_names();
 
 // Every catalog entry, sorted by name.
 std::vector<HardwareSpec> hardware_catalog();

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <tuple>
+#include <utility>
 
 #include "model/error.h"
 #include "model/hardware.h"
@@ -102,9 +103,18 @@ std::map<std::string, size_t> read_header(const std::string& line, const std::st
   return index;
 }
 
+// The most memory a peak of `series` can take, and how to name it.
+std::pair<double, std::string> peak_ceiling(const MeasuredSeries& series) {
+  if (series.gpu_memory_bytes) return {*series.gpu_memory_bytes, "the " + series.gpu + "'s memory"};
+  double largest = 0;
+  for (const auto& h : hardware_catalog()) largest = std::max(largest, h.memory_bytes);
+  return {largest, "the largest memory in the hardware catalog (" + series.gpu + " is not in it)"};
+}
+
 // Peaks in a series are all MiB or all bytes (see MeasuredSeries::peak_was_bytes).
 void settle_peak_unit(MeasuredSeries& series, const std::string& source) {
-  const double capacity_mib = series.gpu_memory_bytes / kMiB;
+  const auto [capacity, capacity_name] = peak_ceiling(series);
+  const double capacity_mib = capacity / kMiB;
   int above = 0, recorded = 0;
   for (const auto& run : series.runs) {
     if (!run.peak_bytes) continue;
@@ -116,11 +126,11 @@ void settle_peak_unit(MeasuredSeries& series, const std::string& source) {
     if (!run.peak_bytes) continue;
     const double value = *run.peak_bytes;
     const std::string where = source + ":" + std::to_string(run.line) + ": column 'peak_mib': ";
-    if (series.peak_was_bytes && value > series.gpu_memory_bytes) {
-      throw InputError(where + "'" + std::to_string(value) + "' is above the " + series.gpu + "'s memory in MiB and in bytes");
+    if (series.peak_was_bytes && value > capacity) {
+      throw InputError(where + "'" + std::to_string(value) + "' is above " + capacity_name + " in MiB and in bytes");
     }
     if (!series.peak_was_bytes && value > capacity_mib) {
-      throw InputError(where + "'" + std::to_string(value) + "' is above the " + series.gpu + "'s memory (" +
+      throw InputError(where + "'" + std::to_string(value) + "' is above " + capacity_name + " (" +
                        std::to_string(static_cast<long>(capacity_mib)) + " MiB) while other rows of its series are below");
     }
     run.peak_bytes = series.peak_was_bytes ? value : value * kMiB;
@@ -142,7 +152,7 @@ Measurements parse_measurements(std::istream& in, const std::string& source) {
 
   Measurements out{source, {}};
   std::map<std::tuple<std::string, std::string, std::string, std::string>, size_t> series_of;
-  std::map<std::string, HardwareSpec> gpus;
+  std::map<std::string, std::optional<HardwareSpec>> gpus;  // by the name as written
   for (int number = 2; std::getline(in, line); ++number) {
     if (trim(line).empty()) continue;
     const std::string where = source + ":" + std::to_string(number);
@@ -154,13 +164,7 @@ Measurements parse_measurements(std::istream& in, const std::string& source) {
     const Row row(where, index, std::move(cells));
 
     const std::string gpu = row.name("gpu");
-    if (!gpus.count(gpu)) {
-      try {
-        gpus.emplace(gpu, load_hardware(gpu));
-      } catch (const InputError& e) {
-        row.fail("gpu", e.what());
-      }
-    }
+    if (!gpus.count(gpu)) gpus.emplace(gpu, find_hardware(gpu));
     MeasuredRun run;
     run.line = number;
     run.batch = row.positive_int("batch");
@@ -174,14 +178,13 @@ Measurements parse_measurements(std::istream& in, const std::string& source) {
       }
     }
 
-    const HardwareSpec& hw = gpus.at(gpu);
-    const auto key = std::make_tuple(hw.name, row.name("network"), row.name("precision"), row.name("strategy"));
+    const std::optional<HardwareSpec>& hw = gpus.at(gpu);
+    const auto key = std::make_tuple(hw ? hw->name : gpu, row.name("network"), row.name("precision"), row.name("strategy"));
     auto [it, added] = series_of.emplace(key, out.series.size());
     if (added) {
       MeasuredSeries series;
-      series.gpu = hw.name;
-      series.gpu_memory_bytes = hw.memory_bytes;
-      std::tie(std::ignore, series.network, series.precision, series.strategy) = key;
+      if (hw) series.gpu_memory_bytes = hw->memory_bytes;
+      std::tie(series.gpu, series.network, series.precision, series.strategy) = key;
       out.series.push_back(std::move(series));
     }
     out.series[it->second].runs.push_back(run);

@@ -4,7 +4,9 @@
 //   gpu,network,precision,strategy,batch,oom,samples_per_s,iter_s,peak_mib
 // One row is one run of a network at one batch size; rows are grouped into
 // series by (gpu, network, precision, strategy). `gpu` names a hardware
-// catalog entry or alias. A malformed row is an InputError naming file:line,
+// catalog entry or alias, or any other GPU: such a series keeps the name as
+// written and has no memory figure, so fitting it needs a budget
+// (model/global_fit.h). A malformed row is an InputError naming file:line,
 // the column and what was expected.
 #include <istream>
 #include <optional>
@@ -30,11 +32,13 @@ struct MeasuredRun {
 };
 
 struct MeasuredSeries {
-  std::string gpu;  // the catalog name ("V100-16GB" for "v100")
-  double gpu_memory_bytes = 0;
+  std::string gpu;  // the catalog name ("V100-16GB" for "v100"); as written outside the catalog
+  std::optional<double> gpu_memory_bytes;  // the catalog's; none for a GPU outside it
   std::string network, precision, strategy;
   // Some sources wrote bytes into peak_mib. A series whose every peak_mib is
-  // above the GPU's memory in MiB (no peak can be) is read as bytes.
+  // above the GPU's memory in MiB (no peak can be) is read as bytes. For a
+  // GPU outside the catalog the line is the largest memory in the catalog:
+  // not the budget, which measured peaks may well exceed.
   bool peak_was_bytes = false;
   std::vector<MeasuredRun> runs;  // in file order
 };

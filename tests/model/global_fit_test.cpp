@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "model/error.h"
+
 namespace papaya::model {
 namespace {
 
@@ -117,6 +119,28 @@ TEST(GlobalFit, OomRowsCapTheMaxBatch) {
   f = only(fit_global({"test", {s}}, 32 * kGiB));
   EXPECT_EQ(f.max_batch, 153);  // floor(30 GiB / 200 MiB)
   EXPECT_EQ(f.max_batch_limit, "memory");
+}
+
+TEST(GlobalFit, AGpuOutsideTheCatalogIsFittedForTheBudget) {
+  MeasuredSeries s = exact_series("fp16", "none", 200 * kMiB, 2 * kGiB, 0.004, 0.08);
+  s.gpu = "m40";
+  s.gpu_memory_bytes.reset();
+  s.runs.push_back(oom_run(72, 20));
+  try {
+    fit_global({"runs.csv", {s}}, std::nullopt);
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    for (const char* needle : {"runs.csv:2: gpu 'm40' is not in the hardware catalog", "V100-16GB", "--budget"}) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  }
+  // Its memory is unknown: the OOM runs bound b* under any budget.
+  const SeriesFit f = only(fit_global({"runs.csv", {s}}, 32 * kGiB));
+  EXPECT_EQ(f.gpu, "m40");
+  EXPECT_EQ(f.budget_bytes, 32 * kGiB);
+  EXPECT_EQ(f.max_batch, 71);
+  EXPECT_EQ(f.max_batch_limit, "oom");
+  EXPECT_EQ(only(fit_global({"runs.csv", {s}}, 8 * kGiB)).max_batch, 30);  // floor(6 GiB / 200 MiB)
 }
 
 TEST(GlobalFit, TooFewPointsAreReportedNotFitted) {
