@@ -1,7 +1,19 @@
 #!/usr/bin/env bash
 # Set-up, build, and every test: the command CI runs (.ci/run).
+# --sanitize: the same, built with ASan + UBSan into build-sanitize/ (or
+# $PAPAYA_BUILD_DIR), with the suppressions of scripts/sanitize/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
-scripts/build.sh
+if [ "${1:-}" = --sanitize ]; then
+  export PAPAYA_BUILD_DIR=${PAPAYA_BUILD_DIR:-build-sanitize}
+  supp=$PWD/scripts/sanitize
+  export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=0:detect_stack_use_after_return=1:strict_init_order=1}
+  export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$supp/lsan.supp:print_suppressions=0}
+  export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1:suppressions=$supp/ubsan.supp}
+  scripts/setup.sh
+  scripts/build.sh -DPAPAYA_SANITIZE=ON
+else
+  scripts/setup.sh
+  scripts/build.sh
+fi
 ctest --test-dir "${PAPAYA_BUILD_DIR:-build}" --output-on-failure -j "${PAPAYA_JOBS:-$(nproc)}"
