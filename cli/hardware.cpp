@@ -52,7 +52,8 @@ void register_hardware(CLI::App& app) {
                      tflops(h.peak_flops.at("fp16")), h.host_link, fixed(h.h2d_bandwidth / 1e9, 1)});
     }
     table.print(std::cout);
-    std::cout << "TF/s: dense peak (no sparsity); bf16/fp16 on tensor cores with fp32 accumulation.\n";
+    std::cout << "TF/s: dense peak (no sparsity); bf16/fp16 on tensor (AMD: matrix) cores with fp32 accumulation, but\n"
+                 "P100 fp16: packed half2 on CUDA cores; '-': no such path.\n";
     if (*sources) {
       for (const auto& h : catalog) {
         std::cout << "\n" << h.name << "\n";
