@@ -9,7 +9,16 @@ namespace papaya {
 
 class InputError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  // Messages quote what the user wrote, which may hold line breaks (a JSON
+  // string's "\n", an argument): they are shown escaped, keeping one line.
+  explicit InputError(const std::string& message) : std::runtime_error(one_line(message)) {}
+
+ private:
+  static std::string one_line(const std::string& text) {
+    std::string out;
+    for (char c : text) out += c == '\n' ? "\\n" : c == '\r' ? "\\r" : std::string(1, c);
+    return out;
+  }
 };
 
 }  // namespace papaya

@@ -71,6 +71,16 @@ TEST(Strategy, HeadwiseGroupsDoNotCrossHeads) {
   EXPECT_EQ(device_bytes(SlotKind::activation, 2 * 3 * 272, 4, q2, 272), 26 * (16 + 4));
 }
 
+// Found by tests/fuzz/plan.cpp: the message quoted a name's line break as it was.
+TEST(Plan, ABadNameIsReportedOnOneLine) {
+  try {
+    expand_plan_name("keep\nswap", tiny_layout());
+    FAIL() << "accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+  }
+}
+
 TEST(Plan, QuantizeTakesEachSlotInItsNaturalForm) {
   const Plan p = expand_plan_name("quantize-4", tiny_layout());
   EXPECT_EQ(p.tensor("blocks.0.mlp.fc1", "input").name(), "quantize-4");

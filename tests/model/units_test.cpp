@@ -20,6 +20,16 @@ TEST(Units, RejectsBadSizes) {
   }
 }
 
+// Found by tests/fuzz/units.cpp: the message quoted the line break.
+TEST(Units, ABadSizeIsReportedOnOneLine) {
+  try {
+    parse_size("\n0-8M B", "--budget");
+    FAIL() << "accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), "--budget: '\\n0-8M B' is not a positive size (examples: 24GiB, 800MiB, 16GB)");
+  }
+}
+
 TEST(Units, ParsesIntLists) {
   EXPECT_EQ(parse_int_list("1,2,4,8", "--batch"), (std::vector<int>{1, 2, 4, 8}));
   EXPECT_THROW(parse_int_list("1,x", "--batch"), InputError);
