@@ -29,10 +29,14 @@ int64_t parse_size(const std::string& text, const std::string& what) {
     if (!std::isspace(static_cast<unsigned char>(text[i]))) unit += static_cast<char>(std::tolower(text[i]));
   }
   const auto it = units.find(unit);
-  if (it == units.end() || !std::isfinite(number) || number <= 0) {
+  const double bytes = it == units.end() ? 0 : number * it->second;
+  // Whole bytes: less than half of one would round to none.
+  if (!std::isfinite(number) || bytes < 0.5) {
     throw InputError(what + ": '" + text + "' is not a positive size (examples: 24GiB, 800MiB, 16GB)");
   }
-  return static_cast<int64_t>(std::llround(number * it->second));
+  // llround past int64 gives no error, only a wrong figure (x86: the most negative one).
+  if (bytes >= 9223372036854775808.0) throw InputError(what + ": '" + text + "' is too large a size");
+  return static_cast<int64_t>(std::llround(bytes));
 }
 
 std::vector<std::string> split(const std::string& text, char sep) {

@@ -15,7 +15,8 @@ TEST(Units, ParsesSizes) {
 }
 
 TEST(Units, RejectsBadSizes) {
-  for (const char* bad : {"", "GiB", "12 parsecs", "-3GiB", "0"}) {
+  // "1e30" and ".108104" found by tests/fuzz/units.cpp: they gave a negative size and 0.
+  for (const char* bad : {"", "GiB", "12 parsecs", "-3GiB", "0", "1e30", "9e9GiB", ".108104", "0.4"}) {
     EXPECT_THROW(parse_size(bad, "--budget"), InputError) << bad;
   }
 }
