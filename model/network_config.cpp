@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 
 #include "model/error.h"
 #include "model/json_file.h"
@@ -55,6 +56,26 @@ void require(bool ok, const std::string& label, const std::string& pointer, cons
   if (!ok) throw InputError(label + ": " + pointer + ": " + message);
 }
 
+// The schemas bound integers from below only: one past an int would wrap
+// (heads 2^32 read as 0, then divided by). Configs hold them at the top
+// level and in arrays of integers (stages, hidden).
+void require_ints_fit(const json& doc, const std::string& label) {
+  const auto fits = [](const json& v) {
+    if (v.is_number_unsigned()) return v.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int>::max());
+    if (!v.is_number_integer()) return true;
+    const int64_t i = v.get<int64_t>();
+    return i >= std::numeric_limits<int>::min() && i <= std::numeric_limits<int>::max();
+  };
+  for (const auto& [key, value] : doc.items()) {
+    const std::string pointer = "/" + key;
+    require(fits(value), label, pointer, value.dump() + " is out of range");
+    if (!value.is_array()) continue;
+    for (size_t i = 0; i < value.size(); ++i) {
+      require(fits(value[i]), label, pointer + "/" + std::to_string(i), value[i].dump() + " is out of range");
+    }
+  }
+}
+
 // The transformer schema is shared by gpt, bert and vit: keys that belong to
 // another family are rejected here.
 void reject_foreign_keys(const json& doc, Family family, const std::string& label) {
@@ -86,6 +107,10 @@ TransformerConfig parse_transformer(const json& doc, Family family, const std::s
     t.classes = doc.at("classes");
     require(t.image_size % t.patch == 0, label, "/patch",
             "patch " + std::to_string(t.patch) + " does not divide image_size " + std::to_string(t.image_size));
+    // sequence_length(): the patches and the class token, an int.
+    const int64_t side = t.image_size / t.patch;
+    require(side * side < std::numeric_limits<int>::max(), label, "/patch",
+            std::to_string(side * side) + " patches are too many");
   } else {
     t.seq_len = doc.at("seq_len");
     t.vocab = doc.at("vocab");
@@ -124,6 +149,7 @@ MlpConfig parse_mlp(const json& doc) {
 NetworkConfig parse_network_config(const json& doc, const std::string& label) {
   NetworkConfig config;
   config.family = family_of(doc, label);
+  require_ints_fit(doc, label);
   switch (config.family) {
     case Family::gpt:
     case Family::bert:

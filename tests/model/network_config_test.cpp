@@ -95,6 +95,24 @@ TEST(NetworkConfig, HeadsMustDivideDModel) {
   EXPECT_EQ(error_of(doc), "t.json: /heads: 5 heads do not divide d_model 64");
 }
 
+// Run through tests/fuzz/network_config.cpp: heads 2^32 read as 0, and
+// d_model % heads divided by zero (SIGFPE).
+TEST(NetworkConfig, IntegersBeyondAnIntAreRejected) {
+  json doc = gpt();
+  doc["heads"] = int64_t{1} << 32;
+  EXPECT_EQ(error_of(doc), "t.json: /heads: 4294967296 is out of range");
+  const json resnet = json::parse(R"({"name": "r", "family": "resnet", "block": "basic", "stages": [1, 4294967297],
+                                      "image_size": 32, "classes": 10})");
+  EXPECT_EQ(error_of(resnet), "t.json: /stages/1: 4294967297 is out of range");
+}
+
+// A ViT's sequence length (patches + class token) overflowed an int.
+TEST(NetworkConfig, TooManyPatchesAreRejected) {
+  const json doc = json::parse(R"({"name": "v", "family": "vit", "layers": 1, "d_model": 8, "heads": 2,
+                                   "image_size": 2147483647, "patch": 1, "classes": 3})");
+  EXPECT_NE(error_of(doc).find("t.json: /patch: "), std::string::npos) << error_of(doc);
+}
+
 TEST(NetworkConfig, MissingRequiredFieldOfFamily) {
   json doc = gpt();
   doc.erase("vocab");
