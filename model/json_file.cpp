@@ -42,6 +42,10 @@ nlohmann::json read_json_file(const std::string& path, const std::string& what) 
     const size_t upto = std::min<size_t>(e.byte, s.size());
     const long line = 1 + std::count(s.begin(), s.begin() + static_cast<long>(upto), '\n');
     throw InputError(path + ":" + std::to_string(line) + ": malformed JSON in " + what);
+  } catch (const nlohmann::json::out_of_range& e) {
+    // A number past a double (1e999) is no parse_error; nlohmann's text names it.
+    const std::string why = e.what();
+    throw InputError(path + ": malformed JSON in " + what + ": " + why.substr(why.find("] ") + 2));
   }
 }
 

@@ -67,6 +67,19 @@ TEST(NetworkConfig, MalformedJsonNamesFileAndLine) {
   }
 }
 
+// Found by tests/fuzz/layer_model.cpp: a number past a double escaped as
+// nlohmann's out_of_range, from every JSON document.
+TEST(NetworkConfig, NumberPastADoubleIsMalformedJson) {
+  const auto path = std::filesystem::temp_directory_path() / "papaya-overflow.json";
+  std::ofstream(path) << "{\"name\": \"x\", \"family\": \"mlp\", \"input\": 8.096e706}\n";
+  try {
+    load_network_config(path.string());
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), path.string() + ": malformed JSON in network config: number overflow parsing '8.096e706'");
+  }
+}
+
 TEST(NetworkConfig, UnknownKeyIsRejected) {
   json doc = gpt();
   doc["layer"] = 3;
