@@ -1,0 +1,11 @@
+// Global models (the model.json of papaya fit --measurements): read and
+// checked as load_global_model does.
+#include "model/global_model.h"
+#include "tests/fuzz/fuzz_input.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace papaya;
+  const std::string path = fuzz::input_file(data, size, "model.json");
+  fuzz::accept_input_error([&] { model::load_global_model(path); });
+  return 0;
+}
