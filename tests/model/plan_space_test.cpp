@@ -1,7 +1,6 @@
 // The decomposed view a planner searches agrees with predict().
 #include <gtest/gtest.h>
 
-#include <chrono>
 
 #include "model/error.h"
 #include "model/fit_profile.h"
@@ -323,17 +322,21 @@ TEST(PlanSpace, ChangesOfAnInvertedGeluWithItsConsumerAreTheirTimeline) {
   }
 }
 
-TEST(PlanSpace, FiveHundredLayersEvaluateQuickly) {
+// 500 layers build and evaluate at other batches; how fast is
+// bench/planner_speed.sh's to say, not a test's.
+TEST(PlanSpace, FiveHundredLayersEvaluateAtEveryBatch) {
   const LayerModel m = gpt_model(46, true);  // 46 blocks of 11 layers + 4
   ASSERT_GE(m.layers.size(), 500u);
   const Target target = profiled_target(m);
-  const auto start = std::chrono::steady_clock::now();
   const PlanSpace space(m, target, 64);
   const Assignment a = space.assignment(expand_plan_name("quantize-4+invert+swap", m.layout()));
-  for (int i = 0; i < 100; ++i) space.at_batch(64 + i).evaluate(a);
-  for (size_t g = 0; g < space.storages().size(); ++g) space.options(static_cast<int>(g));
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  EXPECT_LT(seconds, 1.0) << "building the space, 100 evaluations at other batches and every option";
+  double previous = 0;
+  for (int i = 0; i < 100; ++i) {
+    const double peak = space.at_batch(64 + i).evaluate(a).peak_bytes;
+    EXPECT_GT(peak, previous) << "batch " << 64 + i;
+    previous = peak;
+  }
+  for (size_t g = 0; g < space.storages().size(); ++g) EXPECT_FALSE(space.options(static_cast<int>(g)).empty()) << g;
 }
 
 }  // namespace
