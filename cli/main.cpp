@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "cli/host_malloc.h"
+#include "cli/stop_signal.h"
 #include "model/error.h"
 
 namespace {
@@ -54,6 +55,9 @@ int main(int argc, char** argv) {
     return fail(std::string(e.what()) + " (see papaya --help)");
   } catch (const papaya::InputError& e) {
     return fail(e.what());
+  } catch (const papaya::cli::Stopped& e) {
+    std::cerr << "papaya: " << e.what() << "\n";
+    return e.exit_code();
   } catch (const c10::Error& e) {
     const std::string what = e.what_without_backtrace();
     if (out_of_memory(what)) return fail("out of memory: " + what.substr(0, what.find('\n')));

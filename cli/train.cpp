@@ -7,6 +7,7 @@
 #include "cli/auto_plan.h"
 #include "cli/commands.h"
 #include "cli/progress.h"
+#include "cli/stop_signal.h"
 #include "cli/table.h"
 #include "cli/train_run.h"
 #include "executor/trainer.h"
@@ -46,6 +47,16 @@ std::optional<AutoPlan> plan_if_auto(const TrainArgs& args) {
   return out;
 }
 
+// After a signal stopped training (its report printed): say where it stopped
+// and how to go on, and exit as a signal would.
+void stop_if(int signal, const TrainRun& train, const executor::TrainReport& report) {
+  if (!signal) return;
+  const std::string where = signal_name(signal) + " after step " + std::to_string(report.steps_done) + " of " + std::to_string(train.steps);
+  if (train.save.empty()) throw Stopped(signal, "training stopped by " + where + " (not saved: no --save FILE)");
+  throw Stopped(signal, "training stopped by " + where + "; state saved to " + train.save + ": go on with papaya train --resume " +
+                            train.save + " --steps " + std::to_string(train.steps));
+}
+
 void run(const TrainArgs& args) {
   TrainRun train = args.run;
   train.record_stored_bytes = true;
@@ -63,24 +74,31 @@ void run(const TrainArgs& args) {
     if (args.json) return;
     std::cout << "papaya train: " << setup.network << " (" << setup.family << ", "
               << model::format_si(static_cast<double>(setup.parameters)) << " parameters) on " << setup.device_name << ", "
-              << args.run.precision << ", batch " << train.batch << ", " << args.run.steps << " steps, plan " << setup.plan << "\n"
+              << setup.precision << ", batch " << setup.batch << ", " << args.run.steps << " steps"
+              << (setup.first_step > 0 ? " (from step " + std::to_string(setup.first_step) + ", " + args.run.resume + ")" : "")
+              << ", plan " << setup.plan << "\n"
               << "data: " << setup.data << "\n";
   };
   Progress progress("training");
   callbacks.on_step = [&](int step, int steps, double loss) { progress.update(step, steps, "loss " + fixed(loss, 4)); };
+  const StopSignal stop_signal;
+  callbacks.stop_requested = [&stop_signal] { return stop_signal.received() != 0; };
   const executor::TrainReport report = train_run(train, callbacks);
+  const int stopped_by = report.steps_done < args.run.steps ? stop_signal.received() : 0;
 
   const int64_t activation = report.forward_backward_peak_bytes - report.static_bytes;
   if (args.json) {
     nlohmann::json out = {{"network", setup.network},
                           {"device", setup.device},
                           {"device_name", setup.device_name},
-                          {"precision", args.run.precision},
+                          {"precision", setup.precision},
                           {"plan", setup.plan},
-                          {"batch", train.batch},
+                          {"batch", setup.batch},
                           {"steps", args.run.steps},
+                          {"first_step", setup.first_step},
+                          {"steps_done", report.steps_done},
                           {"warmup_steps", report.warmup_steps},
-                          {"seed", args.run.seed},
+                          {"seed", setup.seed},
                           {"samples_per_s", report.samples_per_s},
                           {"step_seconds", report.step_seconds},
                           {"median_samples_per_s", report.median_samples_per_s},
@@ -95,6 +113,8 @@ void run(const TrainArgs& args) {
                           {"initial_loss", report.losses.front()},
                           {"final_loss", report.losses.back()},
                           {"losses", report.losses}};
+    if (!train.save.empty()) out["saved"] = train.save;
+    if (stopped_by) out["stopped_by"] = signal_name(stopped_by);
     if (auto_plan) {
       out["budget_bytes"] = auto_plan->budget_bytes;
       out["predicted"] = {{"peak_bytes", auto_plan->result.estimate.peak_bytes},
@@ -102,10 +122,12 @@ void run(const TrainArgs& args) {
                           {"per_layer", auto_plan->result.per_layer}};
     }
     std::cout << out.dump(2) << "\n";
+    stop_if(stopped_by, train, report);
     return;
   }
   Table table({"measure", "value", "note"});
-  const std::string over = "steps " + std::to_string(report.warmup_steps + 1) + "-" + std::to_string(args.run.steps);
+  const std::string over =
+      "steps " + std::to_string(setup.first_step + report.warmup_steps + 1) + "-" + std::to_string(report.steps_done);
   table.add_row({"samples/s", fixed(report.samples_per_s, 1), over});
   table.add_row({"step time", fixed(report.step_seconds * 1e3, 1) + " ms", over});
   table.add_row({"median step", fixed(report.median_step_seconds * 1e3, 1) + " ms",
@@ -133,6 +155,8 @@ void run(const TrainArgs& args) {
     std::cout << (report.peak_bytes <= auto_plan->budget_bytes ? "the measured peak is within the budget\n"
                                                                : "papaya: warning: the measured peak is over the budget\n");
   }
+  if (!train.save.empty() && !stopped_by) std::cout << "training state saved to " << train.save << " (step " << report.steps_done << ")\n";
+  stop_if(stopped_by, train, report);
 }
 
 }  // namespace
@@ -161,9 +185,21 @@ void register_train(CLI::App& app) {
   cmd->add_option("--adaptive-every", args->run.adaptive_every, "Steps between sensitivity estimates of adaptive-N tensors")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--save", args->run.save,
+                  "Write the training state (weights, optimizer, data position, random generators, plan, network config) "
+                  "to FILE at the end, every --save-every steps, and when SIGINT or SIGTERM stops training");
+  cmd->add_option("--save-every", args->run.save_every, "With --save: also every N steps")->check(CLI::PositiveNumber);
+  cmd->add_option("--resume", args->run.resume,
+                  "Go on from a training state (--save) up to --steps in all, bit for bit as if never stopped; the network, "
+                  "plan and options are the state's")
+      ->check(CLI::ExistingFile);
   cmd->add_flag("--json", args->json, "One JSON document instead of a table");
-  cmd->callback([args, batch] {
+  cmd->callback([args, batch, cmd] {
     args->batch_given = batch->count() > 0;
+    for (const char* name : {"--network", "--plan", "--precision", "--batch", "--seed", "--lr", "--data", "--adaptive-every"}) {
+      if (cmd->get_option(name)->count() > 0) args->run.given.insert(name);
+    }
+    if (args->run.save_every > 0 && args->run.save.empty()) throw InputError("--save-every needs --save FILE");
     run(*args);
   });
 }

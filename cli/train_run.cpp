@@ -1,25 +1,48 @@
 #include "cli/train_run.h"
 
+#include <filesystem>
+
+#include "cli/resumed_run.h"
 #include "executor/data.h"
 #include "executor/device.h"
 #include "executor/layout.h"
 #include "executor/memory.h"
+#include "executor/optimizer.h"
 #include "executor/plan_apply.h"
 #include "executor/trainer.h"
+#include "executor/training_state.h"
+#include "model/error.h"
+#include "model/json_file.h"
 #include "model/network_config.h"
 
 namespace papaya::cli {
 
 void check_train_run(const TrainRun& run) {
   executor::resolve_device(run.device);
+  if (!run.resume.empty()) {
+    if (run.plan == "auto") throw InputError("--resume goes on with the state's plan; leave out --plan auto");
+    if (!std::filesystem::is_regular_file(run.resume)) throw InputError("--resume " + run.resume + ": no such file");
+    if (!run.given.count("--network")) return;  // the state's network
+  }
   executor::resolve_precision(run.precision);
   model::load_network_config(run.network);
 }
 
-executor::TrainReport train_run(const TrainRun& run, const TrainCallbacks& callbacks) {
-  const torch::Device device = executor::resolve_device(run.device);
+executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& callbacks) {
+  const torch::Device device = executor::resolve_device(given.device);
+  // A state is read twice: here, for the run it describes, and once the
+  // network is built, into it. Neither read's tensors outlive it, so the
+  // allocator's figures count none of them.
+  nlohmann::json recorded;
+  executor::TrainingProgress progress;
+  if (!given.resume.empty()) {
+    const auto state = executor::TrainingState::read(given.resume, device);
+    recorded = state.run();
+    progress = state.progress();
+  }
+  const TrainRun run = given.resume.empty() ? given : resumed_run(given, recorded, progress.steps_done);
   const torch::ScalarType dtype = executor::resolve_precision(run.precision);
-  const model::NetworkConfig config = model::load_network_config(run.network);
+  const model::NetworkConfig config = run.resume.empty() ? model::load_network_config(run.network) : recorded_config(run, recorded);
   auto data = run.data.empty() ? executor::make_synthetic_data(config, device, run.seed)
                                : executor::make_text_data(run.data, config, device, run.seed);
 
@@ -29,24 +52,52 @@ executor::TrainReport train_run(const TrainRun& run, const TrainCallbacks& callb
   network->to(device);
   network->set_compute_dtype(dtype);
   const model::NetworkLayout layout = executor::probe_layout(*network);
-  const model::Plan plan = run.planned ? *run.planned : model::load_plan(run.plan, layout, config.name);
+  model::Plan plan;
+  if (!run.resume.empty()) {
+    plan = model::parse_plan(recorded.value("plan", nlohmann::json()), layout, config.name, "--resume " + run.resume + ": plan");
+    check_resumed_plan(run, plan, layout, config.name);
+  } else {
+    plan = run.planned ? *run.planned : model::load_plan(run.plan, layout, config.name);
+  }
   executor::PlanOptions plan_options;
   plan_options.adaptive_every = run.adaptive_every;
   plan_options.rounding_seed = run.seed;
   executor::AppliedPlan applied = executor::apply_plan(*network, plan, layout, plan_options);
+  executor::TrainOptions options;
+  options.steps = run.steps;
+  options.first_step = progress.steps_done;
+  options.batch = run.batch;
+  options.lr = run.lr;
+  const auto optimizer = executor::make_optimizer(*network, options.lr, options.weight_decay);
+  const executor::TrainingParts parts{*network, *optimizer, *data, applied};
+  if (!run.resume.empty()) executor::TrainingState::read(run.resume, device).restore(parts);
 
   if (callbacks.on_start) {
     callbacks.on_start({config.name, model::to_string(config.family), network->parameter_count(), device.str(),
-                        executor::device_name(device), plan.name, data->describe()});
+                        executor::device_name(device), plan.name, data->describe(), run.precision, run.batch, run.seed,
+                        progress.steps_done});
   }
-  executor::TrainOptions options;
-  options.steps = run.steps;
-  options.batch = run.batch;
-  options.lr = run.lr;
+  const nlohmann::json description =
+      run.save.empty() ? nlohmann::json()
+                       : describe_run(run, run.resume.empty() ? model::read_json_file(config.source, "network config")
+                                                              : recorded.at("network_config"),
+                                      plan);
   options.before_step = [&applied](int step) { applied.begin_step(step); };
   options.record_stored_bytes = run.record_stored_bytes;
-  options.on_step = callbacks.on_step;
-  return executor::train(*network, *data, memory, options);
+  options.on_step = [&](int step, int steps, double loss) {
+    progress.losses.push_back(loss);
+    progress.steps_done = step;
+    if (callbacks.on_step) callbacks.on_step(step, steps, loss);
+  };
+  options.after_step = [&](int steps_done) {
+    const bool stop = callbacks.stop_requested && callbacks.stop_requested();
+    const bool due = steps_done == run.steps || (run.save_every > 0 && steps_done % run.save_every == 0);
+    if (!run.save.empty() && (stop || due)) executor::save_training_state(run.save, description, progress, parts);
+    return !stop;
+  };
+  executor::TrainReport report = executor::train(*network, *optimizer, *data, memory, options);
+  report.losses = progress.losses;
+  return report;
 }
 
 }  // namespace papaya::cli

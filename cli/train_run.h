@@ -2,11 +2,13 @@
 // Training a network of the zoo under one plan for a number of steps, as
 // `papaya train` and `papaya validate` do: the data, a fresh network on the
 // device (created after the allocator's tracker, so that its weights count),
-// the plan read against it and applied, AdamW steps. Torch-free: a caller
-// that reads the report includes executor/trainer.h.
+// the plan read against it and applied, AdamW steps; optionally saving the
+// training state and going on from a saved one. Torch-free: a caller that
+// reads the report includes executor/trainer.h.
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "model/plan.h"
@@ -25,11 +27,18 @@ struct TrainRun {
   std::string plan = "keep";         // plan name or file, read against the built network
   std::optional<model::Plan> planned;  // instead of `plan`: one already made for this network
   int64_t batch = 8;
-  int steps = 20;
+  int steps = 20;                    // in all, counting a resumed state's
   uint64_t seed = 0;
   double lr = 1e-3;
   int adaptive_every = 50;
   bool record_stored_bytes = false;  // TrainReport::stored_bytes
+  std::string save;                  // the training state goes here at the end (and on a stop)
+  int save_every = 0;                // and every so many steps; 0: at the end only
+  // Go on from this training state to `steps`: the network, plan and options
+  // are the state's; those of the above named in `given` ("--batch") must
+  // equal them.
+  std::string resume;
+  std::set<std::string> given;
 };
 
 // What was built, told before the first step (for a headline).
@@ -41,20 +50,30 @@ struct TrainSetup {
   std::string device_name;  // executor::device_name
   std::string plan;         // the plan's name
   std::string data;         // what the data is, in words
+  // The run's (a resumed state's) precision, batch and seed.
+  std::string precision;
+  int64_t batch = 0;
+  uint64_t seed = 0;
+  int first_step = 0;       // steps already done by a resumed state
 };
 
 struct TrainCallbacks {
   std::function<void(const TrainSetup&)> on_start;
   std::function<void(int step, int steps, double loss)> on_step;
+  // Asked after each step: true stops training there (saved first, with `save`).
+  std::function<bool()> stop_requested;
 };
 
 // The checks of `run` that need nothing built: the device (this build and
-// machine), the precision and the network config. Throws InputError.
+// machine), the precision and the network config (or the state to resume).
+// Throws InputError.
 void check_train_run(const TrainRun& run);
 
-// Trains as `run` says. Throws InputError for bad input (the checks above, a
-// plan that does not fit the network, an unreadable data file); running out
-// of memory comes out as the allocator's error (profiler::is_out_of_memory).
+// Trains as `run` says. The report's losses are the whole run's (a resumed
+// state's first). Throws InputError for bad input (the checks above, a plan
+// that does not fit the network, an unreadable data file, a damaged or
+// mismatched state, a loss or gradient that is not finite); running out of
+// memory comes out as the allocator's error (profiler::is_out_of_memory).
 executor::TrainReport train_run(const TrainRun& run, const TrainCallbacks& callbacks = {});
 
 }  // namespace papaya::cli

@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "executor/moms/random_state.h"
 #include "model/error.h"
 
 namespace papaya::executor {
@@ -55,6 +56,9 @@ class SyntheticData : public DataSource {
       default: return "synthetic inputs (a template per class plus unit noise)";
     }
   }
+
+  torch::Tensor position() const override { return generator_state(gen_); }
+  void seek(const torch::Tensor& position) override { set_generator_state(gen_, position); }
 
  private:
   Batch permutation_sequences(int64_t b) {
@@ -131,6 +135,9 @@ class TextData : public DataSource {
   std::string describe() const override {
     return path_ + " (" + std::to_string(tokens_.size(0)) + " characters, " + std::to_string(distinct_) + " distinct)";
   }
+
+  torch::Tensor position() const override { return generator_state(gen_); }
+  void seek(const torch::Tensor& position) override { set_generator_state(gen_, position); }
 
  private:
   std::string path_;

@@ -13,6 +13,9 @@ class DataSource {
   virtual ~DataSource() = default;
   virtual Batch next(int64_t batch_size) = 0;
   virtual std::string describe() const = 0;
+  // Where the source is in its stream: its generator's state, to resume from.
+  virtual torch::Tensor position() const = 0;
+  virtual void seek(const torch::Tensor& position) = 0;
 };
 
 // gpt: sequences that follow a fixed random permutation of the vocabulary 90%

@@ -2,38 +2,28 @@
 
 #include <algorithm>
 #include <chrono>
+#include <numeric>
 
 #include "executor/device.h"
+#include "executor/finite.h"
 #include "executor/moms/stored_bytes.h"
+#include "executor/optimizer.h"
+#include "model/error.h"
 #include "model/median.h"
 
 namespace papaya::executor {
 
-namespace {
-int64_t nbytes(const torch::Tensor& t) { return t.defined() ? static_cast<int64_t>(t.numel() * t.element_size()) : 0; }
-}  // namespace
-
-int64_t static_bytes(const Network& network, const torch::optim::Optimizer& optimizer) {
-  int64_t total = 0;
-  for (const auto& p : network.parameters()) total += nbytes(p) + nbytes(p.grad());
-  for (const auto& [key, state] : optimizer.state()) {
-    const auto& s = static_cast<const torch::optim::AdamWParamState&>(*state);
-    total += nbytes(s.exp_avg()) + nbytes(s.exp_avg_sq()) + nbytes(s.max_exp_avg_sq());
-  }
-  return total;
-}
-
-TrainReport train(Network& network, DataSource& data, MemoryTracker& memory, const TrainOptions& options) {
+TrainReport train(Network& network, torch::optim::Optimizer& optimizer, DataSource& data, MemoryTracker& memory,
+                  const TrainOptions& options) {
   const torch::Device device = network.parameters().front().device();
-  torch::optim::AdamW optimizer(network.parameters(),
-                                torch::optim::AdamWOptions(options.lr).weight_decay(options.weight_decay));
   network.train();
 
   TrainReport report;
-  report.warmup_steps = std::clamp(options.warmup_steps, 0, std::max(0, options.steps - 1));
-  std::vector<double> measured_seconds;
-  for (int step = 0; step < options.steps; ++step) {
-    const bool measured = step >= report.warmup_steps;
+  report.steps_done = options.first_step;
+  const int steps = std::max(0, options.steps - options.first_step);
+  report.warmup_steps = std::clamp(options.warmup_steps, 0, std::max(0, steps - 1));
+  for (int step = options.first_step; step < options.steps; ++step) {
+    const bool measured = step - options.first_step >= report.warmup_steps;
     // The batch is made before the clock starts, as the profiler does: the
     // step is what papaya predicts, a data pipeline is the user's.
     const Batch batch = data.next(options.batch);
@@ -73,18 +63,26 @@ TrainReport train(Network& network, DataSource& data, MemoryTracker& memory, con
     synchronize(device);
 
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    // Off the clock: the gradients are still those of this step.
+    const std::string broken = non_finite(network, value);
+    if (!broken.empty()) {
+      throw InputError("training stopped at step " + std::to_string(step + 1) + " of " + std::to_string(options.steps) +
+                       ": " + broken + " (a smaller --lr, or fp32, may help)");
+    }
     report.losses.push_back(value);
+    report.steps_done = step + 1;
     if (measured) {
-      measured_seconds.push_back(seconds);
+      report.measured_step_seconds.push_back(seconds);
       report.peak_bytes = std::max(report.peak_bytes, memory.peak());
       report.peak_reserved_bytes = std::max(report.peak_reserved_bytes, memory.reserved_peak());
     }
     if (options.on_step) options.on_step(step + 1, options.steps, value);
+    if (options.after_step && !options.after_step(step + 1)) break;
   }
-  double total_seconds = 0;
-  for (double s : measured_seconds) total_seconds += s;
-  report.step_seconds = measured_seconds.empty() ? 0 : total_seconds / static_cast<double>(measured_seconds.size());
-  report.median_step_seconds = measured_seconds.empty() ? 0 : model::median(measured_seconds);
+  const auto& measured = report.measured_step_seconds;
+  const double total_seconds = std::accumulate(measured.begin(), measured.end(), 0.0);
+  report.step_seconds = measured.empty() ? 0 : total_seconds / static_cast<double>(measured.size());
+  report.median_step_seconds = measured.empty() ? 0 : model::median(measured);
   report.median_samples_per_s = report.median_step_seconds > 0 ? static_cast<double>(options.batch) / report.median_step_seconds : 0;
   report.samples_per_s = report.step_seconds > 0 ? static_cast<double>(options.batch) / report.step_seconds : 0;
   report.static_bytes = static_bytes(network, optimizer);

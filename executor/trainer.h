@@ -1,6 +1,6 @@
 #pragma once
-// The training loop: AdamW over the network's parameters, timed steps, the
-// allocator's peak, a progress callback.
+// The training loop: steps of an optimizer over the network's parameters,
+// timed, the allocator's peak, callbacks before and after each step.
 #include <functional>
 #include <map>
 #include <string>
@@ -13,24 +13,30 @@
 namespace papaya::executor {
 
 struct TrainOptions {
-  int steps = 20;
+  int steps = 20;       // the step to train up to (total, counting first_step)
+  int first_step = 0;   // where this run starts: a resumed run's steps done
   int64_t batch = 8;
   double lr = 1e-3;
   double weight_decay = 0.01;
-  // Steps left out of throughput and peak memory: the first allocates the
-  // optimizer state and warms caches.
+  // Steps of this run left out of throughput and peak memory: they warm
+  // caches (the optimizer's state exists before the first, make_optimizer).
   int warmup_steps = 2;
   std::function<void(int step, int steps, double loss)> on_step;
   // Called before each step's forward, with the step (from 0): e.g. AppliedPlan::begin_step.
   std::function<void(int step)> before_step;
+  // Called after each step, off the clock, with the steps done; returning
+  // false ends training there (a signal, a checkpoint's last step).
+  std::function<bool(int steps_done)> after_step;
   // Measure, in the last step's forward, the bytes stored for backward by strategy.
   bool record_stored_bytes = false;
 };
 
 struct TrainReport {
-  std::vector<double> losses;    // one per step
+  std::vector<double> losses;    // one per step of this run
+  int steps_done = 0;            // the step training ended at (total)
   double samples_per_s = 0;      // over the measured steps
   double step_seconds = 0;       // mean over the measured steps
+  std::vector<double> measured_step_seconds;
   // The median measured step: the steady pace, which a slow moment of a
   // shared machine does not move (the profiler's times are medians too).
   double median_step_seconds = 0;
@@ -49,9 +55,10 @@ struct TrainReport {
   std::map<std::string, int64_t> stored_bytes;
 };
 
-TrainReport train(Network& network, DataSource& data, MemoryTracker& memory, const TrainOptions& options);
-
-// Weights + gradients + optimizer state, from the tensors themselves.
-int64_t static_bytes(const Network& network, const torch::optim::Optimizer& optimizer);
+// Trains from options.first_step to options.steps (or until after_step says
+// stop). A step whose loss or gradients are not finite ends training with an
+// InputError naming the step and the first layer with a non-finite gradient.
+TrainReport train(Network& network, torch::optim::Optimizer& optimizer, DataSource& data, MemoryTracker& memory,
+                  const TrainOptions& options);
 
 }  // namespace papaya::executor

@@ -108,19 +108,26 @@ void validate_json(const nlohmann::json& doc, const std::string& schema, const s
   }
 }
 
-void write_text_file(const std::string& path, const std::string& text) {
+void write_file_atomically(const std::string& path, const std::function<void(const std::string& temporary)>& write) {
   const fs::path target(path);
   const fs::path tmp = target.parent_path() / ("." + target.filename().string() + ".tmp");
-  {
+  try {
+    write(tmp.string());
+    fs::rename(tmp, target);
+  } catch (...) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    throw;
+  }
+}
+
+void write_text_file(const std::string& path, const std::string& text) {
+  write_file_atomically(path, [&](const std::string& tmp) {
     std::ofstream out(tmp);
     if (!out) throw InputError(path + ": cannot write");
     out << text;
-    if (!out.flush()) {
-      std::remove(tmp.c_str());
-      throw InputError(path + ": write failed");
-    }
-  }
-  fs::rename(tmp, target);
+    if (!out.flush()) throw InputError(path + ": write failed");
+  });
 }
 
 void write_json_file(const std::string& path, const nlohmann::json& doc) {

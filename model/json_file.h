@@ -2,6 +2,7 @@
 // Reading and writing papaya's JSON documents: parse errors and schema
 // violations become InputErrors naming the file, the JSON path and what was
 // expected; writes are atomic so that no half-written file is ever left.
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -22,5 +23,10 @@ void write_json_file(const std::string& path, const nlohmann::json& doc);
 
 // Writes `text` to `path` through a temporary file and a rename.
 void write_text_file(const std::string& path, const std::string& text);
+
+// Calls `write` with a temporary path beside `path`, then renames it to
+// `path`. If `write` throws, the temporary file is removed and `path` is left
+// as it was.
+void write_file_atomically(const std::string& path, const std::function<void(const std::string& temporary)>& write);
 
 }  // namespace papaya::model

@@ -4,7 +4,7 @@
 #include <chrono>
 
 #include "executor/device.h"
-#include "executor/trainer.h"
+#include "executor/optimizer.h"
 #include "model/median.h"
 #include "profiler/layer_recorder.h"
 #include "profiler/out_of_memory.h"

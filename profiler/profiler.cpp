@@ -12,6 +12,7 @@
 #include "executor/layout.h"
 #include "executor/memory.h"
 #include "executor/moms/codec_speed.h"
+#include "executor/optimizer.h"
 #include "executor/trainer.h"
 #include "model/error.h"
 #include "model/json_file.h"
@@ -144,8 +145,7 @@ model::Profile profile_network(const ProfileOptions& options) {
   const int layers = static_cast<int>(network->layers().size());
   const std::unique_ptr<LayerTimer> timer = make_timer(device, layers, options);
   const executor::TrainOptions train_defaults;
-  torch::optim::AdamW optimizer(network->parameters(),
-                                torch::optim::AdamWOptions(train_defaults.lr).weight_decay(train_defaults.weight_decay));
+  const auto optimizer = executor::make_optimizer(*network, train_defaults.lr, train_defaults.weight_decay);
 
   // Round r measures each batch for its share of the steps, after the full
   // warm-up in the first round and one step in the others.
@@ -177,7 +177,7 @@ model::Profile profile_network(const ProfileOptions& options) {
       run_options.on_step = [&] {
         if (options.on_progress) options.on_progress(++done, total, note);
       };
-      runs[b].push_back(run_batch(*network, *data, optimizer, memory, *timer, run_options));
+      runs[b].push_back(run_batch(*network, *data, *optimizer, memory, *timer, run_options));
       planned += warmup_in(r) + steps_in(r) + 1;
       const bool oom = runs[b].back().iteration.oom;
       for (int later = r + 1; oom && later < rounds; ++later) planned += warmup_in(later) + steps_in(later) + 1;

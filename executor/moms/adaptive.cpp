@@ -58,6 +58,24 @@ void AdaptiveBits::begin_step(int step) {
   if (estimating_) std::fill(sensitivity_.begin(), sensitivity_.end(), 0.0);
 }
 
+AdaptiveBits::State AdaptiveBits::state() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return {estimating_, bits_, sensitivity_, numel_};
+}
+
+void AdaptiveBits::restore(const State& state) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const size_t n = keys_.size();
+  if (state.bits.size() != n || state.sensitivity.size() != n || state.numel.size() != n) {
+    throw InputError("adaptive-" + std::to_string(budget_) + " state for " + std::to_string(state.bits.size()) +
+                     " tensors, the plan has " + std::to_string(n));
+  }
+  estimating_ = state.estimating;
+  bits_ = state.bits;
+  sensitivity_ = state.sensitivity;
+  numel_ = state.numel;
+}
+
 void AdaptiveBits::report(int index, double sensitivity, int64_t numel) {
   std::lock_guard<std::mutex> lock(mutex_);
   sensitivity_.at(index) += sensitivity;

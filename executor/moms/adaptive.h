@@ -35,6 +35,17 @@ class AdaptiveBits {
   double sensitivity(int index) const;
   int64_t numel(int index) const;  // as last reported
 
+  // What the controller has learnt so far, to resume training from.
+  struct State {
+    bool estimating = false;
+    std::vector<int> bits;
+    std::vector<double> sensitivity;
+    std::vector<int64_t> numel;
+  };
+  State state() const;
+  // Throws InputError if `state` is for another number of tensors.
+  void restore(const State& state);
+
   // The allocation for sensitivities and sizes under an average-bits budget.
   static std::vector<int> allocate(const std::vector<double>& sensitivity, const std::vector<int64_t>& numel,
                                    int budget_bits);

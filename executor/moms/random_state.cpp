@@ -9,34 +9,31 @@
 #endif
 
 namespace papaya::executor {
-namespace {
 
-at::Tensor state_of(at::Generator generator) {
+at::Tensor generator_state(at::Generator generator) {
   const std::lock_guard<std::mutex> lock(generator.mutex());
   return generator.get_state();
 }
 
-void set_state(at::Generator generator, const at::Tensor& state) {
+void set_generator_state(at::Generator generator, const at::Tensor& state) {
   const std::lock_guard<std::mutex> lock(generator.mutex());
   generator.set_state(state);
 }
 
-}  // namespace
-
 RandomState RandomState::capture(const at::Device& device) {
   RandomState s;
   s.device = device;
-  s.cpu = state_of(at::detail::getDefaultCPUGenerator());
+  s.cpu = generator_state(at::detail::getDefaultCPUGenerator());
 #ifdef PAPAYA_CUDA
-  if (device.is_cuda()) s.cuda = state_of(at::cuda::detail::getDefaultCUDAGenerator(device.index()));
+  if (device.is_cuda()) s.cuda = generator_state(at::cuda::detail::getDefaultCUDAGenerator(device.index()));
 #endif
   return s;
 }
 
 void RandomState::restore() const {
-  set_state(at::detail::getDefaultCPUGenerator(), cpu);
+  set_generator_state(at::detail::getDefaultCPUGenerator(), cpu);
 #ifdef PAPAYA_CUDA
-  if (cuda.defined()) set_state(at::cuda::detail::getDefaultCUDAGenerator(device.index()), cuda);
+  if (cuda.defined()) set_generator_state(at::cuda::detail::getDefaultCUDAGenerator(device.index()), cuda);
 #endif
 }
 

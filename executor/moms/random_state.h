@@ -5,6 +5,10 @@
 
 namespace papaya::executor {
 
+// One generator's state (a byte tensor), under its lock.
+at::Tensor generator_state(at::Generator generator);
+void set_generator_state(at::Generator generator, const at::Tensor& state);
+
 struct RandomState {
   at::Tensor cpu, cuda;
   at::Device device = at::kCPU;

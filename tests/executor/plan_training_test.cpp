@@ -9,6 +9,7 @@
 #include "executor/layers/dense.h"
 #include "executor/layout.h"
 #include "executor/memory.h"
+#include "executor/optimizer.h"
 #include "executor/trainer.h"
 #include "model/plan.h"
 #include "tests/executor/moms_fixture.h"
@@ -36,7 +37,8 @@ TrainReport train_with(const model::NetworkConfig& config, const std::string& pl
   options.warmup_steps = 1;
   options.record_stored_bytes = true;
   options.before_step = [&applied](int step) { applied.begin_step(step); };
-  return train(*network, *data, memory, options);
+  const auto optimizer = make_optimizer(*network, options.lr, options.weight_decay);
+  return train(*network, *optimizer, *data, memory, options);
 }
 
 int64_t activation(const TrainReport& r) { return r.forward_backward_peak_bytes - r.static_bytes; }

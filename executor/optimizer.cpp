@@ -1,0 +1,38 @@
+#include "executor/optimizer.h"
+
+namespace papaya::executor {
+namespace {
+int64_t nbytes(const torch::Tensor& t) { return t.defined() ? static_cast<int64_t>(t.numel() * t.element_size()) : 0; }
+}  // namespace
+
+std::unique_ptr<torch::optim::AdamW> make_optimizer(Network& network, double lr, double weight_decay) {
+  auto optimizer = std::make_unique<torch::optim::AdamW>(network.parameters(),
+                                                         torch::optim::AdamWOptions(lr).weight_decay(weight_decay));
+  {
+    const torch::NoGradGuard no_grad;
+    for (auto& p : network.parameters()) {
+      if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+    }
+  }
+  // A step at learning rate 0 on zero gradients makes AdamW's moments (zeros)
+  // and changes no weight (decay multiplies by 1, the update is 0); its step
+  // counts go back to 0, so the state is the one the first step would make.
+  auto& options = static_cast<torch::optim::AdamWOptions&>(optimizer->param_groups().front().options());
+  options.lr(0);
+  optimizer->step();
+  options.lr(lr);
+  for (auto& entry : optimizer->state()) static_cast<torch::optim::AdamWParamState&>(*entry.second).step(0);
+  return optimizer;
+}
+
+int64_t static_bytes(const Network& network, const torch::optim::Optimizer& optimizer) {
+  int64_t total = 0;
+  for (const auto& p : network.parameters()) total += nbytes(p) + nbytes(p.grad());
+  for (const auto& [key, state] : optimizer.state()) {
+    const auto& s = static_cast<const torch::optim::AdamWParamState&>(*state);
+    total += nbytes(s.exp_avg()) + nbytes(s.exp_avg_sq()) + nbytes(s.max_exp_avg_sq());
+  }
+  return total;
+}
+
+}  // namespace papaya::executor

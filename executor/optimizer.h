@@ -1,0 +1,19 @@
+#pragma once
+// The optimizer papaya trains with: AdamW over the network's parameters.
+#include <torch/torch.h>
+
+#include <memory>
+
+#include "executor/networks/network.h"
+
+namespace papaya::executor {
+
+// AdamW with its state already allocated: every parameter's gradient (zeros)
+// and moments, as the first step would make them. Every step then holds the
+// same static memory, so the first step's figures are those of any other.
+std::unique_ptr<torch::optim::AdamW> make_optimizer(Network& network, double lr, double weight_decay);
+
+// Weights + gradients + optimizer state, from the tensors themselves.
+int64_t static_bytes(const Network& network, const torch::optim::Optimizer& optimizer);
+
+}  // namespace papaya::executor
