@@ -6,8 +6,6 @@ namespace {
 thread_local LayerObserver* observer = nullptr;
 }
 
-LayerObserver* current_observer() { return observer; }
-
 ObserverGuard::ObserverGuard(LayerObserver* next) : previous_(observer) { observer = next; }
 ObserverGuard::~ObserverGuard() { observer = previous_; }
 

@@ -39,8 +39,6 @@ class LayerObserver {
   virtual void parameter_cast(const Layer& /*layer*/, const torch::Tensor& /*copy*/) {}
 };
 
-LayerObserver* current_observer();
-
 class ObserverGuard {
  public:
   explicit ObserverGuard(LayerObserver* observer);
