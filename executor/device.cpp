@@ -49,6 +49,8 @@ void synchronize(const torch::Device& device) {
 std::string device_name(const torch::Device& device) {
 #ifdef PAPAYA_CUDA
   if (device.is_cuda()) return at::cuda::getDeviceProperties(device.index())->name;
+#else
+  (void)device;
 #endif
   std::ifstream cpuinfo("/proc/cpuinfo");
   std::string line, name = "CPU";

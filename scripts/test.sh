@@ -14,6 +14,6 @@ if [ "${1:-}" = --sanitize ]; then
   scripts/build.sh -DPAPAYA_SANITIZE=ON
 else
   scripts/setup.sh
-  scripts/build.sh
+  scripts/build.sh -DPAPAYA_WERROR=ON  # a warning fails the build (a configured build dir keeps its setting)
 fi
 ctest --test-dir "${PAPAYA_BUILD_DIR:-build}" --output-on-failure -j "${PAPAYA_JOBS:-$(nproc)}"

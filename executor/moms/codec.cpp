@@ -28,7 +28,6 @@ at::Tensor pack_codes(const at::Tensor& codes, int bits) {
 // (n, G*bits/8) bytes -> codes (n, G) uint8.
 at::Tensor unpack_codes(const at::Tensor& packed, int bits) {
   if (bits == 8) return packed;
-  const int per_byte = 8 / bits;
   const at::Tensor shifts = at::arange(0, 8, bits, packed.options());
   return at::bitwise_right_shift(packed.unsqueeze(-1), shifts).bitwise_and_((1 << bits) - 1).view({packed.size(0), -1});
 }

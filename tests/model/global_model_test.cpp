@@ -50,9 +50,13 @@ TEST(GlobalModel, WrittenAndReadBackUnchanged) {
     const auto& a = fitted.series[i];
     const auto& b = loaded.series[i];
     EXPECT_EQ(a.memory.has_value(), b.memory.has_value()) << a.network << " " << a.strategy;
-    if (a.memory) EXPECT_NEAR(a.memory->curve.floor, b.memory->curve.floor, 1e-12 * a.memory->curve.floor_level());
+    if (a.memory) {
+      EXPECT_NEAR(a.memory->curve.floor, b.memory->curve.floor, 1e-12 * a.memory->curve.floor_level());
+    }
     EXPECT_EQ(a.verdict.has_value(), b.verdict.has_value());
-    if (a.time_linear) EXPECT_DOUBLE_EQ(a.iteration_s(32), b.iteration_s(32));
+    if (a.time_linear) {
+      EXPECT_DOUBLE_EQ(a.iteration_s(32), b.iteration_s(32));
+    }
   }
 }
 

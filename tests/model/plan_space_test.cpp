@@ -136,13 +136,17 @@ TEST(PlanSpace, OptionsAreTheApplicableStrategies) {
     for (const auto& o : options) EXPECT_FALSE(o.strategy.swap) << st.key;
     if (st.slots.empty()) continue;
     const auto& slot = space.slots()[static_cast<size_t>(st.slots[0])];
-    if (slot.kind == SlotKind::stats || slot.kind == SlotKind::index) EXPECT_EQ(options.size(), 1u) << st.key;
+    if (slot.kind == SlotKind::stats || slot.kind == SlotKind::index) {
+      EXPECT_EQ(options.size(), 1u) << st.key;
+    }
     if (st.key == "blocks.0.mlp.act:input") {
       bool invert = false;
       for (const auto& o : options) invert = invert || o.strategy.form == Form::inverted;
       EXPECT_TRUE(invert);
     }
-    if (st.key == "lm_head:logprobs") EXPECT_EQ(options.size(), 2u);  // keep, recompute
+    if (st.key == "lm_head:logprobs") {
+      EXPECT_EQ(options.size(), 2u);  // keep, recompute
+    }
   }
   const auto& shared = space.storages()[static_cast<size_t>(space.slots()[0].storage)];
   EXPECT_EQ(shared.key, "tok_emb:ids");

@@ -162,7 +162,9 @@ TEST(TimeModel, StepTimeGrowsWithTheBatchForEveryPlan) {
       previous = e.seconds;
     }
     // Every memory optimization costs time.
-    if (name != "keep") EXPECT_GT(predict(m, target, plan, 32).seconds, keep32) << name;
+    if (name != "keep") {
+      EXPECT_GT(predict(m, target, plan, 32).seconds, keep32) << name;
+    }
   }
 }
 
