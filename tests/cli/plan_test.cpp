@@ -12,7 +12,7 @@
 #include "model/predict.h"
 #include "model/profile.h"
 #include "tests/cli/run_papaya.h"
-#include "tests/model/synthetic_profile.h"
+#include "model/synthetic_profile.h"
 
 namespace papaya::testing {
 namespace {

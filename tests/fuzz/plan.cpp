@@ -4,7 +4,7 @@
 #include "model/network_config.h"
 #include "model/plan.h"
 #include "tests/fuzz/fuzz_input.h"
-#include "tests/model/synthetic_profile.h"
+#include "model/synthetic_profile.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace papaya;

@@ -9,7 +9,7 @@
 #include "model/fit_profile.h"
 #include "model/json_file.h"
 #include "model/predict.h"
-#include "tests/model/synthetic_profile.h"
+#include "model/synthetic_profile.h"
 
 namespace papaya::model {
 namespace {

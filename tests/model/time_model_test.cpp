@@ -7,7 +7,7 @@
 #include "model/fit_profile.h"
 #include "model/layer_model.h"
 #include "model/predict.h"
-#include "tests/model/synthetic_profile.h"
+#include "model/synthetic_profile.h"
 
 namespace papaya::model {
 namespace {

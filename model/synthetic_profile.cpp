@@ -1,4 +1,4 @@
-#include "tests/model/synthetic_profile.h"
+#include "model/synthetic_profile.h"
 
 #include <algorithm>
 #include <cmath>
