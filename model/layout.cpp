@@ -1,7 +1,5 @@
 #include "model/layout.h"
 
-#include <algorithm>
-
 #include "model/error.h"
 
 namespace papaya::model {
@@ -35,10 +33,6 @@ const LayerDesc* NetworkLayout::find_layer(const std::string& path) const {
     if (l.path == path) return &l;
   }
   return nullptr;
-}
-
-bool NetworkLayout::has_segment(const std::string& path) const {
-  return std::find(segments.begin(), segments.end(), path) != segments.end();
 }
 
 }  // namespace papaya::model

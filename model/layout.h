@@ -46,7 +46,6 @@ struct NetworkLayout {
   std::vector<std::string> segments;  // forward order
 
   const LayerDesc* find_layer(const std::string& path) const;
-  bool has_segment(const std::string& path) const;
 };
 
 // The layout that a profile or a fitted model carries: `segments` have a
