@@ -51,7 +51,7 @@ void print_tables(const model::Profile& p) {
   for (const auto& l : p.layers) {
     const double saved = profiler::new_saved_bytes(l, 1);
     saved_total += saved;
-    std::vector<std::string> row = {l.path, l.kind, fixed(ms(l.measured[shown].forward_s), 3), fixed(ms(l.measured[shown].backward_s), 3)};
+    std::vector<std::string> row = {l.path, model::to_string(l.kind), fixed(ms(l.measured[shown].forward_s), 3), fixed(ms(l.measured[shown].backward_s), 3)};
     if (probed && l.probe) row.insert(row.end(), {fixed(ms(l.probe->forward_s), 3), fixed(ms(l.probe->backward_s), 3)});
     if (probed && !l.probe) row.insert(row.end(), {"out of memory", ""});
     row.push_back(model::format_bytes(saved));

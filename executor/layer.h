@@ -17,6 +17,7 @@
 
 namespace papaya::executor {
 
+using model::LayerKind;
 using model::SlotKind;
 using Slot = model::SlotDesc;
 
@@ -52,10 +53,9 @@ class ObserverGuard {
 
 class Layer : public torch::nn::Module {
  public:
-  Layer(std::string kind, std::vector<Slot> slots)
-      : kind_(std::move(kind)), slots_(std::move(slots)), specs_(slots_.size()) {}
+  Layer(LayerKind kind, std::vector<Slot> slots) : kind_(kind), slots_(std::move(slots)), specs_(slots_.size()) {}
 
-  const std::string& kind() const { return kind_; }
+  LayerKind kind() const { return kind_; }
   const std::string& path() const { return path_; }
   void set_path(std::string path) { path_ = std::move(path); }
   // The enclosing segment's path, "" if none.
@@ -104,7 +104,7 @@ class Layer : public torch::nn::Module {
   };
 
  private:
-  std::string kind_;
+  LayerKind kind_;
   std::vector<Slot> slots_;
   std::vector<StoreSpec> specs_;
   std::string path_;

@@ -132,16 +132,7 @@ LayerModel fit_model(const Profile& p, const std::vector<size_t>& use, const std
 
   for (const auto& l : p.layers) {
     LayerFit f;
-    f.path = l.path;
-    f.kind = l.kind;
-    f.segment = l.segment;
-    f.saved = l.saved;
-    f.output_saved_by = l.output_saved_by;
-    f.output_bytes_per_sample = l.output_bytes_per_sample;
-    f.parameter_bytes = l.parameter_bytes;
-    f.parameter_copy_bytes = l.parameter_copy_bytes;
-    f.forward_flops_per_sample = l.forward_flops_per_sample;
-    f.forward_bytes_moved_per_sample = l.forward_bytes_moved_per_sample;
+    static_cast<LayerDescription&>(f) = l;
     const auto figure = [&](int64_t LayerMeasurement::*field) {
       return fit_bytes(samples(p, use, [&](size_t i) { return static_cast<double>(l.measured[i].*field); }));
     };

@@ -75,24 +75,14 @@ NetworkLayout LayerModel::layout() const { return layout_of(segments, layers); }
 json layer_model_to_json(const LayerModel& m) {
   json layers = json::array(), segments = json::array(), codecs = json::array();
   for (const auto& l : m.layers) {
-    json saved = json::array();
-    for (const auto& s : l.saved) saved.push_back(saved_tensor_to_json(s));
-    layers.push_back({{"path", l.path},
-                      {"kind", l.kind},
-                      {"segment", l.segment},
-                      {"saved", saved},
-                      {"output_saved_by", l.output_saved_by},
-                      {"output_bytes_per_sample", l.output_bytes_per_sample},
-                      {"parameter_bytes", l.parameter_bytes},
-                      {"parameter_copy_bytes", l.parameter_copy_bytes},
-                      {"forward_flops_per_sample", l.forward_flops_per_sample},
-                      {"forward_bytes_moved_per_sample", l.forward_bytes_moved_per_sample},
-                      {"memory",
-                       {{"forward_start", to_json(l.forward_start)},
-                        {"forward_peak", to_json(l.forward_peak)},
-                        {"backward_start", to_json(l.backward_start)},
-                        {"backward_peak", to_json(l.backward_peak)}}},
-                      {"seconds", {{"forward", to_json(l.forward_seconds)}, {"backward", to_json(l.backward_seconds)}}}});
+    json layer = {{"memory",
+                   {{"forward_start", to_json(l.forward_start)},
+                    {"forward_peak", to_json(l.forward_peak)},
+                    {"backward_start", to_json(l.backward_start)},
+                    {"backward_peak", to_json(l.backward_peak)}}},
+                  {"seconds", {{"forward", to_json(l.forward_seconds)}, {"backward", to_json(l.backward_seconds)}}}};
+    add_layer_description_json(l, layer);
+    layers.push_back(layer);
   }
   for (const auto& s : m.segments) {
     segments.push_back({{"path", s.path},
@@ -178,16 +168,7 @@ LayerModel layer_model_from_json(const json& doc, const std::string& label) {
   }
   for (const auto& l : doc.at("layers")) {
     LayerFit layer;
-    layer.path = l.at("path");
-    layer.kind = l.at("kind");
-    layer.segment = l.at("segment");
-    for (const auto& s : l.at("saved")) layer.saved.push_back(saved_tensor_from_json(s));
-    layer.output_saved_by = l.at("output_saved_by").get<std::vector<std::string>>();
-    layer.output_bytes_per_sample = l.at("output_bytes_per_sample");
-    layer.parameter_bytes = l.at("parameter_bytes");
-    layer.parameter_copy_bytes = l.value("parameter_copy_bytes", int64_t{0});
-    layer.forward_flops_per_sample = l.at("forward_flops_per_sample");
-    layer.forward_bytes_moved_per_sample = l.at("forward_bytes_moved_per_sample");
+    static_cast<LayerDescription&>(layer) = layer_description_from_json(l, label + ": /layers/" + std::to_string(m.layers.size()));
     const json& mem = l.at("memory");
     layer.forward_start = linear_from(mem.at("forward_start"));
     layer.forward_peak = linear_from(mem.at("forward_peak"));

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "model/curves.h"
+#include "model/layer_description.h"
 #include "model/layout.h"
 #include "model/profile.h"
 
@@ -24,15 +25,7 @@ namespace papaya::model {
 
 constexpr int layer_model_version = 1;
 
-struct LayerFit {
-  std::string path, kind, segment;
-  std::vector<SavedTensorProfile> saved;     // the slots, with their sizes and storages
-  std::vector<std::string> output_saved_by;  // "path:slot" of the slots saving this layer's output
-  double output_bytes_per_sample = 0;
-  int64_t parameter_bytes = 0;
-  int64_t parameter_copy_bytes = 0;  // as LayerProfile's
-  double forward_flops_per_sample = 0, forward_bytes_moved_per_sample = 0;  // analytic, for the roofline
-
+struct LayerFit : LayerDescription {
   // Allocated bytes of the keep step: when the layer's forward starts, its
   // peak during forward, when its backward starts, its peak during backward.
   LinearCurve forward_start, forward_peak, backward_start, backward_peak;

@@ -1,27 +1,6 @@
 #include "model/layout.h"
 
-#include <algorithm>
-
-#include "model/error.h"
-
 namespace papaya::model {
-
-const char* to_string(SlotKind kind) {
-  switch (kind) {
-    case SlotKind::activation: return "activation";
-    case SlotKind::mask: return "mask";
-    case SlotKind::index: return "index";
-    case SlotKind::stats: return "stats";
-  }
-  return "?";
-}
-
-SlotKind slot_kind_from_string(const std::string& text) {
-  for (SlotKind k : {SlotKind::activation, SlotKind::mask, SlotKind::index, SlotKind::stats}) {
-    if (text == to_string(k)) return k;
-  }
-  throw InputError("unknown saved-tensor kind '" + text + "' (expected activation, mask, index or stats)");
-}
 
 const SlotDesc* LayerDesc::find_slot(const std::string& name) const {
   for (const auto& s : slots) {
@@ -35,10 +14,6 @@ const LayerDesc* NetworkLayout::find_layer(const std::string& path) const {
     if (l.path == path) return &l;
   }
   return nullptr;
-}
-
-bool NetworkLayout::has_segment(const std::string& path) const {
-  return std::find(segments.begin(), segments.end(), path) != segments.end();
 }
 
 }  // namespace papaya::model

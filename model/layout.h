@@ -8,17 +8,10 @@
 #include <utility>
 #include <vector>
 
-namespace papaya::model {
+#include "model/layer_kind.h"
+#include "model/slot_kind.h"
 
-// What a saved tensor is, which decides the strategies that can apply to it.
-enum class SlotKind {
-  activation,  // floating-point data: quantize, adaptive, swap (invert for GELU/SiLU inputs)
-  mask,        // used only as a mask (dropout mask, ReLU output): 1 bit when compressed
-  index,       // integers (embedding ids, max-pool argmax): kept as they are
-  stats,       // small per-row or per-channel floats (norm mean/rstd): kept as they are
-};
-const char* to_string(SlotKind kind);
-SlotKind slot_kind_from_string(const std::string& text);  // throws InputError
+namespace papaya::model {
 
 struct SlotDesc {
   std::string name;  // "input", "output", "mask", "q", ...
@@ -31,7 +24,7 @@ struct SlotDesc {
 
 struct LayerDesc {
   std::string path;     // "blocks.3.mlp.fc1"
-  std::string kind;     // "linear", "gelu", "attention_scores", ...
+  LayerKind kind;
   std::vector<SlotDesc> slots;
   std::string segment;  // the enclosing segment's path, "" if none
   // "path:slot" of the slots that save this layer's output (e.g. a GELU's
@@ -46,7 +39,6 @@ struct NetworkLayout {
   std::vector<std::string> segments;  // forward order
 
   const LayerDesc* find_layer(const std::string& path) const;
-  bool has_segment(const std::string& path) const;
 };
 
 // The layout that a profile or a fitted model carries: `segments` have a

@@ -74,8 +74,8 @@ constexpr int head_input_bits = 4;
 
 bool is_head_input(const NetworkLayout& layout, size_t layer, const SlotDesc& slot) {
   if (slot.name != "input") return false;
-  const bool before_loss = layer + 1 < layout.layers.size() && layout.layers[layer + 1].kind == "cross_entropy";
-  return layout.layers[layer].kind == "lm_head" || before_loss;
+  const bool before_loss = layer + 1 < layout.layers.size() && layout.layers[layer + 1].kind == LayerKind::cross_entropy;
+  return layout.layers[layer].kind == LayerKind::lm_head || before_loss;
 }
 
 bool inside_recomputed(const Plan& plan, const LayerDesc& layer) {
@@ -213,12 +213,12 @@ Plan expand_plan_name(const std::string& name, const NetworkLayout& layout) {
       if (s.form == Form::quantized && s.bits < head_input_bits && is_head_input(layout, i, slot)) {
         s.bits = head_input_bits;
       }
-      const bool invertible = (layer.kind == "gelu" || layer.kind == "silu") && slot.name == "input";
+      const bool invertible = traits(layer.kind).invertible_input && slot.name == "input";
       if (terms->invert && invertible) {
         s = TensorStrategy{};
         s.form = Form::inverted;
       }
-      if (terms->recompute && layer.kind == "lm_head" && slot.name == "logprobs") {
+      if (terms->recompute && traits(layer.kind).recomputes_logprobs && slot.name == "logprobs") {
         s = TensorStrategy{};
         s.form = Form::recomputed;
       }

@@ -192,7 +192,7 @@ PlanSpace::PlanSpace(const LayerModel& model, const Target& target, int64_t batc
       st.slots.push_back(i);
       s->slots.push_back({key, j, g, t.kind});
       s->slot_tensor.push_back(&t);
-      if (layer.kind == "lm_head" && t.slot == "logprobs") {
+      if (traits(layer.kind).recomputes_logprobs && t.slot == "logprobs") {
         s->lm_head = j;
         s->lm_head_logprobs_slot = i;
         for (size_t d = 0; d + 1 < t.sample_shape.size(); ++d) s->lm_head_rows_per_sample *= static_cast<double>(t.sample_shape[d]);
@@ -228,7 +228,7 @@ PlanSpace::PlanSpace(const LayerModel& model, const Target& target, int64_t batc
   s->output_consumer_slot.assign(static_cast<size_t>(n), -1);
   for (int j = 0; j < n; ++j) {
     const auto& layer = model.layers[static_cast<size_t>(j)];
-    if (layer.kind != "gelu" && layer.kind != "silu") continue;
+    if (!traits(layer.kind).invertible_input) continue;
     if (!layer.output_saved_by.empty()) {
       const int consumer = slot_index.at(layer.output_saved_by.front());
       s->output_consumer_slot[static_cast<size_t>(j)] = consumer;

@@ -27,20 +27,10 @@ json to_json(const LayerMeasurement& m) {
 }
 
 json to_json(const LayerProfile& l) {
-  json saved = json::array(), measured = json::array();
-  for (const auto& s : l.saved) saved.push_back(saved_tensor_to_json(s));
+  json measured = json::array();
   for (const auto& m : l.measured) measured.push_back(to_json(m));
-  json j = {{"path", l.path},
-            {"kind", l.kind},
-            {"segment", l.segment},
-            {"saved", saved},
-            {"output_saved_by", l.output_saved_by},
-            {"output_bytes_per_sample", l.output_bytes_per_sample},
-            {"parameter_bytes", l.parameter_bytes},
-            {"parameter_copy_bytes", l.parameter_copy_bytes},
-            {"forward_flops_per_sample", l.forward_flops_per_sample},
-            {"forward_bytes_moved_per_sample", l.forward_bytes_moved_per_sample},
-            {"measured", measured}};
+  json j = {{"measured", measured}};
+  add_layer_description_json(l, j);
   if (l.probe) j["probe"] = {{"forward_s", l.probe->forward_s}, {"backward_s", l.probe->backward_s}};
   return j;
 }
@@ -83,18 +73,9 @@ LayerMeasurement measurement_from_json(const json& j) {
   return m;
 }
 
-LayerProfile layer_from_json(const json& j) {
+LayerProfile layer_from_json(const json& j, const std::string& where) {
   LayerProfile l;
-  l.path = j.at("path");
-  l.kind = j.at("kind");
-  l.segment = j.at("segment");
-  for (const auto& s : j.at("saved")) l.saved.push_back(saved_tensor_from_json(s));
-  l.output_saved_by = j.at("output_saved_by").get<std::vector<std::string>>();
-  l.output_bytes_per_sample = j.at("output_bytes_per_sample");
-  l.parameter_bytes = j.at("parameter_bytes");
-  l.parameter_copy_bytes = j.value("parameter_copy_bytes", int64_t{0});
-  l.forward_flops_per_sample = j.at("forward_flops_per_sample");
-  l.forward_bytes_moved_per_sample = j.at("forward_bytes_moved_per_sample");
+  static_cast<LayerDescription&>(l) = layer_description_from_json(j, where);
   for (const auto& m : j.at("measured")) l.measured.push_back(measurement_from_json(m));
   if (j.contains("probe")) l.probe = LayerProbe{j.at("probe").at("forward_s"), j.at("probe").at("backward_s")};
   return l;
@@ -248,7 +229,9 @@ Profile profile_from_json(const json& doc, const std::string& label) {
   p.batches = doc.at("batches").get<std::vector<int>>();
   p.probe_batch = doc.value("probe_batch", 0);
   for (const auto& i : doc.at("iterations")) p.iterations.push_back(iteration_from_json(i));
-  for (const auto& l : doc.at("layers")) p.layers.push_back(layer_from_json(l));
+  for (const auto& l : doc.at("layers")) {
+    p.layers.push_back(layer_from_json(l, label + ": /layers/" + std::to_string(p.layers.size())));
+  }
   for (const auto& s : doc.at("segments")) {
     p.segments.push_back({s.at("path"), s.at("recompute_s").get<std::vector<double>>(), saved_tensor_from_json(s.at("input")),
                           s.value("returns_last_layer_output", false)});

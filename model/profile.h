@@ -13,31 +13,12 @@
 #include <string>
 #include <vector>
 
+#include "model/layer_description.h"
 #include "model/layout.h"
 
 namespace papaya::model {
 
 constexpr int profile_version = 1;
-
-// One tensor a layer saves for backward on its native (keep) path.
-struct SavedTensorProfile {
-  std::string slot;
-  SlotKind kind = SlotKind::activation;
-  std::string dtype;                  // "float32", "bfloat16", "bool", "int64"
-  int element_size = 4;               // bytes
-  std::vector<int64_t> sample_shape;  // shape without the batch dimension
-  bool per_sample = true;             // false: does not grow with the batch
-  double numel_per_sample = 0;        // elements per sample (total if !per_sample)
-  std::string storage;                // "path:slot" of the first slot sharing its storage
-  double storage_bytes_per_sample = 0;  // the whole storage (a view keeps all of it)
-  // The batch's own data (e.g. the images a first convolution saves): the
-  // training loop holds it through the whole step whatever the plan.
-  bool held_by_caller = false;
-  // The last layer whose forward runs while the network's code still holds
-  // it (a residual's input: the block's end); "": its saver. Raw storage a
-  // plan stores otherwise is freed after that layer's forward.
-  std::string last_forward_use;
-};
 
 // One layer at one batch size.
 struct LayerMeasurement {
@@ -59,18 +40,7 @@ struct SegmentProbe {
   double between_s = 0;   // as SegmentProfile::between_s
 };
 
-struct LayerProfile {
-  std::string path, kind, segment;
-  std::vector<SavedTensorProfile> saved;
-  std::vector<std::string> output_saved_by;  // slots that save this layer's output
-  double output_bytes_per_sample = 0;
-  int64_t parameter_bytes = 0;
-  // The compute-dtype (bf16) copies of parameters that its keep path holds
-  // from forward to backward; a MOM path casts again in backward instead
-  // (executor Layer::parameter_copy_bytes). 0 in fp32.
-  int64_t parameter_copy_bytes = 0;
-  double forward_flops_per_sample = 0;        // analytic
-  double forward_bytes_moved_per_sample = 0;  // analytic: bytes read and written
+struct LayerProfile : LayerDescription {
   std::vector<LayerMeasurement> measured;     // one per Profile::batches entry (empty ones for OOM batches)
   std::optional<LayerProbe> probe;            // absent: not probed, or out of memory at the probe batch
 };
@@ -134,7 +104,7 @@ struct CodecMeasurement {
 // second, price the difference (the branch mask's packing is the 1-bit
 // codec's).
 struct InvertMeasurement {
-  std::string kind;  // gelu, silu
+  LayerKind kind = LayerKind::gelu;  // gelu, silu
   double from_output_bytes_per_s = 0, native_bytes_per_s = 0;
 
   // What an inverted backward over `raw_bytes` of input takes beyond keep's.

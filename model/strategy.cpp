@@ -28,18 +28,14 @@ std::optional<int> bits_of(const std::string& term, const std::string& prefix) {
 
 const char* grammar = "keep, invert, recompute, quantize-{8,4,2} (quantize-1 for masks), adaptive-N, swap, the last three joined by '+'";
 
-bool is_attention(const std::string& kind) {
-  return kind == "attention_scores" || kind == "softmax" || kind == "attention_context";
-}
-
 // Backward exponentiates log-probabilities: rounding them biases the gradient.
 bool is_logprobs(const LayerDesc& layer, const SlotDesc& slot) {
-  return (layer.kind == "lm_head" || layer.kind == "cross_entropy") && slot.name == "logprobs";
+  return holds_logprobs(layer.kind, slot.name);
 }
 
 std::string logprobs_why(const LayerDesc& layer) {
   return std::string("log-probabilities cannot be quantized without biasing the gradient") +
-         (layer.kind == "lm_head" ? " (use recompute)" : " (they are kept)");
+         (traits(layer.kind).recomputes_logprobs ? " (use recompute)" : " (they are kept)");
 }
 
 }  // namespace
@@ -126,7 +122,7 @@ SegmentStrategy parse_segment_strategy(const std::string& text, const std::strin
 }
 
 std::optional<std::string> why_not(const LayerDesc& layer, const SlotDesc& slot, const TensorStrategy& s) {
-  const std::string what = layer.kind + " " + to_string(slot.kind) + " tensor";
+  const std::string what = std::string(to_string(layer.kind)) + " " + to_string(slot.kind) + " tensor";
   switch (s.form) {
     case Form::raw: break;
     case Form::quantized:
@@ -139,19 +135,19 @@ std::optional<std::string> why_not(const LayerDesc& layer, const SlotDesc& slot,
       } else if (is_logprobs(layer, slot)) {
         return logprobs_why(layer);
       }
-      if (s.headwise && !is_attention(layer.kind)) return "headwise ranges apply to attention tensors only";
+      if (s.headwise && !traits(layer.kind).attention) return "headwise ranges apply to attention tensors only";
       break;
     case Form::adaptive:
       if (slot.kind != SlotKind::activation) return "a " + what + " cannot be quantized";
       if (is_logprobs(layer, slot)) return logprobs_why(layer);
       break;
     case Form::inverted:
-      if ((layer.kind != "gelu" && layer.kind != "silu") || slot.name != "input") {
+      if (!traits(layer.kind).invertible_input || slot.name != "input") {
         return "invert applies to the input of a gelu or silu layer only";
       }
       break;
     case Form::recomputed:
-      if (layer.kind != "lm_head" || slot.name != "logprobs") {
+      if (!traits(layer.kind).recomputes_logprobs || slot.name != "logprobs") {
         return "recompute of a single tensor applies to the LM head's log-probabilities only (recompute segments instead)";
       }
       break;
@@ -174,15 +170,15 @@ TensorStrategy adapt_to_slot(const LayerDesc& layer, const SlotDesc& slot, const
     out.headwise = false;
   } else if (is_logprobs(layer, slot) && (s.form == Form::quantized || s.form == Form::adaptive)) {
     out = TensorStrategy{};
-    if (layer.kind == "lm_head") {
+    if (traits(layer.kind).recomputes_logprobs) {
       out.form = Form::recomputed;
     } else {
       out.swap = s.swap;  // a classifier's log-probabilities are small: kept
     }
-  } else if (s.form == Form::inverted && !((layer.kind == "gelu" || layer.kind == "silu") && slot.name == "input")) {
+  } else if (s.form == Form::inverted && !(traits(layer.kind).invertible_input && slot.name == "input")) {
     out = TensorStrategy{};
   }
-  if (out.headwise && !is_attention(layer.kind)) out.headwise = false;
+  if (out.headwise && !traits(layer.kind).attention) out.headwise = false;
   if (out.form == Form::recomputed || out.form == Form::inverted) out.swap = false;
   return out;
 }

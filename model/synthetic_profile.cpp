@@ -36,7 +36,7 @@ model::Profile make_profile(const ProfileSpec& spec) {
   for (const auto& l : spec.layers) {
     model::LayerProfile layer;
     layer.path = l.path;
-    layer.kind = l.kind;
+    layer.kind = model::layer_kind_from_string(l.kind, l.path);
     layer.segment = l.segment;
     layer.saved = l.saved;
     layer.output_saved_by = l.output_saved_by;
@@ -151,7 +151,7 @@ ProfileSpec gpt_like(int blocks) {
                      saved("logprobs", SlotKind::activation, tokens * vocab, 4, "lm_head:logprobs",
                            {static_cast<int64_t>(tokens), static_cast<int64_t>(vocab)})},
                     4, {}});
-  layers.push_back({"loss_scale", "scale", {}, 4, {}});
+  layers.push_back({"loss_scale", "position", {}, 4, {}});
 
   // Keep figures: static + stored storages (from their first saver's forward
   // to its backward) + the layer's output (forward) or gradients (backward)

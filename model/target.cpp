@@ -81,7 +81,7 @@ std::optional<HardwareSpec> catalog_entry_for(const MachineInfo& machine) {
   return best;
 }
 
-double Target::invert_extra_seconds(const std::string& kind, double raw_bytes) const {
+double Target::invert_extra_seconds(LayerKind kind, double raw_bytes) const {
   for (const auto& i : inverts) {
     if (i.kind == kind) return i.extra_seconds(raw_bytes);
   }

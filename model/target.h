@@ -67,7 +67,7 @@ struct Target {
   const CodecMeasurement& codec(int bits) const;
   // What an inverted `kind` activation's backward over `raw_bytes` of input
   // takes beyond keep's (0 where `kind` was not measured).
-  double invert_extra_seconds(const std::string& kind, double raw_bytes) const;
+  double invert_extra_seconds(LayerKind kind, double raw_bytes) const;
 };
 
 // The profiled machine, as the model was fitted.

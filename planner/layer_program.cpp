@@ -193,7 +193,7 @@ std::vector<std::vector<int>> decided_together(const model::LayerModel& model, c
   std::map<std::string, int> storage_of;
   for (const auto& slot : space.slots()) storage_of[slot.key] = slot.storage;
   for (const auto& layer : model.layers) {
-    if ((layer.kind != "gelu" && layer.kind != "silu") || layer.output_saved_by.empty()) continue;
+    if (!model::traits(layer.kind).invertible_input || layer.output_saved_by.empty()) continue;
     const auto input = storage_of.find(model::tensor_key(layer.path, "input"));
     const auto output = storage_of.find(layer.output_saved_by.front());
     if (input == storage_of.end() || output == storage_of.end() || input->second == output->second) continue;

@@ -1,7 +1,7 @@
 #include "profiler/layer_cost.h"
 
-#include <map>
 #include <stdexcept>
+#include <string>
 
 #include "executor/layers/conv.h"
 
@@ -23,33 +23,30 @@ bool has_bias(const executor::Layer& layer) {
   return params.contains("bias") && params["bias"].defined();
 }
 
+// The kind's formula (model/layer_kind.h) on the tensors of this call.
 double flops(const executor::Layer& layer, const LayerCall& call) {
-  const std::string& kind = layer.kind();
+  const model::LayerKindTraits& kind = model::traits(layer.kind());
   const double n = elements(call.output);
   const double bias = has_bias(layer) ? n : 0.0;
-  if (kind == "linear") return 2.0 * static_cast<double>(call.inputs.at(0).size(-1)) * n + bias;
-  if (kind == "conv2d") {
-    const torch::Tensor weight = layer.named_parameters(/*recurse=*/false)["weight"];
-    return 2.0 * static_cast<double>(weight.numel() / weight.size(0)) * n + bias;
+  switch (kind.flops) {
+    case model::FlopsShape::per_output: return kind.flops_per_output * n;
+    case model::FlopsShape::per_input: return kind.flops_per_output * elements(call.inputs.at(0));
+    case model::FlopsShape::matmul:
+      return 2.0 * static_cast<double>(call.inputs.at(0).size(-1)) * n + kind.flops_per_output * n + bias;
+    case model::FlopsShape::convolution: {
+      const torch::Tensor weight = layer.named_parameters(/*recurse=*/false)["weight"];
+      return 2.0 * static_cast<double>(weight.numel() / weight.size(0)) * n + bias;
+    }
+    case model::FlopsShape::logits: {
+      const double logits = elements(saved_slot(layer, call, "logprobs"));
+      return 2.0 * static_cast<double>(call.inputs.at(0).size(-1)) * logits + kind.flops_per_output * logits;
+    }
+    case model::FlopsShape::pooling: {
+      const double k = static_cast<double>(dynamic_cast<const executor::MaxPool2d&>(layer).kernel);
+      return k * k * n;
+    }
   }
-  if (kind == "attention_scores") return 2.0 * static_cast<double>(call.inputs.at(0).size(-1)) * n + n;
-  if (kind == "attention_context") return 2.0 * static_cast<double>(call.inputs.at(0).size(-1)) * n;
-  if (kind == "lm_head") {
-    const double logits = elements(saved_slot(layer, call, "logprobs"));
-    return 2.0 * static_cast<double>(call.inputs.at(0).size(-1)) * logits + 6.0 * logits;
-  }
-  if (kind == "cross_entropy") return 6.0 * elements(call.inputs.at(0));
-  if (kind == "maxpool") {
-    const double k = static_cast<double>(dynamic_cast<const executor::MaxPool2d&>(layer).kernel);
-    return k * k * n;
-  }
-  if (kind == "avgpool") return elements(call.inputs.at(0));
-  static const std::map<std::string, double> per_output = {
-      {"softmax", 5}, {"gelu", 8},      {"silu", 4},    {"relu", 1},      {"dropout", 2},   {"mul", 1},
-      {"position", 1}, {"layernorm", 8}, {"rmsnorm", 6}, {"batchnorm", 8}, {"embedding", 0}, {"class_token", 0}};
-  const auto it = per_output.find(kind);
-  if (it == per_output.end()) throw std::logic_error("no FLOP formula for layer kind " + kind + " (profiler/layer_cost.h)");
-  return it->second * n;
+  throw std::logic_error("no FLOP formula for layer kind " + std::string(model::to_string(layer.kind())));
 }
 
 double bytes_moved(const LayerCall& call) {

@@ -8,7 +8,7 @@
 namespace papaya::executor {
 
 AttentionScores::AttentionScores(int64_t head_dim, bool causal)
-    : Layer("attention_scores", {{"q", SlotKind::activation}, {"k", SlotKind::activation}}),
+    : Layer(LayerKind::attention_scores, {{"q", SlotKind::activation}, {"k", SlotKind::activation}}),
       scale(1.0 / std::sqrt(static_cast<double>(head_dim))),
       causal(causal) {}
 
@@ -29,7 +29,7 @@ const torch::Tensor& AttentionScores::causal_mask(int64_t n, const torch::Device
   return above_diagonal_;
 }
 
-Softmax::Softmax() : Layer("softmax", {{"output", SlotKind::activation}}) {}
+Softmax::Softmax() : Layer(LayerKind::softmax, {{"output", SlotKind::activation}}) {}
 
 torch::Tensor Softmax::forward(torch::Tensor x) {
   Scope scope(*this, {&x});
@@ -40,7 +40,7 @@ torch::Tensor Softmax::forward(torch::Tensor x) {
 }
 
 AttentionContext::AttentionContext()
-    : Layer("attention_context", {{"probs", SlotKind::activation}, {"v", SlotKind::activation}}) {}
+    : Layer(LayerKind::attention_context, {{"probs", SlotKind::activation}, {"v", SlotKind::activation}}) {}
 
 torch::Tensor AttentionContext::forward(torch::Tensor probs, torch::Tensor v) {
   Scope scope(*this, {&probs, &v});

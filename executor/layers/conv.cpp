@@ -7,7 +7,7 @@
 namespace papaya::executor {
 
 Conv2d::Conv2d(int64_t in, int64_t out, int64_t kernel, int64_t stride, int64_t padding, bool with_bias)
-    : Layer("conv2d", {{"input", SlotKind::activation}}), stride(stride), padding(padding) {
+    : Layer(LayerKind::conv2d, {{"input", SlotKind::activation}}), stride(stride), padding(padding) {
   // He (fan-out) initialisation, as torchvision's ResNet.
   const double std = std::sqrt(2.0 / static_cast<double>(out * kernel * kernel));
   weight = register_parameter("weight", torch::randn({out, in, kernel, kernel}) * std);
@@ -22,7 +22,7 @@ torch::Tensor Conv2d::forward(torch::Tensor x) {
 }
 
 MaxPool2d::MaxPool2d(int64_t kernel, int64_t stride, int64_t padding)
-    : Layer("maxpool", {{"input", SlotKind::activation}, {"indices", SlotKind::index}}),
+    : Layer(LayerKind::maxpool, {{"input", SlotKind::activation}, {"indices", SlotKind::index}}),
       kernel(kernel), stride(stride), padding(padding) {}
 
 torch::Tensor MaxPool2d::forward(torch::Tensor x) {
@@ -34,7 +34,7 @@ torch::Tensor MaxPool2d::forward(torch::Tensor x) {
   return scope.finish(y);
 }
 
-GlobalAvgPool::GlobalAvgPool() : Layer("avgpool", {}) {}
+GlobalAvgPool::GlobalAvgPool() : Layer(LayerKind::avgpool, {}) {}
 
 torch::Tensor GlobalAvgPool::forward(torch::Tensor x) {
   Scope scope(*this, {&x});

@@ -6,7 +6,7 @@
 
 namespace papaya::executor {
 
-Linear::Linear(int64_t in, int64_t out, bool with_bias) : Layer("linear", {{"input", SlotKind::activation}}) {
+Linear::Linear(int64_t in, int64_t out, bool with_bias) : Layer(LayerKind::linear, {{"input", SlotKind::activation}}) {
   // torch.nn.Linear's initialisation: U(-1/sqrt(in), 1/sqrt(in)).
   const double bound = 1.0 / std::sqrt(static_cast<double>(in));
   weight = register_parameter("weight", torch::empty({out, in}).uniform_(-bound, bound));
@@ -20,7 +20,7 @@ torch::Tensor Linear::forward(torch::Tensor x) {
   return scope.finish(torch::linear(x, cast(weight), bias.defined() ? cast(bias) : torch::Tensor()));
 }
 
-Embedding::Embedding(int64_t count, int64_t dim) : Layer("embedding", {{"ids", SlotKind::index}}) {
+Embedding::Embedding(int64_t count, int64_t dim) : Layer(LayerKind::embedding, {{"ids", SlotKind::index}}) {
   weight = register_parameter("weight", torch::randn({count, dim}) * 0.02);
 }
 
@@ -32,7 +32,7 @@ torch::Tensor Embedding::forward(torch::Tensor ids) {
   return scope.finish(torch::embedding(weight, ids).to(compute_dtype()));
 }
 
-PositionEmbedding::PositionEmbedding(int64_t positions, int64_t dim) : Layer("position", {}) {
+PositionEmbedding::PositionEmbedding(int64_t positions, int64_t dim) : Layer(LayerKind::position, {}) {
   weight = register_parameter("weight", torch::randn({positions, dim}) * 0.02);
 }
 
@@ -41,7 +41,7 @@ torch::Tensor PositionEmbedding::forward(torch::Tensor x) {
   return scope.finish(x + cast(weight).narrow(0, 0, x.size(1)));
 }
 
-ClassToken::ClassToken(int64_t dim) : Layer("class_token", {}) {
+ClassToken::ClassToken(int64_t dim) : Layer(LayerKind::class_token, {}) {
   token = register_parameter("token", torch::zeros({1, 1, dim}));
 }
 

@@ -1,32 +1,41 @@
 #include "executor/layers/elementwise.h"
 
+#include <algorithm>
+#include <iterator>
+
 #include "executor/moms/functions.h"
 
 namespace papaya::executor {
 
 namespace {
-std::vector<Slot> activation_slots(const std::string& kind) {
-  TORCH_CHECK(kind == "gelu" || kind == "silu" || kind == "relu", "unknown activation ", kind);
-  if (kind == "relu") return {{"output", SlotKind::mask}};  // backward needs only its sign
+LayerKind activation_kind(const std::string& name) {
+  const LayerKind kinds[] = {LayerKind::gelu, LayerKind::silu, LayerKind::relu};
+  const auto* it = std::find_if(std::begin(kinds), std::end(kinds), [&](LayerKind k) { return name == model::to_string(k); });
+  TORCH_CHECK(it != std::end(kinds), "unknown activation ", name);
+  return *it;
+}
+
+std::vector<Slot> activation_slots(LayerKind kind) {
+  if (kind == LayerKind::relu) return {{"output", SlotKind::mask}};  // backward needs only its sign
   return {{"input", SlotKind::activation}};
 }
 }  // namespace
 
-Activation::Activation(const std::string& kind) : Layer(kind, activation_slots(kind)) {}
+Activation::Activation(const std::string& kind) : Layer(activation_kind(kind), activation_slots(activation_kind(kind))) {}
 
 torch::Tensor Activation::forward(torch::Tensor x) {
   Scope scope(*this, {&x});
   if (uses_moms()) return scope.finish(moms::activation(*this, x));
-  if (kind() == "relu") {
+  if (kind() == LayerKind::relu) {
     torch::Tensor y = torch::relu(x);
     scope.saved("output", y);
     return scope.finish(y);
   }
   scope.saved("input", x);
-  return scope.finish(kind() == "gelu" ? torch::gelu(x) : torch::silu(x));
+  return scope.finish(kind() == LayerKind::gelu ? torch::gelu(x) : torch::silu(x));
 }
 
-Dropout::Dropout(double p) : Layer("dropout", {{"mask", SlotKind::mask}}), p(p) {}
+Dropout::Dropout(double p) : Layer(LayerKind::dropout, {{"mask", SlotKind::mask}}), p(p) {}
 
 torch::Tensor Dropout::forward(torch::Tensor x) {
   Scope scope(*this, {&x});
@@ -36,7 +45,7 @@ torch::Tensor Dropout::forward(torch::Tensor x) {
   return scope.finish(y);
 }
 
-Mul::Mul() : Layer("mul", {{"a", SlotKind::activation}, {"b", SlotKind::activation}}) {}
+Mul::Mul() : Layer(LayerKind::mul, {{"a", SlotKind::activation}, {"b", SlotKind::activation}}) {}
 
 torch::Tensor Mul::forward(torch::Tensor a, torch::Tensor b) {
   Scope scope(*this, {&a, &b});

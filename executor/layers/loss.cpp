@@ -4,7 +4,7 @@
 
 namespace papaya::executor {
 
-CrossEntropy::CrossEntropy() : Layer("cross_entropy", {{"logprobs", SlotKind::activation}}) {}
+CrossEntropy::CrossEntropy() : Layer(LayerKind::cross_entropy, {{"logprobs", SlotKind::activation}}) {}
 
 torch::Tensor CrossEntropy::forward(torch::Tensor logits, torch::Tensor target) {
   Scope scope(*this, {&logits});
@@ -15,7 +15,7 @@ torch::Tensor CrossEntropy::forward(torch::Tensor logits, torch::Tensor target) 
 }
 
 LMHead::LMHead(torch::Tensor tied_weight)
-    : Layer("lm_head", {{"input", SlotKind::activation}, {"logprobs", SlotKind::activation}}),
+    : Layer(LayerKind::lm_head, {{"input", SlotKind::activation}, {"logprobs", SlotKind::activation}}),
       weight(std::move(tied_weight)) {}
 
 torch::Tensor LMHead::forward(torch::Tensor x, torch::Tensor target) {

@@ -5,26 +5,30 @@
 namespace papaya::executor {
 
 namespace {
-std::vector<Slot> norm_slots(const std::string& kind) {
-  if (kind == "rmsnorm") {
+LayerKind norm_kind(const std::string& name) {
+  TORCH_CHECK(name == "layernorm" || name == "rmsnorm", "unknown norm ", name);
+  return name == "layernorm" ? LayerKind::layernorm : LayerKind::rmsnorm;
+}
+
+std::vector<Slot> norm_slots(LayerKind kind) {
+  if (kind == LayerKind::rmsnorm) {
     return {{"input", SlotKind::activation}, {"rstd", SlotKind::stats}, {"normalized", SlotKind::activation}};
   }
   return {{"input", SlotKind::activation}, {"mean", SlotKind::stats}, {"rstd", SlotKind::stats}};
 }
 }  // namespace
 
-Norm::Norm(const std::string& kind, int64_t dim) : Layer(kind, norm_slots(kind)) {
-  TORCH_CHECK(kind == "layernorm" || kind == "rmsnorm", "unknown norm ", kind);
+Norm::Norm(const std::string& kind, int64_t dim) : Layer(norm_kind(kind), norm_slots(norm_kind(kind))) {
   weight = register_parameter("weight", torch::ones({dim}));
-  if (kind == "layernorm") bias = register_parameter("bias", torch::zeros({dim}));
+  if (this->kind() == LayerKind::layernorm) bias = register_parameter("bias", torch::zeros({dim}));
 }
 
 torch::Tensor Norm::forward(torch::Tensor x) {
   Scope scope(*this, {&x});
   if (uses_moms()) {
-    return scope.finish(kind() == "layernorm" ? moms::layer_norm(*this, x, weight, bias) : moms::rms_norm(*this, x, weight));
+    return scope.finish(kind() == LayerKind::layernorm ? moms::layer_norm(*this, x, weight, bias) : moms::rms_norm(*this, x, weight));
   }
-  if (kind() == "layernorm") {
+  if (kind() == LayerKind::layernorm) {
     auto [y, mean, rstd] = torch::native_layer_norm(x, {x.size(-1)}, cast(weight), cast(bias), eps);
     scope.saved("input", x);
     scope.saved("mean", mean);
@@ -39,7 +43,7 @@ torch::Tensor Norm::forward(torch::Tensor x) {
   return scope.finish(normalized * cast(weight));
 }
 
-BatchNorm2d::BatchNorm2d(int64_t channels) : Layer("batchnorm", {{"input", SlotKind::activation}}) {
+BatchNorm2d::BatchNorm2d(int64_t channels) : Layer(LayerKind::batchnorm, {{"input", SlotKind::activation}}) {
   weight = register_parameter("weight", torch::ones({channels}));
   bias = register_parameter("bias", torch::zeros({channels}));
   running_mean = register_buffer("running_mean", torch::zeros({channels}));

@@ -143,8 +143,8 @@ std::vector<model::InvertMeasurement> measure_inverts(const torch::Device& devic
   const torch::Tensor x = torch::randn({values}, options), grad = torch::randn({values}, options);
   const double bytes = static_cast<double>(x.numel() * x.element_size());
   std::vector<std::function<model::InvertMeasurement()>> benchmarks;
-  for (const std::string kind : {"gelu", "silu"}) {
-    const bool gelu = kind == "gelu";
+  for (const model::LayerKind kind : {model::LayerKind::gelu, model::LayerKind::silu}) {
+    const bool gelu = kind == model::LayerKind::gelu;
     const torch::Tensor y = gelu ? at::gelu(x) : at::silu(x), right = x >= branch_point(kind);
     benchmarks.push_back([=] {
       model::InvertMeasurement m;

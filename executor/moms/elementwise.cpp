@@ -13,14 +13,14 @@ using torch::autograd::Function;
 
 struct ActivationFunction : Function<ActivationFunction> {
   static at::Tensor forward(AutogradContext* ctx, const Activation* layer, const at::Tensor& x) {
-    const std::string& kind = layer->kind();
-    ctx->saved_data["kind"] = kind;
-    if (kind == "relu") {
+    const LayerKind kind = layer->kind();
+    ctx->saved_data["kind"] = static_cast<int64_t>(kind);
+    if (kind == LayerKind::relu) {
       const at::Tensor y = at::relu(x);
       stash(ctx, {store_slot(*layer, 0, y)});
       return y;
     }
-    const at::Tensor y = kind == "gelu" ? at::gelu(x) : at::silu(x);
+    const at::Tensor y = kind == LayerKind::gelu ? at::gelu(x) : at::silu(x);
     const StoreSpec& spec = layer->store_spec(0);
     if (spec.strategy.form == Form::inverted) {
       // The output is stored as its consumer stores it: the consumer's
@@ -35,10 +35,10 @@ struct ActivationFunction : Function<ActivationFunction> {
 
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
     const Unstashed saved = unstash(ctx);
-    const std::string kind = ctx->saved_data["kind"].toStringRef();
+    const auto kind = static_cast<LayerKind>(ctx->saved_data["kind"].toInt());
     ctx->saved_data.erase("kind");
     const at::Tensor& g = grad[0];
-    if (kind == "relu") {
+    if (kind == LayerKind::relu) {
       const at::Tensor& kept = saved.tensors[0];
       return {at::Tensor(), kept.scalar_type() == at::kBool ? g * kept : at::threshold_backward(g, kept, 0)};
     }
@@ -46,7 +46,7 @@ struct ActivationFunction : Function<ActivationFunction> {
       return {at::Tensor(), input_grad_from_output(kind, g, saved.tensors[1], saved.tensors[0])};
     }
     const auto gradients = [&](const std::vector<at::Tensor>& s) -> variable_list {
-      return {kind == "gelu" ? at::gelu_backward(g, s[0]) : at::silu_backward(g, s[0])};
+      return {kind == LayerKind::gelu ? at::gelu_backward(g, s[0]) : at::silu_backward(g, s[0])};
     };
     const variable_list out = gradients(saved.tensors);
     saved.estimate_sensitivity(gradients, out);

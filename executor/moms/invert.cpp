@@ -31,9 +31,9 @@ double silu_derivative(double x) {
   return s * (1 + x * (1 - s));
 }
 
-Activation activation(const std::string& kind) {
-  TORCH_CHECK(kind == "gelu" || kind == "silu", "no inverted form of ", kind);
-  return kind == "gelu" ? Activation{gelu, gelu_derivative} : Activation{silu, silu_derivative};
+Activation activation(model::LayerKind kind) {
+  TORCH_CHECK(model::traits(kind).invertible_input, "no inverted form of ", model::to_string(kind));
+  return kind == model::LayerKind::gelu ? Activation{gelu, gelu_derivative} : Activation{silu, silu_derivative};
 }
 
 // The derivative's zero, by bisection.
@@ -64,7 +64,7 @@ struct Table {
   at::Tensor view() const { return at::from_blob(const_cast<float*>(values.data()), {2, table_size + 1}, at::kFloat); }
 };
 
-Table build(const std::string& kind) {
+Table build(model::LayerKind kind) {
   const Activation a = activation(kind);
   Table t;
   t.x0 = minimum_of(a);
@@ -83,15 +83,15 @@ Table build(const std::string& kind) {
   return t;
 }
 
-const Table& table(const std::string& kind) {
-  static const Table gelu_table = build("gelu"), silu_table = build("silu");
-  return kind == "gelu" ? gelu_table : silu_table;
+const Table& table(model::LayerKind kind) {
+  static const Table gelu_table = build(model::LayerKind::gelu), silu_table = build(model::LayerKind::silu);
+  return kind == model::LayerKind::gelu ? gelu_table : silu_table;
 }
 
 // The table on a device other than the CPU: a copy made once per device.
-at::Tensor table_on(const std::string& kind, const at::Device& device) {
+at::Tensor table_on(model::LayerKind kind, const at::Device& device) {
   static std::mutex mutex;
-  static std::map<std::pair<std::string, std::string>, at::Tensor> copies;
+  static std::map<std::pair<model::LayerKind, std::string>, at::Tensor> copies;
   const std::lock_guard<std::mutex> lock(mutex);
   at::Tensor& copy = copies[{kind, device.str()}];
   if (!copy.defined()) copy = table(kind).view().to(device);
@@ -125,12 +125,12 @@ at::Tensor input_grad_on_cpu(const Table& t, const at::Tensor& grad, const at::T
 
 }  // namespace
 
-double branch_point(const std::string& kind) {
+double branch_point(model::LayerKind kind) {
   activation(kind);
   return table(kind).x0;
 }
 
-at::Tensor input_grad_from_output(const std::string& kind, const at::Tensor& grad, const at::Tensor& output,
+at::Tensor input_grad_from_output(model::LayerKind kind, const at::Tensor& grad, const at::Tensor& output,
                                   const at::Tensor& right) {
   const Table& t = table(kind);
   if (grad.device().is_cpu()) return input_grad_on_cpu(t, grad, output, right);

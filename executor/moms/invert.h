@@ -9,17 +9,17 @@
 // fp32 rounding of outputs next to the minimum (the table's own is ~1e-7).
 #include <ATen/ATen.h>
 
-#include <string>
+#include "model/layer_kind.h"
 
 namespace papaya::executor {
 
 // The input at which `kind` (gelu | silu) has its minimum: the branches meet there.
-double branch_point(const std::string& kind);
+double branch_point(model::LayerKind kind);
 
 // The input's gradient, `grad` times the derivative of `kind` at the input
 // that gave `output` on the branch `right` says (true where the input was
 // >= branch_point). In grad's dtype.
-at::Tensor input_grad_from_output(const std::string& kind, const at::Tensor& grad, const at::Tensor& output,
+at::Tensor input_grad_from_output(model::LayerKind kind, const at::Tensor& grad, const at::Tensor& output,
                                   const at::Tensor& right);
 
 }  // namespace papaya::executor

@@ -127,12 +127,12 @@ INSTANTIATE_TEST_SUITE_P(Zoo, EveryNetwork, ::testing::Values("gpt-tiny", "bert-
 
 TEST(Invert, DerivativeFromOutputIsAccurate) {
   const torch::Tensor x = torch::linspace(-12, 30, 400001);
-  for (const std::string kind : {"gelu", "silu"}) {
-    const torch::Tensor y = kind == "gelu" ? torch::gelu(x) : torch::silu(x);
-    const torch::Tensor exact = kind == "gelu" ? torch::gelu_backward(torch::ones_like(x).to(torch::kDouble), x.to(torch::kDouble))
+  for (const model::LayerKind kind : {model::LayerKind::gelu, model::LayerKind::silu}) {
+    const torch::Tensor y = kind == model::LayerKind::gelu ? torch::gelu(x) : torch::silu(x);
+    const torch::Tensor exact = kind == model::LayerKind::gelu ? torch::gelu_backward(torch::ones_like(x).to(torch::kDouble), x.to(torch::kDouble))
                                                : torch::silu_backward(torch::ones_like(x).to(torch::kDouble), x.to(torch::kDouble));
     const torch::Tensor approx = input_grad_from_output(kind, torch::ones_like(x), y, x >= branch_point(kind));
-    EXPECT_LT((approx.to(torch::kDouble) - exact).abs().max().item<double>(), 2e-4) << kind;
+    EXPECT_LT((approx.to(torch::kDouble) - exact).abs().max().item<double>(), 2e-4) << model::to_string(kind);
   }
 }
 
@@ -141,10 +141,10 @@ TEST(Invert, DerivativeFromOutputIsAccurate) {
 // caller's).
 TEST(Invert, BackwardOnTheCpuAllocatesOnlyTheGradient) {
   const torch::Tensor x = torch::randn({64, 1000});
-  const torch::Tensor y = torch::gelu(x), right = x >= branch_point("gelu"), grad = torch::randn_like(x);
+  const torch::Tensor y = torch::gelu(x), right = x >= branch_point(model::LayerKind::gelu), grad = torch::randn_like(x);
   MemoryTracker memory(torch::kCPU);
   const int64_t before = memory.current();
-  const torch::Tensor dx = input_grad_from_output("gelu", grad, y, right);
+  const torch::Tensor dx = input_grad_from_output(model::LayerKind::gelu, grad, y, right);
   EXPECT_EQ(memory.peak() - before, dx.numel() * 4);
 }
 
@@ -203,7 +203,7 @@ TEST(Dedupe, TwoConsumersOfOneTensorStoreOneCopy) {
   fc.set_store_spec(0, q4);
   gelu.set_store_spec(0, StoreSpec{model::parse_tensor_strategy("invert", "t")});
   const torch::Tensor x = torch::randn({64, 256}, torch::requires_grad());
-  branch_point("gelu");  // builds the inverse's table now, not while memory is measured
+  branch_point(model::LayerKind::gelu);  // builds the inverse's table now, not while memory is measured
   const int64_t mask = model::device_bytes(model::SlotKind::activation, x.numel(), 4, gelu.store_spec(0).strategy);
   const int64_t copy = model::device_bytes(model::SlotKind::activation, x.numel(), 4, q4.strategy);
   const int64_t output = 64 * 8 * 4;

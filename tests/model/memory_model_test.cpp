@@ -55,7 +55,7 @@ ProfileSpec chain(bool fc2_saves_gelu_output = true) {
     spec.layers.back().output_saved_by = {"fc2:input"};
     spec.layers.push_back(layer("fc2", "linear", "blk", {saved("input", SlotKind::activation, 100, 4, "fc2:input")}, 900, 1000, 1100, 1500));
   } else {
-    spec.layers.push_back(layer("fc2", "scale", "blk", {}, 900, 1000, 1100, 1500));
+    spec.layers.push_back(layer("fc2", "position", "blk", {}, 900, 1000, 1100, 1500));
   }
   spec.layers.push_back(layer("head", "linear", "", {saved("input", SlotKind::activation, 25, 4, "head:input")}, 1000, 1140, 1100, 1900));
   spec.segments.push_back({"blk", saved("input", SlotKind::activation, 25, 4, "fc1:input"), {0, 1e-4, 1e-4}});

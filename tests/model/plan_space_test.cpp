@@ -209,7 +209,7 @@ TEST(PlanSpace, CodecSecondsAreAFixedCostPerCallPlusTheBytes) {
 TEST(PlanSpace, AnInvertedGeluPaysItsBackwardFromTheOutputBeyondKeeps) {
   const LayerModel plain = gpt_model(2, true);
   LayerModel m = plain;
-  m.inverts = {{"gelu", 1e8, 4e8}};  // from the output at a quarter of the native backward's rate
+  m.inverts = {{LayerKind::gelu, 1e8, 4e8}};  // from the output at a quarter of the native backward's rate
   const auto invert_option = [](const LayerModel& model) {
     const PlanSpace space(model, profiled_target(model), 8);
     int act = 0;

@@ -14,16 +14,16 @@ NetworkLayout tiny_layout() {
   l.segments = {"blocks.0"};
   const auto act = [](const char* n) { return SlotDesc{n, SlotKind::activation, ""}; };
   l.layers = {
-      {"tok_emb", "embedding", {{"ids", SlotKind::index, ""}}, "", {}},
-      {"blocks.0.ln1", "layernorm", {act("input"), {"mean", SlotKind::stats, ""}, {"rstd", SlotKind::stats, ""}}, "blocks.0", {}},
-      {"blocks.0.attn.scores", "attention_scores", {act("q"), act("k")}, "blocks.0", {}},
-      {"blocks.0.attn.softmax", "softmax", {act("output")}, "blocks.0", {}},
-      {"blocks.0.attn.drop", "dropout", {{"mask", SlotKind::mask, ""}}, "blocks.0", {}},
-      {"blocks.0.mlp.fc1", "linear", {act("input")}, "blocks.0", {}},
-      {"blocks.0.mlp.act", "gelu", {act("input")}, "blocks.0", {"blocks.0.mlp.fc2:input"}},
-      {"blocks.0.mlp.fc2", "linear", {act("input")}, "blocks.0", {}},
-      {"ln_f", "layernorm", {act("input"), {"mean", SlotKind::stats, ""}, {"rstd", SlotKind::stats, ""}}, "", {}},
-      {"lm_head", "lm_head", {act("input"), act("logprobs")}, "", {}},
+      {"tok_emb", LayerKind::embedding, {{"ids", SlotKind::index, ""}}, "", {}},
+      {"blocks.0.ln1", LayerKind::layernorm, {act("input"), {"mean", SlotKind::stats, ""}, {"rstd", SlotKind::stats, ""}}, "blocks.0", {}},
+      {"blocks.0.attn.scores", LayerKind::attention_scores, {act("q"), act("k")}, "blocks.0", {}},
+      {"blocks.0.attn.softmax", LayerKind::softmax, {act("output")}, "blocks.0", {}},
+      {"blocks.0.attn.drop", LayerKind::dropout, {{"mask", SlotKind::mask, ""}}, "blocks.0", {}},
+      {"blocks.0.mlp.fc1", LayerKind::linear, {act("input")}, "blocks.0", {}},
+      {"blocks.0.mlp.act", LayerKind::gelu, {act("input")}, "blocks.0", {"blocks.0.mlp.fc2:input"}},
+      {"blocks.0.mlp.fc2", LayerKind::linear, {act("input")}, "blocks.0", {}},
+      {"ln_f", LayerKind::layernorm, {act("input"), {"mean", SlotKind::stats, ""}, {"rstd", SlotKind::stats, ""}}, "", {}},
+      {"lm_head", LayerKind::lm_head, {act("input"), act("logprobs")}, "", {}},
   };
   return l;
 }
@@ -99,8 +99,8 @@ TEST(Strategy, LMHeadChunksHoldAboutEightMiBOfLogits) {
 
 TEST(Plan, ClassifierLogProbabilitiesAreNotQuantized) {
   NetworkLayout l;
-  l.layers = {{"head", "linear", {{"input", SlotKind::activation, ""}}, "", {}},
-              {"loss", "cross_entropy", {{"logprobs", SlotKind::activation, ""}}, "", {}}};
+  l.layers = {{"head", LayerKind::linear, {{"input", SlotKind::activation, ""}}, "", {}},
+              {"loss", LayerKind::cross_entropy, {{"logprobs", SlotKind::activation, ""}}, "", {}}};
   const Plan p = expand_plan_name("quantize-4+swap", l);
   EXPECT_EQ(p.tensor("head", "input").name(), "quantize-4+swap");
   EXPECT_EQ(p.tensor("loss", "logprobs").name(), "swap");
@@ -113,9 +113,9 @@ TEST(Plan, QuantizeTwoKeepsTheHeadsInputAtFourBits) {
   EXPECT_EQ(lm.tensor("lm_head", "input").name(), "quantize-4+swap");
   EXPECT_EQ(lm.tensor("ln_f", "input").name(), "quantize-2+swap");
   NetworkLayout classifier;
-  classifier.layers = {{"fc", "linear", {{"input", SlotKind::activation, ""}}, "", {}},
-                       {"head", "linear", {{"input", SlotKind::activation, ""}}, "", {}},
-                       {"loss", "cross_entropy", {{"logprobs", SlotKind::activation, ""}}, "", {}}};
+  classifier.layers = {{"fc", LayerKind::linear, {{"input", SlotKind::activation, ""}}, "", {}},
+                       {"head", LayerKind::linear, {{"input", SlotKind::activation, ""}}, "", {}},
+                       {"loss", LayerKind::cross_entropy, {{"logprobs", SlotKind::activation, ""}}, "", {}}};
   const Plan p = expand_plan_name("quantize-2", classifier);
   EXPECT_EQ(p.tensor("head", "input").name(), "quantize-4");
   EXPECT_EQ(p.tensor("fc", "input").name(), "quantize-2");

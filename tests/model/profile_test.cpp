@@ -27,7 +27,7 @@ Profile small_profile() {
   p.iterations = {ok, oom};
   LayerProfile fc;
   fc.path = "blocks.0.fc";
-  fc.kind = "linear";
+  fc.kind = LayerKind::linear;
   fc.segment = "blocks.0";
   fc.saved = {{"input", SlotKind::activation, "float32", 4, {64}, true, 64, "blocks.0.fc:input", 256}};
   fc.output_bytes_per_sample = 512;
@@ -39,7 +39,7 @@ Profile small_profile() {
   fc.probe = LayerProbe{5e-3, 1e-2};
   LayerProfile act;
   act.path = "blocks.0.act";
-  act.kind = "relu";
+  act.kind = LayerKind::relu;
   act.segment = "blocks.0";
   act.saved = {{"output", SlotKind::mask, "float32", 4, {128}, true, 128, "blocks.0.act:output", 512}};
   act.output_saved_by = {"blocks.0.act:output"};

@@ -32,7 +32,7 @@ const model::SavedTensorProfile& slot(const model::LayerProfile& l, const std::s
 TEST(LayerFacts, GptTinyByHand) {
   const auto layers = facts_of("gpt-tiny");
   const auto& qkv = layer(layers, "blocks.0.attn.qkv");
-  EXPECT_EQ(qkv.kind, "linear");
+  EXPECT_EQ(qkv.kind, model::LayerKind::linear);
   EXPECT_EQ(qkv.segment, "blocks.0");
   EXPECT_DOUBLE_EQ(qkv.forward_flops_per_sample, 2.0 * 64 * 32 * 192 + 32 * 192);
   EXPECT_DOUBLE_EQ(qkv.forward_bytes_moved_per_sample, (32 * 64 + 32 * 192) * 4.0);

@@ -1,0 +1,57 @@
+#pragma once
+// What a profile and a fitted model both say of a layer: its place in the
+// network, the tensors it saves for backward and its analytic size and cost,
+// with the one JSON form and the one consistency check of those fields.
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "model/layer_kind.h"
+#include "model/slot_kind.h"
+
+namespace papaya::model {
+
+// One tensor a layer saves for backward on its native (keep) path.
+struct SavedTensorProfile {
+  std::string slot;
+  SlotKind kind = SlotKind::activation;
+  std::string dtype;                  // "float32", "bfloat16", "bool", "int64"
+  int element_size = 4;               // bytes
+  std::vector<int64_t> sample_shape;  // shape without the batch dimension
+  bool per_sample = true;             // false: does not grow with the batch
+  double numel_per_sample = 0;        // elements per sample (total if !per_sample)
+  std::string storage;                // "path:slot" of the first slot sharing its storage
+  double storage_bytes_per_sample = 0;  // the whole storage (a view keeps all of it)
+  // The batch's own data (e.g. the images a first convolution saves): the
+  // training loop holds it through the whole step whatever the plan.
+  bool held_by_caller = false;
+  // The last layer whose forward runs while the network's code still holds
+  // it (a residual's input: the block's end); "": its saver. Raw storage a
+  // plan stores otherwise is freed after that layer's forward.
+  std::string last_forward_use;
+};
+
+struct LayerDescription {
+  std::string path;  // "blocks.3.mlp.fc1"
+  LayerKind kind = LayerKind::linear;
+  std::string segment;  // the enclosing segment's path, "" if none
+  std::vector<SavedTensorProfile> saved;     // the slots, with their sizes and storages
+  std::vector<std::string> output_saved_by;  // "path:slot" of the slots that save this layer's output
+  double output_bytes_per_sample = 0;
+  int64_t parameter_bytes = 0;
+  // The compute-dtype (bf16) copies of parameters that its keep path holds
+  // from forward to backward; a MOM path casts again in backward instead
+  // (executor Layer::parameter_copy_bytes). 0 in fp32.
+  int64_t parameter_copy_bytes = 0;
+  double forward_flops_per_sample = 0;        // analytic, for the roofline
+  double forward_bytes_moved_per_sample = 0;  // analytic: bytes read and written
+};
+
+// Writes the description's fields into `out` (a layer's JSON object).
+void add_layer_description_json(const LayerDescription& layer, nlohmann::json& out);
+// `doc` has been validated against the document's schema; `where` names the
+// layer in errors ("model.json: /layers/3"): an unknown kind is an InputError.
+LayerDescription layer_description_from_json(const nlohmann::json& doc, const std::string& where);
+
+}  // namespace papaya::model

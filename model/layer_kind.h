@@ -1,0 +1,81 @@
+#pragma once
+// The kinds of layer the executor builds networks from, and what papaya knows
+// of each without running it: the tensors its native (keep) path saves, the
+// strategies that can apply to them and the shape of its FLOPs formula. Files
+// (profiles, fitted models) write a kind as its name ("linear", "lm_head").
+#include <string>
+#include <vector>
+
+#include "model/slot_kind.h"
+
+namespace papaya::model {
+
+enum class LayerKind {
+  linear,
+  embedding,
+  position,
+  class_token,
+  conv2d,
+  maxpool,
+  avgpool,
+  batchnorm,
+  layernorm,
+  rmsnorm,
+  gelu,
+  silu,
+  relu,
+  dropout,
+  mul,
+  attention_scores,
+  softmax,
+  attention_context,
+  cross_entropy,
+  lm_head,
+};
+
+// Every kind, in the order above.
+std::vector<LayerKind> layer_kinds();
+
+const char* to_string(LayerKind kind);
+// Throws InputError "<where>: unknown layer kind '<text>'".
+LayerKind layer_kind_from_string(const std::string& text, const std::string& where);
+
+// How a kind's forward FLOPs follow from the tensors of one call (profiler/
+// layer_cost.cpp evaluates them). N is the output's elements; a multiply-add
+// counts 2, every other operation (exp, sqrt, a comparison) 1.
+enum class FlopsShape {
+  per_output,   // flops_per_output·N
+  per_input,    // flops_per_output·(the input's elements)
+  matmul,       // 2·in·N + flops_per_output·N (+N with a bias), in = the input's last dimension
+  convolution,  // 2·(C_in·k_h·k_w)·N (+N with a bias)
+  logits,       // 2·d·L + flops_per_output·L, L = the logits' elements (the saved log-probabilities')
+  pooling,      // k²·N, k = the pooling window
+};
+
+struct SlotTraits {
+  const char* name;  // "input", "output", "mask", "q", ...
+  SlotKind kind;
+};
+
+struct LayerKindTraits {
+  std::vector<SlotTraits> slots;  // what its native path saves for backward, in order
+  // Its input can be stored inverted: backward differentiates from the output
+  // (and a branch bit) that the next layer saves anyway (GELU, SiLU).
+  bool invertible_input = false;
+  // Its tensors are attention tensors: quantization groups may follow heads.
+  bool attention = false;
+  // Its slot "logprobs" holds log-probabilities, which backward exponentiates:
+  // rounding them biases the gradient.
+  bool saves_logprobs = false;
+  // ... and it can recompute them in backward instead of keeping them (the LM head).
+  bool recomputes_logprobs = false;
+  FlopsShape flops = FlopsShape::per_output;
+  double flops_per_output = 0;
+};
+
+const LayerKindTraits& traits(LayerKind kind);
+
+// Whether `slot` of a `kind` layer is log-probabilities.
+bool holds_logprobs(LayerKind kind, const std::string& slot);
+
+}  // namespace papaya::model
