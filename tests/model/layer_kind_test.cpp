@@ -7,7 +7,7 @@
 #include "model/error.h"
 #include "model/fit_profile.h"
 #include "model/layer_kind.h"
-#include "tests/model/synthetic_profile.h"
+#include "model/synthetic_profile.h"
 
 namespace papaya::model {
 namespace {
