@@ -17,6 +17,7 @@
 #include "model/json_file.h"
 #include "model/network_config.h"
 #include "model/predict.h"
+#include "model/strategy_table.h"
 #include "model/units.h"
 #include "planner/planner.h"
 #include "profiler/profiler.h"
@@ -24,9 +25,12 @@
 namespace papaya::cli {
 namespace {
 
-// The optimizations PAPAYA weighs one at a time against keep.
-const std::vector<std::string> single_optimizations = {"recompute-all", "quantize-8", "quantize-4", "quantize-2",
-                                                       "adaptive-4",    "invert",     "swap"};
+// The optimizations PAPAYA weighs one at a time against keep: every term of its whole-network plan names.
+std::vector<std::string> single_optimizations() {
+  std::vector<std::string> names;
+  for (const auto& factor : model::plan_name_factors()) names.insert(names.end(), factor.begin(), factor.end());
+  return names;
+}
 
 struct RecommendArgs {
   std::string network = profiler::ProfileOptions{}.network;
@@ -76,10 +80,11 @@ struct Why {
 };
 
 int uses(const model::Plan& plan, const std::string& name) {
-  if (name == "recompute-all") return static_cast<int>(plan.segments.size());
+  const model::StrategyRow& row = *model::plan_term_row(name);
+  if (row.form == model::Form::recomputed) return static_cast<int>(plan.segments.size());
   int count = 0;
   for (const auto& [key, s] : plan.tensors) {
-    if (name == "swap" ? s.swap : (s.form != model::Form::recomputed && model::TensorStrategy{s.form, s.bits}.name() == name)) ++count;
+    if (row.swaps ? s.swap : (s.form != model::Form::recomputed && model::TensorStrategy{s.form, s.bits}.name() == name)) ++count;
   }
   return count;
 }
@@ -88,7 +93,7 @@ std::vector<Why> weigh(const model::LayerModel& m, const model::Target& target, 
   const auto names = model::plan_names(target);
   const model::Estimate keep = model::predict(m, target, model::expand_plan_name("keep", m.layout()), r.batch);
   std::vector<Why> out;
-  for (const auto& name : single_optimizations) {
+  for (const auto& name : single_optimizations()) {
     if (std::find(names.begin(), names.end(), name) == names.end()) continue;
     const model::Estimate e = model::predict(m, target, model::expand_plan_name(name, m.layout()), r.batch);
     Why w{name, 1 - e.peak_bytes / keep.peak_bytes, e.seconds / keep.seconds - 1, nullptr, uses(r.plan, name)};

@@ -27,6 +27,7 @@
 #include "model/median.h"
 #include "model/plan.h"
 #include "model/predict.h"
+#include "model/strategy_table.h"
 #include "model/units.h"
 #include "profiler/out_of_memory.h"
 
@@ -134,7 +135,7 @@ void check(ValidateArgs& args) {
       }
     }
     for (const std::string& term : model::split(name, '+')) {
-      if (term == "swap" && args.run.device.rfind("cuda", 0) != 0) {
+      if (model::plan_term_row(term)->swaps && args.run.device.rfind("cuda", 0) != 0) {
         throw InputError("--plans: plan '" + name + "' swaps to host memory, which needs a CUDA device (--device " +
                          args.run.device + ")");
       }

@@ -5,6 +5,7 @@
 
 #include "model/error.h"
 #include "model/json_file.h"
+#include "model/strategy_table.h"
 #include "model/units.h"
 
 namespace papaya::model {
@@ -32,16 +33,22 @@ struct NameTerms {
 // Parses a whole-network plan name; nullopt with `why` set if it is not one.
 std::optional<NameTerms> parse_name(const std::string& name, std::string& why) {
   NameTerms t;
-  bool compression = false;
+  std::vector<bool> given(plan_name_factors().size(), false);  // one term of each factor at most
   for (const auto& term : split(name, '+')) {
-    if (term == "keep" && name == "keep") continue;
-    if (term == "recompute-all" && !t.recompute) {
+    const StrategyRow* row = plan_term_row(term);
+    if (row && row->plan_factor < 0 && term == name) continue;  // keep, alone
+    if (!row || row->plan_factor < 0 || given[static_cast<size_t>(row->plan_factor)]) {
+      why = "'" + term + "' is not a term of a plan name, or is repeated";
+      return std::nullopt;
+    }
+    given[static_cast<size_t>(row->plan_factor)] = true;
+    if (row->form == Form::recomputed) {
       t.recompute = true;
-    } else if (term == "invert" && !t.invert) {
+    } else if (row->form == Form::inverted) {
       t.invert = true;
-    } else if (term == "swap" && !t.tensor.swap) {
+    } else if (row->swaps) {
       t.tensor.swap = true;
-    } else if ((term.rfind("quantize-", 0) == 0 || term.rfind("adaptive-", 0) == 0) && !compression) {
+    } else {
       try {
         const TensorStrategy s = parse_tensor_strategy(term, "plan name");
         if (s.bits == 1) throw InputError("quantize-1 is for masks, not a whole network");
@@ -51,17 +58,10 @@ std::optional<NameTerms> parse_name(const std::string& name, std::string& why) {
         why = e.what();
         return std::nullopt;
       }
-      compression = true;
-    } else {
-      why = "'" + term + "' is not a term of a plan name, or is repeated";
-      return std::nullopt;
     }
   }
   return t;
 }
-
-const char* plan_grammar =
-    "keep, recompute-all, quantize-{8,4,2}, adaptive-N, invert, swap, joined by '+' (e.g. recompute-all+quantize-4)";
 
 // The fewest bits for the output head's input (the LM head's, or the input
 // of the classifier just before the cross-entropy) in a whole-network plan:
@@ -192,7 +192,7 @@ bool is_plan_name(const std::string& text) {
 Plan expand_plan_name(const std::string& name, const NetworkLayout& layout) {
   std::string why;
   const auto terms = parse_name(name, why);
-  if (!terms) throw InputError("plan '" + name + "': " + why + " (expected " + plan_grammar + ")");
+  if (!terms) throw InputError("plan '" + name + "': " + why + " (expected " + plan_name_grammar() + ")");
   Plan plan;
   plan.name = name;
   if (terms->recompute) {
@@ -229,21 +229,20 @@ Plan expand_plan_name(const std::string& name, const NetworkLayout& layout) {
 }
 
 std::vector<std::string> global_plan_names(bool with_swap) {
-  std::vector<std::string> names;
-  for (const char* r : {"", "recompute-all"}) {
-    for (const char* c : {"", "quantize-8", "quantize-4", "quantize-2", "adaptive-4"}) {
-      for (const char* i : {"", "invert"}) {
-        for (const char* s : {"", "swap"}) {
-          if (*s && !with_swap) continue;
-          std::string name;
-          for (const char* term : {r, c, i, s}) {
-            if (*term) name += (name.empty() ? "" : "+") + std::string(term);
-          }
-          names.push_back(name.empty() ? "keep" : name);
-        }
+  // Each factor crossed with the names so far, absent first.
+  std::vector<std::string> names = {""};
+  for (const auto& factor : plan_name_factors()) {
+    std::vector<std::string> crossed;
+    for (const auto& name : names) {
+      crossed.push_back(name);
+      for (const auto& term : factor) {
+        if (!with_swap && plan_term_row(term)->swaps) continue;
+        crossed.push_back(name.empty() ? term : name + "+" + term);
       }
     }
+    names = crossed;
   }
+  names.front() = row_of(Form::raw).plan_term;
   return names;
 }
 
@@ -271,7 +270,7 @@ Plan parse_plan(const nlohmann::json& doc, const NetworkLayout& layout, const st
 Plan load_plan(const std::string& name_or_path, const NetworkLayout& layout, const std::string& network_name) {
   if (is_plan_name(name_or_path)) return expand_plan_name(name_or_path, layout);
   if (!std::filesystem::exists(name_or_path)) {
-    throw InputError("unknown plan '" + name_or_path + "': neither a plan name (" + plan_grammar + ") nor a plan file");
+    throw InputError("unknown plan '" + name_or_path + "': neither a plan name (" + plan_name_grammar() + ") nor a plan file");
   }
   return parse_plan(read_json_file(name_or_path, "plan"), layout, network_name, name_or_path);
 }

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "model/error.h"
+#include "model/strategy_table.h"
 
 namespace papaya::model {
 namespace {
@@ -16,21 +17,13 @@ int64_t numel_at(const SavedTensorProfile& t, double batch) {
   return static_cast<int64_t>(std::llround(scaled_by(t.numel_per_sample, t.per_sample, batch)));
 }
 
-// The codec's bit width for a stored form (masks and inverted GELU inputs: 1).
-int codec_bits(const TensorStrategy& s) { return s.form == Form::inverted ? 1 : s.bits; }
-
-bool is_packed(const TensorStrategy& s) { return s.form == Form::quantized || s.form == Form::adaptive || s.form == Form::inverted; }
-
 TensorStrategy unswapped(TensorStrategy s) {
   s.swap = false;
   return s;
 }
 
-const char* storage_candidates[] = {"quantize-8",      "quantize-4",      "quantize-2",      "adaptive-4",
-                                    "invert",          "recompute",       "swap",            "quantize-8+swap",
-                                    "quantize-4+swap", "quantize-2+swap", "adaptive-4+swap"};
-const char* input_candidates[] = {"quantize-8", "quantize-4", "quantize-2", "swap", "quantize-8+swap", "quantize-4+swap",
-                                  "quantize-2+swap"};
+const std::vector<std::string> storage_candidates = storage_candidate_names();
+const std::vector<std::string> input_candidates = segment_input_candidate_names();
 
 }  // namespace
 
@@ -241,7 +234,7 @@ PlanSpace::PlanSpace(const LayerModel& model, const Target& target, int64_t batc
   // What each option of each storage asks of each of its slots.
   const NetworkLayout layout = model.layout();
   std::vector<TensorStrategy> asked;
-  for (const char* name : storage_candidates) asked.push_back(parse_tensor_strategy(name, "candidate"));
+  for (const auto& name : storage_candidates) asked.push_back(parse_tensor_strategy(name, "candidate"));
   for (size_t g = 0; g < s->storages.size(); ++g) {
     const Storage& st = s->storages[g];
     auto& list = s->candidates.emplace_back();
@@ -264,7 +257,7 @@ PlanSpace::PlanSpace(const LayerModel& model, const Target& target, int64_t batc
   }
   for (size_t seg = 0; seg < s->segments.size(); ++seg) {
     auto& list = s->input_candidates.emplace_back(1, TensorStrategy{});
-    for (const char* name : input_candidates) {
+    for (const auto& name : input_candidates) {
       const TensorStrategy input = parse_segment_strategy(std::string("recompute+") + name, "candidate").input;
       if (input.swap && !target.has_host_link()) continue;
       if (input.form != Form::raw && model.segments[seg].input.kind != SlotKind::activation) continue;
@@ -387,7 +380,7 @@ double PlanSpace::codec_unpack_seconds(const TensorStrategy& s, double raw_bytes
 // inverted activation the derivative from its output beyond keep's backward.
 double PlanSpace::use_seconds(const TensorStrategy& s, int layer, double raw_bytes) const {
   const double unpack = codec_unpack_seconds(s, raw_bytes);
-  if (s.form != Form::inverted) return unpack;
+  if (!row_of(s.form).derivative_from_output) return unpack;
   return unpack + shared_->invert_seconds_per_byte[static_cast<size_t>(layer)] * raw_bytes;
 }
 

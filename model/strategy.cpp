@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "model/error.h"
+#include "model/strategy_table.h"
 
 namespace papaya::model {
 namespace {
@@ -26,31 +27,32 @@ std::optional<int> bits_of(const std::string& term, const std::string& prefix) {
   return std::stoi(digits);
 }
 
-const char* grammar = "keep, invert, recompute, quantize-{8,4,2} (quantize-1 for masks), adaptive-N, swap, the last three joined by '+'";
-
 // Backward exponentiates log-probabilities: rounding them biases the gradient.
-bool is_logprobs(const LayerDesc& layer, const SlotDesc& slot) {
-  return holds_logprobs(layer.kind, slot.name);
-}
-
 std::string logprobs_why(const LayerDesc& layer) {
   return std::string("log-probabilities cannot be quantized without biasing the gradient") +
          (traits(layer.kind).recomputes_logprobs ? " (use recompute)" : " (they are kept)");
 }
 
+// The row whose term `term` is, with its bits where it takes them; nullptr if none.
+const StrategyRow* row_of_term(const std::string& term, int& bits) {
+  for (const auto& row : strategy_table()) {
+    if (!row.takes_bits) {
+      if (term == row.term) return &row;
+    } else if (auto b = bits_of(term, std::string(row.term) + "-")) {
+      bits = *b;
+      return &row;
+    }
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 std::string TensorStrategy::name() const {
-  std::string n;
-  switch (form) {
-    case Form::raw: break;
-    case Form::quantized: n = "quantize-" + std::to_string(bits); break;
-    case Form::adaptive: n = "adaptive-" + std::to_string(bits); break;
-    case Form::inverted: n = "invert"; break;
-    case Form::recomputed: n = "recompute"; break;
-  }
-  if (swap) n += n.empty() ? "swap" : "+swap";
-  return n.empty() ? "keep" : n;
+  const StrategyRow& row = row_of(form);
+  std::string n = form == Form::raw ? "" : row.takes_bits ? std::string(row.term) + "-" + std::to_string(bits) : row.term;
+  if (swap) n += (n.empty() ? "" : "+") + std::string(swap_row().term);
+  return n.empty() ? row.term : n;
 }
 
 bool TensorStrategy::operator==(const TensorStrategy& o) const {
@@ -71,30 +73,39 @@ TensorStrategy parse_tensor_strategy(const std::string& text, const std::string&
   int quantize_bits = 0;
   for (const auto& term : split_plus(text)) {
     const auto fail = [&](const std::string& why) {
-      throw InputError(where + ": '" + text + "': " + why + " (expected " + grammar + ")");
+      throw InputError(where + ": '" + text + "': " + why + " (expected " + tensor_grammar() + ")");
     };
-    if (term == "keep") {
-      if (text != "keep") fail("keep combines with nothing");
-    } else if (term == "swap") {
+    int bits = 0;
+    const StrategyRow* row = row_of_term(term, bits);
+    if (!row) fail("unknown term '" + term + "'");
+    if (row->swaps) {
       if (s.swap) fail("swap given twice");
       s.swap = true;
-    } else if (term == "invert") {
-      if (text != "invert") fail("invert combines with nothing: the output is kept as its consumer keeps it");
-      s.form = Form::inverted;
-    } else if (term == "recompute") {
-      if (text != "recompute") fail("recompute of a tensor combines with nothing");
-      s.form = Form::recomputed;
-    } else if (auto bits = bits_of(term, "quantize-")) {
-      if (*bits != 8 && *bits != 4 && *bits != 2 && *bits != 1) fail("quantize takes 8, 4 or 2 bits (1 for masks)");
-      if (quantize_bits || s.form == Form::adaptive) fail("one quantization per tensor");
-      quantize_bits = *bits;
-    } else if (auto budget = bits_of(term, "adaptive-")) {
-      if (*budget < 2 || *budget > 8) fail("adaptive takes an average-bits budget from 2 to 8");
-      if (quantize_bits || s.form != Form::raw) fail("adaptive combines only with swap");
-      s.form = Form::adaptive;
-      s.bits = *budget;
-    } else {
-      fail("unknown term '" + term + "'");
+      continue;
+    }
+    switch (row->form) {
+      case Form::raw:
+        if (text != term) fail("keep combines with nothing");
+        break;
+      case Form::inverted:
+        if (text != term) fail("invert combines with nothing: the output is kept as its consumer keeps it");
+        s.form = Form::inverted;
+        break;
+      case Form::recomputed:
+        if (text != term) fail("recompute of a tensor combines with nothing");
+        s.form = Form::recomputed;
+        break;
+      case Form::quantized:
+        if (bits != 8 && bits != 4 && bits != 2 && bits != 1) fail("quantize takes 8, 4 or 2 bits (1 for masks)");
+        if (quantize_bits || s.form == Form::adaptive) fail("one quantization per tensor");
+        quantize_bits = bits;
+        break;
+      case Form::adaptive:
+        if (bits < 2 || bits > 8) fail("adaptive takes an average-bits budget from 2 to 8");
+        if (quantize_bits || s.form != Form::raw) fail("adaptive combines only with swap");
+        s.form = Form::adaptive;
+        s.bits = bits;
+        break;
     }
   }
   if (quantize_bits) {
@@ -132,14 +143,14 @@ std::optional<std::string> why_not(const LayerDesc& layer, const SlotDesc& slot,
         return "a " + what + " cannot be quantized";
       } else if (s.bits == 1) {
         return "1 bit is for masks; an activation takes quantize-8, -4 or -2";
-      } else if (is_logprobs(layer, slot)) {
+      } else if (holds_logprobs(layer.kind, slot.name)) {
         return logprobs_why(layer);
       }
       if (s.headwise && !traits(layer.kind).attention) return "headwise ranges apply to attention tensors only";
       break;
     case Form::adaptive:
       if (slot.kind != SlotKind::activation) return "a " + what + " cannot be quantized";
-      if (is_logprobs(layer, slot)) return logprobs_why(layer);
+      if (holds_logprobs(layer.kind, slot.name)) return logprobs_why(layer);
       break;
     case Form::inverted:
       if (!traits(layer.kind).invertible_input || slot.name != "input") {
@@ -168,7 +179,7 @@ TensorStrategy adapt_to_slot(const LayerDesc& layer, const SlotDesc& slot, const
     out.form = (s.form == Form::quantized || s.form == Form::adaptive) ? Form::quantized : Form::raw;
     out.bits = out.form == Form::quantized ? 1 : 0;
     out.headwise = false;
-  } else if (is_logprobs(layer, slot) && (s.form == Form::quantized || s.form == Form::adaptive)) {
+  } else if (holds_logprobs(layer.kind, slot.name) && (s.form == Form::quantized || s.form == Form::adaptive)) {
     out = TensorStrategy{};
     if (traits(layer.kind).recomputes_logprobs) {
       out.form = Form::recomputed;
@@ -192,18 +203,16 @@ int default_group_size(int bits) { return bits == 2 ? 64 : 128; }
 int64_t lm_head_chunk_rows(int64_t vocab) { return std::max<int64_t>(1, (int64_t{1} << 21) / std::max<int64_t>(1, vocab)); }
 
 int64_t device_bytes(SlotKind kind, int64_t numel, int element_size, const TensorStrategy& s, int64_t head_numel) {
-  if (s.swap || s.form == Form::recomputed) return 0;
-  switch (s.form) {
-    case Form::raw: return numel * element_size;
-    case Form::inverted: return (numel + 7) / 8;
-    case Form::quantized:
-    case Form::adaptive: {
-      if (kind == SlotKind::mask) return (numel + 7) / 8;
+  if (s.swap) return 0;
+  switch (encoding(kind, s)) {
+    case Encoding::none: return 0;
+    case Encoding::raw: return numel * element_size;
+    case Encoding::mask: return (numel + 7) / 8;
+    case Encoding::quantized: {
       const int64_t head = s.headwise && head_numel > 0 ? head_numel : numel;
       const int64_t groups = (head > 0 ? numel / head : 0) * ((head + s.group() - 1) / s.group());
       return groups * (s.group() * s.bits / 8 + quantized_range_bytes);
     }
-    case Form::recomputed: return 0;
   }
   return 0;
 }

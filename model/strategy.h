@@ -6,6 +6,8 @@
 //   tensor:  keep | invert | recompute | quantize-{8,4,2} | adaptive-{N} | swap,
 //            the last three joined by '+' (e.g. quantize-2+swap)
 //   segment: keep | recompute, optionally +quantize-N / +swap for its stored input
+// Each strategy is a row of model/strategy_table.h, from which the parser,
+// the grammars and the lists of names are derived.
 #include <cstdint>
 #include <optional>
 #include <string>

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "model/plan.h"
+#include "model/strategy_table.h"
 
 namespace papaya::planner {
 namespace {
@@ -30,18 +31,10 @@ double storage_variance(const std::vector<model::TensorStrategy>& per_slot, cons
 }  // namespace
 
 double stored_variance(const model::TensorStrategy& strategy, double numel) {
-  switch (strategy.form) {
-    case model::Form::quantized:
-    case model::Form::adaptive: {
-      if (strategy.bits <= 1) return 0;  // a 1-bit mask is exact
-      const double levels = std::pow(2.0, strategy.bits) - 1;
-      return numel / (levels * levels);
-    }
-    case model::Form::inverted: return numel / (255.0 * 255.0);
-    case model::Form::raw:
-    case model::Form::recomputed: return 0;
-  }
-  return 0;
+  const int bits = model::variance_bits(strategy);
+  if (bits <= 1) return 0;  // lossless, or a 1-bit mask: exact
+  const double levels = std::pow(2.0, bits) - 1;
+  return numel / (levels * levels);
 }
 
 VarianceProxy::VarianceProxy(const model::LayerModel& model, const model::PlanSpace& space)

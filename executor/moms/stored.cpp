@@ -11,6 +11,7 @@
 namespace papaya::executor {
 namespace {
 
+using model::Encoding;
 using model::Form;
 
 // The stored copies alive, by source tensor and strategy. Weak references
@@ -66,9 +67,10 @@ model::TensorStrategy effective_strategy(const StoreSpec& spec) {
 
 c10::intrusive_ptr<Stored> store(const at::Tensor& t, model::SlotKind kind, const StoreSpec& spec) {
   const model::TensorStrategy s = effective_strategy(spec);
-  TORCH_CHECK(s.form != Form::recomputed, "a recomputed tensor is not stored");
+  const Encoding encoding = model::encoding(kind, s);
+  TORCH_CHECK(encoding != Encoding::none, "a recomputed tensor is not stored");
   // Raw tensors share their storage anyway; only copies need the cache.
-  const bool copied = s.form != Form::raw || s.swap;
+  const bool copied = encoding != Encoding::raw || s.swap;
   const std::string key = cache_key(s);
   if (copied) {
     if (auto live = find_live(t, key)) return live;
@@ -80,22 +82,23 @@ c10::intrusive_ptr<Stored> store(const at::Tensor& t, model::SlotKind kind, cons
     out->adaptive_ = spec.adaptive;
     out->adaptive_index_ = spec.adaptive_index;
   }
-  if (s.form == Form::raw) {
-    // A detached alias: holds the storage, not the autograd graph (the
-    // tensor may be the layer's own output: no reference cycle).
-    out->encoding_ = Stored::Encoding::raw;
-    out->payload_ = t.detach();
-    out->version_ = t._version();
-  } else if (s.form == Form::inverted || kind == model::SlotKind::mask) {
-    out->encoding_ = Stored::Encoding::mask;
-    out->payload_ = pack_mask(t.scalar_type() == at::kBool ? t : t != 0);
-  } else {
-    out->encoding_ = Stored::Encoding::quantized;
-    out->layout_ = QuantLayout{s.bits, s.group(), t.numel(), head_numel(t, s)};
-    out->payload_ = quantize(t, out->layout_);
+  out->encoding_ = encoding;
+  switch (encoding) {
+    case Encoding::raw:
+      // A detached alias: holds the storage, not the autograd graph (the
+      // tensor may be the layer's own output: no reference cycle).
+      out->payload_ = t.detach();
+      out->version_ = t._version();
+      break;
+    case Encoding::mask: out->payload_ = pack_mask(t.scalar_type() == at::kBool ? t : t != 0); break;
+    case Encoding::quantized:
+      out->layout_ = QuantLayout{s.bits, s.group(), t.numel(), head_numel(t, s)};
+      out->payload_ = quantize(t, out->layout_);
+      break;
+    case Encoding::none: break;
   }
-  const void* identity = out->encoding_ == Stored::Encoding::raw ? static_cast<const void*>(t.storage().unsafeGetStorageImpl())
-                                                                 : out->payload_.storage().unsafeGetStorageImpl();
+  const void* identity = out->encoding_ == Encoding::raw ? static_cast<const void*>(t.storage().unsafeGetStorageImpl())
+                                                         : out->payload_.storage().unsafeGetStorageImpl();
   if (s.swap) {
 #ifdef PAPAYA_CUDA
     out->host_ = swap_out(out->payload_);
@@ -129,6 +132,7 @@ at::Tensor Stored::restore() {
       return payload;
     case Encoding::quantized: return dequantize(payload, layout_, shape_, dtype_);
     case Encoding::mask: return unpack_mask(payload, shape_);
+    case Encoding::none: break;
   }
   TORCH_CHECK(false, "unknown stored encoding");
 }

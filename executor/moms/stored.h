@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "executor/moms/codec.h"
-#include "model/strategy.h"
+#include "model/strategy_table.h"
 
 namespace papaya::executor {
 
@@ -42,8 +42,7 @@ class Stored : public torch::CustomClassHolder {
 
  private:
   friend c10::intrusive_ptr<Stored> store(const at::Tensor&, model::SlotKind, const StoreSpec&);
-  enum class Encoding { raw, quantized, mask };
-  Encoding encoding_ = Encoding::raw;
+  model::Encoding encoding_ = model::Encoding::raw;
   at::Tensor payload_;  // raw: a detached alias; otherwise the packed bytes
   std::vector<int64_t> shape_;
   at::ScalarType dtype_ = at::kFloat;
