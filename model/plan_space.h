@@ -86,6 +86,10 @@
 
 namespace papaya::model {
 
+namespace plan_space {
+struct AtBatch;  // model/plan_space_index.h
+}
+
 enum class Phase { forward, recompute, backward };
 const char* to_string(Phase phase);
 
@@ -167,14 +171,14 @@ class PlanSpace {
     std::vector<Option> input_options;  // how a recomputed segment keeps its input: [0] raw
   };
 
-  int64_t batch() const { return batch_; }
+  int64_t batch() const;
   const Target& target() const;
   const std::vector<Slot>& slots() const;
   const std::vector<Storage>& storages() const;
   const std::vector<Segment>& segments() const;
   const std::vector<TimelinePoint>& points() const;
-  double slot_bytes(int slot) const { return slot_bytes_[static_cast<size_t>(slot)]; }           // its own tensor
-  double storage_bytes(int storage) const { return storage_bytes_[static_cast<size_t>(storage)]; }  // the whole storage
+  double slot_bytes(int slot) const;        // its own tensor
+  double storage_bytes(int storage) const;  // the whole storage
 
   // The options of a storage: [0] keep, then every other strategy that
   // applies (see above); the same strategies, in the same order, at every batch.
@@ -215,50 +219,18 @@ class PlanSpace {
   // different storages and do not meet: decide an inverted GELU/SiLU input
   // together with its consumer's storage; a storage with slots inside and
   // outside a recomputed segment is where a storage and a segment decision meet.
-  // A layer's parameter copies are freed with the decision that leaves its
-  // first slot not kept (so separate calls never free them twice); decisions
-  // on its other slots alone leave them, where timeline() frees them.
+  // A layer's parameter copies are freed by the call that decides its first
+  // slot, where the call leaves one of its slots not kept (so separate calls
+  // never free them twice); a call on its other slots alone leaves them,
+  // where timeline() frees them.
   std::vector<Change> changes(const std::vector<std::pair<int, int>>& storage_options) const;
   std::vector<Change> segment_changes(int segment, int input_option) const;
 
  private:
-  struct Shared;
-  struct Copy;
-  struct StorageHeld;
-  struct Held;
-  PlanSpace(std::shared_ptr<const Shared> shared, int64_t batch);
-  bool active(int layer, const std::vector<bool>& recomputed) const;
-  void hold_raw_user(int storage, int layer, StorageHeld& held) const;
-  void hold_slots(int storage, const std::vector<TensorStrategy>& per_slot, const std::vector<bool>& recomputed,
-                  StorageHeld& held, bool& lm_head_recomputed) const;
-  void hold_inverted_output(int slot, const TensorStrategy* consumer, StorageHeld& output) const;
-  void hold_segment_input(int segment, const TensorStrategy& input, StorageHeld& held) const;
-  Held hold(const Assignment& assignment) const;
-  void add_storage(int storage, const StorageHeld& held, double sign, std::vector<Change>& out) const;
-  void add_lm_head_chunks(std::vector<Change>& out) const;
-  double held_gradient_bytes(int segment) const;
-  void add_held_gradient(int segment, std::vector<Change>& out) const;
-  void add_parameter_copies(const std::vector<bool>& runs_moms, const std::vector<bool>& recomputed,
-                            std::vector<Change>& out) const;
-  std::vector<double> bytes_at(const Held& held) const;
-  std::vector<Copy> copies_of(int storage, const std::vector<TensorStrategy>& per_slot) const;
-  // head_numel: values per attention head, for headwise groups (0: one head).
-  Copy& copy_for(std::vector<Copy>& copies, const TensorStrategy& s, SlotKind kind, int64_t numel, int element_size, double raw,
-                 int64_t head_numel = 0) const;
-  Option option(const std::vector<Copy>& copies, const std::vector<TensorStrategy>& per_slot, double raw_bytes) const;
-  double codec_pack_seconds(const TensorStrategy& s, double raw_bytes) const;
-  double codec_unpack_seconds(const TensorStrategy& s, double raw_bytes) const;
-  double use_seconds(const TensorStrategy& s, int layer, double raw_bytes) const;
-
-  std::shared_ptr<const Shared> shared_;
-  int64_t batch_;
-  std::vector<double> keep_bytes_;  // at each point, the keep step
-  std::vector<double> slot_bytes_, storage_bytes_;
-  std::vector<int64_t> slot_numel_;
-  double lm_head_chunk_batch_ = 0;
-  std::vector<double> forward_s_, backward_s_, recompute_s_;
-  std::vector<double> forward_headroom_, backward_headroom_;  // per layer, bytes
-  double optimizer_s_ = 0, rest_s_ = 0, unattributed_bytes_ = 0;
+  explicit PlanSpace(std::shared_ptr<const plan_space::AtBatch> at);
+  // What does not depend on the batch (shared by every batch) and the sizes
+  // and times at this one.
+  std::shared_ptr<const plan_space::AtBatch> at_;
 };
 
 }  // namespace papaya::model
