@@ -4,66 +4,9 @@
 // peak memory and step time of a full set of decisions. `predict` (predict.h)
 // is this evaluation of one plan; a planner searches over the same numbers.
 //
-// The memory timeline. The keep step's allocator figures are measured at each
-// layer's forward (F) and backward (B); when a segment is recomputed, its
-// layers' forwards rerun (R) just before its backward:
-//   F[0] .. F[n-1], then backward order B[n-1] .. B[0], with R[s0] .. R[s1]
-//   before B[s1] for each segment of layers s0..s1.
-// A plan changes the bytes held at each point by exact differences against
-// keep, per storage (the saved tensors that share one storage, deduplicated):
-//   - keep holds a storage raw from its first saver's forward to that saver's
-//     backward (the batch's data, all step: the training loop holds it);
-//   - under a plan, the raw storage is held while the network's code still
-//     holds it in forward (SavedTensorProfile::last_forward_use) and as long
-//     as any slot keeps it raw; each distinct stored form (device_bytes of
-//     strategy.h; slots of one storage with one strategy share it) from its
-//     first saver's forward to its first saver's backward; unpacking adds
-//     the slot's raw size (a mask: a byte per value) during the backward of
-//     each layer that uses a packed copy;
-//   - the codec's scratch (measured, CodecMeasurement) where it outgrows what
-//     the layer allocates beyond its start (and output, in forward);
-//   - a swapped copy is on the device only in its windows: while its layer's
-//     forward and the next run, and from the backward before its last user's
-//     to its first user's (one layer of prefetch);
-//   - an inverted GELU/SiLU input keeps a 1-bit mask and uses its output as
-//     the slot saving the output keeps it (or keeps it raw if none does);
-//   - a layer's compute-dtype parameter copies (LayerFit::parameter_copy_bytes,
-//     bf16), which keep holds from its F to its B point, are not held in
-//     between where the layer runs its MOM Function (a slot not kept: it casts
-//     again in backward), nor between F and R in a recomputed segment;
-//   - recomputed LM-head log-probabilities are not stored, and the head runs
-//     over lm_head_chunk_rows rows at a time instead of the whole batch;
-//   - a recomputed segment keeps only its input (in the segment strategy's
-//     input form); its layers hold nothing between forward and backward, and
-//     hold their keep tensors again from their R point to their B point; the
-//     gradient of its output stays held until its first layer's B point
-//     where the output is its last layer's own (keep frees it after B of
-//     that layer; a residual sum's gradient keep holds as long).
-// Peak = max over the timeline (R points of recomputed segments only) + the
-// step's calibration (LayerModel::unattributed_peak: what the measured step
-// peak held beyond the largest per-layer figure).
-//
-// Step time: the layers' forward and backward, + a recomputed segment's
-// forward again, + the LM head's forward again when it recomputes, +
-// quantize in forward and dequantize per use in backward at the codec's
-// throughput, + an inverted activation's backward from its output beyond
-// keep's (InvertMeasurement), + the optimizer and the rest of the iteration, + the part of
-// swapping that does not hide behind compute: copies run on one link per
-// direction, a layer's copies to the host must be done before the layer two
-// later starts, and a layer's copies back are issued when the layer after it
-// starts its backward and must be done before its own.
-//
-// For a planner: the options of each storage and segment give additive
-// numbers (device bytes held between forward and backward, codec and
-// recompute seconds, link seconds), good for a knapsack; evaluate() is exact
-// (the sharing, the timeline, the swap overlap) and costs O(layers + slots).
-// A storage's options are keep and every strategy of quantize-{8,4,2},
-// adaptive-4, invert, recompute, swap and their +swap forms that applies to
-// one of its slots or more, each slot taking its natural form (adapt_to_slot);
-// the batch's own data (held_by_caller) has keep alone, as storing it
-// otherwise frees nothing.
-// Adaptive-N is priced as quantize-N: the executor chooses each tensor's bits
-// within that average. Any other per-slot mix is an Assignment too.
+// docs/memory-model.md says what the model holds and when: the timeline of
+// F, R and B points, what each strategy stores, the peak, the step time with
+// its swap overlap, and what a planner gets from options() and changes().
 //
 //   PlanSpace space(model, target, batch);
 //   for each storage g: space.options(g)     // keep first; bytes and seconds at this batch
@@ -181,7 +124,7 @@ class PlanSpace {
   double storage_bytes(int storage) const;  // the whole storage
 
   // The options of a storage: [0] keep, then every other strategy that
-  // applies (see above); the same strategies, in the same order, at every batch.
+  // applies (docs/memory-model.md); the same strategies, in the same order, at every batch.
   std::vector<Option> options(int storage) const;
   SegmentCost segment_cost(int segment) const;
 
