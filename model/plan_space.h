@@ -4,66 +4,9 @@
 // peak memory and step time of a full set of decisions. `predict` (predict.h)
 // is this evaluation of one plan; a planner searches over the same numbers.
 //
-// The memory timeline. The keep step's allocator figures are measured at each
-// layer's forward (F) and backward (B); when a segment is recomputed, its
-// layers' forwards rerun (R) just before its backward:
-//   F[0] .. F[n-1], then backward order B[n-1] .. B[0], with R[s0] .. R[s1]
-//   before B[s1] for each segment of layers s0..s1.
-// A plan changes the bytes held at each point by exact differences against
-// keep, per storage (the saved tensors that share one storage, deduplicated):
-//   - keep holds a storage raw from its first saver's forward to that saver's
-//     backward (the batch's data, all step: the training loop holds it);
-//   - under a plan, the raw storage is held while the network's code still
-//     holds it in forward (SavedTensorProfile::last_forward_use) and as long
-//     as any slot keeps it raw; each distinct stored form (device_bytes of
-//     strategy.h; slots of one storage with one strategy share it) from its
-//     first saver's forward to its first saver's backward; unpacking adds
-//     the slot's raw size (a mask: a byte per value) during the backward of
-//     each layer that uses a packed copy;
-//   - the codec's scratch (measured, CodecMeasurement) where it outgrows what
-//     the layer allocates beyond its start (and output, in forward);
-//   - a swapped copy is on the device only in its windows: while its layer's
-//     forward and the next run, and from the backward before its last user's
-//     to its first user's (one layer of prefetch);
-//   - an inverted GELU/SiLU input keeps a 1-bit mask and uses its output as
-//     the slot saving the output keeps it (or keeps it raw if none does);
-//   - a layer's compute-dtype parameter copies (LayerFit::parameter_copy_bytes,
-//     bf16), which keep holds from its F to its B point, are not held in
-//     between where the layer runs its MOM Function (a slot not kept: it casts
-//     again in backward), nor between F and R in a recomputed segment;
-//   - recomputed LM-head log-probabilities are not stored, and the head runs
-//     over lm_head_chunk_rows rows at a time instead of the whole batch;
-//   - a recomputed segment keeps only its input (in the segment strategy's
-//     input form); its layers hold nothing between forward and backward, and
-//     hold their keep tensors again from their R point to their B point; the
-//     gradient of its output stays held until its first layer's B point
-//     where the output is its last layer's own (keep frees it after B of
-//     that layer; a residual sum's gradient keep holds as long).
-// Peak = max over the timeline (R points of recomputed segments only) + the
-// step's calibration (LayerModel::unattributed_peak: what the measured step
-// peak held beyond the largest per-layer figure).
-//
-// Step time: the layers' forward and backward, + a recomputed segment's
-// forward again, + the LM head's forward again when it recomputes, +
-// quantize in forward and dequantize per use in backward at the codec's
-// throughput, + an inverted activation's backward from its output beyond
-// keep's (InvertMeasurement), + the optimizer and the rest of the iteration, + the part of
-// swapping that does not hide behind compute: copies run on one link per
-// direction, a layer's copies to the host must be done before the layer two
-// later starts, and a layer's copies back are issued when the layer after it
-// starts its backward and must be done before its own.
-//
-// For a planner: the options of each storage and segment give additive
-// numbers (device bytes held between forward and backward, codec and
-// recompute seconds, link seconds), good for a knapsack; evaluate() is exact
-// (the sharing, the timeline, the swap overlap) and costs O(layers + slots).
-// A storage's options are keep and every strategy of quantize-{8,4,2},
-// adaptive-4, invert, recompute, swap and their +swap forms that applies to
-// one of its slots or more, each slot taking its natural form (adapt_to_slot);
-// the batch's own data (held_by_caller) has keep alone, as storing it
-// otherwise frees nothing.
-// Adaptive-N is priced as quantize-N: the executor chooses each tensor's bits
-// within that average. Any other per-slot mix is an Assignment too.
+// docs/memory-model.md says what the model holds and when: the timeline of
+// F, R and B points, what each strategy stores, the peak, the step time with
+// its swap overlap, and what a planner gets from options() and changes().
 //
 //   PlanSpace space(model, target, batch);
 //   for each storage g: space.options(g)     // keep first; bytes and seconds at this batch
@@ -85,6 +28,10 @@
 #include "model/target.h"
 
 namespace papaya::model {
+
+namespace plan_space {
+struct AtBatch;  // model/plan_space_index.h
+}
 
 enum class Phase { forward, recompute, backward };
 const char* to_string(Phase phase);
@@ -167,17 +114,17 @@ class PlanSpace {
     std::vector<Option> input_options;  // how a recomputed segment keeps its input: [0] raw
   };
 
-  int64_t batch() const { return batch_; }
+  int64_t batch() const;
   const Target& target() const;
   const std::vector<Slot>& slots() const;
   const std::vector<Storage>& storages() const;
   const std::vector<Segment>& segments() const;
   const std::vector<TimelinePoint>& points() const;
-  double slot_bytes(int slot) const { return slot_bytes_[static_cast<size_t>(slot)]; }           // its own tensor
-  double storage_bytes(int storage) const { return storage_bytes_[static_cast<size_t>(storage)]; }  // the whole storage
+  double slot_bytes(int slot) const;        // its own tensor
+  double storage_bytes(int storage) const;  // the whole storage
 
   // The options of a storage: [0] keep, then every other strategy that
-  // applies (see above); the same strategies, in the same order, at every batch.
+  // applies (docs/memory-model.md); the same strategies, in the same order, at every batch.
   std::vector<Option> options(int storage) const;
   SegmentCost segment_cost(int segment) const;
 
@@ -215,50 +162,18 @@ class PlanSpace {
   // different storages and do not meet: decide an inverted GELU/SiLU input
   // together with its consumer's storage; a storage with slots inside and
   // outside a recomputed segment is where a storage and a segment decision meet.
-  // A layer's parameter copies are freed with the decision that leaves its
-  // first slot not kept (so separate calls never free them twice); decisions
-  // on its other slots alone leave them, where timeline() frees them.
+  // A layer's parameter copies are freed by the call that decides its first
+  // slot, where the call leaves one of its slots not kept (so separate calls
+  // never free them twice); a call on its other slots alone leaves them,
+  // where timeline() frees them.
   std::vector<Change> changes(const std::vector<std::pair<int, int>>& storage_options) const;
   std::vector<Change> segment_changes(int segment, int input_option) const;
 
  private:
-  struct Shared;
-  struct Copy;
-  struct StorageHeld;
-  struct Held;
-  PlanSpace(std::shared_ptr<const Shared> shared, int64_t batch);
-  bool active(int layer, const std::vector<bool>& recomputed) const;
-  void hold_raw_user(int storage, int layer, StorageHeld& held) const;
-  void hold_slots(int storage, const std::vector<TensorStrategy>& per_slot, const std::vector<bool>& recomputed,
-                  StorageHeld& held, bool& lm_head_recomputed) const;
-  void hold_inverted_output(int slot, const TensorStrategy* consumer, StorageHeld& output) const;
-  void hold_segment_input(int segment, const TensorStrategy& input, StorageHeld& held) const;
-  Held hold(const Assignment& assignment) const;
-  void add_storage(int storage, const StorageHeld& held, double sign, std::vector<Change>& out) const;
-  void add_lm_head_chunks(std::vector<Change>& out) const;
-  double held_gradient_bytes(int segment) const;
-  void add_held_gradient(int segment, std::vector<Change>& out) const;
-  void add_parameter_copies(const std::vector<bool>& runs_moms, const std::vector<bool>& recomputed,
-                            std::vector<Change>& out) const;
-  std::vector<double> bytes_at(const Held& held) const;
-  std::vector<Copy> copies_of(int storage, const std::vector<TensorStrategy>& per_slot) const;
-  // head_numel: values per attention head, for headwise groups (0: one head).
-  Copy& copy_for(std::vector<Copy>& copies, const TensorStrategy& s, SlotKind kind, int64_t numel, int element_size, double raw,
-                 int64_t head_numel = 0) const;
-  Option option(const std::vector<Copy>& copies, const std::vector<TensorStrategy>& per_slot, double raw_bytes) const;
-  double codec_pack_seconds(const TensorStrategy& s, double raw_bytes) const;
-  double codec_unpack_seconds(const TensorStrategy& s, double raw_bytes) const;
-  double use_seconds(const TensorStrategy& s, int layer, double raw_bytes) const;
-
-  std::shared_ptr<const Shared> shared_;
-  int64_t batch_;
-  std::vector<double> keep_bytes_;  // at each point, the keep step
-  std::vector<double> slot_bytes_, storage_bytes_;
-  std::vector<int64_t> slot_numel_;
-  double lm_head_chunk_batch_ = 0;
-  std::vector<double> forward_s_, backward_s_, recompute_s_;
-  std::vector<double> forward_headroom_, backward_headroom_;  // per layer, bytes
-  double optimizer_s_ = 0, rest_s_ = 0, unattributed_bytes_ = 0;
+  explicit PlanSpace(std::shared_ptr<const plan_space::AtBatch> at);
+  // What does not depend on the batch (shared by every batch) and the sizes
+  // and times at this one.
+  std::shared_ptr<const plan_space::AtBatch> at_;
 };
 
 }  // namespace papaya::model
