@@ -31,11 +31,14 @@ void run(const LimitsArgs& args) {
   const model::LayerModel m = model::read_layer_model(args.model);
   std::vector<model::Target> targets;
   for (const auto& name : split_commas(args.hardware)) targets.push_back(model::make_target(m, name));
-  const std::optional<double> budget =
-      args.budget.empty() ? std::nullopt : std::optional<double>(static_cast<double>(model::parse_size(args.budget, "--budget")));
-  if (budget) {
-    for (const auto& t : targets) t.check_budget(*budget);
+  // Each target's budget: --budget, or 80% of its memory.
+  const bool budget_given = !args.budget.empty();
+  std::vector<double> budgets;
+  for (const auto& t : targets) {
+    budgets.push_back(budget_given ? static_cast<double>(model::parse_size(args.budget, "--budget")) : model::default_budget(t));
+    if (budget_given) t.check_budget(budgets.back());
   }
+  const std::string budget_text = budget_given ? model::format_bytes(budgets.front()) : "80% of each device's memory";
 
   std::vector<std::string> header = {"strategy"};
   for (const auto& t : targets) header.push_back(t.name);
@@ -45,8 +48,9 @@ void run(const LimitsArgs& args) {
   for (const auto& name : model::plan_names(targets.front())) {
     const model::Plan plan = model::expand_plan_name(name, m.layout());
     std::vector<std::string> row = {name};
-    for (const auto& t : targets) {
-      const double bytes = budget ? *budget : model::default_budget(t);
+    for (size_t k = 0; k < targets.size(); ++k) {
+      const model::Target& t = targets[k];
+      const double bytes = budgets[k];
       const int64_t largest = model::max_batch(m, t, plan, bytes);
       const model::Estimate e = largest > 0 ? model::predict(m, t, plan, largest) : model::Estimate{};
       out.push_back({{"hardware", t.name},
@@ -66,7 +70,7 @@ void run(const LimitsArgs& args) {
   }
   std::cout << "papaya limits: " << m.network << " (" << m.precision << ", profiled on " << m.machine.device
             << "): largest batch (samples/s there), budget "
-            << (budget ? model::format_bytes(*budget) : std::string("80% of each device's memory")) << "\n";
+            << budget_text << "\n";
   table.print(std::cout);
   for (const auto& t : targets) {
     for (const auto& note : t.notes) std::cout << "note: " << t.name << ": " << note << "\n";

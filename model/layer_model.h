@@ -8,7 +8,7 @@
 //
 // Memory: the profile's allocator figures of the native (keep) step at each
 // layer's forward and backward, fitted alpha*b + beta; the model prices every
-// other strategy as exact byte differences against them (plan_space.h).
+// other strategy as exact byte differences against them (docs/memory-model.md).
 // Time: per layer max(a, k*b) + c forward and backward, the recompute of each
 // segment, the optimizer step and the rest of the iteration.
 #include <nlohmann/json.hpp>
