@@ -8,12 +8,9 @@
 #include "cli/host_malloc.h"
 #include "cli/stop_signal.h"
 #include "model/error.h"
+#include "profiler/out_of_memory.h"
 
 namespace {
-
-bool out_of_memory(const std::string& what) {
-  return what.find("out of memory") != std::string::npos || what.find("can't allocate memory") != std::string::npos;
-}
 
 int fail(const std::string& message) {
   std::cerr << "papaya: error: " << message << "\n";
@@ -59,9 +56,9 @@ int main(int argc, char** argv) {
     std::cerr << "papaya: " << e.what() << "\n";
     return e.exit_code();
   } catch (const c10::Error& e) {
+    if (!papaya::profiler::is_out_of_memory(e)) throw;
     const std::string what = e.what_without_backtrace();
-    if (out_of_memory(what)) return fail("out of memory: " + what.substr(0, what.find('\n')));
-    throw;
+    return fail("out of memory: " + what.substr(0, what.find('\n')));
   } catch (const std::bad_alloc&) {
     return fail("out of memory");
   }
