@@ -18,9 +18,9 @@
 #include "model/fit_profile.h"
 #include "model/plan.h"
 #include "model/predict.h"
+#include "model/synthetic_profile.h"
 #include "planner/layer_search.h"
 #include "planner/planner.h"
-#include "model/synthetic_profile.h"
 
 namespace {
 
@@ -54,8 +54,10 @@ int main(int argc, char** argv) {
     }
   }
   const int64_t batch = 64;
-  std::printf("| target | layers | storages | per-layer @%ld (s) | plan @%ld (s) | plan, batch chosen (s) | chosen batch | samples/s vs best global |\n",
-              static_cast<long>(batch), static_cast<long>(batch));
+  std::printf(
+      "| target | layers | storages | per-layer @%ld (s) | plan @%ld (s) | plan, batch chosen (s) | chosen batch | samples/s vs "
+      "best global |\n",
+      static_cast<long>(batch), static_cast<long>(batch));
   std::printf("|---|---:|---:|---:|---:|---:|---:|---:|\n");
   for (const bool gpu : {true, false}) {
     for (int b : blocks) {
@@ -77,7 +79,9 @@ int main(int argc, char** argv) {
       });
       const double fixed_s = median_seconds(repeats, [&] { planner::make_plan(m, target, {budget, batch, std::nullopt}); });
       planner::PlanResult chosen;
-      const double chosen_s = median_seconds(repeats, [&] { chosen = planner::make_plan(m, target, {budget, std::nullopt, std::nullopt}); });
+      const double chosen_s = median_seconds(repeats, [&] {
+        chosen = planner::make_plan(m, target, {budget, std::nullopt, std::nullopt});
+      });
       const planner::GlobalRow* best = chosen.global.fastest();
       std::printf("| %s | %zu | %zu | %.3f | %.3f | %.3f | %ld | %.3f |\n", gpu ? "GPU (swap)" : "CPU", m.layers.size(), storages,
                   layer_s, fixed_s, chosen_s, static_cast<long>(chosen.batch),

@@ -18,9 +18,9 @@ const std::vector<int>& auto_plan_batches();
 
 struct AutoPlanRequest {
   std::string network;
-  std::string device;     // cpu, cuda, cuda:N
-  std::string precision;  // fp32, bf16
-  std::string hardware;   // "" : the profiled machine
+  std::string device;                              // cpu, cuda, cuda:N
+  std::string precision;                           // fp32, bf16
+  std::string hardware;                            // "" : the profiled machine
   std::vector<int> batches = auto_plan_batches();  // to profile
 };
 

@@ -39,15 +39,16 @@ void print_tables(const model::GlobalModel& fitted) {
   const auto r2 = [](double v) { return fixed(v, 3); };
   for (const auto& [gpu, series] : by_gpu) {
     std::cout << gpu << ", budget " << model::format_bytes(series.front()->budget_bytes) << "\n";
-    Table table({"network", "precision", "strategy", "points", "alpha MiB/sample", "beta MiB", "gamma ms/sample",
-                 "delta ms", "R² memory", "R² time", "max batch", "best samples/s", "helps"});
+    Table table({"network", "precision", "strategy", "points", "alpha MiB/sample", "beta MiB", "gamma ms/sample", "delta ms",
+                 "R² memory", "R² time", "max batch", "best samples/s", "helps"});
     for (const auto* fit : series) {
       const auto& memory = fit->memory;
       const auto& time = fit->time_linear;
       table.add_row({fit->network, fit->precision, fit->strategy, std::to_string(fit->points),
-                     memory ? fixed(memory->curve.per_sample / kMiB, 2) : "-", memory ? fixed(memory->curve.fixed / kMiB, 1) : "-",
-                     time ? fixed(time->curve.per_sample * 1e3, 3) : "-", time ? fixed(time->curve.fixed * 1e3, 1) : "-",
-                     memory ? cell(memory->r2, r2) : "-", cell(fit->r2_time(), r2),
+                     memory ? fixed(memory->curve.per_sample / kMiB, 2) : "-",
+                     memory ? fixed(memory->curve.fixed / kMiB, 1) : "-", time ? fixed(time->curve.per_sample * 1e3, 3) : "-",
+                     time ? fixed(time->curve.fixed * 1e3, 1) : "-", memory ? cell(memory->r2, r2) : "-",
+                     cell(fit->r2_time(), r2),
                      fit->max_batch ? std::to_string(*fit->max_batch) + " (" + fit->max_batch_limit + ")" : "-",
                      cell(fit->best_samples_per_s, [](double v) { return fixed(v, 1); }), helps_cell(*fit)});
     }

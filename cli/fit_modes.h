@@ -8,7 +8,7 @@ struct FitOptions {
   std::string profile;       // papaya fit PROFILE: the per-layer model
   std::string measurements;  // papaya fit --measurements FILE.csv: PAPAYA's global model
   std::string out;
-  std::string budget;        // --measurements only
+  std::string budget;  // --measurements only
   bool json = false;
 };
 

@@ -19,10 +19,12 @@ std::string signed_percent(double predicted, double measured) {
 }
 
 nlohmann::json summary_json(const model::FitSummary& s) {
-  return {{"points", s.points},
-          {"r_squared", s.r_squared},
-          {"median_relative_error", s.median_relative},
-          {"worst", {{"layer", s.worst_layer}, {"figure", s.worst_figure}, {"batch", s.worst_batch}, {"relative_error", s.worst_relative}}}};
+  return {
+      {"points", s.points},
+      {"r_squared", s.r_squared},
+      {"median_relative_error", s.median_relative},
+      {"worst",
+       {{"layer", s.worst_layer}, {"figure", s.worst_figure}, {"batch", s.worst_batch}, {"relative_error", s.worst_relative}}}};
 }
 
 nlohmann::json step_json(const model::StepCheck& s) {
@@ -83,7 +85,8 @@ void run_profile_fit(const FitOptions& options) {
   add_summary(curves, "memory (alpha*b + beta)", q.memory);
   curves.print(std::cout);
   std::cout << "\n";
-  Table steps({"training step (keep)", "batch", "measured ms", "predicted ms", "error", "measured peak", "predicted peak", "error"});
+  Table steps(
+      {"training step (keep)", "batch", "measured ms", "predicted ms", "error", "measured peak", "predicted peak", "error"});
   for (const auto& s : q.steps) add_step(steps, "fitted", s);
   if (q.holdout) add_step(steps, "held out (fitted without it)", *q.holdout);
   steps.print(std::cout);

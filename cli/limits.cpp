@@ -69,8 +69,7 @@ void run(const LimitsArgs& args) {
     return;
   }
   std::cout << "papaya limits: " << m.network << " (" << m.precision << ", profiled on " << m.machine.device
-            << "): largest batch (samples/s there), budget "
-            << budget_text << "\n";
+            << "): largest batch (samples/s there), budget " << budget_text << "\n";
   table.print(std::cout);
   for (const auto& t : targets) {
     for (const auto& note : t.notes) std::cout << "note: " << t.name << ": " << note << "\n";
@@ -81,7 +80,8 @@ void run(const LimitsArgs& args) {
 
 void register_limits(CLI::App& app) {
   auto args = std::make_shared<LimitsArgs>();
-  auto* cmd = app.add_subcommand("limits", "The largest batch of each memory optimization on each hardware, from a model (papaya fit).");
+  auto* cmd =
+      app.add_subcommand("limits", "The largest batch of each memory optimization on each hardware, from a model (papaya fit).");
   cmd->add_option("model", args->model, "Layer model (JSON, from papaya fit PROFILE)")->required();
   cmd->add_option("--hardware", args->hardware, "Catalog entries, comma-separated (papaya hardware)")->required();
   cmd->add_option("--budget", args->budget, "Memory budget (e.g. 24GiB); default: 80% of each device's memory");

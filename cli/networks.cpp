@@ -39,8 +39,11 @@ void register_networks(CLI::App& app) {
     for (const auto& name : model::shipped_network_names()) {
       const auto config = model::load_network_config(name);
       const int64_t params = model::parameter_count(config);
-      out.push_back({{"name", name}, {"family", model::to_string(config.family)}, {"parameters", params},
-                     {"sequence_length", config.sequence_length()}, {"description", config.description},
+      out.push_back({{"name", name},
+                     {"family", model::to_string(config.family)},
+                     {"parameters", params},
+                     {"sequence_length", config.sequence_length()},
+                     {"description", config.description},
                      {"source", config.source}});
       table.add_row({name, model::to_string(config.family), shape(config), model::format_si(static_cast<double>(params)),
                      config.description});

@@ -61,11 +61,13 @@ void run(const PlanArgs& args) {
 
 void register_plan(CLI::App& app) {
   auto args = std::make_shared<PlanArgs>();
-  auto* cmd = app.add_subcommand("plan", "The fastest per-layer plan within a memory budget, beside PAPAYA's table, from a model (papaya fit).");
+  auto* cmd = app.add_subcommand(
+      "plan", "The fastest per-layer plan within a memory budget, beside PAPAYA's table, from a model (papaya fit).");
   cmd->add_option("model", args->model, "Layer model (JSON, from papaya fit PROFILE)")->required();
   cmd->add_option("--budget", args->budget, "Memory budget for the step's peak (e.g. 24GiB)")->required();
   cmd->add_option("--hardware", args->hardware, "Catalog entry to plan for (papaya hardware); default: the profiled machine");
-  cmd->add_option("--batch,-b", args->batch, "Plan at this batch; default: the batch with the most samples/s")->check(CLI::PositiveNumber);
+  cmd->add_option("--batch,-b", args->batch, "Plan at this batch; default: the batch with the most samples/s")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--out,-o", args->out, "Plan file to write (JSON, for papaya train --plan FILE)");
   cmd->add_option("--variance", args->variance,
                   "Gradient-variance budget of lossy strategies, as a fraction of quantize-2 everywhere (0: lossless only)")

@@ -15,7 +15,6 @@
 namespace papaya::cli {
 namespace {
 
-
 bool all_digits(const std::string& s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
 }
@@ -180,8 +179,8 @@ void print_plan(std::ostream& out, const model::LayerModel& m, const planner::Pl
   out << "plan: " << (r.per_layer ? "per-layer" : r.plan.name + " (whole-network; the per-layer search found nothing faster)")
       << ", batch " << r.batch << (r.request.batch ? "" : " (the batch with the most samples/s)") << ": "
       << fixed(e.samples_per_s, 1) << " samples/s (" << fixed(e.seconds * 1e3, 2) << " ms/step), peak "
-      << model::format_bytes(e.peak_bytes) << " of " << model::format_bytes(r.request.budget_bytes) << " at "
-      << where(m, e) << "\n";
+      << model::format_bytes(e.peak_bytes) << " of " << model::format_bytes(r.request.budget_bytes) << " at " << where(m, e)
+      << "\n";
   if (const planner::GlobalRow* g = r.global.fastest(r.request.variance_budget)) {
     const double rate = r.global.batch_fixed ? g->at_batch.samples_per_s : g->best.samples_per_s;
     const int64_t batch = r.global.batch_fixed ? r.global.batch : g->max_batch;
@@ -199,12 +198,17 @@ void print_plan(std::ostream& out, const model::LayerModel& m, const planner::Pl
   size_t recomputed = 0;
   for (const auto& form : segments.keys) recomputed += segments.values.at(form).size();
   out << "recomputed segments: " << recomputed << " of " << m.segments.size();
-  for (const auto& form : segments.keys) out << (form == segments.keys.front() ? ": " : "; ") << shorten(fold_keys(segments.values.at(form)), 6) << " (input " << form << ")";
+  for (const auto& form : segments.keys)
+    out << (form == segments.keys.front() ? ": " : "; ") << shorten(fold_keys(segments.values.at(form)), 6) << " (input " << form
+        << ")";
   out << "\n";
   Table table({"saved tensors", "count", "bytes at batch " + std::to_string(r.batch), "where"});
   for (const auto& g : tensor_groups(m, r)) {
-    const std::string which = g.strategy == "keep" ? "every other" : g.strategy == "recomputed" ? "inside the recomputed segments" : shorten(fold_keys(g.keys), 4);
-    table.add_row({g.strategy == "recomputed" ? "recomputed" : g.strategy, std::to_string(g.tensors), model::format_bytes(g.bytes), which});
+    const std::string which = g.strategy == "keep"         ? "every other"
+                              : g.strategy == "recomputed" ? "inside the recomputed segments"
+                                                           : shorten(fold_keys(g.keys), 4);
+    table.add_row(
+        {g.strategy == "recomputed" ? "recomputed" : g.strategy, std::to_string(g.tensors), model::format_bytes(g.bytes), which});
   }
   table.print(out);
 }
@@ -228,8 +232,12 @@ void print_global(std::ostream& out, const planner::PlanResult& r, size_t shown)
     const bool fits = row.max_batch > 0;
     std::vector<std::string> cells;
     if (t.batch_fixed) {
-      cells = {row.name, model::format_bytes(row.at_batch.peak_bytes), row.at_batch.peak_bytes <= t.budget_bytes ? "yes" : "no",
-               fixed(row.at_batch.samples_per_s, 1), std::to_string(row.max_batch), fits ? fixed(row.best.samples_per_s, 1) : "-"};
+      cells = {row.name,
+               model::format_bytes(row.at_batch.peak_bytes),
+               row.at_batch.peak_bytes <= t.budget_bytes ? "yes" : "no",
+               fixed(row.at_batch.samples_per_s, 1),
+               std::to_string(row.max_batch),
+               fits ? fixed(row.best.samples_per_s, 1) : "-"};
     } else {
       cells = {row.name, std::to_string(row.max_batch), fits ? fixed(row.best.samples_per_s, 1) : "-",
                fits && keep_rate > 0 ? fixed(ratio(row.best.samples_per_s, keep_rate), 2) : "-",

@@ -27,7 +27,8 @@ std::string format_of(const std::string& path) {
 
 std::string terminal_for(const std::string& path, size_t panels) {
   const int width = 560 * static_cast<int>(std::max<size_t>(panels, 1)), height = 440;
-  if (format_of(path) == "svg") return "svg size " + std::to_string(width) + "," + std::to_string(height) + " dynamic background 'white'";
+  if (format_of(path) == "svg")
+    return "svg size " + std::to_string(width) + "," + std::to_string(height) + " dynamic background 'white'";
   return "pngcairo size " + std::to_string(width) + "," + std::to_string(height);
 }
 
@@ -100,8 +101,7 @@ std::string script(const std::string& format_of, const std::string& output, cons
       }
     }
     if (panel.hline) {
-      plots.push_back(std::to_string(*panel.hline) + " with lines dt 2 lw 2 lc rgb 'black' title " +
-                      quoted(panel.hline_label));
+      plots.push_back(std::to_string(*panel.hline) + " with lines dt 2 lw 2 lc rgb 'black' title " + quoted(panel.hline_label));
     }
     s << "set title " << quoted(panel.title) << "\nset ylabel " << quoted(panel.y_label) << "\n";
     if (plots.empty()) {

@@ -10,9 +10,9 @@
 namespace papaya::cli {
 
 struct PlotSeries {
-  std::string name;                                 // "quantize-4"
-  std::vector<std::pair<double, double>> curve;     // (batch, value): drawn as a line
-  std::vector<std::pair<double, double>> points;    // (batch, value): drawn as markers
+  std::string name;                               // "quantize-4"
+  std::vector<std::pair<double, double>> curve;   // (batch, value): drawn as a line
+  std::vector<std::pair<double, double>> points;  // (batch, value): drawn as markers
 };
 
 struct PlotPanel {

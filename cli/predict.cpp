@@ -61,7 +61,8 @@ void run(const PredictArgs& args) {
   if (!args.plot.empty()) check_plot_path(args.plot);
   const model::LayerModel m = model::read_layer_model(args.model);
   const model::Target target = model::make_target(m, args.hardware);
-  const double budget = args.budget.empty() ? model::default_budget(target) : static_cast<double>(model::parse_size(args.budget, "--budget"));
+  const double budget =
+      args.budget.empty() ? model::default_budget(target) : static_cast<double>(model::parse_size(args.budget, "--budget"));
   target.check_budget(budget);
   std::vector<model::Plan> plans;
   if (!args.plan.empty()) {
@@ -112,14 +113,17 @@ void run(const PredictArgs& args) {
 
 void register_predict(CLI::App& app) {
   auto args = std::make_shared<PredictArgs>();
-  auto* cmd = app.add_subcommand("predict", "Predict peak memory, samples/s and the largest batch of each memory optimization from a model (papaya fit).");
+  auto* cmd = app.add_subcommand(
+      "predict", "Predict peak memory, samples/s and the largest batch of each memory optimization from a model (papaya fit).");
   cmd->add_option("model", args->model, "Layer model (JSON, from papaya fit PROFILE)")->required();
   cmd->add_option("--batch,-b", args->batch, "Samples per step")->required()->check(CLI::PositiveNumber);
   cmd->add_option("--hardware", args->hardware, "Catalog entry to predict for (papaya hardware); default: the profiled machine");
   cmd->add_option("--plan", args->plan, "One plan, by name (quantize-4+invert, ...) or plan file, instead of every combination");
-  cmd->add_option("--budget", args->budget, "Memory budget for the largest batch (e.g. 24GiB); default: 80% of the device memory");
-  cmd->add_option("--plot", args->plot,
-                  "Figure of memory and samples/s against the batch (.svg or .png): keep and the fastest plans that fit at --batch");
+  cmd->add_option("--budget", args->budget,
+                  "Memory budget for the largest batch (e.g. 24GiB); default: 80% of the device memory");
+  cmd->add_option(
+      "--plot", args->plot,
+      "Figure of memory and samples/s against the batch (.svg or .png): keep and the fastest plans that fit at --batch");
   cmd->add_flag("--json", args->json, "One JSON document instead of a table");
   cmd->callback([args] { run(*args); });
 }

@@ -24,8 +24,8 @@ std::vector<int64_t> plot_batches(int64_t top);
 // predicted at plot_batches(top). With a budget, it is drawn on the memory
 // panel and samples/s only where the peak is within it.
 struct PredictionPanels {
-  PlotPanel memory;     // in `bytes_per_unit` units
-  PlotPanel throughput;  // samples/s
+  PlotPanel memory;           // in `bytes_per_unit` units
+  PlotPanel throughput;       // samples/s
   double bytes_per_unit = 1;  // MiB or GiB, whichever suits the largest figure
 };
 PredictionPanels prediction_panels(const model::LayerModel& model, const model::Target& target,

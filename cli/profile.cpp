@@ -51,7 +51,8 @@ void print_tables(const model::Profile& p) {
   for (const auto& l : p.layers) {
     const double saved = profiler::new_saved_bytes(l, 1);
     saved_total += saved;
-    std::vector<std::string> row = {l.path, model::to_string(l.kind), fixed(ms(l.measured[shown].forward_s), 3), fixed(ms(l.measured[shown].backward_s), 3)};
+    std::vector<std::string> row = {l.path, model::to_string(l.kind), fixed(ms(l.measured[shown].forward_s), 3),
+                                    fixed(ms(l.measured[shown].backward_s), 3)};
     if (probed && l.probe) row.insert(row.end(), {fixed(ms(l.probe->forward_s), 3), fixed(ms(l.probe->backward_s), 3)});
     if (probed && !l.probe) row.insert(row.end(), {"out of memory", ""});
     row.push_back(model::format_bytes(saved));
@@ -63,11 +64,13 @@ void print_tables(const model::Profile& p) {
   layers.add_row(total);
   layers.print(std::cout);
   std::cout << "saved/sample: bytes of the storages a layer is the first to save";
-  if (probed) std::cout << "; probe: each layer at batch " << p.probe_batch << ", run alone or within its block, a point the fit extrapolates toward";
+  if (probed)
+    std::cout << "; probe: each layer at batch " << p.probe_batch
+              << ", run alone or within its block, a point the fit extrapolates toward";
   std::cout << "\n\n";
 
-  Table batches({"batch", "iteration ms", "forward", "backward", "optimizer", "samples/s", "peak", "activations",
-                 "layers cover"});
+  Table batches(
+      {"batch", "iteration ms", "forward", "backward", "optimizer", "samples/s", "peak", "activations", "layers cover"});
   for (size_t i = 0; i < p.iterations.size(); ++i) {
     const auto& it = p.iterations[i];
     if (it.oom) {
@@ -137,10 +140,9 @@ void run(const ProfileArgs& args) {
     std::cout << summary(profile, args.out).dump(2) << "\n";
     return;
   }
-  std::cout << "papaya profile: " << profile.network << " on " << profile.machine.device_name << ", " << profile.precision
-            << ", " << options.warmup << " warm-up + " << options.steps << " measured steps per batch in "
-            << std::min(options.rounds, options.steps) << " rounds, layers timed by "
-            << profile.machine.timing << "\n\n";
+  std::cout << "papaya profile: " << profile.network << " on " << profile.machine.device_name << ", " << profile.precision << ", "
+            << options.warmup << " warm-up + " << options.steps << " measured steps per batch in "
+            << std::min(options.rounds, options.steps) << " rounds, layers timed by " << profile.machine.timing << "\n\n";
   print_tables(profile);
   std::cout << "profile written to " << args.out << "\n";
 }
@@ -164,19 +166,20 @@ void register_profile(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--rounds", o.rounds,
-                  "Measure the batch sizes in turn this many times, the steps split between rounds; every time is the median over all steps")
+                  "Measure the batch sizes in turn this many times, the steps split between rounds; every time is the median "
+                  "over all steps")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--precision", o.precision, "Activation precision: fp32 or bf16 (weights stay fp32)")
-      ->capture_default_str();
+  cmd->add_option("--precision", o.precision, "Activation precision: fp32 or bf16 (weights stay fp32)")->capture_default_str();
   cmd->add_option("--seed", o.seed, "Seed of weights and data")->capture_default_str();
   cmd->add_option("--memory-limit", args->memory_limit,
                   "Count a batch size as out of memory once allocated bytes pass SIZE (e.g. 64MiB): a smaller device");
-  args->probe_option = cmd->add_option("--probe-batch", args->probe_batch,
-                                       "Also time each layer at this batch, alone or within its block (one block fits where the "
-                                       "whole network may not): a point its time curve is fitted to; where time grows with the batch this can "
-                                       "double the profile's time or more [default: 16 x the largest --batch; 0: none]")
-                           ->check(CLI::NonNegativeNumber);
+  args->probe_option =
+      cmd->add_option("--probe-batch", args->probe_batch,
+                      "Also time each layer at this batch, alone or within its block (one block fits where the "
+                      "whole network may not): a point its time curve is fitted to; where time grows with the batch this can "
+                      "double the profile's time or more [default: 16 x the largest --batch; 0: none]")
+          ->check(CLI::NonNegativeNumber);
   cmd->add_option("--out,-o", args->out, "Profile file to write (JSON)")->required();
   cmd->add_flag("--json", args->json, "A JSON summary instead of tables (the profile itself goes to --out)");
   cmd->callback([args] { run(*args); });

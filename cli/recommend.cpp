@@ -64,10 +64,10 @@ Budget choose_budget(const RecommendArgs& args, const model::LayerModel& m, cons
     least = std::min(least, model::predict(m, target, model::expand_plan_name(name, m.layout()), 1).peak_bytes);
   }
   if (half_way >= least) {
-    return {half_way, "half-way between the weights, gradients and optimizer state (" + model::format_bytes(m.static_bytes) + to_keep + why};
+    return {half_way, "half-way between the weights, gradients and optimizer state (" + model::format_bytes(m.static_bytes) +
+                          to_keep + why};
   }
-  return {least + (keep - least) / 2,
-          "half-way between the least batch 1 needs (" + model::format_bytes(least) + to_keep + why};
+  return {least + (keep - least) / 2, "half-way between the least batch 1 needs (" + model::format_bytes(least) + to_keep + why};
 }
 
 // One optimization alone against keep: what it saves and costs at the plan's
@@ -123,16 +123,18 @@ void print(const model::LayerModel& m, const model::Target& target, const Budget
   std::string batches;
   for (int b : auto_plan_batches()) batches += (batches.empty() ? "" : ",") + std::to_string(b);
   std::cout << "papaya recommend: " << m.network << " (" << m.precision << ") profiled on " << m.machine.device_name << " ("
-            << m.machine.device << ") at batches " << batches << ", " << profiler::ProfileOptions{}.steps << " steps each; fitted and planned for "
-            << target.name << " in " << fixed(seconds, 1) << " s\nbudget: " << model::format_bytes(budget.bytes) << " ("
-            << budget.source << ")\n\n";
+            << m.machine.device << ") at batches " << batches << ", " << profiler::ProfileOptions{}.steps
+            << " steps each; fitted and planned for " << target.name << " in " << fixed(seconds, 1)
+            << " s\nbudget: " << model::format_bytes(budget.bytes) << " (" << budget.source << ")\n\n";
   print_plan(std::cout, m, r);
   std::cout << "\nwhy: each optimization alone against keep (saves and costs: at batch " << r.batch << ")\n";
-  Table table({"optimization", "saves (peak)", "costs (step time)", "largest batch", "samples/s there", "verdict", "in the plan"});
+  Table table(
+      {"optimization", "saves (peak)", "costs (step time)", "largest batch", "samples/s there", "verdict", "in the plan"});
   for (const Why& w : why) {
-    table.add_row({w.name, percent(w.saves), percent(w.costs), std::to_string(w.row->max_batch),
-                   w.row->max_batch > 0 ? fixed(w.row->best.samples_per_s, 1) : "-", verdict(r.global, *w.row),
-                   w.used ? std::to_string(w.used) + (w.name == "recompute-all" ? " segment" : " tensor") + (w.used > 1 ? "s" : "") : "-"});
+    table.add_row(
+        {w.name, percent(w.saves), percent(w.costs), std::to_string(w.row->max_batch),
+         w.row->max_batch > 0 ? fixed(w.row->best.samples_per_s, 1) : "-", verdict(r.global, *w.row),
+         w.used ? std::to_string(w.used) + (w.name == "recompute-all" ? " segment" : " tensor") + (w.used > 1 ? "s" : "") : "-"});
   }
   table.print(std::cout);
   for (const Why& w : why) std::cout << "  " << w.name << ": " << sentence(r.global, w) << "\n";
@@ -148,13 +150,18 @@ void run(const RecommendArgs& args) {
   const model::NetworkConfig config = model::load_network_config(args.network);
   const std::string out = args.out.empty() ? config.name + ".plan.json" : args.out;
   // The model beside the plan: x.plan.json -> x.model.json, x.json -> x.model.json.
-  const auto ends_with = [&](const std::string& tail) { return out.size() > tail.size() && out.substr(out.size() - tail.size()) == tail; };
+  const auto ends_with = [&](const std::string& tail) {
+    return out.size() > tail.size() && out.substr(out.size() - tail.size()) == tail;
+  };
   const std::string stem = out.substr(0, out.size() - (ends_with(".plan.json") ? 10 : ends_with(".json") ? 5 : 0));
   const std::string model_path = stem + ".model.json";
   check_writable(out);
 
-  const Profiled profiled = profile_and_fit(
-      {args.network, !args.device.empty() ? args.device : torch::cuda::is_available() ? "cuda" : "cpu", "fp32", args.hardware});
+  const Profiled profiled = profile_and_fit({args.network,
+                                             !args.device.empty()          ? args.device
+                                             : torch::cuda::is_available() ? "cuda"
+                                                                           : "cpu",
+                                             "fp32", args.hardware});
   const model::LayerModel& m = profiled.model;
   const model::Target& target = profiled.target;
   model::write_layer_model(model_path, m);
@@ -198,7 +205,8 @@ void run(const RecommendArgs& args) {
 void register_recommend(CLI::App& app) {
   auto args = std::make_shared<RecommendArgs>();
   auto* cmd = app.add_subcommand(
-      "recommend", "Profile a network, fit its model and plan within a memory budget: which optimizations to train with, and why.");
+      "recommend",
+      "Profile a network, fit its model and plan within a memory budget: which optimizations to train with, and why.");
   cmd->add_option("--network,-n", args->network, "Network config name (see papaya networks) or path to a .json config")
       ->capture_default_str();
   cmd->add_option("--device,-d", args->device, "cpu, cuda or cuda:N to profile on; default: cuda where there is one, else cpu");
@@ -206,8 +214,10 @@ void register_recommend(CLI::App& app) {
   cmd->add_option("--budget", args->budget,
                   "Memory budget (e.g. 24GiB); default: 80% of --hardware's memory, else half-way between the static bytes and "
                   "keep's peak at the default batch");
-  cmd->add_option("--batch,-b", args->batch, "Plan at this batch; default: the batch with the most samples/s")->check(CLI::PositiveNumber);
-  cmd->add_option("--out,-o", args->out, "Plan file to write; default: NETWORK.plan.json (the model goes beside it: NETWORK.model.json)");
+  cmd->add_option("--batch,-b", args->batch, "Plan at this batch; default: the batch with the most samples/s")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--out,-o", args->out,
+                  "Plan file to write; default: NETWORK.plan.json (the model goes beside it: NETWORK.model.json)");
   cmd->add_flag("--json", args->json, "One JSON document instead of tables");
   cmd->callback([args] { run(*args); });
 }

@@ -22,9 +22,14 @@ void check_same(const TrainRun& given, const std::string& option, const T& asked
 }  // namespace
 
 json describe_run(const TrainRun& run, const json& config_doc, const model::Plan& plan) {
-  return {{"network_config", config_doc}, {"plan", model::plan_to_json(plan)}, {"precision", run.precision},
-          {"batch", run.batch},           {"seed", run.seed},                  {"lr", run.lr},
-          {"adaptive_every", run.adaptive_every}, {"data", run.data}};
+  return {{"network_config", config_doc},
+          {"plan", model::plan_to_json(plan)},
+          {"precision", run.precision},
+          {"batch", run.batch},
+          {"seed", run.seed},
+          {"lr", run.lr},
+          {"adaptive_every", run.adaptive_every},
+          {"data", run.data}};
 }
 
 TrainRun resumed_run(const TrainRun& given, const json& recorded, int steps_done) {
@@ -60,7 +65,8 @@ TrainRun resumed_run(const TrainRun& given, const json& recorded, int steps_done
 }
 
 model::NetworkConfig recorded_config(const TrainRun& run, const json& recorded) {
-  if (!recorded.contains("network_config")) throw InputError("--resume " + run.resume + ": damaged training state (no network config)");
+  if (!recorded.contains("network_config"))
+    throw InputError("--resume " + run.resume + ": damaged training state (no network config)");
   return model::parse_network_config(recorded.at("network_config"), "--resume " + run.resume + ": network config");
 }
 

@@ -1,8 +1,8 @@
 // papaya train: train a network of the zoo and report throughput, peak
 // memory and loss.
 #include <iostream>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "cli/auto_plan.h"
 #include "cli/commands.h"
@@ -51,10 +51,11 @@ std::optional<AutoPlan> plan_if_auto(const TrainArgs& args) {
 // and how to go on, and exit as a signal would.
 void stop_if(int signal, const TrainRun& train, const executor::TrainReport& report) {
   if (!signal) return;
-  const std::string where = signal_name(signal) + " after step " + std::to_string(report.steps_done) + " of " + std::to_string(train.steps);
+  const std::string where =
+      signal_name(signal) + " after step " + std::to_string(report.steps_done) + " of " + std::to_string(train.steps);
   if (train.save.empty()) throw Stopped(signal, "training stopped by " + where + " (not saved: no --save FILE)");
-  throw Stopped(signal, "training stopped by " + where + "; state saved to " + train.save + ": go on with papaya train --resume " +
-                            train.save + " --steps " + std::to_string(train.steps));
+  throw Stopped(signal, "training stopped by " + where + "; state saved to " + train.save +
+                            ": go on with papaya train --resume " + train.save + " --steps " + std::to_string(train.steps));
 }
 
 void run(const TrainArgs& args) {
@@ -133,10 +134,10 @@ void run(const TrainArgs& args) {
   table.add_row({"median step", fixed(report.median_step_seconds * 1e3, 1) + " ms",
                  "the steady pace: " + fixed(report.median_samples_per_s, 1) + " samples/s"});
   table.add_row({"peak memory", model::format_bytes(static_cast<double>(report.peak_bytes)), "allocator peak, " + over});
-  table.add_row({"static memory", model::format_bytes(static_cast<double>(report.static_bytes)),
-                 "weights + gradients + AdamW state"});
-  table.add_row({"activation peak", model::format_bytes(static_cast<double>(activation)),
-                 "peak over forward and backward - static"});
+  table.add_row(
+      {"static memory", model::format_bytes(static_cast<double>(report.static_bytes)), "weights + gradients + AdamW state"});
+  table.add_row(
+      {"activation peak", model::format_bytes(static_cast<double>(activation)), "peak over forward and backward - static"});
   for (const auto& [strategy, bytes] : report.stored_bytes) {
     table.add_row({"stored: " + strategy, model::format_bytes(static_cast<double>(bytes)), "saved for backward, last step"});
   }
@@ -155,7 +156,8 @@ void run(const TrainArgs& args) {
     std::cout << (report.peak_bytes <= auto_plan->budget_bytes ? "the measured peak is within the budget\n"
                                                                : "papaya: warning: the measured peak is over the budget\n");
   }
-  if (!train.save.empty() && !stopped_by) std::cout << "training state saved to " << train.save << " (step " << report.steps_done << ")\n";
+  if (!train.save.empty() && !stopped_by)
+    std::cout << "training state saved to " << train.save << " (step " << report.steps_done << ")\n";
   stop_if(stopped_by, train, report);
 }
 
@@ -163,7 +165,8 @@ void run(const TrainArgs& args) {
 
 void register_train(CLI::App& app) {
   auto args = std::make_shared<TrainArgs>();
-  auto* cmd = app.add_subcommand("train", "Train a network (synthetic data, or a text file) and report samples/s, peak memory and loss.");
+  auto* cmd =
+      app.add_subcommand("train", "Train a network (synthetic data, or a text file) and report samples/s, peak memory and loss.");
   cmd->add_option("--network,-n", args->run.network, "Network config name (see papaya networks) or path to a .json config")
       ->capture_default_str();
   auto* batch = cmd->add_option("--batch,-b", args->run.batch, "Samples per step (with --plan auto: default, the planned batch)")

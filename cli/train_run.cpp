@@ -42,7 +42,8 @@ executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& cal
   }
   const TrainRun run = given.resume.empty() ? given : resumed_run(given, recorded, progress.steps_done);
   const torch::ScalarType dtype = executor::resolve_precision(run.precision);
-  const model::NetworkConfig config = run.resume.empty() ? model::load_network_config(run.network) : recorded_config(run, recorded);
+  const model::NetworkConfig config =
+      run.resume.empty() ? model::load_network_config(run.network) : recorded_config(run, recorded);
   auto data = run.data.empty() ? executor::make_synthetic_data(config, device, run.seed)
                                : executor::make_text_data(run.data, config, device, run.seed);
 
@@ -78,10 +79,11 @@ executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& cal
                         progress.steps_done});
   }
   const nlohmann::json description =
-      run.save.empty() ? nlohmann::json()
-                       : describe_run(run, run.resume.empty() ? model::read_json_file(config.source, "network config")
-                                                              : recorded.at("network_config"),
-                                      plan);
+      run.save.empty()
+          ? nlohmann::json()
+          : describe_run(
+                run, run.resume.empty() ? model::read_json_file(config.source, "network config") : recorded.at("network_config"),
+                plan);
   options.before_step = [&applied](int step) { applied.begin_step(step); };
   options.record_stored_bytes = run.record_stored_bytes;
   options.on_step = [&](int step, int steps, double loss) {

@@ -20,14 +20,14 @@ struct TrainReport;
 namespace papaya::cli {
 
 struct TrainRun {
-  std::string network = "gpt-tiny";  // config name or path
-  std::string device = "cpu";        // cpu, cuda, cuda:N
-  std::string precision = "fp32";    // fp32, bf16
-  std::string data;                  // text file; "": synthetic data
-  std::string plan = "keep";         // plan name or file, read against the built network
+  std::string network = "gpt-tiny";    // config name or path
+  std::string device = "cpu";          // cpu, cuda, cuda:N
+  std::string precision = "fp32";      // fp32, bf16
+  std::string data;                    // text file; "": synthetic data
+  std::string plan = "keep";           // plan name or file, read against the built network
   std::optional<model::Plan> planned;  // instead of `plan`: one already made for this network
   int64_t batch = 8;
-  int steps = 20;                    // in all, counting a resumed state's
+  int steps = 20;  // in all, counting a resumed state's
   uint64_t seed = 0;
   double lr = 1e-3;
   int adaptive_every = 50;
@@ -43,8 +43,8 @@ struct TrainRun {
 
 // What was built, told before the first step (for a headline).
 struct TrainSetup {
-  std::string network;      // the config's name
-  std::string family;       // gpt, bert, vit, resnet, mlp
+  std::string network;  // the config's name
+  std::string family;   // gpt, bert, vit, resnet, mlp
   int64_t parameters = 0;
   std::string device;       // "cpu", "cuda:0"
   std::string device_name;  // executor::device_name
@@ -54,7 +54,7 @@ struct TrainSetup {
   std::string precision;
   int64_t batch = 0;
   uint64_t seed = 0;
-  int first_step = 0;       // steps already done by a resumed state
+  int first_step = 0;  // steps already done by a resumed state
 };
 
 struct TrainCallbacks {

@@ -59,7 +59,7 @@ struct Row {
 
 // How close the predictions of one measure came, over the rows that ran.
 struct Accuracy {
-  std::optional<double> r2;  // absent where every measurement is the same
+  std::optional<double> r2;                                   // absent where every measurement is the same
   std::optional<double> median_abs_err_pct, max_abs_err_pct;  // absent with no rows
   size_t rows = 0, within_target = 0;
   double target_pct = 0;
@@ -262,10 +262,11 @@ void run(ValidateArgs args) {
     std::cout << doc.dump(2) << "\n";
     return;
   }
-  std::cout << "papaya validate: " << m.network << " (" << m.precision << ") on " << m.machine.device_name << "; profiled at batches "
-            << joined(args.profile_batches) << ", predicted, then trained " << args.run.steps << " steps per row (the first "
-            << warmup << " left out)\n\n";
-  Table table({"plan", "batch", "peak predicted", "peak measured", "error", "samples/s predicted", "samples/s measured", "error"});
+  std::cout << "papaya validate: " << m.network << " (" << m.precision << ") on " << m.machine.device_name
+            << "; profiled at batches " << joined(args.profile_batches) << ", predicted, then trained " << args.run.steps
+            << " steps per row (the first " << warmup << " left out)\n\n";
+  Table table(
+      {"plan", "batch", "peak predicted", "peak measured", "error", "samples/s predicted", "samples/s measured", "error"});
   for (const Row& row : rows) {
     const std::string peak = model::format_bytes(row.predicted.peak_bytes), rate = fixed(row.predicted.samples_per_s, 1);
     if (row.out_of_memory) {
@@ -308,7 +309,8 @@ void register_validate(CLI::App& app) {
       ->capture_default_str()
       ->check(positive_whole_number);
   cmd->add_option("--device,-d", args->run.device, "cpu, cuda or cuda:N")->capture_default_str();
-  cmd->add_option("--precision", args->run.precision, "Activation precision: fp32 or bf16 (weights stay fp32)")->capture_default_str();
+  cmd->add_option("--precision", args->run.precision, "Activation precision: fp32 or bf16 (weights stay fp32)")
+      ->capture_default_str();
   cmd->add_option("--steps,-s", args->run.steps, "Training steps per (plan, batch), the first 2 left out")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);

@@ -99,8 +99,7 @@ class SyntheticData : public DataSource {
 class TextData : public DataSource {
  public:
   TextData(const std::string& path, const model::NetworkConfig& config, torch::Device device, uint64_t seed)
-      : path_(path), seq_len_(config.transformer().seq_len), device_(device),
-        gen_(at::detail::createCPUGenerator(seed)) {
+      : path_(path), seq_len_(config.transformer().seq_len), device_(device), gen_(at::detail::createCPUGenerator(seed)) {
     std::ifstream in(path, std::ios::binary);
     if (!in) throw InputError("--data " + path + ": cannot read the file");
     std::stringstream buffer;
@@ -112,8 +111,9 @@ class TextData : public DataSource {
     }
     const std::set<unsigned char> chars(text.begin(), text.end());
     if (static_cast<int>(chars.size()) > config.transformer().vocab) {
-      throw InputError("--data " + path + ": " + std::to_string(chars.size()) + " distinct characters, more than the vocabulary of " +
-                       config.name + " (" + std::to_string(config.transformer().vocab) + ")");
+      throw InputError("--data " + path + ": " + std::to_string(chars.size()) +
+                       " distinct characters, more than the vocabulary of " + config.name + " (" +
+                       std::to_string(config.transformer().vocab) + ")");
     }
     std::vector<int64_t> id(256, 0);
     int64_t next = 0;
@@ -150,13 +150,12 @@ class TextData : public DataSource {
 
 }  // namespace
 
-std::unique_ptr<DataSource> make_synthetic_data(const model::NetworkConfig& config, torch::Device device,
-                                                uint64_t seed) {
+std::unique_ptr<DataSource> make_synthetic_data(const model::NetworkConfig& config, torch::Device device, uint64_t seed) {
   return std::make_unique<SyntheticData>(config, device, seed);
 }
 
-std::unique_ptr<DataSource> make_text_data(const std::string& path, const model::NetworkConfig& config,
-                                           torch::Device device, uint64_t seed) {
+std::unique_ptr<DataSource> make_text_data(const std::string& path, const model::NetworkConfig& config, torch::Device device,
+                                           uint64_t seed) {
   if (config.family != Family::gpt) {
     throw InputError("--data trains a gpt network as a character-level language model; " + config.name + " is a " +
                      model::to_string(config.family) + " network");

@@ -22,13 +22,12 @@ class DataSource {
 // of the time; bert: the class is the second token's id modulo the classes;
 // vit, resnet, mlp: a fixed random template per class (for images a colour
 // and a fainter pattern) plus unit noise.
-std::unique_ptr<DataSource> make_synthetic_data(const model::NetworkConfig& config, torch::Device device,
-                                                uint64_t seed);
+std::unique_ptr<DataSource> make_synthetic_data(const model::NetworkConfig& config, torch::Device device, uint64_t seed);
 
 // Random windows of the file's characters (each distinct byte one token).
 // Throws InputError if the file is unreadable, shorter than a window, has more
 // distinct characters than the vocabulary, or the network is not a gpt.
-std::unique_ptr<DataSource> make_text_data(const std::string& path, const model::NetworkConfig& config,
-                                           torch::Device device, uint64_t seed);
+std::unique_ptr<DataSource> make_text_data(const std::string& path, const model::NetworkConfig& config, torch::Device device,
+                                           uint64_t seed);
 
 }  // namespace papaya::executor

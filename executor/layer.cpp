@@ -16,9 +16,7 @@ const Slot& Layer::slot(const std::string& name) const {
   TORCH_CHECK(false, "layer ", path_, " has no slot ", name);
 }
 
-size_t Layer::slot_index(const std::string& name) const {
-  return static_cast<size_t>(&slot(name) - slots_.data());
-}
+size_t Layer::slot_index(const std::string& name) const { return static_cast<size_t>(&slot(name) - slots_.data()); }
 
 void Layer::set_store_spec(size_t slot, StoreSpec spec) { specs_.at(slot) = std::move(spec); }
 
@@ -36,8 +34,7 @@ torch::Tensor Layer::cast(const torch::Tensor& parameter) const {
   return copy;
 }
 
-Layer::Scope::Scope(const Layer& layer, std::vector<torch::Tensor*> inputs)
-    : layer_(layer), observer_(observer) {
+Layer::Scope::Scope(const Layer& layer, std::vector<torch::Tensor*> inputs) : layer_(layer), observer_(observer) {
   if (observer_) observer_->forward_begin(layer_, inputs);
 }
 

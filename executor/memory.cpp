@@ -60,9 +60,7 @@ int64_t MemoryTracker::peak() const {
   return impl_->reporter ? impl_->reporter->peak.load() : cuda_allocated(impl_->device.index()).peak;
 }
 
-int64_t MemoryTracker::reserved_peak() const {
-  return impl_->reporter ? peak() : cuda_reserved_peak(impl_->device.index());
-}
+int64_t MemoryTracker::reserved_peak() const { return impl_->reporter ? peak() : cuda_reserved_peak(impl_->device.index()); }
 
 void MemoryTracker::reset_peak() {
   if (impl_->reporter) {

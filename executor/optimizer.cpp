@@ -6,8 +6,8 @@ int64_t nbytes(const torch::Tensor& t) { return t.defined() ? static_cast<int64_
 }  // namespace
 
 std::unique_ptr<torch::optim::AdamW> make_optimizer(Network& network, double lr, double weight_decay) {
-  auto optimizer = std::make_unique<torch::optim::AdamW>(network.parameters(),
-                                                         torch::optim::AdamWOptions(lr).weight_decay(weight_decay));
+  auto optimizer =
+      std::make_unique<torch::optim::AdamW>(network.parameters(), torch::optim::AdamWOptions(lr).weight_decay(weight_decay));
   {
     const torch::NoGradGuard no_grad;
     for (auto& p : network.parameters()) {

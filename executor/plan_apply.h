@@ -12,7 +12,7 @@
 namespace papaya::executor {
 
 struct PlanOptions {
-  int adaptive_every = 50;  // steps between sensitivity estimates of adaptive tensors
+  int adaptive_every = 50;     // steps between sensitivity estimates of adaptive tensors
   uint64_t rounding_seed = 0;  // seeds stochastic rounding (seed_rounding)
 };
 

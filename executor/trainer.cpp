@@ -66,8 +66,8 @@ TrainReport train(Network& network, torch::optim::Optimizer& optimizer, DataSour
     // Off the clock: the gradients are still those of this step.
     const std::string broken = non_finite(network, value);
     if (!broken.empty()) {
-      throw InputError("training stopped at step " + std::to_string(step + 1) + " of " + std::to_string(options.steps) +
-                       ": " + broken + " (a smaller --lr, or fp32, may help)");
+      throw InputError("training stopped at step " + std::to_string(step + 1) + " of " + std::to_string(options.steps) + ": " +
+                       broken + " (a smaller --lr, or fp32, may help)");
     }
     report.losses.push_back(value);
     report.steps_done = step + 1;
@@ -83,7 +83,8 @@ TrainReport train(Network& network, torch::optim::Optimizer& optimizer, DataSour
   const double total_seconds = std::accumulate(measured.begin(), measured.end(), 0.0);
   report.step_seconds = measured.empty() ? 0 : total_seconds / static_cast<double>(measured.size());
   report.median_step_seconds = measured.empty() ? 0 : model::median(measured);
-  report.median_samples_per_s = report.median_step_seconds > 0 ? static_cast<double>(options.batch) / report.median_step_seconds : 0;
+  report.median_samples_per_s =
+      report.median_step_seconds > 0 ? static_cast<double>(options.batch) / report.median_step_seconds : 0;
   report.samples_per_s = report.step_seconds > 0 ? static_cast<double>(options.batch) / report.step_seconds : 0;
   report.static_bytes = static_bytes(network, optimizer);
   return report;

@@ -13,8 +13,8 @@
 namespace papaya::executor {
 
 struct TrainOptions {
-  int steps = 20;       // the step to train up to (total, counting first_step)
-  int first_step = 0;   // where this run starts: a resumed run's steps done
+  int steps = 20;      // the step to train up to (total, counting first_step)
+  int first_step = 0;  // where this run starts: a resumed run's steps done
   int64_t batch = 8;
   double lr = 1e-3;
   double weight_decay = 0.01;
@@ -32,16 +32,16 @@ struct TrainOptions {
 };
 
 struct TrainReport {
-  std::vector<double> losses;    // one per step of this run
-  int steps_done = 0;            // the step training ended at (total)
-  double samples_per_s = 0;      // over the measured steps
-  double step_seconds = 0;       // mean over the measured steps
+  std::vector<double> losses;  // one per step of this run
+  int steps_done = 0;          // the step training ended at (total)
+  double samples_per_s = 0;    // over the measured steps
+  double step_seconds = 0;     // mean over the measured steps
   std::vector<double> measured_step_seconds;
   // The median measured step: the steady pace, which a slow moment of a
   // shared machine does not move (the profiler's times are medians too).
   double median_step_seconds = 0;
   double median_samples_per_s = 0;  // batch / median_step_seconds
-  int64_t peak_bytes = 0;        // allocator peak over the measured steps
+  int64_t peak_bytes = 0;           // allocator peak over the measured steps
   // The same over forward and backward only: without the optimizer's
   // temporaries (for a large embedding, AdamW's exceed the activations).
   int64_t forward_backward_peak_bytes = 0;
@@ -49,8 +49,8 @@ struct TrainReport {
   // bytes plus what backward needs, the saved tensors foremost.
   int64_t forward_end_bytes = 0;
   int64_t peak_reserved_bytes = 0;
-  int64_t static_bytes = 0;      // weights + gradients + optimizer state
-  int warmup_steps = 0;          // the number actually left out
+  int64_t static_bytes = 0;  // weights + gradients + optimizer state
+  int warmup_steps = 0;      // the number actually left out
   // Bytes stored for backward in the last step, by strategy name (if recorded).
   std::map<std::string, int64_t> stored_bytes;
 };

@@ -35,14 +35,13 @@ json adaptive_to_json(const AdaptiveBits::State& s) {
 }
 
 AdaptiveBits::State adaptive_from_json(const json& j) {
-  return {j.at("estimating").get<bool>(), j.at("bits").get<std::vector<int>>(),
-          j.at("sensitivity").get<std::vector<double>>(), j.at("numel").get<std::vector<int64_t>>()};
+  return {j.at("estimating").get<bool>(), j.at("bits").get<std::vector<int>>(), j.at("sensitivity").get<std::vector<double>>(),
+          j.at("numel").get<std::vector<int64_t>>()};
 }
 
 }  // namespace
 
-void save_training_state(const std::string& path, const json& run, const TrainingProgress& progress,
-                         const TrainingParts& parts) {
+void save_training_state(const std::string& path, const json& run, const TrainingProgress& progress, const TrainingParts& parts) {
   OutputArchive archive;
   json record = {{"format", kFormat}, {"run", run}, {"steps_done", progress.steps_done}, {"losses", progress.losses}};
   record["parameters"] = write_tensors(archive, "parameters", parts.network.named_parameters(), false);

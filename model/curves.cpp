@@ -30,8 +30,8 @@ struct Solved {
   double cost = 0;
 };
 
-Solved solve(const std::vector<Sample>& samples, const std::vector<double>& scales, SaturatingCurve start,
-             bool with_floor, double min_fixed) {
+Solved solve(const std::vector<Sample>& samples, const std::vector<double>& scales, SaturatingCurve start, bool with_floor,
+             double min_fixed) {
   double a = with_floor ? std::max(0.0, start.floor) : 0.0;
   double k = std::max(0.0, start.per_sample);
   double c = std::max(min_fixed, start.fixed);

@@ -69,8 +69,7 @@ void solve(const Scaled& d, std::array<double, N>& p, const std::vector<int>& no
   ceres::Problem problem(problem_options);
   ceres::CauchyLoss loss(loss_scale_value);
   for (size_t i = 0; i < d.x.size(); ++i) {
-    problem.AddResidualBlock(new ceres::AutoDiffCostFunction<Residual, 1, N>(new Residual{d.x[i], d.y[i]}), &loss,
-                             p.data());
+    problem.AddResidualBlock(new ceres::AutoDiffCostFunction<Residual, 1, N>(new Residual{d.x[i], d.y[i]}), &loss, p.data());
   }
   for (int i : non_negative) problem.SetParameterLowerBound(p.data(), i, 0.0);
   ceres::Solver::Options options;
@@ -186,8 +185,7 @@ RobustFit<SaturatingCurve> fit_saturating_robust(const std::vector<Sample>& samp
   std::vector<KneeCandidate> tried;
   for (size_t i = 0; i + 1 < xs.size(); ++i) tried.push_back(fit_knee(d, xs[i]));
   const size_t best = static_cast<size_t>(
-      std::min_element(tried.begin(), tried.end(), [](const auto& l, const auto& r) { return l.cost < r.cost; }) -
-      tried.begin());
+      std::min_element(tried.begin(), tried.end(), [](const auto& l, const auto& r) { return l.cost < r.cost; }) - tried.begin());
   // Golden-section search of the knee between the best one's neighbours.
   double lo = xs[best == 0 ? 0 : best - 1], hi = xs[best + 1];
   const double ratio = (std::sqrt(5.0) - 1) / 2;

@@ -101,14 +101,15 @@ std::optional<std::pair<double, double>> fit_efficiencies(const std::vector<Laye
   for (const auto& l : layers) {
     const double k = backward ? l.backward_seconds.per_sample : l.forward_seconds.per_sample;
     if (k <= 0 || (l.forward_flops_per_sample <= 0 && l.forward_bytes_moved_per_sample <= 0)) continue;
-    auto* cost = new ceres::AutoDiffCostFunction<RooflineResidual, 1, 1, 1>(new RooflineResidual{
-        std::log(k), factor * l.forward_flops_per_sample / peak, factor * l.forward_bytes_moved_per_sample / hw.memory_bandwidth});
+    auto* cost = new ceres::AutoDiffCostFunction<RooflineResidual, 1, 1, 1>(
+        new RooflineResidual{std::log(k), factor * l.forward_flops_per_sample / peak,
+                             factor * l.forward_bytes_moved_per_sample / hw.memory_bandwidth});
     problem.AddResidualBlock(cost, new ceres::CauchyLoss(0.5), &log_c, &log_m);
     ++used;
   }
   if (used == 0) return std::nullopt;
   for (double* x : {&log_c, &log_m}) {
-    problem.SetParameterUpperBound(x, 0, 0.0);            // at most the datasheet peak
+    problem.SetParameterUpperBound(x, 0, 0.0);  // at most the datasheet peak
     problem.SetParameterLowerBound(x, 0, std::log(1e-4));
   }
   ceres::Solver::Options options;
@@ -120,7 +121,8 @@ std::optional<std::pair<double, double>> fit_efficiencies(const std::vector<Laye
   return std::make_pair(std::exp(log_c), std::exp(log_m));
 }
 
-LayerModel fit_model(const Profile& p, const std::vector<size_t>& use, const std::string& label, std::vector<std::string>& notes) {
+LayerModel fit_model(const Profile& p, const std::vector<size_t>& use, const std::string& label,
+                     std::vector<std::string>& notes) {
   LayerModel m;
   m.network = p.network;
   m.precision = p.precision;
@@ -143,10 +145,12 @@ LayerModel fit_model(const Profile& p, const std::vector<size_t>& use, const std
     const auto probed = [&](double LayerProbe::*field) {
       return l.probe ? std::optional<double>((*l.probe).*field) : std::nullopt;
     };
-    f.forward_seconds = fit_time(with_probe(samples(p, use, [&](size_t i) { return l.measured[i].forward_s; }), p, probed(&LayerProbe::forward_s)),
-                                 label + ": " + l.path + " forward");
-    f.backward_seconds = fit_time(with_probe(samples(p, use, [&](size_t i) { return l.measured[i].backward_s; }), p, probed(&LayerProbe::backward_s)),
-                                  label + ": " + l.path + " backward");
+    f.forward_seconds = fit_time(
+        with_probe(samples(p, use, [&](size_t i) { return l.measured[i].forward_s; }), p, probed(&LayerProbe::forward_s)),
+        label + ": " + l.path + " forward");
+    f.backward_seconds = fit_time(
+        with_probe(samples(p, use, [&](size_t i) { return l.measured[i].backward_s; }), p, probed(&LayerProbe::backward_s)),
+        label + ": " + l.path + " backward");
     m.layers.push_back(std::move(f));
   }
   for (const auto& s : p.segments) {
@@ -198,7 +202,8 @@ LayerModel fit_model(const Profile& p, const std::vector<size_t>& use, const std
       notes.push_back("no roofline efficiencies could be fitted on " + entry->name + " (no layer with FLOPs or bytes moved)");
     }
   } else if (m.on_gpu()) {
-    notes.push_back("the profiled GPU '" + p.machine.device_name + "' is not in the hardware catalog: what-if predictions use typical efficiencies");
+    notes.push_back("the profiled GPU '" + p.machine.device_name +
+                    "' is not in the hardware catalog: what-if predictions use typical efficiencies");
   }
   return m;
 }
@@ -257,10 +262,13 @@ ProfileFit fit_profile(const Profile& p, const std::string& label) {
       const double b = batch;
       time.push_back({meas.forward_s, f.forward_seconds.at(b), f.path, "forward seconds", batch});
       time.push_back({meas.backward_s, f.backward_seconds.at(b), f.path, "backward seconds", batch});
-      memory.push_back({static_cast<double>(meas.forward_start_bytes), f.forward_start.at(b), f.path, "forward start bytes", batch});
+      memory.push_back(
+          {static_cast<double>(meas.forward_start_bytes), f.forward_start.at(b), f.path, "forward start bytes", batch});
       memory.push_back({static_cast<double>(meas.forward_peak_bytes), f.forward_peak.at(b), f.path, "forward peak bytes", batch});
-      memory.push_back({static_cast<double>(meas.backward_start_bytes), f.backward_start.at(b), f.path, "backward start bytes", batch});
-      memory.push_back({static_cast<double>(meas.backward_peak_bytes), f.backward_peak.at(b), f.path, "backward peak bytes", batch});
+      memory.push_back(
+          {static_cast<double>(meas.backward_start_bytes), f.backward_start.at(b), f.path, "backward start bytes", batch});
+      memory.push_back(
+          {static_cast<double>(meas.backward_peak_bytes), f.backward_peak.at(b), f.path, "backward peak bytes", batch});
     }
   }
   out.quality.time = summarize(time);
@@ -281,10 +289,11 @@ ProfileFit fit_profile(const Profile& p, const std::string& label) {
     const double time_error = h.predicted_seconds / h.measured_seconds - 1;
     const double peak_error = h.predicted_peak_bytes / h.measured_peak_bytes - 1;
     if (std::fabs(time_error) > holdout_time_warning || std::fabs(peak_error) > holdout_peak_warning) {
-      out.quality.notes.push_back("fitted without batch " + std::to_string(largest) + ", the model is off there by " +
-                                  std::to_string(static_cast<int>(std::lround(100 * time_error))) + "% in step time and " +
-                                  std::to_string(static_cast<int>(std::lround(100 * peak_error))) +
-                                  "% in peak memory: predictions far above the profiled batches are uncertain (profile larger batches)");
+      out.quality.notes.push_back(
+          "fitted without batch " + std::to_string(largest) + ", the model is off there by " +
+          std::to_string(static_cast<int>(std::lround(100 * time_error))) + "% in step time and " +
+          std::to_string(static_cast<int>(std::lround(100 * peak_error))) +
+          "% in peak memory: predictions far above the profiled batches are uncertain (profile larger batches)");
     }
   }
   for (const auto& note : profiled_target(m).notes) out.quality.notes.push_back(note);

@@ -40,8 +40,8 @@ constexpr double holdout_time_warning = 0.05;
 constexpr double holdout_peak_warning = 0.02;
 
 struct FitQuality {
-  FitSummary time;    // per-layer forward and backward seconds
-  FitSummary memory;  // per-layer allocator figures
+  FitSummary time;               // per-layer forward and backward seconds
+  FitSummary memory;             // per-layer allocator figures
   std::vector<StepCheck> steps;  // each profiled batch size
   // Fitted without the largest batch size, predicting it (three or more sizes).
   std::optional<StepCheck> holdout;

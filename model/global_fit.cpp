@@ -58,8 +58,8 @@ void bound_by_ooms(const MeasuredSeries& series, SeriesFit& fit) {
     if (!run.oom) continue;
     if (largest && run.batch < largest->batch) {
       fit.notes.push_back("line " + std::to_string(run.line) + ": out of memory at batch " + std::to_string(run.batch) +
-                          ", yet batch " + std::to_string(largest->batch) + " ran (line " +
-                          std::to_string(largest->line) + "): not a bound");
+                          ", yet batch " + std::to_string(largest->batch) + " ran (line " + std::to_string(largest->line) +
+                          "): not a bound");
     } else if (!fit.smallest_oom_batch || run.batch < *fit.smallest_oom_batch) {
       fit.smallest_oom_batch = run.batch;
     }
@@ -78,8 +78,7 @@ void find_max_batch(const MeasuredSeries& series, SeriesFit& fit) {
   }
   // The OOM runs had the GPU's whole memory: they bound no larger budget. Of
   // a GPU outside the catalog the budget is the only memory figure: they bind.
-  const bool oom_binds =
-      fit.smallest_oom_batch && (!series.gpu_memory_bytes || fit.budget_bytes <= *series.gpu_memory_bytes);
+  const bool oom_binds = fit.smallest_oom_batch && (!series.gpu_memory_bytes || fit.budget_bytes <= *series.gpu_memory_bytes);
   if (oom_binds && (!fit.max_batch || *fit.max_batch >= *fit.smallest_oom_batch)) {
     fit.max_batch = *fit.smallest_oom_batch - 1;
     fit.max_batch_limit = "oom";
@@ -138,7 +137,8 @@ SeriesFit fit_series(const MeasuredSeries& series, double budget_bytes) {
   fit.strategy = series.strategy;
   fit.budget_bytes = budget_bytes;
   for (const auto& run : series.runs) fit.points += !run.oom;
-  if (series.peak_was_bytes) fit.notes.push_back("peak_mib read as bytes: every value is above any memory the GPU can have in MiB");
+  if (series.peak_was_bytes)
+    fit.notes.push_back("peak_mib read as bytes: every value is above any memory the GPU can have in MiB");
   bound_by_ooms(series, fit);
   if (fit.points == 0) {
     fit.notes.push_back("not fitted: every run ran out of memory");
@@ -164,8 +164,7 @@ Verdict judge(const SeriesFit& fit, const SeriesFit* baseline) {
     return v;
   }
   if (!fit.best_samples_per_s || !baseline->best_samples_per_s) {
-    v.note = std::string("not decided: ") + (fit.best_samples_per_s ? "the baseline" : "this series") +
-             " has no best throughput";
+    v.note = std::string("not decided: ") + (fit.best_samples_per_s ? "the baseline" : "this series") + " has no best throughput";
     return v;
   }
   v.helps = *fit.best_samples_per_s > *baseline->best_samples_per_s;
@@ -179,7 +178,8 @@ Verdict judge(const SeriesFit& fit, const SeriesFit* baseline) {
     // which keeps it defined where the strategy costs no time per sample.
     const double alpha = baseline->memory->curve.per_sample, beta = baseline->memory->curve.fixed;
     const double gamma = baseline->time_linear->curve.per_sample, delta = baseline->time_linear->curve.fixed;
-    v.helps_analytic = delta * (alpha - fit.memory->curve.per_sample) > (fit.time_linear->curve.per_sample - gamma) * (fit.budget_bytes - beta);
+    v.helps_analytic =
+        delta * (alpha - fit.memory->curve.per_sample) > (fit.time_linear->curve.per_sample - gamma) * (fit.budget_bytes - beta);
   }
   return v;
 }

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "model/measurements.h"
 #include "model/curves.h"
+#include "model/measurements.h"
 
 namespace papaya::model {
 
@@ -38,8 +38,8 @@ struct Verdict {
 struct SeriesFit {
   std::string gpu, network, precision, strategy;
   double budget_bytes = 0;
-  int points = 0;         // runs that did not run out of memory
-  int memory_points = 0;  // of those, with a peak
+  int points = 0;                         // runs that did not run out of memory
+  int memory_points = 0;                  // of those, with a peak
   std::optional<int> smallest_oom_batch;  // above every batch that ran
 
   // Bytes: max(a, k*b) + c, that is alpha = k (per sample), beta = c,

@@ -41,13 +41,13 @@ SeriesFit series_from_json(const json& doc, const std::string& where) {
   fit.smallest_oom_batch = optional_at<int>(doc, "smallest_oom_batch");
   if (fit_present(doc, {"alpha_bytes_per_sample", "beta_bytes", "memory_floor_bytes"}, where)) {
     const double beta = doc.at("beta_bytes");
-    fit.memory = RobustFit<SaturatingCurve>{
-        {doc.at("memory_floor_bytes").get<double>() - beta, doc.at("alpha_bytes_per_sample"), beta},
-        optional_at<double>(doc, "r2_memory")};
+    fit.memory =
+        RobustFit<SaturatingCurve>{{doc.at("memory_floor_bytes").get<double>() - beta, doc.at("alpha_bytes_per_sample"), beta},
+                                   optional_at<double>(doc, "r2_memory")};
   }
   if (fit_present(doc, {"gamma_s_per_sample", "delta_s"}, where)) {
-    fit.time_linear = RobustFit<LinearCurve>{{doc.at("gamma_s_per_sample"), doc.at("delta_s")},
-                                             optional_at<double>(doc, "r2_time_linear")};
+    fit.time_linear =
+        RobustFit<LinearCurve>{{doc.at("gamma_s_per_sample"), doc.at("delta_s")}, optional_at<double>(doc, "r2_time_linear")};
   }
   if (fit_present(doc, {"a_s", "k_s_per_sample", "c_s"}, where)) {
     fit.time_max = RobustFit<SaturatingCurve>{{doc.at("a_s"), doc.at("k_s_per_sample"), doc.at("c_s")},
@@ -92,7 +92,9 @@ json to_json(const SeriesFit& fit) {
           {"k_s_per_sample", fit.time_max ? json(fit.time_max->curve.per_sample) : json()},
           {"c_s", fit.time_max ? json(fit.time_max->curve.fixed) : json()},
           {"r2_time_max", fit.time_max ? or_null(fit.time_max->r2) : json()},
-          {"time_form", fit.time_max ? json("max") : fit.time_linear ? json("linear") : json()},
+          {"time_form", fit.time_max      ? json("max")
+                        : fit.time_linear ? json("linear")
+                                          : json()},
           {"r2_time", or_null(fit.r2_time())},
           {"max_batch", or_null(fit.max_batch)},
           {"max_batch_limit", fit.max_batch_limit.empty() ? json() : json(fit.max_batch_limit)},

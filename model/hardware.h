@@ -13,11 +13,11 @@ struct HardwareSpec {
   std::string vendor;
   std::string description;
   std::vector<std::string> aliases;
-  double memory_bytes = 0;        // device memory
-  double memory_bandwidth = 0;    // bytes/s
+  double memory_bytes = 0;                                  // device memory
+  double memory_bandwidth = 0;                              // bytes/s
   std::map<std::string, std::optional<double>> peak_flops;  // dtype -> FLOP/s (dense); nullopt: no such path
-  std::string host_link;          // "PCIe 5.0 x16"
-  double h2d_bandwidth = 0;       // bytes/s, per direction
+  std::string host_link;                                    // "PCIe 5.0 x16"
+  double h2d_bandwidth = 0;                                 // bytes/s, per direction
   double d2h_bandwidth = 0;
   std::map<std::string, std::string> sources;  // figure -> datasheet
 

@@ -130,8 +130,6 @@ void write_text_file(const std::string& path, const std::string& text) {
   });
 }
 
-void write_json_file(const std::string& path, const nlohmann::json& doc) {
-  write_text_file(path, doc.dump(2) + "\n");
-}
+void write_json_file(const std::string& path, const nlohmann::json& doc) { write_text_file(path, doc.dump(2) + "\n"); }
 
 }  // namespace papaya::model

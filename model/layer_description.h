@@ -16,12 +16,12 @@ namespace papaya::model {
 struct SavedTensorProfile {
   std::string slot;
   SlotKind kind = SlotKind::activation;
-  std::string dtype;                  // "float32", "bfloat16", "bool", "int64"
-  int element_size = 4;               // bytes
-  std::vector<int64_t> sample_shape;  // shape without the batch dimension
-  bool per_sample = true;             // false: does not grow with the batch
-  double numel_per_sample = 0;        // elements per sample (total if !per_sample)
-  std::string storage;                // "path:slot" of the first slot sharing its storage
+  std::string dtype;                    // "float32", "bfloat16", "bool", "int64"
+  int element_size = 4;                 // bytes
+  std::vector<int64_t> sample_shape;    // shape without the batch dimension
+  bool per_sample = true;               // false: does not grow with the batch
+  double numel_per_sample = 0;          // elements per sample (total if !per_sample)
+  std::string storage;                  // "path:slot" of the first slot sharing its storage
   double storage_bytes_per_sample = 0;  // the whole storage (a view keeps all of it)
   // The batch's own data (e.g. the images a first convolution saves): the
   // training loop holds it through the whole step whatever the plan.
@@ -35,7 +35,7 @@ struct SavedTensorProfile {
 struct LayerDescription {
   std::string path;  // "blocks.3.mlp.fc1"
   LayerKind kind = LayerKind::linear;
-  std::string segment;  // the enclosing segment's path, "" if none
+  std::string segment;                       // the enclosing segment's path, "" if none
   std::vector<SavedTensorProfile> saved;     // the slots, with their sizes and storages
   std::vector<std::string> output_saved_by;  // "path:slot" of the slots that save this layer's output
   double output_bytes_per_sample = 0;

@@ -42,7 +42,8 @@ void check_consistency(const LayerModel& m, const std::string& label) {
     const std::string where = "/layers/" + std::to_string(l);
     if (layer.segment != open) {
       if (!open.empty()) closed.insert(open);
-      if (!layer.segment.empty() && closed.count(layer.segment)) fail(where + "/segment", "the layers of segment '" + layer.segment + "' do not follow each other");
+      if (!layer.segment.empty() && closed.count(layer.segment))
+        fail(where + "/segment", "the layers of segment '" + layer.segment + "' do not follow each other");
       open = layer.segment;
     }
     if (!layer.segment.empty() && !segment_index.count(layer.segment)) {
@@ -50,9 +51,11 @@ void check_consistency(const LayerModel& m, const std::string& label) {
     }
     for (size_t s = 0; s < layer.saved.size(); ++s) {
       const auto& storage = layer.saved[s].storage;
-      if (!storage.empty() && !slots.count(storage)) fail(where + "/saved/" + std::to_string(s) + "/storage", "no slot '" + storage + "'");
+      if (!storage.empty() && !slots.count(storage))
+        fail(where + "/saved/" + std::to_string(s) + "/storage", "no slot '" + storage + "'");
       const auto& use = layer.saved[s].last_forward_use;
-      if (!use.empty() && !paths.count(use)) fail(where + "/saved/" + std::to_string(s) + "/last_forward_use", "no layer '" + use + "'");
+      if (!use.empty() && !paths.count(use))
+        fail(where + "/saved/" + std::to_string(s) + "/last_forward_use", "no layer '" + use + "'");
     }
     for (const auto& key : layer.output_saved_by) {
       if (!slots.count(key)) fail(where + "/output_saved_by", "no slot '" + key + "'");
@@ -64,7 +67,8 @@ void check_consistency(const LayerModel& m, const std::string& label) {
     bool has_layers = false;
     for (const auto& layer : m.layers) has_layers = has_layers || layer.segment == seg.path;
     if (!has_layers) fail(where + "/path", "segment '" + seg.path + "' has no layers");
-    if (!seg.input.storage.empty() && !slots.count(seg.input.storage)) fail(where + "/input/storage", "no slot '" + seg.input.storage + "'");
+    if (!seg.input.storage.empty() && !slots.count(seg.input.storage))
+      fail(where + "/input/storage", "no slot '" + seg.input.storage + "'");
   }
 }
 
@@ -168,7 +172,8 @@ LayerModel layer_model_from_json(const json& doc, const std::string& label) {
   }
   for (const auto& l : doc.at("layers")) {
     LayerFit layer;
-    static_cast<LayerDescription&>(layer) = layer_description_from_json(l, label + ": /layers/" + std::to_string(m.layers.size()));
+    static_cast<LayerDescription&>(layer) =
+        layer_description_from_json(l, label + ": /layers/" + std::to_string(m.layers.size()));
     const json& mem = l.at("memory");
     layer.forward_start = linear_from(mem.at("forward_start"));
     layer.forward_peak = linear_from(mem.at("forward_peak"));

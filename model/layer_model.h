@@ -37,13 +37,13 @@ struct SegmentFit {
   // The segment's input, which a recomputed segment keeps (storage: the first
   // slot of the keep step saving the same storage, "" if none does).
   SavedTensorProfile input;
-  SaturatingCurve recompute_seconds;  // its forward again, in backward
+  SaturatingCurve recompute_seconds;       // its forward again, in backward
   bool returns_last_layer_output = false;  // as SegmentProfile's
 };
 
 // Per-direction roofline efficiencies, fitted on the profiled GPU.
 struct RooflineFit {
-  std::string hardware;  // the catalog entry the profile was taken on
+  std::string hardware;                              // the catalog entry the profile was taken on
   double forward_compute = 0, forward_memory = 0;    // eta_c, eta_m of forward
   double backward_compute = 0, backward_memory = 0;  // of backward (FLOPs and bytes taken as 2x forward)
 };
@@ -52,20 +52,20 @@ struct LayerModel {
   int version = layer_model_version;
   std::string network, precision;
   MachineInfo machine;
-  std::vector<int> batches;  // the profiled batch sizes the fit used
-  int probe_batch = 0;       // the batch layers were timed at alone (0: none)
+  std::vector<int> batches;          // the profiled batch sizes the fit used
+  int probe_batch = 0;               // the batch layers were timed at alone (0: none)
   std::vector<LayerFit> layers;      // forward order
   std::vector<SegmentFit> segments;  // forward order
 
-  double static_bytes = 0;         // weights + gradients + optimizer state
-  LinearCurve unattributed_peak;   // calibration: measured step peak - the largest per-layer figure
+  double static_bytes = 0;        // weights + gradients + optimizer state
+  LinearCurve unattributed_peak;  // calibration: measured step peak - the largest per-layer figure
   SaturatingCurve optimizer_seconds;
-  SaturatingCurve rest_seconds;    // iteration - layers - optimizer (may be negative)
+  SaturatingCurve rest_seconds;  // iteration - layers - optimizer (may be negative)
 
-  std::vector<CodecMeasurement> codecs;  // measured; empty: the target's default (target.h)
-  std::vector<InvertMeasurement> inverts;  // measured; a kind without one is priced as keep's backward
+  std::vector<CodecMeasurement> codecs;             // measured; empty: the target's default (target.h)
+  std::vector<InvertMeasurement> inverts;           // measured; a kind without one is priced as keep's backward
   double h2d_bytes_per_s = 0, d2h_bytes_per_s = 0;  // 0: no host link (CPU)
-  std::optional<RooflineFit> roofline;   // set when the profile is from a catalog GPU
+  std::optional<RooflineFit> roofline;              // set when the profile is from a catalog GPU
 
   bool on_gpu() const { return machine.device.rfind("cuda", 0) == 0; }
   NetworkLayout layout() const;

@@ -23,7 +23,7 @@ struct SlotDesc {
 };
 
 struct LayerDesc {
-  std::string path;     // "blocks.3.mlp.fc1"
+  std::string path;  // "blocks.3.mlp.fc1"
   LayerKind kind;
   std::vector<SlotDesc> slots;
   std::string segment;  // the enclosing segment's path, "" if none

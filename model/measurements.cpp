@@ -17,8 +17,8 @@ namespace papaya::model {
 namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
-const std::vector<std::string> kColumns = {"gpu", "network", "precision", "strategy", "batch",
-                                           "oom", "samples_per_s", "iter_s", "peak_mib"};
+const std::vector<std::string> kColumns = {"gpu", "network",       "precision", "strategy", "batch",
+                                           "oom", "samples_per_s", "iter_s",    "peak_mib"};
 
 std::string expected_columns() {
   std::string out;
@@ -98,7 +98,8 @@ std::map<std::string, size_t> read_header(const std::string& line, const std::st
     if (!index.emplace(names[i], i).second) throw InputError(where + ": column '" + names[i] + "' appears twice");
   }
   for (const auto& c : kColumns) {
-    if (!index.count(c)) throw InputError(where + ": missing column '" + c + "' (expected the header " + expected_columns() + ")");
+    if (!index.count(c))
+      throw InputError(where + ": missing column '" + c + "' (expected the header " + expected_columns() + ")");
   }
   return index;
 }
@@ -158,8 +159,8 @@ Measurements parse_measurements(std::istream& in, const std::string& source) {
     const std::string where = source + ":" + std::to_string(number);
     auto cells = cells_of(line);
     if (cells.size() != index.size()) {
-      throw InputError(where + ": " + std::to_string(cells.size()) + " cells, expected " + std::to_string(index.size()) +
-                       " (" + expected_columns() + ")");
+      throw InputError(where + ": " + std::to_string(cells.size()) + " cells, expected " + std::to_string(index.size()) + " (" +
+                       expected_columns() + ")");
     }
     const Row row(where, index, std::move(cells));
 

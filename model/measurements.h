@@ -32,7 +32,7 @@ struct MeasuredRun {
 };
 
 struct MeasuredSeries {
-  std::string gpu;  // the catalog name ("V100-16GB" for "v100"); as written outside the catalog
+  std::string gpu;                         // the catalog name ("V100-16GB" for "v100"); as written outside the catalog
   std::optional<double> gpu_memory_bytes;  // the catalog's; none for a GPU outside it
   std::string network, precision, strategy;
   // Some sources wrote bytes into peak_mib. A series whose every peak_mib is

@@ -12,9 +12,7 @@ namespace papaya::model {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-int TransformerConfig::mlp_hidden() const {
-  return static_cast<int>(std::lround(mlp_ratio * d_model));
-}
+int TransformerConfig::mlp_hidden() const { return static_cast<int>(std::lround(mlp_ratio * d_model)); }
 
 int NetworkConfig::sequence_length() const {
   if (family == Family::vit) {
@@ -173,10 +171,8 @@ NetworkConfig parse_network_config(const json& doc, const std::string& label) {
 }
 
 NetworkConfig load_network_config(const std::string& name_or_path) {
-  const bool is_path = name_or_path.find('/') != std::string::npos ||
-                       fs::path(name_or_path).extension() == ".json";
-  const std::string path =
-      is_path ? name_or_path : (fs::path(config_dir()) / "networks" / (name_or_path + ".json")).string();
+  const bool is_path = name_or_path.find('/') != std::string::npos || fs::path(name_or_path).extension() == ".json";
+  const std::string path = is_path ? name_or_path : (fs::path(config_dir()) / "networks" / (name_or_path + ".json")).string();
   if (!fs::exists(path)) {
     if (is_path) throw InputError(path + ": no such network config file");
     std::string known;

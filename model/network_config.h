@@ -18,9 +18,9 @@ struct TransformerConfig {
   std::string activation = "gelu";  // gelu | silu | swiglu
   std::string norm = "layernorm";   // layernorm | rmsnorm
   double dropout = 0.0;
-  int seq_len = 0;  // gpt, bert; vit: derived (patches + class token)
-  int vocab = 0;    // gpt, bert
-  int classes = 0;  // bert, vit
+  int seq_len = 0;                              // gpt, bert; vit: derived (patches + class token)
+  int vocab = 0;                                // gpt, bert
+  int classes = 0;                              // bert, vit
   int image_size = 0, patch = 0, channels = 3;  // vit
 
   int mlp_hidden() const;

@@ -11,8 +11,8 @@ int64_t transformer_count(const NetworkConfig& config) {
   const int64_t block = 2 * norm + (3 * d * d + 3 * d) + (d * d + d) + mlp;
   int64_t n = t.layers * block + s * d;  // blocks, position embedding
   switch (config.family) {
-    case Family::gpt: return n + t.vocab * d + norm;                                 // tied LM head, final norm
-    case Family::bert: return n + t.vocab * d + norm + d * t.classes + t.classes;   // embedding norm, classifier
+    case Family::gpt: return n + t.vocab * d + norm;                               // tied LM head, final norm
+    case Family::bert: return n + t.vocab * d + norm + d * t.classes + t.classes;  // embedding norm, classifier
     default:  // vit: patch embedding, class token, final norm, classifier
       return n + t.channels * t.patch * t.patch * d + d + d + norm + d * t.classes + t.classes;
   }

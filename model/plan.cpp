@@ -11,7 +11,6 @@
 namespace papaya::model {
 namespace {
 
-
 // Whether `pattern` names `path` ('*' matches one component); with
 // `or_below`, also any path below it ("blocks.0.mlp" names "blocks.0.mlp.fc1").
 bool matches(const std::string& pattern, const std::string& path, bool or_below = false) {
@@ -162,8 +161,8 @@ void apply_tensors(Plan& plan, const nlohmann::json& entries, const NetworkLayou
       if (!slot_name.empty() && !layer.find_slot(slot_name) && !has_wildcard(key)) {
         std::string slots;
         for (const auto& sl : layer.slots) slots += (slots.empty() ? "" : ", ") + sl.name;
-        throw InputError(where + ": layer " + layer.path + " saves no '" + slot_name + "' (it saves: " +
-                         (slots.empty() ? "nothing" : slots) + ")");
+        throw InputError(where + ": layer " + layer.path + " saves no '" + slot_name +
+                         "' (it saves: " + (slots.empty() ? "nothing" : slots) + ")");
       }
     }
     if (!any) throw InputError(where + ": no saved tensor of the network matches");

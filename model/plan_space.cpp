@@ -19,8 +19,7 @@ const char* to_string(Phase phase) {
 }
 
 PlanSpace::PlanSpace(const LayerModel& model, const Target& target, int64_t batch)
-    : PlanSpace(std::make_shared<const plan_space::AtBatch>(std::make_shared<const plan_space::Index>(model, target),
-                                                            batch)) {}
+    : PlanSpace(std::make_shared<const plan_space::AtBatch>(std::make_shared<const plan_space::Index>(model, target), batch)) {}
 
 PlanSpace::PlanSpace(std::shared_ptr<const plan_space::AtBatch> at) : at_(std::move(at)) {}
 

@@ -74,10 +74,10 @@ class PlanSpace {
   };
 
   struct Storage {
-    std::string key;         // "path:slot" of its first slot
-    std::vector<int> slots;  // indices into slots(), forward order; empty for a
-                             // tensor no keep slot saves (a segment's input, a
-                             // GELU/SiLU output) that a plan may keep
+    std::string key;                      // "path:slot" of its first slot
+    std::vector<int> slots;               // indices into slots(), forward order; empty for a
+                                          // tensor no keep slot saves (a segment's input, a
+                                          // GELU/SiLU output) that a plan may keep
     int first_layer = 0, last_layer = 0;  // its first and last saver
   };
 
@@ -92,13 +92,13 @@ class PlanSpace {
 
   // One way to store a storage or a segment's input, priced at this batch.
   struct Option {
-    TensorStrategy strategy;                // as asked of the whole storage
-    std::vector<TensorStrategy> per_slot;   // adapt_to_slot of it, for each slot (a segment input: itself)
-    double device_bytes = 0;    // held on the device between forward and backward (allocator-rounded)
-    double host_bytes = 0;      // in pinned host memory
-    double codec_seconds = 0;   // quantize in forward + dequantize per use in backward (+ invert's derivative beyond keep's)
+    TensorStrategy strategy;               // as asked of the whole storage
+    std::vector<TensorStrategy> per_slot;  // adapt_to_slot of it, for each slot (a segment input: itself)
+    double device_bytes = 0;               // held on the device between forward and backward (allocator-rounded)
+    double host_bytes = 0;                 // in pinned host memory
+    double codec_seconds = 0;      // quantize in forward + dequantize per use in backward (+ invert's derivative beyond keep's)
     double recompute_seconds = 0;  // the LM head's forward again (recomputed log-probabilities)
-    double link_seconds = 0;    // host-link transfer time both ways: the most swapping can stall
+    double link_seconds = 0;       // host-link transfer time both ways: the most swapping can stall
   };
 
   struct SegmentCost {

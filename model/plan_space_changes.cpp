@@ -13,8 +13,7 @@ std::vector<PlanSpace::Change> PlanSpace::changes(const std::vector<std::pair<in
   const plan_space::Index& ix = *at.index;
   plan_space::SlotStrategies::Decided decided;
   for (const auto& [g, option] : decisions) {
-    decided.push_back(
-        {g, &ix.storage_entries.at(static_cast<size_t>(g)).candidates.at(static_cast<size_t>(option)).per_slot});
+    decided.push_back({g, &ix.storage_entries.at(static_cast<size_t>(g)).candidates.at(static_cast<size_t>(option)).per_slot});
   }
   const plan_space::SlotStrategies strategies(ix, std::move(decided));
   const std::vector<bool> none_recomputed;
@@ -68,8 +67,8 @@ std::vector<PlanSpace::Change> PlanSpace::segment_changes(int segment, int input
   std::vector<Change> out;
   for (int g = 0; g < static_cast<int>(ix.storages.size()); ++g) {
     const Storage& st = ix.storage(g);
-    const bool inside = std::any_of(st.slots.begin(), st.slots.end(),
-                                    [&](int i) { return ix.layer(ix.slot(i).layer).segment == segment; });
+    const bool inside =
+        std::any_of(st.slots.begin(), st.slots.end(), [&](int i) { return ix.layer(ix.slot(i).layer).segment == segment; });
     if (!inside && g != seg.input_storage) continue;
     const std::vector<TensorStrategy> keep(st.slots.size());
     plan_space::StorageHeld with, without;

@@ -45,15 +45,14 @@ bool runs_moms(const Index& ix, int layer, const SlotStrategies& strategies, con
   return false;
 }
 
-int inverted_output_storage(const Index& ix, int slot, const SlotStrategies& strategies,
-                            const std::vector<bool>& recomputed) {
+int inverted_output_storage(const Index& ix, int slot, const SlotStrategies& strategies, const std::vector<bool>& recomputed) {
   const int layer = ix.slot(slot).layer;
   if (strategies.of(slot).form != Form::inverted || !ix.active(layer, recomputed)) return -1;
   return ix.layer(layer).output_storage;
 }
 
-void hold_inverted_output(const AtBatch& at, int slot, const SlotStrategies& strategies,
-                          const std::vector<bool>& recomputed, StorageHeld& output) {
+void hold_inverted_output(const AtBatch& at, int slot, const SlotStrategies& strategies, const std::vector<bool>& recomputed,
+                          StorageHeld& output) {
   const Index& ix = *at.index;
   const int j = ix.slot(slot).layer;
   const LayerEntry& layer = ix.layer(j);
@@ -61,8 +60,7 @@ void hold_inverted_output(const AtBatch& at, int slot, const SlotStrategies& str
   auto it = output.copies.end();
   if (consumer >= 0 && ix.active(ix.slot(consumer).layer, recomputed)) {
     const TensorStrategy& stored_as = strategies.of(consumer);
-    it = std::find_if(output.copies.begin(), output.copies.end(),
-                      [&](const Copy& c) { return c.strategy == stored_as; });
+    it = std::find_if(output.copies.begin(), output.copies.end(), [&](const Copy& c) { return c.strategy == stored_as; });
   }
   if (it == output.copies.end()) {  // the output is kept raw, by its consumer or by the layer itself
     hold_raw_user(ix, layer.output_storage, j, output);
@@ -73,8 +71,8 @@ void hold_inverted_output(const AtBatch& at, int slot, const SlotStrategies& str
   it->uses.push_back({layer.backward_at, j, raw, raw});
 }
 
-void hold_slots(const AtBatch& at, int storage, const std::vector<TensorStrategy>& per_slot,
-                const std::vector<bool>& recomputed, StorageHeld& held, bool& lm_head_recomputed) {
+void hold_slots(const AtBatch& at, int storage, const std::vector<TensorStrategy>& per_slot, const std::vector<bool>& recomputed,
+                StorageHeld& held, bool& lm_head_recomputed) {
   const Index& ix = *at.index;
   const PlanSpace::Storage& st = ix.storage(storage);
   if (st.slots.empty()) return;
@@ -113,8 +111,7 @@ void hold_segment_input(const AtBatch& at, int segment, const TensorStrategy& in
     return;
   }
   if (input.swap && !at.target().has_host_link()) {
-    throw InputError(seg.path + ": recompute+" + input.name() + " needs a host link, which " + at.target().name +
-                     " lacks");
+    throw InputError(seg.path + ": recompute+" + input.name() + " needs a host link, which " + at.target().name + " lacks");
   }
   const double raw = at.segment(segment).input_bytes;
   Copy& c = input_copy(at, segment, input, held.copies);

@@ -59,13 +59,12 @@ bool runs_moms(const Index& index, int layer, const SlotStrategies& strategies, 
 // An inverted GELU/SiLU input computes its backward from the layer's output.
 // The storage that output is in, where `slot` is such an input and runs; -1
 // for any other slot.
-int inverted_output_storage(const Index& index, int slot, const SlotStrategies& strategies,
-                            const std::vector<bool>& recomputed);
+int inverted_output_storage(const Index& index, int slot, const SlotStrategies& strategies, const std::vector<bool>& recomputed);
 // What that storage then holds for it: the output as the slot saving it (its
 // consumer) stores it, where that slot runs and stores it packed or swapped;
 // raw otherwise (kept raw by its consumer, or by the layer itself).
-void hold_inverted_output(const AtBatch& at, int slot, const SlotStrategies& strategies,
-                          const std::vector<bool>& recomputed, StorageHeld& output);
+void hold_inverted_output(const AtBatch& at, int slot, const SlotStrategies& strategies, const std::vector<bool>& recomputed,
+                          StorageHeld& output);
 
 // What a storage whose slots take `per_slot` holds: the raw storage while the
 // network's code holds it in forward and while a slot keeps it, its stored
@@ -73,8 +72,8 @@ void hold_inverted_output(const AtBatch& at, int slot, const SlotStrategies& str
 // recomputed. Sets `lm_head_recomputed` where a slot is the LM head's
 // recomputed log-probabilities. Throws InputError where a slot swaps and the
 // target has no host link.
-void hold_slots(const AtBatch& at, int storage, const std::vector<TensorStrategy>& per_slot,
-                const std::vector<bool>& recomputed, StorageHeld& held, bool& lm_head_recomputed);
+void hold_slots(const AtBatch& at, int storage, const std::vector<TensorStrategy>& per_slot, const std::vector<bool>& recomputed,
+                StorageHeld& held, bool& lm_head_recomputed);
 // A recomputed segment keeps its input, as `input` says.
 void hold_segment_input(const AtBatch& at, int segment, const TensorStrategy& input, StorageHeld& held);
 

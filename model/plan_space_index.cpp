@@ -180,8 +180,7 @@ struct Builder {
           per_slot.push_back(why_not(desc, slot_desc, adapted) ? TensorStrategy{} : adapted);
         }
         const bool changes = std::any_of(per_slot.begin(), per_slot.end(), [](const auto& x) { return !x.is_keep(); });
-        const bool seen =
-            std::any_of(list.begin(), list.end(), [&](const Candidate& c) { return c.per_slot == per_slot; });
+        const bool seen = std::any_of(list.begin(), list.end(), [&](const Candidate& c) { return c.per_slot == per_slot; });
         if (changes && !seen) list.push_back({strategy, per_slot});
       }
     }
@@ -210,8 +209,7 @@ Index::Index(const LayerModel& m, const Target& t) : model(&m), target(t), layer
   build.candidates();
 }
 
-AtBatch::AtBatch(std::shared_ptr<const Index> shared, int64_t batch_size)
-    : index(std::move(shared)), batch(batch_size) {
+AtBatch::AtBatch(std::shared_ptr<const Index> shared, int64_t batch_size) : index(std::move(shared)), batch(batch_size) {
   if (batch < 1) throw InputError("batch " + std::to_string(batch) + ": a batch has at least one sample");
   const Index& ix = *index;
   const LayerModel& model = *ix.model;
@@ -243,8 +241,7 @@ AtBatch::AtBatch(std::shared_ptr<const Index> shared, int64_t batch_size)
     double& whole = storage_sizes[static_cast<size_t>(ix.slots[i].storage)];
     whole = std::max(whole, slots.back().bytes);
   }
-  lm_head_chunk_batch =
-      std::min(b, static_cast<double>(lm_head_chunk_rows(ix.lm_head.vocab)) / ix.lm_head.rows_per_sample);
+  lm_head_chunk_batch = std::min(b, static_cast<double>(lm_head_chunk_rows(ix.lm_head.vocab)) / ix.lm_head.rows_per_sample);
   // A layer stores its tensors once its output is there.
   for (size_t j = 0; j < ix.layers.size(); ++j) {
     const LayerFit& layer = model.layers[j];

@@ -27,8 +27,7 @@ Copy& copy_for(const Target& target, std::vector<Copy>& copies, const TensorStra
     it->strategy = s;
   }
   it->device_bytes = std::max(
-      it->device_bytes,
-      target.allocated(static_cast<double>(device_bytes(kind, numel, element_size, unswapped(s), head_numel))));
+      it->device_bytes, target.allocated(static_cast<double>(device_bytes(kind, numel, element_size, unswapped(s), head_numel))));
   it->host_bytes = std::max(it->host_bytes, static_cast<double>(host_bytes(kind, numel, element_size, s, head_numel)));
   it->packed_from = std::max(it->packed_from, raw);
   return *it;
@@ -36,8 +35,8 @@ Copy& copy_for(const Target& target, std::vector<Copy>& copies, const TensorStra
 
 // The option that stores a storage (or a segment's input) as `copies`, its
 // slots taking `per_slot`; `raw_bytes`: the whole storage.
-PlanSpace::Option option(const AtBatch& at, const std::vector<Copy>& copies,
-                         const std::vector<TensorStrategy>& per_slot, double raw_bytes) {
+PlanSpace::Option option(const AtBatch& at, const std::vector<Copy>& copies, const std::vector<TensorStrategy>& per_slot,
+                         double raw_bytes) {
   const Target& target = at.target();
   PlanSpace::Option o;
   o.per_slot = per_slot;
@@ -115,8 +114,7 @@ std::vector<PlanSpace::Option> PlanSpace::options(int storage) const {
   const plan_space::AtBatch& at = *at_;
   std::vector<Option> out;
   for (const auto& [asked, per_slot] : at.index->storage_entries.at(static_cast<size_t>(storage)).candidates) {
-    out.push_back(
-        plan_space::option(at, plan_space::copies_of(at, storage, per_slot), per_slot, at.storage_bytes(storage)));
+    out.push_back(plan_space::option(at, plan_space::copies_of(at, storage, per_slot), per_slot, at.storage_bytes(storage)));
     out.back().strategy = asked;
   }
   return out;

@@ -43,11 +43,9 @@ void add_storage(const AtBatch& at, int storage, const StorageHeld& held, double
     // The codec's scratch counts where it outgrows what the layer itself
     // needs beyond its start (and its output, in forward) at that point.
     const CodecMeasurement& codec = target.codec(codec_bits(c.strategy));
-    add(std::max(0.0, codec.pack_scratch(c.packed_from) - at.layer(c.created).forward_headroom), created_at,
-        created_at);
+    add(std::max(0.0, codec.pack_scratch(c.packed_from) - at.layer(c.created).forward_headroom), created_at, created_at);
     for (const Use& u : c.uses) {
-      const double scratch =
-          std::max(0.0, codec.unpack_scratch(u.raw_bytes) - at.layer(u.charged_to).backward_headroom);
+      const double scratch = std::max(0.0, codec.unpack_scratch(u.raw_bytes) - at.layer(u.charged_to).backward_headroom);
       add(target.allocated(u.transient_bytes) + scratch, u.point, u.point);
     }
   }

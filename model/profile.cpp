@@ -118,8 +118,8 @@ void check_version(const json& doc, const std::string& label) {
     throw InputError(label + ": not a papaya profile (no \"" + version_key + "\" key; write one with papaya profile)");
   }
   if (it->is_number_integer() && it->get<int64_t>() > profile_version) {
-    throw InputError(label + ": profile version " + std::to_string(it->get<int64_t>()) +
-                     " is newer than this papaya reads (" + std::to_string(profile_version) + "); update papaya");
+    throw InputError(label + ": profile version " + std::to_string(it->get<int64_t>()) + " is newer than this papaya reads (" +
+                     std::to_string(profile_version) + "); update papaya");
   }
 }
 
@@ -132,8 +132,7 @@ void require(bool ok, const std::string& label, const std::string& pointer, cons
 void check_consistency(const Profile& p, const std::string& label) {
   const size_t n = p.batches.size();
   const auto per_batch = [&](size_t size, const std::string& pointer) {
-    require(size == n, label, pointer,
-            std::to_string(size) + " entries, but " + std::to_string(n) + " batch sizes in /batches");
+    require(size == n, label, pointer, std::to_string(size) + " entries, but " + std::to_string(n) + " batch sizes in /batches");
   };
   require(std::set<int>(p.batches.begin(), p.batches.end()).size() == n, label, "/batches", "a batch size is repeated");
   per_batch(p.iterations.size(), "/iterations");
@@ -147,7 +146,8 @@ void check_consistency(const Profile& p, const std::string& label) {
   std::set<std::string> segments, paths, slots;
   for (size_t i = 0; i < p.segments.size(); ++i) {
     const std::string pointer = "/segments/" + std::to_string(i);
-    require(segments.insert(p.segments[i].path).second, label, pointer + "/path", "segment " + p.segments[i].path + " is repeated");
+    require(segments.insert(p.segments[i].path).second, label, pointer + "/path",
+            "segment " + p.segments[i].path + " is repeated");
     per_batch(p.segments[i].recompute_s.size(), pointer + "/recompute_s");
     if (!p.segments[i].between_s.empty()) per_batch(p.segments[i].between_s.size(), pointer + "/between_s");
     require(!p.segments[i].probe || p.probe_batch > 0, label, pointer + "/probe", "a probe without /probe_batch");
@@ -236,7 +236,8 @@ Profile profile_from_json(const json& doc, const std::string& label) {
     p.segments.push_back({s.at("path"), s.at("recompute_s").get<std::vector<double>>(), saved_tensor_from_json(s.at("input")),
                           s.value("returns_last_layer_output", false)});
     p.segments.back().between_s = s.value("between_s", std::vector<double>{});
-    if (s.contains("probe")) p.segments.back().probe = SegmentProbe{s.at("probe").at("recompute_s"), s.at("probe").at("between_s")};
+    if (s.contains("probe"))
+      p.segments.back().probe = SegmentProbe{s.at("probe").at("recompute_s"), s.at("probe").at("between_s")};
   }
   for (const auto& c : doc.at("codecs")) p.codecs.push_back(codec_from_json(c));
   p.inverts = inverts_from_json(doc);

@@ -37,12 +37,12 @@ struct LayerProbe {
 // One segment run alone at the profile's probe batch.
 struct SegmentProbe {
   double recompute_s = 0;  // its forward without autograd, as checkpointing runs it again
-  double between_s = 0;   // as SegmentProfile::between_s
+  double between_s = 0;    // as SegmentProfile::between_s
 };
 
 struct LayerProfile : LayerDescription {
-  std::vector<LayerMeasurement> measured;     // one per Profile::batches entry (empty ones for OOM batches)
-  std::optional<LayerProbe> probe;            // absent: not probed, or out of memory at the probe batch
+  std::vector<LayerMeasurement> measured;  // one per Profile::batches entry (empty ones for OOM batches)
+  std::optional<LayerProbe> probe;         // absent: not probed, or out of memory at the probe batch
 };
 
 // One segment at each batch size: its forward run again without autograd, as
@@ -73,10 +73,10 @@ struct IterationMeasurement {
   bool oom = false;  // ran out of memory: the rest is empty
   int steps = 0;     // measured steps (after warm-up)
   double iteration_s = 0, forward_s = 0, backward_s = 0, optimizer_s = 0;
-  int64_t static_bytes = 0;       // weights + gradients + optimizer state
-  int64_t peak_bytes = 0;         // allocator peak
+  int64_t static_bytes = 0;         // weights + gradients + optimizer state
+  int64_t peak_bytes = 0;           // allocator peak
   int64_t peak_reserved_bytes = 0;  // CUDA caching allocator; = peak_bytes on CPU
-  int64_t forward_end_bytes = 0;  // allocated when forward ends (before backward)
+  int64_t forward_end_bytes = 0;    // allocated when forward ends (before backward)
 };
 
 // Throughput of the executor's quantize (pack) and dequantize (unpack) code,
@@ -115,10 +115,10 @@ struct InvertMeasurement {
 };
 
 struct MachineInfo {
-  std::string device;       // "cpu", "cuda:0"
-  std::string device_name;  // "NVIDIA H100 80GB HBM3", "Intel(R) Xeon(R) ..."
-  int64_t memory_bytes = 0; // device memory (CPU: physical memory)
-  int threads = 0;          // intra-op threads (CPU)
+  std::string device;        // "cpu", "cuda:0"
+  std::string device_name;   // "NVIDIA H100 80GB HBM3", "Intel(R) Xeon(R) ..."
+  int64_t memory_bytes = 0;  // device memory (CPU: physical memory)
+  int threads = 0;           // intra-op threads (CPU)
   std::string torch_version, cuda_version, papaya_version;
   // How per-layer times were taken, which says what they include:
   // "wall-clock" (CPU: host time between the layer's markers), "cupti"
@@ -130,17 +130,17 @@ struct MachineInfo {
 
 struct Profile {
   int version = profile_version;
-  std::string network;               // config name
-  nlohmann::json network_config;     // the config document, as read
-  std::string precision;             // "fp32" | "bf16"
+  std::string network;            // config name
+  nlohmann::json network_config;  // the config document, as read
+  std::string precision;          // "fp32" | "bf16"
   MachineInfo machine;
   std::vector<int> batches;
-  int probe_batch = 0;  // layers and segments timed alone at it; 0: none were
+  int probe_batch = 0;                           // layers and segments timed alone at it; 0: none were
   std::vector<IterationMeasurement> iterations;  // one per batch
   std::vector<LayerProfile> layers;              // forward order
   std::vector<SegmentProfile> segments;          // forward order
   std::vector<CodecMeasurement> codecs;
-  std::vector<InvertMeasurement> inverts;  // per activation kind (empty in older profiles)
+  std::vector<InvertMeasurement> inverts;           // per activation kind (empty in older profiles)
   double h2d_bytes_per_s = 0, d2h_bytes_per_s = 0;  // pinned host memory (CUDA only; 0 on CPU)
 
   // The layout the plans are checked against.

@@ -61,7 +61,9 @@ CodecMeasurement codec_from_json(const nlohmann::json& doc) {
 nlohmann::json inverts_to_json(const std::vector<InvertMeasurement>& inverts) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& i : inverts) {
-    out.push_back({{"kind", to_string(i.kind)}, {"from_output_bytes_per_s", i.from_output_bytes_per_s}, {"native_bytes_per_s", i.native_bytes_per_s}});
+    out.push_back({{"kind", to_string(i.kind)},
+                   {"from_output_bytes_per_s", i.from_output_bytes_per_s},
+                   {"native_bytes_per_s", i.native_bytes_per_s}});
   }
   return out;
 }
@@ -70,7 +72,8 @@ std::vector<InvertMeasurement> inverts_from_json(const nlohmann::json& doc) {
   std::vector<InvertMeasurement> out;
   if (!doc.contains("inverts")) return out;
   for (const auto& i : doc.at("inverts")) {
-    out.push_back({layer_kind_from_string(i.at("kind"), "/inverts"), i.at("from_output_bytes_per_s"), i.at("native_bytes_per_s")});
+    out.push_back(
+        {layer_kind_from_string(i.at("kind"), "/inverts"), i.at("from_output_bytes_per_s"), i.at("native_bytes_per_s")});
   }
   return out;
 }

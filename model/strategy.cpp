@@ -64,9 +64,7 @@ std::string SegmentStrategy::name() const {
   return input.is_keep() ? "recompute" : "recompute+" + input.name();
 }
 
-bool SegmentStrategy::operator==(const SegmentStrategy& o) const {
-  return recompute == o.recompute && input == o.input;
-}
+bool SegmentStrategy::operator==(const SegmentStrategy& o) const { return recompute == o.recompute && input == o.input; }
 
 TensorStrategy parse_tensor_strategy(const std::string& text, const std::string& where) {
   TensorStrategy s;
@@ -120,7 +118,8 @@ SegmentStrategy parse_segment_strategy(const std::string& text, const std::strin
   if (text == "keep") return s;
   const std::string head = "recompute";
   if (text.rfind(head, 0) != 0 || (text.size() > head.size() && text[head.size()] != '+')) {
-    throw InputError(where + ": '" + text + "': a segment is keep or recompute, optionally +quantize-N or +swap for its stored input");
+    throw InputError(where + ": '" + text +
+                     "': a segment is keep or recompute, optionally +quantize-N or +swap for its stored input");
   }
   s.recompute = true;
   if (text.size() > head.size()) {

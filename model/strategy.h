@@ -88,11 +88,9 @@ constexpr int64_t quantized_range_bytes = 4;
 // last two dimensions of a (batch, heads, tokens, .) attention tensor) are
 // padded to whole groups, numel/head_numel heads of ceil(head_numel/G) groups;
 // head_numel 0 counts the tensor as one head.
-int64_t device_bytes(SlotKind kind, int64_t numel, int element_size, const TensorStrategy& s,
-                     int64_t head_numel = 0);
+int64_t device_bytes(SlotKind kind, int64_t numel, int element_size, const TensorStrategy& s, int64_t head_numel = 0);
 
 // Bytes moved to host memory under `s` (0 unless swapped).
-int64_t host_bytes(SlotKind kind, int64_t numel, int element_size, const TensorStrategy& s,
-                   int64_t head_numel = 0);
+int64_t host_bytes(SlotKind kind, int64_t numel, int element_size, const TensorStrategy& s, int64_t head_numel = 0);
 
 }  // namespace papaya::model

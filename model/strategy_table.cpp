@@ -75,8 +75,7 @@ std::string tensor_grammar() {
   for (const auto& row : strategy_table()) {
     (row.compresses || row.swaps ? joining : alone).push_back(std::string(row.spelled) + row.note);
   }
-  return joined(alone, ", ") + ", " + joined(joining, ", ") + ", the last " + number_word(joining.size()) +
-         " joined by '+'";
+  return joined(alone, ", ") + ", " + joined(joining, ", ") + ", the last " + number_word(joining.size()) + " joined by '+'";
 }
 
 std::string plan_name_grammar() {

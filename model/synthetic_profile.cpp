@@ -115,42 +115,67 @@ ProfileSpec gpt_like(int blocks) {
   for (int i = 0; i < blocks; ++i) {
     const std::string p = "blocks." + std::to_string(i) + ".";
     const std::string x = p + "ln1:input";
-    layers.push_back({p + "ln1", "layernorm",
+    layers.push_back({p + "ln1",
+                      "layernorm",
                       {saved("input", SlotKind::activation, act, 4, x), saved("mean", SlotKind::stats, tokens, 4, p + "ln1:mean"),
                        saved("rstd", SlotKind::stats, tokens, 4, p + "ln1:rstd")},
-                      4 * act, {p + "attn.qkv:input"}});
-    layers.push_back({p + "attn.qkv", "linear", {saved("input", SlotKind::activation, act, 4, p + "attn.qkv:input")}, 12 * act, {}});
-    layers.push_back({p + "attn.scores", "attention_scores",
-                      {saved("q", SlotKind::activation, act, 4, p + "attn.scores:q"), saved("k", SlotKind::activation, act, 4, p + "attn.scores:k")},
-                      4 * scores, {}});
+                      4 * act,
+                      {p + "attn.qkv:input"}});
+    layers.push_back(
+        {p + "attn.qkv", "linear", {saved("input", SlotKind::activation, act, 4, p + "attn.qkv:input")}, 12 * act, {}});
+    layers.push_back({p + "attn.scores",
+                      "attention_scores",
+                      {saved("q", SlotKind::activation, act, 4, p + "attn.scores:q"),
+                       saved("k", SlotKind::activation, act, 4, p + "attn.scores:k")},
+                      4 * scores,
+                      {}});
     // The context saves the softmax's output itself: one storage, two slots.
-    layers.push_back({p + "attn.softmax", "softmax", {saved("output", SlotKind::activation, scores, 4, p + "attn.softmax:output")}, 4 * scores,
+    layers.push_back({p + "attn.softmax",
+                      "softmax",
+                      {saved("output", SlotKind::activation, scores, 4, p + "attn.softmax:output")},
+                      4 * scores,
                       {p + "attn.context:probs"}});
-    layers.push_back({p + "attn.context", "attention_context",
+    layers.push_back({p + "attn.context",
+                      "attention_context",
                       {saved("probs", SlotKind::activation, scores, 4, p + "attn.softmax:output"),
                        saved("v", SlotKind::activation, act, 4, p + "attn.context:v")},
-                      4 * act, {}});
-    layers.push_back({p + "attn.proj", "linear", {saved("input", SlotKind::activation, act, 4, p + "attn.proj:input")}, 4 * act, {}});
+                      4 * act,
+                      {}});
+    layers.push_back(
+        {p + "attn.proj", "linear", {saved("input", SlotKind::activation, act, 4, p + "attn.proj:input")}, 4 * act, {}});
     layers.push_back({p + "attn.drop", "dropout", {saved("mask", SlotKind::mask, act, 1, p + "attn.drop:mask")}, 4 * act, {}});
-    layers.push_back({p + "ln2", "layernorm",
-                      {saved("input", SlotKind::activation, act, 4, p + "ln2:input"), saved("mean", SlotKind::stats, tokens, 4, p + "ln2:mean"),
-                       saved("rstd", SlotKind::stats, tokens, 4, p + "ln2:rstd")},
-                      4 * act, {}});
-    layers.push_back({p + "mlp.fc1", "linear", {saved("input", SlotKind::activation, act, 4, p + "mlp.fc1:input")}, 4 * hidden, {}});
-    layers.push_back({p + "mlp.act", "gelu", {saved("input", SlotKind::activation, hidden, 4, p + "mlp.act:input")}, 4 * hidden,
+    layers.push_back(
+        {p + "ln2",
+         "layernorm",
+         {saved("input", SlotKind::activation, act, 4, p + "ln2:input"),
+          saved("mean", SlotKind::stats, tokens, 4, p + "ln2:mean"), saved("rstd", SlotKind::stats, tokens, 4, p + "ln2:rstd")},
+         4 * act,
+         {}});
+    layers.push_back(
+        {p + "mlp.fc1", "linear", {saved("input", SlotKind::activation, act, 4, p + "mlp.fc1:input")}, 4 * hidden, {}});
+    layers.push_back({p + "mlp.act",
+                      "gelu",
+                      {saved("input", SlotKind::activation, hidden, 4, p + "mlp.act:input")},
+                      4 * hidden,
                       {p + "mlp.fc2:input"}});
-    layers.push_back({p + "mlp.fc2", "linear", {saved("input", SlotKind::activation, hidden, 4, p + "mlp.fc2:input")}, 4 * act, {}});
+    layers.push_back(
+        {p + "mlp.fc2", "linear", {saved("input", SlotKind::activation, hidden, 4, p + "mlp.fc2:input")}, 4 * act, {}});
     spec.segments.push_back({"blocks." + std::to_string(i), saved("input", SlotKind::activation, act, 4, x), {0, 3e-4, 5e-5}});
   }
-  layers.push_back({"ln_f", "layernorm",
-                    {saved("input", SlotKind::activation, act, 4, "ln_f:input"), saved("mean", SlotKind::stats, tokens, 4, "ln_f:mean"),
-                     saved("rstd", SlotKind::stats, tokens, 4, "ln_f:rstd")},
-                    4 * act, {}});
-  layers.push_back({"lm_head", "lm_head",
+  layers.push_back(
+      {"ln_f",
+       "layernorm",
+       {saved("input", SlotKind::activation, act, 4, "ln_f:input"), saved("mean", SlotKind::stats, tokens, 4, "ln_f:mean"),
+        saved("rstd", SlotKind::stats, tokens, 4, "ln_f:rstd")},
+       4 * act,
+       {}});
+  layers.push_back({"lm_head",
+                    "lm_head",
                     {saved("input", SlotKind::activation, act, 4, "lm_head:input"),
                      saved("logprobs", SlotKind::activation, tokens * vocab, 4, "lm_head:logprobs",
                            {static_cast<int64_t>(tokens), static_cast<int64_t>(vocab)})},
-                    4, {}});
+                    4,
+                    {}});
   layers.push_back({"loss_scale", "position", {}, 4, {}});
 
   // Keep figures: static + stored storages (from their first saver's forward

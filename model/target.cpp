@@ -55,7 +55,8 @@ double Target::allocated(double bytes) const {
 
 void Target::check_budget(double budget_bytes) const {
   if (memory_bytes > 0 && budget_bytes > memory_bytes) {
-    throw InputError("budget " + format_bytes(budget_bytes) + " is more than the memory of " + name + " (" + format_bytes(memory_bytes) + ")");
+    throw InputError("budget " + format_bytes(budget_bytes) + " is more than the memory of " + name + " (" +
+                     format_bytes(memory_bytes) + ")");
   }
 }
 
@@ -73,9 +74,11 @@ std::optional<HardwareSpec> catalog_entry_for(const MachineInfo& machine) {
   std::optional<HardwareSpec> best;
   for (auto& entry : hardware_catalog()) {
     const auto name = words(entry.name);
-    if (!has_word(device, name.front())) continue;             // the chip: h100, a100, rtx, ...
+    if (!has_word(device, name.front())) continue;                     // the chip: h100, a100, rtx, ...
     if (has_word(name, "pcie") != has_word(device, "pcie")) continue;  // the form factor, where named
-    const auto distance = [&](const HardwareSpec& h) { return std::fabs(h.memory_bytes - static_cast<double>(machine.memory_bytes)); };
+    const auto distance = [&](const HardwareSpec& h) {
+      return std::fabs(h.memory_bytes - static_cast<double>(machine.memory_bytes));
+    };
     if (!best || distance(entry) < distance(*best)) best = entry;
   }
   return best;
@@ -141,7 +144,8 @@ Target catalog_target(const LayerModel& m, const HardwareSpec& hw) {
   } else {
     std::ostringstream note;
     note << (!m.on_gpu() ? "the profile is from a CPU"
-                         : source ? "no roofline efficiencies could be fitted to the profile" : "the profiled GPU is not in the catalog")
+             : source    ? "no roofline efficiencies could be fitted to the profile"
+                         : "the profiled GPU is not in the catalog")
          << ": typical GPU efficiencies assumed (compute " << typical_compute_efficiency << ", memory "
          << typical_memory_efficiency << ", " << typical_forward_overhead_s * 1e6 << "/" << typical_backward_overhead_s * 1e6
          << " us per layer forward/backward)";
@@ -183,7 +187,8 @@ Target catalog_target(const LayerModel& m, const HardwareSpec& hw) {
       parameter_bytes += static_cast<double>(l.parameter_bytes);
       with_parameters += l.parameter_bytes > 0;
     }
-    t.optimizer_seconds = {0, 0, 7 * parameter_bytes / (bandwidth * eta.forward_memory) + typical_optimizer_overhead_s * with_parameters};
+    t.optimizer_seconds = {
+        0, 0, 7 * parameter_bytes / (bandwidth * eta.forward_memory) + typical_optimizer_overhead_s * with_parameters};
   }
 
   if (source && !m.codecs.empty()) {

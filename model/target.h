@@ -32,7 +32,7 @@ namespace papaya::model {
 // Typical efficiencies for a GPU papaya has not seen trained on.
 constexpr double typical_compute_efficiency = 0.5;
 constexpr double typical_memory_efficiency = 0.7;
-constexpr double typical_forward_overhead_s = 10e-6;   // per layer: kernel launches
+constexpr double typical_forward_overhead_s = 10e-6;  // per layer: kernel launches
 constexpr double typical_backward_overhead_s = 20e-6;
 constexpr double typical_optimizer_overhead_s = 50e-6;  // per layer with parameters
 // Quantize/dequantize throughput (bytes of the raw tensor per second) where
@@ -44,18 +44,18 @@ constexpr double default_cpu_codec_bytes_per_s = 1e9;
 constexpr int64_t cuda_block_bytes = 512;
 
 struct Target {
-  std::string name;          // "cpu (profiled)", "H100-SXM-80GB"
-  bool profiled = true;      // the machine the profile was taken on
-  bool gpu = false;          // allocations are rounded to cuda_block_bytes
-  bool round_keep = false;   // the keep step's figures come from a CPU: round its saved tensors too
-  double memory_bytes = 0;   // capacity
+  std::string name;                                 // "cpu (profiled)", "H100-SXM-80GB"
+  bool profiled = true;                             // the machine the profile was taken on
+  bool gpu = false;                                 // allocations are rounded to cuda_block_bytes
+  bool round_keep = false;                          // the keep step's figures come from a CPU: round its saved tensors too
+  double memory_bytes = 0;                          // capacity
   double h2d_bytes_per_s = 0, d2h_bytes_per_s = 0;  // 0: no host link, so no swap
   std::vector<SaturatingCurve> forward_seconds, backward_seconds;  // per layer
   std::vector<SaturatingCurve> recompute_seconds;                  // per segment
   SaturatingCurve optimizer_seconds, rest_seconds;
   std::vector<CodecMeasurement> codecs;  // never empty
   std::vector<InvertMeasurement> inverts;
-  std::vector<std::string> notes;        // what was assumed
+  std::vector<std::string> notes;  // what was assumed
 
   bool has_host_link() const { return h2d_bytes_per_s > 0 && d2h_bytes_per_s > 0; }
   // Throws InputError where a memory budget is more than this target has: a

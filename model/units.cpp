@@ -11,12 +11,20 @@
 namespace papaya::model {
 
 int64_t parse_size(const std::string& text, const std::string& what) {
-  static const std::map<std::string, double> units = {
-      {"", 1.0},          {"b", 1.0},
-      {"k", 1024.0},      {"kb", 1e3},  {"kib", 1024.0},
-      {"m", 1048576.0},   {"mb", 1e6},  {"mib", 1048576.0},
-      {"g", 1073741824.0}, {"gb", 1e9}, {"gib", 1073741824.0},
-      {"t", 1099511627776.0}, {"tb", 1e12}, {"tib", 1099511627776.0}};
+  static const std::map<std::string, double> units = {{"", 1.0},
+                                                      {"b", 1.0},
+                                                      {"k", 1024.0},
+                                                      {"kb", 1e3},
+                                                      {"kib", 1024.0},
+                                                      {"m", 1048576.0},
+                                                      {"mb", 1e6},
+                                                      {"mib", 1048576.0},
+                                                      {"g", 1073741824.0},
+                                                      {"gb", 1e9},
+                                                      {"gib", 1073741824.0},
+                                                      {"t", 1099511627776.0},
+                                                      {"tb", 1e12},
+                                                      {"tib", 1099511627776.0}};
   size_t used = 0;
   double number = 0;
   try {

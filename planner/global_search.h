@@ -17,17 +17,17 @@ namespace papaya::planner {
 
 struct GlobalRow {
   std::string name;
-  int64_t max_batch = 0;  // the largest batch within the budget; 0: batch 1 does not fit
-  model::Estimate best;   // at max_batch (PAPAYA compares there); empty when 0
+  int64_t max_batch = 0;     // the largest batch within the budget; 0: batch 1 does not fit
+  model::Estimate best;      // at max_batch (PAPAYA compares there); empty when 0
   model::Estimate at_batch;  // at GlobalTable::batch
-  double variance = 0;    // the variance proxy (variance.h) at GlobalTable::batch, as a fraction of quantize-2 everywhere
-  bool helps = false;     // fits, and beats keep at keep's largest batch (always, if keep fits no batch)
+  double variance = 0;       // the variance proxy (variance.h) at GlobalTable::batch, as a fraction of quantize-2 everywhere
+  bool helps = false;        // fits, and beats keep at keep's largest batch (always, if keep fits no batch)
 };
 
 struct GlobalTable {
   double budget_bytes = 0;
-  int64_t batch = 1;         // the batch asked for, or 1
-  bool batch_fixed = false;  // a batch was asked for: rows are compared at it
+  int64_t batch = 1;            // the batch asked for, or 1
+  bool batch_fixed = false;     // a batch was asked for: rows are compared at it
   std::vector<GlobalRow> rows;  // plan_names(target) order: keep first
 
   const GlobalRow& keep() const { return rows.front(); }

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <limits>
-#include <memory>
 #include <map>
+#include <memory>
 #include <string>
 
 #include "model/plan.h"
@@ -20,10 +20,10 @@ using Change = model::PlanSpace::Change;
 // forward[j] to backward[j].
 struct Levels {
   int n = 0;
-  std::vector<int> level;                      // per point
-  std::vector<CheckSlot> slot;                 // per point
-  std::vector<int> forward, backward;          // per layer: its point
-  std::vector<int> recompute;                  // per layer: the first recompute point of the segment ending there, or -1
+  std::vector<int> level;              // per point
+  std::vector<CheckSlot> slot;         // per point
+  std::vector<int> forward, backward;  // per layer: its point
+  std::vector<int> recompute;          // per layer: the first recompute point of the segment ending there, or -1
 
   explicit Levels(const model::PlanSpace& space) {
     const auto& points = space.points();
@@ -114,9 +114,9 @@ void place(const std::vector<Change>& changes, const Levels& lv, int level, std:
 // one level.
 struct Priced {
   std::vector<int> options;
-  Effect effect;          // objective: without the stall of copies to the host
-  double seconds = 0;     // likewise
-  double to_host_s = 0;   // link seconds of its copies to the host
+  Effect effect;         // objective: without the stall of copies to the host
+  double seconds = 0;    // likewise
+  double to_host_s = 0;  // link seconds of its copies to the host
   double variance = 0;
   bool swaps = false;
 };
@@ -198,7 +198,8 @@ std::vector<std::vector<int>> decided_together(const model::LayerModel& model, c
     const auto output = storage_of.find(layer.output_saved_by.front());
     if (input == storage_of.end() || output == storage_of.end() || input->second == output->second) continue;
     const int a = item[static_cast<size_t>(input->second)], b = item[static_cast<size_t>(output->second)];
-    if (a < 0 || b < 0 || a == b || items[static_cast<size_t>(a)].size() > 1 || items[static_cast<size_t>(b)].size() > 1) continue;
+    if (a < 0 || b < 0 || a == b || items[static_cast<size_t>(a)].size() > 1 || items[static_cast<size_t>(b)].size() > 1)
+      continue;
     items[static_cast<size_t>(a)].push_back(output->second);
     items[static_cast<size_t>(b)].clear();
   }
@@ -241,18 +242,22 @@ struct ProgramBuilder::Parts {
   explicit Parts(const model::PlanSpace& space) : lv(space) {}
 };
 
-ProgramBuilder::ProgramBuilder(const model::LayerModel& model, const model::PlanSpace& space, const VarianceProxy& variance)
-{
+ProgramBuilder::ProgramBuilder(const model::LayerModel& model, const model::PlanSpace& space, const VarianceProxy& variance) {
   auto parts = std::make_shared<Parts>(space);
   Parts& pt = *parts;
   const Levels& lv = pt.lv;
   const model::Target& target = space.target();
   const double batch = static_cast<double>(space.batch());
-  const auto forward_s = [&](int layer) { return layer < lv.n ? target.forward_seconds[static_cast<size_t>(layer)].at(batch) : 0.0; };
-  const auto backward_s = [&](int layer) { return layer < lv.n ? target.backward_seconds[static_cast<size_t>(layer)].at(batch) : 0.0; };
+  const auto forward_s = [&](int layer) {
+    return layer < lv.n ? target.forward_seconds[static_cast<size_t>(layer)].at(batch) : 0.0;
+  };
+  const auto backward_s = [&](int layer) {
+    return layer < lv.n ? target.backward_seconds[static_cast<size_t>(layer)].at(batch) : 0.0;
+  };
   const auto link_s = [&](double bytes, double rate) { return bytes > 0 ? bytes / rate : 0.0; };
 
-  const model::Assignment keep = space.assignment(std::vector<int>(space.storages().size(), 0), std::vector<int>(space.segments().size(), -1));
+  const model::Assignment keep =
+      space.assignment(std::vector<int>(space.storages().size(), 0), std::vector<int>(space.segments().size(), -1));
   pt.keep_bytes = space.timeline(keep);
   double highest = minus_infinity;
   for (size_t p = 0; p < pt.keep_bytes.size(); ++p) {
@@ -279,7 +284,8 @@ ProgramBuilder::ProgramBuilder(const model::LayerModel& model, const model::Plan
         const auto& option = options[i][static_cast<size_t>(pick[i])];
         decisions.push_back({g, pick[i]});
         p.options.push_back(pick[i]);
-        const double from_host_stall = std::max(0.0, link_s(option.host_bytes, target.h2d_bytes_per_s) - backward_s(last_user(space, g) + 1));
+        const double from_host_stall =
+            std::max(0.0, link_s(option.host_bytes, target.h2d_bytes_per_s) - backward_s(last_user(space, g) + 1));
         p.seconds += option.codec_seconds + option.recompute_seconds + from_host_stall;
         p.to_host_s += link_s(option.host_bytes, target.d2h_bytes_per_s);
         p.variance += variance.of_option(g, option);
@@ -329,8 +335,8 @@ LayerProgram ProgramBuilder::build(const ProgramSettings& settings) const {
   constexpr double rounding_slack = 0.5;
   std::vector<double> need(pt.keep_bytes.size());
   for (size_t p = 0; p < need.size(); ++p) {
-    need[p] = pt.keep_bytes[p] + pt.unattributed + (settings.correction.empty() ? 0 : settings.correction[p]) - settings.budget_bytes -
-              rounding_slack;
+    need[p] = pt.keep_bytes[p] + pt.unattributed + (settings.correction.empty() ? 0 : settings.correction[p]) -
+              settings.budget_bytes - rounding_slack;
   }
   const auto objective = [&](double seconds, double variance) { return seconds + settings.variance_weight * variance; };
 
@@ -359,7 +365,8 @@ LayerProgram ProgramBuilder::build(const ProgramSettings& settings) const {
   // Per level, the combinations of its items' options.
   for (int j = 0; j < lv.n; ++j) {
     Level& level = program.levels[static_cast<size_t>(j)];
-    level.need = {need[static_cast<size_t>(lv.forward[static_cast<size_t>(j)])], need[static_cast<size_t>(lv.backward[static_cast<size_t>(j)])], 0};
+    level.need = {need[static_cast<size_t>(lv.forward[static_cast<size_t>(j)])],
+                  need[static_cast<size_t>(lv.backward[static_cast<size_t>(j)])], 0};
     std::vector<Priced> combos(1);
     for (const auto& item : items[static_cast<size_t>(j)]) {
       std::vector<Priced> next;
@@ -397,7 +404,8 @@ LayerProgram ProgramBuilder::build(const ProgramSettings& settings) const {
         for (int p = from; p <= to; ++p, ++at) {
           const double bytes = need[static_cast<size_t>(p)] + o.added[at];
           const int offset = lv.level[static_cast<size_t>(p)] - sp.first;
-          double& into = offset < window - 1 ? r.inside[static_cast<size_t>(offset)][lv.slot[static_cast<size_t>(p)]] : r.inside_far;
+          double& into =
+              offset < window - 1 ? r.inside[static_cast<size_t>(offset)][lv.slot[static_cast<size_t>(p)]] : r.inside_far;
           into = std::max(into, bytes);
         }
       }

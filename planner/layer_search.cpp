@@ -17,7 +17,11 @@ struct Found {
 class Search {
  public:
   Search(const model::LayerModel& model, const model::PlanSpace& space, double budget, const LayerSearchSettings& settings)
-      : model_(model), space_(space), budget_(budget), settings_(settings), variance_(model, space),
+      : model_(model),
+        space_(space),
+        budget_(budget),
+        settings_(settings),
+        variance_(model, space),
         keep_(space.assignment(std::vector<int>(space.storages().size(), 0), std::vector<int>(space.segments().size(), -1))),
         keep_estimate_(space.evaluate(keep_)),
         builder_(model, space, variance_),
@@ -126,7 +130,8 @@ class Search {
 
 bool swaps(const model::Assignment& a) {
   return std::any_of(a.slots.begin(), a.slots.end(), [](const model::TensorStrategy& s) { return s.swap; }) ||
-         std::any_of(a.segments.begin(), a.segments.end(), [](const model::SegmentStrategy& s) { return s.recompute && s.input.swap; });
+         std::any_of(a.segments.begin(), a.segments.end(),
+                     [](const model::SegmentStrategy& s) { return s.recompute && s.input.swap; });
 }
 
 std::optional<LayerSearchResult> search_layers(const model::LayerModel& model, const model::PlanSpace& space, double budget_bytes,

@@ -38,8 +38,8 @@
 namespace papaya::planner {
 
 struct LayerSearchSettings {
-  int cells = 1024;  // buckets of the program's byte grid (level_dp.h)
-  int rounds = 8;    // solve, evaluate, tighten
+  int cells = 1024;                       // buckets of the program's byte grid (level_dp.h)
+  int rounds = 8;                         // solve, evaluate, tighten
   std::optional<double> variance_budget;  // a fraction of quantize-2 everywhere
   // planner::combinations of the space, when a caller searching several
   // batches has them already (they do not depend on the batch); else made here.
@@ -54,8 +54,8 @@ struct LayerSearchResult {
 };
 
 // nullopt: nothing found within the budgets at this batch. Keep, if it fits.
-std::optional<LayerSearchResult> search_layers(const model::LayerModel& model, const model::PlanSpace& space,
-                                               double budget_bytes, const LayerSearchSettings& settings = {});
+std::optional<LayerSearchResult> search_layers(const model::LayerModel& model, const model::PlanSpace& space, double budget_bytes,
+                                               const LayerSearchSettings& settings = {});
 
 // Whether an assignment swaps anything to host memory.
 bool swaps(const model::Assignment& assignment);

@@ -1,8 +1,8 @@
 #include "planner/level_dp.h"
 
 #include <algorithm>
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <utility>
 
@@ -129,7 +129,8 @@ class Solver {
       }
       drop_beaten(states);
     }
-    const auto best = std::min_element(states.begin(), states.end(), [](const auto& a, const auto& b) { return better(a.second, b.second); });
+    const auto best =
+        std::min_element(states.begin(), states.end(), [](const auto& a, const auto& b) { return better(a.second, b.second); });
     if (best == states.end()) return std::nullopt;
     return trace(stage, best->first, best->second.objective);
   }
@@ -164,7 +165,9 @@ class Solver {
       for (int i = first; i < first + states_per_bucket; ++i) {
         if (at_[static_cast<size_t>(i)].far < at_[static_cast<size_t>(most_saving)].far) most_saving = i;
       }
-      const auto worse = [&](const State& a, const State& b) { return a.objective + price_ * a.far > b.objective + price_ * b.far; };
+      const auto worse = [&](const State& a, const State& b) {
+        return a.objective + price_ * a.far > b.objective + price_ * b.far;
+      };
       for (int i = first; i < first + states_per_bucket; ++i) {
         if (i != most_saving && (place < 0 || worse(at_[static_cast<size_t>(i)], at_[static_cast<size_t>(place)]))) place = i;
       }

@@ -53,7 +53,7 @@ using SlotBytes = std::array<double, 3>;  // by CheckSlot
 
 // What a choice at a level adds.
 struct Effect {
-  double far = 0;                       // bytes at every point `window` levels or more after its level
+  double far = 0;                        // bytes at every point `window` levels or more after its level
   std::array<SlotBytes, window> near{};  // bytes beyond `far` at the points of its level + 0, 1, 2
   double objective = 0;                  // what it costs
 };
@@ -69,8 +69,8 @@ struct Recompute {
   // The most (need + what it adds) at the points of the segment's level
   // first + 0, 1 (forward, backward, recompute); -infinity where there is none.
   std::array<SlotBytes, window - 1> inside{};
-  double inside_far = 0;  // the same at its later levels
-  double far = 0;         // bytes it adds at every point `window` levels or more after its last
+  double inside_far = 0;                      // the same at its later levels
+  double far = 0;                             // bytes it adds at every point `window` levels or more after its last
   std::array<SlotBytes, window - 1> after{};  // beyond `far`, at levels last + 1, 2
   double objective = 0;
 };

@@ -33,7 +33,8 @@ class Planner {
   PlanResult run() {
     check_budget();
     const GlobalTable global = search_global(model_, target_, request_.budget_bytes, request_.batch);
-    const std::optional<Candidate> best = request_.batch ? layers_at(*request_.batch, LayerSearchSettings{}.cells) : at_chosen_batch(global);
+    const std::optional<Candidate> best =
+        request_.batch ? layers_at(*request_.batch, LayerSearchSettings{}.cells) : at_chosen_batch(global);
     if (!best) nothing_fits(global);
     const model::PlanSpace space = base_.at_batch(best->batch);
     const bool per_layer = best->found.combination.empty();
@@ -51,14 +52,17 @@ class Planner {
 
  private:
   void check_budget() const {
-    if (!(request_.budget_bytes > 0)) throw InputError("budget " + model::format_bytes(request_.budget_bytes) + ": a memory budget is positive");
+    if (!(request_.budget_bytes > 0))
+      throw InputError("budget " + model::format_bytes(request_.budget_bytes) + ": a memory budget is positive");
     target_.check_budget(request_.budget_bytes);
     if (request_.variance_budget && !(*request_.variance_budget >= 0)) {
-      throw InputError("variance budget " + std::to_string(*request_.variance_budget) + ": a fraction of quantize-2's variance is >= 0");
+      throw InputError("variance budget " + std::to_string(*request_.variance_budget) +
+                       ": a fraction of quantize-2's variance is >= 0");
     }
     if (request_.budget_bytes < model_.static_bytes) {
-      throw InputError("budget " + model::format_bytes(request_.budget_bytes) + " is below the weights, gradients and optimizer state alone (" +
-                       model::format_bytes(model_.static_bytes) + ")");
+      throw InputError("budget " + model::format_bytes(request_.budget_bytes) +
+                       " is below the weights, gradients and optimizer state alone (" + model::format_bytes(model_.static_bytes) +
+                       ")");
     }
   }
 

@@ -87,7 +87,7 @@ BatchRun measure(executor::Network& network, executor::DataSource& data, torch::
 
     if (step >= options.warmup) {
       run.steps.push_back({seconds(start, end), seconds(zeroed, forward_done), seconds(forward_done, backward_done),
-                          seconds(start, zeroed) + seconds(backward_done, end), times});
+                           seconds(start, zeroed) + seconds(backward_done, end), times});
       keep_max(it.peak_bytes, recorder.step_peak());
       keep_max(it.peak_reserved_bytes, recorder.step_reserved_peak());
       keep_max(it.forward_end_bytes, forward_end_bytes);

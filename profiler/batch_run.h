@@ -18,7 +18,7 @@ namespace papaya::profiler {
 struct BatchRunOptions {
   int64_t batch = 1;
   int warmup = 2, steps = 5;
-  int64_t memory_limit = 0;   // > 0: emulated device limit on allocated bytes
+  int64_t memory_limit = 0;       // > 0: emulated device limit on allocated bytes
   std::function<void()> on_step;  // after each step, and after the recompute timing
 };
 
@@ -29,11 +29,11 @@ struct StepTimes {
 };
 
 struct BatchRun {
-  model::IterationMeasurement iteration;          // oom: nothing else is filled; times: median_run's
-  std::vector<model::LayerMeasurement> layers;    // network.layers() order
-  std::vector<double> recompute_s;                // network.segments() order
-  std::vector<bool> returns_last_layer_output;    // network.segments() order
-  std::vector<StepTimes> steps;                   // every measured step
+  model::IterationMeasurement iteration;        // oom: nothing else is filled; times: median_run's
+  std::vector<model::LayerMeasurement> layers;  // network.layers() order
+  std::vector<double> recompute_s;              // network.segments() order
+  std::vector<bool> returns_last_layer_output;  // network.segments() order
+  std::vector<StepTimes> steps;                 // every measured step
 };
 
 // Several runs of one batch size as one, with the batch's times: the

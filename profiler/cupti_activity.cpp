@@ -63,8 +63,7 @@ void add(const CUpti_Activity* record) {
       recorded.correlations.push_back({e->correlationId, e->externalId});
       break;
     }
-    default:
-      break;
+    default: break;
   }
 }
 

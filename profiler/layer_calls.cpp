@@ -28,9 +28,7 @@ class CallRecorder : public executor::LayerObserver {
     calls[index.at(&layer)].saved.emplace_back(slot.name, tensor);
   }
 
-  void forward_end(const executor::Layer& layer, torch::Tensor& output) override {
-    calls[index.at(&layer)].output = output;
-  }
+  void forward_end(const executor::Layer& layer, torch::Tensor& output) override { calls[index.at(&layer)].output = output; }
 
   std::vector<LayerCall> calls;
   std::vector<int> seen;

@@ -13,7 +13,7 @@
 namespace papaya::profiler {
 
 struct LayerCall {
-  std::vector<torch::Tensor> inputs;  // the tensors the layer reports as its inputs
+  std::vector<torch::Tensor> inputs;                         // the tensors the layer reports as its inputs
   std::vector<std::pair<std::string, torch::Tensor>> saved;  // slot name, tensor
   torch::Tensor output;
   std::vector<std::string> data_slots;  // saved slots that share a storage with the batch's own tensors

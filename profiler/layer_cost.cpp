@@ -65,8 +65,6 @@ double bytes_moved(const LayerCall& call) {
 
 }  // namespace
 
-LayerCost forward_cost(const executor::Layer& layer, const LayerCall& call) {
-  return {flops(layer, call), bytes_moved(call)};
-}
+LayerCost forward_cost(const executor::Layer& layer, const LayerCall& call) { return {flops(layer, call), bytes_moved(call)}; }
 
 }  // namespace papaya::profiler

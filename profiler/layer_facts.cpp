@@ -81,7 +81,8 @@ std::vector<model::LayerProfile> describe_layers(executor::Network& network, con
       p.saved.back().last_forward_use = network.layers().at(static_cast<size_t>(last_use[i].at(slot.name)))->path();
     }
     p.output_bytes_per_sample = growth(nbytes(at_1[i].output), nbytes(at_2[i].output));
-    for (const auto& parameter : layer.parameters(/*recurse=*/false)) p.parameter_bytes += static_cast<int64_t>(nbytes(parameter));
+    for (const auto& parameter : layer.parameters(/*recurse=*/false))
+      p.parameter_bytes += static_cast<int64_t>(nbytes(parameter));
     p.parameter_copy_bytes = copies.at(i);
     const LayerCost cost_1 = forward_cost(layer, at_1[i]), cost_2 = forward_cost(layer, at_2[i]);
     p.forward_flops_per_sample = growth(cost_1.flops, cost_2.flops);

@@ -176,8 +176,10 @@ LayerProbes probe_layers(executor::Network& network, executor::DataSource& data,
       sample(samples, [&] {
         auto [times, between] = run_at(options.batch);
         samples.between_profiled.resize(options.profiled.size());
-        for (size_t k = 0; k < options.profiled.size(); ++k) samples.between_profiled[k].push_back(run_at(options.profiled[k]).second);
-        samples.recompute.push_back(time_recompute(segment, grow(segment_inputs[s].tensors.front(), options.from, options.batch, what), 1));
+        for (size_t k = 0; k < options.profiled.size(); ++k)
+          samples.between_profiled[k].push_back(run_at(options.profiled[k]).second);
+        samples.recompute.push_back(
+            time_recompute(segment, grow(segment_inputs[s].tensors.front(), options.from, options.batch, what), 1));
         samples.layers.push_back(std::move(times));
         samples.between.push_back(between);
       });
@@ -186,7 +188,8 @@ LayerProbes probe_layers(executor::Network& network, executor::DataSource& data,
     for (size_t i = 0; i < layers.size(); ++i) {
       if (!layers[i]->segment().empty()) continue;
       sample(layer_samples[i], [&] {
-        std::vector<torch::Tensor> in = grown(capture.layers[i], options.from, options.batch, "an input of layer " + layers[i]->path());
+        std::vector<torch::Tensor> in =
+            grown(capture.layers[i], options.from, options.batch, "an input of layer " + layers[i]->path());
         layer_samples[i].layers.push_back(timed([&] { return layers[i]->run(in, batch); }).first);
       });
       if (options.on_probe) options.on_probe();

@@ -29,8 +29,8 @@
 namespace papaya::profiler {
 
 struct ProbeOptions {
-  int64_t from = 1;   // a batch the whole network ran at: its inputs are repeated
-  int64_t batch = 0;  // the probe batch (> from)
+  int64_t from = 1;               // a batch the whole network ran at: its inputs are repeated
+  int64_t batch = 0;              // the probe batch (> from)
   std::vector<int64_t> profiled;  // batches (<= from) the segments also run at, for their work between layers
   // Every probe is run once per round, the probes in turn, and each figure is
   // its median over the rounds (as the profile's batches, ProfileOptions::

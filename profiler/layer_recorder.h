@@ -27,8 +27,7 @@ class LayerRecorder : public executor::LayerObserver {
  public:
   // `memory_limit` > 0: a forward that takes the allocator past it throws
   // MemoryLimitExceeded (profiler/out_of_memory.h).
-  LayerRecorder(const executor::Network& network, LayerTimer& timer, executor::MemoryTracker& memory,
-                int64_t memory_limit = 0);
+  LayerRecorder(const executor::Network& network, LayerTimer& timer, executor::MemoryTracker& memory, int64_t memory_limit = 0);
 
   // Before a step: forgets the last one and restarts the allocator's peak.
   void start_step();

@@ -168,7 +168,8 @@ model::Profile profile_network(const ProfileOptions& options) {
 #ifdef PAPAYA_CUDA
       if (device.is_cuda()) cuda_release_cache();
 #endif
-      const std::string note = "batch " + std::to_string(batches[b]) + ", round " + std::to_string(r + 1) + "/" + std::to_string(rounds);
+      const std::string note =
+          "batch " + std::to_string(batches[b]) + ", round " + std::to_string(r + 1) + "/" + std::to_string(rounds);
       BatchRunOptions run_options;
       run_options.batch = batches[b];
       run_options.warmup = warmup_in(r);

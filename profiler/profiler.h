@@ -20,9 +20,9 @@ namespace papaya::profiler {
 struct ProfileOptions {
   std::string network = "gpt-tiny";  // config name or path
   std::vector<int> batches = {1, 2, 4, 8};
-  std::string device = "cpu";        // cpu, cuda, cuda:N
-  std::string precision = "fp32";    // fp32, bf16
-  int warmup = 3;                    // steps per batch left out of the figures
+  std::string device = "cpu";      // cpu, cuda, cuda:N
+  std::string precision = "fp32";  // fp32, bf16
+  int warmup = 3;                  // steps per batch left out of the figures
   // Measured steps per batch: their median is what is recorded, and the
   // microsecond layer times of small batches vary by tens of percent from
   // step to step on a shared machine.

@@ -15,7 +15,8 @@ double new_saved_bytes(const model::LayerProfile& layer, int batch) {
 
 double saved_bytes(const model::Profile& profile, int batch) {
   double bytes = 0;
-  for (const auto& layer : profile.layers) bytes += new_saved_bytes(layer, batch) + static_cast<double>(layer.parameter_copy_bytes);
+  for (const auto& layer : profile.layers)
+    bytes += new_saved_bytes(layer, batch) + static_cast<double>(layer.parameter_copy_bytes);
   return bytes;
 }
 

@@ -23,7 +23,9 @@ torch::Tensor Conv2d::forward(torch::Tensor x) {
 
 MaxPool2d::MaxPool2d(int64_t kernel, int64_t stride, int64_t padding)
     : Layer(LayerKind::maxpool, {{"input", SlotKind::activation}, {"indices", SlotKind::index}}),
-      kernel(kernel), stride(stride), padding(padding) {}
+      kernel(kernel),
+      stride(stride),
+      padding(padding) {}
 
 torch::Tensor MaxPool2d::forward(torch::Tensor x) {
   Scope scope(*this, {&x});

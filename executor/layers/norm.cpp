@@ -26,7 +26,8 @@ Norm::Norm(const std::string& kind, int64_t dim) : Layer(norm_kind(kind), norm_s
 torch::Tensor Norm::forward(torch::Tensor x) {
   Scope scope(*this, {&x});
   if (uses_moms()) {
-    return scope.finish(kind() == LayerKind::layernorm ? moms::layer_norm(*this, x, weight, bias) : moms::rms_norm(*this, x, weight));
+    return scope.finish(kind() == LayerKind::layernorm ? moms::layer_norm(*this, x, weight, bias)
+                                                       : moms::rms_norm(*this, x, weight));
   }
   if (kind() == LayerKind::layernorm) {
     auto [y, mean, rstd] = torch::native_layer_norm(x, {x.size(-1)}, cast(weight), cast(bias), eps);

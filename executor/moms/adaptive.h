@@ -47,8 +47,7 @@ class AdaptiveBits {
   void restore(const State& state);
 
   // The allocation for sensitivities and sizes under an average-bits budget.
-  static std::vector<int> allocate(const std::vector<double>& sensitivity, const std::vector<int64_t>& numel,
-                                   int budget_bits);
+  static std::vector<int> allocate(const std::vector<double>& sensitivity, const std::vector<int64_t>& numel, int budget_bits);
 
  private:
   int budget_, every_;

@@ -55,8 +55,7 @@ struct SoftmaxFunction : Function<SoftmaxFunction> {
 };
 
 struct ContextFunction : Function<ContextFunction> {
-  static at::Tensor forward(AutogradContext* ctx, const AttentionContext* layer, const at::Tensor& probs,
-                            const at::Tensor& v) {
+  static at::Tensor forward(AutogradContext* ctx, const AttentionContext* layer, const at::Tensor& probs, const at::Tensor& v) {
     stash(ctx, {store_slot(*layer, 0, probs), store_slot(*layer, 1, v)});
     return at::matmul(probs, v);
   }

@@ -98,7 +98,9 @@ at::Tensor quantize(const at::Tensor& x, const QuantLayout& l) {
     at::Tensor scale = round_to_bf16((high - mn).div_(levels), /*up=*/true);
     scale.masked_fill_(scale == 0, 1);  // a constant group decodes exactly from its min
     at::Tensor q = (v - mn.unsqueeze(1)).div_(scale.unsqueeze(1));
-    q.add_(at::empty_like(q).uniform_(0, 1, rounding_generator())).floor_().clamp_(0, levels);  // stochastic rounding: E[q] = (v - min) / scale
+    q.add_(at::empty_like(q).uniform_(0, 1, rounding_generator()))
+        .floor_()
+        .clamp_(0, levels);  // stochastic rounding: E[q] = (v - min) / scale
     const at::Tensor codes = pack_codes(q.to(at::kByte), l.bits);
     out.codes.narrow(0, h, rows).narrow(1, g0, count).copy_(codes.view({rows, count, -1}));
     out.mins.narrow(0, h, rows).narrow(1, g0, count).copy_(mn.view({rows, count}));

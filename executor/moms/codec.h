@@ -37,8 +37,7 @@ struct QuantLayout {
 // `x` (any floating dtype) -> a uint8 buffer of layout.bytes().
 at::Tensor quantize(const at::Tensor& x, const QuantLayout& layout);
 // The buffer -> values of `shape` in `dtype`.
-at::Tensor dequantize(const at::Tensor& buffer, const QuantLayout& layout, at::IntArrayRef shape,
-                      at::ScalarType dtype);
+at::Tensor dequantize(const at::Tensor& buffer, const QuantLayout& layout, at::IntArrayRef shape, at::ScalarType dtype);
 
 // A boolean mask -> ceil(numel/8) bytes, and back.
 at::Tensor pack_mask(const at::Tensor& mask);

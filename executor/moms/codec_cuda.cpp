@@ -29,8 +29,8 @@ at::Tensor quantize_cuda(const at::Tensor& x, const QuantLayout& l) {
   const c10::cuda::CUDAGuard guard(x.device());
   const at::Tensor values = x.to(kernel_dtype(x.scalar_type())).contiguous();
   at::Tensor buffer = at::empty({l.bytes()}, x.options().dtype(at::kByte));
-  C10_CUDA_CHECK(papaya_quantize(values.data_ptr(), dtype_code(values.scalar_type()), l.numel, l.head_numel,
-                                 l.group_size, l.bits, next_seed(), buffer.data_ptr<uint8_t>(),
+  C10_CUDA_CHECK(papaya_quantize(values.data_ptr(), dtype_code(values.scalar_type()), l.numel, l.head_numel, l.group_size, l.bits,
+                                 next_seed(), buffer.data_ptr<uint8_t>(),
                                  c10::cuda::getCurrentCUDAStream(x.device().index()).stream()));
   return buffer;
 }
@@ -38,8 +38,8 @@ at::Tensor quantize_cuda(const at::Tensor& x, const QuantLayout& l) {
 at::Tensor dequantize_cuda(const at::Tensor& buffer, const QuantLayout& l, at::IntArrayRef shape, at::ScalarType dtype) {
   const c10::cuda::CUDAGuard guard(buffer.device());
   at::Tensor out = at::empty(shape, buffer.options().dtype(kernel_dtype(dtype)));
-  C10_CUDA_CHECK(papaya_dequantize(buffer.data_ptr<uint8_t>(), l.numel, l.head_numel, l.group_size, l.bits,
-                                   out.data_ptr(), dtype_code(out.scalar_type()),
+  C10_CUDA_CHECK(papaya_dequantize(buffer.data_ptr<uint8_t>(), l.numel, l.head_numel, l.group_size, l.bits, out.data_ptr(),
+                                   dtype_code(out.scalar_type()),
                                    c10::cuda::getCurrentCUDAStream(buffer.device().index()).stream()));
   return out.to(dtype);
 }

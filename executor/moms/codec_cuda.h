@@ -6,7 +6,6 @@
 namespace papaya::executor {
 
 at::Tensor quantize_cuda(const at::Tensor& x, const QuantLayout& layout);
-at::Tensor dequantize_cuda(const at::Tensor& buffer, const QuantLayout& layout, at::IntArrayRef shape,
-                           at::ScalarType dtype);
+at::Tensor dequantize_cuda(const at::Tensor& buffer, const QuantLayout& layout, at::IntArrayRef shape, at::ScalarType dtype);
 
 }  // namespace papaya::executor

@@ -55,8 +55,7 @@ struct MaxPoolFunction : Function<MaxPoolFunction> {
     const std::vector<int64_t> g = ctx->saved_data["geometry"].toIntVector();
     ctx->saved_data.erase("geometry");
     return {at::Tensor(), at::max_pool2d_with_indices_backward(grad[0], saved.tensors[0], {g[0], g[0]}, {g[1], g[1]},
-                                                                {g[2], g[2]}, {1, 1}, /*ceil_mode=*/false,
-                                                                saved.tensors[1])};
+                                                               {g[2], g[2]}, {1, 1}, /*ceil_mode=*/false, saved.tensors[1])};
   }
 };
 

@@ -92,8 +92,6 @@ torch::Tensor activation(const Activation& layer, const torch::Tensor& x) { retu
 
 torch::Tensor dropout(const Dropout& layer, const torch::Tensor& x) { return DropoutFunction::apply(&layer, x); }
 
-torch::Tensor mul(const Mul& layer, const torch::Tensor& a, const torch::Tensor& b) {
-  return MulFunction::apply(&layer, a, b);
-}
+torch::Tensor mul(const Mul& layer, const torch::Tensor& a, const torch::Tensor& b) { return MulFunction::apply(&layer, a, b); }
 
 }  // namespace papaya::executor::moms

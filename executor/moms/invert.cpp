@@ -100,11 +100,13 @@ at::Tensor table_on(model::LayerKind kind, const at::Device& device) {
 
 // On the CPU: one pass over the values, nothing allocated but the result.
 at::Tensor input_grad_on_cpu(const Table& t, const at::Tensor& grad, const at::Tensor& output, const at::Tensor& right) {
-  const at::Tensor g = grad.contiguous(), y = output.to(grad.scalar_type()).contiguous(), branch = right.to(at::kBool).contiguous();
+  const at::Tensor g = grad.contiguous(), y = output.to(grad.scalar_type()).contiguous(),
+                   branch = right.to(at::kBool).contiguous();
   at::Tensor out = at::empty_like(g);
   const float* values = t.values.data();
   const float y_min = static_cast<float>(t.y_min);
-  const float right_scale = static_cast<float>(table_size / t.right_span), left_scale = static_cast<float>(table_size / t.left_span);
+  const float right_scale = static_cast<float>(table_size / t.right_span),
+              left_scale = static_cast<float>(table_size / t.left_span);
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, g.scalar_type(), "input_grad_from_output", [&] {
     const scalar_t* gp = g.data_ptr<scalar_t>();
     const scalar_t* yp = y.data_ptr<scalar_t>();
@@ -112,8 +114,9 @@ at::Tensor input_grad_on_cpu(const Table& t, const at::Tensor& grad, const at::T
     scalar_t* op = out.data_ptr<scalar_t>();
     at::parallel_for(0, g.numel(), chunk_values, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
-        const float u = std::clamp(std::sqrt(std::max(static_cast<float>(yp[i]) - y_min, 0.f)) * (rp[i] ? right_scale : left_scale),
-                                   0.f, static_cast<float>(table_size));
+        const float u =
+            std::clamp(std::sqrt(std::max(static_cast<float>(yp[i]) - y_min, 0.f)) * (rp[i] ? right_scale : left_scale), 0.f,
+                       static_cast<float>(table_size));
         const float cell = std::min(std::floor(u), static_cast<float>(table_size - 1));
         const float* v = values + static_cast<int64_t>(cell) + (rp[i] ? 0 : table_size + 1);
         op[i] = static_cast<scalar_t>((v[0] + (v[1] - v[0]) * (u - cell)) * static_cast<float>(gp[i]));

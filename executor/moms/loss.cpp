@@ -28,8 +28,7 @@ at::Tensor logits_grad(const at::Tensor& grad, const at::Tensor& logprobs, const
 }
 
 struct CrossEntropyFunction : Function<CrossEntropyFunction> {
-  static at::Tensor forward(AutogradContext* ctx, const CrossEntropy* layer, const at::Tensor& logits,
-                            const at::Tensor& target) {
+  static at::Tensor forward(AutogradContext* ctx, const CrossEntropy* layer, const at::Tensor& logits, const at::Tensor& target) {
     const at::Tensor logprobs = at::log_softmax(logits.to(at::kFloat), -1);
     auto [loss, total_weight] = at::nll_loss_forward(logprobs, target, {}, mean, no_ignore);
     stash(ctx, {store_slot(*layer, 0, logprobs)});

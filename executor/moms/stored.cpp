@@ -127,8 +127,7 @@ at::Tensor Stored::restore() {
 #endif
   switch (encoding_) {
     case Encoding::raw:
-      TORCH_CHECK(!payload_.defined() || payload_._version() == version_,
-                  "a tensor saved for backward was modified in place");
+      TORCH_CHECK(!payload_.defined() || payload_._version() == version_, "a tensor saved for backward was modified in place");
       return payload;
     case Encoding::quantized: return dequantize(payload, layout_, shape_, dtype_);
     case Encoding::mask: return unpack_mask(payload, shape_);

@@ -47,8 +47,8 @@ class Stored : public torch::CustomClassHolder {
   std::vector<int64_t> shape_;
   at::ScalarType dtype_ = at::kFloat;
   QuantLayout layout_;
-  int64_t version_ = 0;               // raw: the source's version when stored
-  std::shared_ptr<HostCopy> host_;    // swapped: the payload in pinned host memory
+  int64_t version_ = 0;             // raw: the source's version when stored
+  std::shared_ptr<HostCopy> host_;  // swapped: the payload in pinned host memory
   std::shared_ptr<AdaptiveBits> adaptive_;
   int adaptive_index_ = -1;
 };

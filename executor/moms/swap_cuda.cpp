@@ -126,8 +126,7 @@ std::shared_ptr<HostCopy> swap_out(const at::Tensor& payload) {
   contiguous.record_stream(stream);
 
   copy->order = s.next_order++;
-  s.swapped.erase(std::remove_if(s.swapped.begin(), s.swapped.end(), [](const auto& w) { return w.expired(); }),
-                  s.swapped.end());
+  s.swapped.erase(std::remove_if(s.swapped.begin(), s.swapped.end(), [](const auto& w) { return w.expired(); }), s.swapped.end());
   s.swapped.push_back(copy);
   return copy;
 }

@@ -190,8 +190,6 @@ class Transformer : public Network {
 
 }  // namespace
 
-std::shared_ptr<Network> build_transformer(const model::NetworkConfig& config) {
-  return std::make_shared<Transformer>(config);
-}
+std::shared_ptr<Network> build_transformer(const model::NetworkConfig& config) { return std::make_shared<Transformer>(config); }
 
 }  // namespace papaya::executor

@@ -50,7 +50,8 @@ TEST(Cli, TrainGptTinyJson) {
   const Outcome run = run_papaya("train --network gpt-tiny --batch 8 --steps 20 --device cpu --json");
   ASSERT_EQ(run.code, 0) << run.err;
   const json out = json::parse(run.out);
-  for (const char* key : {"samples_per_s", "median_samples_per_s", "median_step_seconds", "peak_bytes", "static_bytes", "final_loss"}) {
+  for (const char* key :
+       {"samples_per_s", "median_samples_per_s", "median_step_seconds", "peak_bytes", "static_bytes", "final_loss"}) {
     ASSERT_TRUE(out.contains(key)) << key;
     EXPECT_TRUE(std::isfinite(out[key].get<double>())) << key;
     EXPECT_GT(out[key].get<double>(), 0) << key;
@@ -99,14 +100,19 @@ TEST(Cli, BadConfigFilesNameTheProblem) {
     return (dir / name).string();
   };
   expect_input_error("train --network " + write("malformed.json", "{\"name\": "), "malformed JSON");
-  expect_input_error("train --network " + write("unknown-key.json", R"({"name":"x","family":"mlp","input":4,"hidden":[4],"classes":2,"colour":1})"),
+  expect_input_error("train --network " + write("unknown-key.json",
+                                                R"({"name":"x","family":"mlp","input":4,"hidden":[4],"classes":2,"colour":1})"),
                      "colour");
-  expect_input_error("train --network " + write("wrong-type.json", R"({"name":"x","family":"mlp","input":"4","hidden":[4],"classes":2})"),
-                     "/input");
-  expect_input_error("train --network " + write("negative.json", R"({"name":"x","family":"mlp","input":4,"hidden":[0],"classes":2})"),
-                     "/hidden/0");
-  expect_input_error("train --network " + write("heads.json", R"({"name":"x","family":"gpt","layers":1,"d_model":10,"heads":3,"seq_len":4,"vocab":9})"),
-                     "heads do not divide d_model");
+  expect_input_error(
+      "train --network " + write("wrong-type.json", R"({"name":"x","family":"mlp","input":"4","hidden":[4],"classes":2})"),
+      "/input");
+  expect_input_error(
+      "train --network " + write("negative.json", R"({"name":"x","family":"mlp","input":4,"hidden":[0],"classes":2})"),
+      "/hidden/0");
+  expect_input_error(
+      "train --network " +
+          write("heads.json", R"({"name":"x","family":"gpt","layers":1,"d_model":10,"heads":3,"seq_len":4,"vocab":9})"),
+      "heads do not divide d_model");
   std::filesystem::remove_all(dir);
 }
 
@@ -127,7 +133,8 @@ TEST(Cli, TrainWithAPlanReportsWhatItStores) {
 }
 
 TEST(Cli, TrainWithAPlanFile) {
-  const Outcome run = run_papaya("train --network gpt-tiny --steps 3 --plan " PAPAYA_SOURCE_DIR "/configs/plans/gpt-tiny-mixed.json");
+  const Outcome run =
+      run_papaya("train --network gpt-tiny --steps 3 --plan " PAPAYA_SOURCE_DIR "/configs/plans/gpt-tiny-mixed.json");
   ASSERT_EQ(run.code, 0) << run.err;
   EXPECT_NE(run.out.find("plan gpt-tiny-mixed"), std::string::npos) << run.out;
   EXPECT_NE(run.out.find("stored: quantize-4"), std::string::npos) << run.out;
@@ -143,9 +150,11 @@ TEST(Cli, BadPlansExitTwoNamingTheProblem) {
   expect_input_error("train --plan fastest", "unknown plan 'fastest'");
   expect_input_error("train --plan " + write("path.json", R"({"papaya_plan": 1, "tensors": {"blocks.7.mlp.fc1": "quantize-4"}})"),
                      "/tensors/blocks.7.mlp.fc1: no saved tensor");
-  expect_input_error("train --plan " + write("invert.json", R"({"papaya_plan": 1, "tensors": {"blocks.0.mlp.fc1:input": "invert"}})"),
-                     "invert applies to the input of a gelu or silu layer only");
-  expect_input_error("train --plan " + write("other.json", R"({"papaya_plan": 1, "network": "bert-tiny"})"), "made for bert-tiny");
+  expect_input_error(
+      "train --plan " + write("invert.json", R"({"papaya_plan": 1, "tensors": {"blocks.0.mlp.fc1:input": "invert"}})"),
+      "invert applies to the input of a gelu or silu layer only");
+  expect_input_error("train --plan " + write("other.json", R"({"papaya_plan": 1, "network": "bert-tiny"})"),
+                     "made for bert-tiny");
   expect_input_error("train --plan swap", "plan 'swap' swaps blocks.0.ln1:input to host memory, which needs a CUDA device");
   expect_input_error("train --plan recompute-all+swap", "swaps blocks.0 (segment input)");
   std::filesystem::remove_all(dir);

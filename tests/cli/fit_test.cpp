@@ -25,8 +25,7 @@ std::string write_temp(const std::string& name, const std::string& text) {
   return path;
 }
 
-const json& series(const json& all, const std::string& network, const std::string& precision,
-                   const std::string& strategy) {
+const json& series(const json& all, const std::string& network, const std::string& precision, const std::string& strategy) {
   for (const auto& s : all) {
     if (s.at("network") == network && s.at("precision") == precision && s.at("strategy") == strategy) return s;
   }
@@ -41,8 +40,8 @@ TEST(Fit, MeasurementsJsonHasEverySeries) {
   ASSERT_TRUE(all.is_array());
   EXPECT_EQ(all.size(), 37u);
   for (const auto& s : all) {
-    for (const char* key : {"network", "precision", "strategy", "points", "r2_memory", "r2_time", "max_batch",
-                            "best_samples_per_s", "helps"}) {
+    for (const char* key :
+         {"network", "precision", "strategy", "points", "r2_memory", "r2_time", "max_batch", "best_samples_per_s", "helps"}) {
       EXPECT_TRUE(s.contains(key)) << key;
     }
   }
@@ -88,8 +87,8 @@ TEST(Fit, BudgetLowersTheMaxBatch) {
 TEST(Fit, PrintsATablePerGpu) {
   const Outcome run = run_papaya("fit --measurements " + kData);
   ASSERT_EQ(run.code, 0) << run.err;
-  for (const char* text : {"V100-16GB, budget 16.00 GiB", "alpha MiB/sample", "R² memory", "best samples/s",
-                           "wide_resnet50_2", "baseline", "Notes:"}) {
+  for (const char* text : {"V100-16GB, budget 16.00 GiB", "alpha MiB/sample", "R² memory", "best samples/s", "wide_resnet50_2",
+                           "baseline", "Notes:"}) {
     EXPECT_NE(run.out.find(text), std::string::npos) << text;
   }
 }
@@ -115,9 +114,8 @@ TEST(Fit, BadInputExitsWithCode2) {
 std::string k80_rows(const std::string& gpu) {
   std::string rows = "gpu,network,precision,strategy,batch,oom,samples_per_s,iter_s,peak_mib\n";
   for (const char* row : {"none,32,0,46.1", "none,48,0,46.84", "none,64,0,50.05", "none,80,0,48.93", "none,96,0,50.16",
-                          "none,112,0,50.67", "none,128,1,", "none,144,1,", "quantize4,32,0,32.62",
-                          "quantize4,64,0,34.02", "quantize4,128,0,34.66", "quantize4,256,0,35.01",
-                          "quantize4,352,0,34.46", "quantize4,384,1,"}) {
+                          "none,112,0,50.67", "none,128,1,", "none,144,1,", "quantize4,32,0,32.62", "quantize4,64,0,34.02",
+                          "quantize4,128,0,34.66", "quantize4,256,0,35.01", "quantize4,352,0,34.46", "quantize4,384,1,"}) {
     rows += gpu + ",resnet50,fp32," + row + ",,\n";
   }
   return rows;
@@ -134,8 +132,8 @@ TEST(Fit, K80MeasurementsFitWithAndWithoutABudget) {
     ASSERT_EQ(all.size(), 2u);
     EXPECT_EQ(all[0].at("gpu"), "K80");
     EXPECT_EQ(all[0].at("budget_bytes"), 12.0 * (1 << 30));
-    EXPECT_EQ(series(all, "resnet50", "fp32", "none").at("max_batch"), 127);        // below the OOM at 128
-    EXPECT_EQ(series(all, "resnet50", "fp32", "quantize4").at("max_batch"), 383);   // below the OOM at 384
+    EXPECT_EQ(series(all, "resnet50", "fp32", "none").at("max_batch"), 127);       // below the OOM at 128
+    EXPECT_EQ(series(all, "resnet50", "fp32", "quantize4").at("max_batch"), 383);  // below the OOM at 384
   }
 }
 
@@ -146,8 +144,7 @@ TEST(Fit, AGpuOutsideTheCatalogNeedsABudget) {
   const Outcome run = run_papaya("fit --measurements " + csv + " --budget 12GiB");
   ASSERT_EQ(run.code, 0) << run.err;
   EXPECT_NE(run.out.find("m40, budget 12.00 GiB"), std::string::npos) << run.out;
-  expect_input_error("fit --measurements " + csv,
-                     csv + ":2: gpu 'm40' is not in the hardware catalog (A10, A100-40GB,");
+  expect_input_error("fit --measurements " + csv, csv + ":2: gpu 'm40' is not in the hardware catalog (A10, A100-40GB,");
   expect_input_error("fit --measurements " + csv, "give --budget SIZE");
 }
 

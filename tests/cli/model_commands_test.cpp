@@ -7,8 +7,8 @@
 #include <sstream>
 
 #include "model/profile.h"
-#include "tests/cli/run_papaya.h"
 #include "model/synthetic_profile.h"
+#include "tests/cli/run_papaya.h"
 
 namespace papaya::testing {
 namespace {
@@ -49,7 +49,8 @@ TEST_F(ModelCommands, FitReportsItsQuality) {
   EXPECT_TRUE(fs::exists(path("again.json")));
   run = run_papaya("fit " + profile_ + " --out " + path("again.json"));
   ASSERT_EQ(run.code, 0) << run.err;
-  for (const char* text : {"R^2", "held out", "worst at", "measured peak"}) EXPECT_NE(run.out.find(text), std::string::npos) << text;
+  for (const char* text : {"R^2", "held out", "worst at", "measured peak"})
+    EXPECT_NE(run.out.find(text), std::string::npos) << text;
 }
 
 TEST_F(ModelCommands, PredictEveryCombination) {
@@ -59,7 +60,8 @@ TEST_F(ModelCommands, PredictEveryCombination) {
   EXPECT_EQ(rows.size(), 20u);  // a CPU profile: no swap
   double keep_peak = 0;
   for (const auto& row : rows) {
-    for (const char* key : {"strategy", "batch", "peak_bytes", "samples_per_s", "max_batch"}) ASSERT_TRUE(row.contains(key)) << key;
+    for (const char* key : {"strategy", "batch", "peak_bytes", "samples_per_s", "max_batch"})
+      ASSERT_TRUE(row.contains(key)) << key;
     EXPECT_EQ(row["batch"], 16);
     EXPECT_GT(row["samples_per_s"].get<double>(), 0);
     if (row["strategy"] == "keep") keep_peak = row["peak_bytes"];
@@ -82,7 +84,8 @@ TEST_F(ModelCommands, PredictOnePlanOnOtherHardware) {
   EXPECT_GT(rows[0]["host_bytes"].get<double>(), 0);
   EXPECT_NE(rows[0]["notes"].dump().find("typical"), std::string::npos);
   // A plan file.
-  const std::string plan = write("plan.json", R"({"papaya_plan": 1, "base": "quantize-8", "segments": {"blocks.0": "recompute"}})");
+  const std::string plan =
+      write("plan.json", R"({"papaya_plan": 1, "base": "quantize-8", "segments": {"blocks.0": "recompute"}})");
   const Outcome file = run_papaya("predict " + model_ + " --batch 8 --plan " + plan + " --json");
   ASSERT_EQ(file.code, 0) << file.err;
   EXPECT_EQ(json::parse(file.out)[0]["strategy"], "plan");

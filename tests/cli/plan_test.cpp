@@ -11,8 +11,8 @@
 #include "model/plan.h"
 #include "model/predict.h"
 #include "model/profile.h"
-#include "tests/cli/run_papaya.h"
 #include "model/synthetic_profile.h"
+#include "tests/cli/run_papaya.h"
 
 namespace papaya::testing {
 namespace {
@@ -80,8 +80,10 @@ TEST_F(PlanCommands, ChoosesTheBatchAndShowsThePlanAndPapayasTable) {
 TEST_F(PlanCommands, NoVarianceMeansLossless) {
   // A budget recompute-all fits, so that a lossless plan exists.
   const model::LayerModel m = model::read_layer_model(model_);
-  const double lossless = model::predict(m, model::profiled_target(m), model::expand_plan_name("recompute-all", m.layout()), 16).peak_bytes;
-  const Outcome run = run_papaya("plan " + model_ + " --budget " + std::to_string(std::llround(lossless)) + " --batch 16 --variance 0 --json");
+  const double lossless =
+      model::predict(m, model::profiled_target(m), model::expand_plan_name("recompute-all", m.layout()), 16).peak_bytes;
+  const Outcome run =
+      run_papaya("plan " + model_ + " --budget " + std::to_string(std::llround(lossless)) + " --batch 16 --variance 0 --json");
   ASSERT_EQ(run.code, 0) << run.err;
   const json out = json::parse(run.out);
   EXPECT_EQ(out["variance"].get<double>(), 0);
@@ -94,8 +96,10 @@ TEST_F(PlanCommands, NoVarianceMeansLossless) {
 TEST_F(PlanCommands, BadInputExitsTwo) {
   expect_input_error("plan " + model_ + " --budget lots", "--budget");
   expect_input_error("plan " + path("absent.json") + " --budget 1GiB", "absent.json");
-  expect_input_error("plan " + model_ + " --budget " + std::to_string(std::llround(static_bytes_ / 2)), "weights, gradients and optimizer state");
-  expect_input_error("plan " + model_ + " --budget " + std::to_string(std::llround(static_bytes_ + 1)), "needs with the most memory-saving plan");
+  expect_input_error("plan " + model_ + " --budget " + std::to_string(std::llround(static_bytes_ / 2)),
+                     "weights, gradients and optimizer state");
+  expect_input_error("plan " + model_ + " --budget " + std::to_string(std::llround(static_bytes_ + 1)),
+                     "needs with the most memory-saving plan");
   expect_input_error("plan " + model_ + " --budget 1GiB --hardware TPU-v9", "TPU-v9");
   expect_input_error("plan " + model_ + " --budget 1GiB --batch 0", "--batch");
   expect_input_error("plan " + model_ + " --budget 1GiB --variance -1", "--variance");
@@ -113,7 +117,8 @@ TEST_F(PlanCommands, RecommendProfilesFitsAndPlans) {
   EXPECT_LE(doc["peak_bytes"].get<double>(), doc["budget_bytes"].get<double>());
   EXPECT_GE(doc["why"].size(), 6u);
   for (const auto& why : doc["why"]) {
-    for (const char* key : {"optimization", "saves", "costs", "max_batch", "verdict", "why"}) EXPECT_TRUE(why.contains(key)) << key;
+    for (const char* key : {"optimization", "saves", "costs", "max_batch", "verdict", "why"})
+      EXPECT_TRUE(why.contains(key)) << key;
   }
   ASSERT_TRUE(fs::exists(out));
   ASSERT_TRUE(fs::exists(path("tiny.model.json")));
@@ -127,8 +132,8 @@ TEST_F(PlanCommands, RecommendProfilesFitsAndPlans) {
 TEST_F(PlanCommands, RecommendTellsWhy) {
   const Outcome run = run_papaya("recommend --network gpt-tiny --device cpu --budget 64MiB --batch 4 --out " + path("r.json"));
   ASSERT_EQ(run.code, 0) << run.err;
-  for (const char* text : {"budget: 64.00 MiB (--budget)", "why:", "recompute-all", "quantize-4", "invert", "worth it alone", "PAPAYA's table",
-                           "plan written to"}) {
+  for (const char* text : {"budget: 64.00 MiB (--budget)", "why:", "recompute-all", "quantize-4", "invert", "worth it alone",
+                           "PAPAYA's table", "plan written to"}) {
     EXPECT_NE(run.out.find(text), std::string::npos) << text << "\n" << run.out;
   }
 }
@@ -136,7 +141,8 @@ TEST_F(PlanCommands, RecommendTellsWhy) {
 TEST_F(PlanCommands, RecommendBadInputExitsTwo) {
   expect_input_error("recommend --network no-such-net --out " + path("x.json"), "no-such-net");
   expect_input_error("recommend --network gpt-tiny --device cpu --out " + path("absent/x.json"), "cannot write");
-  expect_input_error("recommend --network gpt-tiny --device cpu --budget 1KiB --out " + path("x.json"), "weights, gradients and optimizer state");
+  expect_input_error("recommend --network gpt-tiny --device cpu --budget 1KiB --out " + path("x.json"),
+                     "weights, gradients and optimizer state");
 }
 
 // Plans gpt-tiny at batch 16 within a budget half-way between static and

@@ -20,7 +20,8 @@ std::string temp_path(const std::string& name) {
 
 TEST(CliProfile, WritesAProfileAndPrintsASummary) {
   const std::string out = temp_path("gpt.json");
-  const Outcome run = run_papaya("profile --network gpt-tiny --batch 2,1 --steps 2 --warmup 1 --device cpu --out " + out + " --json");
+  const Outcome run =
+      run_papaya("profile --network gpt-tiny --batch 2,1 --steps 2 --warmup 1 --device cpu --out " + out + " --json");
   ASSERT_EQ(run.code, 0) << run.err;
   const json summary = json::parse(run.out);
   EXPECT_EQ(summary["network"], "gpt-tiny");
@@ -44,9 +45,11 @@ TEST(CliProfile, WritesAProfileAndPrintsASummary) {
 
 TEST(CliProfile, PrintsPerLayerAndPerBatchTables) {
   const std::string out = temp_path("mlp.json");
-  const Outcome run = run_papaya("profile --network mlp-tiny --batch 1,4096 --steps 1 --warmup 0 --memory-limit 4MiB --out " + out);
+  const Outcome run =
+      run_papaya("profile --network mlp-tiny --batch 1,4096 --steps 1 --warmup 0 --memory-limit 4MiB --out " + out);
   ASSERT_EQ(run.code, 0) << run.err;
-  for (const char* text : {"blocks.0.fc", "fwd ms (b=1)", "fwd ms (b=65536, probe)", "saved/sample", "layers cover", "out of memory", "profile written to"}) {
+  for (const char* text : {"blocks.0.fc", "fwd ms (b=1)", "fwd ms (b=65536, probe)", "saved/sample", "layers cover",
+                           "out of memory", "profile written to"}) {
     EXPECT_NE(run.out.find(text), std::string::npos) << text << "\n" << run.out;
   }
   EXPECT_TRUE(model::read_profile(out).iterations[1].oom);
@@ -63,7 +66,8 @@ TEST(CliProfile, BadInputExitsTwoWithOneLine) {
   expect_input_error("profile --device cuda --out " + out, "--device cuda");
   expect_input_error("profile --precision fp8 --out " + out, "--precision fp8");
   expect_input_error("profile --memory-limit lots --out " + out, "--memory-limit");
-  expect_input_error("profile --batch 1,4 --probe-batch 3 --out " + out, "--probe-batch: 3 is not larger than the largest batch (4)");
+  expect_input_error("profile --batch 1,4 --probe-batch 3 --out " + out,
+                     "--probe-batch: 3 is not larger than the largest batch (4)");
   expect_input_error("profile --probe-batch -1 --out " + out, "--probe-batch");
   expect_input_error("profile --network mlp-tiny --memory-limit 1KiB --out " + out, "ran out of memory");
   expect_input_error("profile --network mlp-tiny", "--out");

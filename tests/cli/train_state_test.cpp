@@ -34,7 +34,8 @@ json train_json(const std::string& args) {
 TEST(CliTrainState, ResumeGoesOnAsIfNeverStopped) {
   const TempDir dir("papaya-cli-resume");
   const std::string state = dir.path("gpt.state");
-  for (const std::string run : {"--network gpt-tiny --batch 4", "--network gpt-tiny --batch 4 --precision bf16 --plan quantize-4"}) {
+  for (const std::string run :
+       {"--network gpt-tiny --batch 4", "--network gpt-tiny --batch 4 --precision bf16 --plan quantize-4"}) {
     const json whole = train_json(run + " --steps 5");
     const json first = train_json(run + " --steps 2 --save " + state);
     EXPECT_EQ(first.at("saved"), state);
@@ -74,8 +75,8 @@ TEST(CliTrainState, MismatchedOrDamagedStatesAreInputErrors) {
 TEST(CliTrainState, SigtermSavesAndStops) {
   const TempDir dir("papaya-cli-sigterm");
   const std::string state = dir.path("gpt.state");
-  std::vector<std::string> args = {PAPAYA_BINARY, "train", "--network", "gpt-tiny", "--batch", "4", "--steps", "100000",
-                                   "--save", state, "--save-every", "1", "--json"};
+  std::vector<std::string> args = {PAPAYA_BINARY, "train",  "--network", "gpt-tiny",     "--batch", "4",     "--steps",
+                                   "100000",      "--save", state,       "--save-every", "1",       "--json"};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

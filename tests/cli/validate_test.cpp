@@ -23,8 +23,10 @@ class Validate : public ::testing::Test {
 
 TEST_F(Validate, ComparesPredictionsWithTrainingAndPlotsThem) {
   const std::string svg = path("validate.svg");
-  const Outcome run = run_papaya("validate --network gpt-tiny --profile-batches 1,2,4 --batches 4,8 --plans keep,quantize-4 "
-                                 "--steps 4 --device cpu --json --plot " + svg);
+  const Outcome run = run_papaya(
+      "validate --network gpt-tiny --profile-batches 1,2,4 --batches 4,8 --plans keep,quantize-4 "
+      "--steps 4 --device cpu --json --plot " +
+      svg);
   ASSERT_EQ(run.code, 0) << run.err;
   const json doc = json::parse(run.out);
   EXPECT_EQ(doc["network"], "gpt-tiny");
@@ -32,8 +34,8 @@ TEST_F(Validate, ComparesPredictionsWithTrainingAndPlotsThem) {
   EXPECT_EQ(doc["profile_batches"], json::array({1, 2, 4}));
   ASSERT_EQ(doc["rows"].size(), 4u);
   for (const auto& row : doc["rows"]) {
-    for (const char* key : {"plan", "batch", "predicted_peak_bytes", "measured_peak_bytes", "peak_error_pct", "predicted_samples_per_s",
-                            "measured_samples_per_s", "samples_per_s_error_pct"}) {
+    for (const char* key : {"plan", "batch", "predicted_peak_bytes", "measured_peak_bytes", "peak_error_pct",
+                            "predicted_samples_per_s", "measured_samples_per_s", "samples_per_s_error_pct"}) {
       ASSERT_TRUE(row.contains(key)) << key;
     }
     EXPECT_FALSE(row["out_of_memory"].get<bool>());
@@ -46,7 +48,8 @@ TEST_F(Validate, ComparesPredictionsWithTrainingAndPlotsThem) {
     EXPECT_LT(std::abs(error), row["plan"] == "keep" ? 5 : 10) << row.dump();
   }
   for (const char* measure : {"memory", "throughput"}) {
-    for (const char* key : {"r2", "median_abs_err_pct", "max_abs_err_pct"}) ASSERT_TRUE(doc[measure].contains(key)) << measure << key;
+    for (const char* key : {"r2", "median_abs_err_pct", "max_abs_err_pct"})
+      ASSERT_TRUE(doc[measure].contains(key)) << measure << key;
     EXPECT_LE(doc[measure]["median_abs_err_pct"].get<double>(), doc[measure]["max_abs_err_pct"].get<double>());
   }
   // Four distinct peaks, predicted within a few percent: R² near 1.
@@ -62,8 +65,8 @@ TEST_F(Validate, ComparesPredictionsWithTrainingAndPlotsThem) {
 TEST_F(Validate, PrintsATableAndTheTargets) {
   const Outcome run = run_papaya("validate --profile-batches 1,2 --batches 2 --plans recompute-all --steps 3");
   ASSERT_EQ(run.code, 0) << run.err;
-  for (const char* text : {"papaya validate: gpt-tiny", "recompute-all", "peak predicted", "samples/s measured", "peak memory: R²",
-                           "within the CPU target of 3%", "within the CPU target of 15%"}) {
+  for (const char* text : {"papaya validate: gpt-tiny", "recompute-all", "peak predicted", "samples/s measured",
+                           "peak memory: R²", "within the CPU target of 3%", "within the CPU target of 15%"}) {
     EXPECT_NE(run.out.find(text), std::string::npos) << text << "\n" << run.out;
   }
 }

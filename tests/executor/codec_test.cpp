@@ -103,7 +103,7 @@ TEST(Codec, HeadwiseGroupsStayInTheirHead) {
     return (back - x).select(1, 1).abs().max().item<double>();
   };
   EXPECT_LT(error_of_small_head(headwise), 0.1 * 0.001);  // a step of the head's own range (~0.006 / 255)
-  EXPECT_GT(error_of_small_head(flat), 0.01);              // the large head's range swamps it
+  EXPECT_GT(error_of_small_head(flat), 0.01);             // the large head's range swamps it
 }
 
 TEST(Codec, InvertedBackwardRatesAreMeasuredForGeluAndSilu) {

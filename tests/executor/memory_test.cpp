@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "executor/memory.h"
 #include <torch/torch.h>
+#include "executor/memory.h"
 
 namespace papaya::executor {
 namespace {

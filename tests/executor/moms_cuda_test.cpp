@@ -31,8 +31,7 @@ TEST(CudaKernels, MatchTheAtenPath) {
         EXPECT_TRUE(torch::equal(on_gpu.narrow(0, codes, meta), on_cpu.narrow(0, codes, meta))) << bits << " bits";
         const torch::Tensor from_gpu = dequantize(on_gpu.cuda(), layout, x.sizes(), dtype).cpu();
         EXPECT_TRUE(torch::equal(from_gpu, dequantize(on_gpu, layout, x.sizes(), dtype))) << bits << " bits";
-        const torch::Tensor scales =
-            on_cpu.narrow(0, codes + meta / 2, meta / 2).view(torch::kBFloat16).to(torch::kFloat);
+        const torch::Tensor scales = on_cpu.narrow(0, codes + meta / 2, meta / 2).view(torch::kBFloat16).to(torch::kFloat);
         EXPECT_LE((from_gpu.to(torch::kFloat) - x.to(torch::kFloat)).abs().max().item<double>(),
                   scales.max().item<double>() * 1.01 + (dtype == torch::kBFloat16 ? 0.05 : 0));
       }
@@ -62,8 +61,8 @@ TEST(CudaSwap, GradientsAreExactAndNothingStaysOnTheDevice) {
     return network;
   };
   const Batch batch = make_synthetic_data(config, torch::kCUDA, 1)->next(8);
-  for (const auto& [plain, swapped] : std::vector<std::pair<std::string, std::string>>{
-           {"keep", "swap"}, {"quantize-4", "quantize-4+swap"}}) {
+  for (const auto& [plain, swapped] :
+       std::vector<std::pair<std::string, std::string>>{{"keep", "swap"}, {"quantize-4", "quantize-4+swap"}}) {
     seed_rounding(3);
     const auto exact = testing::step(*on_gpu(plain), batch);
     seed_rounding(3);

@@ -66,7 +66,8 @@ TEST_P(EveryNetwork, OneBitMasksAreExact) {
   masks.name = "masks";
   for (const auto& layer : keep.layout.layers) {
     for (const auto& slot : layer.slots) {
-      if (slot.kind == model::SlotKind::mask) masks.tensors[model::tensor_key(layer.path, slot.name)] = model::parse_tensor_strategy("quantize-1", "t");
+      if (slot.kind == model::SlotKind::mask)
+        masks.tensors[model::tensor_key(layer.path, slot.name)] = model::parse_tensor_strategy("quantize-1", "t");
     }
   }
   ASSERT_FALSE(masks.tensors.empty());
@@ -129,8 +130,9 @@ TEST(Invert, DerivativeFromOutputIsAccurate) {
   const torch::Tensor x = torch::linspace(-12, 30, 400001);
   for (const model::LayerKind kind : {model::LayerKind::gelu, model::LayerKind::silu}) {
     const torch::Tensor y = kind == model::LayerKind::gelu ? torch::gelu(x) : torch::silu(x);
-    const torch::Tensor exact = kind == model::LayerKind::gelu ? torch::gelu_backward(torch::ones_like(x).to(torch::kDouble), x.to(torch::kDouble))
-                                               : torch::silu_backward(torch::ones_like(x).to(torch::kDouble), x.to(torch::kDouble));
+    const torch::Tensor exact = kind == model::LayerKind::gelu
+                                    ? torch::gelu_backward(torch::ones_like(x).to(torch::kDouble), x.to(torch::kDouble))
+                                    : torch::silu_backward(torch::ones_like(x).to(torch::kDouble), x.to(torch::kDouble));
     const torch::Tensor approx = input_grad_from_output(kind, torch::ones_like(x), y, x >= branch_point(kind));
     EXPECT_LT((approx.to(torch::kDouble) - exact).abs().max().item<double>(), 2e-4) << model::to_string(kind);
   }
@@ -217,7 +219,8 @@ TEST(Dedupe, TwoConsumersOfOneTensorStoreOneCopy) {
   EXPECT_EQ(held_after_forward(q4), mask + copy);
   // Stored with another strategy, the output is a second copy.
   EXPECT_EQ(held_after_forward(StoreSpec{model::parse_tensor_strategy("quantize-8", "t")}),
-            mask + copy + model::device_bytes(model::SlotKind::activation, x.numel(), 4, model::parse_tensor_strategy("quantize-8", "t")));
+            mask + copy +
+                model::device_bytes(model::SlotKind::activation, x.numel(), 4, model::parse_tensor_strategy("quantize-8", "t")));
 }
 
 }  // namespace

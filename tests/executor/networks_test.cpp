@@ -22,9 +22,7 @@ namespace {
 class Recorder : public LayerObserver {
  public:
   void forward_begin(const Layer&, std::vector<torch::Tensor*>&) override {}
-  void saved(const Layer& layer, const Slot& slot, const torch::Tensor&) override {
-    saved_slots[layer.path()].insert(slot.name);
-  }
+  void saved(const Layer& layer, const Slot& slot, const torch::Tensor&) override { saved_slots[layer.path()].insert(slot.name); }
   void forward_end(const Layer& layer, torch::Tensor& output) override { shapes[layer.path()] = output.sizes().vec(); }
   std::map<std::string, std::vector<int64_t>> shapes;
   std::map<std::string, std::set<std::string>> saved_slots;
@@ -41,9 +39,7 @@ class TinyNetwork : public ::testing::TestWithParam<std::string> {
   std::shared_ptr<Network> network;
 };
 
-TEST_P(TinyNetwork, ParameterCountMatchesTheModel) {
-  EXPECT_EQ(network->parameter_count(), model::parameter_count(config));
-}
+TEST_P(TinyNetwork, ParameterCountMatchesTheModel) { EXPECT_EQ(network->parameter_count(), model::parameter_count(config)); }
 
 TEST_P(TinyNetwork, LayersHaveUniquePathsAndEverySlotIsReported) {
   std::set<std::string> paths;
@@ -118,15 +114,14 @@ TEST(Train, MedianStepIsTheMedianOfTheMeasuredSteps) {
   };
   const TrainReport report = train(*network, *make_optimizer(*network, options.lr, options.weight_decay), *data, memory, options);
   const std::vector<double>& measured = report.measured_step_seconds;
-  ASSERT_EQ(measured.size(), 5u);  // steps 2-6
+  ASSERT_EQ(measured.size(), 5u);   // steps 2-6
   EXPECT_GE(measured[2], pause_s);  // step 4 slept
   EXPECT_DOUBLE_EQ(report.median_step_seconds, model::median(measured));
   EXPECT_DOUBLE_EQ(report.step_seconds, std::accumulate(measured.begin(), measured.end(), 0.0) / 5);
   EXPECT_DOUBLE_EQ(report.median_samples_per_s, 4 / report.median_step_seconds);
 }
 
-INSTANTIATE_TEST_SUITE_P(Zoo, TinyNetwork,
-                         ::testing::Values("gpt-tiny", "bert-tiny", "vit-tiny", "resnet-tiny", "mlp-tiny"),
+INSTANTIATE_TEST_SUITE_P(Zoo, TinyNetwork, ::testing::Values("gpt-tiny", "bert-tiny", "vit-tiny", "resnet-tiny", "mlp-tiny"),
                          [](const auto& info) {
                            std::string name = info.param;
                            std::replace(name.begin(), name.end(), '-', '_');
@@ -136,9 +131,9 @@ INSTANTIATE_TEST_SUITE_P(Zoo, TinyNetwork,
 TEST(Networks, GptLayoutAndShapes) {
   const auto config = model::load_network_config("gpt-tiny");
   auto network = build_network(config);
-  for (const char* path : {"tok_emb", "pos_emb", "blocks.0.ln1", "blocks.0.attn.qkv", "blocks.0.attn.scores",
-                           "blocks.0.attn.softmax", "blocks.0.attn.context", "blocks.1.mlp.fc1", "blocks.1.mlp.act",
-                           "blocks.1.mlp.fc2", "ln_f", "lm_head"}) {
+  for (const char* path :
+       {"tok_emb", "pos_emb", "blocks.0.ln1", "blocks.0.attn.qkv", "blocks.0.attn.scores", "blocks.0.attn.softmax",
+        "blocks.0.attn.context", "blocks.1.mlp.fc1", "blocks.1.mlp.act", "blocks.1.mlp.fc2", "ln_f", "lm_head"}) {
     EXPECT_NE(network->find_layer(path), nullptr) << path;
   }
   EXPECT_NE(network->find_segment("blocks.1"), nullptr);
@@ -153,8 +148,8 @@ TEST(Networks, GptLayoutAndShapes) {
 TEST(Networks, ResNetLayoutAndShapes) {
   const auto config = model::load_network_config("resnet-tiny");
   auto network = build_network(config);
-  for (const char* path : {"conv1", "bn1", "relu", "maxpool", "layer1.0.conv1", "layer1.0.relu2",
-                           "layer2.0.downsample.conv", "avgpool", "fc", "loss"}) {
+  for (const char* path : {"conv1", "bn1", "relu", "maxpool", "layer1.0.conv1", "layer1.0.relu2", "layer2.0.downsample.conv",
+                           "avgpool", "fc", "loss"}) {
     EXPECT_NE(network->find_layer(path), nullptr) << path;
   }
   Recorder recorder;
@@ -166,11 +161,11 @@ TEST(Networks, ResNetLayoutAndShapes) {
 }
 
 TEST(Networks, SwiGluAndRmsNormBuild) {
-  const auto config = model::parse_network_config(
-      nlohmann::json::parse(R"({"name": "s", "family": "gpt", "layers": 1, "d_model": 32, "heads": 2,
+  const auto config =
+      model::parse_network_config(nlohmann::json::parse(R"({"name": "s", "family": "gpt", "layers": 1, "d_model": 32, "heads": 2,
                                 "seq_len": 8, "vocab": 20, "activation": "swiglu", "norm": "rmsnorm",
                                 "mlp_ratio": 2.5, "dropout": 0.1})"),
-      "s.json");
+                                  "s.json");
   auto network = build_network(config);
   EXPECT_EQ(network->parameter_count(), model::parameter_count(config));
   for (const char* path : {"blocks.0.mlp.up", "blocks.0.mlp.gate", "blocks.0.attn.drop", "emb_drop"}) {

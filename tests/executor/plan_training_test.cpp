@@ -19,8 +19,8 @@ namespace {
 
 // Trains `config` under `plan` (a name or a file), weights, data and rounding
 // from `seed`, activations in `dtype`.
-TrainReport train_with(const model::NetworkConfig& config, const std::string& plan, int steps, int64_t batch,
-                       double lr = 3e-3, uint64_t seed = 0, torch::ScalarType dtype = torch::kFloat) {
+TrainReport train_with(const model::NetworkConfig& config, const std::string& plan, int steps, int64_t batch, double lr = 3e-3,
+                       uint64_t seed = 0, torch::ScalarType dtype = torch::kFloat) {
   MemoryTracker memory(torch::kCPU);  // before the network: its weights count as static
   torch::manual_seed(seed);
   auto network = build_network(config);
@@ -142,8 +142,8 @@ TEST_P(Convergence, QuantizedTrainingTracksKeep) {
     return sum / (20 * GetParam().seeds);
   };
   const double keep = final_loss("keep");
-  for (const auto& [plan, tolerance] : std::vector<std::pair<std::string, double>>{
-           {"quantize-8", 0.02}, {"quantize-4", 0.02}, {"quantize-2", 0.05}}) {
+  for (const auto& [plan, tolerance] :
+       std::vector<std::pair<std::string, double>>{{"quantize-8", 0.02}, {"quantize-4", 0.02}, {"quantize-2", 0.05}}) {
     const double loss = final_loss(plan);
     EXPECT_LT(std::abs(loss - keep), tolerance * keep) << plan << ": " << loss << " against keep's " << keep;
     RecordProperty(plan, std::to_string(loss / keep - 1));
@@ -151,8 +151,7 @@ TEST_P(Convergence, QuantizedTrainingTracksKeep) {
 }
 
 // gpt-tiny's task has a noise floor (its loss settles near 0.9): one seed.
-INSTANTIATE_TEST_SUITE_P(Tiny, Convergence,
-                         ::testing::Values(ConvergenceCase{"gpt-tiny", 1}, ConvergenceCase{"resnet-tiny", 3}),
+INSTANTIATE_TEST_SUITE_P(Tiny, Convergence, ::testing::Values(ConvergenceCase{"gpt-tiny", 1}, ConvergenceCase{"resnet-tiny", 3}),
                          [](const auto& info) {
                            std::string name = info.param.network;
                            std::replace(name.begin(), name.end(), '-', '_');

@@ -1,10 +1,10 @@
 #include "tests/fuzz/fuzz_input.h"
 
+#include <unistd.h>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 
 namespace papaya::fuzz {
 namespace fs = std::filesystem;

@@ -21,7 +21,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   fuzz::accept_input_error([&] { require(model::parse_size(text, "--budget") > 0, "parse_size gave no positive size", text); });
   fuzz::accept_input_error([&] {
-    for (int value : model::parse_int_list(text, "--batch")) require(value > 0, "parse_int_list gave a non-positive integer", text);
+    for (int value : model::parse_int_list(text, "--batch"))
+      require(value > 0, "parse_int_list gave a non-positive integer", text);
   });
   return 0;
 }

@@ -28,7 +28,8 @@ TEST(BatchCurves, BytesFollowTheTwoLargestBatches) {
   EXPECT_DOUBLE_EQ(bytes.per_sample, 3 * 4096);
   EXPECT_DOUBLE_EQ(bytes.fixed, 9216);
   EXPECT_DOUBLE_EQ(bytes.at(32), 402432);
-  EXPECT_LT(fit_linear({{1, 50176}, {2, 33792}, {4, 58368}}).at(32), 300000);  // the batch-1 point drags a least-squares line down
+  EXPECT_LT(fit_linear({{1, 50176}, {2, 33792}, {4, 58368}}).at(32),
+            300000);  // the batch-1 point drags a least-squares line down
 }
 
 TEST(BatchCurves, RecoversALine) {

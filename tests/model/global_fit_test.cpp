@@ -14,8 +14,8 @@ constexpr double kGiB = 1024.0 * kMiB;
 
 // A series on a V100-16GB measured at batches 8, 16, ..., 64 with exact
 // M(b) = alpha*b + beta and T(b) = gamma*b + delta.
-MeasuredSeries exact_series(const std::string& precision, const std::string& strategy, double alpha, double beta,
-                            double gamma, double delta) {
+MeasuredSeries exact_series(const std::string& precision, const std::string& strategy, double alpha, double beta, double gamma,
+                            double delta) {
   MeasuredSeries s;
   s.gpu = "V100-16GB";
   s.gpu_memory_bytes = 16 * kGiB;
@@ -78,14 +78,14 @@ TEST(GlobalFit, ExactSeriesRecoversAlphaBetaGammaDelta) {
 TEST(GlobalFit, AnOutlierDoesNotWreckTheFit) {
   const double alpha = 100 * kMiB, beta = 3 * kGiB, gamma = 0.002, delta = 0.05;
   MeasuredSeries s = exact_series("fp32", "none", alpha, beta, gamma, delta);
-  *s.runs[3].peak_bytes += 4 * kGiB;       // one wild peak
-  *s.runs[5].samples_per_s /= 3;           // one run three times slower
+  *s.runs[3].peak_bytes += 4 * kGiB;  // one wild peak
+  *s.runs[5].samples_per_s /= 3;      // one run three times slower
   const SeriesFit f = only(fit_global({"test", {s}}, std::nullopt));
   EXPECT_NEAR(f.memory->curve.per_sample, alpha, 0.01 * alpha);
   EXPECT_NEAR(f.memory->curve.fixed, beta, 0.01 * beta);
   EXPECT_NEAR(f.time_linear->curve.per_sample, gamma, 0.01 * gamma);
   EXPECT_NEAR(f.time_linear->curve.fixed, delta, 0.01 * delta);
-  EXPECT_EQ(f.max_batch, 133);  // floor(13 GiB / 100 MiB), as without the outlier
+  EXPECT_EQ(f.max_batch, 133);     // floor(13 GiB / 100 MiB), as without the outlier
   EXPECT_LT(*f.memory->r2, 0.97);  // the outlier still counts in R²
 }
 
@@ -98,7 +98,7 @@ TEST(GlobalFit, MemoryFloorAtSmallBatches) {
   EXPECT_NEAR(f.memory->curve.fixed, 3.5 * kGiB, 1e-4 * kGiB);
   EXPECT_NEAR(f.memory->curve.floor_level(), 4.5 * kGiB, 1e-4 * kGiB);
   EXPECT_GT(*f.memory->r2, 0.9999);
-  EXPECT_EQ(f.max_batch, 426);  // floor(12.5 GiB / 30 MiB)
+  EXPECT_EQ(f.max_batch, 426);                                        // floor(12.5 GiB / 30 MiB)
   EXPECT_EQ(only(fit_global({"test", {s}}, 4 * kGiB)).max_batch, 0);  // the floor is above the budget
 }
 

@@ -40,8 +40,8 @@ TEST(LayerKind, TraitsSayWhichStrategiesApply) {
   for (LayerKind kind : layer_kinds()) {
     const LayerKindTraits& t = traits(kind);
     EXPECT_EQ(t.invertible_input, kind == LayerKind::gelu || kind == LayerKind::silu) << to_string(kind);
-    EXPECT_EQ(t.attention, kind == LayerKind::attention_scores || kind == LayerKind::softmax ||
-                               kind == LayerKind::attention_context)
+    EXPECT_EQ(t.attention,
+              kind == LayerKind::attention_scores || kind == LayerKind::softmax || kind == LayerKind::attention_context)
         << to_string(kind);
     EXPECT_EQ(t.saves_logprobs, kind == LayerKind::lm_head || kind == LayerKind::cross_entropy) << to_string(kind);
     EXPECT_EQ(t.recomputes_logprobs, kind == LayerKind::lm_head) << to_string(kind);

@@ -129,7 +129,8 @@ TEST(FitProfile, ReportsQualityAndAHoldout) {
   }
   ASSERT_TRUE(fit.quality.holdout.has_value());
   EXPECT_EQ(fit.quality.holdout->batch, 4);
-  EXPECT_NEAR(fit.quality.holdout->predicted_peak_bytes, fit.quality.holdout->measured_peak_bytes, 1e-6 * fit.quality.holdout->measured_peak_bytes);
+  EXPECT_NEAR(fit.quality.holdout->predicted_peak_bytes, fit.quality.holdout->measured_peak_bytes,
+              1e-6 * fit.quality.holdout->measured_peak_bytes);
   EXPECT_DOUBLE_EQ(fit.quality.memory.r_squared, 1.0);
   EXPECT_GT(fit.quality.memory.points, 0);
 }

@@ -113,9 +113,7 @@ TEST(Measurements, GpuOutsideTheCatalogKeepsItsNameAndHasNoMemory) {
                {"runs.csv:3:", "column 'peak_mib'", "above the largest memory in the hardware catalog"});
 }
 
-TEST(Measurements, MissingFileIsAnInputError) {
-  EXPECT_THROW(read_measurements("/nonexistent/runs.csv"), InputError);
-}
+TEST(Measurements, MissingFileIsAnInputError) { EXPECT_THROW(read_measurements("/nonexistent/runs.csv"), InputError); }
 
 }  // namespace
 }  // namespace papaya::model

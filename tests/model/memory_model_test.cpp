@@ -48,16 +48,20 @@ ProfileSpec chain(bool fc2_saves_gelu_output = true) {
     l.backward_s = {0, 2e-4, 1e-4};
     return l;
   };
-  spec.layers.push_back(layer("fc1", "linear", "blk", {saved("input", SlotKind::activation, 25, 4, "fc1:input")}, 100, 500, 500, 600));
-  spec.layers.push_back(layer("act", "gelu", "blk", {saved("input", SlotKind::activation, 100, 4, "act:input")}, 500, 900, 900, 1300));
+  spec.layers.push_back(
+      layer("fc1", "linear", "blk", {saved("input", SlotKind::activation, 25, 4, "fc1:input")}, 100, 500, 500, 600));
+  spec.layers.push_back(
+      layer("act", "gelu", "blk", {saved("input", SlotKind::activation, 100, 4, "act:input")}, 500, 900, 900, 1300));
   spec.layers.back().output_bytes_per_sample = 400;
   if (fc2_saves_gelu_output) {
     spec.layers.back().output_saved_by = {"fc2:input"};
-    spec.layers.push_back(layer("fc2", "linear", "blk", {saved("input", SlotKind::activation, 100, 4, "fc2:input")}, 900, 1000, 1100, 1500));
+    spec.layers.push_back(
+        layer("fc2", "linear", "blk", {saved("input", SlotKind::activation, 100, 4, "fc2:input")}, 900, 1000, 1100, 1500));
   } else {
     spec.layers.push_back(layer("fc2", "position", "blk", {}, 900, 1000, 1100, 1500));
   }
-  spec.layers.push_back(layer("head", "linear", "", {saved("input", SlotKind::activation, 25, 4, "head:input")}, 1000, 1140, 1100, 1900));
+  spec.layers.push_back(
+      layer("head", "linear", "", {saved("input", SlotKind::activation, 25, 4, "head:input")}, 1000, 1140, 1100, 1900));
   spec.segments.push_back({"blk", saved("input", SlotKind::activation, 25, 4, "fc1:input"), {0, 1e-4, 1e-4}});
   return spec;
 }

@@ -30,8 +30,8 @@ std::string error_of(const json& doc) {
 
 TEST(NetworkConfig, EveryShippedConfigLoads) {
   const auto names = shipped_network_names();
-  for (const char* expected : {"gpt2-small", "gpt2-medium", "bert-base", "bert-large", "vit-b16", "resnet50",
-                               "gpt-tiny", "bert-tiny", "vit-tiny", "resnet-tiny", "mlp-tiny"}) {
+  for (const char* expected : {"gpt2-small", "gpt2-medium", "bert-base", "bert-large", "vit-b16", "resnet50", "gpt-tiny",
+                               "bert-tiny", "vit-tiny", "resnet-tiny", "mlp-tiny"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
   }
   for (const auto& name : names) {

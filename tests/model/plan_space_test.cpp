@@ -1,7 +1,6 @@
 // The decomposed view a planner searches agrees with predict().
 #include <gtest/gtest.h>
 
-
 #include "model/error.h"
 #include "model/fit_profile.h"
 #include "model/predict.h"
@@ -119,7 +118,8 @@ TEST(PlanSpace, SegmentsFreeWhatTheySay) {
     const auto view = space.segment_cost(static_cast<int>(s));
     EXPECT_GT(view.freed_bytes, 0);
     EXPECT_GE(view.rematerialized_bytes, view.freed_bytes);
-    EXPECT_NEAR(space.timeline(a)[steady] - space.timeline(base)[steady], view.input_options[0].device_bytes - view.freed_bytes, 1e-6);
+    EXPECT_NEAR(space.timeline(a)[steady] - space.timeline(base)[steady], view.input_options[0].device_bytes - view.freed_bytes,
+                1e-6);
     EXPECT_NEAR(space.evaluate(a).seconds - space.evaluate(base).seconds, view.recompute_seconds, 1e-12);
   }
 }
@@ -260,7 +260,8 @@ TEST(PlanSpace, ChangesOfOneDecisionAreItsTimeline) {
         segments[s] = static_cast<int>(k);
         const auto expected = space.timeline(space.assignment(keep, segments));
         const auto got = with_changes(base, space.segment_changes(static_cast<int>(s), static_cast<int>(k)));
-        for (size_t p = 0; p < got.size(); ++p) ASSERT_NEAR(got[p], expected[p], 1e-6) << space.segments()[s].path << " input " << k;
+        for (size_t p = 0; p < got.size(); ++p)
+          ASSERT_NEAR(got[p], expected[p], 1e-6) << space.segments()[s].path << " input " << k;
       }
     }
   }
@@ -276,8 +277,9 @@ TEST(PlanSpace, ChangesOfDecisionsOnDifferentStoragesAddUp) {
   std::vector<PlanSpace::Change> all = space.segment_changes(1, 0);
   for (size_t g = 0; g < space.storages().size(); ++g) {
     const auto options = space.options(static_cast<int>(g));
-    const bool inside = std::any_of(space.storages()[g].slots.begin(), space.storages()[g].slots.end(),
-                                    [&](int i) { return m.layers[static_cast<size_t>(space.slots()[static_cast<size_t>(i)].layer)].segment == "blocks.1"; });
+    const bool inside = std::any_of(space.storages()[g].slots.begin(), space.storages()[g].slots.end(), [&](int i) {
+      return m.layers[static_cast<size_t>(space.slots()[static_cast<size_t>(i)].layer)].segment == "blocks.1";
+    });
     for (size_t o = 0; o < options.size() && !inside; ++o) {
       if (options[o].strategy.name() != "quantize-4") continue;
       storage[g] = static_cast<int>(o);
@@ -321,7 +323,8 @@ TEST(PlanSpace, ChangesOfAnInvertedGeluWithItsConsumerAreTheirTimeline) {
     both[static_cast<size_t>(fc2)] = option(fc2, consumer);
     ASSERT_GE(both[static_cast<size_t>(fc2)], 0) << consumer;
     const auto expected = space.timeline(space.assignment(both, no_segments));
-    const auto got = with_changes(base, space.changes({{gelu, both[static_cast<size_t>(gelu)]}, {fc2, both[static_cast<size_t>(fc2)]}}));
+    const auto got =
+        with_changes(base, space.changes({{gelu, both[static_cast<size_t>(gelu)]}, {fc2, both[static_cast<size_t>(fc2)]}}));
     for (size_t p = 0; p < got.size(); ++p) ASSERT_NEAR(got[p], expected[p], 1e-6) << consumer << " at point " << p;
   }
 }

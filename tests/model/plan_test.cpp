@@ -15,7 +15,11 @@ NetworkLayout tiny_layout() {
   const auto act = [](const char* n) { return SlotDesc{n, SlotKind::activation, ""}; };
   l.layers = {
       {"tok_emb", LayerKind::embedding, {{"ids", SlotKind::index, ""}}, "", {}},
-      {"blocks.0.ln1", LayerKind::layernorm, {act("input"), {"mean", SlotKind::stats, ""}, {"rstd", SlotKind::stats, ""}}, "blocks.0", {}},
+      {"blocks.0.ln1",
+       LayerKind::layernorm,
+       {act("input"), {"mean", SlotKind::stats, ""}, {"rstd", SlotKind::stats, ""}},
+       "blocks.0",
+       {}},
       {"blocks.0.attn.scores", LayerKind::attention_scores, {act("q"), act("k")}, "blocks.0", {}},
       {"blocks.0.attn.softmax", LayerKind::softmax, {act("output")}, "blocks.0", {}},
       {"blocks.0.attn.drop", LayerKind::dropout, {{"mask", SlotKind::mask, ""}}, "blocks.0", {}},
@@ -38,8 +42,8 @@ TEST(Strategy, ParsesTheGrammar) {
   EXPECT_EQ(parse_tensor_strategy("adaptive-3", "t").name(), "adaptive-3");
   EXPECT_EQ(parse_tensor_strategy("invert", "t").form, Form::inverted);
   EXPECT_EQ(parse_segment_strategy("recompute+quantize-8", "t").name(), "recompute+quantize-8");
-  for (const char* bad : {"quantize-3", "quantize-16", "quantize-4+quantize-8", "invert+swap", "keep+swap", "zip", "swap+", "adaptive-1",
-                          "recompute+swap"}) {
+  for (const char* bad : {"quantize-3", "quantize-16", "quantize-4+quantize-8", "invert+swap", "keep+swap", "zip", "swap+",
+                          "adaptive-1", "recompute+swap"}) {
     EXPECT_THROW(parse_tensor_strategy(bad, "t"), InputError) << bad;
   }
   EXPECT_THROW(parse_segment_strategy("recompute+invert", "t"), InputError);
@@ -179,8 +183,9 @@ std::string plan_error(const std::string& text) {
 }
 
 TEST(Plan, BadPlansNameTheKey) {
-  EXPECT_NE(plan_error(R"({"papaya_plan": 1, "tensors": {"blocks.9.mlp.fc1": "swap"}})").find("/tensors/blocks.9.mlp.fc1: no saved"),
-            std::string::npos);
+  EXPECT_NE(
+      plan_error(R"({"papaya_plan": 1, "tensors": {"blocks.9.mlp.fc1": "swap"}})").find("/tensors/blocks.9.mlp.fc1: no saved"),
+      std::string::npos);
   EXPECT_NE(plan_error(R"({"papaya_plan": 1, "tensors": {"blocks.0.mlp.fc1:input": "invert"}})").find("invert applies"),
             std::string::npos);
   EXPECT_NE(plan_error(R"({"papaya_plan": 1, "tensors": {"blocks.0.mlp.fc1:output": "swap"}})").find("saves no 'output'"),
@@ -188,9 +193,10 @@ TEST(Plan, BadPlansNameTheKey) {
   EXPECT_NE(plan_error(R"({"papaya_plan": 1, "tensors": {"lm_head:logprobs": "quantize-4"}})").find("log-probabilities"),
             std::string::npos);
   EXPECT_NE(plan_error(R"({"papaya_plan": 1, "network": "other"})").find("made for other"), std::string::npos);
-  EXPECT_NE(plan_error(R"({"papaya_plan": 1, "segments": {"blocks.0": "recompute"}, "tensors": {"blocks.0.mlp.fc1:input": "swap"}})")
-                .find("inside the recomputed segment"),
-            std::string::npos);
+  EXPECT_NE(
+      plan_error(R"({"papaya_plan": 1, "segments": {"blocks.0": "recompute"}, "tensors": {"blocks.0.mlp.fc1:input": "swap"}})")
+          .find("inside the recomputed segment"),
+      std::string::npos);
   EXPECT_NE(plan_error(R"({"papaya_plan": 1, "segments": {"layer1.*": "recompute"}})").find("no segment"), std::string::npos);
   EXPECT_NE(plan_error(R"({"papaya_plan": 2})").find("/papaya_plan"), std::string::npos);
   EXPECT_NE(plan_error(R"({"papaya_plan": 1, "tensors": {"blocks.0.mlp.fc1": {"strategy": "swap", "group": 64}}})").find("group"),

@@ -58,9 +58,8 @@ TEST(StrategyTable, ThePlannerSearchesTheSameCandidates) {
   EXPECT_EQ(storage_candidate_names(),
             (std::vector<std::string>{"quantize-8", "quantize-4", "quantize-2", "adaptive-4", "invert", "recompute", "swap",
                                       "quantize-8+swap", "quantize-4+swap", "quantize-2+swap", "adaptive-4+swap"}));
-  EXPECT_EQ(segment_input_candidate_names(),
-            (std::vector<std::string>{"quantize-8", "quantize-4", "quantize-2", "swap", "quantize-8+swap",
-                                      "quantize-4+swap", "quantize-2+swap"}));
+  EXPECT_EQ(segment_input_candidate_names(), (std::vector<std::string>{"quantize-8", "quantize-4", "quantize-2", "swap",
+                                                                       "quantize-8+swap", "quantize-4+swap", "quantize-2+swap"}));
   for (const auto& name : segment_input_candidate_names()) {
     const TensorStrategy input = parse_segment_strategy("recompute+" + name, "t").input;
     EXPECT_TRUE(input.swap || row_of(input.form).segment_input) << name;

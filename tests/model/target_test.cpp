@@ -59,7 +59,8 @@ TEST(Target, RooflineEfficienciesCarryToAnotherGpu) {
     // Alternate compute-bound and memory-bound layers so both efficiencies show.
     l.forward_flops_per_sample = i % 2 ? 4e9 : 1e6;
     l.forward_bytes_moved_per_sample = i % 2 ? 1e6 : 4e8;
-    const double fwd = std::max(l.forward_flops_per_sample / (peak * eta_c), l.forward_bytes_moved_per_sample / (bandwidth * eta_m));
+    const double fwd =
+        std::max(l.forward_flops_per_sample / (peak * eta_c), l.forward_bytes_moved_per_sample / (bandwidth * eta_m));
     const double bwd = std::max(2 * l.forward_flops_per_sample / (peak * eta_c_back),
                                 2 * l.forward_bytes_moved_per_sample / (bandwidth * eta_m_back));
     l.forward_s = {0, fwd, 5e-6};
@@ -104,7 +105,8 @@ TEST(Target, ACpuProfileAssumesTypicalEfficienciesAndSaysSo) {
   EXPECT_TRUE(h100.round_keep);
   EXPECT_TRUE(h100.has_host_link());
   const auto says = [&](const std::string& word) {
-    return std::any_of(h100.notes.begin(), h100.notes.end(), [&](const std::string& n) { return n.find(word) != std::string::npos; });
+    return std::any_of(h100.notes.begin(), h100.notes.end(),
+                       [&](const std::string& n) { return n.find(word) != std::string::npos; });
   };
   EXPECT_TRUE(says("typical GPU efficiencies"));
   EXPECT_TRUE(says("512-byte"));

@@ -29,16 +29,19 @@ TEST(TimeModel, RecoversPerLayerCurvesAndPredictsLargerBatches) {
   const ProfileFit fit = fit_profile(make_profile(spec), "synthetic");
   for (size_t l = 0; l < spec.layers.size(); ++l) {
     for (double b : {16.0, 128.0}) {
-      EXPECT_NEAR(fit.model.layers[l].forward_seconds.at(b), spec.layers[l].forward_s.at(b), 1e-6 * spec.layers[l].forward_s.at(b))
+      EXPECT_NEAR(fit.model.layers[l].forward_seconds.at(b), spec.layers[l].forward_s.at(b),
+                  1e-6 * spec.layers[l].forward_s.at(b))
           << spec.layers[l].path;
-      EXPECT_NEAR(fit.model.layers[l].backward_seconds.at(b), spec.layers[l].backward_s.at(b), 1e-6 * spec.layers[l].backward_s.at(b));
+      EXPECT_NEAR(fit.model.layers[l].backward_seconds.at(b), spec.layers[l].backward_s.at(b),
+                  1e-6 * spec.layers[l].backward_s.at(b));
     }
   }
   EXPECT_NEAR(fit.model.layers[3].forward_seconds.floor, 4e-4, 1e-8);
   const Target target = profiled_target(fit.model);
   const Plan keep = expand_plan_name("keep", fit.model.layout());
   for (int64_t b : {16, 100}) {
-    EXPECT_NEAR(predict(fit.model, target, keep, b).seconds, true_seconds(spec, static_cast<double>(b)), 1e-6 * true_seconds(spec, static_cast<double>(b)));
+    EXPECT_NEAR(predict(fit.model, target, keep, b).seconds, true_seconds(spec, static_cast<double>(b)),
+                1e-6 * true_seconds(spec, static_cast<double>(b)));
   }
   EXPECT_GT(fit.quality.time.r_squared, 0.999999);
   EXPECT_LT(fit.quality.time.worst_relative, 1e-6);
@@ -74,7 +77,8 @@ TEST(TimeModel, AProbeBatchAnchorsTheCurvesBeyondTheProfiledBatches) {
   for (size_t i = 0; i < spec.layers.size(); ++i) {
     profile.layers[i].probe = LayerProbe{spec.layers[i].forward_s.at(128), spec.layers[i].backward_s.at(128)};
   }
-  for (size_t i = 0; i < spec.segments.size(); ++i) profile.segments[i].probe = SegmentProbe{spec.segments[i].recompute_s.at(128), 0};
+  for (size_t i = 0; i < spec.segments.size(); ++i)
+    profile.segments[i].probe = SegmentProbe{spec.segments[i].recompute_s.at(128), 0};
   const LayerModel with = layer_model_from_json(layer_model_to_json(fit_profile(profile, "synthetic").model), "model");
   EXPECT_EQ(with.probe_batch, 128);
   for (size_t i = 0; i < spec.layers.size(); ++i) {

@@ -22,7 +22,8 @@ struct Tried {
 // Every assignment of the space, evaluated.
 std::vector<Tried> every_assignment(const model::PlanSpace& space) {
   std::vector<int> radix;
-  for (size_t g = 0; g < space.storages().size(); ++g) radix.push_back(static_cast<int>(space.options(static_cast<int>(g)).size()));
+  for (size_t g = 0; g < space.storages().size(); ++g)
+    radix.push_back(static_cast<int>(space.options(static_cast<int>(g)).size()));
   for (size_t s = 0; s < space.segments().size(); ++s) {
     radix.push_back(static_cast<int>(space.segment_cost(static_cast<int>(s)).input_options.size()) + 1);
   }
@@ -98,7 +99,8 @@ TEST(LayerSearch, ExactPeakWithinRandomBudgets) {
   for (const char* machine : {"cpu", "gpu", "A100-40GB"}) {
     for (const auto& spec : {testing::gpt_like(2), testing::random_chain(12, 1), testing::random_chain(20, 2)}) {
       const model::LayerModel m = testing::fitted(spec, std::string(machine) == "gpu");
-      const model::Target target = std::string(machine) == "A100-40GB" ? model::make_target(m, machine) : model::profiled_target(m);
+      const model::Target target =
+          std::string(machine) == "A100-40GB" ? model::make_target(m, machine) : model::profiled_target(m);
       for (int64_t batch : {4, 32}) {
         const model::PlanSpace space(m, target, batch);
         const double keep = model::predict(m, target, model::expand_plan_name("keep", m.layout()), batch).peak_bytes;
@@ -112,7 +114,8 @@ TEST(LayerSearch, ExactPeakWithinRandomBudgets) {
             if (e.peak_bytes > budget) continue;
             fitting = name;
             ASSERT_TRUE(found) << machine << ", batch " << batch << ", budget " << budget << ": " << name << " fits";
-            EXPECT_GE(found->estimate.samples_per_s, e.samples_per_s * (1 - 1e-9)) << machine << ", batch " << batch << ": " << name;
+            EXPECT_GE(found->estimate.samples_per_s, e.samples_per_s * (1 - 1e-9))
+                << machine << ", batch " << batch << ": " << name;
           }
           if (!found) continue;
           EXPECT_LE(found->estimate.peak_bytes, budget);
@@ -147,7 +150,9 @@ TEST(LayerSearch, VarianceBudgetIsRespected) {
   const model::PlanSpace space(m, model::profiled_target(m), 16);
   const VarianceProxy proxy(m, space);
   // A budget that recompute-all (lossless) fits, and lossy plans fit faster.
-  const auto peak = [&](const char* name) { return model::predict(m, space.target(), model::expand_plan_name(name, m.layout()), 16).peak_bytes; };
+  const auto peak = [&](const char* name) {
+    return model::predict(m, space.target(), model::expand_plan_name(name, m.layout()), 16).peak_bytes;
+  };
   const double budget = peak("recompute-all") + 0.3 * (peak("keep") - peak("recompute-all"));
   const auto free = search_layers(m, space, budget);
   ASSERT_TRUE(free);

@@ -18,7 +18,8 @@ ProfileSpec chain(const std::vector<ChainLayer>& layers, double static_bytes) {
     for (const auto& t : l.saved) stored += t.storage == l.path + ":" + t.slot ? t.numel_per_sample * t.element_size : 0;
     stored_after_forward.push_back(stored);
   }
-  double input = layers.empty() || layers[0].saved.empty() ? 0 : layers[0].saved[0].numel_per_sample * layers[0].saved[0].element_size;
+  double input =
+      layers.empty() || layers[0].saved.empty() ? 0 : layers[0].saved[0].numel_per_sample * layers[0].saved[0].element_size;
   for (size_t j = 0; j < layers.size(); ++j) {
     const ChainLayer& l = layers[j];
     const double out = l.output_bytes_per_sample;
@@ -69,7 +70,8 @@ ChainLayer gelu(const std::string& path, const std::string& segment, double widt
 }  // namespace
 
 ProfileSpec tiny_block() {
-  return chain({linear("block.fc1", "block", 64, 256), gelu("block.act", "block", 256, "block.fc2:input"),
+  return chain({linear("block.fc1", "block", 64, 256),
+                gelu("block.act", "block", 256, "block.fc2:input"),
                 linear("block.fc2", "block", 256, 64),
                 {"drop", "dropout", "", {saved("mask", SlotKind::mask, 64, 1, "drop:mask")}, 4 * 64, {}},
                 linear("head", "", 64, 16)},

@@ -28,7 +28,9 @@ Network gpt(int blocks, bool gpu) {
   return s;
 }
 
-double between(const Network& s, double fraction) { return s.model.static_bytes + fraction * (s.keep_peak_at_64 - s.model.static_bytes); }
+double between(const Network& s, double fraction) {
+  return s.model.static_bytes + fraction * (s.keep_peak_at_64 - s.model.static_bytes);
+}
 
 std::string message_of(const std::function<void()>& run) {
   try {
@@ -82,7 +84,8 @@ TEST(MakePlan, ThePlanFileSaysWhatWasPredicted) {
   const nlohmann::json doc = plan_document(r);
   EXPECT_EQ(doc["papaya_plan"], 1);
   EXPECT_EQ(doc["batch"], 32);
-  for (const char* key : {"batch", "peak_bytes", "samples_per_s", "budget_bytes"}) EXPECT_TRUE(doc["predicted"].contains(key)) << key;
+  for (const char* key : {"batch", "peak_bytes", "samples_per_s", "budget_bytes"})
+    EXPECT_TRUE(doc["predicted"].contains(key)) << key;
   EXPECT_EQ(doc["predicted"]["batch"], 32);
   EXPECT_DOUBLE_EQ(doc["predicted"]["budget_bytes"].get<double>(), between(s, 0.5));
 }
@@ -90,7 +93,9 @@ TEST(MakePlan, ThePlanFileSaysWhatWasPredicted) {
 TEST(MakePlan, VarianceBudget) {
   // A budget that recompute-all (lossless) fits, and lossy plans fit faster.
   const Network s = gpt(2, false);
-  const auto peak = [&](const char* name) { return model::predict(s.model, s.target, model::expand_plan_name(name, s.model.layout()), 64).peak_bytes; };
+  const auto peak = [&](const char* name) {
+    return model::predict(s.model, s.target, model::expand_plan_name(name, s.model.layout()), 64).peak_bytes;
+  };
   const double budget = peak("recompute-all") + 0.3 * (peak("keep") - peak("recompute-all"));
   const PlanResult free = make_plan(s.model, s.target, {budget, 64, std::nullopt});
   ASSERT_GT(free.variance, 0);

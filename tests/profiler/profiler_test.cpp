@@ -59,7 +59,7 @@ TEST_P(TinyProfile, IsAValidProfileOfEveryLayer) {
   EXPECT_EQ(p.machine.timing, "wall-clock");
   EXPECT_GT(p.machine.memory_bytes, 0);
   EXPECT_GE(p.machine.threads, 1);
-  EXPECT_EQ(p.codecs.size(), 4u);  // 8, 4, 2 bits and 1-bit masks
+  EXPECT_EQ(p.codecs.size(), 4u);      // 8, 4, 2 bits and 1-bit masks
   EXPECT_EQ(back.inverts.size(), 2u);  // GELU and SiLU, through the JSON
   for (const auto& l : p.layers) {
     EXPECT_GE(l.forward_flops_per_sample, 0) << l.path;
@@ -104,8 +104,8 @@ TEST_P(TinyProfile, SavedTensorsAddUpToTheActivationsAtTheEndOfForward) {
       const auto config = model::parse_network_config(p.network_config, p.network);
       const torch::Tensor input = executor::make_synthetic_data(config, torch::kCPU, 0)->next(it.batch).input;
       if (precision == "bf16" && input.is_floating_point()) saved += static_cast<double>(input.nbytes());
-      std::cout << GetParam() << " " << precision << " batch " << it.batch << ": saved " << saved << " B, measured "
-                << measured << " B (" << 100 * (measured - saved) / measured << "% more)\n";
+      std::cout << GetParam() << " " << precision << " batch " << it.batch << ": saved " << saved << " B, measured " << measured
+                << " B (" << 100 * (measured - saved) / measured << "% more)\n";
       EXPECT_NEAR(saved, measured, 0.05 * measured) << precision << " batch " << it.batch;
     }
   }
@@ -350,7 +350,9 @@ TEST(Profiler, ProfilesOnCuda) {
   EXPECT_GT(p.d2h_bytes_per_s, 1e8);
   // cuBLAS's workspace, which the caching allocator keeps after the first
   // product, is a fixed part of the activations on a GPU: compare the growth.
-  const auto activations = [&](size_t i) { return static_cast<double>(p.iterations[i].forward_end_bytes - p.iterations[i].static_bytes); };
+  const auto activations = [&](size_t i) {
+    return static_cast<double>(p.iterations[i].forward_end_bytes - p.iterations[i].static_bytes);
+  };
   const double growth = activations(1) - activations(0);
   EXPECT_NEAR(saved_bytes(p, 8) - saved_bytes(p, 1), growth, 0.05 * growth);
   for (size_t i = 0; i < p.batches.size(); ++i) {

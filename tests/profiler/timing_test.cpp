@@ -16,12 +16,12 @@ TEST(KernelAttribution, SumsBusyTimePerExternalId) {
   // Correlations 1-2 were launched under external id 7, 3 under 9, 4 under none.
   const std::vector<ExternalCorrelation> correlations = {{1, 7}, {2, 7}, {3, 9}};
   const std::vector<DeviceActivity> activities = {
-      {1, 1000, 3000},  // id 7: 2 us
-      {2, 2000, 5000},  // id 7, overlapping the first (another stream): the union is 4 us
-      {2, 9000, 10000}, // id 7 again (a copy): 1 us more
-      {3, 6000, 6500},  // id 9
-      {4, 7000, 8000},  // no external id
-      {3, 0, 0},        // no timestamps: ignored
+      {1, 1000, 3000},   // id 7: 2 us
+      {2, 2000, 5000},   // id 7, overlapping the first (another stream): the union is 4 us
+      {2, 9000, 10000},  // id 7 again (a copy): 1 us more
+      {3, 6000, 6500},   // id 9
+      {4, 7000, 8000},   // no external id
+      {3, 0, 0},         // no timestamps: ignored
   };
   const auto busy = busy_seconds_by_external_id(activities, correlations);
   ASSERT_EQ(busy.size(), 3u);
@@ -59,7 +59,7 @@ TEST(Summary, SavedBytesCountEachStorageOnceAndScaleWithTheBatch) {
   act.saved = {{"output", model::SlotKind::mask, "float32", 4, {8}, true, 8, "act:output", 32}};
   fc.path = "fc";
   fc.saved = {{"input", model::SlotKind::activation, "float32", 4, {8}, true, 8, "act:output", 32},  // shared
-              {"table", model::SlotKind::stats, "float32", 4, {10}, false, 10, "fc:table", 40}};      // fixed size
+              {"table", model::SlotKind::stats, "float32", 4, {10}, false, 10, "fc:table", 40}};     // fixed size
   EXPECT_EQ(new_saved_bytes(act, 3), 96);
   EXPECT_EQ(new_saved_bytes(fc, 3), 40);
   model::Profile p;

@@ -37,8 +37,7 @@ Layout make_layout(int64_t numel, int64_t head_numel, int group_size, int bits) 
 }
 
 __device__ float load(const void* x, int dtype, int64_t i) {
-  return dtype == papaya_bfloat16 ? __bfloat162float(static_cast<const __nv_bfloat16*>(x)[i])
-                                  : static_cast<const float*>(x)[i];
+  return dtype == papaya_bfloat16 ? __bfloat162float(static_cast<const __nv_bfloat16*>(x)[i]) : static_cast<const float*>(x)[i];
 }
 
 __device__ void store(void* x, int dtype, int64_t i, float v) {
@@ -124,8 +123,8 @@ __global__ void dequantize_values(const uint8_t* in, Layout l, void* out, int dt
 
 }  // namespace
 
-extern "C" cudaError_t papaya_quantize(const void* x, int dtype, int64_t numel, int64_t head_numel, int group_size,
-                                       int bits, uint64_t seed, uint8_t* out, cudaStream_t stream) {
+extern "C" cudaError_t papaya_quantize(const void* x, int dtype, int64_t numel, int64_t head_numel, int group_size, int bits,
+                                       uint64_t seed, uint8_t* out, cudaStream_t stream) {
   const Layout l = make_layout(numel, head_numel, group_size, bits);
   if (l.groups == 0) return cudaSuccess;
   quantize_groups<<<static_cast<unsigned>(l.groups), threads, 0, stream>>>(x, dtype, l, seed, out);
@@ -137,7 +136,6 @@ extern "C" cudaError_t papaya_dequantize(const uint8_t* in, int64_t numel, int64
   const Layout l = make_layout(numel, head_numel, group_size, bits);
   if (numel == 0) return cudaSuccess;
   const int64_t blocks = (numel + threads - 1) / threads;
-  dequantize_values<<<static_cast<unsigned>(blocks < 65535 * 16 ? blocks : 65535 * 16), threads, 0, stream>>>(in, l, out,
-                                                                                                              dtype);
+  dequantize_values<<<static_cast<unsigned>(blocks < 65535 * 16 ? blocks : 65535 * 16), threads, 0, stream>>>(in, l, out, dtype);
   return cudaGetLastError();
 }

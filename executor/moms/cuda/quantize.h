@@ -20,8 +20,8 @@ enum papaya_dtype { papaya_float32 = 0, papaya_bfloat16 = 1 };
 
 /* x: numel values of `dtype`; out: the buffer. The rounding noise is a hash
  * of (seed, value index): a new seed per call. */
-cudaError_t papaya_quantize(const void* x, int dtype, int64_t numel, int64_t head_numel, int group_size, int bits,
-                            uint64_t seed, uint8_t* out, cudaStream_t stream);
+cudaError_t papaya_quantize(const void* x, int dtype, int64_t numel, int64_t head_numel, int group_size, int bits, uint64_t seed,
+                            uint8_t* out, cudaStream_t stream);
 
 /* in: the buffer; out: numel values of `dtype`. */
 cudaError_t papaya_dequantize(const uint8_t* in, int64_t numel, int64_t head_numel, int group_size, int bits, void* out,
