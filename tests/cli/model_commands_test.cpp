@@ -67,7 +67,9 @@ TEST_F(ModelCommands, PredictEveryCombination) {
     if (row["strategy"] == "keep") keep_peak = row["peak_bytes"];
   }
   for (const auto& row : rows) {
-    if (row["strategy"] != "keep") EXPECT_LT(row["peak_bytes"].get<double>(), keep_peak) << row["strategy"];
+    if (row["strategy"] != "keep") {
+      EXPECT_LT(row["peak_bytes"].get<double>(), keep_peak) << row["strategy"];
+    }
   }
   run = run_papaya("predict " + model_ + " --batch 16");
   ASSERT_EQ(run.code, 0) << run.err;
