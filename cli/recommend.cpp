@@ -79,9 +79,12 @@ struct Why {
   int used = 0;  // tensors (segments, for recompute-all) the recommended plan gives it
 };
 
+// recompute-all is used by segments; every other optimization by tensors.
+bool used_by_segments(const std::string& name) { return model::plan_term_row(name)->form == model::Form::recomputed; }
+
 int uses(const model::Plan& plan, const std::string& name) {
+  if (used_by_segments(name)) return static_cast<int>(plan.segments.size());
   const model::StrategyRow& row = *model::plan_term_row(name);
-  if (row.form == model::Form::recomputed) return static_cast<int>(plan.segments.size());
   int count = 0;
   for (const auto& [key, s] : plan.tensors) {
     if (row.swaps ? s.swap : (s.form != model::Form::recomputed && model::TensorStrategy{s.form, s.bits}.name() == name)) ++count;
@@ -134,7 +137,7 @@ void print(const model::LayerModel& m, const model::Target& target, const Budget
     table.add_row(
         {w.name, percent(w.saves), percent(w.costs), std::to_string(w.row->max_batch),
          w.row->max_batch > 0 ? fixed(w.row->best.samples_per_s, 1) : "-", verdict(r.global, *w.row),
-         w.used ? std::to_string(w.used) + (w.name == "recompute-all" ? " segment" : " tensor") + (w.used > 1 ? "s" : "") : "-"});
+         w.used ? std::to_string(w.used) + (used_by_segments(w.name) ? " segment" : " tensor") + (w.used > 1 ? "s" : "") : "-"});
   }
   table.print(std::cout);
   for (const Why& w : why) std::cout << "  " << w.name << ": " << sentence(r.global, w) << "\n";
