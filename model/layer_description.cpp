@@ -1,5 +1,9 @@
 #include "model/layer_description.h"
 
+#include <set>
+
+#include "model/error.h"
+#include "model/plan.h"
 #include "model/saved_tensor_json.h"
 
 namespace papaya::model {
@@ -32,6 +36,58 @@ LayerDescription layer_description_from_json(const nlohmann::json& doc, const st
   l.forward_flops_per_sample = doc.at("forward_flops_per_sample");
   l.forward_bytes_moved_per_sample = doc.at("forward_bytes_moved_per_sample");
   return l;
+}
+
+void check_layer_references(const std::vector<const LayerDescription*>& layers, const std::vector<SegmentReference>& segments,
+                            const std::string& label, const std::string& noun) {
+  const auto require = [&](bool ok, const std::string& pointer, const std::string& why) {
+    if (!ok) throw InputError(label + ": " + pointer + ": " + why);
+  };
+  std::set<std::string> segment_paths, paths, slots;
+  for (size_t s = 0; s < segments.size(); ++s) {
+    require(segment_paths.insert(segments[s].path).second, "/segments/" + std::to_string(s) + "/path",
+            "segment '" + segments[s].path + "' is repeated");
+  }
+  std::set<std::string> closed;  // segments whose layers have ended
+  std::string open;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const LayerDescription& l = *layers[i];
+    const std::string pointer = "/layers/" + std::to_string(i);
+    require(paths.insert(l.path).second, pointer + "/path", "layer '" + l.path + "' is repeated");
+    require(l.segment.empty() || segment_paths.count(l.segment), pointer + "/segment", "'" + l.segment + "' is not in /segments");
+    if (l.segment != open) {
+      if (!open.empty()) closed.insert(open);
+      require(!closed.count(l.segment), pointer + "/segment",
+              "the layers of segment '" + l.segment + "' do not follow each other");
+      open = l.segment;
+    }
+    for (const auto& s : l.saved) slots.insert(tensor_key(l.path, s.slot));
+  }
+  // Storage and output references may point forward (a slot saved later), so
+  // they are checked once every slot is known.
+  const std::string not_saved = "' is not a saved tensor of this " + noun;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const LayerDescription& l = *layers[i];
+    const std::string pointer = "/layers/" + std::to_string(i);
+    for (size_t k = 0; k < l.saved.size(); ++k) {
+      const std::string saved = pointer + "/saved/" + std::to_string(k);
+      require(slots.count(l.saved[k].storage), saved + "/storage", "'" + l.saved[k].storage + not_saved);
+      const std::string& use = l.saved[k].last_forward_use;
+      require(use.empty() || paths.count(use), saved + "/last_forward_use", "'" + use + "' is not a layer of this " + noun);
+    }
+    for (size_t k = 0; k < l.output_saved_by.size(); ++k) {
+      require(slots.count(l.output_saved_by[k]), pointer + "/output_saved_by/" + std::to_string(k),
+              "'" + l.output_saved_by[k] + not_saved);
+    }
+  }
+  for (size_t s = 0; s < segments.size(); ++s) {
+    const std::string pointer = "/segments/" + std::to_string(s);
+    bool has_layers = false;
+    for (const auto* l : layers) has_layers = has_layers || l->segment == segments[s].path;
+    require(has_layers, pointer + "/path", "segment '" + segments[s].path + "' has no layers");
+    const std::string& input = segments[s].input_storage;
+    require(input.empty() || slots.count(input), pointer + "/input/storage", "'" + input + not_saved);
+  }
 }
 
 }  // namespace papaya::model

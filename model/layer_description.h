@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/layer_kind.h"
@@ -53,5 +54,31 @@ void add_layer_description_json(const LayerDescription& layer, nlohmann::json& o
 // `doc` has been validated against the document's schema; `where` names the
 // layer in errors ("model.json: /layers/3"): an unknown kind is an InputError.
 LayerDescription layer_description_from_json(const nlohmann::json& doc, const std::string& where);
+
+// A segment as the check below sees it: its path and its input's storage
+// ("" if no slot of the keep step saves it).
+struct SegmentReference {
+  std::string path;
+  std::string input_storage;
+};
+
+// What the schemas cannot say of the layers and segments a profile and a
+// model both hold: unique layer and segment paths, every layer's segment
+// listed and its layers one after another, no segment without layers, and
+// storage, output and last-use references naming a saved tensor or a layer
+// of the document. `noun` names the document in messages ("profile",
+// "model"). Throws InputError "label: /pointer: why".
+void check_layer_references(const std::vector<const LayerDescription*>& layers, const std::vector<SegmentReference>& segments,
+                            const std::string& label, const std::string& noun);
+
+// The same for a document's own layer and segment types.
+template <class Layers, class Segments>
+void check_layer_references(const Layers& layers, const Segments& segments, const std::string& label, const std::string& noun) {
+  std::vector<const LayerDescription*> descriptions;
+  for (const auto& layer : layers) descriptions.push_back(&layer);
+  std::vector<SegmentReference> references;
+  for (const auto& segment : segments) references.push_back({segment.path, segment.input.storage});
+  check_layer_references(descriptions, references, label, noun);
+}
 
 }  // namespace papaya::model

@@ -1,8 +1,5 @@
 #include "model/layer_model.h"
 
-#include <map>
-#include <set>
-
 #include "model/error.h"
 #include "model/json_file.h"
 #include "model/saved_tensor_json.h"
@@ -16,61 +13,6 @@ json to_json(const LinearCurve& c) { return {{"per_sample", c.per_sample}, {"fix
 json to_json(const SaturatingCurve& c) { return {{"floor", c.floor}, {"per_sample", c.per_sample}, {"fixed", c.fixed}}; }
 LinearCurve linear_from(const json& doc) { return {doc.at("per_sample"), doc.at("fixed")}; }
 SaturatingCurve saturating_from(const json& doc) { return {doc.at("floor"), doc.at("per_sample"), doc.at("fixed")}; }
-
-// What the schema cannot say: names that must exist, segments whose layers
-// must follow each other.
-void check_consistency(const LayerModel& m, const std::string& label) {
-  const auto fail = [&](const std::string& pointer, const std::string& why) {
-    throw InputError(label + ": " + pointer + ": " + why);
-  };
-  std::set<std::string> slots, paths;
-  std::map<std::string, size_t> segment_index;
-  for (size_t s = 0; s < m.segments.size(); ++s) {
-    if (!segment_index.emplace(m.segments[s].path, s).second) {
-      fail("/segments/" + std::to_string(s) + "/path", "'" + m.segments[s].path + "' appears twice");
-    }
-  }
-  for (size_t l = 0; l < m.layers.size(); ++l) {
-    const auto& layer = m.layers[l];
-    if (!paths.insert(layer.path).second) fail("/layers/" + std::to_string(l) + "/path", "'" + layer.path + "' appears twice");
-    for (const auto& s : layer.saved) slots.insert(layer.path + ":" + s.slot);
-  }
-  std::set<std::string> closed;  // segments whose layers have ended
-  std::string open;
-  for (size_t l = 0; l < m.layers.size(); ++l) {
-    const auto& layer = m.layers[l];
-    const std::string where = "/layers/" + std::to_string(l);
-    if (layer.segment != open) {
-      if (!open.empty()) closed.insert(open);
-      if (!layer.segment.empty() && closed.count(layer.segment))
-        fail(where + "/segment", "the layers of segment '" + layer.segment + "' do not follow each other");
-      open = layer.segment;
-    }
-    if (!layer.segment.empty() && !segment_index.count(layer.segment)) {
-      fail(where + "/segment", "unknown segment '" + layer.segment + "'");
-    }
-    for (size_t s = 0; s < layer.saved.size(); ++s) {
-      const auto& storage = layer.saved[s].storage;
-      if (!storage.empty() && !slots.count(storage))
-        fail(where + "/saved/" + std::to_string(s) + "/storage", "no slot '" + storage + "'");
-      const auto& use = layer.saved[s].last_forward_use;
-      if (!use.empty() && !paths.count(use))
-        fail(where + "/saved/" + std::to_string(s) + "/last_forward_use", "no layer '" + use + "'");
-    }
-    for (const auto& key : layer.output_saved_by) {
-      if (!slots.count(key)) fail(where + "/output_saved_by", "no slot '" + key + "'");
-    }
-  }
-  for (size_t s = 0; s < m.segments.size(); ++s) {
-    const auto& seg = m.segments[s];
-    const std::string where = "/segments/" + std::to_string(s);
-    bool has_layers = false;
-    for (const auto& layer : m.layers) has_layers = has_layers || layer.segment == seg.path;
-    if (!has_layers) fail(where + "/path", "segment '" + seg.path + "' has no layers");
-    if (!seg.input.storage.empty() && !slots.count(seg.input.storage))
-      fail(where + "/input/storage", "no slot '" + seg.input.storage + "'");
-  }
-}
 
 }  // namespace
 
@@ -187,7 +129,7 @@ LayerModel layer_model_from_json(const json& doc, const std::string& label) {
     m.segments.push_back({s.at("path"), saved_tensor_from_json(s.at("input")), saturating_from(s.at("recompute_seconds")),
                           s.value("returns_last_layer_output", false)});
   }
-  check_consistency(m, label);
+  check_layer_references(m.layers, m.segments, label, "model");
   return m;
 }
 

@@ -127,8 +127,8 @@ void require(bool ok, const std::string& label, const std::string& pointer, cons
   if (!ok) throw InputError(label + ": " + pointer + ": " + message);
 }
 
-// What the schema cannot say: one entry per batch everywhere, and references
-// between layers that name something that exists.
+// What the schema cannot say: one entry per batch everywhere, and the
+// references between layers and segments that a model has too.
 void check_consistency(const Profile& p, const std::string& label) {
   const size_t n = p.batches.size();
   const auto per_batch = [&](size_t size, const std::string& pointer) {
@@ -143,42 +143,18 @@ void check_consistency(const Profile& p, const std::string& label) {
     require(p.iterations[i].batch == p.batches[i], label, "/iterations/" + std::to_string(i) + "/batch",
             std::to_string(p.iterations[i].batch) + " where /batches has " + std::to_string(p.batches[i]));
   }
-  std::set<std::string> segments, paths, slots;
   for (size_t i = 0; i < p.segments.size(); ++i) {
     const std::string pointer = "/segments/" + std::to_string(i);
-    require(segments.insert(p.segments[i].path).second, label, pointer + "/path",
-            "segment " + p.segments[i].path + " is repeated");
     per_batch(p.segments[i].recompute_s.size(), pointer + "/recompute_s");
     if (!p.segments[i].between_s.empty()) per_batch(p.segments[i].between_s.size(), pointer + "/between_s");
     require(!p.segments[i].probe || p.probe_batch > 0, label, pointer + "/probe", "a probe without /probe_batch");
   }
   for (size_t i = 0; i < p.layers.size(); ++i) {
-    const LayerProfile& l = p.layers[i];
     const std::string pointer = "/layers/" + std::to_string(i);
-    require(paths.insert(l.path).second, label, pointer + "/path", "layer " + l.path + " is repeated");
-    require(l.segment.empty() || segments.count(l.segment), label, pointer + "/segment",
-            "'" + l.segment + "' is not in /segments");
-    per_batch(l.measured.size(), pointer + "/measured");
-    require(!l.probe || p.probe_batch > 0, label, pointer + "/probe", "a probe without /probe_batch");
-    for (const auto& s : l.saved) slots.insert(tensor_key(l.path, s.slot));
+    per_batch(p.layers[i].measured.size(), pointer + "/measured");
+    require(!p.layers[i].probe || p.probe_batch > 0, label, pointer + "/probe", "a probe without /probe_batch");
   }
-  // Storage and output references may point forward (a slot saved later), so
-  // they are checked once every slot is known.
-  for (size_t i = 0; i < p.layers.size(); ++i) {
-    const LayerProfile& l = p.layers[i];
-    const std::string pointer = "/layers/" + std::to_string(i);
-    for (size_t k = 0; k < l.saved.size(); ++k) {
-      require(slots.count(l.saved[k].storage), label, pointer + "/saved/" + std::to_string(k) + "/storage",
-              "'" + l.saved[k].storage + "' is not a saved tensor of this profile");
-      const std::string& use = l.saved[k].last_forward_use;
-      require(use.empty() || paths.count(use), label, pointer + "/saved/" + std::to_string(k) + "/last_forward_use",
-              "'" + use + "' is not a layer of this profile");
-    }
-    for (size_t k = 0; k < l.output_saved_by.size(); ++k) {
-      require(slots.count(l.output_saved_by[k]), label, pointer + "/output_saved_by/" + std::to_string(k),
-              "'" + l.output_saved_by[k] + "' is not a saved tensor of this profile");
-    }
-  }
+  check_layer_references(p.layers, p.segments, label, "profile");
 }
 
 }  // namespace

@@ -80,13 +80,13 @@ TEST_F(LayerModelFile, RejectsBadFiles) {
   expect_rejected(doc, "/layers/1/seconds/forward/per_sample");
   doc = good;
   doc["layers"][2]["saved"][0]["storage"] = "nowhere:input";
-  expect_rejected(doc, "no slot 'nowhere:input'");
+  expect_rejected(doc, "'nowhere:input' is not a saved tensor of this model");
   doc = good;
   doc["layers"][1]["segment"] = "blocks.1";  // blocks.1 starts again later
   expect_rejected(doc, "do not follow each other");
   doc = good;
   doc["layers"][1]["path"] = doc["layers"][2]["path"];
-  expect_rejected(doc, "appears twice");
+  expect_rejected(doc, "is repeated");
   doc = good;
   doc["segments"][0]["input"]["storage"] = "x:y";
   expect_rejected(doc, "/segments/0/input/storage");

@@ -135,6 +135,17 @@ TEST(Profile, DamagedDocumentsNameWhatIsWrong) {
   doc = good;
   doc["layers"][0]["segment"] = "blocks.9";
   EXPECT_EQ(load_error(doc), "p.json: /layers/0/segment: 'blocks.9' is not in /segments");
+  // The rules a fitted model's layers follow too (one check for both).
+  doc = good;
+  doc["layers"][1]["path"] = "blocks.0.fc";
+  EXPECT_EQ(load_error(doc), "p.json: /layers/1/path: layer 'blocks.0.fc' is repeated");
+  doc = good;
+  doc["segments"].push_back(doc["segments"][0]);
+  doc["segments"][1]["path"] = "blocks.1";
+  EXPECT_EQ(load_error(doc), "p.json: /segments/1/path: segment 'blocks.1' has no layers");
+  doc = good;
+  doc["segments"][0]["input"]["storage"] = "x:y";
+  EXPECT_EQ(load_error(doc), "p.json: /segments/0/input/storage: 'x:y' is not a saved tensor of this profile");
   doc = good;
   doc["batches"] = {4, 4};
   EXPECT_EQ(load_error(doc), "p.json: /batches: a batch size is repeated");
