@@ -3,12 +3,9 @@
 #include <filesystem>
 
 #include "cli/resumed_run.h"
-#include "executor/data.h"
 #include "executor/device.h"
-#include "executor/layout.h"
-#include "executor/memory.h"
-#include "executor/optimizer.h"
 #include "executor/plan_apply.h"
+#include "executor/session.h"
 #include "executor/trainer.h"
 #include "executor/training_state.h"
 #include "model/error.h"
@@ -41,41 +38,39 @@ executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& cal
     progress = state.progress();
   }
   const TrainRun run = given.resume.empty() ? given : resumed_run(given, recorded, progress.steps_done);
-  const torch::ScalarType dtype = executor::resolve_precision(run.precision);
-  const model::NetworkConfig config =
-      run.resume.empty() ? model::load_network_config(run.network) : recorded_config(run, recorded);
-  auto data = run.data.empty() ? executor::make_synthetic_data(config, device, run.seed)
-                               : executor::make_text_data(run.data, config, device, run.seed);
-
-  executor::MemoryTracker memory(device);  // before the network, so that its weights count
-  torch::manual_seed(run.seed);
-  auto network = executor::build_network(config);
-  network->to(device);
-  network->set_compute_dtype(dtype);
-  const model::NetworkLayout layout = executor::probe_layout(*network);
+  executor::SessionOptions session_options;
+  session_options.device = run.device;
+  session_options.precision = run.precision;
+  session_options.data = run.data;
+  session_options.seed = run.seed;
+  session_options.lr = run.lr;
+  executor::Session session(run.resume.empty() ? model::load_network_config(run.network) : recorded_config(run, recorded),
+                            session_options);
+  const model::NetworkConfig& config = session.config;
+  executor::Network& network = *session.network;
   model::Plan plan;
   if (!run.resume.empty()) {
-    plan = model::parse_plan(recorded.value("plan", nlohmann::json()), layout, config.name, "--resume " + run.resume + ": plan");
-    check_resumed_plan(run, plan, layout, config.name);
+    plan = model::parse_plan(recorded.value("plan", nlohmann::json()), session.layout, config.name,
+                             "--resume " + run.resume + ": plan");
+    check_resumed_plan(run, plan, session.layout, config.name);
   } else {
-    plan = run.planned ? *run.planned : model::load_plan(run.plan, layout, config.name);
+    plan = run.planned ? *run.planned : model::load_plan(run.plan, session.layout, config.name);
   }
   executor::PlanOptions plan_options;
   plan_options.adaptive_every = run.adaptive_every;
   plan_options.rounding_seed = run.seed;
-  executor::AppliedPlan applied = executor::apply_plan(*network, plan, layout, plan_options);
+  executor::AppliedPlan applied = executor::apply_plan(network, plan, session.layout, plan_options);
   executor::TrainOptions options;
   options.steps = run.steps;
   options.first_step = progress.steps_done;
   options.batch = run.batch;
   options.lr = run.lr;
-  const auto optimizer = executor::make_optimizer(*network, options.lr, options.weight_decay);
-  const executor::TrainingParts parts{*network, *optimizer, *data, applied};
+  const executor::TrainingParts parts{network, *session.optimizer, *session.data, applied};
   if (!run.resume.empty()) executor::TrainingState::read(run.resume, device).restore(parts);
 
   if (callbacks.on_start) {
-    callbacks.on_start({config.name, model::to_string(config.family), network->parameter_count(), device.str(),
-                        executor::device_name(device), plan.name, data->describe(), run.precision, run.batch, run.seed,
+    callbacks.on_start({config.name, model::to_string(config.family), network.parameter_count(), device.str(),
+                        executor::device_name(device), plan.name, session.data->describe(), run.precision, run.batch, run.seed,
                         progress.steps_done});
   }
   const nlohmann::json description =
@@ -97,7 +92,7 @@ executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& cal
     if (!run.save.empty() && (stop || due)) executor::save_training_state(run.save, description, progress, parts);
     return !stop;
   };
-  executor::TrainReport report = executor::train(*network, *optimizer, *data, memory, options);
+  executor::TrainReport report = executor::train(network, *session.optimizer, *session.data, session.memory, options);
   report.losses = progress.losses;
   return report;
 }

@@ -7,13 +7,9 @@
 #include <algorithm>
 #include <memory>
 
-#include "executor/data.h"
 #include "executor/device.h"
-#include "executor/layout.h"
-#include "executor/memory.h"
 #include "executor/moms/codec_speed.h"
-#include "executor/optimizer.h"
-#include "executor/trainer.h"
+#include "executor/session.h"
 #include "model/error.h"
 #include "model/json_file.h"
 #include "model/network_config.h"
@@ -119,33 +115,28 @@ model::Profile profile_network(const ProfileOptions& options) {
     throw InputError("--probe-batch: " + std::to_string(probe_batch) + " is not larger than the largest batch (" +
                      std::to_string(batches.back()) + "); 0 turns probes off");
   }
-  const torch::Device device = executor::resolve_device(options.device);
-  const torch::ScalarType dtype = executor::resolve_precision(options.precision);
-  const model::NetworkConfig config = model::load_network_config(options.network);
-
-  // The data source before the tracker: its fixed templates are not the
-  // step's memory. The tracker before the network: its weights are.
-  auto data = executor::make_synthetic_data(config, device, options.seed);
-  executor::MemoryTracker memory(device);
-  torch::manual_seed(options.seed);
-  auto network = executor::build_network(config);
-  network->to(device);
-  network->set_compute_dtype(dtype);
+  executor::SessionOptions session_options;
+  session_options.device = options.device;
+  session_options.precision = options.precision;
+  session_options.seed = options.seed;
+  executor::Session session(model::load_network_config(options.network), session_options);
+  const torch::Device& device = session.device;
+  executor::Network& network = *session.network;
+  executor::DataSource& data = *session.data;
+  executor::MemoryTracker& memory = session.memory;
 
   model::Profile profile;
-  profile.network = config.name;
-  profile.network_config = model::read_json_file(config.source, "network config");
+  profile.network = session.config.name;
+  profile.network_config = model::read_json_file(session.config.source, "network config");
   profile.precision = options.precision;
   profile.batches = batches;
-  profile.layers = describe_layers(*network, executor::probe_layout(*network));
-  for (const auto* segment : network->segments()) {
+  profile.layers = describe_layers(network, session.layout);
+  for (const auto* segment : network.segments()) {
     profile.segments.push_back({segment->path(), {}, segment_input(profile.layers, segment->path())});
   }
 
-  const int layers = static_cast<int>(network->layers().size());
+  const int layers = static_cast<int>(network.layers().size());
   const std::unique_ptr<LayerTimer> timer = make_timer(device, layers, options);
-  const executor::TrainOptions train_defaults;
-  const auto optimizer = executor::make_optimizer(*network, train_defaults.lr, train_defaults.weight_decay);
 
   // Round r measures each batch for its share of the steps, after the full
   // warm-up in the first round and one step in the others.
@@ -155,8 +146,8 @@ model::Profile profile_network(const ProfileOptions& options) {
   // Probes: each segment, and each layer outside one, in each round.
   int total = 0;
   if (probe_batch > 0) {
-    total = static_cast<int>(network->segments().size());
-    for (const auto* layer : network->layers()) total += layer->segment().empty() ? 1 : 0;
+    total = static_cast<int>(network.segments().size());
+    for (const auto* layer : network.layers()) total += layer->segment().empty() ? 1 : 0;
     total *= rounds;
   }
   for (int r = 0; r < rounds; ++r) total += (warmup_in(r) + steps_in(r) + 1) * static_cast<int>(batches.size());
@@ -178,7 +169,7 @@ model::Profile profile_network(const ProfileOptions& options) {
       run_options.on_step = [&] {
         if (options.on_progress) options.on_progress(++done, total, note);
       };
-      runs[b].push_back(run_batch(*network, *data, *optimizer, memory, *timer, run_options));
+      runs[b].push_back(run_batch(network, data, *session.optimizer, memory, *timer, run_options));
       planned += warmup_in(r) + steps_in(r) + 1;
       const bool oom = runs[b].back().iteration.oom;
       for (int later = r + 1; oom && later < rounds; ++later) planned += warmup_in(later) + steps_in(later) + 1;
@@ -199,7 +190,8 @@ model::Profile profile_network(const ProfileOptions& options) {
     std::string why = options.memory_limit > 0
                           ? " (--memory-limit " + model::format_bytes(static_cast<double>(options.memory_limit)) + ")"
                           : "";
-    throw InputError(config.name + ": every batch size (" + join(batches) + ") ran out of memory on " + device.str() + why);
+    throw InputError(session.config.name + ": every batch size (" + join(batches) + ") ran out of memory on " + device.str() +
+                     why);
   }
 
   if (probe_batch > 0) {
@@ -219,7 +211,7 @@ model::Profile profile_network(const ProfileOptions& options) {
     probe.on_probe = [&] {
       if (options.on_progress) options.on_progress(++done, total, note);
     };
-    const LayerProbes probes = probe_layers(*network, *data, memory, *timer, probe);
+    const LayerProbes probes = probe_layers(network, data, memory, *timer, probe);
     profile.probe_batch = probe_batch;
     for (int i = 0; i < layers; ++i) {
       profile.layers[i].probe = probes.layers[i];
@@ -234,8 +226,8 @@ model::Profile profile_network(const ProfileOptions& options) {
   }
 
   profile.machine = describe_machine(device, *timer);
-  profile.codecs = executor::measure_codecs(device, dtype, memory);
-  profile.inverts = executor::measure_inverts(device, dtype);
+  profile.codecs = executor::measure_codecs(device, session.dtype, memory);
+  profile.inverts = executor::measure_inverts(device, session.dtype);
   if (device.is_cuda()) {
     const HostLink link = measure_host_link(device);
     profile.h2d_bytes_per_s = link.h2d_bytes_per_s;

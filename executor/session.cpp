@@ -1,0 +1,37 @@
+#include "executor/session.h"
+
+#include "executor/device.h"
+#include "executor/layout.h"
+#include "executor/optimizer.h"
+
+namespace papaya::executor {
+namespace {
+
+std::unique_ptr<DataSource> make_data(const model::NetworkConfig& config, const torch::Device& device,
+                                      const SessionOptions& options) {
+  return options.data.empty() ? make_synthetic_data(config, device, options.seed)
+                              : make_text_data(options.data, config, device, options.seed);
+}
+
+std::shared_ptr<Network> make_network(const model::NetworkConfig& config, const torch::Device& device, torch::ScalarType dtype,
+                                      uint64_t seed) {
+  torch::manual_seed(seed);
+  auto network = build_network(config);
+  network->to(device);
+  network->set_compute_dtype(dtype);
+  return network;
+}
+
+}  // namespace
+
+Session::Session(const model::NetworkConfig& config_, const SessionOptions& options)
+    : config(config_),
+      device(resolve_device(options.device)),
+      dtype(resolve_precision(options.precision)),
+      data(make_data(config, device, options)),
+      memory(device),
+      network(make_network(config, device, dtype, options.seed)),
+      layout(probe_layout(*network)),
+      optimizer(make_optimizer(*network, options.lr, options.weight_decay)) {}
+
+}  // namespace papaya::executor

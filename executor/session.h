@@ -1,0 +1,46 @@
+#pragma once
+// A network set up to be trained or profiled, in the order that makes the
+// allocator's figures right: the data source first (its fixed templates are
+// not a step's memory), then the memory tracker, then the network, seeded,
+// on the device in its precision (its weights count), its layout, and AdamW
+// with its state allocated. `papaya train` and the profiler both start here.
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "executor/data.h"
+#include "executor/memory.h"
+#include "executor/networks/network.h"
+#include "executor/trainer.h"
+#include "model/layout.h"
+#include "model/network_config.h"
+
+namespace papaya::executor {
+
+struct SessionOptions {
+  std::string device = "cpu";      // cpu, cuda, cuda:N
+  std::string precision = "fp32";  // fp32, bf16
+  std::string data;                // text file; "": synthetic data
+  uint64_t seed = 0;               // of the weights and the data
+  double lr = TrainOptions().lr;   // AdamW's
+  double weight_decay = TrainOptions().weight_decay;
+};
+
+// The members in the order they are made. Throws InputError for a device,
+// precision or data file that cannot be had.
+struct Session {
+  Session(const model::NetworkConfig& config, const SessionOptions& options);
+
+  const model::NetworkConfig config;
+  const torch::Device device;
+  const torch::ScalarType dtype;
+  const std::unique_ptr<DataSource> data;
+  MemoryTracker memory;
+  const std::shared_ptr<Network> network;
+  const model::NetworkLayout layout;  // probe_layout(*network)
+  const std::unique_ptr<torch::optim::AdamW> optimizer;
+};
+
+}  // namespace papaya::executor
