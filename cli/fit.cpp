@@ -3,6 +3,7 @@
 // from runs measured anywhere.
 #include "cli/commands.h"
 #include "cli/fit_modes.h"
+#include "cli/report.h"
 #include "model/error.h"
 
 namespace papaya::cli {
@@ -21,17 +22,17 @@ void register_fit(CLI::App& app) {
   cmd->add_option("--budget", options->budget,
                   "--measurements: memory budget for the largest batch (16GiB, 800MiB); default: the GPU's memory, "
                   "which a GPU outside the hardware catalog lacks");
-  cmd->add_flag("--json", options->json, "One JSON document instead of tables");
-  cmd->callback([options] {
+  const auto output = add_output_options(cmd, "One JSON document instead of tables");
+  cmd->callback([options, output] {
     if (!options->profile.empty() && !options->measurements.empty()) {
       throw InputError("fit: give a profile or --measurements FILE, not both");
     }
     if (!options->profile.empty()) {
       if (options->out.empty()) throw InputError("fit " + options->profile + ": --out FILE is required");
       if (!options->budget.empty()) throw InputError("fit: --budget applies to --measurements only");
-      run_profile_fit(*options);
+      show(fit_profile_file(*options), *output);
     } else if (!options->measurements.empty()) {
-      run_measurements_fit(*options);
+      show(fit_measurements_file(*options), *output);
     } else {
       throw InputError("fit: give a profile (papaya fit PROFILE --out model.json) or --measurements FILE.csv");
     }

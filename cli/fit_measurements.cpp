@@ -1,8 +1,7 @@
 // papaya fit --measurements FILE.csv: PAPAYA's global model per series
 // (model/global_fit.h), from runs measured anywhere.
-#include <iostream>
 #include <map>
-#include <nlohmann/json.hpp>
+#include <ostream>
 
 #include "cli/fit_modes.h"
 #include "cli/table.h"
@@ -33,12 +32,12 @@ std::string helps_cell(const model::SeriesFit& fit) {
   return out;
 }
 
-void print_tables(const model::GlobalModel& fitted) {
+void print_tables(std::ostream& out, const model::GlobalModel& fitted) {
   std::map<std::string, std::vector<const model::SeriesFit*>> by_gpu;
   for (const auto& fit : fitted.series) by_gpu[fit.gpu].push_back(&fit);
   const auto r2 = [](double v) { return fixed(v, 3); };
   for (const auto& [gpu, series] : by_gpu) {
-    std::cout << gpu << ", budget " << model::format_bytes(series.front()->budget_bytes) << "\n";
+    out << gpu << ", budget " << model::format_bytes(series.front()->budget_bytes) << "\n";
     Table table({"network", "precision", "strategy", "points", "alpha MiB/sample", "beta MiB", "gamma ms/sample", "delta ms",
                  "R² memory", "R² time", "max batch", "best samples/s", "helps"});
     for (const auto* fit : series) {
@@ -52,37 +51,36 @@ void print_tables(const model::GlobalModel& fitted) {
                      fit->max_batch ? std::to_string(*fit->max_batch) + " (" + fit->max_batch_limit + ")" : "-",
                      cell(fit->best_samples_per_s, [](double v) { return fixed(v, 1); }), helps_cell(*fit)});
     }
-    table.print(std::cout);
-    std::cout << "\n";
+    table.print(out);
+    out << "\n";
   }
-  std::cout << "R² time: of max(a, k*b) + c where fitted (4 runs or more), else of gamma*b + delta.\n"
-               "max batch: b* under the budget, set by the memory fit or by the smallest batch that ran out of memory.\n"
-               "helps: a higher best samples/s at a batch <= b* than the 'none' series of the same precision;\n"
-               "(analytic: ...) where DESIGN.md's condition on alpha, beta, gamma, delta disagrees.\n";
+  out << "R² time: of max(a, k*b) + c where fitted (4 runs or more), else of gamma*b + delta.\n"
+         "max batch: b* under the budget, set by the memory fit or by the smallest batch that ran out of memory.\n"
+         "helps: a higher best samples/s at a batch <= b* than the 'none' series of the same precision;\n"
+         "(analytic: ...) where DESIGN.md's condition on alpha, beta, gamma, delta disagrees.\n";
   bool header = false;
   for (const auto& fit : fitted.series) {
     std::vector<std::string> notes = fit.notes;
     if (fit.verdict && !fit.verdict->note.empty()) notes.push_back(fit.verdict->note);
     for (const auto& note : notes) {
-      if (!header) std::cout << "\nNotes:\n", header = true;
-      std::cout << "  " << fit.network << " " << fit.precision << " " << fit.strategy << ": " << note << "\n";
+      if (!header) out << "\nNotes:\n", header = true;
+      out << "  " << fit.network << " " << fit.precision << " " << fit.strategy << ": " << note << "\n";
     }
   }
 }
 
 }  // namespace
 
-void run_measurements_fit(const FitOptions& options) {
+MeasurementsFitResult fit_measurements_file(const FitOptions& options) {
   std::optional<double> budget;
   if (!options.budget.empty()) budget = static_cast<double>(model::parse_size(options.budget, "--budget"));
-  const model::GlobalModel fitted = model::fit_global(model::read_measurements(options.measurements), budget);
-  const nlohmann::json doc = model::to_json(fitted);
-  if (!options.out.empty()) model::write_json_file(options.out, doc);
-  if (options.json) {
-    std::cout << doc.at("series").dump(2) << "\n";
-  } else {
-    print_tables(fitted);
-  }
+  MeasurementsFitResult result{model::fit_global(model::read_measurements(options.measurements), budget)};
+  if (!options.out.empty()) model::write_json_file(options.out, model::to_json(result.fitted));
+  return result;
 }
+
+void to_json(nlohmann::json& out, const MeasurementsFitResult& result) { out = model::to_json(result.fitted).at("series"); }
+
+void print_text(std::ostream& out, const MeasurementsFitResult& result) { print_tables(out, result.fitted); }
 
 }  // namespace papaya::cli

@@ -1,6 +1,11 @@
 #pragma once
-// The two modes of `papaya fit` (cli/fit.cpp picks one).
+// The two modes of `papaya fit` (cli/fit.cpp picks one and shows its result).
+#include <iosfwd>
+#include <nlohmann/json.hpp>
 #include <string>
+
+#include "model/fit_profile.h"
+#include "model/global_model.h"
 
 namespace papaya::cli {
 
@@ -9,10 +14,25 @@ struct FitOptions {
   std::string measurements;  // papaya fit --measurements FILE.csv: PAPAYA's global model
   std::string out;
   std::string budget;  // --measurements only
-  bool json = false;
 };
 
-void run_profile_fit(const FitOptions& options);       // cli/fit_profile.cpp
-void run_measurements_fit(const FitOptions& options);  // cli/fit_measurements.cpp
+// papaya fit PROFILE --out FILE (cli/fit_profile.cpp): the model, written to
+// `out`, and how well it reproduces the profile.
+struct ProfileFitResult {
+  std::string profile, out;
+  model::ProfileFit fit;
+};
+ProfileFitResult fit_profile_file(const FitOptions& options);
+void to_json(nlohmann::json& out, const ProfileFitResult& result);
+void print_text(std::ostream& out, const ProfileFitResult& result);
+
+// papaya fit --measurements FILE.csv (cli/fit_measurements.cpp): PAPAYA's
+// model of each series, written to `out` if given.
+struct MeasurementsFitResult {
+  model::GlobalModel fitted;
+};
+MeasurementsFitResult fit_measurements_file(const FitOptions& options);
+void to_json(nlohmann::json& out, const MeasurementsFitResult& result);
+void print_text(std::ostream& out, const MeasurementsFitResult& result);
 
 }  // namespace papaya::cli

@@ -1,11 +1,9 @@
 // papaya fit PROFILE --out model.json: fits the per-layer performance model
 // to a profile and reports how well it reproduces what was measured.
-#include <iostream>
-#include <nlohmann/json.hpp>
+#include <ostream>
 
 #include "cli/fit_modes.h"
 #include "cli/table.h"
-#include "model/fit_profile.h"
 #include "model/units.h"
 
 namespace papaya::cli {
@@ -48,49 +46,51 @@ void add_step(Table& table, const std::string& label, const model::StepCheck& s)
 
 }  // namespace
 
-void run_profile_fit(const FitOptions& options) {
-  const std::string& profile_path = options.profile;
-  const std::string& out_path = options.out;
-  const bool json = options.json;
-  const model::Profile profile = model::read_profile(profile_path);
-  const model::ProfileFit fit = model::fit_profile(profile, profile_path);
-  model::write_layer_model(out_path, fit.model);
-  const model::FitQuality& q = fit.quality;
+ProfileFitResult fit_profile_file(const FitOptions& options) {
+  const model::Profile profile = model::read_profile(options.profile);
+  ProfileFitResult result{options.profile, options.out, model::fit_profile(profile, options.profile)};
+  model::write_layer_model(options.out, result.fit.model);
+  return result;
+}
 
-  if (json) {
-    nlohmann::json steps = nlohmann::json::array();
-    for (const auto& s : q.steps) steps.push_back(step_json(s));
-    const nlohmann::json out = {{"model", out_path},
-                                {"profile", profile_path},
-                                {"network", fit.model.network},
-                                {"device", fit.model.machine.device},
-                                {"device_name", fit.model.machine.device_name},
-                                {"precision", fit.model.precision},
-                                {"batches", fit.model.batches},
-                                {"time", summary_json(q.time)},
-                                {"memory", summary_json(q.memory)},
-                                {"steps", steps},
-                                {"holdout", q.holdout ? step_json(*q.holdout) : nlohmann::json()},
-                                {"notes", q.notes}};
-    std::cout << out.dump(2) << "\n";
-    return;
-  }
+void to_json(nlohmann::json& out, const ProfileFitResult& result) {
+  const model::LayerModel& m = result.fit.model;
+  const model::FitQuality& q = result.fit.quality;
+  nlohmann::json steps = nlohmann::json::array();
+  for (const auto& s : q.steps) steps.push_back(step_json(s));
+  out = {{"model", result.out},
+         {"profile", result.profile},
+         {"network", m.network},
+         {"device", m.machine.device},
+         {"device_name", m.machine.device_name},
+         {"precision", m.precision},
+         {"batches", m.batches},
+         {"time", summary_json(q.time)},
+         {"memory", summary_json(q.memory)},
+         {"steps", steps},
+         {"holdout", q.holdout ? step_json(*q.holdout) : nlohmann::json()},
+         {"notes", q.notes}};
+}
+
+void print_text(std::ostream& out, const ProfileFitResult& result) {
+  const model::LayerModel& m = result.fit.model;
+  const model::FitQuality& q = result.fit.quality;
   std::string batches;
-  for (int b : fit.model.batches) batches += (batches.empty() ? "" : ",") + std::to_string(b);
-  std::cout << "papaya fit: " << fit.model.network << " on " << fit.model.machine.device << " ("
-            << (fit.model.machine.device_name.empty() ? "?" : fit.model.machine.device_name) << "), " << fit.model.precision
-            << ", batches " << batches << " -> " << out_path << "\n\n";
+  for (int b : m.batches) batches += (batches.empty() ? "" : ",") + std::to_string(b);
+  out << "papaya fit: " << m.network << " on " << m.machine.device << " ("
+      << (m.machine.device_name.empty() ? "?" : m.machine.device_name) << "), " << m.precision << ", batches " << batches
+      << " -> " << result.out << "\n\n";
   Table curves({"per-layer fit", "points", "R^2", "median |error|", "worst |error|", "worst at"});
   add_summary(curves, "time (max(a, k*b) + c)", q.time);
   add_summary(curves, "memory (alpha*b + beta)", q.memory);
-  curves.print(std::cout);
-  std::cout << "\n";
+  curves.print(out);
+  out << "\n";
   Table steps(
       {"training step (keep)", "batch", "measured ms", "predicted ms", "error", "measured peak", "predicted peak", "error"});
   for (const auto& s : q.steps) add_step(steps, "fitted", s);
   if (q.holdout) add_step(steps, "held out (fitted without it)", *q.holdout);
-  steps.print(std::cout);
-  for (const auto& note : q.notes) std::cout << "note: " << note << "\n";
+  steps.print(out);
+  for (const auto& note : q.notes) out << "note: " << note << "\n";
 }
 
 }  // namespace papaya::cli

@@ -1,10 +1,8 @@
 // papaya hardware: the hardware catalog.
-#include <iostream>
-#include <nlohmann/json.hpp>
-
-#include "cli/commands.h"
-#include "cli/table.h"
 #include "model/hardware.h"
+#include "cli/commands.h"
+#include "cli/report.h"
+#include "cli/table.h"
 #include "model/units.h"
 
 namespace papaya::cli {
@@ -12,7 +10,7 @@ namespace {
 
 std::string tflops(const std::optional<double>& flops) { return flops ? fixed(*flops / 1e12, 1) : "-"; }
 
-nlohmann::json to_json(const model::HardwareSpec& h) {
+nlohmann::json spec_json(const model::HardwareSpec& h) {
   nlohmann::json peak;
   for (const auto& [dtype, flops] : h.peak_flops) peak[dtype] = flops ? nlohmann::json(*flops) : nlohmann::json();
   return {{"name", h.name},
@@ -28,39 +26,42 @@ nlohmann::json to_json(const model::HardwareSpec& h) {
           {"sources", h.sources}};
 }
 
+struct Catalog {
+  std::vector<model::HardwareSpec> entries;
+  bool sources = false;  // print each figure's datasheet too
+};
+
+void to_json(nlohmann::json& out, const Catalog& c) {
+  out = nlohmann::json::array();
+  for (const auto& h : c.entries) out.push_back(spec_json(h));
+}
+
+void print_text(std::ostream& out, const Catalog& c) {
+  Table table({"hardware", "memory", "bandwidth GB/s", "fp32 TF/s", "tf32 TF/s", "bf16 TF/s", "fp16 TF/s", "host link",
+               "GB/s per direction"});
+  for (const auto& h : c.entries) {
+    table.add_row({h.name, model::format_bytes(h.memory_bytes), fixed(h.memory_bandwidth / 1e9, 0),
+                   tflops(h.peak_flops.at("fp32")), tflops(h.peak_flops.at("tf32")), tflops(h.peak_flops.at("bf16")),
+                   tflops(h.peak_flops.at("fp16")), h.host_link, fixed(h.h2d_bandwidth / 1e9, 1)});
+  }
+  table.print(out);
+  out << "TF/s: dense peak (no sparsity); bf16/fp16 on tensor (AMD: matrix) cores with fp32 accumulation, but\n"
+         "P100 fp16: packed half2 on CUDA cores; '-': no such path.\n";
+  if (!c.sources) return;
+  for (const auto& h : c.entries) {
+    out << "\n" << h.name << "\n";
+    for (const auto& [figure, source] : h.sources) out << "  " << figure << ": " << source << "\n";
+  }
+}
+
 }  // namespace
 
 void register_hardware(CLI::App& app) {
   auto* cmd = app.add_subcommand("hardware", "List the hardware catalog (configs/hardware): datasheet figures and sources.");
-  auto json = std::make_shared<bool>(false);
+  const auto output = add_output_options(cmd);
   auto sources = std::make_shared<bool>(false);
-  cmd->add_flag("--json", *json, "One JSON document instead of a table");
   cmd->add_flag("--sources", *sources, "Also print the datasheet each figure comes from");
-  cmd->callback([json, sources] {
-    const auto catalog = model::hardware_catalog();
-    if (*json) {
-      nlohmann::json out = nlohmann::json::array();
-      for (const auto& h : catalog) out.push_back(to_json(h));
-      std::cout << out.dump(2) << "\n";
-      return;
-    }
-    Table table({"hardware", "memory", "bandwidth GB/s", "fp32 TF/s", "tf32 TF/s", "bf16 TF/s", "fp16 TF/s", "host link",
-                 "GB/s per direction"});
-    for (const auto& h : catalog) {
-      table.add_row({h.name, model::format_bytes(h.memory_bytes), fixed(h.memory_bandwidth / 1e9, 0),
-                     tflops(h.peak_flops.at("fp32")), tflops(h.peak_flops.at("tf32")), tflops(h.peak_flops.at("bf16")),
-                     tflops(h.peak_flops.at("fp16")), h.host_link, fixed(h.h2d_bandwidth / 1e9, 1)});
-    }
-    table.print(std::cout);
-    std::cout << "TF/s: dense peak (no sparsity); bf16/fp16 on tensor (AMD: matrix) cores with fp32 accumulation, but\n"
-                 "P100 fp16: packed half2 on CUDA cores; '-': no such path.\n";
-    if (*sources) {
-      for (const auto& h : catalog) {
-        std::cout << "\n" << h.name << "\n";
-        for (const auto& [figure, source] : h.sources) std::cout << "  " << figure << ": " << source << "\n";
-      }
-    }
-  });
+  cmd->callback([output, sources] { show(Catalog{model::hardware_catalog(), *sources}, *output); });
 }
 
 }  // namespace papaya::cli

@@ -1,8 +1,6 @@
 // papaya networks: the shipped network configs.
-#include <iostream>
-#include <nlohmann/json.hpp>
-
 #include "cli/commands.h"
+#include "cli/report.h"
 #include "cli/table.h"
 #include "model/network_config.h"
 #include "model/parameter_count.h"
@@ -27,33 +25,46 @@ std::string shape(const model::NetworkConfig& c) {
   }
 }
 
+struct ShippedNetwork {
+  std::string name;
+  model::NetworkConfig config;
+  int64_t parameters = 0;
+};
+
+void to_json(nlohmann::json& out, const ShippedNetwork& n) {
+  out = {{"name", n.name},
+         {"family", model::to_string(n.config.family)},
+         {"parameters", n.parameters},
+         {"sequence_length", n.config.sequence_length()},
+         {"description", n.config.description},
+         {"source", n.config.source}};
+}
+
+void print_text(std::ostream& out, const std::vector<ShippedNetwork>& networks) {
+  Table table({"network", "family", "shape", "parameters", "description"});
+  for (const auto& n : networks) {
+    table.add_row({n.name, model::to_string(n.config.family), shape(n.config),
+                   model::format_si(static_cast<double>(n.parameters)), n.config.description});
+  }
+  table.print(out);
+}
+
+std::vector<ShippedNetwork> shipped_networks() {
+  std::vector<ShippedNetwork> out;
+  for (const auto& name : model::shipped_network_names()) {
+    model::NetworkConfig config = model::load_network_config(name);
+    const int64_t parameters = model::parameter_count(config);
+    out.push_back({name, std::move(config), parameters});
+  }
+  return out;
+}
+
 }  // namespace
 
 void register_networks(CLI::App& app) {
   auto* cmd = app.add_subcommand("networks", "List the shipped network configs (configs/networks).");
-  auto json = std::make_shared<bool>(false);
-  cmd->add_flag("--json", *json, "One JSON document instead of a table");
-  cmd->callback([json] {
-    nlohmann::json out = nlohmann::json::array();
-    Table table({"network", "family", "shape", "parameters", "description"});
-    for (const auto& name : model::shipped_network_names()) {
-      const auto config = model::load_network_config(name);
-      const int64_t params = model::parameter_count(config);
-      out.push_back({{"name", name},
-                     {"family", model::to_string(config.family)},
-                     {"parameters", params},
-                     {"sequence_length", config.sequence_length()},
-                     {"description", config.description},
-                     {"source", config.source}});
-      table.add_row({name, model::to_string(config.family), shape(config), model::format_si(static_cast<double>(params)),
-                     config.description});
-    }
-    if (*json) {
-      std::cout << out.dump(2) << "\n";
-    } else {
-      table.print(std::cout);
-    }
-  });
+  const auto output = add_output_options(cmd);
+  cmd->callback([output] { show(shipped_networks(), *output); });
 }
 
 }  // namespace papaya::cli

@@ -3,12 +3,10 @@
 // at the batch with the most samples/s — beside PAPAYA's table of
 // whole-network combinations; --out writes the plan file `papaya train
 // --plan FILE` runs.
-#include <iostream>
-#include <nlohmann/json.hpp>
-
 #include "cli/commands.h"
 #include "cli/plan_report.h"
 #include "cli/plot.h"
+#include "cli/report.h"
 #include "model/json_file.h"
 #include "model/units.h"
 #include "planner/planner.h"
@@ -24,37 +22,55 @@ struct PlanArgs {
   std::string out;
   double variance = -1;  // < 0: no variance budget
   std::string plot;
-  bool json = false;
 };
 
-void run(const PlanArgs& args) {
+struct Planned {
+  model::LayerModel model;
+  std::string hardware;
+  std::vector<std::string> notes;
+  double budget = 0;
+  planner::PlanResult result;
+  std::string out, plot;  // where the plan and the figure were written ("": not)
+};
+
+void to_json(nlohmann::json& out, const Planned& p) {
+  out = result_json(p.model, p.result);
+  out["out"] = p.out;
+  out["plot"] = p.plot;
+  out["notes"] = p.notes;
+}
+
+void print_text(std::ostream& out, const Planned& p) {
+  const model::LayerModel& m = p.model;
+  out << "papaya plan: " << m.network << " (" << m.precision << ", profiled on " << m.machine.device << ") on " << p.hardware
+      << ", budget " << model::format_bytes(p.budget)
+      << "; weights, gradients and optimizer state: " << model::format_bytes(m.static_bytes) << "\n\n";
+  print_plan(out, m, p.result);
+  out << "\n";
+  print_global(out, p.result, 8);
+  for (const auto& note : p.notes) out << "note: " << note << "\n";
+  if (!p.out.empty()) out << "plan written to " << p.out << " (papaya train --plan " << p.out << ")\n";
+  if (!p.plot.empty()) out << "figure written to " << p.plot << "\n";
+}
+
+Planned compute(const PlanArgs& args) {
   if (!args.plot.empty()) check_plot_path(args.plot);
-  const model::LayerModel m = model::read_layer_model(args.model);
-  const model::Target target = model::make_target(m, args.hardware);
+  Planned p;
+  p.model = model::read_layer_model(args.model);
+  const model::Target target = model::make_target(p.model, args.hardware);
+  p.hardware = target.name;
+  p.notes = target.notes;
   planner::PlanRequest request;
   request.budget_bytes = static_cast<double>(model::parse_size(args.budget, "--budget"));
   if (args.batch > 0) request.batch = args.batch;
   if (args.variance >= 0) request.variance_budget = args.variance;
-  const planner::PlanResult result = planner::make_plan(m, target, request);
-  if (!args.out.empty()) model::write_json_file(args.out, planner::plan_document(result));
-  if (!args.plot.empty()) plot_result(args.plot, m, target, result);
-  if (args.json) {
-    nlohmann::json doc = result_json(m, result);
-    doc["out"] = args.out;
-    doc["plot"] = args.plot;
-    doc["notes"] = target.notes;
-    std::cout << doc.dump(2) << "\n";
-    return;
-  }
-  std::cout << "papaya plan: " << m.network << " (" << m.precision << ", profiled on " << m.machine.device << ") on "
-            << target.name << ", budget " << model::format_bytes(request.budget_bytes)
-            << "; weights, gradients and optimizer state: " << model::format_bytes(m.static_bytes) << "\n\n";
-  print_plan(std::cout, m, result);
-  std::cout << "\n";
-  print_global(std::cout, result, 8);
-  for (const auto& note : target.notes) std::cout << "note: " << note << "\n";
-  if (!args.out.empty()) std::cout << "plan written to " << args.out << " (papaya train --plan " << args.out << ")\n";
-  if (!args.plot.empty()) std::cout << "figure written to " << args.plot << "\n";
+  p.budget = request.budget_bytes;
+  p.result = planner::make_plan(p.model, target, request);
+  if (!args.out.empty()) model::write_json_file(args.out, planner::plan_document(p.result));
+  if (!args.plot.empty()) plot_result(args.plot, p.model, target, p.result);
+  p.out = args.out;
+  p.plot = args.plot;
+  return p;
 }
 
 }  // namespace
@@ -73,8 +89,8 @@ void register_plan(CLI::App& app) {
                   "Gradient-variance budget of lossy strategies, as a fraction of quantize-2 everywhere (0: lossless only)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--plot", args->plot, "Figure of memory and samples/s against the batch (.svg or .png)");
-  cmd->add_flag("--json", args->json, "One JSON document instead of tables");
-  cmd->callback([args] { run(*args); });
+  const auto output = add_output_options(cmd, "One JSON document instead of tables");
+  cmd->callback([args, output] { show(compute(*args), *output); });
 }
 
 }  // namespace papaya::cli

@@ -1,15 +1,13 @@
 // papaya predict MODEL --batch B: peak memory, samples/s and the largest batch
 // that fits, for every whole-network plan (or one --plan), on the profiled
 // machine or a catalog entry; --plot draws them against the batch.
+#include "model/predict.h"
 #include <algorithm>
-#include <iostream>
-#include <nlohmann/json.hpp>
-
 #include "cli/commands.h"
 #include "cli/plot.h"
 #include "cli/prediction_plot.h"
+#include "cli/report.h"
 #include "cli/table.h"
-#include "model/predict.h"
 #include "model/units.h"
 
 namespace papaya::cli {
@@ -22,7 +20,6 @@ struct PredictArgs {
   std::string plan;
   std::string budget;
   std::string plot;
-  bool json = false;
 };
 
 std::string where(const model::LayerModel& m, const model::Estimate& e) {
@@ -57,56 +54,92 @@ void plot_predictions(const PredictArgs& args, const model::LayerModel& m, const
              {panels.memory, panels.throughput});
 }
 
-void run(const PredictArgs& args) {
+struct PredictedPlan {
+  std::string name;
+  model::Estimate estimate;
+  int64_t max_batch = 0;
+  std::string peak_at;
+};
+
+struct Prediction {
+  std::string network, precision, profiled_on, hardware;
+  int64_t batch = 0;
+  double budget = 0;
+  std::string budget_default;  // "(80% of ...)" where --budget was not given
+  double static_bytes = 0;
+  double keep_rate = 0;  // keep's samples/s at the batch
+  std::vector<PredictedPlan> plans;
+  std::vector<std::string> notes;
+  std::string plot;
+};
+
+void to_json(nlohmann::json& out, const Prediction& p) {
+  out = nlohmann::json::array();
+  for (const auto& plan : p.plans) {
+    const model::Estimate& e = plan.estimate;
+    out.push_back({{"strategy", plan.name},
+                   {"batch", p.batch},
+                   {"peak_bytes", e.peak_bytes},
+                   {"samples_per_s", e.samples_per_s},
+                   {"max_batch", plan.max_batch},
+                   {"seconds", e.seconds},
+                   {"host_bytes", e.host_bytes},
+                   {"static_bytes", p.static_bytes},
+                   {"peak_at", plan.peak_at},
+                   {"hardware", p.hardware},
+                   {"budget_bytes", p.budget},
+                   {"notes", p.notes}});
+  }
+}
+
+void print_text(std::ostream& out, const Prediction& p) {
+  out << "papaya predict: " << p.network << " (" << p.precision << ", profiled on " << p.profiled_on << ") on " << p.hardware
+      << ", batch " << p.batch << ", budget " << model::format_bytes(p.budget) << p.budget_default
+      << "; weights, gradients and optimizer state: " << model::format_bytes(p.static_bytes) << "\n";
+  Table table({"strategy", "peak memory", "fits", "samples/s", "vs keep", "largest batch", "peak at"});
+  for (const auto& plan : p.plans) {
+    const model::Estimate& e = plan.estimate;
+    table.add_row({plan.name, model::format_bytes(e.peak_bytes), e.peak_bytes <= p.budget ? "yes" : "no",
+                   fixed(e.samples_per_s, 1), fixed(e.samples_per_s / p.keep_rate, 2), std::to_string(plan.max_batch),
+                   plan.peak_at});
+  }
+  table.print(out);
+  for (const auto& note : p.notes) out << "note: " << note << "\n";
+  if (!p.plot.empty()) out << "figure written to " << p.plot << "\n";
+}
+
+Prediction compute(const PredictArgs& args) {
   if (!args.plot.empty()) check_plot_path(args.plot);
   const model::LayerModel m = model::read_layer_model(args.model);
   const model::Target target = model::make_target(m, args.hardware);
-  const double budget =
+  Prediction p;
+  p.network = m.network;
+  p.precision = m.precision;
+  p.profiled_on = m.machine.device;
+  p.hardware = target.name;
+  p.batch = args.batch;
+  p.budget =
       args.budget.empty() ? model::default_budget(target) : static_cast<double>(model::parse_size(args.budget, "--budget"));
-  target.check_budget(budget);
+  target.check_budget(p.budget);
+  if (args.budget.empty()) p.budget_default = " (80% of " + model::format_bytes(target.memory_bytes) + ")";
+  p.static_bytes = m.static_bytes;
   std::vector<model::Plan> plans;
   if (!args.plan.empty()) {
     plans.push_back(model::load_plan(args.plan, m.layout(), m.network));
   } else {
     for (const auto& name : model::plan_names(target)) plans.push_back(model::expand_plan_name(name, m.layout()));
   }
-  std::vector<std::string> notes = target.notes;
-  if (const auto note = model::extrapolation_note(m, args.batch)) notes.push_back(*note);
+  p.notes = target.notes;
+  if (const auto note = model::extrapolation_note(m, args.batch)) p.notes.push_back(*note);
   const model::Plan keep = model::expand_plan_name("keep", m.layout());
-  const double keep_rate = model::predict(m, target, keep, args.batch).samples_per_s;
-
-  nlohmann::json out = nlohmann::json::array();
-  Table table({"strategy", "peak memory", "fits", "samples/s", "vs keep", "largest batch", "peak at"});
+  p.keep_rate = model::predict(m, target, keep, args.batch).samples_per_s;
   for (const auto& plan : plans) {
     const model::Estimate e = model::predict(m, target, plan, args.batch);
-    const int64_t largest = model::max_batch(m, target, plan, budget);
-    out.push_back({{"strategy", plan.name},
-                   {"batch", args.batch},
-                   {"peak_bytes", e.peak_bytes},
-                   {"samples_per_s", e.samples_per_s},
-                   {"max_batch", largest},
-                   {"seconds", e.seconds},
-                   {"host_bytes", e.host_bytes},
-                   {"static_bytes", m.static_bytes},
-                   {"peak_at", where(m, e)},
-                   {"hardware", target.name},
-                   {"budget_bytes", budget},
-                   {"notes", notes}});
-    table.add_row({plan.name, model::format_bytes(e.peak_bytes), e.peak_bytes <= budget ? "yes" : "no", fixed(e.samples_per_s, 1),
-                   fixed(e.samples_per_s / keep_rate, 2), std::to_string(largest), where(m, e)});
+    p.plans.push_back({plan.name, e, model::max_batch(m, target, plan, p.budget), where(m, e)});
   }
-  if (!args.plot.empty()) plot_predictions(args, m, target, plans, budget);
-  if (args.json) {
-    std::cout << out.dump(2) << "\n";
-    return;
-  }
-  std::cout << "papaya predict: " << m.network << " (" << m.precision << ", profiled on " << m.machine.device << ") on "
-            << target.name << ", batch " << args.batch << ", budget " << model::format_bytes(budget)
-            << (args.budget.empty() ? " (80% of " + model::format_bytes(target.memory_bytes) + ")" : "")
-            << "; weights, gradients and optimizer state: " << model::format_bytes(m.static_bytes) << "\n";
-  table.print(std::cout);
-  for (const auto& note : notes) std::cout << "note: " << note << "\n";
-  if (!args.plot.empty()) std::cout << "figure written to " << args.plot << "\n";
+  if (!args.plot.empty()) plot_predictions(args, m, target, plans, p.budget);
+  p.plot = args.plot;
+  return p;
 }
 
 }  // namespace
@@ -124,8 +157,8 @@ void register_predict(CLI::App& app) {
   cmd->add_option(
       "--plot", args->plot,
       "Figure of memory and samples/s against the batch (.svg or .png): keep and the fastest plans that fit at --batch");
-  cmd->add_flag("--json", args->json, "One JSON document instead of a table");
-  cmd->callback([args] { run(*args); });
+  const auto output = add_output_options(cmd);
+  cmd->callback([args, output] { show(compute(*args), *output); });
 }
 
 }  // namespace papaya::cli

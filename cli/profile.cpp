@@ -2,11 +2,11 @@
 // and write the profile that `papaya fit` reads.
 #include <algorithm>
 #include <iostream>
-#include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "cli/output_file.h"
 #include "cli/progress.h"
+#include "cli/report.h"
 #include "cli/table.h"
 #include "model/units.h"
 #include "profiler/profiler.h"
@@ -24,7 +24,6 @@ struct ProfileArgs {
   int probe_batch = 0;
   CLI::Option* probe_option = nullptr;  // given: probe_batch is the user's
   std::string out;
-  bool json = false;
 };
 
 double ms(double seconds) { return seconds * 1e3; }
@@ -38,7 +37,7 @@ size_t largest_fitting(const model::Profile& p) {
   return best;
 }
 
-void print_tables(const model::Profile& p) {
+void print_tables(std::ostream& out, const model::Profile& p) {
   const size_t shown = largest_fitting(p);
   const std::string at = " (b=" + std::to_string(p.batches[shown]) + ")";
   const bool probed = p.probe_batch > 0;
@@ -62,12 +61,12 @@ void print_tables(const model::Profile& p) {
   total.front() = "total";
   total.back() = model::format_bytes(saved_total);
   layers.add_row(total);
-  layers.print(std::cout);
-  std::cout << "saved/sample: bytes of the storages a layer is the first to save";
+  layers.print(out);
+  out << "saved/sample: bytes of the storages a layer is the first to save";
   if (probed)
-    std::cout << "; probe: each layer at batch " << p.probe_batch
-              << ", run alone or within its block, a point the fit extrapolates toward";
-  std::cout << "\n\n";
+    out << "; probe: each layer at batch " << p.probe_batch
+        << ", run alone or within its block, a point the fit extrapolates toward";
+  out << "\n\n";
 
   Table batches(
       {"batch", "iteration ms", "forward", "backward", "optimizer", "samples/s", "peak", "activations", "layers cover"});
@@ -83,12 +82,19 @@ void print_tables(const model::Profile& p) {
                      model::format_bytes(static_cast<double>(it.forward_end_bytes - it.static_bytes)),
                      fixed(100 * profiler::layer_time_share(p, i), 0) + "%"});
   }
-  batches.print(std::cout);
-  std::cout << "activations: allocated at the end of forward - static (weights, gradients, AdamW state); "
-               "layers cover: per-layer forward + backward time / iteration time\n";
+  batches.print(out);
+  out << "activations: allocated at the end of forward - static (weights, gradients, AdamW state); "
+         "layers cover: per-layer forward + backward time / iteration time\n";
 }
 
-nlohmann::json summary(const model::Profile& p, const std::string& out) {
+struct ProfileRun {
+  model::Profile profile;
+  int warmup = 0, steps = 0, rounds = 0;  // per batch size, as run
+  std::string out;                        // where the profile was written
+};
+
+void to_json(nlohmann::json& doc, const ProfileRun& run) {
+  const model::Profile& p = run.profile;
   nlohmann::json batches = nlohmann::json::array();
   for (size_t i = 0; i < p.iterations.size(); ++i) {
     const auto& it = p.iterations[i];
@@ -107,44 +113,49 @@ nlohmann::json summary(const model::Profile& p, const std::string& out) {
     }
     batches.push_back(row);
   }
-  return {{"network", p.network},
-          {"device", p.machine.device},
-          {"device_name", p.machine.device_name},
-          {"precision", p.precision},
-          {"timing", p.machine.timing},
-          {"layers", p.layers.size()},
-          {"segments", p.segments.size()},
-          {"batches", batches},
-          {"probe_batch", p.probe_batch},
-          {"probed_layers", std::count_if(p.layers.begin(), p.layers.end(), [](const auto& l) { return l.probe.has_value(); })},
-          {"h2d_bytes_per_s", p.h2d_bytes_per_s},
-          {"d2h_bytes_per_s", p.d2h_bytes_per_s},
-          {"out", out}};
+  doc = {{"network", p.network},
+         {"device", p.machine.device},
+         {"device_name", p.machine.device_name},
+         {"precision", p.precision},
+         {"timing", p.machine.timing},
+         {"layers", p.layers.size()},
+         {"segments", p.segments.size()},
+         {"batches", batches},
+         {"probe_batch", p.probe_batch},
+         {"probed_layers", std::count_if(p.layers.begin(), p.layers.end(), [](const auto& l) { return l.probe.has_value(); })},
+         {"h2d_bytes_per_s", p.h2d_bytes_per_s},
+         {"d2h_bytes_per_s", p.d2h_bytes_per_s},
+         {"out", run.out}};
 }
 
-void run(const ProfileArgs& args) {
+void print_text(std::ostream& out, const ProfileRun& run) {
+  const model::Profile& p = run.profile;
+  out << "papaya profile: " << p.network << " on " << p.machine.device_name << ", " << p.precision << ", " << run.warmup
+      << " warm-up + " << run.steps << " measured steps per batch in " << run.rounds << " rounds, layers timed by "
+      << p.machine.timing << "\n\n";
+  print_tables(out, p);
+  out << "profile written to " << run.out << "\n";
+}
+
+ProfileRun compute(const ProfileArgs& args) {
   check_writable(args.out);
   profiler::ProfileOptions options = args.options;
   options.batches = model::parse_int_list(args.batches, "--batch");
   if (!args.memory_limit.empty()) options.memory_limit = model::parse_size(args.memory_limit, "--memory-limit");
   if (args.probe_option->count() > 0) options.probe_batch = args.probe_batch;
   options.on_warning = [](const std::string& message) { std::cerr << "papaya: warning: " << message << "\n"; };
-  model::Profile profile;
+  ProfileRun run;
   {
     Progress progress("profiling");
     options.on_progress = [&](int done, int total, const std::string& note) { progress.update(done, total, note); };
-    profile = profiler::profile_network(options);
+    run.profile = profiler::profile_network(options);
   }
-  model::write_profile(args.out, profile);
-  if (args.json) {
-    std::cout << summary(profile, args.out).dump(2) << "\n";
-    return;
-  }
-  std::cout << "papaya profile: " << profile.network << " on " << profile.machine.device_name << ", " << profile.precision << ", "
-            << options.warmup << " warm-up + " << options.steps << " measured steps per batch in "
-            << std::min(options.rounds, options.steps) << " rounds, layers timed by " << profile.machine.timing << "\n\n";
-  print_tables(profile);
-  std::cout << "profile written to " << args.out << "\n";
+  model::write_profile(args.out, run.profile);
+  run.warmup = options.warmup;
+  run.steps = options.steps;
+  run.rounds = std::min(options.rounds, options.steps);
+  run.out = args.out;
+  return run;
 }
 
 }  // namespace
@@ -181,8 +192,8 @@ void register_profile(CLI::App& app) {
                       "double the profile's time or more [default: 16 x the largest --batch; 0: none]")
           ->check(CLI::NonNegativeNumber);
   cmd->add_option("--out,-o", args->out, "Profile file to write (JSON)")->required();
-  cmd->add_flag("--json", args->json, "A JSON summary instead of tables (the profile itself goes to --out)");
-  cmd->callback([args] { run(*args); });
+  const auto output = add_output_options(cmd, "A JSON summary instead of tables (the profile itself goes to --out)");
+  cmd->callback([args, output] { show(compute(*args), *output); });
 }
 
 }  // namespace papaya::cli

@@ -5,13 +5,13 @@
 #include <torch/torch.h>
 
 #include <chrono>
-#include <iostream>
-#include <nlohmann/json.hpp>
+#include <ostream>
 
 #include "cli/auto_plan.h"
 #include "cli/commands.h"
 #include "cli/output_file.h"
 #include "cli/plan_report.h"
+#include "cli/report.h"
 #include "cli/table.h"
 #include "executor/trainer.h"
 #include "model/json_file.h"
@@ -39,7 +39,6 @@ struct RecommendArgs {
   std::string budget;
   int64_t batch = 0;  // 0: choose it
   std::string out;
-  bool json = false;
 };
 
 struct Budget {
@@ -75,8 +74,11 @@ Budget choose_budget(const RecommendArgs& args, const model::LayerModel& m, cons
 struct Why {
   std::string name;
   double saves = 0, costs = 0;  // fractions of keep's peak and step time
-  const planner::GlobalRow* row = nullptr;
-  int used = 0;  // tensors (segments, for recompute-all) the recommended plan gives it
+  int64_t max_batch = 0;        // within the budget, PAPAYA's row
+  double samples_per_s_there = 0;
+  std::string verdict;   // plan_report.h's
+  std::string sentence;  // the verdict in words
+  int used = 0;          // tensors (segments, for recompute-all) the recommended plan gives it
 };
 
 // recompute-all is used by segments; every other optimization by tensors.
@@ -92,6 +94,17 @@ int uses(const model::Plan& plan, const std::string& name) {
   return count;
 }
 
+std::string sentence(const planner::GlobalTable& table, const planner::GlobalRow& row) {
+  const planner::GlobalRow& keep = table.keep();
+  const std::string budget = model::format_bytes(table.budget_bytes);
+  if (row.max_batch == 0) return "does not fit " + budget + " even at batch 1";
+  std::string text = "within " + budget + " it reaches batch " + std::to_string(row.max_batch) + " at " +
+                     fixed(row.best.samples_per_s, 1) + " samples/s";
+  if (keep.max_batch == 0) return "worth it alone: " + text + ", where keep does not fit at all";
+  text += ", against keep's " + fixed(keep.best.samples_per_s, 1) + " at batch " + std::to_string(keep.max_batch);
+  return (row.helps ? "worth it alone: " : "not worth it alone: ") + text;
+}
+
 std::vector<Why> weigh(const model::LayerModel& m, const model::Target& target, const planner::PlanResult& r) {
   const auto names = model::plan_names(target);
   const model::Estimate keep = model::predict(m, target, model::expand_plan_name("keep", m.layout()), r.batch);
@@ -99,65 +112,92 @@ std::vector<Why> weigh(const model::LayerModel& m, const model::Target& target, 
   for (const auto& name : single_optimizations()) {
     if (std::find(names.begin(), names.end(), name) == names.end()) continue;
     const model::Estimate e = model::predict(m, target, model::expand_plan_name(name, m.layout()), r.batch);
-    Why w{name, 1 - e.peak_bytes / keep.peak_bytes, e.seconds / keep.seconds - 1, nullptr, uses(r.plan, name)};
-    for (const auto& row : r.global.rows) {
-      if (row.name == name) w.row = &row;
+    const planner::GlobalRow* row = nullptr;
+    for (const auto& candidate : r.global.rows) {
+      if (candidate.name == name) row = &candidate;
     }
-    out.push_back(w);
+    out.push_back({name, 1 - e.peak_bytes / keep.peak_bytes, e.seconds / keep.seconds - 1, row->max_batch,
+                   row->best.samples_per_s, verdict(r.global, *row), sentence(r.global, *row), uses(r.plan, name)});
   }
   return out;
 }
 
-std::string sentence(const planner::GlobalTable& table, const Why& w) {
-  const planner::GlobalRow& keep = table.keep();
-  const std::string budget = model::format_bytes(table.budget_bytes);
-  if (w.row->max_batch == 0) return "does not fit " + budget + " even at batch 1";
-  std::string text = "within " + budget + " it reaches batch " + std::to_string(w.row->max_batch) + " at " +
-                     fixed(w.row->best.samples_per_s, 1) + " samples/s";
-  if (keep.max_batch == 0) return "worth it alone: " + text + ", where keep does not fit at all";
-  text += ", against keep's " + fixed(keep.best.samples_per_s, 1) + " at batch " + std::to_string(keep.max_batch);
-  return (w.row->helps ? "worth it alone: " : "not worth it alone: ") + text;
-}
-
 std::string percent(double fraction) { return fixed(100 * fraction, 1) + "%"; }
 
-void print(const model::LayerModel& m, const model::Target& target, const Budget& budget, const planner::PlanResult& r,
-           const std::vector<Why>& why, const std::string& out, const std::string& model_path, double seconds) {
-  std::string batches;
-  for (int b : auto_plan_batches()) batches += (batches.empty() ? "" : ",") + std::to_string(b);
-  std::cout << "papaya recommend: " << m.network << " (" << m.precision << ") profiled on " << m.machine.device_name << " ("
-            << m.machine.device << ") at batches " << batches << ", " << profiler::ProfileOptions{}.steps
-            << " steps each; fitted and planned for " << target.name << " in " << fixed(seconds, 1)
-            << " s\nbudget: " << model::format_bytes(budget.bytes) << " (" << budget.source << ")\n\n";
-  print_plan(std::cout, m, r);
-  std::cout << "\nwhy: each optimization alone against keep (saves and costs: at batch " << r.batch << ")\n";
-  Table table(
-      {"optimization", "saves (peak)", "costs (step time)", "largest batch", "samples/s there", "verdict", "in the plan"});
-  for (const Why& w : why) {
-    table.add_row(
-        {w.name, percent(w.saves), percent(w.costs), std::to_string(w.row->max_batch),
-         w.row->max_batch > 0 ? fixed(w.row->best.samples_per_s, 1) : "-", verdict(r.global, *w.row),
-         w.used ? std::to_string(w.used) + (used_by_segments(w.name) ? " segment" : " tensor") + (w.used > 1 ? "s" : "") : "-"});
+struct Recommendation {
+  model::LayerModel model;
+  std::string hardware;
+  std::vector<std::string> notes;  // the target's
+  Budget budget;
+  planner::PlanResult result;
+  std::vector<Why> why;
+  std::string out, model_path;  // where the plan and the model were written
+  double seconds = 0;           // profiling, fitting and planning
+};
+
+void to_json(nlohmann::json& doc, const Recommendation& r) {
+  nlohmann::json reasons = nlohmann::json::array();
+  for (const Why& w : r.why) {
+    reasons.push_back({{"optimization", w.name},
+                       {"saves", w.saves},
+                       {"costs", w.costs},
+                       {"max_batch", w.max_batch},
+                       {"samples_per_s_there", w.samples_per_s_there},
+                       {"verdict", w.verdict},
+                       {"in_plan", w.used},
+                       {"why", w.sentence}});
   }
-  table.print(std::cout);
-  for (const Why& w : why) std::cout << "  " << w.name << ": " << sentence(r.global, w) << "\n";
-  std::cout << "\n";
-  print_global(std::cout, r, 12);
-  for (const auto& note : target.notes) std::cout << "note: " << note << "\n";
-  std::cout << "plan written to " << out << " (papaya train --plan " << out << "); model written to " << model_path
-            << " (papaya plan " << model_path << " --budget SIZE)\n";
+  doc = result_json(r.model, r.result);
+  doc.update({{"device", r.model.machine.device},
+              {"profiled_batches", auto_plan_batches()},
+              {"budget_source", r.budget.source},
+              {"why", reasons},
+              {"out", r.out},
+              {"model", r.model_path},
+              {"seconds", r.seconds},
+              {"notes", r.notes}});
 }
 
-void run(const RecommendArgs& args) {
+void print_text(std::ostream& out, const Recommendation& rec) {
+  const model::LayerModel& m = rec.model;
+  const planner::PlanResult& r = rec.result;
+  std::string batches;
+  for (int b : auto_plan_batches()) batches += (batches.empty() ? "" : ",") + std::to_string(b);
+  out << "papaya recommend: " << m.network << " (" << m.precision << ") profiled on " << m.machine.device_name << " ("
+      << m.machine.device << ") at batches " << batches << ", " << profiler::ProfileOptions{}.steps
+      << " steps each; fitted and planned for " << rec.hardware << " in " << fixed(rec.seconds, 1)
+      << " s\nbudget: " << model::format_bytes(rec.budget.bytes) << " (" << rec.budget.source << ")\n\n";
+  print_plan(out, m, r);
+  out << "\nwhy: each optimization alone against keep (saves and costs: at batch " << r.batch << ")\n";
+  Table table(
+      {"optimization", "saves (peak)", "costs (step time)", "largest batch", "samples/s there", "verdict", "in the plan"});
+  for (const Why& w : rec.why) {
+    table.add_row(
+        {w.name, percent(w.saves), percent(w.costs), std::to_string(w.max_batch),
+         w.max_batch > 0 ? fixed(w.samples_per_s_there, 1) : "-", w.verdict,
+         w.used ? std::to_string(w.used) + (used_by_segments(w.name) ? " segment" : " tensor") + (w.used > 1 ? "s" : "") : "-"});
+  }
+  table.print(out);
+  for (const Why& w : rec.why) out << "  " << w.name << ": " << w.sentence << "\n";
+  out << "\n";
+  print_global(out, r, 12);
+  for (const auto& note : rec.notes) out << "note: " << note << "\n";
+  out << "plan written to " << rec.out << " (papaya train --plan " << rec.out << "); model written to " << rec.model_path
+      << " (papaya plan " << rec.model_path << " --budget SIZE)\n";
+}
+
+Recommendation compute(const RecommendArgs& args) {
   const auto start = std::chrono::steady_clock::now();
   const model::NetworkConfig config = model::load_network_config(args.network);
-  const std::string out = args.out.empty() ? config.name + ".plan.json" : args.out;
+  Recommendation rec;
+  rec.out = args.out.empty() ? config.name + ".plan.json" : args.out;
+  const std::string& out = rec.out;
   // The model beside the plan: x.plan.json -> x.model.json, x.json -> x.model.json.
   const auto ends_with = [&](const std::string& tail) {
     return out.size() > tail.size() && out.substr(out.size() - tail.size()) == tail;
   };
   const std::string stem = out.substr(0, out.size() - (ends_with(".plan.json") ? 10 : ends_with(".json") ? 5 : 0));
-  const std::string model_path = stem + ".model.json";
+  rec.model_path = stem + ".model.json";
   check_writable(out);
 
   const Profiled profiled = profile_and_fit({args.network,
@@ -165,42 +205,20 @@ void run(const RecommendArgs& args) {
                                              : torch::cuda::is_available() ? "cuda"
                                                                            : "cpu",
                                              "fp32", args.hardware});
-  const model::LayerModel& m = profiled.model;
+  rec.model = profiled.model;
   const model::Target& target = profiled.target;
-  model::write_layer_model(model_path, m);
-  const Budget budget = choose_budget(args, m, target);
+  rec.hardware = target.name;
+  rec.notes = target.notes;
+  model::write_layer_model(rec.model_path, rec.model);
+  rec.budget = choose_budget(args, rec.model, target);
   planner::PlanRequest request;
-  request.budget_bytes = budget.bytes;
+  request.budget_bytes = rec.budget.bytes;
   if (args.batch > 0) request.batch = args.batch;
-  const planner::PlanResult result = plan_with_progress(profiled, request);
-  model::write_json_file(out, planner::plan_document(result));
-  const std::vector<Why> why = weigh(m, target, result);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (!args.json) {
-    print(m, target, budget, result, why, out, model_path, seconds);
-    return;
-  }
-  nlohmann::json reasons = nlohmann::json::array();
-  for (const Why& w : why) {
-    reasons.push_back({{"optimization", w.name},
-                       {"saves", w.saves},
-                       {"costs", w.costs},
-                       {"max_batch", w.row->max_batch},
-                       {"samples_per_s_there", w.row->best.samples_per_s},
-                       {"verdict", verdict(result.global, *w.row)},
-                       {"in_plan", w.used},
-                       {"why", sentence(result.global, w)}});
-  }
-  nlohmann::json doc = result_json(m, result);
-  doc.update({{"device", m.machine.device},
-              {"profiled_batches", auto_plan_batches()},
-              {"budget_source", budget.source},
-              {"why", reasons},
-              {"out", out},
-              {"model", model_path},
-              {"seconds", seconds},
-              {"notes", target.notes}});
-  std::cout << doc.dump(2) << "\n";
+  rec.result = plan_with_progress(profiled, request);
+  model::write_json_file(out, planner::plan_document(rec.result));
+  rec.why = weigh(rec.model, target, rec.result);
+  rec.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return rec;
 }
 
 }  // namespace
@@ -221,8 +239,8 @@ void register_recommend(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--out,-o", args->out,
                   "Plan file to write; default: NETWORK.plan.json (the model goes beside it: NETWORK.model.json)");
-  cmd->add_flag("--json", args->json, "One JSON document instead of tables");
-  cmd->callback([args] { run(*args); });
+  const auto output = add_output_options(cmd, "One JSON document instead of tables");
+  cmd->callback([args, output] { show(compute(*args), *output); });
 }
 
 }  // namespace papaya::cli

@@ -1,12 +1,12 @@
 // papaya train: train a network of the zoo and report throughput, peak
 // memory and loss.
-#include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
 
 #include "cli/auto_plan.h"
 #include "cli/commands.h"
 #include "cli/progress.h"
+#include "cli/report.h"
 #include "cli/stop_signal.h"
 #include "cli/table.h"
 #include "cli/train_run.h"
@@ -21,7 +21,6 @@ struct TrainArgs {
   TrainRun run;              // plan "auto": replaced by the planned one
   std::string budget;        // --plan auto
   bool batch_given = false;  // --plan auto: plan at --batch, else choose it
-  bool json = false;
 };
 
 // --plan auto: profile, fit and plan within --budget before training.
@@ -47,85 +46,57 @@ std::optional<AutoPlan> plan_if_auto(const TrainArgs& args) {
   return out;
 }
 
-// After a signal stopped training (its report printed): say where it stopped
-// and how to go on, and exit as a signal would.
-void stop_if(int signal, const TrainRun& train, const executor::TrainReport& report) {
-  if (!signal) return;
-  const std::string where =
-      signal_name(signal) + " after step " + std::to_string(report.steps_done) + " of " + std::to_string(train.steps);
-  if (train.save.empty()) throw Stopped(signal, "training stopped by " + where + " (not saved: no --save FILE)");
-  throw Stopped(signal, "training stopped by " + where + "; state saved to " + train.save +
-                            ": go on with papaya train --resume " + train.save + " --steps " + std::to_string(train.steps));
+struct Trained {
+  TrainRun run;  // as trained (--plan auto: the planned batch and plan)
+  TrainSetup setup;
+  executor::TrainReport report;
+  std::optional<AutoPlan> auto_plan;
+  int stopped_by = 0;  // the signal that stopped training early, if one did
+};
+
+void to_json(nlohmann::json& out, const Trained& t) {
+  const TrainSetup& setup = t.setup;
+  const executor::TrainReport& report = t.report;
+  out = {{"network", setup.network},
+         {"device", setup.device},
+         {"device_name", setup.device_name},
+         {"precision", setup.precision},
+         {"plan", setup.plan},
+         {"batch", setup.batch},
+         {"steps", t.run.steps},
+         {"first_step", setup.first_step},
+         {"steps_done", report.steps_done},
+         {"warmup_steps", report.warmup_steps},
+         {"seed", setup.seed},
+         {"samples_per_s", report.samples_per_s},
+         {"step_seconds", report.step_seconds},
+         {"median_samples_per_s", report.median_samples_per_s},
+         {"median_step_seconds", report.median_step_seconds},
+         {"peak_bytes", report.peak_bytes},
+         {"forward_backward_peak_bytes", report.forward_backward_peak_bytes},
+         {"forward_end_bytes", report.forward_end_bytes},
+         {"peak_reserved_bytes", report.peak_reserved_bytes},
+         {"static_bytes", report.static_bytes},
+         {"activation_bytes", report.forward_backward_peak_bytes - report.static_bytes},
+         {"stored_bytes", report.stored_bytes},
+         {"initial_loss", report.losses.front()},
+         {"final_loss", report.losses.back()},
+         {"losses", report.losses}};
+  if (!t.run.save.empty()) out["saved"] = t.run.save;
+  if (t.stopped_by) out["stopped_by"] = signal_name(t.stopped_by);
+  if (t.auto_plan) {
+    out["budget_bytes"] = t.auto_plan->budget_bytes;
+    out["predicted"] = {{"peak_bytes", t.auto_plan->result.estimate.peak_bytes},
+                        {"samples_per_s", t.auto_plan->result.estimate.samples_per_s},
+                        {"per_layer", t.auto_plan->result.per_layer}};
+  }
 }
 
-void run(const TrainArgs& args) {
-  TrainRun train = args.run;
-  train.record_stored_bytes = true;
-  check_train_run(train);  // before --plan auto profiles
-  const std::optional<AutoPlan> auto_plan = plan_if_auto(args);
-  if (auto_plan) {
-    train.batch = auto_plan->result.batch;
-    train.planned = auto_plan->result.plan;
-  }
-
-  TrainSetup setup;
-  TrainCallbacks callbacks;
-  callbacks.on_start = [&](const TrainSetup& built) {
-    setup = built;
-    if (args.json) return;
-    std::cout << "papaya train: " << setup.network << " (" << setup.family << ", "
-              << model::format_si(static_cast<double>(setup.parameters)) << " parameters) on " << setup.device_name << ", "
-              << setup.precision << ", batch " << setup.batch << ", " << args.run.steps << " steps"
-              << (setup.first_step > 0 ? " (from step " + std::to_string(setup.first_step) + ", " + args.run.resume + ")" : "")
-              << ", plan " << setup.plan << "\n"
-              << "data: " << setup.data << "\n";
-  };
-  Progress progress("training");
-  callbacks.on_step = [&](int step, int steps, double loss) { progress.update(step, steps, "loss " + fixed(loss, 4)); };
-  const StopSignal stop_signal;
-  callbacks.stop_requested = [&stop_signal] { return stop_signal.received() != 0; };
-  const executor::TrainReport report = train_run(train, callbacks);
-  const int stopped_by = report.steps_done < args.run.steps ? stop_signal.received() : 0;
-
+// The headline is out before training (headline()); this is what follows it.
+void print_text(std::ostream& out, const Trained& t) {
+  const TrainSetup& setup = t.setup;
+  const executor::TrainReport& report = t.report;
   const int64_t activation = report.forward_backward_peak_bytes - report.static_bytes;
-  if (args.json) {
-    nlohmann::json out = {{"network", setup.network},
-                          {"device", setup.device},
-                          {"device_name", setup.device_name},
-                          {"precision", setup.precision},
-                          {"plan", setup.plan},
-                          {"batch", setup.batch},
-                          {"steps", args.run.steps},
-                          {"first_step", setup.first_step},
-                          {"steps_done", report.steps_done},
-                          {"warmup_steps", report.warmup_steps},
-                          {"seed", setup.seed},
-                          {"samples_per_s", report.samples_per_s},
-                          {"step_seconds", report.step_seconds},
-                          {"median_samples_per_s", report.median_samples_per_s},
-                          {"median_step_seconds", report.median_step_seconds},
-                          {"peak_bytes", report.peak_bytes},
-                          {"forward_backward_peak_bytes", report.forward_backward_peak_bytes},
-                          {"forward_end_bytes", report.forward_end_bytes},
-                          {"peak_reserved_bytes", report.peak_reserved_bytes},
-                          {"static_bytes", report.static_bytes},
-                          {"activation_bytes", activation},
-                          {"stored_bytes", report.stored_bytes},
-                          {"initial_loss", report.losses.front()},
-                          {"final_loss", report.losses.back()},
-                          {"losses", report.losses}};
-    if (!train.save.empty()) out["saved"] = train.save;
-    if (stopped_by) out["stopped_by"] = signal_name(stopped_by);
-    if (auto_plan) {
-      out["budget_bytes"] = auto_plan->budget_bytes;
-      out["predicted"] = {{"peak_bytes", auto_plan->result.estimate.peak_bytes},
-                          {"samples_per_s", auto_plan->result.estimate.samples_per_s},
-                          {"per_layer", auto_plan->result.per_layer}};
-    }
-    std::cout << out.dump(2) << "\n";
-    stop_if(stopped_by, train, report);
-    return;
-  }
   Table table({"measure", "value", "note"});
   const std::string over =
       "steps " + std::to_string(setup.first_step + report.warmup_steps + 1) + "-" + std::to_string(report.steps_done);
@@ -142,23 +113,65 @@ void run(const TrainArgs& args) {
     table.add_row({"stored: " + strategy, model::format_bytes(static_cast<double>(bytes)), "saved for backward, last step"});
   }
   table.add_row({"loss", fixed(report.losses.front(), 4) + " -> " + fixed(report.losses.back(), 4), "first -> last step"});
-  table.print(std::cout);
-  if (auto_plan) {
-    const model::Estimate& e = auto_plan->result.estimate;
-    std::cout << "\nplan auto: " << (auto_plan->result.per_layer ? "a per-layer plan" : "the combination " + setup.plan)
-              << " at batch " << train.batch << " within " << model::format_bytes(auto_plan->budget_bytes) << "\n";
+  table.print(out);
+  if (t.auto_plan) {
+    const model::Estimate& e = t.auto_plan->result.estimate;
+    out << "\nplan auto: " << (t.auto_plan->result.per_layer ? "a per-layer plan" : "the combination " + setup.plan)
+        << " at batch " << t.run.batch << " within " << model::format_bytes(t.auto_plan->budget_bytes) << "\n";
     Table check({"", "predicted", "measured", "error"});
     check.add_row({"peak memory", model::format_bytes(e.peak_bytes), model::format_bytes(static_cast<double>(report.peak_bytes)),
                    error_percent(e.peak_bytes, static_cast<double>(report.peak_bytes))});
     check.add_row({"samples/s (median step)", fixed(e.samples_per_s, 1), fixed(report.median_samples_per_s, 1),
                    error_percent(e.samples_per_s, report.median_samples_per_s)});
-    check.print(std::cout);
-    std::cout << (report.peak_bytes <= auto_plan->budget_bytes ? "the measured peak is within the budget\n"
-                                                               : "papaya: warning: the measured peak is over the budget\n");
+    check.print(out);
+    out << (report.peak_bytes <= t.auto_plan->budget_bytes ? "the measured peak is within the budget\n"
+                                                           : "papaya: warning: the measured peak is over the budget\n");
   }
-  if (!train.save.empty() && !stopped_by)
-    std::cout << "training state saved to " << train.save << " (step " << report.steps_done << ")\n";
-  stop_if(stopped_by, train, report);
+  if (!t.run.save.empty() && !t.stopped_by)
+    out << "training state saved to " << t.run.save << " (step " << report.steps_done << ")\n";
+}
+
+std::string headline(const TrainSetup& setup, const TrainRun& run) {
+  return "papaya train: " + setup.network + " (" + setup.family + ", " + model::format_si(static_cast<double>(setup.parameters)) +
+         " parameters) on " + setup.device_name + ", " + setup.precision + ", batch " + std::to_string(setup.batch) + ", " +
+         std::to_string(run.steps) + " steps" +
+         (setup.first_step > 0 ? " (from step " + std::to_string(setup.first_step) + ", " + run.resume + ")" : "") + ", plan " +
+         setup.plan + "\n" + "data: " + setup.data + "\n";
+}
+
+Trained compute(const TrainArgs& args, const Output& output) {
+  Trained t;
+  t.run = args.run;
+  t.run.record_stored_bytes = true;
+  check_train_run(t.run);  // before --plan auto profiles
+  t.auto_plan = plan_if_auto(args);
+  if (t.auto_plan) {
+    t.run.batch = t.auto_plan->result.batch;
+    t.run.planned = t.auto_plan->result.plan;
+  }
+  TrainCallbacks callbacks;
+  callbacks.on_start = [&](const TrainSetup& built) {
+    t.setup = built;
+    output.headline(headline(built, t.run));
+  };
+  Progress progress("training");
+  callbacks.on_step = [&](int step, int steps, double loss) { progress.update(step, steps, "loss " + fixed(loss, 4)); };
+  const StopSignal stop_signal;
+  callbacks.stop_requested = [&stop_signal] { return stop_signal.received() != 0; };
+  t.report = train_run(t.run, callbacks);
+  t.stopped_by = t.report.steps_done < t.run.steps ? stop_signal.received() : 0;
+  return t;
+}
+
+// After a signal stopped training (its report printed): say where it stopped
+// and how to go on, and exit as a signal would.
+void stop_if_stopped(const Trained& t) {
+  if (!t.stopped_by) return;
+  const std::string where =
+      signal_name(t.stopped_by) + " after step " + std::to_string(t.report.steps_done) + " of " + std::to_string(t.run.steps);
+  if (t.run.save.empty()) throw Stopped(t.stopped_by, "training stopped by " + where + " (not saved: no --save FILE)");
+  throw Stopped(t.stopped_by, "training stopped by " + where + "; state saved to " + t.run.save +
+                                  ": go on with papaya train --resume " + t.run.save + " --steps " + std::to_string(t.run.steps));
 }
 
 }  // namespace
@@ -196,14 +209,16 @@ void register_train(CLI::App& app) {
                   "Go on from a training state (--save) up to --steps in all, bit for bit as if never stopped; the network, "
                   "plan and options are the state's")
       ->check(CLI::ExistingFile);
-  cmd->add_flag("--json", args->json, "One JSON document instead of a table");
-  cmd->callback([args, batch, cmd] {
+  const auto output = add_output_options(cmd);
+  cmd->callback([args, batch, cmd, output] {
     args->batch_given = batch->count() > 0;
     for (const char* name : {"--network", "--plan", "--precision", "--batch", "--seed", "--lr", "--data", "--adaptive-every"}) {
       if (cmd->get_option(name)->count() > 0) args->run.given.insert(name);
     }
     if (args->run.save_every > 0 && args->run.save.empty()) throw InputError("--save-every needs --save FILE");
-    run(*args);
+    const Trained trained = compute(*args, *output);
+    show(trained, *output);
+    stop_if_stopped(trained);
   });
 }
 

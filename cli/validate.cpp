@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
@@ -19,6 +18,7 @@
 #include "cli/plot.h"
 #include "cli/prediction_plot.h"
 #include "cli/progress.h"
+#include "cli/report.h"
 #include "cli/table.h"
 #include "cli/train_run.h"
 #include "executor/trainer.h"
@@ -45,7 +45,6 @@ struct ValidateArgs {
   std::vector<std::string> plans = {"keep", "recompute-all", "quantize-4", "invert"};
   std::vector<int> profile_batches = auto_plan_batches();
   std::string plot;
-  bool json = false;
   ValidateArgs() { run.steps = 10; }  // a check, not a benchmark: quick
 };
 
@@ -79,14 +78,14 @@ Accuracy accuracy(const std::vector<double>& predicted, const std::vector<double
   return a;
 }
 
-nlohmann::json to_json(const Accuracy& a) {
+void to_json(nlohmann::json& out, const Accuracy& a) {
   const auto value = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
-  return {{"r2", value(a.r2)},
-          {"median_abs_err_pct", value(a.median_abs_err_pct)},
-          {"max_abs_err_pct", value(a.max_abs_err_pct)},
-          {"rows", a.rows},
-          {"rows_within_target", a.within_target},
-          {"target_abs_err_pct", a.target_pct}};
+  out = {{"r2", value(a.r2)},
+         {"median_abs_err_pct", value(a.median_abs_err_pct)},
+         {"max_abs_err_pct", value(a.max_abs_err_pct)},
+         {"rows", a.rows},
+         {"rows_within_target", a.within_target},
+         {"target_abs_err_pct", a.target_pct}};
 }
 
 // "R² 0.998, median |error| 0.4%, max 1.2%: 12 of 12 within 3% (the CPU target)"
@@ -191,83 +190,61 @@ void plot(const ValidateArgs& args, const Profiled& profiled, const std::vector<
              {panels.memory, panels.throughput});
 }
 
-void run(ValidateArgs args) {
-  const auto start = std::chrono::steady_clock::now();
-  check(args);
-  AutoPlanRequest request{args.run.network, args.run.device, args.run.precision, ""};
-  request.batches = args.profile_batches;
-  const Profiled profiled = profile_and_fit(request);
-  const model::LayerModel& m = profiled.model;
-
+struct Validation {
+  std::string network, device, device_name;
+  std::string profiled_precision;  // the model's
+  ValidateArgs args;               // as checked: sorted, without repeats
+  int warmup = 0;                  // steps left out of each row's measurement
   std::vector<Row> rows;
-  for (const auto& name : args.plans) {
-    const model::Plan plan = model::expand_plan_name(name, m.layout());
-    for (int64_t batch : args.batches) rows.push_back({name, batch, model::predict(m, profiled.target, plan, batch)});
-  }
-  measure(args, rows);
-  if (!args.plot.empty()) plot(args, profiled, rows);
+  Accuracy memory, throughput;
+  size_t out_of_memory = 0;  // rows
+  double seconds = 0;
+};
 
-  std::vector<double> peak_predicted, peak_measured, rate_predicted, rate_measured;
-  size_t out_of_memory = 0;
-  for (const Row& row : rows) {
-    if (row.out_of_memory) {
-      ++out_of_memory;
-      continue;
+void to_json(nlohmann::json& doc, const Validation& v) {
+  nlohmann::json out_rows = nlohmann::json::array();
+  for (const Row& row : v.rows) {
+    nlohmann::json r = {{"plan", row.plan},
+                        {"batch", row.batch},
+                        {"out_of_memory", row.out_of_memory},
+                        {"predicted_peak_bytes", row.predicted.peak_bytes},
+                        {"predicted_samples_per_s", row.predicted.samples_per_s},
+                        {"measured_peak_bytes", nullptr},
+                        {"measured_samples_per_s", nullptr},
+                        {"peak_error_pct", nullptr},
+                        {"samples_per_s_error_pct", nullptr}};
+    if (!row.out_of_memory) {
+      r["measured_peak_bytes"] = row.measured_peak;
+      r["measured_samples_per_s"] = row.measured_rate;
+      r["peak_error_pct"] = 100 * error_fraction(row.predicted.peak_bytes, row.measured_peak);
+      r["samples_per_s_error_pct"] = 100 * error_fraction(row.predicted.samples_per_s, row.measured_rate);
     }
-    peak_predicted.push_back(row.predicted.peak_bytes);
-    peak_measured.push_back(row.measured_peak);
-    rate_predicted.push_back(row.predicted.samples_per_s);
-    rate_measured.push_back(row.measured_rate);
+    out_rows.push_back(r);
   }
-  const Accuracy memory = accuracy(peak_predicted, peak_measured, memory_target_pct);
-  const Accuracy throughput = accuracy(rate_predicted, rate_measured, throughput_target_pct);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const int warmup = executor::TrainOptions{}.warmup_steps;  // check() made sure steps are more
+  doc = {{"network", v.network},
+         {"device", v.device},
+         {"device_name", v.device_name},
+         {"precision", v.args.run.precision},
+         {"profile_batches", v.args.profile_batches},
+         {"batches", v.args.batches},
+         {"plans", v.args.plans},
+         {"steps", v.args.run.steps},
+         {"warmup_steps", v.warmup},
+         {"rows", out_rows},
+         {"memory", v.memory},
+         {"throughput", v.throughput},
+         {"out_of_memory_rows", v.out_of_memory},
+         {"plot", v.args.plot},
+         {"seconds", v.seconds}};
+}
 
-  if (args.json) {
-    nlohmann::json out_rows = nlohmann::json::array();
-    for (const Row& row : rows) {
-      nlohmann::json r = {{"plan", row.plan},
-                          {"batch", row.batch},
-                          {"out_of_memory", row.out_of_memory},
-                          {"predicted_peak_bytes", row.predicted.peak_bytes},
-                          {"predicted_samples_per_s", row.predicted.samples_per_s},
-                          {"measured_peak_bytes", nullptr},
-                          {"measured_samples_per_s", nullptr},
-                          {"peak_error_pct", nullptr},
-                          {"samples_per_s_error_pct", nullptr}};
-      if (!row.out_of_memory) {
-        r["measured_peak_bytes"] = row.measured_peak;
-        r["measured_samples_per_s"] = row.measured_rate;
-        r["peak_error_pct"] = 100 * error_fraction(row.predicted.peak_bytes, row.measured_peak);
-        r["samples_per_s_error_pct"] = 100 * error_fraction(row.predicted.samples_per_s, row.measured_rate);
-      }
-      out_rows.push_back(r);
-    }
-    const nlohmann::json doc = {{"network", m.network},
-                                {"device", m.machine.device},
-                                {"device_name", m.machine.device_name},
-                                {"precision", args.run.precision},
-                                {"profile_batches", args.profile_batches},
-                                {"batches", args.batches},
-                                {"plans", args.plans},
-                                {"steps", args.run.steps},
-                                {"warmup_steps", warmup},
-                                {"rows", out_rows},
-                                {"memory", to_json(memory)},
-                                {"throughput", to_json(throughput)},
-                                {"out_of_memory_rows", out_of_memory},
-                                {"plot", args.plot},
-                                {"seconds", seconds}};
-    std::cout << doc.dump(2) << "\n";
-    return;
-  }
-  std::cout << "papaya validate: " << m.network << " (" << m.precision << ") on " << m.machine.device_name
-            << "; profiled at batches " << joined(args.profile_batches) << ", predicted, then trained " << args.run.steps
-            << " steps per row (the first " << warmup << " left out)\n\n";
+void print_text(std::ostream& out, const Validation& v) {
+  out << "papaya validate: " << v.network << " (" << v.profiled_precision << ") on " << v.device_name << "; profiled at batches "
+      << joined(v.args.profile_batches) << ", predicted, then trained " << v.args.run.steps << " steps per row (the first "
+      << v.warmup << " left out)\n\n";
   Table table(
       {"plan", "batch", "peak predicted", "peak measured", "error", "samples/s predicted", "samples/s measured", "error"});
-  for (const Row& row : rows) {
+  for (const Row& row : v.rows) {
     const std::string peak = model::format_bytes(row.predicted.peak_bytes), rate = fixed(row.predicted.samples_per_s, 1);
     if (row.out_of_memory) {
       table.add_row({row.plan, std::to_string(row.batch), peak, "out of memory", "-", rate, "-", "-"});
@@ -277,12 +254,52 @@ void run(ValidateArgs args) {
                    error_percent(row.predicted.peak_bytes, row.measured_peak), rate, fixed(row.measured_rate, 1),
                    error_percent(row.predicted.samples_per_s, row.measured_rate)});
   }
-  table.print(std::cout);
-  std::cout << "\npeak memory: " << sentence(memory) << "\n"
-            << "samples/s:   " << sentence(throughput) << "\n";
-  if (out_of_memory) std::cout << out_of_memory << " row(s) ran out of memory and are left out of both\n";
-  if (!args.plot.empty()) std::cout << "figure written to " << args.plot << "\n";
-  std::cout << "took " << fixed(seconds, 0) << " s\n";
+  table.print(out);
+  out << "\npeak memory: " << sentence(v.memory) << "\n"
+      << "samples/s:   " << sentence(v.throughput) << "\n";
+  if (v.out_of_memory) out << v.out_of_memory << " row(s) ran out of memory and are left out of both\n";
+  if (!v.args.plot.empty()) out << "figure written to " << v.args.plot << "\n";
+  out << "took " << fixed(v.seconds, 0) << " s\n";
+}
+
+Validation compute(const ValidateArgs& given) {
+  const auto start = std::chrono::steady_clock::now();
+  Validation v;
+  ValidateArgs& args = v.args;
+  args = given;
+  check(args);
+  AutoPlanRequest request{args.run.network, args.run.device, args.run.precision, ""};
+  request.batches = args.profile_batches;
+  const Profiled profiled = profile_and_fit(request);
+  const model::LayerModel& m = profiled.model;
+  v.network = m.network;
+  v.device = m.machine.device;
+  v.device_name = m.machine.device_name;
+  v.profiled_precision = m.precision;
+
+  for (const auto& name : args.plans) {
+    const model::Plan plan = model::expand_plan_name(name, m.layout());
+    for (int64_t batch : args.batches) v.rows.push_back({name, batch, model::predict(m, profiled.target, plan, batch)});
+  }
+  measure(args, v.rows);
+  if (!args.plot.empty()) plot(args, profiled, v.rows);
+
+  std::vector<double> peak_predicted, peak_measured, rate_predicted, rate_measured;
+  for (const Row& row : v.rows) {
+    if (row.out_of_memory) {
+      ++v.out_of_memory;
+      continue;
+    }
+    peak_predicted.push_back(row.predicted.peak_bytes);
+    peak_measured.push_back(row.measured_peak);
+    rate_predicted.push_back(row.predicted.samples_per_s);
+    rate_measured.push_back(row.measured_rate);
+  }
+  v.memory = accuracy(peak_predicted, peak_measured, memory_target_pct);
+  v.throughput = accuracy(rate_predicted, rate_measured, throughput_target_pct);
+  v.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  v.warmup = executor::TrainOptions{}.warmup_steps;  // check() made sure steps are more
+  return v;
 }
 
 }  // namespace
@@ -315,8 +332,8 @@ void register_validate(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   cmd->add_option("--plot", args->plot, "Figure of predicted curves and measured points against the batch (.svg or .png)");
-  cmd->add_flag("--json", args->json, "One JSON document instead of a table");
-  cmd->callback([args] { run(*args); });
+  const auto output = add_output_options(cmd);
+  cmd->callback([args, output] { show(compute(*args), *output); });
 }
 
 }  // namespace papaya::cli

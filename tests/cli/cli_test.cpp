@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include <unistd.h>
 
@@ -24,6 +25,27 @@ TEST(Cli, VersionAndHelp) {
   run = run_papaya("train --help");
   EXPECT_EQ(run.code, 0);
   EXPECT_NE(run.out.find("--precision"), std::string::npos);
+}
+
+// Every command shows its result as text or, with --json, as one JSON
+// document (cli/report.h): each command listed by --help takes --json.
+TEST(Cli, EveryCommandTakesJson) {
+  const Outcome help = run_papaya("--help");
+  ASSERT_EQ(help.code, 0);
+  const size_t listed = help.out.find("Subcommands:");
+  ASSERT_NE(listed, std::string::npos) << help.out;
+  std::istringstream lines(help.out.substr(listed));
+  std::string line;
+  std::getline(lines, line);
+  int commands = 0;
+  while (std::getline(lines, line) && line.rfind("  ", 0) == 0) {
+    const std::string command = line.substr(2, line.find(' ', 2) - 2);
+    const Outcome run = run_papaya(command + " --help");
+    EXPECT_EQ(run.code, 0) << command;
+    EXPECT_NE(run.out.find("--json"), std::string::npos) << command << " has no --json";
+    ++commands;
+  }
+  EXPECT_GE(commands, 10);
 }
 
 TEST(Cli, NetworksListsTheZoo) {
