@@ -23,6 +23,10 @@ Norm::Norm(const std::string& kind, int64_t dim) : Layer(norm_kind(kind), norm_s
   if (this->kind() == LayerKind::layernorm) bias = register_parameter("bias", torch::zeros({dim}));
 }
 
+torch::Tensor Norm::rms_rstd(const torch::Tensor& x) {
+  return x.pow(2).sum(-1, /*keepdim=*/true).div(x.size(-1)).add(eps).rsqrt();
+}
+
 torch::Tensor Norm::forward(torch::Tensor x) {
   Scope scope(*this, {&x});
   if (uses_moms()) {
@@ -36,7 +40,7 @@ torch::Tensor Norm::forward(torch::Tensor x) {
     scope.saved("rstd", rstd);
     return scope.finish(y);
   }
-  const torch::Tensor rstd = x.pow(2).mean(-1, /*keepdim=*/true).add(eps).rsqrt();
+  const torch::Tensor rstd = rms_rstd(x);
   const torch::Tensor normalized = x * rstd;
   scope.saved("input", x);
   scope.saved("rstd", rstd);

@@ -15,6 +15,10 @@ class Norm : public Layer {
   torch::Tensor run(const std::vector<torch::Tensor>& in, const Batch&) override { return forward(in.at(0)); }
   torch::Tensor weight, bias;  // no bias for rmsnorm
   static constexpr double eps = 1e-5;
+  // RMSNorm's per-row 1/sqrt(mean(x^2) + eps), as a sum and a division:
+  // LibTorch's mean() keeps its input (here x^2, as large as x) for its
+  // backward, which sum() does not, so that autograd keeps only the slots.
+  static torch::Tensor rms_rstd(const torch::Tensor& x);
 };
 
 // Training-mode BatchNorm2d. Saves its input (and per-channel statistics,

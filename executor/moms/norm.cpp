@@ -37,7 +37,7 @@ struct LayerNormFunction : Function<LayerNormFunction> {
 // normalised input.
 struct RmsNormFunction : Function<RmsNormFunction> {
   static at::Tensor forward(AutogradContext* ctx, const Norm* layer, const at::Tensor& x, const at::Tensor& weight) {
-    const at::Tensor rstd = x.pow(2).mean(-1, /*keepdim=*/true).add(Norm::eps).rsqrt();
+    const at::Tensor rstd = Norm::rms_rstd(x);
     const at::Tensor normalized = x * rstd;
     stash(ctx, {store_slot(*layer, 0, x), store_slot(*layer, 1, rstd), store_slot(*layer, 2, normalized)});
     ctx->save_for_backward({weight});
