@@ -40,6 +40,27 @@ std::vector<Sample> samples(const Profile& p, const std::vector<size_t>& use, Ge
   return out;
 }
 
+// A pass's peak bytes: its start's line plus the scratch it takes above its
+// start. Where the layer was probed within its segment, the scratch's line
+// runs from the largest profiled batch to the probe batch, where its shape
+// has settled (LayerProbe): a block run alone takes, layer by layer, the
+// scratch it takes in the whole step at that batch. A layer outside a block
+// runs by itself from a gradient of ones, which changes its scratch (llama's
+// final RMSNorm backward: +50% at 16), so its scratch, as every other byte
+// figure, takes the line through the two largest profiled batches.
+LinearCurve peak_line(const std::vector<Sample>& start, const std::vector<Sample>& peak, const Profile& p,
+                      std::optional<int64_t> probe_headroom) {
+  if (!probe_headroom) return fit_bytes(peak);
+  double largest = 0;
+  for (const Sample& s : start) largest = std::max(largest, s.batch);
+  std::vector<Sample> headroom{{static_cast<double>(p.probe_batch), static_cast<double>(*probe_headroom)}};
+  for (size_t k = 0; k < start.size(); ++k) {
+    if (start[k].batch == largest) headroom.push_back({largest, peak[k].value - start[k].value});
+  }
+  const LinearCurve base = fit_bytes(start), above = fit_linear(headroom);
+  return {base.per_sample + above.per_sample, base.fixed + above.fixed};
+}
+
 // A layer's or segment's time at the profile's probe batch, where it has one,
 // joins the profiled batches' (the one point past them the curve is fitted to).
 std::vector<Sample> with_probe(std::vector<Sample> s, const Profile& p, std::optional<double> probe_seconds) {
@@ -136,15 +157,20 @@ LayerModel fit_model(const Profile& p, const std::vector<size_t>& use, const std
     LayerFit f;
     static_cast<LayerDescription&>(f) = l;
     const auto figure = [&](int64_t LayerMeasurement::*field) {
-      return fit_bytes(samples(p, use, [&](size_t i) { return static_cast<double>(l.measured[i].*field); }));
+      return samples(p, use, [&](size_t i) { return static_cast<double>(l.measured[i].*field); });
     };
-    f.forward_start = figure(&LayerMeasurement::forward_start_bytes);
-    f.forward_peak = figure(&LayerMeasurement::forward_peak_bytes);
-    f.backward_start = figure(&LayerMeasurement::backward_start_bytes);
-    f.backward_peak = figure(&LayerMeasurement::backward_peak_bytes);
     const auto probed = [&](double LayerProbe::*field) {
       return l.probe ? std::optional<double>((*l.probe).*field) : std::nullopt;
     };
+    const auto probed_headroom = [&](int64_t LayerProbe::*field) {
+      return l.probe && !l.segment.empty() ? std::optional<int64_t>((*l.probe).*field) : std::nullopt;
+    };
+    f.forward_start = fit_bytes(figure(&LayerMeasurement::forward_start_bytes));
+    f.forward_peak = peak_line(figure(&LayerMeasurement::forward_start_bytes), figure(&LayerMeasurement::forward_peak_bytes), p,
+                               probed_headroom(&LayerProbe::forward_headroom_bytes));
+    f.backward_start = fit_bytes(figure(&LayerMeasurement::backward_start_bytes));
+    f.backward_peak = peak_line(figure(&LayerMeasurement::backward_start_bytes), figure(&LayerMeasurement::backward_peak_bytes),
+                                p, probed_headroom(&LayerProbe::backward_headroom_bytes));
     f.forward_seconds = fit_time(
         with_probe(samples(p, use, [&](size_t i) { return l.measured[i].forward_s; }), p, probed(&LayerProbe::forward_s)),
         label + ": " + l.path + " forward");
@@ -183,12 +209,11 @@ LayerModel fit_model(const Profile& p, const std::vector<size_t>& use, const std
   m.h2d_bytes_per_s = p.h2d_bytes_per_s;
   m.d2h_bytes_per_s = p.d2h_bytes_per_s;
 
-  // The step peak beyond the largest per-layer figure (fitted), at each batch.
+  // The step peak beyond the largest per-layer figure, at each batch.
   m.unattributed_peak = fit_bytes(samples(p, use, [&](size_t i) {
-    const double b = p.batches[i];
-    double top = 0;
-    for (const auto& l : m.layers) top = std::max({top, l.forward_peak.at(b), l.backward_peak.at(b)});
-    return static_cast<double>(p.iterations[i].peak_bytes) - top;
+    int64_t top = 0;
+    for (const auto& l : p.layers) top = std::max({top, l.measured[i].forward_peak_bytes, l.measured[i].backward_peak_bytes});
+    return static_cast<double>(p.iterations[i].peak_bytes - top);
   }));
 
   if (const auto entry = catalog_entry_for(p.machine)) {

@@ -31,7 +31,12 @@ json to_json(const LayerProfile& l) {
   for (const auto& m : l.measured) measured.push_back(to_json(m));
   json j = {{"measured", measured}};
   add_layer_description_json(l, j);
-  if (l.probe) j["probe"] = {{"forward_s", l.probe->forward_s}, {"backward_s", l.probe->backward_s}};
+  if (l.probe) {
+    j["probe"] = {{"forward_s", l.probe->forward_s},
+                  {"backward_s", l.probe->backward_s},
+                  {"forward_headroom_bytes", l.probe->forward_headroom_bytes},
+                  {"backward_headroom_bytes", l.probe->backward_headroom_bytes}};
+  }
   return j;
 }
 
@@ -77,7 +82,11 @@ LayerProfile layer_from_json(const json& j, const std::string& where) {
   LayerProfile l;
   static_cast<LayerDescription&>(l) = layer_description_from_json(j, where);
   for (const auto& m : j.at("measured")) l.measured.push_back(measurement_from_json(m));
-  if (j.contains("probe")) l.probe = LayerProbe{j.at("probe").at("forward_s"), j.at("probe").at("backward_s")};
+  if (j.contains("probe")) {
+    const json& probe = j.at("probe");
+    l.probe = LayerProbe{probe.at("forward_s"), probe.at("backward_s"), probe.at("forward_headroom_bytes"),
+                         probe.at("backward_headroom_bytes")};
+  }
   return l;
 }
 

@@ -28,10 +28,13 @@ struct LayerMeasurement {
 };
 
 // One layer run alone at the profile's probe batch, forward then backward
-// (profiler/layer_probe.h): the per-sample cost where it has settled, which
-// the small batches a whole network is profiled at may not show.
+// (profiler/layer_probe.h): the per-sample cost where it has settled, and the
+// scratch its passes take above their start there, which the small batches a
+// whole network is profiled at may not show (oneDNN's convolution backward
+// changes its scratch's shape with the batch up to 4 or 8).
 struct LayerProbe {
   double forward_s = 0, backward_s = 0;
+  int64_t forward_headroom_bytes = 0, backward_headroom_bytes = 0;  // peak above start
 };
 
 // One segment run alone at the profile's probe batch.

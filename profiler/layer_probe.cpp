@@ -1,6 +1,7 @@
 #include "profiler/layer_probe.h"
 
 #include <chrono>
+#include <cmath>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -65,14 +66,20 @@ std::vector<torch::Tensor> grown(const Inputs& captured, int64_t from, int64_t b
 }
 
 // One run of `forward` with the layers marked, then backward from its
-// output: each layer's times and the wall seconds of the whole.
+// output: each layer's times and bytes, and the wall seconds of the whole.
+struct RunFigures {
+  std::vector<PassTimes> times;
+  std::vector<model::LayerMeasurement> bytes;
+  double seconds = 0;
+};
+
 class TimedRun {
  public:
   TimedRun(LayerRecorder& recorder, LayerTimer& timer, torch::Device device)
       : recorder_(recorder), timer_(timer), device_(device) {}
 
   template <typename Forward>
-  std::pair<std::vector<PassTimes>, double> operator()(Forward forward) {
+  RunFigures operator()(Forward forward) {
     executor::synchronize(device_);
     timer_.start_step();
     recorder_.start_step();
@@ -86,7 +93,7 @@ class TimedRun {
     recorder_.finish_backward();
     executor::synchronize(device_);
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    return {timer_.finish_step(), seconds};
+    return {timer_.finish_step(), recorder_.bytes(), seconds};
   }
 
  private:
@@ -98,19 +105,23 @@ class TimedRun {
 // A probe's figures, one per round.
 struct Samples {
   bool out_of_memory = false;
-  std::vector<std::vector<PassTimes>> layers;         // per round, every layer's (those it ran are set)
+  std::vector<RunFigures> layers;                     // per round, every layer's (those it ran are set)
   std::vector<double> between;                        // a segment's work between its layers at the probe batch
   std::vector<std::vector<double>> between_profiled;  // per ProbeOptions::profiled batch, as `between`
   std::vector<double> recompute;                      // a segment's forward without autograd at the probe batch
 };
 
-model::LayerProbe median_times(const Samples& samples, size_t layer) {
-  std::vector<double> forward, backward;
-  for (const auto& times : samples.layers) {
-    forward.push_back(times.at(layer).forward_s);
-    backward.push_back(times.at(layer).backward_s);
+model::LayerProbe median_figures(const Samples& samples, size_t layer) {
+  std::vector<double> forward, backward, forward_headroom, backward_headroom;
+  for (const RunFigures& run : samples.layers) {
+    forward.push_back(run.times.at(layer).forward_s);
+    backward.push_back(run.times.at(layer).backward_s);
+    const model::LayerMeasurement& m = run.bytes.at(layer);
+    forward_headroom.push_back(static_cast<double>(m.forward_peak_bytes - m.forward_start_bytes));
+    backward_headroom.push_back(static_cast<double>(m.backward_peak_bytes - m.backward_start_bytes));
   }
-  return {model::median(forward), model::median(backward)};
+  return {model::median(forward), model::median(backward), std::llround(model::median(forward_headroom)),
+          std::llround(model::median(backward_headroom))};
 }
 
 // Runs `probe` unless it ran out of memory before; marks it so when it does.
@@ -168,19 +179,20 @@ LayerProbes probe_layers(executor::Network& network, executor::DataSource& data,
       // A run at `b`: each layer's times, and the rest of the segment's.
       const auto run_at = [&](int64_t b) {
         std::vector<torch::Tensor> in = grown(segment_inputs[s], options.from, b, what);
-        auto [times, seconds] = timed([&] { return segment.run_layers(in.front()); });
-        for (size_t i : members[s]) seconds -= times[i].forward_s + times[i].backward_s;
-        return std::make_pair(std::move(times), seconds);
+        RunFigures run = timed([&] { return segment.run_layers(in.front()); });
+        for (size_t i : members[s]) run.seconds -= run.times[i].forward_s + run.times[i].backward_s;
+        return run;
       };
       Samples& samples = segment_samples[s];
       sample(samples, [&] {
-        auto [times, between] = run_at(options.batch);
+        RunFigures run = run_at(options.batch);
+        const double between = run.seconds;
         samples.between_profiled.resize(options.profiled.size());
         for (size_t k = 0; k < options.profiled.size(); ++k)
-          samples.between_profiled[k].push_back(run_at(options.profiled[k]).second);
+          samples.between_profiled[k].push_back(run_at(options.profiled[k]).seconds);
         samples.recompute.push_back(
             time_recompute(segment, grow(segment_inputs[s].tensors.front(), options.from, options.batch, what), 1));
-        samples.layers.push_back(std::move(times));
+        samples.layers.push_back(std::move(run));
         samples.between.push_back(between);
       });
       if (options.on_probe) options.on_probe();
@@ -190,7 +202,7 @@ LayerProbes probe_layers(executor::Network& network, executor::DataSource& data,
       sample(layer_samples[i], [&] {
         std::vector<torch::Tensor> in =
             grown(capture.layers[i], options.from, options.batch, "an input of layer " + layers[i]->path());
-        layer_samples[i].layers.push_back(timed([&] { return layers[i]->run(in, batch); }).first);
+        layer_samples[i].layers.push_back(timed([&] { return layers[i]->run(in, batch); }));
       });
       if (options.on_probe) options.on_probe();
     }
@@ -205,10 +217,11 @@ LayerProbes probe_layers(executor::Network& network, executor::DataSource& data,
     if (samples.out_of_memory) continue;
     probes.segments[s] = model::SegmentProbe{model::median(samples.recompute), model::median(samples.between)};
     for (const auto& between : samples.between_profiled) probes.between_s[s].push_back(model::median(between));
-    for (size_t i : members[s]) probes.layers[i] = median_times(samples, i);
+    for (size_t i : members[s]) probes.layers[i] = median_figures(samples, i);
   }
   for (size_t i = 0; i < layers.size(); ++i) {
-    if (!layer_samples[i].out_of_memory && !layer_samples[i].layers.empty()) probes.layers[i] = median_times(layer_samples[i], i);
+    if (!layer_samples[i].out_of_memory && !layer_samples[i].layers.empty())
+      probes.layers[i] = median_figures(layer_samples[i], i);
   }
   return probes;
 }

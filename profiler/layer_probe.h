@@ -12,7 +12,9 @@
 //
 // Inputs are those of one forward at a batch the network ran at, repeated
 // along the batch; an input gets a gradient where it needed one in that
-// forward. Times are the layer timer's (the same markers as a whole step).
+// forward. Times are the layer timer's (the same markers as a whole step);
+// bytes the layer recorder's, whose scratch above each pass's start equals,
+// for a layer within a block, the one the whole step takes at that batch.
 #include <torch/torch.h>
 
 #include <cstdint>

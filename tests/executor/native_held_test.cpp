@@ -117,8 +117,7 @@ TEST_P(NativeHeld, NothingBatchSizedBeyondSlotsAndParameterCopies) {
     const auto at_4 = undeclared_bytes(config, dtype, 4);
     for (const auto& [path, bytes] : at_4) {
       EXPECT_EQ(bytes, at_2.at(path)) << path << " (" << c10::toString(dtype) << ") keeps " << at_2.at(path)
-                                      << " bytes beyond its slots and parameter copies at batch 2, " << bytes
-                                      << " at batch 4";
+                                      << " bytes beyond its slots and parameter copies at batch 2, " << bytes << " at batch 4";
     }
   }
 }

@@ -200,6 +200,30 @@ TEST(MemoryModel, SwapNeedsAHostLink) {
   EXPECT_THROW(at(m, "swap"), InputError);
 }
 
+// A pass's scratch that changes its shape with the batch (oneDNN's
+// convolution backward on a CPU: a different algorithm up to batch 4 or 8)
+// misleads the line through the two largest profiled batches; the probe
+// batch, where a block run alone takes the step's scratch, anchors it. fc2's
+// backward scratch is 400 B per sample, but 3000 B more at batch 2; the head
+// (outside the block) runs alone from a gradient of ones, so its probe's
+// scratch is not the step's and is not used.
+TEST(MemoryModel, AProbedBlockLayersScratchRunsFromTheLargestBatchToTheProbe) {
+  Profile profile = make_profile(chain());
+  ASSERT_EQ(profile.batches, (std::vector<int>{1, 2, 4}));
+  for (size_t i : {size_t{2}, size_t{3}}) profile.layers[i].measured[1].backward_peak_bytes += 3000;
+  const LayerModel without = fit_profile(profile, "synthetic").model;
+  profile.probe_batch = 64;
+  for (auto& l : profile.layers) l.probe = LayerProbe{1e-3, 2e-3, 0, 0};
+  profile.layers[2].probe->backward_headroom_bytes = 400 * 64;   // fc2: the step's scratch at 64
+  profile.layers[3].probe->backward_headroom_bytes = 9000 * 64;  // head: not the step's
+  const LayerModel with = fit_profile(profile, "synthetic").model;
+  ASSERT_EQ(with.layers[2].path, "fc2");
+  EXPECT_DOUBLE_EQ(with.layers[2].backward_peak.at(B), S + 1500 * B);
+  EXPECT_DOUBLE_EQ(without.layers[2].backward_peak.at(B), S + 6000);  // flat from 2 to 4
+  EXPECT_DOUBLE_EQ(with.layers[3].backward_peak.at(B), without.layers[3].backward_peak.at(B));
+  EXPECT_DOUBLE_EQ(with.layers[2].backward_start.at(B), S + 1100 * B);  // the start is the profiled batches' line
+}
+
 TEST(MemoryModel, RecomputeMovesThePeakIntoTheSegmentsBackward) {
   // blk (fc1, act, fc2) keeps only its input x0 (fc1's own input: no extra
   // bytes). Its storages h and g are gone until its backward: the head's

@@ -174,6 +174,38 @@ TEST_P(TinyProfile, ProbesTimeEachLayerAloneAtTheProbeBatch) {
   EXPECT_GT(alone, 0);
 }
 
+// A layer in a block, run within its block alone at the probe batch, takes
+// the scratch above each pass's start that it takes in a whole step at that
+// batch, byte for byte: the fit extrapolates peaks through the probe's
+// (model/fit_profile.cpp), as small batches may use other algorithms.
+TEST_P(TinyProfile, ABlockLayersScratchAtTheProbeBatchIsTheWholeStepsThere) {
+  constexpr int at = 8;
+  ProfileOptions options;
+  options.network = GetParam();
+  options.warmup = 1;
+  options.steps = 1;
+  options.rounds = 1;
+  options.batches = {1, 2};
+  options.probe_batch = at;
+  const model::Profile probed = profile_network(options);
+  options.batches = {at};
+  options.probe_batch = 0;
+  const model::Profile whole = profile_network(options);
+  int compared = 0;
+  for (size_t i = 0; i < probed.layers.size(); ++i) {
+    const model::LayerProfile& l = probed.layers[i];
+    if (l.segment.empty()) continue;
+    ASSERT_TRUE(l.probe) << l.path;
+    const model::LayerMeasurement& m = whole.layers.at(i).measured.at(0);
+    EXPECT_EQ(l.probe->forward_headroom_bytes, m.forward_peak_bytes - m.forward_start_bytes) << l.path;
+    EXPECT_EQ(l.probe->backward_headroom_bytes, m.backward_peak_bytes - m.backward_start_bytes) << l.path;
+    ++compared;
+  }
+  if (!probed.segments.empty()) {
+    EXPECT_GT(compared, 0);
+  }
+}
+
 // A residual block ending in a ReLU returns that layer's output; a pre-norm
 // transformer block returns a residual sum formed after its last layer.
 TEST(Profiler, SegmentsSayWhetherTheyReturnTheirLastLayersOutput) {
