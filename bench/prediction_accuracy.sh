@@ -9,6 +9,7 @@
 #
 #   bench/prediction_accuracy.sh                 # gpt-tiny vit-tiny resnet-tiny, batches 16 32
 #   NETWORKS=gpt-tiny BATCHES=32 bench/prediction_accuracy.sh
+#   NETWORKS="bench/networks/llama-4x128.json bench/networks/bert-silu.json" bench/prediction_accuracy.sh
 #   PRECISION=bf16 bench/prediction_accuracy.sh  # activations in bf16
 #
 # Needs `papaya profile` (the profiler) and `papaya train --plan` (the
@@ -37,16 +38,17 @@ mkdir -p "$out"
 csv="$out/accuracy.csv"
 echo "network,strategy,batch,predicted_peak_bytes,measured_peak_bytes,peak_error,predicted_samples_per_s,measured_samples_per_s,samples_per_s_error" >"$csv"
 
-for net in $networks; do
+for network in $networks; do
+  net=$(basename "$network" .json)  # a zoo name, or a config file's name
   echo "== $net: profile at $profile_batches, fit" >&2
-  "$papaya" profile --network "$net" --batch "$profile_batches" --device cpu --precision "$precision" --out "$out/$net.profile.json" >&2
+  "$papaya" profile --network "$network" --batch "$profile_batches" --device cpu --precision "$precision" --out "$out/$net.profile.json" >&2
   "$papaya" fit "$out/$net.profile.json" --out "$out/$net.model.json" --json >"$out/$net.fit.json"
   for b in $batches; do
     "$papaya" predict "$out/$net.model.json" --batch "$b" --json >"$out/$net.predict.$b.json"
     for plan in $plans; do
       echo "== $net $plan batch $b: train" >&2
       run="$out/$net.$plan.$b.train.json"
-      "$papaya" train --network "$net" --plan "$plan" --batch "$b" --steps "$steps" --device cpu --precision "$precision" --json >"$run"
+      "$papaya" train --network "$network" --plan "$plan" --batch "$b" --steps "$steps" --device cpu --precision "$precision" --json >"$run"
       jq -r --arg net "$net" --arg plan "$plan" --argjson b "$b" --slurpfile run "$run" '
         .[] | select(.strategy == $plan) |
         [$net, $plan, $b, .peak_bytes, $run[0].peak_bytes,
