@@ -48,12 +48,17 @@ struct RmsNormFunction : Function<RmsNormFunction> {
     const Unstashed saved = unstash(ctx);
     const at::Tensor weight = ctx->get_saved_variables()[0];
     const at::Tensor& g = grad[0];
-    const at::Tensor gn = g * computed_as(weight, g);
+    // d x = rstd * gn - x * rstd^3 * mean(gn * x), with gn = g * w, in place
+    // where it can: two input-sized temporaries at a time at most, no more
+    // than the native backward takes, which is what the model prices this
+    // Function's working memory as (tests/executor/mom_scratch_test.cpp).
     const auto gradients = [&](const std::vector<at::Tensor>& s) -> variable_list {
       const at::Tensor &x = s[0], &rstd = s[1], &normalized = s[2];
-      const at::Tensor xr = x * rstd;
-      const at::Tensor gx = rstd * (gn - xr * (gn * xr).mean(-1, /*keepdim=*/true));
-      return {gx, gradient_for(weight, (g * normalized).reshape({-1, g.size(-1)}).sum(0))};
+      const at::Tensor gw = gradient_for(weight, (g * normalized).reshape({-1, g.size(-1)}).sum(0));
+      at::Tensor gx = g * computed_as(weight, g);
+      const at::Tensor c = (gx * x).mean(-1, /*keepdim=*/true).mul_(rstd.pow(3));
+      gx.mul_(rstd).addcmul_(x, c, /*value=*/-1);
+      return {gx, gw};
     };
     const variable_list out = gradients(saved.tensors);
     saved.estimate_sensitivity(gradients, out);

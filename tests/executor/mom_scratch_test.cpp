@@ -1,0 +1,86 @@
+// The model prices a MOM Function's backward as the native backward's
+// scratch plus the tensors it unpacks (model/plan_space_timeline.cpp): a
+// Function that takes more working memory than its native path is priced
+// short by the difference, in every plan that stores the layer's tensors
+// otherwise (RMSNorm's took four input-sized temporaries more: ln_f of a GPT
+// under quantize-4 peaked 15% above its prediction).
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "executor/data.h"
+#include "executor/memory.h"
+#include "moms_fixture.h"
+
+namespace papaya::executor {
+namespace {
+
+// The inputs a layer gets in a training forward, detached, with the gradient
+// requirement they had there.
+class InputsOf : public LayerObserver {
+ public:
+  explicit InputsOf(std::string path) : path_(std::move(path)) {}
+  void forward_begin(const Layer& layer, std::vector<torch::Tensor*>& inputs) override {
+    if (layer.path() != path_) return;
+    for (const auto* t : inputs) recorded.push_back(t->detach().requires_grad_(t->requires_grad()));
+  }
+  void saved(const Layer&, const Slot&, const torch::Tensor& t) override { saved_bytes += static_cast<int64_t>(t.nbytes()); }
+  void forward_end(const Layer&, torch::Tensor&) override {}
+  std::vector<torch::Tensor> recorded;
+  int64_t saved_bytes = 0;
+
+ private:
+  std::string path_;
+};
+
+struct Backward {
+  int64_t scratch = 0;      // peak above the start
+  int64_t slot_bytes = 0;   // what the layer's slots hold raw: the most unpacking adds
+};
+
+// `path`'s backward alone, on the inputs it had in a forward of the network
+// under `plan`, from a gradient of ones.
+Backward backward_of(const model::NetworkConfig& config, const std::string& plan, const std::string& path) {
+  testing::Planned p = testing::planned(config, plan);
+  p.network->train();
+  const Batch batch = make_synthetic_data(config, torch::kCPU, 0)->next(4);
+  InputsOf inputs(path);
+  {
+    const ObserverGuard guard(&inputs);
+    p.network->loss(batch);
+  }
+  for (const auto& layer : p.network->layers()) {
+    if (layer->path() != path) continue;
+    InputsOf slots("");
+    torch::Tensor y;
+    {
+      const ObserverGuard guard(&slots);
+      y = layer->run(inputs.recorded, batch);
+    }
+    const torch::Tensor g = torch::ones_like(y);
+    MemoryTracker memory(torch::kCPU);
+    const int64_t start = memory.current();
+    memory.reset_peak();
+    y.backward(g);
+    return {memory.peak() - start, slots.saved_bytes};
+  }
+  ADD_FAILURE() << "no layer " << path;
+  return {};
+}
+
+TEST(MomScratch, RmsNormsBackwardTakesNoMoreThanTheNativeOnePlusWhatItUnpacks) {
+  const model::NetworkConfig config = model::parse_network_config(
+      nlohmann::json::parse(R"({"name": "llama", "family": "gpt", "layers": 1, "d_model": 64, "heads": 2, "seq_len": 16,
+                                "vocab": 20, "activation": "swiglu", "norm": "rmsnorm"})"),
+      "config");
+  for (const std::string path : {"blocks.0.ln1", "ln_f"}) {
+    const Backward native = backward_of(config, "keep", path);
+    const Backward mom = backward_of(config, "quantize-8", path);
+    EXPECT_LE(mom.scratch, native.scratch + native.slot_bytes)
+        << path << ": native backward " << native.scratch << " B above its start, MOM " << mom.scratch
+        << " B, unpacking at most " << native.slot_bytes << " B";
+  }
+}
+
+}  // namespace
+}  // namespace papaya::executor
