@@ -10,6 +10,7 @@
 #include "cli/prediction_plot.h"
 #include "cli/table.h"
 #include "model/plan_space.h"
+#include "model/predict.h"
 #include "model/units.h"
 
 namespace papaya::cli {
@@ -98,10 +99,6 @@ Ordered<std::string> segment_groups(const model::LayerModel& m, const planner::P
   return groups;
 }
 
-std::string where(const model::LayerModel& m, const model::Estimate& e) {
-  return std::string(model::to_string(e.peak_at.phase)) + " " + m.layers[static_cast<size_t>(e.peak_at.layer)].path;
-}
-
 // Rows by samples/s where each fits (fixed batch: at it; else at its largest), keep first.
 std::vector<const planner::GlobalRow*> ranked(const planner::GlobalTable& t) {
   std::vector<const planner::GlobalRow*> rows;
@@ -179,8 +176,8 @@ void print_plan(std::ostream& out, const model::LayerModel& m, const planner::Pl
   out << "plan: " << (r.per_layer ? "per-layer" : r.plan.name + " (whole-network; the per-layer search found nothing faster)")
       << ", batch " << r.batch << (r.request.batch ? "" : " (the batch with the most samples/s)") << ": "
       << fixed(e.samples_per_s, 1) << " samples/s (" << fixed(e.seconds * 1e3, 2) << " ms/step), peak "
-      << model::format_bytes(e.peak_bytes) << " of " << model::format_bytes(r.request.budget_bytes) << " at " << where(m, e)
-      << "\n";
+      << model::format_bytes(e.peak_bytes) << " of " << model::format_bytes(r.request.budget_bytes) << " at "
+      << model::peak_location(m, e) << "\n";
   if (const planner::GlobalRow* g = r.global.fastest(r.request.variance_budget)) {
     const double rate = r.global.batch_fixed ? g->at_batch.samples_per_s : g->best.samples_per_s;
     const int64_t batch = r.global.batch_fixed ? r.global.batch : g->max_batch;
@@ -282,7 +279,7 @@ nlohmann::json result_json(const model::LayerModel& m, const planner::PlanResult
           {"per_layer", r.per_layer},
           {"name", r.plan.name},
           {"peak_bytes", r.estimate.peak_bytes},
-          {"peak_at", where(m, r.estimate)},
+          {"peak_at", model::peak_location(m, r.estimate)},
           {"samples_per_s", r.estimate.samples_per_s},
           {"seconds", r.estimate.seconds},
           {"host_bytes", r.estimate.host_bytes},

@@ -22,10 +22,6 @@ struct PredictArgs {
   std::string plot;
 };
 
-std::string where(const model::LayerModel& m, const model::Estimate& e) {
-  return std::string(model::to_string(e.peak_at.phase)) + " " + m.layers[static_cast<size_t>(e.peak_at.layer)].path;
-}
-
 // Peak memory and samples/s against the batch of keep and the plans shown
 // (with no --plan: the fastest that fit at --batch, at most seven besides
 // keep, so that the figure stays readable), each marked at --batch.
@@ -135,7 +131,7 @@ Prediction compute(const PredictArgs& args) {
   p.keep_rate = model::predict(m, target, keep, args.batch).samples_per_s;
   for (const auto& plan : plans) {
     const model::Estimate e = model::predict(m, target, plan, args.batch);
-    p.plans.push_back({plan.name, e, model::max_batch(m, target, plan, p.budget), where(m, e)});
+    p.plans.push_back({plan.name, e, model::max_batch(m, target, plan, p.budget), model::peak_location(m, e)});
   }
   if (!args.plot.empty()) plot_predictions(args, m, target, plans, p.budget);
   p.plot = args.plot;

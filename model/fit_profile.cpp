@@ -209,12 +209,17 @@ LayerModel fit_model(const Profile& p, const std::vector<size_t>& use, const std
   m.h2d_bytes_per_s = p.h2d_bytes_per_s;
   m.d2h_bytes_per_s = p.d2h_bytes_per_s;
 
-  // The step peak beyond the largest per-layer figure, at each batch.
+  // The passes' peak beyond the largest per-layer figure, at each batch; the
+  // optimizer's step apart: where it is the step's peak at the profiled
+  // batches (weights large against activations), folding it in here would
+  // give a line falling with the batch.
   m.unattributed_peak = fit_bytes(samples(p, use, [&](size_t i) {
     int64_t top = 0;
     for (const auto& l : p.layers) top = std::max({top, l.measured[i].forward_peak_bytes, l.measured[i].backward_peak_bytes});
-    return static_cast<double>(p.iterations[i].peak_bytes - top);
+    return static_cast<double>(p.iterations[i].passes_peak_bytes - top);
   }));
+  m.optimizer_peak =
+      fit_bytes(samples(p, use, [&](size_t i) { return static_cast<double>(p.iterations[i].optimizer_peak_bytes); }));
 
   if (const auto entry = catalog_entry_for(p.machine)) {
     const auto path = entry->peak_flops.find(p.precision);

@@ -55,6 +55,7 @@ json layer_model_to_json(const LayerModel& m) {
               {"probe_batch", m.probe_batch},
               {"static_bytes", m.static_bytes},
               {"unattributed_peak", to_json(m.unattributed_peak)},
+              {"optimizer_peak", to_json(m.optimizer_peak)},
               {"optimizer_seconds", to_json(m.optimizer_seconds)},
               {"rest_seconds", to_json(m.rest_seconds)},
               {"codecs", codecs},
@@ -101,6 +102,7 @@ LayerModel layer_model_from_json(const json& doc, const std::string& label) {
   m.probe_batch = doc.value("probe_batch", 0);
   m.static_bytes = doc.at("static_bytes");
   m.unattributed_peak = linear_from(doc.at("unattributed_peak"));
+  m.optimizer_peak = linear_from(doc.at("optimizer_peak"));
   m.optimizer_seconds = saturating_from(doc.at("optimizer_seconds"));
   m.rest_seconds = saturating_from(doc.at("rest_seconds"));
   for (const auto& c : doc.at("codecs")) m.codecs.push_back(codec_from_json(c));

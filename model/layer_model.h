@@ -58,7 +58,8 @@ struct LayerModel {
   std::vector<SegmentFit> segments;  // forward order
 
   double static_bytes = 0;        // weights + gradients + optimizer state
-  LinearCurve unattributed_peak;  // calibration: measured step peak - the largest per-layer figure
+  LinearCurve unattributed_peak;  // calibration: measured passes' peak - the largest per-layer figure
+  LinearCurve optimizer_peak;     // the optimizer step's peak (static bytes, its temporaries, the batch)
   SaturatingCurve optimizer_seconds;
   SaturatingCurve rest_seconds;  // iteration - layers - optimizer (may be negative)
 

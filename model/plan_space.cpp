@@ -28,6 +28,7 @@ PlanSpace PlanSpace::at_batch(int64_t batch) const {
 }
 
 int64_t PlanSpace::batch() const { return at_->batch; }
+double PlanSpace::optimizer_peak_bytes() const { return at_->optimizer_peak_bytes; }
 const Target& PlanSpace::target() const { return at_->target(); }
 const std::vector<PlanSpace::Slot>& PlanSpace::slots() const { return at_->index->slots; }
 const std::vector<PlanSpace::Storage>& PlanSpace::storages() const { return at_->index->storages; }

@@ -53,7 +53,8 @@ struct Assignment {
 struct Estimate {
   double peak_bytes = 0;
   TimelinePoint peak_at;
-  double seconds = 0;  // one iteration
+  bool peak_in_optimizer_step = false;  // then peak_at is the passes' highest point
+  double seconds = 0;                   // one iteration
   double samples_per_s = 0;
   double host_bytes = 0;  // pinned host memory holding swapped tensors
 };
@@ -115,6 +116,8 @@ class PlanSpace {
   };
 
   int64_t batch() const;
+  // The optimizer step's peak, the same under every plan: a floor of evaluate().
+  double optimizer_peak_bytes() const;
   const Target& target() const;
   const std::vector<Slot>& slots() const;
   const std::vector<Storage>& storages() const;

@@ -261,6 +261,7 @@ AtBatch::AtBatch(std::shared_ptr<const Index> shared, int64_t batch_size) : inde
   optimizer_s = ix.target.optimizer_seconds.at(b);
   rest_s = ix.target.rest_seconds.at(b);
   unattributed_bytes = model.unattributed_peak.at(b);
+  optimizer_peak_bytes = model.optimizer_peak.at(b);
 }
 
 }  // namespace papaya::model::plan_space

@@ -135,6 +135,10 @@ Estimate memory_of(const AtBatch& at, const Held& h) {
     }
   }
   e.peak_bytes += at.unattributed_bytes;
+  if (at.optimizer_peak_bytes > e.peak_bytes) {
+    e.peak_bytes = at.optimizer_peak_bytes;
+    e.peak_in_optimizer_step = true;
+  }
   for (const StorageHeld& held : h.storages) {
     for (const Copy& c : held.copies) {
       if (c.strategy.swap) e.host_bytes += c.host_bytes;

@@ -32,8 +32,9 @@ void add_lm_head_chunks(const AtBatch& at, Changes& out);
 // The bytes allocated at every point, without the unattributed peak.
 std::vector<double> bytes_at(const AtBatch& at, const Held& held);
 // An estimate's memory: the peak, at the highest point (R points of
-// recomputed segments only) plus the unattributed peak, and the pinned host
-// memory holding swapped copies.
+// recomputed segments only) plus the unattributed peak, or in the optimizer's
+// step where that is higher, and the pinned host memory holding swapped
+// copies.
 Estimate memory_of(const AtBatch& at, const Held& held);
 
 }  // namespace papaya::model::plan_space

@@ -67,4 +67,9 @@ int64_t max_batch(const PlanSpace& space, const Assignment& a, double budget_byt
 
 std::vector<std::string> plan_names(const Target& target) { return global_plan_names(target.has_host_link()); }
 
+std::string peak_location(const LayerModel& model, const Estimate& estimate) {
+  if (estimate.peak_in_optimizer_step) return "optimizer step";
+  return std::string(to_string(estimate.peak_at.phase)) + " " + model.layers[static_cast<size_t>(estimate.peak_at.layer)].path;
+}
+
 }  // namespace papaya::model

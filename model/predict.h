@@ -20,6 +20,8 @@ constexpr double default_budget_fraction = 0.8;
 double default_budget(const Target& target);
 
 Estimate predict(const LayerModel& model, const Target& target, const Plan& plan, int64_t batch);
+// Where an estimate's peak is, in words: "backward blocks.3.mlp.fc2", "optimizer step".
+std::string peak_location(const LayerModel& model, const Estimate& estimate);
 
 // A note where `batch` is more than twice the largest batch the layers were
 // timed at (profiled, or probed): memory extrapolates surely (allocator bytes

@@ -50,6 +50,8 @@ json to_json(const IterationMeasurement& i) {
           {"optimizer_s", i.optimizer_s},
           {"static_bytes", i.static_bytes},
           {"peak_bytes", i.peak_bytes},
+          {"passes_peak_bytes", i.passes_peak_bytes},
+          {"optimizer_peak_bytes", i.optimizer_peak_bytes},
           {"peak_reserved_bytes", i.peak_reserved_bytes},
           {"forward_end_bytes", i.forward_end_bytes}};
 }
@@ -101,6 +103,8 @@ IterationMeasurement iteration_from_json(const json& j) {
   i.optimizer_s = j.at("optimizer_s");
   i.static_bytes = j.at("static_bytes");
   i.peak_bytes = j.at("peak_bytes");
+  i.passes_peak_bytes = j.at("passes_peak_bytes");
+  i.optimizer_peak_bytes = j.at("optimizer_peak_bytes");
   i.peak_reserved_bytes = j.at("peak_reserved_bytes");
   i.forward_end_bytes = j.at("forward_end_bytes");
   return i;
@@ -149,8 +153,12 @@ void check_consistency(const Profile& p, const std::string& label) {
   require(p.probe_batch == 0 || p.probe_batch > largest, label, "/probe_batch",
           std::to_string(p.probe_batch) + " is not larger than the largest batch (" + std::to_string(largest) + ")");
   for (size_t i = 0; i < p.iterations.size(); ++i) {
-    require(p.iterations[i].batch == p.batches[i], label, "/iterations/" + std::to_string(i) + "/batch",
-            std::to_string(p.iterations[i].batch) + " where /batches has " + std::to_string(p.batches[i]));
+    const IterationMeasurement& it = p.iterations[i];
+    const std::string pointer = "/iterations/" + std::to_string(i);
+    require(it.batch == p.batches[i], label, pointer + "/batch",
+            std::to_string(it.batch) + " where /batches has " + std::to_string(p.batches[i]));
+    require(it.oom || it.peak_bytes == std::max(it.passes_peak_bytes, it.optimizer_peak_bytes), label, pointer + "/peak_bytes",
+            std::to_string(it.peak_bytes) + " is not the larger of passes_peak_bytes and optimizer_peak_bytes");
   }
   for (size_t i = 0; i < p.segments.size(); ++i) {
     const std::string pointer = "/segments/" + std::to_string(i);

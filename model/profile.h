@@ -77,9 +77,14 @@ struct IterationMeasurement {
   int steps = 0;     // measured steps (after warm-up)
   double iteration_s = 0, forward_s = 0, backward_s = 0, optimizer_s = 0;
   int64_t static_bytes = 0;         // weights + gradients + optimizer state
-  int64_t peak_bytes = 0;           // allocator peak
+  int64_t peak_bytes = 0;           // allocator peak: the larger of the last two below
   int64_t peak_reserved_bytes = 0;  // CUDA caching allocator; = peak_bytes on CPU
   int64_t forward_end_bytes = 0;    // allocated when forward ends (before backward)
+  int64_t passes_peak_bytes = 0;    // allocator peak in forward and backward
+  // ... in the optimizer's step (the batch still held): in a network whose
+  // activations are small against its weights, the step's peak at small
+  // batches, which the layers' figures do not show.
+  int64_t optimizer_peak_bytes = 0;
 };
 
 // Throughput of the executor's quantize (pack) and dequantize (unpack) code,

@@ -81,7 +81,9 @@ model::Profile make_profile(const ProfileSpec& spec) {
     }
     it.iteration_s = layers + it.optimizer_s + spec.rest_s.at(b);
     it.static_bytes = static_cast<int64_t>(spec.static_bytes);
-    it.peak_bytes = it.peak_reserved_bytes = static_cast<int64_t>(std::llround(top + spec.unattributed_bytes));
+    it.passes_peak_bytes = static_cast<int64_t>(std::llround(top + spec.unattributed_bytes));
+    it.optimizer_peak_bytes = static_cast<int64_t>(std::llround(spec.static_bytes + spec.optimizer_step_bytes));
+    it.peak_bytes = it.peak_reserved_bytes = std::max(it.passes_peak_bytes, it.optimizer_peak_bytes);
     it.forward_end_bytes = spec.layers.empty() ? 0 : bytes(spec.layers.back().forward_peak, b);
     p.iterations.push_back(it);
   }

@@ -34,7 +34,8 @@ struct ProfileSpec {
   std::vector<SegmentSpec> segments;
   std::vector<int> batches = {1, 2, 4};
   double static_bytes = 0;
-  double unattributed_bytes = 0;  // the step peak beyond the largest layer figure
+  double unattributed_bytes = 0;    // the passes' peak beyond the largest layer figure
+  double optimizer_step_bytes = 0;  // what the optimizer's step takes above the static bytes
   model::SaturatingCurve optimizer_s, rest_s;
   std::string device = "cpu", device_name = "test cpu";
   int64_t memory_bytes = int64_t{64} << 30;
@@ -55,7 +56,8 @@ ProfileSpec gpt_like(int blocks);
 
 // Measurements at each batch generated from the curves: layer times and
 // bytes, recompute times, iteration time (the sum of the parts) and step
-// peak (the largest layer figure + unattributed_bytes).
+// peak (the larger of the passes', the largest layer figure +
+// unattributed_bytes, and the optimizer step's).
 model::Profile make_profile(const ProfileSpec& spec);
 
 }  // namespace papaya::testing

@@ -30,6 +30,7 @@ class Search {
 
   std::optional<LayerSearchResult> run() {
     if (keep_estimate_.peak_bytes <= budget_) return LayerSearchResult{keep_, keep_estimate_, 0, "keep"};
+    if (space_.optimizer_peak_bytes() > budget_) return std::nullopt;  // no plan lowers it
     std::optional<Found> found = within_variance(space_.target().has_host_link());
     if (found && swaps(found->result.assignment) &&
         found->result.estimate.seconds - keep_estimate_.seconds > 1.01 * found->program_seconds) {

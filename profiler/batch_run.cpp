@@ -78,9 +78,12 @@ BatchRun measure(executor::Network& network, executor::DataSource& data, torch::
     executor::synchronize(device);
     const auto backward_done = Clock::now();
     check_limit();
+    const int64_t passes_peak = recorder.step_peak();
+    recorder.restart_peak();
     optimizer.step();
     executor::synchronize(device);
     const auto end = Clock::now();
+    const int64_t optimizer_peak = memory.peak();
     check_limit();
     loss = torch::Tensor();
     const std::vector<PassTimes> times = timer.finish_step();
@@ -89,6 +92,8 @@ BatchRun measure(executor::Network& network, executor::DataSource& data, torch::
       run.steps.push_back({seconds(start, end), seconds(zeroed, forward_done), seconds(forward_done, backward_done),
                            seconds(start, zeroed) + seconds(backward_done, end), times});
       keep_max(it.peak_bytes, recorder.step_peak());
+      keep_max(it.passes_peak_bytes, passes_peak);
+      keep_max(it.optimizer_peak_bytes, optimizer_peak);
       keep_max(it.peak_reserved_bytes, recorder.step_reserved_peak());
       keep_max(it.forward_end_bytes, forward_end_bytes);
       add_bytes(run.layers, recorder.bytes());
@@ -143,6 +148,8 @@ BatchRun median_run(const std::vector<BatchRun>& runs) {
     it.steps += r.iteration.steps;
     keep_max(it.static_bytes, r.iteration.static_bytes);
     keep_max(it.peak_bytes, r.iteration.peak_bytes);
+    keep_max(it.passes_peak_bytes, r.iteration.passes_peak_bytes);
+    keep_max(it.optimizer_peak_bytes, r.iteration.optimizer_peak_bytes);
     keep_max(it.peak_reserved_bytes, r.iteration.peak_reserved_bytes);
     keep_max(it.forward_end_bytes, r.iteration.forward_end_bytes);
     add_bytes(out.layers, r.layers);

@@ -41,6 +41,9 @@ class LayerRecorder : public executor::LayerObserver {
   // windows together.
   int64_t step_peak();
   int64_t step_reserved_peak();
+  // Folds the allocator's peak so far into the step's and starts a new
+  // window: the tracker's peak is then that of what follows alone.
+  void restart_peak();
 
   void forward_begin(const executor::Layer& layer, std::vector<torch::Tensor*>& inputs) override;
   void saved(const executor::Layer&, const executor::Slot&, const torch::Tensor&) override {}
@@ -50,7 +53,6 @@ class LayerRecorder : public executor::LayerObserver {
   void backward_begin(int layer);
   void input_gradient_done(int layer);
   void backward_end(int layer);
-  void restart_peak();
 
   LayerTimer& timer_;
   executor::MemoryTracker& memory_;

@@ -34,8 +34,8 @@ class InputsOf : public LayerObserver {
 };
 
 struct Backward {
-  int64_t scratch = 0;      // peak above the start
-  int64_t slot_bytes = 0;   // what the layer's slots hold raw: the most unpacking adds
+  int64_t scratch = 0;     // peak above the start
+  int64_t slot_bytes = 0;  // what the layer's slots hold raw: the most unpacking adds
 };
 
 // `path`'s backward alone, on the inputs it had in a forward of the network
@@ -77,8 +77,8 @@ TEST(MomScratch, RmsNormsBackwardTakesNoMoreThanTheNativeOnePlusWhatItUnpacks) {
     const Backward native = backward_of(config, "keep", path);
     const Backward mom = backward_of(config, "quantize-8", path);
     EXPECT_LE(mom.scratch, native.scratch + native.slot_bytes)
-        << path << ": native backward " << native.scratch << " B above its start, MOM " << mom.scratch
-        << " B, unpacking at most " << native.slot_bytes << " B";
+        << path << ": native backward " << native.scratch << " B above its start, MOM " << mom.scratch << " B, unpacking at most "
+        << native.slot_bytes << " B";
   }
 }
 

@@ -224,6 +224,28 @@ TEST(MemoryModel, AProbedBlockLayersScratchRunsFromTheLargestBatchToTheProbe) {
   EXPECT_DOUBLE_EQ(with.layers[2].backward_start.at(B), S + 1100 * B);  // the start is the profiled batches' line
 }
 
+// Where the optimizer's step peaks above the passes at the profiled batches
+// (weights large against activations: a one-block ViT of a few tokens), it
+// is a floor of the peak, the same under every plan, not part of the
+// passes' calibration, which would fall with the batch (-1900 B a sample
+// here: at 256, 1900 x 252 B short).
+TEST(MemoryModel, TheOptimizerStepsPeakIsAFloorNotACalibration) {
+  ProfileSpec spec = chain();
+  spec.optimizer_step_bytes = 20000;  // above the passes' S + 1900 b up to b = 10
+  const LayerModel m = fitted(spec);
+  EXPECT_DOUBLE_EQ(m.unattributed_peak.at(B), 0);
+  EXPECT_DOUBLE_EQ(m.optimizer_peak.at(B), S + 20000);
+  const Estimate large = at(m, "keep");
+  EXPECT_DOUBLE_EQ(large.peak_bytes, S + 1900 * B);
+  EXPECT_FALSE(large.peak_in_optimizer_step);
+  for (const std::string plan : {"keep", "quantize-4", "recompute-all"}) {
+    const Estimate small = at(m, plan, 2);
+    EXPECT_DOUBLE_EQ(small.peak_bytes, S + 20000) << plan;
+    EXPECT_TRUE(small.peak_in_optimizer_step) << plan;
+    EXPECT_EQ(peak_location(m, small), "optimizer step");
+  }
+}
+
 TEST(MemoryModel, RecomputeMovesThePeakIntoTheSegmentsBackward) {
   // blk (fc1, act, fc2) keeps only its input x0 (fc1's own input: no extra
   // bytes). Its storages h and g are gone until its backward: the head's

@@ -20,7 +20,7 @@ Profile small_profile() {
   p.precision = "fp32";
   p.machine = {"cpu", "Some CPU (2 threads)", 8LL << 30, 2, "1.13.0", "", "0.1.0", "wall-clock"};
   p.batches = {4, 64};
-  IterationMeasurement ok{4, false, 5, 0.010, 0.004, 0.005, 0.001, 1000, 5000, 5000, 3000};
+  IterationMeasurement ok{4, false, 5, 0.010, 0.004, 0.005, 0.001, 1000, 5000, 5000, 3000, 5000, 1200};
   IterationMeasurement oom;
   oom.batch = 64;
   oom.oom = true;
@@ -36,7 +36,7 @@ Profile small_profile() {
   fc.forward_flops_per_sample = 16512;
   fc.forward_bytes_moved_per_sample = 768;
   fc.measured = {{1e-4, 2e-4, 1000, 1512, 1600, 2000, 1900, 2500}, {}};
-  fc.probe = LayerProbe{5e-3, 1e-2};
+  fc.probe = LayerProbe{5e-3, 1e-2, 800, 1200};
   LayerProfile act;
   act.path = "blocks.0.act";
   act.kind = LayerKind::relu;

@@ -174,6 +174,21 @@ TEST_P(TinyProfile, ProbesTimeEachLayerAloneAtTheProbeBatch) {
   EXPECT_GT(alone, 0);
 }
 
+// The step's peak is the larger of the passes' and the optimizer step's,
+// which holds the static bytes and AdamW's temporaries; the passes' holds
+// every layer's figure.
+TEST_P(TinyProfile, TheStepsPeakIsThePassesOrTheOptimizerSteps) {
+  const model::Profile& p = tiny_profile(GetParam());
+  for (size_t i = 0; i < p.iterations.size(); ++i) {
+    const model::IterationMeasurement& it = p.iterations[i];
+    EXPECT_EQ(it.peak_bytes, std::max(it.passes_peak_bytes, it.optimizer_peak_bytes)) << it.batch;
+    EXPECT_GT(it.optimizer_peak_bytes, it.static_bytes) << it.batch;
+    for (const auto& l : p.layers) {
+      EXPECT_LE(std::max(l.measured[i].forward_peak_bytes, l.measured[i].backward_peak_bytes), it.passes_peak_bytes) << l.path;
+    }
+  }
+}
+
 // A layer in a block, run within its block alone at the probe batch, takes
 // the scratch above each pass's start that it takes in a whole step at that
 // batch, byte for byte: the fit extrapolates peaks through the probe's
