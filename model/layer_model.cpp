@@ -78,13 +78,19 @@ LayerModel layer_model_from_json(const json& doc, const std::string& label) {
   if (!doc.is_object() || !doc.contains("papaya_model")) {
     throw InputError(label + ": not a papaya model file (no /papaya_model; make one with papaya fit PROFILE --out FILE)");
   }
-  if (doc["papaya_model"] != layer_model_version) {
-    throw InputError(label + ": /papaya_model: version " + doc["papaya_model"].dump() + " (this papaya reads version " +
-                     std::to_string(layer_model_version) + ")");
-  }
   if (doc.contains("kind") && doc["kind"] != "layers") {
     throw InputError(label + ": /kind: a " + doc["kind"].dump() +
                      " model holds no layers; this needs a layer model (papaya fit PROFILE --out FILE)");
+  }
+  const json& version = doc["papaya_model"];
+  if (version.is_number_integer() && version.get<int64_t>() < layer_model_version) {
+    throw InputError(label + ": /papaya_model: version " + version.dump() +
+                     " was written by an older papaya, without figures this one prices; fit its profile again (profile "
+                     "again if papaya fit refuses the profile too)");
+  }
+  if (version != layer_model_version) {
+    throw InputError(label + ": /papaya_model: version " + version.dump() + " (this papaya reads version " +
+                     std::to_string(layer_model_version) + ")");
   }
   validate_json(doc, "model-layers", label);
   LayerModel m;

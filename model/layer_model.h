@@ -1,6 +1,6 @@
 #pragma once
 // The fitted per-layer performance model of one network on one machine:
-// what `papaya fit PROFILE` writes to model.json ({"papaya_model": 1,
+// what `papaya fit PROFILE` writes to model.json ({"papaya_model": 2,
 // "kind": "layers"}, configs/schemas/model-layers.schema.json) and everything
 // `papaya predict` and the planner need — the layout and each layer's shape,
 // and curves in the batch size b fitted to the profile. No measurement is
@@ -23,7 +23,7 @@
 
 namespace papaya::model {
 
-constexpr int layer_model_version = 1;
+constexpr int layer_model_version = 2;  // 2: the optimizer step's peak
 
 struct LayerFit : LayerDescription {
   // Allocated bytes of the keep step: when the layer's forward starts, its

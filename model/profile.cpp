@@ -124,11 +124,16 @@ MachineInfo machine_from_json(const json& j) {
 }
 
 // The file names what it is and which version before the schema is applied,
-// so that a foreign document or a newer profile gets a message that says so.
+// so that a foreign document or an older or newer profile gets a message that
+// says so.
 void check_version(const json& doc, const std::string& label) {
   const auto it = doc.is_object() ? doc.find(version_key) : doc.end();
   if (!doc.is_object() || it == doc.end()) {
     throw InputError(label + ": not a papaya profile (no \"" + version_key + "\" key; write one with papaya profile)");
+  }
+  if (it->is_number_integer() && it->get<int64_t>() < profile_version) {
+    throw InputError(label + ": profile version " + std::to_string(it->get<int64_t>()) +
+                     " was written by an older papaya, without figures this one fits; profile again");
   }
   if (it->is_number_integer() && it->get<int64_t>() > profile_version) {
     throw InputError(label + ": profile version " + std::to_string(it->get<int64_t>()) + " is newer than this papaya reads (" +

@@ -18,7 +18,7 @@
 
 namespace papaya::model {
 
-constexpr int profile_version = 1;
+constexpr int profile_version = 2;  // 2: the probes' scratch, the passes' and the optimizer step's peaks
 
 // One layer at one batch size.
 struct LayerMeasurement {

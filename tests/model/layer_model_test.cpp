@@ -67,8 +67,10 @@ TEST_F(LayerModelFile, RejectsBadFiles) {
   const json good = layer_model_to_json(model_);
   expect_rejected(json::array(), "not a papaya model file");
   json doc = good;
-  doc["papaya_model"] = 2;
-  expect_rejected(doc, "version 2");
+  doc["papaya_model"] = layer_model_version + 1;
+  expect_rejected(doc, "version 3");
+  doc["papaya_model"] = 1;
+  expect_rejected(doc, "version 1 was written by an older papaya");
   doc = good;
   doc["kind"] = "global";
   expect_rejected(doc, "/kind");

@@ -109,13 +109,16 @@ TEST(Profile, LayoutCarriesSlotsSegmentsAndSharing) {
   EXPECT_EQ(act->output_saved_by, (std::vector<std::string>{"blocks.0.act:output"}));
 }
 
-TEST(Profile, ForeignAndNewerDocumentsAreRefused) {
+TEST(Profile, ForeignOlderAndNewerDocumentsAreRefused) {
   EXPECT_NE(load_error(json::array()).find("p.json: not a papaya profile"), std::string::npos);
   const json config = read_json_file(config_dir() + "/networks/gpt-tiny.json", "network config");
   EXPECT_NE(load_error(config).find("not a papaya profile"), std::string::npos);
   json newer = profile_to_json(small_profile());
-  newer["papaya_profile"] = 2;
-  EXPECT_NE(load_error(newer).find("p.json: profile version 2 is newer than this papaya reads (1)"), std::string::npos);
+  newer["papaya_profile"] = profile_version + 1;
+  EXPECT_NE(load_error(newer).find("p.json: profile version 3 is newer than this papaya reads (2)"), std::string::npos);
+  json older = profile_to_json(small_profile());
+  older["papaya_profile"] = 1;
+  EXPECT_NE(load_error(older).find("p.json: profile version 1 was written by an older papaya"), std::string::npos);
 }
 
 TEST(Profile, DamagedDocumentsNameWhatIsWrong) {
