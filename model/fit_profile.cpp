@@ -48,8 +48,9 @@ std::vector<Sample> samples(const Profile& p, const std::vector<size_t>& use, Ge
 // runs by itself from a gradient of ones, which changes its scratch (llama's
 // final RMSNorm backward: +50% at 16), so its scratch, as every other byte
 // figure, takes the line through the two largest profiled batches.
-LinearCurve peak_line(const std::vector<Sample>& start, const std::vector<Sample>& peak, const Profile& p,
-                      std::optional<int64_t> probe_headroom) {
+// `start` is the pass's start, `start_line` its fitted line.
+LinearCurve peak_line(const std::vector<Sample>& start, const LinearCurve& start_line, const std::vector<Sample>& peak,
+                      const Profile& p, std::optional<int64_t> probe_headroom) {
   if (!probe_headroom) return fit_bytes(peak);
   double largest = 0;
   for (const Sample& s : start) largest = std::max(largest, s.batch);
@@ -57,8 +58,8 @@ LinearCurve peak_line(const std::vector<Sample>& start, const std::vector<Sample
   for (size_t k = 0; k < start.size(); ++k) {
     if (start[k].batch == largest) headroom.push_back({largest, peak[k].value - start[k].value});
   }
-  const LinearCurve base = fit_bytes(start), above = fit_linear(headroom);
-  return {base.per_sample + above.per_sample, base.fixed + above.fixed};
+  const LinearCurve above = fit_linear(headroom);
+  return {start_line.per_sample + above.per_sample, start_line.fixed + above.fixed};
 }
 
 // A layer's or segment's time at the profile's probe batch, where it has one,
@@ -165,12 +166,14 @@ LayerModel fit_model(const Profile& p, const std::vector<size_t>& use, const std
     const auto probed_headroom = [&](int64_t LayerProbe::*field) {
       return l.probe && !l.segment.empty() ? std::optional<int64_t>((*l.probe).*field) : std::nullopt;
     };
-    f.forward_start = fit_bytes(figure(&LayerMeasurement::forward_start_bytes));
-    f.forward_peak = peak_line(figure(&LayerMeasurement::forward_start_bytes), figure(&LayerMeasurement::forward_peak_bytes), p,
+    const std::vector<Sample> forward_start = figure(&LayerMeasurement::forward_start_bytes);
+    const std::vector<Sample> backward_start = figure(&LayerMeasurement::backward_start_bytes);
+    f.forward_start = fit_bytes(forward_start);
+    f.forward_peak = peak_line(forward_start, f.forward_start, figure(&LayerMeasurement::forward_peak_bytes), p,
                                probed_headroom(&LayerProbe::forward_headroom_bytes));
-    f.backward_start = fit_bytes(figure(&LayerMeasurement::backward_start_bytes));
-    f.backward_peak = peak_line(figure(&LayerMeasurement::backward_start_bytes), figure(&LayerMeasurement::backward_peak_bytes),
-                                p, probed_headroom(&LayerProbe::backward_headroom_bytes));
+    f.backward_start = fit_bytes(backward_start);
+    f.backward_peak = peak_line(backward_start, f.backward_start, figure(&LayerMeasurement::backward_peak_bytes), p,
+                                probed_headroom(&LayerProbe::backward_headroom_bytes));
     f.forward_seconds = fit_time(
         with_probe(samples(p, use, [&](size_t i) { return l.measured[i].forward_s; }), p, probed(&LayerProbe::forward_s)),
         label + ": " + l.path + " forward");
