@@ -6,31 +6,20 @@
 // under quantize-4 peaked 15% above its prediction).
 #include <gtest/gtest.h>
 
-#include <map>
-
 #include "executor/data.h"
 #include "executor/memory.h"
-#include "moms_fixture.h"
+#include "tests/executor/moms_fixture.h"
 
 namespace papaya::executor {
 namespace {
 
-// The inputs a layer gets in a training forward, detached, with the gradient
-// requirement they had there.
-class InputsOf : public LayerObserver {
+// The bytes of the tensors a layer's forward reports as saved.
+class SavedBytes : public LayerObserver {
  public:
-  explicit InputsOf(std::string path) : path_(std::move(path)) {}
-  void forward_begin(const Layer& layer, std::vector<torch::Tensor*>& inputs) override {
-    if (layer.path() != path_) return;
-    for (const auto* t : inputs) recorded.push_back(t->detach().requires_grad_(t->requires_grad()));
-  }
-  void saved(const Layer&, const Slot&, const torch::Tensor& t) override { saved_bytes += static_cast<int64_t>(t.nbytes()); }
+  void forward_begin(const Layer&, std::vector<torch::Tensor*>&) override {}
+  void saved(const Layer&, const Slot&, const torch::Tensor& t) override { bytes += static_cast<int64_t>(t.nbytes()); }
   void forward_end(const Layer&, torch::Tensor&) override {}
-  std::vector<torch::Tensor> recorded;
-  int64_t saved_bytes = 0;
-
- private:
-  std::string path_;
+  int64_t bytes = 0;
 };
 
 struct Backward {
@@ -44,25 +33,21 @@ Backward backward_of(const model::NetworkConfig& config, const std::string& plan
   testing::Planned p = testing::planned(config, plan);
   p.network->train();
   const Batch batch = make_synthetic_data(config, torch::kCPU, 0)->next(4);
-  InputsOf inputs(path);
-  {
-    const ObserverGuard guard(&inputs);
-    p.network->loss(batch);
-  }
+  const auto inputs = testing::layer_inputs(*p.network, batch);
   for (const auto& layer : p.network->layers()) {
     if (layer->path() != path) continue;
-    InputsOf slots("");
+    SavedBytes slots;
     torch::Tensor y;
     {
       const ObserverGuard guard(&slots);
-      y = layer->run(inputs.recorded, batch);
+      y = layer->run(inputs.at(path), batch);
     }
     const torch::Tensor g = torch::ones_like(y);
     MemoryTracker memory(torch::kCPU);
     const int64_t start = memory.current();
     memory.reset_peak();
     y.backward(g);
-    return {memory.peak() - start, slots.saved_bytes};
+    return {memory.peak() - start, slots.bytes};
   }
   ADD_FAILURE() << "no layer " << path;
   return {};

@@ -29,6 +29,26 @@ Planned planned(const model::NetworkConfig& config, const std::string& plan) {
   return planned(config, model::load_plan(plan, probe_layout(*network), config.name));
 }
 
+namespace {
+class InputRecorder : public LayerObserver {
+ public:
+  void forward_begin(const Layer& layer, std::vector<torch::Tensor*>& inputs) override {
+    auto& recorded = inputs_by_path[layer.path()];
+    for (const auto* t : inputs) recorded.push_back(t->detach().requires_grad_(t->requires_grad()));
+  }
+  void saved(const Layer&, const Slot&, const torch::Tensor&) override {}
+  void forward_end(const Layer&, torch::Tensor&) override {}
+  std::map<std::string, std::vector<torch::Tensor>> inputs_by_path;
+};
+}  // namespace
+
+std::map<std::string, std::vector<torch::Tensor>> layer_inputs(Network& network, const Batch& batch) {
+  InputRecorder recorder;
+  const ObserverGuard guard(&recorder);
+  network.loss(batch);
+  return std::move(recorder.inputs_by_path);
+}
+
 Step step(Network& network, const Batch& batch, uint64_t seed) {
   network.zero_grad();
   torch::manual_seed(seed);

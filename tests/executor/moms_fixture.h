@@ -32,6 +32,11 @@ struct Step {
 // with `seed` first (the dropout masks).
 Step step(Network& network, const Batch& batch, uint64_t seed = 7);
 
+// Each layer's inputs in one training forward of `network` on `batch`, by
+// path, detached, with the gradient requirement they had there: to run a
+// layer alone (Layer::run) as it ran in the network.
+std::map<std::string, std::vector<torch::Tensor>> layer_inputs(Network& network, const Batch& batch);
+
 // ||g - exact|| / ||exact|| over all parameters' gradients together.
 double relative_error(const Step& approx, const Step& exact);
 // Every gradient equal, bit for bit.

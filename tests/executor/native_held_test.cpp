@@ -17,28 +17,13 @@
 #include "executor/memory.h"
 #include "executor/networks/network.h"
 #include "model/network_config.h"
+#include "tests/executor/moms_fixture.h"
 
 namespace papaya::executor {
 namespace {
 
 using Storage = c10::weak_intrusive_ptr<c10::StorageImpl>;
 const c10::StorageImpl* storage_of(const torch::Tensor& t) { return t.storage().unsafeGetStorageImpl(); }
-
-// The inputs each layer gets in a training forward, detached, with the
-// gradient requirement they had there.
-class InputRecorder : public LayerObserver {
- public:
-  void forward_begin(const Layer& layer, std::vector<torch::Tensor*>& inputs) override {
-    auto& recorded = inputs_[&layer];
-    for (const auto* t : inputs) recorded.push_back(t->detach().requires_grad_(t->requires_grad()));
-  }
-  void saved(const Layer&, const Slot&, const torch::Tensor&) override {}
-  void forward_end(const Layer&, torch::Tensor&) override {}
-  const std::vector<torch::Tensor>& of(const Layer& layer) const { return inputs_.at(&layer); }
-
- private:
-  std::map<const Layer*, std::vector<torch::Tensor>> inputs_;
-};
 
 // The storages a layer's forward reports as saved and cast, by weak
 // reference: what is alive afterwards is what autograd (or the output) keeps.
@@ -66,14 +51,10 @@ std::map<std::string, int64_t> undeclared_bytes(const model::NetworkConfig& conf
   // A language network's targets are a slice of its tokens, which the loss
   // flattens into a copy it keeps on every path alike: data, not an activation.
   batch.target = batch.target.contiguous();
-  InputRecorder inputs;
-  {
-    const ObserverGuard guard(&inputs);
-    network->loss(batch);
-  }
+  const auto inputs = testing::layer_inputs(*network, batch);
   std::map<std::string, int64_t> undeclared;
   for (const auto& layer : network->layers()) {
-    const std::vector<torch::Tensor>& in = inputs.of(*layer);
+    const std::vector<torch::Tensor>& in = inputs.at(layer->path());
     std::set<const c10::StorageImpl*> counted;
     for (const auto& t : in) counted.insert(storage_of(t));
     for (const auto& t : {batch.input, batch.target}) counted.insert(storage_of(t));
