@@ -1,7 +1,6 @@
 #include "executor/moms/checkpoint.h"
 
 #include <torch/csrc/autograd/engine.h>
-#include <torch/csrc/autograd/functions/basic_ops.h>
 
 #include "executor/moms/random_state.h"
 #include "executor/moms/saved.h"
@@ -36,24 +35,17 @@ class BufferSnapshot {
   std::vector<std::pair<at::Tensor, at::Tensor>> saved_;
 };
 
-// The gradients of `inputs` (undefined where unused) from the gradient of
-// `output`, which is let go first: differentiating needs its graph, not its
-// values, and a segment's output is as large as anything it holds.
-variable_list differentiate(at::Tensor output, const at::Tensor& output_grad, const std::vector<at::Tensor>& inputs) {
+// Differentiates `output` from `output_grad`, accumulating into the leaves'
+// .grad as keep's backward does: the segment's parameters and its detached
+// input. Gradients returned instead of accumulated would all be held until
+// the segment's backward ends (a whole stride-2 bottleneck's weights' worth).
+// `output` is let go first: differentiating needs its graph, not its values,
+// and a segment's output is as large as anything it holds.
+void differentiate(at::Tensor output, const at::Tensor& output_grad) {
   const torch::autograd::edge_list roots{torch::autograd::impl::gradient_edge(output)};
   output.reset();
-  torch::autograd::edge_list wanted;
-  for (const at::Tensor& input : inputs) {
-    std::shared_ptr<torch::autograd::Node> node = input.grad_fn();
-    if (!node) node = torch::autograd::impl::try_get_grad_accumulator(input);
-    if (node) {
-      wanted.emplace_back(std::move(node), input.output_nr());
-    } else {  // not part of the graph: no gradient
-      wanted.emplace_back(std::make_shared<torch::autograd::Identity>(), 0);
-    }
-  }
-  return torch::autograd::Engine::get_default_engine().execute(roots, {output_grad}, /*keep_graph=*/false,
-                                                               /*create_graph=*/false, /*accumulate_grad=*/false, wanted);
+  torch::autograd::Engine::get_default_engine().execute(roots, {output_grad}, /*keep_graph=*/false, /*create_graph=*/false,
+                                                        /*accumulate_grad=*/true, /*outputs=*/{});
 }
 
 struct CheckpointFunction : Function<CheckpointFunction> {
@@ -82,19 +74,9 @@ struct CheckpointFunction : Function<CheckpointFunction> {
       y = segment.run_layers(x);
       now.restore();
     }
-    std::vector<at::Tensor> inputs{x};
-    std::vector<size_t> trained;  // indices of the parameters that take gradients
-    const auto params = segment.parameters();
-    for (size_t i = 0; i < params.size(); ++i) {
-      if (params[i].requires_grad()) {
-        trained.push_back(i);
-        inputs.push_back(params[i]);
-      }
-    }
-    const variable_list grads = differentiate(std::move(y), grad[0], inputs);
-    variable_list out(2 + params.size());
-    out[1] = ctx->needs_input_grad(0) ? grads[0] : at::Tensor();
-    for (size_t j = 0; j < trained.size(); ++j) out[2 + trained[j]] = grads[1 + j];
+    differentiate(std::move(y), grad[0]);
+    variable_list out(2 + segment.parameters().size());  // the parameters' gradients are in their .grad already
+    out[1] = ctx->needs_input_grad(0) ? x.grad() : at::Tensor();
     return out;
   }
 };
