@@ -174,6 +174,8 @@ LayerModel fit_model(const Profile& p, const std::vector<size_t>& use, const std
     f.backward_start = fit_bytes(backward_start);
     f.backward_peak = peak_line(backward_start, f.backward_start, figure(&LayerMeasurement::backward_peak_bytes), p,
                                 probed_headroom(&LayerProbe::backward_headroom_bytes));
+    f.forward_gap_peak = fit_bytes(figure(&LayerMeasurement::forward_gap_peak_bytes));
+    f.backward_gap_peak = fit_bytes(figure(&LayerMeasurement::backward_gap_peak_bytes));
     f.forward_seconds = fit_time(
         with_probe(samples(p, use, [&](size_t i) { return l.measured[i].forward_s; }), p, probed(&LayerProbe::forward_s)),
         label + ": " + l.path + " forward");
@@ -212,13 +214,16 @@ LayerModel fit_model(const Profile& p, const std::vector<size_t>& use, const std
   m.h2d_bytes_per_s = p.h2d_bytes_per_s;
   m.d2h_bytes_per_s = p.d2h_bytes_per_s;
 
-  // The passes' peak beyond the largest per-layer figure, at each batch; the
+  // The passes' peak beyond the largest per-layer figure (gaps included), at each batch; the
   // optimizer's step apart: where it is the step's peak at the profiled
   // batches (weights large against activations), folding it in here would
   // give a line falling with the batch.
   m.unattributed_peak = fit_bytes(samples(p, use, [&](size_t i) {
     int64_t top = 0;
-    for (const auto& l : p.layers) top = std::max({top, l.measured[i].forward_peak_bytes, l.measured[i].backward_peak_bytes});
+    for (const auto& l : p.layers) {
+      const LayerMeasurement& m = l.measured[i];
+      top = std::max({top, m.forward_peak_bytes, m.backward_peak_bytes, m.forward_gap_peak_bytes, m.backward_gap_peak_bytes});
+    }
     return static_cast<double>(p.iterations[i].passes_peak_bytes - top);
   }));
   m.optimizer_peak =

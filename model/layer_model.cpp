@@ -25,7 +25,9 @@ json layer_model_to_json(const LayerModel& m) {
                    {{"forward_start", to_json(l.forward_start)},
                     {"forward_peak", to_json(l.forward_peak)},
                     {"backward_start", to_json(l.backward_start)},
-                    {"backward_peak", to_json(l.backward_peak)}}},
+                    {"backward_peak", to_json(l.backward_peak)},
+                    {"forward_gap_peak", to_json(l.forward_gap_peak)},
+                    {"backward_gap_peak", to_json(l.backward_gap_peak)}}},
                   {"seconds", {{"forward", to_json(l.forward_seconds)}, {"backward", to_json(l.backward_seconds)}}}};
     add_layer_description_json(l, layer);
     layers.push_back(layer);
@@ -129,6 +131,8 @@ LayerModel layer_model_from_json(const json& doc, const std::string& label) {
     layer.forward_peak = linear_from(mem.at("forward_peak"));
     layer.backward_start = linear_from(mem.at("backward_start"));
     layer.backward_peak = linear_from(mem.at("backward_peak"));
+    layer.forward_gap_peak = linear_from(mem.at("forward_gap_peak"));
+    layer.backward_gap_peak = linear_from(mem.at("backward_gap_peak"));
     layer.forward_seconds = saturating_from(l.at("seconds").at("forward"));
     layer.backward_seconds = saturating_from(l.at("seconds").at("backward"));
     m.layers.push_back(std::move(layer));

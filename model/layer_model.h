@@ -1,6 +1,6 @@
 #pragma once
 // The fitted per-layer performance model of one network on one machine:
-// what `papaya fit PROFILE` writes to model.json ({"papaya_model": 2,
+// what `papaya fit PROFILE` writes to model.json ({"papaya_model": 3,
 // "kind": "layers"}, configs/schemas/model-layers.schema.json) and everything
 // `papaya predict` and the planner need — the layout and each layer's shape,
 // and curves in the batch size b fitted to the profile. No measurement is
@@ -23,12 +23,14 @@
 
 namespace papaya::model {
 
-constexpr int layer_model_version = 2;  // 2: the optimizer step's peak
+constexpr int layer_model_version = 3;  // 2: the optimizer step's peak; 3: the peaks between layers
 
 struct LayerFit : LayerDescription {
   // Allocated bytes of the keep step: when the layer's forward starts, its
-  // peak during forward, when its backward starts, its peak during backward.
+  // peak during forward, when its backward starts, its peak during backward;
+  // the peaks between the layer before it in each pass and it (profile.h).
   LinearCurve forward_start, forward_peak, backward_start, backward_peak;
+  LinearCurve forward_gap_peak, backward_gap_peak;
   SaturatingCurve forward_seconds, backward_seconds;
 };
 

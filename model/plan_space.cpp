@@ -11,8 +11,10 @@ namespace papaya::model {
 
 const char* to_string(Phase phase) {
   switch (phase) {
+    case Phase::forward_gap: return "before forward";
     case Phase::forward: return "forward";
     case Phase::recompute: return "recompute";
+    case Phase::backward_gap: return "before backward";
     case Phase::backward: return "backward";
   }
   return "?";

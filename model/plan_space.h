@@ -33,13 +33,16 @@ namespace plan_space {
 struct AtBatch;  // model/plan_space_index.h
 }
 
-enum class Phase { forward, recompute, backward };
+// A layer's forward, its recompute, its backward, and the glue between it
+// and the layer before it in a pass (its gaps: profile.h). A backward gap
+// comes before the recompute of a segment whose last layer it leads to.
+enum class Phase { forward_gap, forward, recompute, backward_gap, backward };
 const char* to_string(Phase phase);
 
 struct TimelinePoint {
   Phase phase = Phase::forward;
   int layer = 0;
-  int segment = -1;  // the enclosing segment (R points, and B/F points inside one)
+  int segment = -1;  // the enclosing segment (R points, and B/F points and gaps inside one)
 };
 
 // A full set of decisions, by index: one strategy per slot (PlanSpace::slots()

@@ -55,6 +55,12 @@ struct Builder {
     return static_cast<int>(ix.storages.size()) - 1;
   }
 
+  // A gap point where the glue before a layer ever holds more than the layer
+  // starts with (most layers: the level the layer before ended at).
+  static bool has_gap(const LinearCurve& gap, const LinearCurve& start) {
+    return gap.per_sample > start.per_sample || gap.fixed > start.fixed;
+  }
+
   // Each segment's layers, and the timeline of points through them.
   void segments_and_points() {
     std::map<std::string, int> segment_index;
@@ -75,9 +81,14 @@ struct Builder {
       at = static_cast<int>(ix.points.size());
       ix.points.push_back({phase, j, layer(j).segment});
     };
-    for (int j = 0; j < n; ++j) add_point(Phase::forward, j, layer(j).forward_at);
+    int gap = -1;
+    for (int j = 0; j < n; ++j) {
+      if (has_gap(fit(j).forward_gap_peak, fit(j).forward_start)) add_point(Phase::forward_gap, j, gap);
+      add_point(Phase::forward, j, layer(j).forward_at);
+    }
     for (int j = n - 1; j >= 0; --j) {
       const int seg = layer(j).segment;
+      if (has_gap(fit(j).backward_gap_peak, fit(j).backward_start)) add_point(Phase::backward_gap, j, gap);
       if (seg >= 0 && segment(seg).last_layer == j) {
         for (int r = segment(seg).first_layer; r <= j; ++r) add_point(Phase::recompute, r, layer(r).recompute_at);
       }
@@ -220,7 +231,9 @@ AtBatch::AtBatch(std::shared_ptr<const Index> shared, int64_t batch_size) : inde
     const TimelinePoint& point = ix.points[p];
     const LayerFit& layer = ix.fit(point.layer);
     switch (point.phase) {
+      case Phase::forward_gap: keep_bytes[p] = layer.forward_gap_peak.at(b); break;
       case Phase::forward: keep_bytes[p] = layer.forward_peak.at(b); break;
+      case Phase::backward_gap: keep_bytes[p] = layer.backward_gap_peak.at(b); break;
       case Phase::backward: keep_bytes[p] = layer.backward_peak.at(b); break;
       case Phase::recompute: {
         // The segment's backward starts with all its tensors live again; the

@@ -23,7 +23,9 @@ json to_json(const LayerMeasurement& m) {
           {"forward_peak_bytes", m.forward_peak_bytes},
           {"backward_start_bytes", m.backward_start_bytes},
           {"backward_end_bytes", m.backward_end_bytes},
-          {"backward_peak_bytes", m.backward_peak_bytes}};
+          {"backward_peak_bytes", m.backward_peak_bytes},
+          {"forward_gap_peak_bytes", m.forward_gap_peak_bytes},
+          {"backward_gap_peak_bytes", m.backward_gap_peak_bytes}};
 }
 
 json to_json(const LayerProfile& l) {
@@ -77,6 +79,8 @@ LayerMeasurement measurement_from_json(const json& j) {
   m.backward_start_bytes = j.at("backward_start_bytes");
   m.backward_end_bytes = j.at("backward_end_bytes");
   m.backward_peak_bytes = j.at("backward_peak_bytes");
+  m.forward_gap_peak_bytes = j.at("forward_gap_peak_bytes");
+  m.backward_gap_peak_bytes = j.at("backward_gap_peak_bytes");
   return m;
 }
 

@@ -18,13 +18,18 @@
 
 namespace papaya::model {
 
-constexpr int profile_version = 2;  // 2: the probes' scratch, the passes' and the optimizer step's peaks
+// 2: the probes' scratch, the passes' and the optimizer step's peaks; 3: the peaks between layers
+constexpr int profile_version = 3;
 
-// One layer at one batch size.
+// One layer at one batch size. Its gap peaks: the allocator's peak between
+// the end of the layer that ran before it in the pass and its start (the
+// glue between layers: a split into heads, a residual sum, the gradient of a
+// split summed from its parts); its start where nothing ran between.
 struct LayerMeasurement {
   double forward_s = 0, backward_s = 0;
   int64_t forward_start_bytes = 0, forward_end_bytes = 0, forward_peak_bytes = 0;
   int64_t backward_start_bytes = 0, backward_end_bytes = 0, backward_peak_bytes = 0;
+  int64_t forward_gap_peak_bytes = 0, backward_gap_peak_bytes = 0;
 };
 
 // One layer run alone at the profile's probe batch, forward then backward

@@ -54,6 +54,8 @@ model::Profile make_profile(const ProfileSpec& spec) {
       m.forward_peak_bytes = bytes(l.forward_peak, b);
       m.backward_start_bytes = m.backward_end_bytes = bytes(l.backward_start, b);
       m.backward_peak_bytes = bytes(l.backward_peak, b);
+      m.forward_gap_peak_bytes = bytes(l.forward_gap_peak.value_or(l.forward_start), b);
+      m.backward_gap_peak_bytes = bytes(l.backward_gap_peak.value_or(l.backward_start), b);
       layer.measured.push_back(m);
     }
     p.layers.push_back(layer);
@@ -77,7 +79,8 @@ model::Profile make_profile(const ProfileSpec& spec) {
       it.forward_s += l.forward_s.at(b);
       it.backward_s += l.backward_s.at(b);
       layers += l.forward_s.at(b) + l.backward_s.at(b);
-      top = std::max({top, l.forward_peak.at(b), l.backward_peak.at(b)});
+      top = std::max({top, l.forward_peak.at(b), l.backward_peak.at(b), l.forward_gap_peak.value_or(l.forward_start).at(b),
+                      l.backward_gap_peak.value_or(l.backward_start).at(b)});
     }
     it.iteration_s = layers + it.optimizer_s + spec.rest_s.at(b);
     it.static_bytes = static_cast<int64_t>(spec.static_bytes);

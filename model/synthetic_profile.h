@@ -2,6 +2,7 @@
 // Profiles whose true per-layer curves the test chooses: every measurement is
 // generated from the curves, so a fit must recover them and a prediction can
 // be worked out by hand.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,8 @@ struct LayerSpec {
   double output_bytes_per_sample = 0;
   // Allocated bytes of the keep step (the end figures are the start ones).
   model::LinearCurve forward_start, forward_peak, backward_start, backward_peak;
+  // The peaks between the layer before and this one (none: the start figures).
+  std::optional<model::LinearCurve> forward_gap_peak, backward_gap_peak;
   model::SaturatingCurve forward_s, backward_s;
   double forward_flops_per_sample = 0, forward_bytes_moved_per_sample = 0;
   int64_t parameter_bytes = 0, parameter_copy_bytes = 0;

@@ -15,9 +15,9 @@ constexpr double minus_infinity = -std::numeric_limits<double>::infinity();
 using Change = model::PlanSpace::Change;
 
 // Where the points of each level are (level_dp.h: the points of level j are
-// the forward and backward of layer j and the recompute of the segment
-// ending at j). The points of levels >= j are the contiguous indices from
-// forward[j] to backward[j].
+// the forward and backward of layer j, with the gaps before them, and the
+// recompute of the segment ending at j). The points of levels >= j are the
+// contiguous indices from forward[j] to backward[j], and the gaps before them.
 struct Levels {
   int n = 0;
   std::vector<int> level;              // per point
@@ -35,13 +35,13 @@ struct Levels {
       const auto& p = points[i];
       const int at = static_cast<int>(i);
       switch (p.phase) {
-        case model::Phase::forward:
-          forward[static_cast<size_t>(p.layer)] = at;
+        case model::Phase::forward: forward[static_cast<size_t>(p.layer)] = at; [[fallthrough]];
+        case model::Phase::forward_gap:
           level.push_back(p.layer);
           slot.push_back(forward_point);
           break;
-        case model::Phase::backward:
-          backward[static_cast<size_t>(p.layer)] = at;
+        case model::Phase::backward: backward[static_cast<size_t>(p.layer)] = at; [[fallthrough]];
+        case model::Phase::backward_gap:
           level.push_back(p.layer);
           slot.push_back(backward_point);
           break;
@@ -362,11 +362,17 @@ LayerProgram ProgramBuilder::build(const ProgramSettings& settings) const {
     decided.insert(decided.end(), item.storages.begin(), item.storages.end());
   }
 
+  // A level's need at a slot: its points' largest (a layer's and its gap's).
+  for (Level& level : program.levels) level.need = {minus_infinity, minus_infinity, 0};
+  for (size_t p = 0; p < need.size(); ++p) {
+    if (lv.slot[p] == recompute_points) continue;
+    double& slot_need = program.levels[static_cast<size_t>(lv.level[p])].need[lv.slot[p]];
+    slot_need = std::max(slot_need, need[p]);
+  }
+
   // Per level, the combinations of its items' options.
   for (int j = 0; j < lv.n; ++j) {
     Level& level = program.levels[static_cast<size_t>(j)];
-    level.need = {need[static_cast<size_t>(lv.forward[static_cast<size_t>(j)])],
-                  need[static_cast<size_t>(lv.backward[static_cast<size_t>(j)])], 0};
     std::vector<Priced> combos(1);
     for (const auto& item : items[static_cast<size_t>(j)]) {
       std::vector<Priced> next;

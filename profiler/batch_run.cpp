@@ -36,6 +36,8 @@ void add_bytes(std::vector<model::LayerMeasurement>& into, const std::vector<mod
     keep_max(m.backward_start_bytes, bytes[i].backward_start_bytes);
     keep_max(m.backward_end_bytes, bytes[i].backward_end_bytes);
     keep_max(m.backward_peak_bytes, bytes[i].backward_peak_bytes);
+    keep_max(m.forward_gap_peak_bytes, bytes[i].forward_gap_peak_bytes);
+    keep_max(m.backward_gap_peak_bytes, bytes[i].backward_gap_peak_bytes);
   }
 }
 

@@ -24,6 +24,8 @@ void LayerRecorder::start_step() {
   std::fill(backward_open_.begin(), backward_open_.end(), false);
   memory_.reset_peak();
   peak_ = reserved_peak_ = 0;
+  open_layers_ = 0;
+  in_gap_ = true;  // what comes before the first layer is the first one's gap
 }
 
 void LayerRecorder::restart_peak() {
@@ -44,8 +46,10 @@ void LayerRecorder::forward_begin(const executor::Layer& layer, std::vector<torc
     input->register_hook([this, i](const torch::Tensor&) { input_gradient_done(i); });
     ++pending_inputs_[i];
   }
+  bytes_[i].forward_gap_peak_bytes = gap_peak();
   restart_peak();
   bytes_[i].forward_start_bytes = memory_.current();
+  ++open_layers_;
   timer_.begin(i, Pass::forward);
 }
 
@@ -55,6 +59,8 @@ void LayerRecorder::forward_end(const executor::Layer& layer, torch::Tensor& out
   bytes_[i].forward_end_bytes = memory_.current();
   bytes_[i].forward_peak_bytes = memory_.peak();
   if (memory_limit_ > 0 && step_peak() > memory_limit_) throw MemoryLimitExceeded(peak_, memory_limit_);
+  --open_layers_;
+  open_gap();
   if (output.defined() && output.requires_grad()) {
     output = output.view_as(output);
     output.register_hook([this, i](const torch::Tensor&) { backward_begin(i); });
@@ -62,9 +68,11 @@ void LayerRecorder::forward_end(const executor::Layer& layer, torch::Tensor& out
 }
 
 void LayerRecorder::backward_begin(int i) {
+  bytes_[i].backward_gap_peak_bytes = gap_peak();
   restart_peak();
   bytes_[i].backward_start_bytes = memory_.current();
   backward_open_[i] = true;
+  ++open_layers_;
   timer_.begin(i, Pass::backward);
 }
 
@@ -77,6 +85,18 @@ void LayerRecorder::backward_end(int i) {
   bytes_[i].backward_end_bytes = memory_.current();
   bytes_[i].backward_peak_bytes = memory_.peak();
   backward_open_[i] = false;
+  --open_layers_;
+  open_gap();
+}
+
+void LayerRecorder::open_gap() {
+  in_gap_ = open_layers_ == 0;
+  if (in_gap_) restart_peak();
+}
+
+int64_t LayerRecorder::gap_peak() {
+  const int64_t current = memory_.current();
+  return in_gap_ ? std::max(memory_.peak(), current) : current;
 }
 
 void LayerRecorder::finish_backward() {

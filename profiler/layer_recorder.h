@@ -53,6 +53,10 @@ class LayerRecorder : public executor::LayerObserver {
   void backward_begin(int layer);
   void input_gradient_done(int layer);
   void backward_end(int layer);
+  // At a layer's end: the tracker's peak is then the gap's that follows, up
+  // to the next layer's start (gap_peak), unless a layer is still open.
+  void open_gap();
+  int64_t gap_peak();
 
   LayerTimer& timer_;
   executor::MemoryTracker& memory_;
@@ -61,6 +65,8 @@ class LayerRecorder : public executor::LayerObserver {
   std::vector<model::LayerMeasurement> bytes_;
   std::vector<int> pending_inputs_;  // input markers whose gradient has not come yet
   std::vector<bool> backward_open_;
+  int open_layers_ = 0;  // forward or backward windows begun and not ended
+  bool in_gap_ = false;
   int64_t peak_ = 0, reserved_peak_ = 0;
 };
 
