@@ -16,13 +16,14 @@ const std::map<LayerKind, Entry>& table() {
   using K = LayerKind;
   using S = SlotKind;
   using F = FlopsShape;
-  // slots; invertible input, attention, saves log-probabilities, recomputes them; FLOPs shape, per output
+  // slots; invertible input, attention, saves log-probabilities, recomputes them; FLOPs shape, per output; stores
+  // before its output
   static const std::map<LayerKind, Entry> entries = {
-      {K::linear, {"linear", {{{"input", S::activation}}, false, false, false, false, F::matmul, 0}}},
+      {K::linear, {"linear", {{{"input", S::activation}}, false, false, false, false, F::matmul, 0, true}}},
       {K::embedding, {"embedding", {{{"ids", S::index}}, false, false, false, false, F::per_output, 0}}},
       {K::position, {"position", {{}, false, false, false, false, F::per_output, 1}}},
       {K::class_token, {"class_token", {{}, false, false, false, false, F::per_output, 0}}},
-      {K::conv2d, {"conv2d", {{{"input", S::activation}}, false, false, false, false, F::convolution, 0}}},
+      {K::conv2d, {"conv2d", {{{"input", S::activation}}, false, false, false, false, F::convolution, 0, true}}},
       {K::maxpool, {"maxpool", {{{"input", S::activation}, {"indices", S::index}}, false, false, false, false, F::pooling, 0}}},
       {K::avgpool, {"avgpool", {{}, false, false, false, false, F::per_input, 1}}},
       // Normalise, scale, shift and the statistics.
@@ -44,13 +45,13 @@ const std::map<LayerKind, Entry>& table() {
       // Backward needs only the output's sign.
       {K::relu, {"relu", {{{"output", S::mask}}, false, false, false, false, F::per_output, 1}}},
       {K::dropout, {"dropout", {{{"mask", S::mask}}, false, false, false, false, F::per_output, 2}}},
-      {K::mul, {"mul", {{{"a", S::activation}, {"b", S::activation}}, false, false, false, false, F::per_output, 1}}},
+      {K::mul, {"mul", {{{"a", S::activation}, {"b", S::activation}}, false, false, false, false, F::per_output, 1, true}}},
       // The scale is one more operation per score.
       {K::attention_scores,
-       {"attention_scores", {{{"q", S::activation}, {"k", S::activation}}, false, true, false, false, F::matmul, 1}}},
+       {"attention_scores", {{{"q", S::activation}, {"k", S::activation}}, false, true, false, false, F::matmul, 1, true}}},
       {K::softmax, {"softmax", {{{"output", S::activation}}, false, true, false, false, F::per_output, 5}}},
       {K::attention_context,
-       {"attention_context", {{{"probs", S::activation}, {"v", S::activation}}, false, true, false, false, F::matmul, 0}}},
+       {"attention_context", {{{"probs", S::activation}, {"v", S::activation}}, false, true, false, false, F::matmul, 0, true}}},
       // Log-softmax and the gather of the targets' entries, per logit.
       {K::cross_entropy, {"cross_entropy", {{{"logprobs", S::activation}}, false, false, true, false, F::per_input, 6}}},
       {K::lm_head,

@@ -71,6 +71,9 @@ struct LayerKindTraits {
   bool recomputes_logprobs = false;
   FlopsShape flops = FlopsShape::per_output;
   double flops_per_output = 0;
+  // Its MOM path stores its slots before it computes its output: a codec's
+  // scratch is gone by the time the output is allocated.
+  bool stores_before_output = false;
 };
 
 const LayerKindTraits& traits(LayerKind kind);

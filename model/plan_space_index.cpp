@@ -262,7 +262,8 @@ AtBatch::AtBatch(std::shared_ptr<const Index> shared, int64_t batch_size) : inde
     LayerAtBatch at;
     at.forward_s = ix.target.forward_seconds[j].at(b);
     at.backward_s = ix.target.backward_seconds[j].at(b);
-    at.forward_headroom = std::max(0.0, layer.forward_peak.at(b) - layer.forward_start.at(b) - output);
+    const double output_after_stores = traits(layer.kind).stores_before_output ? 0 : output;
+    at.forward_headroom = std::max(0.0, layer.forward_peak.at(b) - layer.forward_start.at(b) - output_after_stores);
     at.backward_headroom = std::max(0.0, layer.backward_peak.at(b) - layer.backward_start.at(b));
     layers.push_back(at);
   }

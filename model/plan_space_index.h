@@ -109,8 +109,8 @@ struct SlotAtBatch {
 struct LayerAtBatch {
   double forward_s = 0, backward_s = 0;
   // What the layer allocates beyond its start, its output and what else it
-  // saves (forward) and beyond its start (backward): room a codec's scratch
-  // fits in.
+  // saves (forward; its output too where it stores before computing it) and
+  // beyond its start (backward): room a codec's scratch fits in.
   double forward_headroom = 0, backward_headroom = 0;
 };
 

@@ -142,7 +142,9 @@ TEST(MemoryModel, CodecScratchCountsWhereItOutgrowsTheLayer) {
   // A codec needing 1 byte of scratch per raw byte, at most 20000: h (102400
   // raw bytes at b = 256) is packed in act's forward, which allocates 400b -
   // 400b (its output) = nothing else: + 20000 there. Dequantizing h in act's
-  // backward: act needs 400b beyond its start, more than the 20000.
+  // backward: act needs 400b beyond its start, more than the 20000. fc1, a
+  // linear, packs x0 (25600 raw bytes: 20000 of scratch) before it computes
+  // its output, so the scratch is gone by then: its output (400b) is room enough.
   ProfileSpec spec = chain();
   LayerModel m = fitted(spec);
   Target target = profiled_target(m);
@@ -155,6 +157,7 @@ TEST(MemoryModel, CodecScratchCountsWhereItOutgrowsTheLayer) {
   const auto with = space.timeline(q4), without = plain.timeline(q4);
   EXPECT_DOUBLE_EQ(with[point(space, m, Phase::forward, "act")] - without[point(space, m, Phase::forward, "act")], 20000);
   EXPECT_DOUBLE_EQ(with[point(space, m, Phase::backward, "act")], without[point(space, m, Phase::backward, "act")]);
+  EXPECT_DOUBLE_EQ(with[point(space, m, Phase::forward, "fc1")], without[point(space, m, Phase::forward, "fc1")]);
 }
 
 TEST(MemoryModel, InvertWithASavingConsumer) {
