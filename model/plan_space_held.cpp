@@ -67,6 +67,7 @@ void hold_inverted_output(const AtBatch& at, int slot, const SlotStrategies& str
     return;
   }
   const double raw = at.slot(consumer).bytes;
+  it->created = std::min(it->created, j);  // the activation stores it, for its consumer to find
   it->first_user = std::min(it->first_user, j);
   it->uses.push_back({layer.backward_at, j, raw, raw});
 }

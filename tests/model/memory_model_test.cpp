@@ -160,6 +160,23 @@ TEST(MemoryModel, CodecScratchCountsWhereItOutgrowsTheLayer) {
   EXPECT_DOUBLE_EQ(with[point(space, m, Phase::forward, "fc1")], without[point(space, m, Phase::forward, "fc1")]);
 }
 
+TEST(MemoryModel, AnInvertedActivationPacksItsOutputForItsConsumer) {
+  // Under quantize-4+invert the GELU packs its input's branch mask and its
+  // output g, stored as fc2 stores it (fc2 then finds that copy), in its own
+  // forward: with the codec above, 20000 of scratch each there, the GELU
+  // itself needing nothing beyond its output.
+  const LayerModel m = fitted(chain());
+  Target target = profiled_target(m);
+  for (auto& c : target.codecs) {
+    c.pack_scratch_per_byte = 1;
+    c.pack_scratch_max = 20000;
+  }
+  const PlanSpace space(m, target, B), plain(m, profiled_target(m), B);
+  const Assignment a = space.assignment(expand_plan_name("quantize-4+invert", m.layout()));
+  const size_t act = point(space, m, Phase::forward, "act");
+  EXPECT_DOUBLE_EQ(space.timeline(a)[act] - plain.timeline(a)[act], 2 * 20000);
+}
+
 TEST(MemoryModel, InvertWithASavingConsumer) {
   // act keeps a 1-bit mask of h (25600 bits = 3200 B) and uses g as fc2 keeps
   // it (raw): g now lives until act's backward. At the head's backward: S +
