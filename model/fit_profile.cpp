@@ -10,6 +10,7 @@
 #include "model/error.h"
 #include "model/median.h"
 #include "model/plan.h"
+#include "model/plan_step_calibration.h"
 #include "model/predict.h"
 #include "model/target.h"
 
@@ -243,6 +244,7 @@ LayerModel fit_model(const Profile& p, const std::vector<size_t>& use, const std
     notes.push_back("the profiled GPU '" + p.machine.device_name +
                     "' is not in the hardware catalog: what-if predictions use typical efficiencies");
   }
+  calibrate_to_plan_steps(p, m, notes);
   return m;
 }
 

@@ -203,6 +203,8 @@ json profile_to_json(const Profile& p) {
   for (const auto& c : p.codecs) {
     codecs.push_back(codec_to_json(c));
   }
+  json plan_steps = json::array();
+  for (const auto& s : p.plan_steps) plan_steps.push_back({{"plan", s.plan}, {"batch", s.batch}, {"iteration_s", s.iteration_s}});
   return {{version_key, p.version},
           {"network", p.network},
           {"network_config", p.network_config},
@@ -215,6 +217,7 @@ json profile_to_json(const Profile& p) {
           {"segments", segments},
           {"codecs", codecs},
           {"inverts", inverts_to_json(p.inverts)},
+          {"plan_steps", plan_steps},
           {"h2d_bytes_per_s", p.h2d_bytes_per_s},
           {"d2h_bytes_per_s", p.d2h_bytes_per_s}};
 }
@@ -243,6 +246,7 @@ Profile profile_from_json(const json& doc, const std::string& label) {
   }
   for (const auto& c : doc.at("codecs")) p.codecs.push_back(codec_from_json(c));
   p.inverts = inverts_from_json(doc);
+  for (const auto& s : doc.at("plan_steps")) p.plan_steps.push_back({s.at("plan"), s.at("batch"), s.at("iteration_s")});
   p.h2d_bytes_per_s = doc.at("h2d_bytes_per_s");
   p.d2h_bytes_per_s = doc.at("d2h_bytes_per_s");
   check_consistency(p, label);

@@ -18,7 +18,7 @@
 
 namespace papaya::model {
 
-// 2: the probes' scratch, the passes' and the optimizer step's peaks; 3: the peaks between layers
+// 2: the probes' scratch, the passes' and the optimizer step's peaks; 3: the peaks between layers, the plan steps
 constexpr int profile_version = 3;
 
 // One layer at one batch size. Its gap peaks: the allocator's peak between
@@ -44,7 +44,7 @@ struct LayerProbe {
 
 // One segment run alone at the profile's probe batch.
 struct SegmentProbe {
-  double recompute_s = 0;  // its forward without autograd, as checkpointing runs it again
+  double recompute_s = 0;  // what checkpointing it adds to its forward and backward (SegmentProfile)
   double between_s = 0;    // as SegmentProfile::between_s
 };
 
@@ -53,8 +53,9 @@ struct LayerProfile : LayerDescription {
   std::optional<LayerProbe> probe;         // absent: not probed, or out of memory at the probe batch
 };
 
-// One segment at each batch size: its forward run again without autograd, as
-// checkpointing does in backward.
+// One segment at each batch size: what checkpointing it adds to its forward
+// and backward (its forward again in backward, less the autograd the forward
+// then skips, and the checkpoint's own work; profiler/segment_recompute.h).
 struct SegmentProfile {
   std::string path;
   std::vector<double> recompute_s;  // one per Profile::batches entry
@@ -127,6 +128,16 @@ struct InvertMeasurement {
   }
 };
 
+// A whole step under a whole-network plan (quantize-8, recompute-all) at the
+// smallest profiled batch, the median of a few: what the fit calibrates the
+// per-call cost of a codec and of a recomputed segment to, in a step, beyond
+// what their own benchmarks show (model/fit_profile.h).
+struct PlanStep {
+  std::string plan;
+  int batch = 0;
+  double iteration_s = 0;
+};
+
 struct MachineInfo {
   std::string device;        // "cpu", "cuda:0"
   std::string device_name;   // "NVIDIA H100 80GB HBM3", "Intel(R) Xeon(R) ..."
@@ -153,7 +164,8 @@ struct Profile {
   std::vector<LayerProfile> layers;              // forward order
   std::vector<SegmentProfile> segments;          // forward order
   std::vector<CodecMeasurement> codecs;
-  std::vector<InvertMeasurement> inverts;           // per activation kind (empty in older profiles)
+  std::vector<InvertMeasurement> inverts;  // per activation kind (empty in older profiles)
+  std::vector<PlanStep> plan_steps;
   double h2d_bytes_per_s = 0, d2h_bytes_per_s = 0;  // pinned host memory (CUDA only; 0 on CPU)
 
   // The layout the plans are checked against.

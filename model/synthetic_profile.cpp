@@ -31,6 +31,7 @@ model::Profile make_profile(const ProfileSpec& spec) {
   p.network_config = {{"name", p.network}};
   p.batches = spec.batches;
   p.codecs = spec.codecs;
+  p.plan_steps = spec.plan_steps;
   p.h2d_bytes_per_s = p.d2h_bytes_per_s = spec.link_bytes_per_s;
   const auto bytes = [](const model::LinearCurve& c, double b) { return static_cast<int64_t>(std::llround(c.at(b))); };
   for (const auto& l : spec.layers) {

@@ -44,6 +44,7 @@ struct ProfileSpec {
   int64_t memory_bytes = int64_t{64} << 30;
   double link_bytes_per_s = 0;  // host link both ways (0: none)
   std::vector<model::CodecMeasurement> codecs;
+  std::vector<model::PlanStep> plan_steps;
 };
 
 // A saved tensor of `numel` elements per sample (storage: its own key unless given).

@@ -108,7 +108,7 @@ struct Samples {
   std::vector<RunFigures> layers;                     // per round, every layer's (those it ran are set)
   std::vector<double> between;                        // a segment's work between its layers at the probe batch
   std::vector<std::vector<double>> between_profiled;  // per ProbeOptions::profiled batch, as `between`
-  std::vector<double> recompute;                      // a segment's forward without autograd at the probe batch
+  std::vector<double> recompute;                      // what checkpointing a segment adds, at the probe batch
 };
 
 model::LayerProbe median_figures(const Samples& samples, size_t layer) {

@@ -9,10 +9,12 @@
 
 #include "executor/device.h"
 #include "executor/moms/codec_speed.h"
+#include "executor/plan_apply.h"
 #include "executor/session.h"
 #include "model/error.h"
 #include "model/json_file.h"
 #include "model/network_config.h"
+#include "model/plan.h"
 #include "model/units.h"
 #include "profiler/batch_run.h"
 #include "profiler/host_link.h"
@@ -90,6 +92,10 @@ std::string join(const std::vector<int>& values) {
   return out;
 }
 
+// The whole-network plans a step is timed under (model::PlanStep): one
+// storing every slot through a codec, one recomputing every segment.
+const std::vector<std::string> calibration_plans = {"quantize-8", "recompute-all"};
+
 // Every segment of the zoo hands its input to its first layer, which saves it
 // as "input" (the assumption segment_recompute.cpp makes too).
 model::SavedTensorProfile segment_input(const std::vector<model::LayerProfile>& layers, const std::string& segment) {
@@ -151,6 +157,7 @@ model::Profile profile_network(const ProfileOptions& options) {
     total *= rounds;
   }
   for (int r = 0; r < rounds; ++r) total += (warmup_in(r) + steps_in(r) + 1) * static_cast<int>(batches.size());
+  total += static_cast<int>(calibration_plans.size()) * (options.warmup + options.steps + 1);
   int done = 0, planned = 0;
   std::vector<std::vector<BatchRun>> runs(batches.size());
   for (int r = 0; r < rounds; ++r) {
@@ -224,6 +231,25 @@ model::Profile profile_network(const ProfileOptions& options) {
       for (const auto& it : profile.iterations) segment.between_s.push_back(it.oom ? 0 : *measured++);
     }
   }
+
+  // The plan steps, at the smallest batch that ran, the network put back to keep after.
+  const auto smallest =
+      std::find_if(profile.iterations.begin(), profile.iterations.end(), [](const auto& it) { return !it.oom; });
+  for (const std::string& name : calibration_plans) {
+    const std::string note = name + " at batch " + std::to_string(smallest->batch);
+    executor::apply_plan(network, model::load_plan(name, session.layout, session.config.name), session.layout);
+    BatchRunOptions run_options;
+    run_options.batch = smallest->batch;
+    run_options.warmup = options.warmup;
+    run_options.steps = options.steps;
+    run_options.memory_limit = options.memory_limit;
+    run_options.on_step = [&] {
+      if (options.on_progress) options.on_progress(++done, total, note);
+    };
+    const BatchRun run = median_run({run_batch(network, data, *session.optimizer, memory, *timer, run_options)});
+    if (!run.iteration.oom) profile.plan_steps.push_back({name, smallest->batch, run.iteration.iteration_s});
+  }
+  executor::apply_plan(network, model::load_plan("keep", session.layout, session.config.name), session.layout);
 
   profile.machine = describe_machine(device, *timer);
   profile.codecs = executor::measure_codecs(device, session.dtype, memory);

@@ -1,9 +1,11 @@
 #include "profiler/segment_recompute.h"
 
+#include <algorithm>
 #include <chrono>
 #include <stdexcept>
 
 #include "executor/device.h"
+#include "executor/moms/checkpoint.h"
 #include "model/median.h"
 
 namespace papaya::profiler {
@@ -49,6 +51,15 @@ class LastOutput : public executor::LayerObserver {
   std::string segment_;
 };
 
+// Seconds of one forward and backward of `segment` on `x`, checkpointed or not.
+double forward_and_backward(executor::Segment& segment, const torch::Tensor& x, const torch::Tensor& grad, bool checkpointed) {
+  executor::synchronize(x.device());
+  const auto start = std::chrono::steady_clock::now();
+  (checkpointed ? executor::checkpoint(segment, x) : segment.run_layers(x)).backward(grad);
+  executor::synchronize(x.device());
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 }  // namespace
 
 SegmentInputs capture_segment_inputs(executor::Network& network, const executor::Batch& batch) {
@@ -60,17 +71,18 @@ SegmentInputs capture_segment_inputs(executor::Network& network, const executor:
 }
 
 double time_recompute(executor::Segment& segment, const torch::Tensor& input, int repeats) {
-  torch::NoGradGuard no_grad;
-  const torch::Device device = input.device();
-  std::vector<double> runs;
+  const torch::AutoGradMode with_grad(true);
+  const torch::Tensor x = input.detach().requires_grad_(true);
+  const torch::Tensor grad = [&] {
+    const torch::NoGradGuard no_grad;
+    return torch::ones_like(segment.run_layers(x));
+  }();
+  std::vector<double> plain, checkpointed;
   for (int r = 0; r < repeats; ++r) {
-    executor::synchronize(device);
-    const auto start = std::chrono::steady_clock::now();
-    segment.run(input);
-    executor::synchronize(device);
-    runs.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    plain.push_back(forward_and_backward(segment, x, grad, false));
+    checkpointed.push_back(forward_and_backward(segment, x, grad, true));
   }
-  return model::median(runs);
+  return std::max(0.0, model::median(checkpointed) - model::median(plain));
 }
 
 std::vector<double> time_recompute(executor::Network& network, const SegmentInputs& inputs, int repeats) {

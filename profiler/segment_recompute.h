@@ -1,7 +1,9 @@
 #pragma once
-// What checkpointing a segment costs in backward: its forward run again
-// without autograd, and the gradient of its output, which a recomputed
-// segment holds until its whole backward returns.
+// What checkpointing a segment costs: its forward run again in backward with
+// autograd, less the autograd its forward then skips, and the checkpoint's
+// own work (its function, the random state, a nested backward); and the
+// gradient of its output, which a recomputed segment holds until its whole
+// backward returns.
 #include <torch/torch.h>
 
 #include <string>
@@ -16,11 +18,11 @@ namespace papaya::profiler {
 using SegmentInputs = std::unordered_map<std::string, torch::Tensor>;
 SegmentInputs capture_segment_inputs(executor::Network& network, const executor::Batch& batch);
 
-// Seconds per segment (network.segments() order): the median of `repeats` runs
-// of each segment's forward, without autograd and in the network's current
-// mode, on its captured input.
+// Seconds per segment (network.segments() order): what checkpointing adds to
+// a forward and backward of the segment on its captured input, in the
+// network's current mode (medians of `repeats` runs of each, interleaved).
 std::vector<double> time_recompute(executor::Network& network, const SegmentInputs& inputs, int repeats);
-// One segment's: the median of `repeats` runs on `input`.
+// One segment's, on `input`.
 double time_recompute(executor::Segment& segment, const torch::Tensor& input, int repeats);
 
 // Per segment (network.segments() order): whether it returns its last

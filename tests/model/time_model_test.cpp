@@ -184,6 +184,29 @@ TEST(TimeModel, RecomputeAddsEachSegmentsForwardAndTheHeadsForward) {
   EXPECT_NEAR(predict(m, target, expand_plan_name("recompute-all", m.layout()), 16).seconds - keep, expected, 1e-12);
 }
 
+// A plan step (profile.h) that took longer beyond keep than the model says
+// sets the per-call costs so that the model says what it took; one that took
+// less changes nothing.
+TEST(TimeModel, PlanStepsCalibrateTheCostOfACodecCallAndOfARecomputedSegment) {
+  const ProfileSpec spec = gpt_like(2);
+  const LayerModel plain = fit_profile(make_profile(spec), "synthetic").model;
+  const auto beyond_keep = [](const LayerModel& m, const std::string& plan) {
+    const Target target = profiled_target(m);
+    return predict(m, target, expand_plan_name(plan, m.layout()), 1).seconds -
+           predict(m, target, expand_plan_name("keep", m.layout()), 1).seconds;
+  };
+  const double keep_measured = make_profile(spec).iterations.front().iteration_s;
+  for (const std::string plan : {"quantize-8", "recompute-all"}) {
+    ProfileSpec slower = spec;
+    slower.plan_steps = {{plan, 1, keep_measured + beyond_keep(plain, plan) + 300e-6}};
+    const LayerModel calibrated = fit_profile(make_profile(slower), "synthetic").model;
+    EXPECT_NEAR(beyond_keep(calibrated, plan), beyond_keep(plain, plan) + 300e-6, 1e-12) << plan;
+    ProfileSpec faster = spec;
+    faster.plan_steps = {{plan, 1, keep_measured + beyond_keep(plain, plan) - 300e-6}};
+    EXPECT_EQ(beyond_keep(fit_profile(make_profile(faster), "synthetic").model, plan), beyond_keep(plain, plan)) << plan;
+  }
+}
+
 TEST(TimeModel, QuantizeCostsPackAndUnpackAtTheCodecThroughput) {
   // One layer saving 1e6 fp32 values per sample; 4-bit codec at 1 GB/s pack,
   // 2 GB/s unpack: 4 MB per sample costs 4 ms + 2 ms.

@@ -69,8 +69,14 @@ TEST_P(TinyProfile, IsAValidProfileOfEveryLayer) {
   EXPECT_EQ(p.machine.timing, "wall-clock");
   EXPECT_GT(p.machine.memory_bytes, 0);
   EXPECT_GE(p.machine.threads, 1);
-  EXPECT_EQ(p.codecs.size(), 4u);      // 8, 4, 2 bits and 1-bit masks
-  EXPECT_EQ(back.inverts.size(), 2u);  // GELU and SiLU, through the JSON
+  EXPECT_EQ(p.codecs.size(), 4u);         // 8, 4, 2 bits and 1-bit masks
+  EXPECT_EQ(back.inverts.size(), 2u);     // GELU and SiLU, through the JSON
+  ASSERT_EQ(back.plan_steps.size(), 2u);  // through the JSON
+  for (size_t i = 0; i < back.plan_steps.size(); ++i) {
+    EXPECT_EQ(back.plan_steps[i].plan, i == 0 ? "quantize-8" : "recompute-all");
+    EXPECT_EQ(back.plan_steps[i].batch, small);
+    EXPECT_GT(back.plan_steps[i].iteration_s, 0);
+  }
   for (const auto& l : p.layers) {
     EXPECT_GE(l.forward_flops_per_sample, 0) << l.path;
     EXPECT_GT(l.forward_bytes_moved_per_sample, 0) << l.path;
