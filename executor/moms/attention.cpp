@@ -26,9 +26,13 @@ struct ScoresFunction : Function<ScoresFunction> {
     const double scale = ctx->saved_data["scale"].toDouble();
     ctx->saved_data.erase("scale");
     const auto kept = ctx->get_saved_variables();
-    const at::Tensor g = (kept.empty() ? grad[0] : grad[0].masked_fill(kept[0], 0)) * scale;
+    // One scores-sized temporary, as the native backward takes: scaled, then
+    // masked in place; and k's gradient as (q^T g)^T, which reads g as it is
+    // where g^T q would copy it transposed.
+    at::Tensor g = grad[0] * scale;
+    if (!kept.empty()) g.masked_fill_(kept[0], 0);
     const auto gradients = [&](const std::vector<at::Tensor>& s) -> variable_list {
-      return {g.matmul(s[1]), g.transpose(-2, -1).matmul(s[0])};
+      return {g.matmul(s[1]), s[0].transpose(-2, -1).matmul(g).transpose(-2, -1)};
     };
     const variable_list out = gradients(saved.tensors);
     saved.estimate_sensitivity(gradients, out);
