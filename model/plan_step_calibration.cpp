@@ -23,8 +23,8 @@ double predicted_seconds(const LayerModel& model, const std::string& plan, int b
 // Adds `seconds` to every call that `add` reaches, where the plan step took
 // longer than predicted: the calls counted as how much the predicted step
 // grows with one more second per call.
-void calibrate(const Profile& profile, const PlanStep& step, LayerModel& model, const std::function<void(LayerModel&, double)>& add,
-               const char* what, std::vector<std::string>& notes) {
+void calibrate(const Profile& profile, const PlanStep& step, LayerModel& model,
+               const std::function<void(LayerModel&, double)>& add, const char* what, std::vector<std::string>& notes) {
   const auto keep = std::find_if(profile.iterations.begin(), profile.iterations.end(),
                                  [&](const IterationMeasurement& it) { return it.batch == step.batch && !it.oom; });
   if (keep == profile.iterations.end()) return;
@@ -33,8 +33,7 @@ void calibrate(const Profile& profile, const PlanStep& step, LayerModel& model, 
   add(probed, probe_seconds);
   const double calls = (predicted_seconds(probed, step.plan, step.batch) - base) / probe_seconds;
   if (calls < 0.5) return;
-  const double missing =
-      (step.iteration_s - keep->iteration_s) - (base - predicted_seconds(model, "keep", step.batch));
+  const double missing = (step.iteration_s - keep->iteration_s) - (base - predicted_seconds(model, "keep", step.batch));
   if (missing <= 0) return;
   add(model, missing / calls);
   char note[160];
