@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.fallthrough();
   papaya::cli::register_networks(app);
+  papaya::cli::register_import_hf(app);
   papaya::cli::register_hardware(app);
   papaya::cli::register_train(app);
   papaya::cli::register_profile(app);

@@ -1,5 +1,6 @@
 // papaya networks: the shipped network configs.
 #include "cli/commands.h"
+#include "cli/network_shape.h"
 #include "cli/report.h"
 #include "cli/table.h"
 #include "model/network_config.h"
@@ -8,22 +9,6 @@
 
 namespace papaya::cli {
 namespace {
-
-std::string shape(const model::NetworkConfig& c) {
-  switch (c.family) {
-    case model::Family::resnet: {
-      std::string stages;
-      for (int s : c.resnet().stages) stages += (stages.empty() ? "" : "-") + std::to_string(s);
-      return c.resnet().block + " " + stages + ", " + std::to_string(c.resnet().image_size) + "px";
-    }
-    case model::Family::mlp: return std::to_string(c.mlp().hidden.size()) + " hidden layers";
-    default: {
-      const auto& t = c.transformer();
-      return std::to_string(t.layers) + "x" + std::to_string(t.d_model) + ", " + std::to_string(t.heads) + " heads, " +
-             std::to_string(c.sequence_length()) + " tokens";
-    }
-  }
-}
 
 struct ShippedNetwork {
   std::string name;
@@ -43,7 +28,7 @@ void to_json(nlohmann::json& out, const ShippedNetwork& n) {
 void print_text(std::ostream& out, const std::vector<ShippedNetwork>& networks) {
   Table table({"network", "family", "shape", "parameters", "description"});
   for (const auto& n : networks) {
-    table.add_row({n.name, model::to_string(n.config.family), shape(n.config),
+    table.add_row({n.name, model::to_string(n.config.family), network_shape(n.config),
                    model::format_si(static_cast<double>(n.parameters)), n.config.description});
   }
   table.print(out);

@@ -9,7 +9,6 @@
 #include "executor/trainer.h"
 #include "executor/training_state.h"
 #include "model/error.h"
-#include "model/json_file.h"
 #include "model/network_config.h"
 
 namespace papaya::cli {
@@ -74,11 +73,8 @@ executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& cal
                         progress.steps_done});
   }
   const nlohmann::json description =
-      run.save.empty()
-          ? nlohmann::json()
-          : describe_run(
-                run, run.resume.empty() ? model::read_json_file(config.source, "network config") : recorded.at("network_config"),
-                plan);
+      run.save.empty() ? nlohmann::json()
+                       : describe_run(run, run.resume.empty() ? config.document : recorded.at("network_config"), plan);
   options.before_step = [&applied](int step) { applied.begin_step(step); };
   options.record_stored_bytes = run.record_stored_bytes;
   options.on_step = [&](int step, int steps, double loss) {

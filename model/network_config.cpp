@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "model/error.h"
+#include "model/hf_config.h"
 #include "model/json_file.h"
 
 namespace papaya::model {
@@ -145,7 +146,9 @@ MlpConfig parse_mlp(const json& doc) {
 }  // namespace
 
 NetworkConfig parse_network_config(const json& doc, const std::string& label) {
+  if (is_hf_config(doc)) return parse_network_config(network_config_from_hf(doc, fs::path(label).stem().string(), label), label);
   NetworkConfig config;
+  config.document = doc;
   config.family = family_of(doc, label);
   require_ints_fit(doc, label);
   switch (config.family) {

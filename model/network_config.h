@@ -46,6 +46,9 @@ struct NetworkConfig {
   std::string name;
   std::string description;
   std::string source;  // the file it was read from
+  // The papaya config document it was parsed from (an imported HuggingFace
+  // config's conversion): what profiles and training states record.
+  nlohmann::json document;
   Family family = Family::mlp;
   std::variant<TransformerConfig, ResNetConfig, MlpConfig> body;
 
@@ -63,7 +66,9 @@ std::string to_string(Family family);
 // path and what was expected.
 NetworkConfig load_network_config(const std::string& name_or_path);
 
-// Parses and validates a config document; `label` names it in errors.
+// Parses and validates a config document, a papaya one or a HuggingFace
+// config.json (model/hf_config.h; named after `label`'s file name); `label`
+// names it in errors.
 NetworkConfig parse_network_config(const nlohmann::json& doc, const std::string& label);
 
 // Names of the shipped configs, sorted.

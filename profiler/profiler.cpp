@@ -12,7 +12,6 @@
 #include "executor/plan_apply.h"
 #include "executor/session.h"
 #include "model/error.h"
-#include "model/json_file.h"
 #include "model/network_config.h"
 #include "model/plan.h"
 #include "model/units.h"
@@ -133,7 +132,7 @@ model::Profile profile_network(const ProfileOptions& options) {
 
   model::Profile profile;
   profile.network = session.config.name;
-  profile.network_config = model::read_json_file(session.config.source, "network config");
+  profile.network_config = session.config.document;
   profile.precision = options.precision;
   profile.batches = batches;
   profile.layers = describe_layers(network, session.layout);

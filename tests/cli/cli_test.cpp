@@ -58,6 +58,28 @@ TEST(Cli, NetworksListsTheZoo) {
   EXPECT_NE(run.out.find("gpt2-medium"), std::string::npos);
 }
 
+// A HuggingFace config.json: imported, written, and taken as --network.
+TEST(Cli, ImportHfWritesAPapayaConfigThatEveryCommandTakes) {
+  const std::string dir = (std::filesystem::temp_directory_path() / ("papaya-import-hf-" + std::to_string(getpid()))).string();
+  std::filesystem::create_directories(dir);
+  const std::string hf = dir + "/tiny-gpt2.json", out = dir + "/tiny.json";
+  std::ofstream(hf) << R"({"model_type": "gpt2", "n_embd": 32, "n_head": 2, "n_layer": 1, "n_positions": 64, "vocab_size": 40})";
+  Outcome run = run_papaya("import-hf " + hf + " --seq-len 16 --out " + out + " --json");
+  ASSERT_EQ(run.code, 0) << run.err;
+  const json imported = json::parse(run.out);
+  EXPECT_EQ(imported.at("network_config").at("seq_len"), 16);
+  EXPECT_GT(imported.at("parameters").get<int64_t>(), 0);
+  EXPECT_TRUE(std::filesystem::exists(out));
+  run = run_papaya("train --network " + hf + " --batch 2 --steps 2 --json");
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(json::parse(run.out).at("network"), "tiny-gpt2");
+  std::ofstream(hf) << R"({"model_type": "llama"})";
+  run = run_papaya("import-hf " + hf);
+  EXPECT_EQ(run.code, 2);
+  EXPECT_NE(run.err.find("/model_type: 'llama' needs"), std::string::npos) << run.err;
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Cli, HardwareListsTheCatalog) {
   Outcome run = run_papaya("hardware --json");
   ASSERT_EQ(run.code, 0) << run.err;

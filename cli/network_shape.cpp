@@ -1,0 +1,21 @@
+#include "cli/network_shape.h"
+
+namespace papaya::cli {
+
+std::string network_shape(const model::NetworkConfig& c) {
+  switch (c.family) {
+    case model::Family::resnet: {
+      std::string stages;
+      for (int s : c.resnet().stages) stages += (stages.empty() ? "" : "-") + std::to_string(s);
+      return c.resnet().block + " " + stages + ", " + std::to_string(c.resnet().image_size) + "px";
+    }
+    case model::Family::mlp: return std::to_string(c.mlp().hidden.size()) + " hidden layers";
+    default: {
+      const auto& t = c.transformer();
+      return std::to_string(t.layers) + "x" + std::to_string(t.d_model) + ", " + std::to_string(t.heads) + " heads, " +
+             std::to_string(c.sequence_length()) + " tokens";
+    }
+  }
+}
+
+}  // namespace papaya::cli

@@ -1,0 +1,76 @@
+// HuggingFace config.json documents as papaya network configs: the shipped
+// ones (configs/hf) count HuggingFace's parameters exactly, HuggingFace's
+// defaults fill what a document leaves out, and what papaya cannot build
+// is refused naming the field.
+#include <gtest/gtest.h>
+
+#include "model/error.h"
+#include "model/hf_config.h"
+#include "model/json_file.h"
+#include "model/network_config.h"
+#include "model/parameter_count.h"
+
+namespace papaya::model {
+namespace {
+
+using nlohmann::json;
+
+NetworkConfig shipped(const std::string& name) { return load_network_config(config_dir() + "/hf/" + name + ".json"); }
+
+std::string error_of(const json& hf, std::optional<int> seq_len = std::nullopt) {
+  try {
+    network_config_from_hf(hf, "net", "config.json", seq_len);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// GPT2LMHeadModel.from_pretrained("gpt2" / "gpt2-medium") and
+// ViTForImageClassification ("google/vit-base-patch16-224"): their
+// num_parameters().
+TEST(HfConfig, ShippedConfigsCountHuggingFacesParameters) {
+  EXPECT_EQ(parameter_count(shipped("gpt2")), 124439808);
+  EXPECT_EQ(parameter_count(shipped("gpt2-medium")), 354823168);
+  EXPECT_EQ(parameter_count(shipped("vit-base-patch16-224")), 86567656);
+  const NetworkConfig gpt2 = shipped("gpt2");
+  EXPECT_EQ(gpt2.name, "gpt2");
+  EXPECT_EQ(gpt2.family, Family::gpt);
+  EXPECT_EQ(gpt2.transformer().seq_len, 1024);
+  EXPECT_EQ(gpt2.transformer().mlp_hidden(), 3072);
+  EXPECT_DOUBLE_EQ(gpt2.transformer().dropout, 0.1);
+  EXPECT_EQ(gpt2.document.at("family"), "gpt");  // what profiles record: the papaya document
+  EXPECT_EQ(shipped("vit-base-patch16-224").sequence_length(), 197);
+}
+
+TEST(HfConfig, HuggingFacesDefaultsFillWhatTheDocumentLeavesOut) {
+  const NetworkConfig gpt2 = parse_network_config(json{{"model_type", "gpt2"}}, "dir/small.json");
+  EXPECT_EQ(gpt2.name, "small");
+  EXPECT_EQ(parameter_count(gpt2), 124439808);
+  const NetworkConfig wide = parse_network_config(json{{"model_type", "gpt2"}, {"n_embd", 64}, {"n_head", 4}, {"n_inner", 96},
+                                                       {"n_layer", 2}, {"n_positions", 4096}, {"vocab_size", 100}},
+                                                  "wide.json");
+  EXPECT_EQ(wide.transformer().mlp_hidden(), 96);
+  EXPECT_EQ(wide.transformer().seq_len, 2048);  // the position count, at most 2048
+  EXPECT_EQ(network_config_from_hf(json{{"model_type", "gpt2"}}, "net", "config.json", 128).at("seq_len"), 128);
+  const NetworkConfig vit = parse_network_config(json{{"model_type", "vit"}, {"id2label", {{"0", "cat"}, {"1", "dog"}, {"2", "emu"}}}},
+                                                 "vit.json");
+  EXPECT_EQ(vit.transformer().classes, 3);
+  EXPECT_EQ(vit.transformer().image_size, 224);
+}
+
+TEST(HfConfig, WhatPapayaCannotBuildIsRefusedNamingTheField) {
+  EXPECT_NE(error_of({{"model_type", "llama"}}).find("config.json: /model_type: 'llama' needs rotary position embeddings"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"model_type", "t5"}}).find("config.json: /model_type: 't5' is not a supported model type (supported: gpt2, vit)"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"model_type", "gpt2"}, {"activation_function", "relu"}}).find("/activation_function: 'relu'"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"model_type", "gpt2"}, {"tie_word_embeddings", false}}).find("/tie_word_embeddings"), std::string::npos);
+  EXPECT_NE(error_of({{"model_type", "gpt2"}, {"n_layer", "twelve"}}).find("/n_layer: \"twelve\""), std::string::npos);
+  EXPECT_NE(error_of({{"model_type", "gpt2"}}, 4096).find("--seq-len 4096 is past the 1024 positions"), std::string::npos);
+  EXPECT_NE(error_of({{"model_type", 3}}).find("/model_type: expected a string"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace papaya::model
