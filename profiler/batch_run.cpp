@@ -103,6 +103,7 @@ BatchRun measure(executor::Network& network, executor::DataSource& data, torch::
     if (options.on_step) options.on_step();
   }
   it.static_bytes = executor::static_bytes(network, optimizer);
+  if (!options.time_segments) return run;
   const SegmentInputs inputs = capture_segment_inputs(network, data.next(options.batch));
   run.recompute_s = time_recompute(network, inputs, options.steps);
   run.returns_last_layer_output = returns_last_layer_output(network, inputs);

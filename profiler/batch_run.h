@@ -19,6 +19,7 @@ struct BatchRunOptions {
   int64_t batch = 1;
   int warmup = 2, steps = 5;
   int64_t memory_limit = 0;       // > 0: emulated device limit on allocated bytes
+  bool time_segments = true;      // false: the steps alone (recompute_s, returns_last_layer_output left empty)
   std::function<void()> on_step;  // after each step, and after the recompute timing
 };
 

@@ -156,7 +156,7 @@ model::Profile profile_network(const ProfileOptions& options) {
     total *= rounds;
   }
   for (int r = 0; r < rounds; ++r) total += (warmup_in(r) + steps_in(r) + 1) * static_cast<int>(batches.size());
-  total += static_cast<int>(calibration_plans.size()) * (options.warmup + options.steps + 1);
+  total += static_cast<int>(calibration_plans.size()) * (options.warmup + options.steps);
   int done = 0, planned = 0;
   std::vector<std::vector<BatchRun>> runs(batches.size());
   for (int r = 0; r < rounds; ++r) {
@@ -242,6 +242,7 @@ model::Profile profile_network(const ProfileOptions& options) {
     run_options.warmup = options.warmup;
     run_options.steps = options.steps;
     run_options.memory_limit = options.memory_limit;
+    run_options.time_segments = false;
     run_options.on_step = [&] {
       if (options.on_progress) options.on_progress(++done, total, note);
     };
