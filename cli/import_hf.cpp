@@ -48,8 +48,8 @@ void print_text(std::ostream& out, const Imported& i) {
 Imported import_hf(const ImportArgs& args) {
   const nlohmann::json hf = model::read_json_file(args.config, "HuggingFace config");
   if (!model::is_hf_config(hf)) {
-    throw InputError(args.config + ": /model_type: missing; not a HuggingFace config.json (types: " +
-                     model::supported_hf_model_types() + ")");
+    throw InputError(args.config +
+                     ": /model_type: missing; not a HuggingFace config.json (types: " + model::supported_hf_model_types() + ")");
   }
   const std::string name = std::filesystem::path(args.config).stem().string();
   Imported i;
@@ -69,11 +69,11 @@ void register_import_hf(CLI::App& app) {
       "import-hf",
       "Convert a HuggingFace config.json into a papaya network config (every command also takes such a file as --network).");
   auto args = std::make_shared<ImportArgs>();
-  cmd->add_option("config", args->config, "A HuggingFace config.json (model_type " + std::string(model::supported_hf_model_types()) + ")")
+  cmd->add_option("config", args->config,
+                  "A HuggingFace config.json (model_type " + std::string(model::supported_hf_model_types()) + ")")
       ->required()
       ->check(CLI::ExistingFile);
-  cmd->add_option("--seq-len", args->seq_len,
-                  "Training sequence length (default: the config's position count, at most 2048)")
+  cmd->add_option("--seq-len", args->seq_len, "Training sequence length (default: the config's position count, at most 2048)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--out", args->out, "Write the papaya network config to FILE");
   const auto output = add_output_options(cmd, "One JSON document: the papaya network config and its parameter count");

@@ -43,7 +43,8 @@ T field(const json& hf, const char* key, T fallback, const std::string& label) {
 std::string activation_of(const std::string& hf_activation, const char* key, const std::string& label) {
   if (hf_activation.rfind("gelu", 0) == 0) return "gelu";  // gelu, gelu_new, gelu_fast, gelu_pytorch_tanh
   if (hf_activation == "silu" || hf_activation == "swish") return "silu";
-  throw InputError(label + ": /" + key + ": '" + hf_activation + "' is not an activation papaya's transformer MLP has (gelu, silu)");
+  throw InputError(label + ": /" + key + ": '" + hf_activation +
+                   "' is not an activation papaya's transformer MLP has (gelu, silu)");
 }
 
 int seq_len_of(std::optional<int> seq_len, int positions, const std::string& label) {
@@ -69,7 +70,8 @@ json gpt2(const json& hf, json out, const std::string& label, std::optional<int>
   out["d_model"] = d;
   out["heads"] = field(hf, "n_head", 12, label);
   out["mlp_ratio"] = static_cast<double>(field(hf, "n_inner", 4 * d, label)) / d;
-  out["activation"] = activation_of(field<std::string>(hf, "activation_function", "gelu_new", label), "activation_function", label);
+  out["activation"] =
+      activation_of(field<std::string>(hf, "activation_function", "gelu_new", label), "activation_function", label);
   out["dropout"] = field(hf, "resid_pdrop", 0.1, label);
   out["seq_len"] = seq_len_of(seq_len, field(hf, "n_positions", 1024, label), label);
   out["vocab"] = field(hf, "vocab_size", 50257, label);
@@ -120,11 +122,11 @@ json network_config_from_hf(const json& hf, const std::string& name, const std::
   if (type == "vit") return vit(hf, std::move(out), label, seq_len);
   const auto needs = unbuilt().find(type);
   if (needs != unbuilt().end()) {
-    throw InputError(label + ": /model_type: '" + type + "' needs " + needs->second + ", which papaya does not build yet (supported: " +
-                     supported_hf_model_types() + ")");
+    throw InputError(label + ": /model_type: '" + type + "' needs " + needs->second +
+                     ", which papaya does not build yet (supported: " + supported_hf_model_types() + ")");
   }
-  throw InputError(label + ": /model_type: '" + type + "' is not a supported model type (supported: " + supported_hf_model_types() +
-                   ")");
+  throw InputError(label + ": /model_type: '" + type +
+                   "' is not a supported model type (supported: " + supported_hf_model_types() + ")");
 }
 
 }  // namespace papaya::model

@@ -47,14 +47,19 @@ TEST(HfConfig, HuggingFacesDefaultsFillWhatTheDocumentLeavesOut) {
   const NetworkConfig gpt2 = parse_network_config(json{{"model_type", "gpt2"}}, "dir/small.json");
   EXPECT_EQ(gpt2.name, "small");
   EXPECT_EQ(parameter_count(gpt2), 124439808);
-  const NetworkConfig wide = parse_network_config(json{{"model_type", "gpt2"}, {"n_embd", 64}, {"n_head", 4}, {"n_inner", 96},
-                                                       {"n_layer", 2}, {"n_positions", 4096}, {"vocab_size", 100}},
+  const NetworkConfig wide = parse_network_config(json{{"model_type", "gpt2"},
+                                                       {"n_embd", 64},
+                                                       {"n_head", 4},
+                                                       {"n_inner", 96},
+                                                       {"n_layer", 2},
+                                                       {"n_positions", 4096},
+                                                       {"vocab_size", 100}},
                                                   "wide.json");
   EXPECT_EQ(wide.transformer().mlp_hidden(), 96);
   EXPECT_EQ(wide.transformer().seq_len, 2048);  // the position count, at most 2048
   EXPECT_EQ(network_config_from_hf(json{{"model_type", "gpt2"}}, "net", "config.json", 128).at("seq_len"), 128);
-  const NetworkConfig vit = parse_network_config(json{{"model_type", "vit"}, {"id2label", {{"0", "cat"}, {"1", "dog"}, {"2", "emu"}}}},
-                                                 "vit.json");
+  const NetworkConfig vit =
+      parse_network_config(json{{"model_type", "vit"}, {"id2label", {{"0", "cat"}, {"1", "dog"}, {"2", "emu"}}}}, "vit.json");
   EXPECT_EQ(vit.transformer().classes, 3);
   EXPECT_EQ(vit.transformer().image_size, 224);
 }
@@ -62,7 +67,8 @@ TEST(HfConfig, HuggingFacesDefaultsFillWhatTheDocumentLeavesOut) {
 TEST(HfConfig, WhatPapayaCannotBuildIsRefusedNamingTheField) {
   EXPECT_NE(error_of({{"model_type", "llama"}}).find("config.json: /model_type: 'llama' needs rotary position embeddings"),
             std::string::npos);
-  EXPECT_NE(error_of({{"model_type", "t5"}}).find("config.json: /model_type: 't5' is not a supported model type (supported: gpt2, vit)"),
+  EXPECT_NE(error_of({{"model_type", "t5"}})
+                .find("config.json: /model_type: 't5' is not a supported model type (supported: gpt2, vit)"),
             std::string::npos);
   EXPECT_NE(error_of({{"model_type", "gpt2"}, {"activation_function", "relu"}}).find("/activation_function: 'relu'"),
             std::string::npos);
