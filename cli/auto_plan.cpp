@@ -16,6 +16,7 @@ const std::vector<int>& auto_plan_batches() {
 Profiled profile_and_fit(const AutoPlanRequest& request) {
   profiler::ProfileOptions options;
   options.network = request.network;
+  options.seq_len = request.seq_len;
   options.device = request.device;
   options.precision = request.precision;
   options.batches = request.batches;

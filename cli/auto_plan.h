@@ -22,6 +22,7 @@ struct AutoPlanRequest {
   std::string precision;                           // fp32, bf16
   std::string hardware;                            // "" : the profiled machine
   std::vector<int> batches = auto_plan_batches();  // to profile
+  std::optional<int> seq_len;                      // tokens per sample instead of the config's
 };
 
 struct Profiled {

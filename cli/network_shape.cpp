@@ -12,7 +12,8 @@ std::string network_shape(const model::NetworkConfig& c) {
     case model::Family::mlp: return std::to_string(c.mlp().hidden.size()) + " hidden layers";
     default: {
       const auto& t = c.transformer();
-      return std::to_string(t.layers) + "x" + std::to_string(t.d_model) + ", " + std::to_string(t.heads) + " heads, " +
+      const std::string kv = t.kv_heads < t.heads ? " (" + std::to_string(t.kv_heads) + " k/v)" : "";
+      return std::to_string(t.layers) + "x" + std::to_string(t.d_model) + ", " + std::to_string(t.heads) + " heads" + kv + ", " +
              std::to_string(c.sequence_length()) + " tokens";
     }
   }

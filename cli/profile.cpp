@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/network_option.h"
 #include "cli/output_file.h"
 #include "cli/progress.h"
 #include "cli/report.h"
@@ -166,8 +167,7 @@ void register_profile(CLI::App& app) {
       "profile", "Measure a network layer by layer (time, memory, saved tensors) at several batch sizes; write a profile.");
   profiler::ProfileOptions& o = args->options;
   for (int b : o.batches) args->batches += (args->batches.empty() ? "" : ",") + std::to_string(b);
-  cmd->add_option("--network,-n", o.network, "Network config name (see papaya networks) or path to a .json config")
-      ->capture_default_str();
+  add_network_options(cmd, o.network, o.seq_len);
   cmd->add_option("--batch,-b", args->batches, "Batch sizes, comma-separated")->capture_default_str();
   cmd->add_option("--device,-d", o.device, "cpu, cuda or cuda:N")->capture_default_str();
   cmd->add_option("--steps,-s", o.steps, "Measured training steps per batch size")

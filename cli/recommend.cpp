@@ -9,6 +9,7 @@
 
 #include "cli/auto_plan.h"
 #include "cli/commands.h"
+#include "cli/network_option.h"
 #include "cli/output_file.h"
 #include "cli/plan_report.h"
 #include "cli/report.h"
@@ -34,6 +35,7 @@ std::vector<std::string> single_optimizations() {
 
 struct RecommendArgs {
   std::string network = profiler::ProfileOptions{}.network;
+  std::optional<int> seq_len;
   std::string device;  // empty: cuda where there is one, else cpu
   std::string hardware;
   std::string budget;
@@ -188,7 +190,7 @@ void print_text(std::ostream& out, const Recommendation& rec) {
 
 Recommendation compute(const RecommendArgs& args) {
   const auto start = std::chrono::steady_clock::now();
-  const model::NetworkConfig config = model::load_network_config(args.network);
+  const model::NetworkConfig config = model::load_network_config(args.network, args.seq_len);
   Recommendation rec;
   rec.out = args.out.empty() ? config.name + ".plan.json" : args.out;
   const std::string& out = rec.out;
@@ -200,11 +202,13 @@ Recommendation compute(const RecommendArgs& args) {
   rec.model_path = stem + ".model.json";
   check_writable(out);
 
-  const Profiled profiled = profile_and_fit({args.network,
-                                             !args.device.empty()          ? args.device
-                                             : torch::cuda::is_available() ? "cuda"
-                                                                           : "cpu",
-                                             "fp32", args.hardware});
+  AutoPlanRequest auto_plan{args.network,
+                            !args.device.empty()          ? args.device
+                            : torch::cuda::is_available() ? "cuda"
+                                                          : "cpu",
+                            "fp32", args.hardware};
+  auto_plan.seq_len = args.seq_len;
+  const Profiled profiled = profile_and_fit(auto_plan);
   rec.model = profiled.model;
   const model::Target& target = profiled.target;
   rec.hardware = target.name;
@@ -228,8 +232,7 @@ void register_recommend(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "recommend",
       "Profile a network, fit its model and plan within a memory budget: which optimizations to train with, and why.");
-  cmd->add_option("--network,-n", args->network, "Network config name (see papaya networks) or path to a .json config")
-      ->capture_default_str();
+  add_network_options(cmd, args->network, args->seq_len);
   cmd->add_option("--device,-d", args->device, "cpu, cuda or cuda:N to profile on; default: cuda where there is one, else cpu");
   cmd->add_option("--hardware", args->hardware, "Catalog entry to plan for (papaya hardware); default: the profiled machine");
   cmd->add_option("--budget", args->budget,

@@ -50,9 +50,9 @@ TrainRun resumed_run(const TrainRun& given, const json& recorded, int steps_done
   check_same(given, "--lr", given.lr, run.lr);
   check_same(given, "--adaptive-every", given.adaptive_every, run.adaptive_every);
   check_same(given, "--data", given.data, run.data);
-  if (given.given.count("--network")) {
-    const model::NetworkConfig asked = model::load_network_config(given.network);
-    if (model::read_json_file(asked.source, "network config") != recorded.value("network_config", json())) {
+  if (given.given.count("--network") || given.given.count("--seq-len")) {
+    const model::NetworkConfig asked = model::load_network_config(given.network, given.seq_len);
+    if (asked.document != recorded.value("network_config", json())) {
       throw InputError("--resume " + given.resume + ": the state is of another network than " + given.network +
                        " (leave --network out to go on as it was)");
     }

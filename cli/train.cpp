@@ -5,6 +5,7 @@
 
 #include "cli/auto_plan.h"
 #include "cli/commands.h"
+#include "cli/network_option.h"
 #include "cli/progress.h"
 #include "cli/report.h"
 #include "cli/stop_signal.h"
@@ -38,7 +39,9 @@ std::optional<AutoPlan> plan_if_auto(const TrainArgs& args) {
   if (!args.run.data.empty()) throw InputError("--plan auto plans on synthetic data; leave out --data");
   AutoPlan out;
   out.budget_bytes = static_cast<double>(model::parse_size(args.budget, "--budget"));
-  const Profiled profiled = profile_and_fit({args.run.network, args.run.device, args.run.precision, ""});
+  AutoPlanRequest auto_plan{args.run.network, args.run.device, args.run.precision, ""};
+  auto_plan.seq_len = args.run.seq_len;
+  const Profiled profiled = profile_and_fit(auto_plan);
   planner::PlanRequest request;
   request.budget_bytes = out.budget_bytes;
   if (args.batch_given) request.batch = args.run.batch;
@@ -180,8 +183,7 @@ void register_train(CLI::App& app) {
   auto args = std::make_shared<TrainArgs>();
   auto* cmd =
       app.add_subcommand("train", "Train a network (synthetic data, or a text file) and report samples/s, peak memory and loss.");
-  cmd->add_option("--network,-n", args->run.network, "Network config name (see papaya networks) or path to a .json config")
-      ->capture_default_str();
+  add_network_options(cmd, args->run.network, args->run.seq_len);
   auto* batch = cmd->add_option("--batch,-b", args->run.batch, "Samples per step (with --plan auto: default, the planned batch)")
                     ->capture_default_str()
                     ->check(CLI::PositiveNumber);
@@ -212,7 +214,8 @@ void register_train(CLI::App& app) {
   const auto output = add_output_options(cmd);
   cmd->callback([args, batch, cmd, output] {
     args->batch_given = batch->count() > 0;
-    for (const char* name : {"--network", "--plan", "--precision", "--batch", "--seed", "--lr", "--data", "--adaptive-every"}) {
+    for (const char* name :
+         {"--network", "--seq-len", "--plan", "--precision", "--batch", "--seed", "--lr", "--data", "--adaptive-every"}) {
       if (cmd->get_option(name)->count() > 0) args->run.given.insert(name);
     }
     if (args->run.save_every > 0 && args->run.save.empty()) throw InputError("--save-every needs --save FILE");

@@ -21,7 +21,7 @@ void check_train_run(const TrainRun& run) {
     if (!run.given.count("--network")) return;  // the state's network
   }
   executor::resolve_precision(run.precision);
-  model::load_network_config(run.network);
+  model::load_network_config(run.network, run.seq_len);
 }
 
 executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& callbacks) {
@@ -43,8 +43,9 @@ executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& cal
   session_options.data = run.data;
   session_options.seed = run.seed;
   session_options.lr = run.lr;
-  executor::Session session(run.resume.empty() ? model::load_network_config(run.network) : recorded_config(run, recorded),
-                            session_options);
+  executor::Session session(
+      run.resume.empty() ? model::load_network_config(run.network, run.seq_len) : recorded_config(run, recorded),
+      session_options);
   const model::NetworkConfig& config = session.config;
   executor::Network& network = *session.network;
   model::Plan plan;

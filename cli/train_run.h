@@ -21,6 +21,7 @@ namespace papaya::cli {
 
 struct TrainRun {
   std::string network = "gpt-tiny";    // config name or path
+  std::optional<int> seq_len;          // tokens per sample instead of the config's
   std::string device = "cpu";          // cpu, cuda, cuda:N
   std::string precision = "fp32";      // fp32, bf16
   std::string data;                    // text file; "": synthetic data

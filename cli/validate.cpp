@@ -15,6 +15,7 @@
 
 #include "cli/auto_plan.h"
 #include "cli/commands.h"
+#include "cli/network_option.h"
 #include "cli/plot.h"
 #include "cli/prediction_plot.h"
 #include "cli/progress.h"
@@ -270,6 +271,7 @@ Validation compute(const ValidateArgs& given) {
   check(args);
   AutoPlanRequest request{args.run.network, args.run.device, args.run.precision, ""};
   request.batches = args.profile_batches;
+  request.seq_len = args.run.seq_len;
   const Profiled profiled = profile_and_fit(request);
   const model::LayerModel& m = profiled.model;
   v.network = m.network;
@@ -310,8 +312,7 @@ void register_validate(CLI::App& app) {
       "validate",
       "Check the performance model here: profile at small batches and fit, predict each plan at larger batches, train each "
       "and compare (R², median and largest error of peak memory and samples/s).");
-  cmd->add_option("--network,-n", args->run.network, "Network config name (see papaya networks) or path to a .json config")
-      ->capture_default_str();
+  add_network_options(cmd, args->run.network, args->run.seq_len);
   cmd->add_option("--batches,-b", args->batches, "Batch sizes to predict and train at, comma-separated")
       ->delimiter(',')
       ->capture_default_str()

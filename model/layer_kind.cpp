@@ -46,6 +46,8 @@ const std::map<LayerKind, Entry>& table() {
       {K::relu, {"relu", {{{"output", S::mask}}, false, false, false, false, F::per_output, 1}}},
       {K::dropout, {"dropout", {{{"mask", S::mask}}, false, false, false, false, F::per_output, 2}}},
       {K::mul, {"mul", {{{"a", S::activation}, {"b", S::activation}}, false, false, false, false, F::per_output, 1, true}}},
+      // A multiply and a multiply-add per rotated output; saves nothing.
+      {K::rotary, {"rotary", {{}, false, false, false, false, F::per_output, 3}}},
       // The scale is one more operation per score.
       {K::attention_scores,
        {"attention_scores", {{{"q", S::activation}, {"k", S::activation}}, false, true, false, false, F::matmul, 1, true}}},

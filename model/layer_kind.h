@@ -26,6 +26,7 @@ enum class LayerKind {
   relu,
   dropout,
   mul,
+  rotary,
   attention_scores,
   softmax,
   attention_context,

@@ -13,7 +13,12 @@ namespace papaya::model {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-int TransformerConfig::mlp_hidden() const { return static_cast<int>(std::lround(mlp_ratio * d_model)); }
+int TransformerConfig::mlp_hidden() const {
+  return mlp_width > 0 ? mlp_width : static_cast<int>(std::lround(mlp_ratio * d_model));
+}
+
+// As HuggingFace's GPT-NeoX: int(head_size · rotary_pct).
+int TransformerConfig::rotary_dims() const { return static_cast<int>(head_dim() * rotary_fraction); }
 
 int NetworkConfig::sequence_length() const {
   if (family == Family::vit) {
@@ -23,6 +28,12 @@ int NetworkConfig::sequence_length() const {
   }
   if (family == Family::gpt || family == Family::bert) return transformer().seq_len;
   return 1;
+}
+
+int NetworkConfig::position_rows() const {
+  if (family == Family::vit) return sequence_length();
+  if (family == Family::gpt || family == Family::bert) return transformer().rotary() ? 0 : transformer().max_positions;
+  return 0;
 }
 
 std::string to_string(Family family) {
@@ -85,6 +96,14 @@ void reject_foreign_keys(const json& doc, Family family, const std::string& labe
     require(!doc.contains(key), label, "/" + key, "not an option of a " + to_string(family) + " network");
   }
   if (family == Family::gpt) require(!doc.contains("classes"), label, "/classes", "not an option of a gpt network");
+  if (family != Family::gpt)
+    require(!doc.contains("tied_head"), label, "/tied_head", "not an option of a " + to_string(family) + " network");
+  if (family == Family::vit) {
+    for (const char* key : {"positions", "rotary_fraction", "rotary_base", "max_positions"}) {
+      require(!doc.contains(key), label, std::string("/") + key,
+              "not an option of a vit network (its positions are learned, one per patch)");
+    }
+  }
 }
 
 TransformerConfig parse_transformer(const json& doc, Family family, const std::string& label) {
@@ -92,13 +111,32 @@ TransformerConfig parse_transformer(const json& doc, Family family, const std::s
   t.layers = doc.at("layers");
   t.d_model = doc.at("d_model");
   t.heads = doc.at("heads");
+  t.kv_heads = doc.value("kv_heads", t.heads);
   t.mlp_ratio = doc.value("mlp_ratio", t.mlp_ratio);
+  t.mlp_width = doc.value("mlp_hidden", t.mlp_width);
   t.activation = doc.value("activation", t.activation);
   t.norm = doc.value("norm", t.norm);
   t.dropout = doc.value("dropout", t.dropout);
+  t.attention_dropout = doc.value("attention_dropout", t.dropout);
+  t.positions = doc.value("positions", t.positions);
+  t.rotary_fraction = doc.value("rotary_fraction", t.rotary_fraction);
+  t.rotary_base = doc.value("rotary_base", t.rotary_base);
+  t.qkv_bias = doc.value("qkv_bias", t.qkv_bias);
+  t.proj_bias = doc.value("proj_bias", t.proj_bias);
+  t.mlp_bias = doc.value("mlp_bias", t.activation != "swiglu");  // Llama's MLP has none
+  t.tied_head = doc.value("tied_head", t.tied_head);
+  t.parallel_residual = doc.value("parallel_residual", t.parallel_residual);
   require(t.d_model % t.heads == 0, label, "/heads",
           std::to_string(t.heads) + " heads do not divide d_model " + std::to_string(t.d_model));
+  require(t.heads % t.kv_heads == 0, label, "/kv_heads",
+          std::to_string(t.kv_heads) + " k/v heads do not divide " + std::to_string(t.heads) + " heads");
+  require(doc.contains("mlp_hidden") ? !doc.contains("mlp_ratio") : true, label, "/mlp_hidden",
+          "give the MLP's width or its ratio to d_model, not both");
   require(t.mlp_hidden() >= 1, label, "/mlp_ratio", "gives an MLP of no units");
+  require(!doc.contains("rotary_fraction") || t.rotary(), label, "/rotary_fraction", "only with \"positions\": \"rotary\"");
+  require(!t.rotary() || (t.rotary_dims() >= 2 && t.rotary_dims() % 2 == 0), label, "/rotary_fraction",
+          "rotates " + std::to_string(t.rotary_dims()) + " of each head's " + std::to_string(t.head_dim()) +
+              " dimensions; rotary embeddings rotate an even number, at least 2");
   if (family == Family::vit) {
     t.image_size = doc.at("image_size");
     t.patch = doc.at("patch");
@@ -113,6 +151,10 @@ TransformerConfig parse_transformer(const json& doc, Family family, const std::s
   } else {
     t.seq_len = doc.at("seq_len");
     t.vocab = doc.at("vocab");
+    require(!doc.contains("max_positions") || !t.rotary(), label, "/max_positions", "rotary positions have no table");
+    t.max_positions = doc.value("max_positions", t.seq_len);
+    require(t.max_positions >= t.seq_len, label, "/max_positions",
+            std::to_string(t.max_positions) + " positions are fewer than seq_len " + std::to_string(t.seq_len));
     if (family == Family::bert) t.classes = doc.at("classes");
   }
   return t;
@@ -141,6 +183,24 @@ MlpConfig parse_mlp(const json& doc) {
   m.activation = doc.value("activation", m.activation);
   m.dropout = doc.value("dropout", m.dropout);
   return m;
+}
+
+// A papaya config trained at `seq_len` tokens. A learned position table
+// keeps the rows the config gives it (its seq_len where it names none).
+json with_seq_len(json doc, int seq_len, const std::string& label) {
+  if (!doc.is_object() || !doc.contains("seq_len")) {
+    const std::string family = doc.is_object() ? doc.value("family", std::string("?")) : "?";
+    throw InputError(label + ": --seq-len: a " + family + " network has no token sequence");
+  }
+  require(seq_len >= 1, label, "--seq-len", std::to_string(seq_len) + " is not a length");
+  if (doc.value("positions", std::string("learned")) == "learned") {
+    if (!doc.contains("max_positions")) doc["max_positions"] = doc.at("seq_len");
+    const json& rows = doc.at("max_positions");
+    require(!rows.is_number_integer() || seq_len <= rows.get<int64_t>(), label, "--seq-len",
+            std::to_string(seq_len) + " is past the " + rows.dump() + " positions of its learned position table");
+  }
+  doc["seq_len"] = seq_len;
+  return doc;
 }
 
 }  // namespace
@@ -173,7 +233,7 @@ NetworkConfig parse_network_config(const json& doc, const std::string& label) {
   return config;
 }
 
-NetworkConfig load_network_config(const std::string& name_or_path) {
+NetworkConfig load_network_config(const std::string& name_or_path, std::optional<int> seq_len) {
   const bool is_path = name_or_path.find('/') != std::string::npos || fs::path(name_or_path).extension() == ".json";
   const std::string path = is_path ? name_or_path : (fs::path(config_dir()) / "networks" / (name_or_path + ".json")).string();
   if (!fs::exists(path)) {
@@ -182,7 +242,13 @@ NetworkConfig load_network_config(const std::string& name_or_path) {
     for (const auto& n : shipped_network_names()) known += (known.empty() ? "" : ", ") + n;
     throw InputError("unknown network '" + name_or_path + "' (known: " + known + "; or give a path to a .json config)");
   }
-  NetworkConfig config = parse_network_config(read_json_file(path, "network config"), path);
+  json doc = read_json_file(path, "network config");
+  if (is_hf_config(doc)) {
+    doc = network_config_from_hf(doc, fs::path(path).stem().string(), path, seq_len);
+  } else if (seq_len) {
+    doc = with_seq_len(std::move(doc), *seq_len, path);
+  }
+  NetworkConfig config = parse_network_config(doc, path);
   config.source = path;
   return config;
 }

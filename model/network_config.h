@@ -2,6 +2,7 @@
 // Network configs (configs/networks/*.json): what the executor builds. A
 // network is named by its config name ("gpt-tiny") or by a path to a file.
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -14,10 +15,20 @@ struct TransformerConfig {
   int layers = 0;
   int d_model = 0;
   int heads = 0;
+  int kv_heads = 0;  // heads of k and v: fewer than `heads` is grouped-query attention
   double mlp_ratio = 4.0;
-  std::string activation = "gelu";  // gelu | silu | swiglu
-  std::string norm = "layernorm";   // layernorm | rmsnorm
-  double dropout = 0.0;
+  int mlp_width = 0;                  // the MLP's width where given, else mlp_ratio·d_model
+  std::string activation = "gelu";    // gelu | silu | relu | swiglu
+  std::string norm = "layernorm";     // layernorm | rmsnorm
+  double dropout = 0.0;               // after embeddings and on each residual branch
+  double attention_dropout = 0.0;     // on attention's probabilities (default: dropout)
+  std::string positions = "learned";  // learned (a table added to the input) | rotary (q and k rotated)
+  double rotary_fraction = 1.0;       // of each head's dimensions, rotated
+  double rotary_base = 10000;
+  int max_positions = 0;  // rows of a learned position table (gpt, bert; at least seq_len)
+  bool qkv_bias = true, proj_bias = true, mlp_bias = true;
+  bool tied_head = true;                        // gpt: the LM head is the token embedding
+  bool parallel_residual = false;               // x + attn(ln1 x) + mlp(ln2 x)
   int seq_len = 0;                              // gpt, bert; vit: derived (patches + class token)
   int vocab = 0;                                // gpt, bert
   int classes = 0;                              // bert, vit
@@ -25,6 +36,9 @@ struct TransformerConfig {
 
   int mlp_hidden() const;
   int head_dim() const { return d_model / heads; }
+  bool rotary() const { return positions == "rotary"; }
+  // The leading dimensions of each head that rotary embeddings rotate.
+  int rotary_dims() const;
 };
 
 struct ResNetConfig {
@@ -57,14 +71,18 @@ struct NetworkConfig {
   const MlpConfig& mlp() const { return std::get<MlpConfig>(body); }
   // Tokens (or patches) per sample, 1 for networks without a sequence.
   int sequence_length() const;
+  // Rows of the learned position table; 0 with rotary positions.
+  int position_rows() const;
 };
 
 std::string to_string(Family family);
 
 // Loads a config by name (configs/networks/<name>.json) or by path (anything
-// with a '/' or ending in .json). Throws InputError naming the file, the JSON
-// path and what was expected.
-NetworkConfig load_network_config(const std::string& name_or_path);
+// with a '/' or ending in .json). `seq_len`: tokens per sample instead of the
+// config's (gpt, bert; a learned position table keeps its rows, and bounds
+// it). Throws InputError naming the file, the JSON path (or --seq-len) and
+// what was expected.
+NetworkConfig load_network_config(const std::string& name_or_path, std::optional<int> seq_len = std::nullopt);
 
 // Parses and validates a config document, a papaya one or a HuggingFace
 // config.json (model/hf_config.h; named after `label`'s file name); `label`

@@ -5,13 +5,14 @@ namespace {
 
 int64_t transformer_count(const NetworkConfig& config) {
   const auto& t = config.transformer();
-  const int64_t d = t.d_model, h = t.mlp_hidden(), s = config.sequence_length();
+  const int64_t d = t.d_model, h = t.mlp_hidden(), kv = static_cast<int64_t>(t.kv_heads) * t.head_dim();
   const int64_t norm = t.norm == "rmsnorm" ? d : 2 * d;
-  const int64_t mlp = t.activation == "swiglu" ? 3 * d * h : 2 * d * h + h + d;
-  const int64_t block = 2 * norm + (3 * d * d + 3 * d) + (d * d + d) + mlp;
-  int64_t n = t.layers * block + s * d;  // blocks, position embedding
+  const int64_t attention = d * (d + 2 * kv) + (t.qkv_bias ? d + 2 * kv : 0) + d * d + (t.proj_bias ? d : 0);
+  const int64_t mlp = t.activation == "swiglu" ? 3 * d * h + (t.mlp_bias ? 2 * h + d : 0)  // gate and up, down
+                                               : 2 * d * h + (t.mlp_bias ? h + d : 0);
+  int64_t n = t.layers * (2 * norm + attention + mlp) + static_cast<int64_t>(config.position_rows()) * d;
   switch (config.family) {
-    case Family::gpt: return n + t.vocab * d + norm;                               // tied LM head, final norm
+    case Family::gpt: return n + (t.tied_head ? 1 : 2) * t.vocab * d + norm;       // embedding (and head), final norm
     case Family::bert: return n + t.vocab * d + norm + d * t.classes + t.classes;  // embedding norm, classifier
     default:  // vit: patch embedding, class token, final norm, classifier
       return n + t.channels * t.patch * t.patch * d + d + d + norm + d * t.classes + t.classes;

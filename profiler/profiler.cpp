@@ -124,7 +124,7 @@ model::Profile profile_network(const ProfileOptions& options) {
   session_options.device = options.device;
   session_options.precision = options.precision;
   session_options.seed = options.seed;
-  executor::Session session(model::load_network_config(options.network), session_options);
+  executor::Session session(model::load_network_config(options.network, options.seq_len), session_options);
   const torch::Device& device = session.device;
   executor::Network& network = *session.network;
   executor::DataSource& data = *session.data;

@@ -19,6 +19,7 @@ namespace papaya::profiler {
 
 struct ProfileOptions {
   std::string network = "gpt-tiny";  // config name or path
+  std::optional<int> seq_len;        // tokens per sample instead of the config's
   std::vector<int> batches = {1, 2, 4, 8};
   std::string device = "cpu";      // cpu, cuda, cuda:N
   std::string precision = "fp32";  // fp32, bf16

@@ -1,13 +1,20 @@
 #pragma once
 // The two matrix products and the softmax inside attention. Heads are laid
 // out (batch, heads, tokens, head_dim), each tensor contiguous, so that each
-// saved tensor is its own storage and a strategy on one frees it.
+// saved tensor is its own storage and a strategy on one frees it. k and v may
+// have fewer heads than q (grouped-query attention): each serves a group of
+// consecutive query heads, read in place rather than repeated per head.
 #include "executor/layer.h"
 
 namespace papaya::executor {
 
+// (batch, heads, tokens, d) as (batch, kv_heads, group·tokens, d): a group's
+// query heads stacked along the tokens, so that one product with the group's
+// k or v serves them all. A view of a contiguous tensor.
+torch::Tensor by_kv_group(const torch::Tensor& t, int64_t kv_heads);
+
 // scores = q k^T / sqrt(head_dim), masked above the diagonal when causal.
-// Saves q and k.
+// Saves q and k (k with its own heads).
 class AttentionScores : public Layer {
  public:
   AttentionScores(int64_t head_dim, bool causal);
@@ -31,7 +38,7 @@ class Softmax : public Layer {
   torch::Tensor run(const std::vector<torch::Tensor>& in, const Batch&) override { return forward(in.at(0)); }
 };
 
-// context = probs v; saves probs and v.
+// context = probs v; saves probs and v (v with its own heads).
 class AttentionContext : public Layer {
  public:
   AttentionContext();

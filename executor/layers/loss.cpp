@@ -18,6 +18,11 @@ LMHead::LMHead(torch::Tensor tied_weight)
     : Layer(LayerKind::lm_head, {{"input", SlotKind::activation}, {"logprobs", SlotKind::activation}}),
       weight(std::move(tied_weight)) {}
 
+LMHead::LMHead(int64_t vocab, int64_t dim)
+    : Layer(LayerKind::lm_head, {{"input", SlotKind::activation}, {"logprobs", SlotKind::activation}}) {
+  weight = register_parameter("weight", torch::randn({vocab, dim}) * 0.02);
+}
+
 torch::Tensor LMHead::forward(torch::Tensor x, torch::Tensor target) {
   Scope scope(*this, {&x});
   if (uses_moms()) return scope.finish(moms::lm_head(*this, x, weight, target));

@@ -14,14 +14,16 @@ class CrossEntropy : public Layer {
   torch::Tensor run(const std::vector<torch::Tensor>& in, const Batch& batch) override { return forward(in.at(0), batch.target); }
 };
 
-// logits = x W^T with W the token embedding's (tied) weight, then mean
-// cross-entropy over all tokens. Saves its input and the fp32 log-probabilities.
+// logits = x W^T with W the token embedding's (tied) weight or the head's
+// own, then mean cross-entropy over all tokens. Saves its input and the fp32
+// log-probabilities.
 class LMHead : public Layer {
  public:
   explicit LMHead(torch::Tensor tied_weight);
+  LMHead(int64_t vocab, int64_t dim);  // untied
   torch::Tensor forward(torch::Tensor x, torch::Tensor target);
   torch::Tensor run(const std::vector<torch::Tensor>& in, const Batch& batch) override { return forward(in.at(0), batch.target); }
-  torch::Tensor weight;  // not registered: owned by the embedding
+  torch::Tensor weight;  // tied: not registered, owned by the embedding
 };
 
 }  // namespace papaya::executor

@@ -14,7 +14,9 @@ struct ScoresFunction : Function<ScoresFunction> {
   static at::Tensor forward(AutogradContext* ctx, AttentionScores* layer, const at::Tensor& q, const at::Tensor& k) {
     stash(ctx, {store_slot(*layer, 0, q), store_slot(*layer, 1, k)});
     ctx->saved_data["scale"] = layer->scale;
-    at::Tensor scores = at::matmul(q, k.transpose(-2, -1)) * layer->scale;
+    at::Tensor scores =
+        at::matmul(by_kv_group(q, k.size(1)), k.transpose(-2, -1)).view({q.size(0), q.size(1), q.size(2), k.size(2)}) *
+        layer->scale;
     if (!layer->causal) return scores;
     const at::Tensor& mask = layer->causal_mask(q.size(-2), q.device());
     ctx->save_for_backward({mask});
@@ -32,7 +34,9 @@ struct ScoresFunction : Function<ScoresFunction> {
     at::Tensor g = grad[0] * scale;
     if (!kept.empty()) g.masked_fill_(kept[0], 0);
     const auto gradients = [&](const std::vector<at::Tensor>& s) -> variable_list {
-      return {g.matmul(s[1]), s[0].transpose(-2, -1).matmul(g).transpose(-2, -1)};
+      const int64_t kv = s[1].size(1);
+      const at::Tensor grouped = by_kv_group(g, kv);
+      return {grouped.matmul(s[1]).view(s[0].sizes()), by_kv_group(s[0], kv).transpose(-2, -1).matmul(grouped).transpose(-2, -1)};
     };
     const variable_list out = gradients(saved.tensors);
     saved.estimate_sensitivity(gradients, out);
@@ -61,14 +65,16 @@ struct SoftmaxFunction : Function<SoftmaxFunction> {
 struct ContextFunction : Function<ContextFunction> {
   static at::Tensor forward(AutogradContext* ctx, const AttentionContext* layer, const at::Tensor& probs, const at::Tensor& v) {
     stash(ctx, {store_slot(*layer, 0, probs), store_slot(*layer, 1, v)});
-    return at::matmul(probs, v);
+    return at::matmul(by_kv_group(probs, v.size(1)), v).view({probs.size(0), probs.size(1), probs.size(2), v.size(3)});
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
     const Unstashed saved = unstash(ctx);
     const at::Tensor& g = grad[0];
     const auto gradients = [&](const std::vector<at::Tensor>& s) -> variable_list {
-      return {g.matmul(s[1].transpose(-2, -1)), s[0].transpose(-2, -1).matmul(g)};
+      const int64_t kv = s[1].size(1);
+      const at::Tensor grouped = by_kv_group(g, kv);
+      return {grouped.matmul(s[1].transpose(-2, -1)).view(s[0].sizes()), by_kv_group(s[0], kv).transpose(-2, -1).matmul(grouped)};
     };
     const variable_list out = gradients(saved.tensors);
     saved.estimate_sensitivity(gradients, out);

@@ -1,12 +1,14 @@
-// GPT (causal decoder, pre-norm, LM head tied to the token embedding), BERT
-// (encoder, post-norm, classifier on the first token) and ViT (patch
-// embedding, class token, pre-norm, classifier on the class token).
+// GPT (causal decoder, pre-norm, LM head tied to the token embedding or its
+// own), BERT (encoder, post-norm, classifier on the first token) and ViT
+// (patch embedding, class token, pre-norm, classifier on the class token).
+// Positions are learned or rotary; k and v may have fewer heads than q.
 #include "executor/layers/attention.h"
 #include "executor/layers/conv.h"
 #include "executor/layers/dense.h"
 #include "executor/layers/elementwise.h"
 #include "executor/layers/loss.h"
 #include "executor/layers/norm.h"
+#include "executor/layers/rotary.h"
 #include "executor/networks/zoo.h"
 
 namespace papaya::executor {
@@ -27,13 +29,17 @@ torch::Tensor drop_or_pass(const std::shared_ptr<Dropout>& dropout, torch::Tenso
 
 class Attention : public torch::nn::Module {
  public:
-  Attention(const TransformerConfig& c, bool causal) : heads_(c.heads) {
-    qkv = register_module("qkv", std::make_shared<Linear>(c.d_model, 3 * c.d_model));
+  Attention(const TransformerConfig& c, bool causal) : heads_(c.heads), kv_heads_(c.kv_heads), head_dim_(c.head_dim()) {
+    qkv = register_module("qkv", std::make_shared<Linear>(c.d_model, (c.heads + 2 * c.kv_heads) * c.head_dim(), c.qkv_bias));
+    if (c.rotary()) {
+      rope_q = register_module("rope_q", std::make_shared<Rotary>(c.rotary_dims(), c.rotary_base));
+      rope_k = register_module("rope_k", std::make_shared<Rotary>(c.rotary_dims(), c.rotary_base));
+    }
     scores = register_module("scores", std::make_shared<AttentionScores>(c.head_dim(), causal));
     softmax = register_module("softmax", std::make_shared<Softmax>());
-    drop = maybe_dropout(*this, "drop", c.dropout);
+    drop = maybe_dropout(*this, "drop", c.attention_dropout);
     context = register_module("context", std::make_shared<AttentionContext>());
-    proj = register_module("proj", std::make_shared<Linear>(c.d_model, c.d_model));
+    proj = register_module("proj", std::make_shared<Linear>(c.d_model, c.d_model, c.proj_bias));
     proj_drop = maybe_dropout(*this, "proj_drop", c.dropout);
   }
 
@@ -41,9 +47,22 @@ class Attention : public torch::nn::Module {
     const int64_t b = x.size(0), s = x.size(1), d = x.size(2);
     torch::Tensor q, k, v;
     {
-      // (b, s, 3d) -> three contiguous (b, heads, s, head_dim) tensors.
-      const auto parts = qkv->forward(x).view({b, s, 3, heads_, d / heads_}).permute({2, 0, 3, 1, 4});
-      q = parts[0].contiguous(), k = parts[1].contiguous(), v = parts[2].contiguous();
+      // (b, s, (heads + 2 kv_heads) head_dim) -> contiguous (b, heads, s,
+      // head_dim) q and (b, kv_heads, s, head_dim) k and v.
+      const torch::Tensor qkv_out = qkv->forward(x);
+      const auto heads_of = [&](int64_t first, int64_t count) {
+        return qkv_out.narrow(-1, first * head_dim_, count * head_dim_)
+            .view({b, s, count, head_dim_})
+            .transpose(1, 2)
+            .contiguous();
+      };
+      q = heads_of(0, heads_);
+      k = heads_of(heads_, kv_heads_);
+      v = heads_of(heads_ + kv_heads_, kv_heads_);
+    }
+    if (rope_q) {
+      q = rope_q->forward(q);
+      k = rope_k->forward(k);
     }
     // Every tensor is released once its last layer is done with it, so a plan
     // that stores it in another form frees the raw tensor then.
@@ -60,13 +79,14 @@ class Attention : public torch::nn::Module {
   }
 
   std::shared_ptr<Linear> qkv, proj;
+  std::shared_ptr<Rotary> rope_q, rope_k;
   std::shared_ptr<AttentionScores> scores;
   std::shared_ptr<Softmax> softmax;
   std::shared_ptr<AttentionContext> context;
   std::shared_ptr<Dropout> drop, proj_drop;
 
  private:
-  int64_t heads_;
+  int64_t heads_, kv_heads_, head_dim_;
 };
 
 // fc1 -> act -> fc2, or for SwiGLU fc2(silu(fc1 x) * up x).
@@ -75,13 +95,13 @@ class Mlp : public torch::nn::Module {
   explicit Mlp(const TransformerConfig& c) {
     const int64_t hidden = c.mlp_hidden();
     const bool swiglu = c.activation == "swiglu";
-    fc1 = register_module("fc1", std::make_shared<Linear>(c.d_model, hidden, !swiglu));
+    fc1 = register_module("fc1", std::make_shared<Linear>(c.d_model, hidden, c.mlp_bias));
     act = register_module("act", std::make_shared<Activation>(swiglu ? "silu" : c.activation));
     if (swiglu) {
-      up = register_module("up", std::make_shared<Linear>(c.d_model, hidden, false));
+      up = register_module("up", std::make_shared<Linear>(c.d_model, hidden, c.mlp_bias));
       gate = register_module("gate", std::make_shared<Mul>());
     }
-    fc2 = register_module("fc2", std::make_shared<Linear>(hidden, c.d_model, !swiglu));
+    fc2 = register_module("fc2", std::make_shared<Linear>(hidden, c.d_model, c.mlp_bias));
     drop = maybe_dropout(*this, "drop", c.dropout);
   }
 
@@ -99,7 +119,7 @@ class Mlp : public torch::nn::Module {
 
 class Block : public Segment {
  public:
-  Block(const TransformerConfig& c, bool causal, bool pre_norm) : pre_norm_(pre_norm) {
+  Block(const TransformerConfig& c, bool causal, bool pre_norm) : pre_norm_(pre_norm), parallel_(c.parallel_residual) {
     if (pre_norm) {
       ln1 = register_module("ln1", std::make_shared<Norm>(c.norm, c.d_model));
       attn = register_module("attn", std::make_shared<Attention>(c, causal));
@@ -119,6 +139,11 @@ class Block : public Segment {
 
  protected:
   torch::Tensor forward(torch::Tensor x) override {
+    if (parallel_) {  // GPT-NeoX: both branches read the block's input
+      torch::Tensor branches = attn->forward(ln1->forward(x));
+      branches = branches + mlp->forward(ln2->forward(x));
+      return x + branches;
+    }
     if (pre_norm_) {
       x = x + attn->forward(ln1->forward(x));
       return x + mlp->forward(ln2->forward(x));
@@ -128,7 +153,7 @@ class Block : public Segment {
   }
 
  private:
-  bool pre_norm_;
+  bool pre_norm_, parallel_;
 };
 
 class Transformer : public Network {
@@ -142,7 +167,9 @@ class Transformer : public Network {
     } else {
       tok_emb = register_module("tok_emb", std::make_shared<Embedding>(c.vocab, c.d_model));
     }
-    pos_emb = register_module("pos_emb", std::make_shared<PositionEmbedding>(config.sequence_length(), c.d_model));
+    if (config.position_rows() > 0) {
+      pos_emb = register_module("pos_emb", std::make_shared<PositionEmbedding>(config.position_rows(), c.d_model));
+    }
     if (family == Family::bert) emb_norm = register_module("emb_norm", std::make_shared<Norm>(c.norm, c.d_model));
     emb_drop = maybe_dropout(*this, "emb_drop", c.dropout);
     blocks = register_module("blocks", torch::nn::ModuleList());
@@ -151,7 +178,8 @@ class Transformer : public Network {
     }
     if (family != Family::bert) ln_f = register_module("ln_f", std::make_shared<Norm>(c.norm, c.d_model));
     if (family == Family::gpt) {
-      lm_head = register_module("lm_head", std::make_shared<LMHead>(tok_emb->weight));
+      lm_head = register_module(
+          "lm_head", c.tied_head ? std::make_shared<LMHead>(tok_emb->weight) : std::make_shared<LMHead>(c.vocab, c.d_model));
     } else {
       head = register_module("head", std::make_shared<Linear>(c.d_model, c.classes));
       loss_fn = register_module("loss", std::make_shared<CrossEntropy>());
@@ -167,7 +195,7 @@ class Transformer : public Network {
     } else {
       x = tok_emb->forward(batch.input);
     }
-    x = pos_emb->forward(x);
+    if (pos_emb) x = pos_emb->forward(x);
     if (emb_norm) x = emb_norm->forward(x);
     x = drop_or_pass(emb_drop, x);
     for (const auto& block : *blocks) x = block->as<Segment>()->run(x);

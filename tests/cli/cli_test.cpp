@@ -73,10 +73,37 @@ TEST(Cli, ImportHfWritesAPapayaConfigThatEveryCommandTakes) {
   run = run_papaya("train --network " + hf + " --batch 2 --steps 2 --json");
   ASSERT_EQ(run.code, 0) << run.err;
   EXPECT_EQ(json::parse(run.out).at("network"), "tiny-gpt2");
-  std::ofstream(hf) << R"({"model_type": "llama"})";
+  std::ofstream(hf) << R"({"model_type": "bert"})";
   run = run_papaya("import-hf " + hf);
   EXPECT_EQ(run.code, 2);
-  EXPECT_NE(run.err.find("/model_type: 'llama' needs"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("/model_type: 'bert' needs"), std::string::npos) << run.err;
+  std::filesystem::remove_all(dir);
+}
+
+// --seq-len on the commands that take a network: what is profiled is the
+// config at that length (recorded in the profile), and a length the network
+// cannot have is exit 2 naming it.
+TEST(Cli, SeqLenSetsTheTrainedSequence) {
+  const std::string dir = (std::filesystem::temp_directory_path() / ("papaya-seq-len-" + std::to_string(getpid()))).string();
+  std::filesystem::create_directories(dir);
+  const std::string hf = dir + "/tiny-llama.json", profile = dir + "/p.json";
+  std::ofstream(hf) << R"({"model_type": "llama", "hidden_size": 32, "num_attention_heads": 4, "num_key_value_heads": 2,
+                           "num_hidden_layers": 1, "intermediate_size": 48, "vocab_size": 40,
+                           "max_position_embeddings": 4096})";
+  Outcome run = run_papaya("profile --network " + hf + " --seq-len 24 --batch 1 --steps 1 --warmup 0 --out " + profile);
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(json::parse(std::ifstream(profile)).at("network_config").at("seq_len"), 24);
+  run = run_papaya("train --network gpt-tiny --seq-len 16 --batch 2 --steps 2 --json");
+  ASSERT_EQ(run.code, 0) << run.err;
+  run = run_papaya("train --network gpt-tiny --seq-len 64 --batch 2 --steps 2");
+  EXPECT_EQ(run.code, 2);
+  EXPECT_NE(run.err.find("gpt-tiny.json: --seq-len: 64 is past the 32 positions of its learned position table"),
+            std::string::npos)
+      << run.err;
+  run = run_papaya("recommend --network vit-tiny --seq-len 16");
+  EXPECT_EQ(run.code, 2);
+  EXPECT_NE(run.err.find("--seq-len: a vit network has no token sequence"), std::string::npos) << run.err;
+  EXPECT_FALSE(std::filesystem::exists("vit-tiny.plan.json"));
   std::filesystem::remove_all(dir);
 }
 

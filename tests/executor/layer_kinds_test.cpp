@@ -13,6 +13,7 @@
 #include "executor/layers/elementwise.h"
 #include "executor/layers/loss.h"
 #include "executor/layers/norm.h"
+#include "executor/layers/rotary.h"
 
 namespace papaya::executor {
 namespace {
@@ -34,6 +35,7 @@ TEST(LayerKinds, EveryLayerSavesWhatItsKindSays) {
       std::make_shared<Activation>("relu"),
       std::make_shared<Dropout>(0.1),
       std::make_shared<Mul>(),
+      std::make_shared<Rotary>(8, 10000),
       std::make_shared<AttentionScores>(8, true),
       std::make_shared<Softmax>(),
       std::make_shared<AttentionContext>(),

@@ -121,7 +121,8 @@ TEST(Train, MedianStepIsTheMedianOfTheMeasuredSteps) {
   EXPECT_DOUBLE_EQ(report.median_samples_per_s, 4 / report.median_step_seconds);
 }
 
-INSTANTIATE_TEST_SUITE_P(Zoo, TinyNetwork, ::testing::Values("gpt-tiny", "bert-tiny", "vit-tiny", "resnet-tiny", "mlp-tiny"),
+INSTANTIATE_TEST_SUITE_P(Zoo, TinyNetwork,
+                         ::testing::Values("gpt-tiny", "llama-tiny", "bert-tiny", "vit-tiny", "resnet-tiny", "mlp-tiny"),
                          [](const auto& info) {
                            std::string name = info.param;
                            std::replace(name.begin(), name.end(), '-', '_');
@@ -174,6 +175,47 @@ TEST(Networks, SwiGluAndRmsNormBuild) {
   const torch::Tensor loss = network->loss(make_synthetic_data(config, torch::kCPU, 0)->next(2));
   loss.backward();
   EXPECT_TRUE(std::isfinite(loss.item<double>()));
+}
+
+// Each HuggingFace type papaya imports, at a tiny size: the network built
+// has the parameters the model counts (which tests/model/hf_config_test.cpp
+// checks against HuggingFace's), its layers have the shapes the type's
+// attention gives, and a step's loss and gradients are finite.
+TEST(Networks, ImportedHuggingFaceTypesBuildWhatTheModelCounts) {
+  const std::map<std::string, nlohmann::json> docs = {
+      {"llama", {{"model_type", "llama"}, {"num_key_value_heads", 2}}},
+      {"mistral", {{"model_type", "mistral"}, {"num_key_value_heads", 1}, {"sliding_window", 16}}},
+      {"qwen2", {{"model_type", "qwen2"}, {"num_key_value_heads", 2}, {"tie_word_embeddings", true}}},
+      {"gpt_neox", {{"model_type", "gpt_neox"}, {"rotary_pct", 0.25}}},
+      {"opt", {{"model_type", "opt"}, {"ffn_dim", 64}}},
+  };
+  for (auto [type, doc] : docs) {
+    doc.update({{"hidden_size", 32},
+                {"num_attention_heads", 4},
+                {"num_hidden_layers", 1},
+                {"vocab_size", 40},
+                {"max_position_embeddings", 16}});
+    if (!doc.contains("ffn_dim")) doc["intermediate_size"] = 48;
+    const auto config = model::parse_network_config(doc, type + ".json");
+    torch::manual_seed(0);
+    auto network = build_network(config);
+    EXPECT_EQ(network->parameter_count(), model::parameter_count(config)) << type;
+    Recorder recorder;
+    const ObserverGuard guard(&recorder);
+    const torch::Tensor loss = network->loss(make_synthetic_data(config, torch::kCPU, 0)->next(2));
+    loss.backward();
+    EXPECT_TRUE(std::isfinite(loss.item<double>())) << type;
+    const int64_t kv = config.transformer().kv_heads;
+    EXPECT_EQ(recorder.shapes["blocks.0.attn.qkv"], (std::vector<int64_t>{2, 16, (4 + 2 * kv) * 8})) << type;
+    EXPECT_EQ(recorder.shapes["blocks.0.attn.scores"], (std::vector<int64_t>{2, 4, 16, 16})) << type;
+    EXPECT_EQ(recorder.shapes["blocks.0.attn.context"], (std::vector<int64_t>{2, 4, 16, 8})) << type;
+    const bool rotary = type != "opt";
+    EXPECT_EQ(recorder.shapes.count("blocks.0.attn.rope_k"), rotary ? 1u : 0u) << type;
+    if (rotary) {
+      EXPECT_EQ(recorder.shapes["blocks.0.attn.rope_k"], (std::vector<int64_t>{2, kv, 16, 8})) << type;
+    }
+    EXPECT_EQ(recorder.shapes.count("pos_emb"), rotary ? 0u : 1u) << type;
+  }
 }
 
 TEST(Networks, Bf16ComputeKeepsFp32Weights) {

@@ -43,6 +43,34 @@ TEST(HfConfig, ShippedConfigsCountHuggingFacesParameters) {
   EXPECT_EQ(shipped("vit-base-patch16-224").sequence_length(), 197);
 }
 
+// LlamaForCausalLM ("meta-llama/Llama-2-7b-hf"), MistralForCausalLM
+// ("mistralai/Mistral-7B-v0.1"), Qwen2ForCausalLM ("Qwen/Qwen2-0.5B"),
+// GPTNeoXForCausalLM ("EleutherAI/pythia-160m"), OPTForCausalLM
+// ("facebook/opt-125m"): their num_parameters().
+TEST(HfConfig, ShippedDecodersCountHuggingFacesParameters) {
+  EXPECT_EQ(parameter_count(shipped("llama-2-7b")), 6738415616);
+  EXPECT_EQ(parameter_count(shipped("mistral-7b")), 7241732096);
+  EXPECT_EQ(parameter_count(shipped("qwen2-0.5b")), 494032768);
+  EXPECT_EQ(parameter_count(shipped("pythia-160m")), 162322944);
+  EXPECT_EQ(parameter_count(shipped("opt-125m")), 125239296);
+  const TransformerConfig mistral = shipped("mistral-7b").transformer();
+  EXPECT_EQ(mistral.kv_heads, 8);
+  EXPECT_TRUE(mistral.rotary());
+  EXPECT_FALSE(mistral.tied_head);
+  EXPECT_EQ(mistral.mlp_hidden(), 14336);
+  EXPECT_EQ(mistral.seq_len, 2048);  // 32768 positions, at most 2048
+  const TransformerConfig qwen = shipped("qwen2-0.5b").transformer();
+  EXPECT_TRUE(qwen.qkv_bias);
+  EXPECT_FALSE(qwen.proj_bias);
+  EXPECT_TRUE(qwen.tied_head);
+  const TransformerConfig pythia = shipped("pythia-160m").transformer();
+  EXPECT_EQ(pythia.rotary_dims(), 16);  // a quarter of 64
+  EXPECT_TRUE(pythia.parallel_residual);
+  const NetworkConfig opt = shipped("opt-125m");
+  EXPECT_EQ(opt.transformer().activation, "relu");
+  EXPECT_EQ(opt.position_rows(), 2050);  // positions start at 2
+}
+
 TEST(HfConfig, HuggingFacesDefaultsFillWhatTheDocumentLeavesOut) {
   const NetworkConfig gpt2 = parse_network_config(json{{"model_type", "gpt2"}}, "dir/small.json");
   EXPECT_EQ(gpt2.name, "small");
@@ -58,6 +86,12 @@ TEST(HfConfig, HuggingFacesDefaultsFillWhatTheDocumentLeavesOut) {
   EXPECT_EQ(wide.transformer().mlp_hidden(), 96);
   EXPECT_EQ(wide.transformer().seq_len, 2048);  // the position count, at most 2048
   EXPECT_EQ(network_config_from_hf(json{{"model_type", "gpt2"}}, "net", "config.json", 128).at("seq_len"), 128);
+  // LlamaConfig's defaults are Llama-7B's (k/v heads as many as heads).
+  EXPECT_EQ(parameter_count(parse_network_config(json{{"model_type", "llama"}}, "llama.json")), 6738415616);
+  EXPECT_EQ(parse_network_config(json{{"model_type", "llama"}}, "llama.json").transformer().seq_len, 2048);
+  // GPT-2 at a shorter sequence keeps its position table.
+  EXPECT_EQ(parameter_count(parse_network_config(network_config_from_hf(json{{"model_type", "gpt2"}}, "g", "g.json", 128), "g")),
+            124439808);
   const NetworkConfig vit =
       parse_network_config(json{{"model_type", "vit"}, {"id2label", {{"0", "cat"}, {"1", "dog"}, {"2", "emu"}}}}, "vit.json");
   EXPECT_EQ(vit.transformer().classes, 3);
@@ -65,12 +99,20 @@ TEST(HfConfig, HuggingFacesDefaultsFillWhatTheDocumentLeavesOut) {
 }
 
 TEST(HfConfig, WhatPapayaCannotBuildIsRefusedNamingTheField) {
-  EXPECT_NE(error_of({{"model_type", "llama"}}).find("config.json: /model_type: 'llama' needs rotary position embeddings"),
+  EXPECT_NE(error_of({{"model_type", "bert"}}).find("config.json: /model_type: 'bert' needs a token-type embedding"),
             std::string::npos);
+  EXPECT_NE(error_of({{"model_type", "llama"}, {"hidden_act", "gelu"}}).find("/hidden_act: 'gelu'"), std::string::npos);
+  EXPECT_NE(error_of({{"model_type", "llama"}, {"head_dim", 256}}).find("/head_dim: 256"), std::string::npos);
+  EXPECT_NE(error_of({{"model_type", "llama"}, {"num_key_value_heads", 5}}).find("/num_key_value_heads: 5 does not divide 32"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"model_type", "mistral"}}, 8192).find("/sliding_window: 4096 tokens"), std::string::npos);
+  EXPECT_NE(error_of({{"model_type", "opt"}, {"do_layer_norm_before", false}}).find("/do_layer_norm_before"), std::string::npos);
+  EXPECT_NE(error_of({{"model_type", "opt"}, {"word_embed_proj_dim", 512}}).find("/word_embed_proj_dim"), std::string::npos);
   EXPECT_NE(error_of({{"model_type", "t5"}})
-                .find("config.json: /model_type: 't5' is not a supported model type (supported: gpt2, vit)"),
+                .find("config.json: /model_type: 't5' is not a supported model type (supported: gpt2, vit, llama, mistral, "
+                      "qwen2, gpt_neox, opt)"),
             std::string::npos);
-  EXPECT_NE(error_of({{"model_type", "gpt2"}, {"activation_function", "relu"}}).find("/activation_function: 'relu'"),
+  EXPECT_NE(error_of({{"model_type", "gpt2"}, {"activation_function", "tanh"}}).find("/activation_function: 'tanh'"),
             std::string::npos);
   EXPECT_NE(error_of({{"model_type", "gpt2"}, {"tie_word_embeddings", false}}).find("/tie_word_embeddings"), std::string::npos);
   EXPECT_NE(error_of({{"model_type", "gpt2"}, {"n_layer", "twelve"}}).find("/n_layer: \"twelve\""), std::string::npos);

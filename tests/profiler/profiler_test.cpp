@@ -379,7 +379,7 @@ TEST(MedianRun, TakesMediansOverEveryStepAndTheLargestBytes) {
   EXPECT_TRUE(median_run({run({step(1e-3, 10e-6)}, 700, 0.3), oom}).iteration.oom);
 }
 
-INSTANTIATE_TEST_SUITE_P(Cpu, TinyProfile, ::testing::Values("gpt-tiny", "vit-tiny", "resnet-tiny", "mlp-tiny"),
+INSTANTIATE_TEST_SUITE_P(Cpu, TinyProfile, ::testing::Values("gpt-tiny", "llama-tiny", "vit-tiny", "resnet-tiny", "mlp-tiny"),
                          [](const auto& info) {
                            std::string name = info.param;
                            for (char& c : name) c = c == '-' ? '_' : c;
