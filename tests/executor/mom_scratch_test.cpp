@@ -5,7 +5,9 @@
 // otherwise (RMSNorm's took four input-sized temporaries more: ln_f of a GPT
 // under quantize-4 peaked 15% above its prediction; the attention scores'
 // took two more copies of the scores' gradient, masked and scaled apart and
-// transposed for a product: a GPT with 16 heads of 64 tokens, 4% below).
+// transposed for a product: a GPT with 16 heads of 64 tokens, 4% below; a
+// ReLU's, its 1-bit mask cast to the gradient's dtype to multiply it: an
+// OPT-style GPT under quantize-4, 4% below).
 #include <gtest/gtest.h>
 
 #include "executor/data.h"
@@ -74,6 +76,17 @@ TEST(MomScratch, RmsNormsBackwardTakesNoMoreThanTheNativeOnePlusWhatItUnpacks) {
                                     "vocab": 20, "activation": "swiglu", "norm": "rmsnorm"})"),
           "config"),
       {"blocks.0.ln1", "ln_f"});
+}
+
+// A ReLU whose output is stored as a mask (the MLP of OPT), and attention
+// whose k and v serve groups of query heads.
+TEST(MomScratch, ReluAndGroupedAttentionsBackwardTakeNoMoreThanTheNativeOnePlusWhatTheyUnpack) {
+  expect_no_more_than_native(
+      model::parse_network_config(
+          nlohmann::json::parse(R"({"name": "opt", "family": "gpt", "layers": 1, "d_model": 64, "heads": 4, "kv_heads": 2,
+                                    "seq_len": 16, "vocab": 20, "activation": "relu", "positions": "rotary"})"),
+          "config"),
+      {"blocks.0.mlp.act", "blocks.0.attn.context"});
 }
 
 // Many heads over many tokens: scores far larger than q, k and v. In a step
