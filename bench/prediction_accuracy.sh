@@ -11,6 +11,8 @@
 #   NETWORKS=gpt-tiny BATCHES=32 bench/prediction_accuracy.sh
 #   NETWORKS="bench/networks/llama-4x128.json bench/networks/bert-silu.json" bench/prediction_accuracy.sh
 #   PRECISION=bf16 bench/prediction_accuracy.sh  # activations in bf16
+#   PROFILE_BLOCKS=2 NETWORKS=bench/networks/llama-8x256.json bench/prediction_accuracy.sh
+#                                                # profile 2 blocks, predict and train all
 #
 # Needs `papaya profile` (the profiler) and `papaya train --plan` (the
 # executor's memory optimizations), and jq. Writes every profile, model,
@@ -26,6 +28,7 @@ profile_batches=${PROFILE_BATCHES:-1,2,4}
 batches=${BATCHES:-16 32}
 steps=${STEPS:-30}
 precision=${PRECISION:-fp32}
+profile_blocks=${PROFILE_BLOCKS:-}
 plans=${PLANS:-keep recompute-all quantize-4 invert recompute-all+quantize-4 quantize-4+invert recompute-all+invert recompute-all+quantize-4+invert}
 peak_target=${PEAK_TARGET:-0.03}
 rate_target=${RATE_TARGET:-0.15}
@@ -40,8 +43,9 @@ echo "network,strategy,batch,predicted_peak_bytes,measured_peak_bytes,peak_error
 
 for network in $networks; do
   net=$(basename "$network" .json)  # a zoo name, or a config file's name
-  echo "== $net: profile at $profile_batches, fit" >&2
-  "$papaya" profile --network "$network" --batch "$profile_batches" --device cpu --precision "$precision" --out "$out/$net.profile.json" >&2
+  echo "== $net: profile at $profile_batches${profile_blocks:+ ($profile_blocks blocks)}, fit" >&2
+  "$papaya" profile --network "$network" --batch "$profile_batches" --device cpu --precision "$precision" \
+    ${profile_blocks:+--profile-blocks "$profile_blocks"} --out "$out/$net.profile.json" >&2
   "$papaya" fit "$out/$net.profile.json" --out "$out/$net.model.json" --json >"$out/$net.fit.json"
   for b in $batches; do
     "$papaya" predict "$out/$net.model.json" --batch "$b" --json >"$out/$net.predict.$b.json"

@@ -17,6 +17,7 @@ Profiled profile_and_fit(const AutoPlanRequest& request) {
   profiler::ProfileOptions options;
   options.network = request.network;
   options.seq_len = request.seq_len;
+  options.profile_blocks = request.profile_blocks;
   options.device = request.device;
   options.precision = request.precision;
   options.batches = request.batches;

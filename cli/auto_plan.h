@@ -23,6 +23,7 @@ struct AutoPlanRequest {
   std::string hardware;                            // "" : the profiled machine
   std::vector<int> batches = auto_plan_batches();  // to profile
   std::optional<int> seq_len;                      // tokens per sample instead of the config's
+  int profile_blocks = 0;                          // as profiler::ProfileOptions's (0: all if they fit)
 };
 
 struct Profiled {

@@ -12,4 +12,11 @@ void add_network_options(CLI::App* cmd, std::string& network, std::optional<int>
       ->check(CLI::PositiveNumber);
 }
 
+void add_profile_blocks_option(CLI::App* cmd, int& blocks) {
+  cmd->add_option("--profile-blocks", blocks,
+                  "Profile the first K of a transformer's blocks (2 or more) and scale the model to all of them; default: "
+                  "all where their weights, gradients and AdamW state take at most half of the device's memory, else 2")
+      ->check(CLI::PositiveNumber);
+}
+
 }  // namespace papaya::cli

@@ -185,6 +185,7 @@ void register_profile(CLI::App& app) {
   cmd->add_option("--seed", o.seed, "Seed of weights and data")->capture_default_str();
   cmd->add_option("--memory-limit", args->memory_limit,
                   "Count a batch size as out of memory once allocated bytes pass SIZE (e.g. 64MiB): a smaller device");
+  add_profile_blocks_option(cmd, o.profile_blocks);
   args->probe_option =
       cmd->add_option("--probe-batch", args->probe_batch,
                       "Also time each layer at this batch, alone or within its block (one block fits where the "

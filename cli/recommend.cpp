@@ -36,7 +36,8 @@ std::vector<std::string> single_optimizations() {
 struct RecommendArgs {
   std::string network = profiler::ProfileOptions{}.network;
   std::optional<int> seq_len;
-  std::string device;  // empty: cuda where there is one, else cpu
+  int profile_blocks = 0;  // 0: all if they fit
+  std::string device;      // empty: cuda where there is one, else cpu
   std::string hardware;
   std::string budget;
   int64_t batch = 0;  // 0: choose it
@@ -208,6 +209,7 @@ Recommendation compute(const RecommendArgs& args) {
                                                           : "cpu",
                             "fp32", args.hardware};
   auto_plan.seq_len = args.seq_len;
+  auto_plan.profile_blocks = args.profile_blocks;
   const Profiled profiled = profile_and_fit(auto_plan);
   rec.model = profiled.model;
   const model::Target& target = profiled.target;
@@ -233,6 +235,7 @@ void register_recommend(CLI::App& app) {
       "recommend",
       "Profile a network, fit its model and plan within a memory budget: which optimizations to train with, and why.");
   add_network_options(cmd, args->network, args->seq_len);
+  add_profile_blocks_option(cmd, args->profile_blocks);
   cmd->add_option("--device,-d", args->device, "cpu, cuda or cuda:N to profile on; default: cuda where there is one, else cpu");
   cmd->add_option("--hardware", args->hardware, "Catalog entry to plan for (papaya hardware); default: the profiled machine");
   cmd->add_option("--budget", args->budget,

@@ -7,8 +7,11 @@
 #include <limits>
 #include <set>
 
+#include "model/block_scaling.h"
 #include "model/error.h"
 #include "model/median.h"
+#include "model/network_config.h"
+#include "model/parameter_count.h"
 #include "model/plan.h"
 #include "model/plan_step_calibration.h"
 #include "model/predict.h"
@@ -337,6 +340,17 @@ ProfileFit fit_profile(const Profile& p, const std::string& label) {
     }
   }
   for (const auto& note : profiled_target(m).notes) out.quality.notes.push_back(note);
+  if (p.profiled_blocks > 0) {
+    const NetworkConfig whole = parse_network_config(p.network_config, label + ": network_config");
+    const int blocks = whole.transformer().layers;
+    const double ratio =
+        static_cast<double>(parameter_count(whole)) / static_cast<double>(parameter_count(with_blocks(whole, p.profiled_blocks)));
+    out.model = scale_blocks(out.model, blocks, out.model.static_bytes * ratio, label);
+    out.quality.notes.push_back("profiled " + std::to_string(p.profiled_blocks) + " of the " + std::to_string(blocks) +
+                                " blocks; the model holds all " + std::to_string(blocks) +
+                                " (each past the profiled ones as the last of them, weights, gradients and optimizer "
+                                "state for all)");
+  }
   return out;
 }
 

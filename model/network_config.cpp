@@ -260,6 +260,24 @@ std::vector<std::string> shipped_network_names() {
   }
   std::sort(names.begin(), names.end());
   return names;
+NetworkConfig with_blocks(const NetworkConfig& config, int blocks) {
+  const std::string where =
+      (config.source.empty() ? config.name : config.source) + ": --profile-blocks " + std::to_string(blocks);
+  if (!std::holds_alternative<TransformerConfig>(config.body)) {
+    throw InputError(where + ": a " + to_string(config.family) + " network has no identical blocks to scale");
+  }
+  const int layers = config.transformer().layers;
+  if (blocks < 2 || blocks > layers) {
+    throw InputError(where + ": profile 2 to " + std::to_string(layers) + " of its " + std::to_string(layers) +
+                     " blocks (two show what one more block holds)");
+  }
+  json doc = config.document;
+  doc["layers"] = blocks;
+  NetworkConfig part = parse_network_config(doc, where);
+  part.source = config.source;
+  return part;
+}
+
 }
 
 }  // namespace papaya::model

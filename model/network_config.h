@@ -86,6 +86,11 @@ NetworkConfig load_network_config(const std::string& name_or_path, std::optional
 
 // Parses and validates a config document, a papaya one or a HuggingFace
 // config.json (model/hf_config.h; named after `label`'s file name); `label`
+// `config` (a transformer) with its first `blocks` blocks only: what
+// `papaya profile --profile-blocks` measures. Throws InputError naming
+// --profile-blocks for another family or a count outside 2..layers.
+NetworkConfig with_blocks(const NetworkConfig& config, int blocks);
+
 // names it in errors.
 NetworkConfig parse_network_config(const nlohmann::json& doc, const std::string& label);
 

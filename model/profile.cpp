@@ -212,6 +212,7 @@ json profile_to_json(const Profile& p) {
           {"machine", to_json(p.machine)},
           {"batches", p.batches},
           {"probe_batch", p.probe_batch},
+          {"profiled_blocks", p.profiled_blocks},
           {"iterations", iterations},
           {"layers", layers},
           {"segments", segments},
@@ -233,6 +234,7 @@ Profile profile_from_json(const json& doc, const std::string& label) {
   p.machine = machine_from_json(doc.at("machine"));
   p.batches = doc.at("batches").get<std::vector<int>>();
   p.probe_batch = doc.value("probe_batch", 0);
+  p.profiled_blocks = doc.value("profiled_blocks", 0);
   for (const auto& i : doc.at("iterations")) p.iterations.push_back(iteration_from_json(i));
   for (const auto& l : doc.at("layers")) {
     p.layers.push_back(layer_from_json(l, label + ": /layers/" + std::to_string(p.layers.size())));

@@ -159,7 +159,10 @@ struct Profile {
   std::string precision;          // "fp32" | "bf16"
   MachineInfo machine;
   std::vector<int> batches;
-  int probe_batch = 0;                           // layers and segments timed alone at it; 0: none were
+  int probe_batch = 0;  // layers and segments timed alone at it; 0: none were
+  // > 0: the network_config's first this many blocks were profiled, the
+  // layers below are theirs, and the fit scales them to all (block_scaling.h).
+  int profiled_blocks = 0;
   std::vector<IterationMeasurement> iterations;  // one per batch
   std::vector<LayerProfile> layers;              // forward order
   std::vector<SegmentProfile> segments;          // forward order

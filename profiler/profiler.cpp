@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <variant>
 
 #include "executor/device.h"
 #include "executor/moms/codec_speed.h"
@@ -13,6 +14,7 @@
 #include "executor/session.h"
 #include "model/error.h"
 #include "model/network_config.h"
+#include "model/parameter_count.h"
 #include "model/plan.h"
 #include "model/units.h"
 #include "profiler/batch_run.h"
@@ -58,20 +60,24 @@ std::unique_ptr<LayerTimer> make_timer(const torch::Device& device, int layers, 
   return std::make_unique<WallClockTimer>(layers, [device] { executor::synchronize(device); });
 }
 
+int64_t memory_bytes([[maybe_unused]] const torch::Device& device) {
+#ifdef PAPAYA_CUDA
+  if (device.is_cuda()) return cuda_memory_bytes(device.index());
+#endif
+  return static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
+}
+
 model::MachineInfo describe_machine(const torch::Device& device, const LayerTimer& timer) {
   model::MachineInfo m;
   m.device = device.str();
   m.device_name = executor::device_name(device);
-  m.memory_bytes = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
+  m.memory_bytes = memory_bytes(device);
   m.threads = torch::get_num_threads();
   m.torch_version = TORCH_VERSION;
   m.papaya_version = PAPAYA_VERSION;
   m.timing = timer.name();
 #ifdef PAPAYA_CUDA
-  if (device.is_cuda()) {
-    m.memory_bytes = cuda_memory_bytes(device.index());
-    m.cuda_version = cuda_runtime_version();
-  }
+  if (device.is_cuda()) m.cuda_version = cuda_runtime_version();
 #endif
   return m;
 }
@@ -89,6 +95,30 @@ std::string join(const std::vector<int>& values) {
   std::string out;
   for (int v : values) out += (out.empty() ? "" : ", ") + std::to_string(v);
   return out;
+}
+
+// How many of a network's blocks to profile, 0 for the whole network (see
+// ProfileOptions::profile_blocks).
+int blocks_to_profile(const model::NetworkConfig& whole, const ProfileOptions& options) {
+  const int asked = options.profile_blocks;
+  if (asked > 0) {
+    const int all = std::holds_alternative<model::TransformerConfig>(whole.body) ? whole.transformer().layers : 0;
+    return asked == all ? 0 : model::with_blocks(whole, asked).transformer().layers;
+  }
+  if (asked < 0) throw InputError("--profile-blocks " + std::to_string(asked) + ": cannot be negative");
+  if (!std::holds_alternative<model::TransformerConfig>(whole.body) || whole.transformer().layers <= 2) return 0;
+  const double memory = static_cast<double>(options.memory_limit > 0 ? options.memory_limit
+                                                                     : memory_bytes(executor::resolve_device(options.device)));
+  const double state = 16.0 * static_cast<double>(model::parameter_count(whole));
+  if (state <= memory / 2) return 0;
+  if (options.on_warning) {
+    const int all = whole.transformer().layers;
+    options.on_warning("the whole network's weights, gradients and AdamW state (" + model::format_bytes(state) +
+                       ") take more than half of this device's " + model::format_bytes(memory) + ": profiling 2 of its " +
+                       std::to_string(all) + " blocks, and the model scales them to all " + std::to_string(all) +
+                       " (--profile-blocks K to choose)");
+  }
+  return 2;
 }
 
 // The whole-network plans a step is timed under (model::PlanStep): one
@@ -124,7 +154,9 @@ model::Profile profile_network(const ProfileOptions& options) {
   session_options.device = options.device;
   session_options.precision = options.precision;
   session_options.seed = options.seed;
-  executor::Session session(model::load_network_config(options.network, options.seq_len), session_options);
+  const model::NetworkConfig whole = model::load_network_config(options.network, options.seq_len);
+  const int blocks = blocks_to_profile(whole, options);
+  executor::Session session(blocks > 0 ? model::with_blocks(whole, blocks) : whole, session_options);
   const torch::Device& device = session.device;
   executor::Network& network = *session.network;
   executor::DataSource& data = *session.data;
@@ -132,7 +164,8 @@ model::Profile profile_network(const ProfileOptions& options) {
 
   model::Profile profile;
   profile.network = session.config.name;
-  profile.network_config = session.config.document;
+  profile.network_config = whole.document;
+  profile.profiled_blocks = blocks;
   profile.precision = options.precision;
   profile.batches = batches;
   profile.layers = describe_layers(network, session.layout);

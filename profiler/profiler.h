@@ -20,6 +20,11 @@ namespace papaya::profiler {
 struct ProfileOptions {
   std::string network = "gpt-tiny";  // config name or path
   std::optional<int> seq_len;        // tokens per sample instead of the config's
+  // A transformer's first this many blocks only, the fit scaling the model to
+  // all (model/block_scaling.h); 0: all where their weights, gradients and
+  // AdamW state (16 bytes a parameter) take at most half of the device's
+  // memory (or of memory_limit), else 2, said through on_warning.
+  int profile_blocks = 0;
   std::vector<int> batches = {1, 2, 4, 8};
   std::string device = "cpu";      // cpu, cuda, cuda:N
   std::string precision = "fp32";  // fp32, bf16
@@ -49,8 +54,8 @@ struct ProfileOptions {
 
 // Batches are profiled in increasing order; one that runs out of memory is
 // recorded as such (oom) and the others go on. Throws InputError for a bad
-// network, device, precision or batch list, or if every batch runs out of
-// memory.
+// network, device, precision, block count or batch list, or if every batch
+// runs out of memory.
 model::Profile profile_network(const ProfileOptions& options);
 
 }  // namespace papaya::profiler

@@ -9,10 +9,11 @@ namespace papaya::executor {
 
 torch::Tensor by_kv_group(const torch::Tensor& t, int64_t kv_heads) { return t.reshape({t.size(0), kv_heads, -1, t.size(-1)}); }
 
-AttentionScores::AttentionScores(int64_t head_dim, bool causal)
+AttentionScores::AttentionScores(int64_t head_dim, bool causal, std::shared_ptr<SequenceTables> tables)
     : Layer(LayerKind::attention_scores, {{"q", SlotKind::activation}, {"k", SlotKind::activation}}),
       scale(1.0 / std::sqrt(static_cast<double>(head_dim))),
-      causal(causal) {}
+      causal(causal),
+      tables_(std::move(tables)) {}
 
 torch::Tensor AttentionScores::forward(torch::Tensor q, torch::Tensor k) {
   Scope scope(*this, {&q, &k});
@@ -23,13 +24,6 @@ torch::Tensor AttentionScores::forward(torch::Tensor q, torch::Tensor k) {
       torch::matmul(by_kv_group(q, k.size(1)), k.transpose(-2, -1)).view({q.size(0), q.size(1), q.size(2), k.size(2)}) * scale;
   if (causal) scores = scores.masked_fill(causal_mask(q.size(-2), q.device()), -std::numeric_limits<double>::infinity());
   return scope.finish(scores);
-}
-
-const torch::Tensor& AttentionScores::causal_mask(int64_t n, const torch::Device& device) {
-  if (!above_diagonal_.defined() || above_diagonal_.size(0) != n || above_diagonal_.device() != device) {
-    above_diagonal_ = torch::ones({n, n}, torch::TensorOptions(device).dtype(torch::kBool)).triu(1);
-  }
-  return above_diagonal_;
 }
 
 Softmax::Softmax() : Layer(LayerKind::softmax, {{"output", SlotKind::activation}}) {}

@@ -5,6 +5,7 @@
 // have fewer heads than q (grouped-query attention): each serves a group of
 // consecutive query heads, read in place rather than repeated per head.
 #include "executor/layer.h"
+#include "executor/layers/sequence_tables.h"
 
 namespace papaya::executor {
 
@@ -17,17 +18,17 @@ torch::Tensor by_kv_group(const torch::Tensor& t, int64_t kv_heads);
 // Saves q and k (k with its own heads).
 class AttentionScores : public Layer {
  public:
-  AttentionScores(int64_t head_dim, bool causal);
+  // `tables`: the network's, shared by its layers (causal only).
+  AttentionScores(int64_t head_dim, bool causal, std::shared_ptr<SequenceTables> tables);
   torch::Tensor forward(torch::Tensor q, torch::Tensor k);
   torch::Tensor run(const std::vector<torch::Tensor>& in, const Batch&) override { return forward(in.at(0), in.at(1)); }
   double scale;
   bool causal;
-  // True above the diagonal: one mask per layer, kept across steps
-  // (masked_fill's backward keeps it).
-  const torch::Tensor& causal_mask(int64_t n, const torch::Device& device);
+  // True above the diagonal: the network's, kept across steps.
+  const torch::Tensor& causal_mask(int64_t n, const torch::Device& device) { return tables_->causal_mask(n, device); }
 
  private:
-  torch::Tensor above_diagonal_;
+  std::shared_ptr<SequenceTables> tables_;
 };
 
 // Softmax over the last dimension; saves its output.

@@ -38,23 +38,12 @@ struct RotaryFunction : torch::autograd::Function<RotaryFunction> {
 
 }  // namespace
 
-Rotary::Rotary(int64_t dims, double base) : Layer(LayerKind::rotary, {}), dims(dims), base(base) {}
-
-std::pair<torch::Tensor, torch::Tensor> Rotary::tables(const torch::Tensor& x) {
-  const int64_t tokens = x.size(-2);
-  if (!cos_.defined() || cos_.size(0) != tokens || cos_.device() != x.device() || cos_.scalar_type() != x.scalar_type()) {
-    const auto fp32 = torch::TensorOptions(x.device()).dtype(torch::kFloat);
-    const torch::Tensor inverse_frequency = torch::pow(base, -torch::arange(0, dims, 2, fp32) / static_cast<double>(dims));
-    const torch::Tensor angles = torch::outer(torch::arange(tokens, fp32), inverse_frequency).repeat({1, 2});
-    cos_ = angles.cos().to(x.scalar_type());
-    sin_ = angles.sin().to(x.scalar_type());
-  }
-  return {cos_, sin_};
-}
+Rotary::Rotary(int64_t dims, double base, std::shared_ptr<SequenceTables> tables)
+    : Layer(LayerKind::rotary, {}), dims(dims), base(base), tables_(std::move(tables)) {}
 
 torch::Tensor Rotary::forward(torch::Tensor x) {
   Scope scope(*this, {&x});
-  const auto [cos, sin] = tables(x);
+  const auto [cos, sin] = tables_->rotary(x.size(-2), dims, base, x.device(), x.scalar_type());
   return scope.finish(RotaryFunction::apply(x, cos, sin, dims));
 }
 

@@ -4,23 +4,22 @@
 // that grows with the token's position. The rotation is linear, so backward
 // rotates the gradient back: nothing batch-sized is saved.
 #include "executor/layer.h"
+#include "executor/layers/sequence_tables.h"
 
 namespace papaya::executor {
 
 // x (batch, heads, tokens, head_dim) -> its rotation. Saves nothing.
 class Rotary : public Layer {
  public:
-  Rotary(int64_t dims, double base);
+  // `tables`: the network's, shared by its layers.
+  Rotary(int64_t dims, double base, std::shared_ptr<SequenceTables> tables);
   torch::Tensor forward(torch::Tensor x);
   torch::Tensor run(const std::vector<torch::Tensor>& in, const Batch&) override { return forward(in.at(0)); }
   int64_t dims;
   double base;
 
  private:
-  // cos and sin of each position's angles, (tokens, dims) in x's dtype, as
-  // HuggingFace lays them out: each frequency twice, halves concatenated.
-  std::pair<torch::Tensor, torch::Tensor> tables(const torch::Tensor& x);
-  torch::Tensor cos_, sin_;
+  std::shared_ptr<SequenceTables> tables_;
 };
 
 }  // namespace papaya::executor

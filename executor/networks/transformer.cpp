@@ -29,13 +29,14 @@ torch::Tensor drop_or_pass(const std::shared_ptr<Dropout>& dropout, torch::Tenso
 
 class Attention : public torch::nn::Module {
  public:
-  Attention(const TransformerConfig& c, bool causal) : heads_(c.heads), kv_heads_(c.kv_heads), head_dim_(c.head_dim()) {
+  Attention(const TransformerConfig& c, bool causal, const std::shared_ptr<SequenceTables>& tables)
+      : heads_(c.heads), kv_heads_(c.kv_heads), head_dim_(c.head_dim()) {
     qkv = register_module("qkv", std::make_shared<Linear>(c.d_model, (c.heads + 2 * c.kv_heads) * c.head_dim(), c.qkv_bias));
     if (c.rotary()) {
-      rope_q = register_module("rope_q", std::make_shared<Rotary>(c.rotary_dims(), c.rotary_base));
-      rope_k = register_module("rope_k", std::make_shared<Rotary>(c.rotary_dims(), c.rotary_base));
+      rope_q = register_module("rope_q", std::make_shared<Rotary>(c.rotary_dims(), c.rotary_base, tables));
+      rope_k = register_module("rope_k", std::make_shared<Rotary>(c.rotary_dims(), c.rotary_base, tables));
     }
-    scores = register_module("scores", std::make_shared<AttentionScores>(c.head_dim(), causal));
+    scores = register_module("scores", std::make_shared<AttentionScores>(c.head_dim(), causal, tables));
     softmax = register_module("softmax", std::make_shared<Softmax>());
     drop = maybe_dropout(*this, "drop", c.attention_dropout);
     context = register_module("context", std::make_shared<AttentionContext>());
@@ -119,14 +120,15 @@ class Mlp : public torch::nn::Module {
 
 class Block : public Segment {
  public:
-  Block(const TransformerConfig& c, bool causal, bool pre_norm) : pre_norm_(pre_norm), parallel_(c.parallel_residual) {
+  Block(const TransformerConfig& c, bool causal, bool pre_norm, const std::shared_ptr<SequenceTables>& tables)
+      : pre_norm_(pre_norm), parallel_(c.parallel_residual) {
     if (pre_norm) {
       ln1 = register_module("ln1", std::make_shared<Norm>(c.norm, c.d_model));
-      attn = register_module("attn", std::make_shared<Attention>(c, causal));
+      attn = register_module("attn", std::make_shared<Attention>(c, causal, tables));
       ln2 = register_module("ln2", std::make_shared<Norm>(c.norm, c.d_model));
       mlp = register_module("mlp", std::make_shared<Mlp>(c));
     } else {
-      attn = register_module("attn", std::make_shared<Attention>(c, causal));
+      attn = register_module("attn", std::make_shared<Attention>(c, causal, tables));
       ln1 = register_module("ln1", std::make_shared<Norm>(c.norm, c.d_model));
       mlp = register_module("mlp", std::make_shared<Mlp>(c));
       ln2 = register_module("ln2", std::make_shared<Norm>(c.norm, c.d_model));
@@ -173,8 +175,9 @@ class Transformer : public Network {
     if (family == Family::bert) emb_norm = register_module("emb_norm", std::make_shared<Norm>(c.norm, c.d_model));
     emb_drop = maybe_dropout(*this, "emb_drop", c.dropout);
     blocks = register_module("blocks", torch::nn::ModuleList());
+    const auto tables = std::make_shared<SequenceTables>();
     for (int i = 0; i < c.layers; ++i) {
-      blocks->push_back(std::make_shared<Block>(c, family == Family::gpt, family != Family::bert));
+      blocks->push_back(std::make_shared<Block>(c, family == Family::gpt, family != Family::bert, tables));
     }
     if (family != Family::bert) ln_f = register_module("ln_f", std::make_shared<Norm>(c.norm, c.d_model));
     if (family == Family::gpt) {

@@ -41,7 +41,7 @@ struct Gradients {
 // v are stored (none: kept, the native path); probabilities are kept.
 Gradients run_layers(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& g,
                      const std::optional<StoreSpec>& store) {
-  AttentionScores scores(head_dim, true);
+  AttentionScores scores(head_dim, true, std::make_shared<SequenceTables>());
   Softmax softmax;
   AttentionContext context;
   if (store) {
@@ -96,7 +96,7 @@ TEST(Rotary, EqualsHuggingFacesRotationFullAndPartial) {
     const torch::Tensor exact = x.clone().requires_grad_();
     reference_rotary(exact, dims, 10000).backward(g);
     const torch::Tensor input = x.clone().requires_grad_();
-    Rotary rotary(dims, 10000);
+    Rotary rotary(dims, 10000, std::make_shared<SequenceTables>());
     const torch::Tensor y = rotary.forward(input);
     y.backward(g);
     EXPECT_TRUE(torch::allclose(y, reference_rotary(x, dims, 10000), 1e-5, 1e-6)) << dims;

@@ -1,0 +1,27 @@
+#include "executor/layers/sequence_tables.h"
+
+namespace papaya::executor {
+
+const torch::Tensor& SequenceTables::causal_mask(int64_t n, const torch::Device& device) {
+  if (!above_diagonal_.defined() || above_diagonal_.size(0) != n || above_diagonal_.device() != device) {
+    above_diagonal_ = torch::ones({n, n}, torch::TensorOptions(device).dtype(torch::kBool)).triu(1);
+  }
+  return above_diagonal_;
+}
+
+std::pair<torch::Tensor, torch::Tensor> SequenceTables::rotary(int64_t tokens, int64_t dims, double base,
+                                                               const torch::Device& device, torch::ScalarType dtype) {
+  if (!cos_.defined() || cos_.size(0) != tokens || rotary_dims_ != dims || rotary_base_ != base || cos_.device() != device ||
+      cos_.scalar_type() != dtype) {
+    const auto fp32 = torch::TensorOptions(device).dtype(torch::kFloat);
+    const torch::Tensor inverse_frequency = torch::pow(base, -torch::arange(0, dims, 2, fp32) / static_cast<double>(dims));
+    const torch::Tensor angles = torch::outer(torch::arange(tokens, fp32), inverse_frequency).repeat({1, 2});
+    cos_ = angles.cos().to(dtype);
+    sin_ = angles.sin().to(dtype);
+    rotary_dims_ = dims;
+    rotary_base_ = base;
+  }
+  return {cos_, sin_};
+}
+
+}  // namespace papaya::executor
