@@ -14,15 +14,6 @@ using nlohmann::json;
 // count past it is not taken as the default length.
 constexpr int default_seq_len_cap = 2048;
 
-// The types papaya cannot build yet, and what they need.
-const std::map<std::string, std::string>& unbuilt() {
-  static const std::map<std::string, std::string> needs = {
-      {"bert", "a token-type embedding and a pooler"},
-      {"roberta", "a token-type embedding, a pooler and positions offset past the padding index"},
-  };
-  return needs;
-}
-
 // A field, or HuggingFace's default where the document leaves it out.
 template <typename T>
 T field(const json& hf, const char* key, T fallback, const std::string& label) {
@@ -243,6 +234,40 @@ int classes_of(const json& hf, const std::string& label) {
   return field(hf, "num_labels", 2, label);
 }
 
+// BertConfig (RobertaConfig the same but vocab_size 50265): vocab_size 30522,
+// hidden_size 768, 12 layers and heads, intermediate_size 3072, hidden_act
+// gelu, hidden_dropout_prob 0.1, attention_probs_dropout_prob 0.1,
+// max_position_embeddings 512, type_vocab_size 2; post-norm blocks, an
+// embedding norm; for sequence classification the first token through the
+// pooler (dense + tanh; RoBERTa's classification head is the same layers),
+// dropout and the classifier. RoBERTa's positions start past the padding
+// index (pad_token_id 1): its table has two rows the sequence cannot use.
+json bert_like(const json& hf, json out, const std::string& label, std::optional<int> seq_len, int vocab, int unused_positions) {
+  const std::string position_type = field<std::string>(hf, "position_embedding_type", "absolute", label);
+  if (position_type != "absolute") {
+    throw InputError(label + ": /position_embedding_type: '" + position_type +
+                     "' is not built; papaya's BERT positions are absolute");
+  }
+  const int hidden = field(hf, "hidden_size", 768, label), heads = field(hf, "num_attention_heads", 12, label);
+  require_head_dim(hf, hidden, heads, label);
+  out["family"] = "bert";
+  out["layers"] = field(hf, "num_hidden_layers", 12, label);
+  out["d_model"] = hidden;
+  out["heads"] = heads;
+  out["mlp_hidden"] = field(hf, "intermediate_size", 3072, label);
+  out["activation"] = activation_of(field<std::string>(hf, "hidden_act", "gelu", label), "hidden_act", label);
+  dropout_of(hf, "hidden_dropout_prob", 0.1, "dropout", out, label);
+  out["attention_dropout"] = field(hf, "attention_probs_dropout_prob", 0.1, label);
+  const int positions = field(hf, "max_position_embeddings", 512, label);
+  out["seq_len"] = seq_len_of(seq_len, positions - unused_positions, label);
+  out["max_positions"] = positions;
+  out["token_types"] = field(hf, "type_vocab_size", 2, label);
+  out["pooler"] = true;
+  out["vocab"] = field(hf, "vocab_size", vocab, label);
+  out["classes"] = classes_of(hf, label);
+  return out;
+}
+
 // ViTConfig: hidden_size 768, num_hidden_layers 12, num_attention_heads 12,
 // intermediate_size 3072, hidden_act gelu, hidden_dropout_prob 0,
 // attention_probs_dropout_prob 0, image_size 224, patch_size 16, num_channels 3.
@@ -268,7 +293,7 @@ json vit(const json& hf, json out, const std::string& label, std::optional<int> 
 
 bool is_hf_config(const json& doc) { return doc.is_object() && doc.contains("model_type") && !doc.contains("family"); }
 
-const char* supported_hf_model_types() { return "gpt2, vit, llama, mistral, qwen2, gpt_neox, opt"; }
+const char* supported_hf_model_types() { return "gpt2, bert, roberta, vit, llama, mistral, qwen2, gpt_neox, opt"; }
 
 json network_config_from_hf(const json& hf, const std::string& name, const std::string& label, std::optional<int> seq_len) {
   const auto type_field = hf.find("model_type");
@@ -276,17 +301,14 @@ json network_config_from_hf(const json& hf, const std::string& name, const std::
   const std::string type = type_field->get<std::string>();
   json out = {{"name", name}, {"description", "imported from a HuggingFace " + type + " config"}};
   if (type == "gpt2") return gpt2(hf, std::move(out), label, seq_len);
+  if (type == "bert") return bert_like(hf, std::move(out), label, seq_len, 30522, 0);
+  if (type == "roberta") return bert_like(hf, std::move(out), label, seq_len, 50265, 1 + field(hf, "pad_token_id", 1, label));
   if (type == "vit") return vit(hf, std::move(out), label, seq_len);
   if (type == "llama") return llama(hf, std::move(out), label, seq_len);
   if (type == "mistral") return mistral(hf, std::move(out), label, seq_len);
   if (type == "qwen2") return qwen2(hf, std::move(out), label, seq_len);
   if (type == "gpt_neox") return gpt_neox(hf, std::move(out), label, seq_len);
   if (type == "opt") return opt(hf, std::move(out), label, seq_len);
-  const auto needs = unbuilt().find(type);
-  if (needs != unbuilt().end()) {
-    throw InputError(label + ": /model_type: '" + type + "' needs " + needs->second +
-                     ", which papaya does not build yet (supported: " + supported_hf_model_types() + ")");
-  }
   throw InputError(label + ": /model_type: '" + type +
                    "' is not a supported model type (supported: " + supported_hf_model_types() + ")");
 }

@@ -44,6 +44,8 @@ const std::map<LayerKind, Entry>& table() {
       {K::silu, {"silu", {{{"input", S::activation}}, true, false, false, false, F::per_output, 4}}},
       // Backward needs only the output's sign.
       {K::relu, {"relu", {{{"output", S::mask}}, false, false, false, false, F::per_output, 1}}},
+      // Backward differentiates from the output: 1 - y^2.
+      {K::tanh, {"tanh", {{{"output", S::activation}}, false, false, false, false, F::per_output, 5}}},
       {K::dropout, {"dropout", {{{"mask", S::mask}}, false, false, false, false, F::per_output, 2}}},
       {K::mul, {"mul", {{{"a", S::activation}, {"b", S::activation}}, false, false, false, false, F::per_output, 1, true}}},
       // A multiply and a multiply-add per rotated output; saves nothing.

@@ -24,6 +24,7 @@ enum class LayerKind {
   gelu,
   silu,
   relu,
+  tanh,
   dropout,
   mul,
   rotary,

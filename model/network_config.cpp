@@ -98,6 +98,11 @@ void reject_foreign_keys(const json& doc, Family family, const std::string& labe
   if (family == Family::gpt) require(!doc.contains("classes"), label, "/classes", "not an option of a gpt network");
   if (family != Family::gpt)
     require(!doc.contains("tied_head"), label, "/tied_head", "not an option of a " + to_string(family) + " network");
+  for (const char* key : {"token_types", "pooler"}) {
+    if (family != Family::bert) {
+      require(!doc.contains(key), label, std::string("/") + key, "not an option of a " + to_string(family) + " network");
+    }
+  }
   if (family == Family::vit) {
     for (const char* key : {"positions", "rotary_fraction", "rotary_base", "max_positions"}) {
       require(!doc.contains(key), label, std::string("/") + key,
@@ -126,6 +131,8 @@ TransformerConfig parse_transformer(const json& doc, Family family, const std::s
   t.mlp_bias = doc.value("mlp_bias", t.activation != "swiglu");  // Llama's MLP has none
   t.tied_head = doc.value("tied_head", t.tied_head);
   t.parallel_residual = doc.value("parallel_residual", t.parallel_residual);
+  t.token_types = doc.value("token_types", t.token_types);
+  t.pooler = doc.value("pooler", t.pooler);
   require(t.d_model % t.heads == 0, label, "/heads",
           std::to_string(t.heads) + " heads do not divide d_model " + std::to_string(t.d_model));
   require(t.heads % t.kv_heads == 0, label, "/kv_heads",
@@ -253,13 +260,6 @@ NetworkConfig load_network_config(const std::string& name_or_path, std::optional
   return config;
 }
 
-std::vector<std::string> shipped_network_names() {
-  std::vector<std::string> names;
-  for (const auto& entry : fs::directory_iterator(fs::path(config_dir()) / "networks")) {
-    if (entry.path().extension() == ".json") names.push_back(entry.path().stem().string());
-  }
-  std::sort(names.begin(), names.end());
-  return names;
 NetworkConfig with_blocks(const NetworkConfig& config, int blocks) {
   const std::string where =
       (config.source.empty() ? config.name : config.source) + ": --profile-blocks " + std::to_string(blocks);
@@ -278,6 +278,13 @@ NetworkConfig with_blocks(const NetworkConfig& config, int blocks) {
   return part;
 }
 
+std::vector<std::string> shipped_network_names() {
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(fs::path(config_dir()) / "networks")) {
+    if (entry.path().extension() == ".json") names.push_back(entry.path().stem().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 }  // namespace papaya::model

@@ -32,6 +32,8 @@ struct TransformerConfig {
   int seq_len = 0;                              // gpt, bert; vit: derived (patches + class token)
   int vocab = 0;                                // gpt, bert
   int classes = 0;                              // bert, vit
+  int token_types = 0;                          // bert: rows of a token-type table added to the input (0: none)
+  bool pooler = false;                          // bert: dense + tanh on the first token before the classifier
   int image_size = 0, patch = 0, channels = 3;  // vit
 
   int mlp_hidden() const;
@@ -84,13 +86,13 @@ std::string to_string(Family family);
 // what was expected.
 NetworkConfig load_network_config(const std::string& name_or_path, std::optional<int> seq_len = std::nullopt);
 
-// Parses and validates a config document, a papaya one or a HuggingFace
-// config.json (model/hf_config.h; named after `label`'s file name); `label`
 // `config` (a transformer) with its first `blocks` blocks only: what
 // `papaya profile --profile-blocks` measures. Throws InputError naming
 // --profile-blocks for another family or a count outside 2..layers.
 NetworkConfig with_blocks(const NetworkConfig& config, int blocks);
 
+// Parses and validates a config document, a papaya one or a HuggingFace
+// config.json (model/hf_config.h; named after `label`'s file name); `label`
 // names it in errors.
 NetworkConfig parse_network_config(const nlohmann::json& doc, const std::string& label);
 

@@ -12,8 +12,10 @@ int64_t transformer_count(const NetworkConfig& config) {
                                                : 2 * d * h + (t.mlp_bias ? h + d : 0);
   int64_t n = t.layers * (2 * norm + attention + mlp) + static_cast<int64_t>(config.position_rows()) * d;
   switch (config.family) {
-    case Family::gpt: return n + (t.tied_head ? 1 : 2) * t.vocab * d + norm;       // embedding (and head), final norm
-    case Family::bert: return n + t.vocab * d + norm + d * t.classes + t.classes;  // embedding norm, classifier
+    case Family::gpt: return n + (t.tied_head ? 1 : 2) * t.vocab * d + norm;  // embedding (and head), final norm
+    case Family::bert:                                                        // embedding norm, token types, pooler, classifier
+      return n + t.vocab * d + norm + static_cast<int64_t>(t.token_types) * d + (t.pooler ? d * d + d : 0) + d * t.classes +
+             t.classes;
     default:  // vit: patch embedding, class token, final norm, classifier
       return n + t.channels * t.patch * t.patch * d + d + d + norm + d * t.classes + t.classes;
   }

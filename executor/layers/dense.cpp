@@ -41,6 +41,15 @@ torch::Tensor PositionEmbedding::forward(torch::Tensor x) {
   return scope.finish(x + cast(weight).narrow(0, 0, x.size(1)));
 }
 
+TokenTypeEmbedding::TokenTypeEmbedding(int64_t types, int64_t dim) : Layer(LayerKind::position, {}) {
+  weight = register_parameter("weight", torch::randn({types, dim}) * 0.02);
+}
+
+torch::Tensor TokenTypeEmbedding::forward(torch::Tensor x) {
+  Scope scope(*this, {&x});
+  return scope.finish(x + cast(weight).select(0, 0));
+}
+
 ClassToken::ClassToken(int64_t dim) : Layer(LayerKind::class_token, {}) {
   token = register_parameter("token", torch::zeros({1, 1, dim}));
 }

@@ -31,6 +31,17 @@ class PositionEmbedding : public Layer {
   torch::Tensor weight;
 };
 
+// BERT's token-type embedding: a table of `types` rows, whose first (every
+// token of a single-segment sample) is added to x (batch, tokens, dim).
+// Saves nothing.
+class TokenTypeEmbedding : public Layer {
+ public:
+  TokenTypeEmbedding(int64_t types, int64_t dim);
+  torch::Tensor forward(torch::Tensor x);
+  torch::Tensor run(const std::vector<torch::Tensor>& in, const Batch&) override { return forward(in.at(0)); }
+  torch::Tensor weight;
+};
+
 // Prepends a learned class token to x (batch, tokens, dim). Saves nothing.
 class ClassToken : public Layer {
  public:

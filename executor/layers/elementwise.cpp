@@ -9,7 +9,7 @@ namespace papaya::executor {
 
 namespace {
 LayerKind activation_kind(const std::string& name) {
-  const LayerKind kinds[] = {LayerKind::gelu, LayerKind::silu, LayerKind::relu};
+  const LayerKind kinds[] = {LayerKind::gelu, LayerKind::silu, LayerKind::relu, LayerKind::tanh};
   const auto* it = std::find_if(std::begin(kinds), std::end(kinds), [&](LayerKind k) { return name == model::to_string(k); });
   TORCH_CHECK(it != std::end(kinds), "unknown activation ", name);
   return *it;
@@ -17,6 +17,7 @@ LayerKind activation_kind(const std::string& name) {
 
 std::vector<Slot> activation_slots(LayerKind kind) {
   if (kind == LayerKind::relu) return {{"output", SlotKind::mask}};  // backward needs only its sign
+  if (kind == LayerKind::tanh) return {{"output", SlotKind::activation}};
   return {{"input", SlotKind::activation}};
 }
 }  // namespace
@@ -26,8 +27,8 @@ Activation::Activation(const std::string& kind) : Layer(activation_kind(kind), a
 torch::Tensor Activation::forward(torch::Tensor x) {
   Scope scope(*this, {&x});
   if (uses_moms()) return scope.finish(moms::activation(*this, x));
-  if (kind() == LayerKind::relu) {
-    torch::Tensor y = torch::relu(x);
+  if (kind() == LayerKind::relu || kind() == LayerKind::tanh) {
+    torch::Tensor y = kind() == LayerKind::relu ? torch::relu(x) : torch::tanh(x);
     scope.saved("output", y);
     return scope.finish(y);
   }

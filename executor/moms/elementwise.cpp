@@ -1,4 +1,5 @@
-// The MOM-aware element-wise layers: activations (GELU/SiLU also inverted),
+// The MOM-aware element-wise layers: activations (GELU/SiLU also inverted;
+// ReLU and tanh keep their output),
 // dropout, and the gate product.
 #include "executor/layers/elementwise.h"
 #include "executor/moms/functions.h"
@@ -15,8 +16,8 @@ struct ActivationFunction : Function<ActivationFunction> {
   static at::Tensor forward(AutogradContext* ctx, const Activation* layer, const at::Tensor& x) {
     const LayerKind kind = layer->kind();
     ctx->saved_data["kind"] = static_cast<int64_t>(kind);
-    if (kind == LayerKind::relu) {
-      const at::Tensor y = at::relu(x);
+    if (kind == LayerKind::relu || kind == LayerKind::tanh) {
+      const at::Tensor y = kind == LayerKind::relu ? at::relu(x) : at::tanh(x);
       stash(ctx, {store_slot(*layer, 0, y)});
       return y;
     }
@@ -49,6 +50,7 @@ struct ActivationFunction : Function<ActivationFunction> {
       return {at::Tensor(), input_grad_from_output(kind, g, saved.tensors[1], saved.tensors[0])};
     }
     const auto gradients = [&](const std::vector<at::Tensor>& s) -> variable_list {
+      if (kind == LayerKind::tanh) return {at::tanh_backward(g, s[0])};
       return {kind == LayerKind::gelu ? at::gelu_backward(g, s[0]) : at::silu_backward(g, s[0])};
     };
     const variable_list out = gradients(saved.tensors);

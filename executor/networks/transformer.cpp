@@ -169,6 +169,7 @@ class Transformer : public Network {
     } else {
       tok_emb = register_module("tok_emb", std::make_shared<Embedding>(c.vocab, c.d_model));
     }
+    if (c.token_types > 0) type_emb = register_module("type_emb", std::make_shared<TokenTypeEmbedding>(c.token_types, c.d_model));
     if (config.position_rows() > 0) {
       pos_emb = register_module("pos_emb", std::make_shared<PositionEmbedding>(config.position_rows(), c.d_model));
     }
@@ -184,6 +185,11 @@ class Transformer : public Network {
       lm_head = register_module(
           "lm_head", c.tied_head ? std::make_shared<LMHead>(tok_emb->weight) : std::make_shared<LMHead>(c.vocab, c.d_model));
     } else {
+      if (c.pooler) {  // HuggingFace's BertPooler, and the dropout before its classifier
+        pooler = register_module("pooler", std::make_shared<Linear>(c.d_model, c.d_model));
+        pooler_act = register_module("pooler_act", std::make_shared<Activation>("tanh"));
+        head_drop = maybe_dropout(*this, "head_drop", c.dropout);
+      }
       head = register_module("head", std::make_shared<Linear>(c.d_model, c.classes));
       loss_fn = register_module("loss", std::make_shared<CrossEntropy>());
     }
@@ -198,24 +204,30 @@ class Transformer : public Network {
     } else {
       x = tok_emb->forward(batch.input);
     }
+    if (type_emb) x = type_emb->forward(x);
     if (pos_emb) x = pos_emb->forward(x);
     if (emb_norm) x = emb_norm->forward(x);
     x = drop_or_pass(emb_drop, x);
     for (const auto& block : *blocks) x = block->as<Segment>()->run(x);
     if (ln_f) x = ln_f->forward(x);
     if (lm_head) return lm_head->forward(x, batch.target);
-    return loss_fn->forward(head->forward(x.select(1, 0)), batch.target);
+    x = x.select(1, 0);
+    if (pooler) x = drop_or_pass(head_drop, pooler_act->forward(pooler->forward(x)));
+    return loss_fn->forward(head->forward(x), batch.target);
   }
 
   std::shared_ptr<Conv2d> patch_emb;
   std::shared_ptr<ClassToken> cls_token;
   std::shared_ptr<Embedding> tok_emb;
+  std::shared_ptr<TokenTypeEmbedding> type_emb;
   std::shared_ptr<PositionEmbedding> pos_emb;
   std::shared_ptr<Norm> emb_norm, ln_f;
   std::shared_ptr<Dropout> emb_drop;
   torch::nn::ModuleList blocks{nullptr};
   std::shared_ptr<LMHead> lm_head;
-  std::shared_ptr<Linear> head;
+  std::shared_ptr<Linear> head, pooler;
+  std::shared_ptr<Activation> pooler_act;
+  std::shared_ptr<Dropout> head_drop;
   std::shared_ptr<CrossEntropy> loss_fn;
 };
 

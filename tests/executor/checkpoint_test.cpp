@@ -51,7 +51,7 @@ TEST_P(Recompute, QuantizedInputGradientsAreClose) {
   EXPECT_LT(testing::relative_error(q8, exact), GetParam() == "resnet-tiny" ? 0.1 : 1e-2);
 }
 
-INSTANTIATE_TEST_SUITE_P(Zoo, Recompute, ::testing::Values("gpt-tiny", "resnet-tiny", "mlp-tiny", "bert-tiny"),
+INSTANTIATE_TEST_SUITE_P(Zoo, Recompute, ::testing::Values("gpt-tiny", "resnet-tiny", "mlp-tiny", "bert-tiny", "bert-hf-tiny"),
                          [](const auto& info) {
                            std::string name = info.param;
                            std::replace(name.begin(), name.end(), '-', '_');

@@ -33,6 +33,8 @@ TEST(LayerKinds, EveryLayerSavesWhatItsKindSays) {
       std::make_shared<Activation>("gelu"),
       std::make_shared<Activation>("silu"),
       std::make_shared<Activation>("relu"),
+      std::make_shared<Activation>("tanh"),
+      std::make_shared<TokenTypeEmbedding>(2, 4),
       std::make_shared<Dropout>(0.1),
       std::make_shared<Mul>(),
       std::make_shared<Rotary>(8, 10000, std::make_shared<SequenceTables>()),

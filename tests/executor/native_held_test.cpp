@@ -115,7 +115,7 @@ INSTANTIATE_TEST_SUITE_P(
             "positions": "rotary", "rotary_fraction": 0.25, "parallel_residual": true, "activation": "relu", "dropout": 0.1,
             "attention_dropout": 0})",
         R"({"name": "bert", "family": "bert", "layers": 1, "d_model": 16, "heads": 2, "seq_len": 8, "vocab": 20,
-            "activation": "silu", "dropout": 0.1, "classes": 3})",
+            "activation": "silu", "dropout": 0.1, "classes": 3, "token_types": 2, "pooler": true})",
         R"({"name": "vit", "family": "vit", "layers": 1, "d_model": 16, "heads": 2, "image_size": 16, "patch": 8,
             "channels": 3, "classes": 3})",
         R"({"name": "basic", "family": "resnet", "block": "basic", "stages": [1, 1], "width": 4, "image_size": 16, "channels": 3,

@@ -71,6 +71,22 @@ TEST(HfConfig, ShippedDecodersCountHuggingFacesParameters) {
   EXPECT_EQ(opt.position_rows(), 2050);  // positions start at 2
 }
 
+// For sequence classification with 2 labels, as HuggingFace's
+// BertForSequenceClassification and RobertaForSequenceClassification count.
+TEST(HfConfig, ShippedEncodersCountHuggingFacesParameters) {
+  EXPECT_EQ(parameter_count(shipped("bert-base-uncased")), 109483778);
+  EXPECT_EQ(parameter_count(shipped("bert-large-cased")), 333581314);
+  EXPECT_EQ(parameter_count(shipped("roberta-base")), 124647170);
+  const TransformerConfig bert = shipped("bert-large-cased").transformer();
+  EXPECT_EQ(bert.token_types, 2);
+  EXPECT_TRUE(bert.pooler);
+  EXPECT_EQ(bert.seq_len, 512);
+  EXPECT_EQ(bert.classes, 2);
+  const NetworkConfig roberta = shipped("roberta-base");
+  EXPECT_EQ(roberta.transformer().seq_len, 512);  // positions start past the padding index
+  EXPECT_EQ(roberta.position_rows(), 514);
+}
+
 TEST(HfConfig, HuggingFacesDefaultsFillWhatTheDocumentLeavesOut) {
   const NetworkConfig gpt2 = parse_network_config(json{{"model_type", "gpt2"}}, "dir/small.json");
   EXPECT_EQ(gpt2.name, "small");
@@ -99,8 +115,10 @@ TEST(HfConfig, HuggingFacesDefaultsFillWhatTheDocumentLeavesOut) {
 }
 
 TEST(HfConfig, WhatPapayaCannotBuildIsRefusedNamingTheField) {
-  EXPECT_NE(error_of({{"model_type", "bert"}}).find("config.json: /model_type: 'bert' needs a token-type embedding"),
+  EXPECT_NE(error_of({{"model_type", "bert"}, {"position_embedding_type", "relative_key"}})
+                .find("config.json: /position_embedding_type: 'relative_key' is not built"),
             std::string::npos);
+  EXPECT_NE(error_of({{"model_type", "roberta"}}, 511).find("--seq-len 511 is past the 510 positions"), std::string::npos);
   EXPECT_NE(error_of({{"model_type", "llama"}, {"hidden_act", "gelu"}}).find("/hidden_act: 'gelu'"), std::string::npos);
   EXPECT_NE(error_of({{"model_type", "llama"}, {"head_dim", 256}}).find("/head_dim: 256"), std::string::npos);
   EXPECT_NE(error_of({{"model_type", "llama"}, {"num_key_value_heads", 5}}).find("/num_key_value_heads: 5 does not divide 32"),
@@ -109,8 +127,8 @@ TEST(HfConfig, WhatPapayaCannotBuildIsRefusedNamingTheField) {
   EXPECT_NE(error_of({{"model_type", "opt"}, {"do_layer_norm_before", false}}).find("/do_layer_norm_before"), std::string::npos);
   EXPECT_NE(error_of({{"model_type", "opt"}, {"word_embed_proj_dim", 512}}).find("/word_embed_proj_dim"), std::string::npos);
   EXPECT_NE(error_of({{"model_type", "t5"}})
-                .find("config.json: /model_type: 't5' is not a supported model type (supported: gpt2, vit, llama, mistral, "
-                      "qwen2, gpt_neox, opt)"),
+                .find("config.json: /model_type: 't5' is not a supported model type (supported: gpt2, bert, roberta, vit, "
+                      "llama, mistral, qwen2, gpt_neox, opt)"),
             std::string::npos);
   EXPECT_NE(error_of({{"model_type", "gpt2"}, {"activation_function", "tanh"}}).find("/activation_function: 'tanh'"),
             std::string::npos);

@@ -83,7 +83,7 @@ TEST_P(ProfileBlocks, TwoOfFourBlocksScaleToTheWholeNetworksLayersAndBytes) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Cpu, ProfileBlocks, ::testing::Values("gpt-tiny", "llama-tiny", "bert-tiny", "vit-tiny"),
+INSTANTIATE_TEST_SUITE_P(Cpu, ProfileBlocks, ::testing::Values("gpt-tiny", "llama-tiny", "bert-hf-tiny", "vit-tiny"),
                          [](const auto& info) { return info.param.substr(0, info.param.find('-')); });
 
 // Unasked, the whole network is profiled where its 16 bytes a parameter take
