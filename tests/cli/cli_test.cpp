@@ -73,10 +73,10 @@ TEST(Cli, ImportHfWritesAPapayaConfigThatEveryCommandTakes) {
   run = run_papaya("train --network " + hf + " --batch 2 --steps 2 --json");
   ASSERT_EQ(run.code, 0) << run.err;
   EXPECT_EQ(json::parse(run.out).at("network"), "tiny-gpt2");
-  std::ofstream(hf) << R"({"model_type": "bert"})";
+  std::ofstream(hf) << R"({"model_type": "t5"})";
   run = run_papaya("import-hf " + hf);
   EXPECT_EQ(run.code, 2);
-  EXPECT_NE(run.err.find("/model_type: 'bert' needs"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("/model_type: 't5' is not a supported model type"), std::string::npos) << run.err;
   std::filesystem::remove_all(dir);
 }
 
