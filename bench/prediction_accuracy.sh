@@ -13,6 +13,8 @@
 #   PRECISION=bf16 bench/prediction_accuracy.sh  # activations in bf16
 #   PROFILE_BLOCKS=2 NETWORKS=bench/networks/llama-8x256.json bench/prediction_accuracy.sh
 #                                                # profile 2 blocks, predict and train all
+#   PROFILE_SEQ_LENS="16 32 64" SEQ_LEN=256 NETWORKS=llama-tiny bench/prediction_accuracy.sh
+#                                                # profile at 3 lengths, predict and train at another
 #
 # Needs `papaya profile` (the profiler) and `papaya train --plan` (the
 # executor's memory optimizations), and jq. Writes every profile, model,
@@ -29,6 +31,9 @@ batches=${BATCHES:-16 32}
 steps=${STEPS:-30}
 precision=${PRECISION:-fp32}
 profile_blocks=${PROFILE_BLOCKS:-}
+profile_seq_lens=${PROFILE_SEQ_LENS:-}
+seq_len=${SEQ_LEN:-}
+[ -z "$profile_seq_lens" ] || [ -n "$seq_len" ] || { echo "prediction_accuracy: PROFILE_SEQ_LENS needs SEQ_LEN" >&2; exit 2; }
 plans=${PLANS:-keep recompute-all quantize-4 invert recompute-all+quantize-4 quantize-4+invert recompute-all+invert recompute-all+quantize-4+invert}
 peak_target=${PEAK_TARGET:-0.03}
 rate_target=${RATE_TARGET:-0.15}
@@ -43,16 +48,21 @@ echo "network,strategy,batch,predicted_peak_bytes,measured_peak_bytes,peak_error
 
 for network in $networks; do
   net=$(basename "$network" .json)  # a zoo name, or a config file's name
-  echo "== $net: profile at $profile_batches${profile_blocks:+ ($profile_blocks blocks)}, fit" >&2
-  "$papaya" profile --network "$network" --batch "$profile_batches" --device cpu --precision "$precision" \
-    ${profile_blocks:+--profile-blocks "$profile_blocks"} --out "$out/$net.profile.json" >&2
-  "$papaya" fit "$out/$net.profile.json" --out "$out/$net.model.json" --json >"$out/$net.fit.json"
+  profiles=()
+  for length in ${profile_seq_lens:-${seq_len:-default}}; do
+    echo "== $net: profile at $profile_batches${profile_blocks:+ ($profile_blocks blocks)} (sequence: $length)" >&2
+    profiles+=("$out/$net.profile.$length.json")
+    "$papaya" profile --network "$network" --batch "$profile_batches" --device cpu --precision "$precision" \
+      ${profile_blocks:+--profile-blocks "$profile_blocks"} $([ "$length" = default ] || echo --seq-len "$length") --out "${profiles[-1]}" >&2
+  done
+  "$papaya" fit "${profiles[@]}" ${profile_seq_lens:+--seq-len "$seq_len"} --out "$out/$net.model.json" --json >"$out/$net.fit.json"
   for b in $batches; do
     "$papaya" predict "$out/$net.model.json" --batch "$b" --json >"$out/$net.predict.$b.json"
     for plan in $plans; do
       echo "== $net $plan batch $b: train" >&2
       run="$out/$net.$plan.$b.train.json"
-      "$papaya" train --network "$network" --plan "$plan" --batch "$b" --steps "$steps" --device cpu --precision "$precision" --json >"$run"
+      "$papaya" train --network "$network" ${seq_len:+--seq-len "$seq_len"} --plan "$plan" --batch "$b" --steps "$steps" \
+        --device cpu --precision "$precision" --json >"$run"
       jq -r --arg net "$net" --arg plan "$plan" --argjson b "$b" --slurpfile run "$run" '
         .[] | select(.strategy == $plan) |
         [$net, $plan, $b, .peak_bytes, $run[0].peak_bytes,

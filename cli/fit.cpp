@@ -14,7 +14,13 @@ void register_fit(CLI::App& app) {
       "Fit a performance model: per layer from a profile (papaya fit PROFILE --out model.json), or PAPAYA's global "
       "model per strategy from measured runs (papaya fit --measurements FILE.csv).");
   auto options = std::make_shared<FitOptions>();
-  cmd->add_option("profile", options->profile, "Profile to fit (JSON, from papaya profile)");
+  cmd->add_option("profile", options->profiles,
+                  "Profile to fit (JSON, from papaya profile); with --seq-len, three profiles of one text network at three "
+                  "sequence lengths");
+  cmd->add_option("--seq-len", options->seq_len,
+                  "Model the network at this many tokens, from three profiles at shorter lengths (bytes: each figure's "
+                  "quadratic in the tokens; times: scaled with each layer's FLOPs)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--measurements", options->measurements,
                   "CSV of measured runs with the header gpu,network,precision,strategy,batch,oom,samples_per_s,iter_s,"
                   "peak_mib (bench/data/README.md)");
@@ -24,11 +30,11 @@ void register_fit(CLI::App& app) {
                   "which a GPU outside the hardware catalog lacks");
   const auto output = add_output_options(cmd, "One JSON document instead of tables");
   cmd->callback([options, output] {
-    if (!options->profile.empty() && !options->measurements.empty()) {
+    if (!options->profiles.empty() && !options->measurements.empty()) {
       throw InputError("fit: give a profile or --measurements FILE, not both");
     }
-    if (!options->profile.empty()) {
-      if (options->out.empty()) throw InputError("fit " + options->profile + ": --out FILE is required");
+    if (!options->profiles.empty()) {
+      if (options->out.empty()) throw InputError("fit " + options->profiles.front() + ": --out FILE is required");
       if (!options->budget.empty()) throw InputError("fit: --budget applies to --measurements only");
       show(fit_profile_file(*options), *output);
     } else if (!options->measurements.empty()) {

@@ -2,7 +2,9 @@
 // The two modes of `papaya fit` (cli/fit.cpp picks one and shows its result).
 #include <iosfwd>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "model/fit_profile.h"
 #include "model/global_model.h"
@@ -10,14 +12,17 @@
 namespace papaya::cli {
 
 struct FitOptions {
-  std::string profile;       // papaya fit PROFILE: the per-layer model
-  std::string measurements;  // papaya fit --measurements FILE.csv: PAPAYA's global model
+  std::vector<std::string> profiles;  // papaya fit PROFILE: the per-layer model
+  std::optional<int> seq_len;         // with three profiles at other lengths: the model at this one
+  std::string measurements;           // papaya fit --measurements FILE.csv: PAPAYA's global model
   std::string out;
   std::string budget;  // --measurements only
 };
 
 // papaya fit PROFILE --out FILE (cli/fit_profile.cpp): the model, written to
-// `out`, and how well it reproduces the profile.
+// `out`, and how well it reproduces the profile; with --seq-len N and three
+// profiles at other lengths, the model at N (model/sequence_scaling.h), the
+// quality that of the longest profile's fit.
 struct ProfileFitResult {
   std::string profile, out;
   model::ProfileFit fit;

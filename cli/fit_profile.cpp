@@ -4,6 +4,9 @@
 
 #include "cli/fit_modes.h"
 #include "cli/table.h"
+#include "model/error.h"
+#include "model/network_config.h"
+#include "model/sequence_scaling.h"
 #include "model/units.h"
 
 namespace papaya::cli {
@@ -47,8 +50,49 @@ void add_step(Table& table, const std::string& label, const model::StepCheck& s)
 }  // namespace
 
 ProfileFitResult fit_profile_file(const FitOptions& options) {
-  const model::Profile profile = model::read_profile(options.profile);
-  ProfileFitResult result{options.profile, options.out, model::fit_profile(profile, options.profile)};
+  const size_t given = options.profiles.size();
+  if (!options.seq_len) {
+    if (given != 1) throw InputError("fit: one profile, or three with --seq-len N (" + std::to_string(given) + " given)");
+    const std::string& path = options.profiles.front();
+    ProfileFitResult result{path, options.out, model::fit_profile(model::read_profile(path), path)};
+    model::write_layer_model(options.out, result.fit.model);
+    return result;
+  }
+  const std::string what = "fit --seq-len " + std::to_string(*options.seq_len);
+  if (given != 3) {
+    throw InputError(what + ": give three profiles of the network at three sequence lengths (" + std::to_string(given) +
+                     " given)");
+  }
+  std::vector<model::ModelAtLength> models;
+  ProfileFitResult result{"", options.out, {}};
+  nlohmann::json network;  // the profiles' network config, but for its length
+  std::string lengths;
+  int longest = 0;
+  for (const std::string& path : options.profiles) {
+    const model::Profile profile = model::read_profile(path);
+    if (!profile.network_config.contains("seq_len")) {
+      throw InputError(path + ": " + what + ": a " + profile.network_config.value("family", std::string("?")) +
+                       " network has no token sequence");
+    }
+    nlohmann::json config = profile.network_config;
+    const int length = config.at("seq_len").get<int>();
+    config.erase("seq_len");
+    if (network.is_null()) network = config;
+    if (config != network) throw InputError(path + ": a profile of another network than " + options.profiles.front());
+    model::ProfileFit fit = model::fit_profile(profile, path);
+    lengths += (lengths.empty() ? "" : ", ") + std::to_string(length);
+    models.push_back({length, fit.model});
+    if (length > longest) {  // its fit tells the quality; the target must fit its position table
+      longest = length;
+      result.profile = path;
+      result.fit = std::move(fit);
+      model::at_seq_len(model::parse_network_config(profile.network_config, path + ": network_config"), *options.seq_len);
+    }
+  }
+  result.fit.model = model::at_sequence_length(models, *options.seq_len, what);
+  result.fit.quality.notes.push_back("modelled at " + std::to_string(*options.seq_len) + " tokens from profiles at " + lengths +
+                                     " (bytes: quadratic in the tokens; times: the longest profile's, scaled with each "
+                                     "layer's FLOPs); the fit's quality above is the longest profile's");
   model::write_layer_model(options.out, result.fit.model);
   return result;
 }

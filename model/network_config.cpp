@@ -260,6 +260,13 @@ NetworkConfig load_network_config(const std::string& name_or_path, std::optional
   return config;
 }
 
+NetworkConfig at_seq_len(const NetworkConfig& config, int seq_len) {
+  const std::string where = config.source.empty() ? config.name : config.source;
+  NetworkConfig out = parse_network_config(with_seq_len(config.document, seq_len, where), where);
+  out.source = config.source;
+  return out;
+}
+
 NetworkConfig with_blocks(const NetworkConfig& config, int blocks) {
   const std::string where =
       (config.source.empty() ? config.name : config.source) + ": --profile-blocks " + std::to_string(blocks);

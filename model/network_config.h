@@ -86,6 +86,11 @@ std::string to_string(Family family);
 // what was expected.
 NetworkConfig load_network_config(const std::string& name_or_path, std::optional<int> seq_len = std::nullopt);
 
+// `config` (a gpt or bert) trained at `seq_len` tokens. Throws InputError
+// naming --seq-len for another family or a length past a learned position
+// table.
+NetworkConfig at_seq_len(const NetworkConfig& config, int seq_len);
+
 // `config` (a transformer) with its first `blocks` blocks only: what
 // `papaya profile --profile-blocks` measures. Throws InputError naming
 // --profile-blocks for another family or a count outside 2..layers.

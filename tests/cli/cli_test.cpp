@@ -90,7 +90,7 @@ TEST(Cli, SeqLenSetsTheTrainedSequence) {
   std::ofstream(hf) << R"({"model_type": "llama", "hidden_size": 32, "num_attention_heads": 4, "num_key_value_heads": 2,
                            "num_hidden_layers": 1, "intermediate_size": 48, "vocab_size": 40,
                            "max_position_embeddings": 4096})";
-  Outcome run = run_papaya("profile --network " + hf + " --seq-len 24 --batch 1 --steps 1 --warmup 0 --out " + profile);
+  Outcome run = run_papaya("profile --network " + hf + " --seq-len 24 --batch 1,2 --steps 1 --warmup 0 --out " + profile);
   ASSERT_EQ(run.code, 0) << run.err;
   EXPECT_EQ(json::parse(std::ifstream(profile)).at("network_config").at("seq_len"), 24);
   run = run_papaya("train --network gpt-tiny --seq-len 16 --batch 2 --steps 2 --json");
@@ -104,6 +104,14 @@ TEST(Cli, SeqLenSetsTheTrainedSequence) {
   EXPECT_EQ(run.code, 2);
   EXPECT_NE(run.err.find("--seq-len: a vit network has no token sequence"), std::string::npos) << run.err;
   EXPECT_FALSE(std::filesystem::exists("vit-tiny.plan.json"));
+  // A model at another length takes three profiles at three lengths.
+  const std::string model = dir + "/m.json";
+  expect_input_error("fit " + profile + " --seq-len 96 --out " + model,
+                     "give three profiles of the network at three sequence lengths (1 given)");
+  expect_input_error("fit " + profile + " " + profile + " " + profile + " --seq-len 96 --out " + model,
+                     "the profiles' sequence lengths must differ (24, 24, 24)");
+  expect_input_error("fit " + profile + " " + profile + " --out " + model, "one profile, or three with --seq-len N (2 given)");
+  EXPECT_FALSE(std::filesystem::exists(model));
   std::filesystem::remove_all(dir);
 }
 

@@ -18,6 +18,7 @@
 #include "model/predict.h"
 #include "model/target.h"
 #include "profiler/profiler.h"
+#include "tests/profiler/quick_fit.h"
 
 namespace papaya::profiler {
 namespace {
@@ -28,17 +29,6 @@ void expect_same_bytes(double scaled, double whole, const std::string& what) {
   EXPECT_NEAR(scaled, whole, 1e-9 * std::abs(whole) + 1.0) << what;
 }
 
-model::LayerModel profiled_model(const std::string& network, int blocks) {
-  ProfileOptions options;
-  options.network = network;
-  options.profile_blocks = blocks;
-  options.batches = {1, 2, 4};
-  options.warmup = 1;
-  options.steps = 2;
-  options.rounds = 1;
-  return model::fit_profile(profile_network(options), "profile of " + network).model;
-}
-
 class ProfileBlocks : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ProfileBlocks, TwoOfFourBlocksScaleToTheWholeNetworksLayersAndBytes) {
@@ -47,19 +37,15 @@ TEST_P(ProfileBlocks, TwoOfFourBlocksScaleToTheWholeNetworksLayersAndBytes) {
   doc["layers"] = 4;
   const std::string path = (std::filesystem::temp_directory_path() / ("papaya-test-" + GetParam() + "-4.json")).string();
   std::ofstream(path) << doc;
-  const model::LayerModel scaled = profiled_model(path, 2);
-  const model::LayerModel whole = profiled_model(path, 0);
+  const model::LayerModel scaled = quick_fit(path, std::nullopt, 2);
+  const model::LayerModel whole = quick_fit(path, std::nullopt, 0);
   std::filesystem::remove(path);
 
-  ASSERT_EQ(scaled.layers.size(), whole.layers.size());
+  ASSERT_TRUE(same_layer_descriptions(scaled, whole));
   expect_same_bytes(scaled.static_bytes, whole.static_bytes, "static bytes");
   for (size_t j = 0; j < whole.layers.size(); ++j) {
     const model::LayerFit& s = scaled.layers[j];
     const model::LayerFit& w = whole.layers[j];
-    nlohmann::json sd, wd;
-    model::add_layer_description_json(s, sd);
-    model::add_layer_description_json(w, wd);
-    ASSERT_EQ(sd, wd) << "layer " << j;
     for (const auto& [name, figure] : {std::pair{"forward start", &model::LayerFit::forward_start},
                                        {"forward peak", &model::LayerFit::forward_peak},
                                        {"backward start", &model::LayerFit::backward_start},

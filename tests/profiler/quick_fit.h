@@ -1,0 +1,19 @@
+#pragma once
+// The layer model of a short profile (batches 1, 2, 4; one warm-up step, two
+// measured, one round, no probes): enough for the bytes the scaling tests
+// compare, which do not depend on how long the clock ran.
+#include <optional>
+#include <string>
+
+#include "model/layer_model.h"
+
+namespace papaya::profiler {
+
+model::LayerModel quick_fit(const std::string& network, std::optional<int> seq_len = std::nullopt, int profile_blocks = 0);
+
+// A scaled model's layers, one by one, against a profiled one's: the same
+// descriptions (paths, kinds, saved tensors and their sizes, FLOPs).
+// Returns false (and has failed the test) where they differ.
+bool same_layer_descriptions(const model::LayerModel& scaled, const model::LayerModel& whole);
+
+}  // namespace papaya::profiler
