@@ -1,9 +1,14 @@
 #include "cli/auto_plan.h"
 
 #include <iostream>
+#include <utility>
 
 #include "cli/progress.h"
 #include "model/fit_profile.h"
+#include "model/network_config.h"
+#include "model/parameter_count.h"
+#include "model/sequence_scaling.h"
+#include "model/units.h"
 #include "profiler/profiler.h"
 
 namespace papaya::cli {
@@ -13,28 +18,69 @@ const std::vector<int>& auto_plan_batches() {
   return batches;
 }
 
-Profiled profile_and_fit(const AutoPlanRequest& request) {
+namespace {
+
+constexpr double slow_step_flops = 1e12;
+constexpr int longest_short_sequence = 64;
+
+// The lengths to profile at (empty: the network's own); sets quick where
+// the network is slow to step.
+std::vector<int> short_lengths(AutoPlanRequest& request) {
+  const model::NetworkConfig config = model::load_network_config(request.network, request.seq_len);
+  const bool text = config.family == model::Family::gpt || config.family == model::Family::bert;
+  const int tokens = config.sequence_length();
+  // Forward and backward of the matrix products, two and four FLOPs per parameter and token.
+  const double step_flops = 6.0 * static_cast<double>(model::parameter_count(config)) * tokens * request.batches.back();
+  if (step_flops <= slow_step_flops) return {};
+  request.quick = true;
+  if (!text || tokens <= longest_short_sequence) return {};
+  std::cerr << "papaya: a step of " << config.name << " at " << tokens << " tokens and batch " << request.batches.back()
+            << " takes about " << model::format_si(step_flops) << "FLOP: profiling at 16, 32 and 64 tokens and modelling "
+            << tokens << " from them\n";
+  request.seq_len = tokens;
+  return {longest_short_sequence / 4, longest_short_sequence / 2, longest_short_sequence};
+}
+
+}  // namespace
+
+Profiled profile_and_fit(const AutoPlanRequest& asked) {
+  AutoPlanRequest request = asked;
+  std::vector<std::optional<int>> lengths;
+  for (int length : short_lengths(request)) lengths.push_back(length);
+  if (lengths.empty()) lengths.push_back(request.seq_len);
   profiler::ProfileOptions options;
   options.network = request.network;
-  options.seq_len = request.seq_len;
   options.profile_blocks = request.profile_blocks;
   options.device = request.device;
   options.precision = request.precision;
   options.batches = request.batches;
-  options.on_warning = [](const std::string& message) { std::cerr << "papaya: warning: " << message << "\n"; };
-  model::Profile profile;
-  {
-    Progress progress("profiling");
-    options.on_progress = [&](int done, int total, const std::string& note) { progress.update(done, total, note); };
-    profile = profiler::profile_network(options);
+  if (request.quick) {
+    options.warmup = 1;
+    options.steps = 2;
+    options.rounds = 1;
+    options.probe_batch = 0;
   }
-  Profiled out;
-  {
+  bool warned = false;  // the same warning at every length once
+  options.on_warning = [&warned](const std::string& message) {
+    if (!std::exchange(warned, true)) std::cerr << "papaya: warning: " << message << "\n";
+  };
+  std::vector<model::ModelAtLength> models;
+  for (const auto& length : lengths) {
+    options.seq_len = length;
+    model::Profile profile;
+    {
+      Progress progress(lengths.size() > 1 ? "profiling at " + std::to_string(*length) + " tokens" : "profiling");
+      options.on_progress = [&](int done, int total, const std::string& note) { progress.update(done, total, note); };
+      profile = profiler::profile_network(options);
+    }
     Progress progress("fitting");
     progress.update(0, 1, "per-layer curves");
-    out.model = model::fit_profile(profile, "profile of " + profile.network).model;
+    models.push_back({length.value_or(0), model::fit_profile(profile, "profile of " + profile.network).model});
     progress.update(1, 1);
   }
+  Profiled out;
+  out.model = models.size() > 1 ? model::at_sequence_length(models, *request.seq_len, "profiles of " + request.network)
+                                : models.front().model;
   out.target = model::make_target(out.model, request.hardware);
   return out;
 }

@@ -24,6 +24,9 @@ struct AutoPlanRequest {
   std::vector<int> batches = auto_plan_batches();  // to profile
   std::optional<int> seq_len;                      // tokens per sample instead of the config's
   int profile_blocks = 0;                          // as profiler::ProfileOptions's (0: all if they fit)
+  // One warm-up and two measured steps in one round, no probes (also chosen
+  // where a step at the network's length would be slow).
+  bool quick = false;
 };
 
 struct Profiled {
@@ -31,7 +34,10 @@ struct Profiled {
   model::Target target;
 };
 
-// Profiles and fits (progress on stderr).
+// Profiles and fits (progress on stderr). A text network whose step at the
+// largest batch would take over a TFLOP (a minute or more on a CPU) is
+// profiled quickly at 16, 32 and 64 tokens and modelled at its length
+// (model/sequence_scaling.h), as stderr says.
 Profiled profile_and_fit(const AutoPlanRequest& request);
 
 // Plans within the request (progress on stderr).

@@ -1,9 +1,19 @@
 // papaya limits MODEL --hardware A,B,C: the largest batch of every
-// whole-network plan on each catalog entry, under a memory budget.
+// whole-network plan on each catalog entry, under a memory budget. With
+// --network instead of a model, the network is profiled here first, quickly
+// and in part where it is large: 2 of its blocks where it would not fit this
+// machine, and a long sequence modelled from three short ones.
+#include <torch/torch.h>
+
+#include "cli/auto_plan.h"
 #include "cli/commands.h"
+#include "cli/network_option.h"
 #include "cli/report.h"
 #include "cli/table.h"
 #include "model/error.h"
+#include "model/hardware.h"
+#include "model/network_config.h"
+#include "model/parameter_count.h"
 #include "model/predict.h"
 #include "model/units.h"
 
@@ -12,6 +22,10 @@ namespace {
 
 struct LimitsArgs {
   std::string model;
+  std::string network;  // instead of a model: profile it here
+  std::optional<int> seq_len;
+  int profile_blocks = 0;
+  std::string device;  // empty: cuda where there is one, else cpu
   std::string hardware;
   std::string budget;
 };
@@ -31,6 +45,8 @@ struct Limit {
 
 struct Limits {
   std::string network, precision, profiled_on, budget_text;
+  double static_bytes = 0;            // weights, gradients and optimizer state
+  std::optional<int64_t> parameters;  // known from --network
   std::vector<model::Target> targets;
   std::vector<double> budgets;             // one per target
   std::vector<std::string> strategies;     // the rows
@@ -48,6 +64,8 @@ void to_json(nlohmann::json& out, const Limits& l) {
                      {"max_batch", limit.max_batch},
                      {"peak_bytes", limit.estimate.peak_bytes},
                      {"samples_per_s", limit.estimate.samples_per_s},
+                     {"static_bytes", l.static_bytes},
+                     {"parameters", l.parameters ? nlohmann::json(*l.parameters) : nlohmann::json()},
                      {"notes", l.targets[k].notes}});
     }
   }
@@ -56,6 +74,12 @@ void to_json(nlohmann::json& out, const Limits& l) {
 void print_text(std::ostream& out, const Limits& l) {
   out << "papaya limits: " << l.network << " (" << l.precision << ", profiled on " << l.profiled_on
       << "): largest batch (samples/s there), budget " << l.budget_text << "\n";
+  out << "weights, gradients and AdamW state: " << model::format_bytes(l.static_bytes);
+  if (l.parameters) {
+    out << " (" << fixed(l.static_bytes / static_cast<double>(*l.parameters), 1) << " bytes x " << *l.parameters
+        << " parameters)";
+  }
+  out << "\n";
   std::vector<std::string> header = {"strategy"};
   for (const auto& t : l.targets) header.push_back(t.name);
   Table table(header);
@@ -73,9 +97,37 @@ void print_text(std::ostream& out, const Limits& l) {
   }
 }
 
+// The model of --network: profiled quickly at batches 1 and 2, in part
+// where the network is large (cli/auto_plan.h).
+model::LayerModel profiled_model(const LimitsArgs& args) {
+  AutoPlanRequest request{args.network,
+                          !args.device.empty()          ? args.device
+                          : torch::cuda::is_available() ? "cuda"
+                                                        : "cpu",
+                          "fp32", ""};
+  request.batches = {1, 2};
+  request.quick = true;
+  request.seq_len = args.seq_len;
+  request.profile_blocks = args.profile_blocks;
+  return profile_and_fit(request).model;
+}
+
 Limits compute(const LimitsArgs& args) {
-  const model::LayerModel m = model::read_layer_model(args.model);
+  if (args.model.empty() == args.network.empty()) throw InputError("limits: give a model file or --network, one of them");
+  if (!args.model.empty() && (args.seq_len || args.profile_blocks > 0)) {
+    throw InputError("limits " + args.model + ": --seq-len and --profile-blocks go with --network (a model is fitted already)");
+  }
+  for (const auto& name : split_commas(args.hardware)) model::load_hardware(name);  // before minutes of profiling
   Limits l;
+  model::LayerModel m;
+  if (args.network.empty()) {
+    m = model::read_layer_model(args.model);
+  } else {
+    const model::NetworkConfig config = model::load_network_config(args.network, args.seq_len);
+    l.parameters = model::parameter_count(config);
+    m = profiled_model(args);
+  }
+  l.static_bytes = m.static_bytes;
   l.network = m.network;
   l.precision = m.precision;
   l.profiled_on = m.machine.device;
@@ -105,9 +157,15 @@ Limits compute(const LimitsArgs& args) {
 
 void register_limits(CLI::App& app) {
   auto args = std::make_shared<LimitsArgs>();
-  auto* cmd =
-      app.add_subcommand("limits", "The largest batch of each memory optimization on each hardware, from a model (papaya fit).");
-  cmd->add_option("model", args->model, "Layer model (JSON, from papaya fit PROFILE)")->required();
+  auto* cmd = app.add_subcommand("limits",
+                                 "The largest batch of each memory optimization on each hardware, from a model (papaya fit) or a "
+                                 "network profiled here (--network: quickly, 2 of its blocks where it is large, a long sequence "
+                                 "modelled from three short ones).");
+  cmd->add_option("model", args->model, "Layer model (JSON, from papaya fit PROFILE); or --network");
+  add_network_options(cmd, args->network, args->seq_len);
+  add_profile_blocks_option(cmd, args->profile_blocks);
+  cmd->add_option("--device,-d", args->device,
+                  "With --network: cpu, cuda or cuda:N to profile on; default: cuda where there is one, else cpu");
   cmd->add_option("--hardware", args->hardware, "Catalog entries, comma-separated (papaya hardware)")->required();
   cmd->add_option("--budget", args->budget, "Memory budget (e.g. 24GiB); default: 80% of each device's memory");
   const auto output = add_output_options(cmd);

@@ -124,6 +124,25 @@ TEST_F(ModelCommands, LimitsPerHardware) {
   EXPECT_NE(run.out.find("note: T4"), std::string::npos);
 }
 
+// limits --network profiles the network itself; a step too slow to profile at
+// its length (here a million tokens) is modelled from 16, 32 and 64 tokens,
+// and attention's square of a million tokens fits no GPU.
+TEST(Limits, ProfileTheNetworkGivenAndSayWhatItsStateTakes) {
+  Outcome run = run_papaya("limits --network llama-tiny --seq-len 48 --hardware h100 --json");
+  ASSERT_EQ(run.code, 0) << run.err;
+  const json rows = json::parse(run.out);
+  const double parameters = rows.at(0).at("parameters").get<double>();
+  EXPECT_EQ(parameters, 108864);  // model/parameter_count.h, as the zoo test checks against the network
+  EXPECT_EQ(rows.at(0).at("static_bytes").get<double>(), 16 * parameters);  // fp32 weights, gradients, AdamW m and v
+  EXPECT_GT(rows.at(0).at("max_batch").get<int64_t>(), 0);
+  run = run_papaya("limits --network llama-tiny --seq-len 1000000 --hardware h100 --json");
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_NE(run.err.find("profiling at 16, 32 and 64 tokens and modelling 1000000 from them"), std::string::npos) << run.err;
+  for (const auto& row : json::parse(run.out)) EXPECT_EQ(row.at("max_batch"), 0) << row.at("strategy");
+  expect_input_error("limits --network llama-tiny --hardware h999", "unknown hardware 'h999'");
+  expect_input_error("limits --hardware h100", "give a model file or --network");
+}
+
 TEST_F(ModelCommands, BadInputExitsTwo) {
   expect_input_error("fit " + path("absent.json") + " --out " + path("m.json"), "absent.json");
   expect_input_error("fit " + write("broken.json", "{") + " --out " + path("m.json"), "malformed JSON");
