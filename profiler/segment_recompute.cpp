@@ -1,11 +1,9 @@
 #include "profiler/segment_recompute.h"
 
-#include <algorithm>
 #include <chrono>
 #include <stdexcept>
 
 #include "executor/device.h"
-#include "executor/moms/checkpoint.h"
 #include "model/median.h"
 
 namespace papaya::profiler {
@@ -51,11 +49,12 @@ class LastOutput : public executor::LayerObserver {
   std::string segment_;
 };
 
-// Seconds of one forward and backward of `segment` on `x`, checkpointed or not.
-double forward_and_backward(executor::Segment& segment, const torch::Tensor& x, const torch::Tensor& grad, bool checkpointed) {
+// Seconds of one forward of `segment` on `x`, recording autograd's graph as
+// a checkpoint's recompute does.
+double recompute_forward(executor::Segment& segment, const torch::Tensor& x) {
   executor::synchronize(x.device());
   const auto start = std::chrono::steady_clock::now();
-  (checkpointed ? executor::checkpoint(segment, x) : segment.run_layers(x)).backward(grad);
+  segment.run_layers(x);
   executor::synchronize(x.device());
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -73,16 +72,9 @@ SegmentInputs capture_segment_inputs(executor::Network& network, const executor:
 double time_recompute(executor::Segment& segment, const torch::Tensor& input, int repeats) {
   const torch::AutoGradMode with_grad(true);
   const torch::Tensor x = input.detach().requires_grad_(true);
-  const torch::Tensor grad = [&] {
-    const torch::NoGradGuard no_grad;
-    return torch::ones_like(segment.run_layers(x));
-  }();
-  std::vector<double> plain, checkpointed;
-  for (int r = 0; r < repeats; ++r) {
-    plain.push_back(forward_and_backward(segment, x, grad, false));
-    checkpointed.push_back(forward_and_backward(segment, x, grad, true));
-  }
-  return std::max(0.0, model::median(checkpointed) - model::median(plain));
+  std::vector<double> seconds;
+  for (int r = 0; r < repeats; ++r) seconds.push_back(recompute_forward(segment, x));
+  return model::median(seconds);
 }
 
 std::vector<double> time_recompute(executor::Network& network, const SegmentInputs& inputs, int repeats) {

@@ -20,7 +20,12 @@ SegmentInputs capture_segment_inputs(executor::Network& network, const executor:
 
 // Seconds per segment (network.segments() order): what checkpointing adds to
 // a forward and backward of the segment on its captured input, in the
-// network's current mode (medians of `repeats` runs of each, interleaved).
+// network's current mode: the forward its backward runs again, recording
+// autograd's graph (the median of `repeats`). Timed itself, not as the
+// difference of a checkpointed and a plain pass: for a segment of
+// microseconds on a busy machine that difference can come out zero or less.
+// What checkpointing costs beyond it, the fit calibrates on a step under
+// recompute-all.
 std::vector<double> time_recompute(executor::Network& network, const SegmentInputs& inputs, int repeats);
 // One segment's, on `input`.
 double time_recompute(executor::Segment& segment, const torch::Tensor& input, int repeats);
