@@ -21,22 +21,28 @@ const std::vector<int>& auto_plan_batches() {
 namespace {
 
 constexpr double slow_step_flops = 1e12;
+constexpr double large_attention_bytes = 1 << 30;
 constexpr int longest_short_sequence = 64;
 
 // The lengths to profile at (empty: the network's own); sets quick where
-// the network is slow to step.
+// the network is slow to step. Slow: over a TFLOP a step, or attention's
+// token-by-token squares over a GiB (which grow past this machine's memory
+// long before the FLOPs are many).
 std::vector<int> short_lengths(AutoPlanRequest& request) {
   const model::NetworkConfig config = model::load_network_config(request.network, request.seq_len);
   const bool text = config.family == model::Family::gpt || config.family == model::Family::bert;
   const int tokens = config.sequence_length();
+  const double batch = request.batches.back(), square = static_cast<double>(tokens) * tokens;
   // Forward and backward of the matrix products, two and four FLOPs per parameter and token.
-  const double step_flops = 6.0 * static_cast<double>(model::parameter_count(config)) * tokens * request.batches.back();
-  if (step_flops <= slow_step_flops) return {};
+  const double step_flops = 6.0 * static_cast<double>(model::parameter_count(config)) * tokens * batch;
+  // Scores, probabilities and what dropout or the context keeps of them, fp32.
+  const double attention_bytes = text ? 3.0 * 4 * square * config.transformer().heads * config.transformer().layers * batch : 0;
+  if (step_flops <= slow_step_flops && attention_bytes <= large_attention_bytes) return {};
   request.quick = true;
   if (!text || tokens <= longest_short_sequence) return {};
   std::cerr << "papaya: a step of " << config.name << " at " << tokens << " tokens and batch " << request.batches.back()
-            << " takes about " << model::format_si(step_flops) << "FLOP: profiling at 16, 32 and 64 tokens and modelling "
-            << tokens << " from them\n";
+            << " takes about " << model::format_si(step_flops) << "FLOP and " << model::format_bytes(attention_bytes)
+            << " of attention: profiling at 16, 32 and 64 tokens and modelling " << tokens << " from them\n";
   request.seq_len = tokens;
   return {longest_short_sequence / 4, longest_short_sequence / 2, longest_short_sequence};
 }

@@ -49,6 +49,14 @@ struct Budget {
   std::string source;  // how it was set, for people
 };
 
+// A half-way budget, but no more than 80% of this device's memory.
+Budget within_device(Budget half_way, const model::Target& target) {
+  const double device = model::default_budget(target);
+  if (half_way.bytes <= device) return half_way;
+  return {device, "80% of this device's " + model::format_bytes(target.memory_bytes) + " (half-way, " +
+                      model::format_bytes(half_way.bytes) + ", would pass it); set --budget, or --hardware for a GPU's"};
+}
+
 Budget choose_budget(const RecommendArgs& args, const model::LayerModel& m, const model::Target& target) {
   if (!args.budget.empty()) return {static_cast<double>(model::parse_size(args.budget, "--budget")), "--budget"};
   if (!args.hardware.empty()) {
@@ -66,10 +74,13 @@ Budget choose_budget(const RecommendArgs& args, const model::LayerModel& m, cons
     least = std::min(least, model::predict(m, target, model::expand_plan_name(name, m.layout()), 1).peak_bytes);
   }
   if (half_way >= least) {
-    return {half_way, "half-way between the weights, gradients and optimizer state (" + model::format_bytes(m.static_bytes) +
-                          to_keep + why};
+    return within_device({half_way, "half-way between the weights, gradients and optimizer state (" +
+                                        model::format_bytes(m.static_bytes) + to_keep + why},
+                         target);
   }
-  return {least + (keep - least) / 2, "half-way between the least batch 1 needs (" + model::format_bytes(least) + to_keep + why};
+  return within_device(
+      {least + (keep - least) / 2, "half-way between the least batch 1 needs (" + model::format_bytes(least) + to_keep + why},
+      target);
 }
 
 // One optimization alone against keep: what it saves and costs at the plan's
