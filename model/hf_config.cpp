@@ -101,6 +101,7 @@ json llama_like(const json& hf, json out, const std::string& label, std::optiona
   require_head_dim(hf, hidden, heads, label);
   const bool attention_bias = field(hf, "attention_bias", false, label);
   out["family"] = "gpt";
+  out["fused_qkv"] = false;  // q, k and v projected apart
   out["layers"] = field(hf, "num_hidden_layers", d.layers, label);
   out["d_model"] = hidden;
   out["heads"] = heads;
@@ -209,6 +210,7 @@ json opt(const json& hf, json out, const std::string& label, std::optional<int> 
   const std::string act = field<std::string>(hf, "activation_function", "relu", label);
   const bool bias = field(hf, "enable_bias", true, label);
   out["family"] = "gpt";
+  out["fused_qkv"] = false;  // q, k and v projected apart
   out["layers"] = field(hf, "num_hidden_layers", 12, label);
   out["d_model"] = hidden;
   out["heads"] = field(hf, "num_attention_heads", 12, label);
@@ -251,6 +253,7 @@ json bert_like(const json& hf, json out, const std::string& label, std::optional
   const int hidden = field(hf, "hidden_size", 768, label), heads = field(hf, "num_attention_heads", 12, label);
   require_head_dim(hf, hidden, heads, label);
   out["family"] = "bert";
+  out["fused_qkv"] = false;  // q, k and v projected apart
   out["layers"] = field(hf, "num_hidden_layers", 12, label);
   out["d_model"] = hidden;
   out["heads"] = heads;
@@ -275,6 +278,7 @@ json vit(const json& hf, json out, const std::string& label, std::optional<int> 
   if (seq_len) throw InputError(label + ": --seq-len: a ViT's sequence is its patches (image_size / patch_size, squared, + 1)");
   const int d = field(hf, "hidden_size", 768, label);
   out["family"] = "vit";
+  out["fused_qkv"] = false;  // q, k and v projected apart
   out["layers"] = field(hf, "num_hidden_layers", 12, label);
   out["d_model"] = d;
   out["heads"] = field(hf, "num_attention_heads", 12, label);

@@ -127,6 +127,7 @@ TransformerConfig parse_transformer(const json& doc, Family family, const std::s
   t.rotary_fraction = doc.value("rotary_fraction", t.rotary_fraction);
   t.rotary_base = doc.value("rotary_base", t.rotary_base);
   t.qkv_bias = doc.value("qkv_bias", t.qkv_bias);
+  t.fused_qkv = doc.value("fused_qkv", t.fused_qkv);
   t.proj_bias = doc.value("proj_bias", t.proj_bias);
   t.mlp_bias = doc.value("mlp_bias", t.activation != "swiglu");  // Llama's MLP has none
   t.tied_head = doc.value("tied_head", t.tied_head);
@@ -260,16 +261,26 @@ NetworkConfig load_network_config(const std::string& name_or_path, std::optional
   return config;
 }
 
-NetworkConfig at_seq_len(const NetworkConfig& config, int seq_len) {
-  const std::string where = config.source.empty() ? config.name : config.source;
-  NetworkConfig out = parse_network_config(with_seq_len(config.document, seq_len, where), where);
+namespace {
+
+// Where `config` came from, for messages: its file, else its name.
+std::string origin(const NetworkConfig& config) { return config.source.empty() ? config.name : config.source; }
+
+// `config`'s document, changed, parsed again; read from the same file.
+NetworkConfig reparsed(const NetworkConfig& config, const json& doc, const std::string& where) {
+  NetworkConfig out = parse_network_config(doc, where);
   out.source = config.source;
   return out;
 }
 
+}  // namespace
+
+NetworkConfig at_seq_len(const NetworkConfig& config, int seq_len) {
+  return reparsed(config, with_seq_len(config.document, seq_len, origin(config)), origin(config));
+}
+
 NetworkConfig with_blocks(const NetworkConfig& config, int blocks) {
-  const std::string where =
-      (config.source.empty() ? config.name : config.source) + ": --profile-blocks " + std::to_string(blocks);
+  const std::string where = origin(config) + ": --profile-blocks " + std::to_string(blocks);
   if (!std::holds_alternative<TransformerConfig>(config.body)) {
     throw InputError(where + ": a " + to_string(config.family) + " network has no identical blocks to scale");
   }
@@ -280,9 +291,7 @@ NetworkConfig with_blocks(const NetworkConfig& config, int blocks) {
   }
   json doc = config.document;
   doc["layers"] = blocks;
-  NetworkConfig part = parse_network_config(doc, where);
-  part.source = config.source;
-  return part;
+  return reparsed(config, doc, where);
 }
 
 std::vector<std::string> shipped_network_names() {

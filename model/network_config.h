@@ -27,6 +27,10 @@ struct TransformerConfig {
   double rotary_base = 10000;
   int max_positions = 0;  // rows of a learned position table (gpt, bert; at least seq_len)
   bool qkv_bias = true, proj_bias = true, mlp_bias = true;
+  // One projection makes q, k and v (GPT-2, GPT-NeoX), or three do (BERT,
+  // ViT, Llama, OPT): under autocast each of the three saves its own
+  // half-type copy of the input.
+  bool fused_qkv = true;
   bool tied_head = true;                        // gpt: the LM head is the token embedding
   bool parallel_residual = false;               // x + attn(ln1 x) + mlp(ln2 x)
   int seq_len = 0;                              // gpt, bert; vit: derived (patches + class token)

@@ -31,7 +31,13 @@ class Attention : public torch::nn::Module {
  public:
   Attention(const TransformerConfig& c, bool causal, const std::shared_ptr<SequenceTables>& tables)
       : heads_(c.heads), kv_heads_(c.kv_heads), head_dim_(c.head_dim()) {
-    qkv = register_module("qkv", std::make_shared<Linear>(c.d_model, (c.heads + 2 * c.kv_heads) * c.head_dim(), c.qkv_bias));
+    if (c.fused_qkv) {
+      qkv = register_module("qkv", std::make_shared<Linear>(c.d_model, (c.heads + 2 * c.kv_heads) * c.head_dim(), c.qkv_bias));
+    } else {
+      q_proj = register_module("q", std::make_shared<Linear>(c.d_model, c.heads * c.head_dim(), c.qkv_bias));
+      k_proj = register_module("k", std::make_shared<Linear>(c.d_model, c.kv_heads * c.head_dim(), c.qkv_bias));
+      v_proj = register_module("v", std::make_shared<Linear>(c.d_model, c.kv_heads * c.head_dim(), c.qkv_bias));
+    }
     if (c.rotary()) {
       rope_q = register_module("rope_q", std::make_shared<Rotary>(c.rotary_dims(), c.rotary_base, tables));
       rope_k = register_module("rope_k", std::make_shared<Rotary>(c.rotary_dims(), c.rotary_base, tables));
@@ -46,20 +52,24 @@ class Attention : public torch::nn::Module {
 
   torch::Tensor forward(const torch::Tensor& x) {
     const int64_t b = x.size(0), s = x.size(1), d = x.size(2);
+    // (b, s, count head_dim) -> contiguous (b, count, s, head_dim): q with
+    // `heads` heads, k and v with `kv_heads`.
+    const auto heads_of = [&](const torch::Tensor& projected, int64_t first, int64_t count) {
+      return projected.narrow(-1, first * head_dim_, count * head_dim_)
+          .view({b, s, count, head_dim_})
+          .transpose(1, 2)
+          .contiguous();
+    };
     torch::Tensor q, k, v;
-    {
-      // (b, s, (heads + 2 kv_heads) head_dim) -> contiguous (b, heads, s,
-      // head_dim) q and (b, kv_heads, s, head_dim) k and v.
+    if (qkv) {
       const torch::Tensor qkv_out = qkv->forward(x);
-      const auto heads_of = [&](int64_t first, int64_t count) {
-        return qkv_out.narrow(-1, first * head_dim_, count * head_dim_)
-            .view({b, s, count, head_dim_})
-            .transpose(1, 2)
-            .contiguous();
-      };
-      q = heads_of(0, heads_);
-      k = heads_of(heads_, kv_heads_);
-      v = heads_of(heads_ + kv_heads_, kv_heads_);
+      q = heads_of(qkv_out, 0, heads_);
+      k = heads_of(qkv_out, heads_, kv_heads_);
+      v = heads_of(qkv_out, heads_ + kv_heads_, kv_heads_);
+    } else {
+      q = heads_of(q_proj->forward(x), 0, heads_);
+      k = heads_of(k_proj->forward(x), 0, kv_heads_);
+      v = heads_of(v_proj->forward(x), 0, kv_heads_);
     }
     if (rope_q) {
       q = rope_q->forward(q);
@@ -79,7 +89,7 @@ class Attention : public torch::nn::Module {
     return drop_or_pass(proj_drop, std::move(h));
   }
 
-  std::shared_ptr<Linear> qkv, proj;
+  std::shared_ptr<Linear> qkv, q_proj, k_proj, v_proj, proj;  // qkv, or q, k and v
   std::shared_ptr<Rotary> rope_q, rope_k;
   std::shared_ptr<AttentionScores> scores;
   std::shared_ptr<Softmax> softmax;

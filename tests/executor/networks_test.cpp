@@ -206,7 +206,14 @@ TEST(Networks, ImportedHuggingFaceTypesBuildWhatTheModelCounts) {
     loss.backward();
     EXPECT_TRUE(std::isfinite(loss.item<double>())) << type;
     const int64_t kv = config.transformer().kv_heads;
-    EXPECT_EQ(recorder.shapes["blocks.0.attn.qkv"], (std::vector<int64_t>{2, 16, (4 + 2 * kv) * 8})) << type;
+    if (type == "gpt_neox") {  // one fused projection, as HuggingFace's query_key_value
+      EXPECT_EQ(recorder.shapes["blocks.0.attn.qkv"], (std::vector<int64_t>{2, 16, (4 + 2 * kv) * 8})) << type;
+    } else {
+      EXPECT_EQ(recorder.shapes.count("blocks.0.attn.qkv"), 0u) << type;
+      EXPECT_EQ(recorder.shapes["blocks.0.attn.q"], (std::vector<int64_t>{2, 16, 4 * 8})) << type;
+      EXPECT_EQ(recorder.shapes["blocks.0.attn.k"], (std::vector<int64_t>{2, 16, kv * 8})) << type;
+      EXPECT_EQ(recorder.shapes["blocks.0.attn.v"], (std::vector<int64_t>{2, 16, kv * 8})) << type;
+    }
     EXPECT_EQ(recorder.shapes["blocks.0.attn.scores"], (std::vector<int64_t>{2, 4, 16, 16})) << type;
     EXPECT_EQ(recorder.shapes["blocks.0.attn.context"], (std::vector<int64_t>{2, 4, 16, 8})) << type;
     const bool rotary = type != "opt";
@@ -221,7 +228,7 @@ TEST(Networks, ImportedHuggingFaceTypesBuildWhatTheModelCounts) {
 TEST(Networks, Bf16ComputeKeepsFp32Weights) {
   const auto config = model::load_network_config("gpt-tiny");
   auto network = build_network(config);
-  network->set_compute_dtype(torch::kBFloat16);
+  network->set_precision({torch::kBFloat16});
   Recorder recorder;
   const torch::Tensor loss = network->loss(make_synthetic_data(config, torch::kCPU, 0)->next(2));
   loss.backward();
