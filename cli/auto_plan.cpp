@@ -47,6 +47,18 @@ std::vector<int> short_lengths(AutoPlanRequest& request) {
   return {longest_short_sequence / 4, longest_short_sequence / 2, longest_short_sequence};
 }
 
+std::string join(const std::vector<int>& values) {
+  std::string text;
+  for (int v : values) text += (text.empty() ? "" : ", ") + std::to_string(v);
+  return text;
+}
+
+std::vector<int> short_lengths_of(const std::vector<model::ModelAtLength>& models) {
+  std::vector<int> lengths;
+  for (const auto& m : models) lengths.push_back(m.seq_len);
+  return lengths;
+}
+
 }  // namespace
 
 Profiled profile_and_fit(const AutoPlanRequest& asked) {
@@ -85,6 +97,9 @@ Profiled profile_and_fit(const AutoPlanRequest& asked) {
     progress.update(1, 1);
   }
   Profiled out;
+  out.how = "at batches " + join(options.batches) +
+            (models.size() > 1 ? " and " + join(short_lengths_of(models)) + " tokens" : "") + ", " +
+            std::to_string(options.steps) + " steps each";
   out.model = models.size() > 1 ? model::at_sequence_length(models, *request.seq_len, "profiles of " + request.network)
                                 : models.front().model;
   out.target = model::make_target(out.model, request.hardware);

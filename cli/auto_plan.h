@@ -19,7 +19,7 @@ const std::vector<int>& auto_plan_batches();
 struct AutoPlanRequest {
   std::string network;
   std::string device;                              // cpu, cuda, cuda:N
-  std::string precision;                           // fp32, bf16
+  std::string precision;                           // fp32, bf16, amp-bf16, amp-fp16
   std::string hardware;                            // "" : the profiled machine
   std::vector<int> batches = auto_plan_batches();  // to profile
   std::optional<int> seq_len;                      // tokens per sample instead of the config's
@@ -32,6 +32,9 @@ struct AutoPlanRequest {
 struct Profiled {
   model::LayerModel model;
   model::Target target;
+  // How it was profiled, for people: "at batches 1, 2, 4, 5 steps each"
+  // (and the token counts, where a long sequence is modelled from short ones).
+  std::string how;
 };
 
 // Profiles and fits (progress on stderr). A text network whose step at the

@@ -25,6 +25,7 @@ struct LimitsArgs {
   std::string network;  // instead of a model: profile it here
   std::optional<int> seq_len;
   int profile_blocks = 0;
+  std::string precision = "fp32";
   std::string device;  // empty: cuda where there is one, else cpu
   std::string hardware;
   std::string budget;
@@ -86,8 +87,8 @@ void print_text(std::ostream& out, const Limits& l) {
   for (size_t s = 0; s < l.strategies.size(); ++s) {
     std::vector<std::string> row = {l.strategies[s]};
     for (const Limit& limit : l.limits[s]) {
-      row.push_back(limit.max_batch > 0 ? std::to_string(limit.max_batch) + " (" + fixed(limit.estimate.samples_per_s, 0) + "/s)"
-                                        : "-");
+      row.push_back(
+          limit.max_batch > 0 ? std::to_string(limit.max_batch) + " (" + per_second(limit.estimate.samples_per_s) + "/s)" : "-");
     }
     table.add_row(row);
   }
@@ -104,7 +105,7 @@ model::LayerModel profiled_model(const LimitsArgs& args) {
                           !args.device.empty()          ? args.device
                           : torch::cuda::is_available() ? "cuda"
                                                         : "cpu",
-                          "fp32", ""};
+                          args.precision, ""};
   request.batches = {1, 2};
   request.quick = true;
   request.seq_len = args.seq_len;
@@ -114,8 +115,9 @@ model::LayerModel profiled_model(const LimitsArgs& args) {
 
 Limits compute(const LimitsArgs& args) {
   if (args.model.empty() == args.network.empty()) throw InputError("limits: give a model file or --network, one of them");
-  if (!args.model.empty() && (args.seq_len || args.profile_blocks > 0)) {
-    throw InputError("limits " + args.model + ": --seq-len and --profile-blocks go with --network (a model is fitted already)");
+  if (!args.model.empty() && (args.seq_len || args.profile_blocks > 0 || args.precision != "fp32")) {
+    throw InputError("limits " + args.model +
+                     ": --seq-len, --profile-blocks and --precision go with --network (a model is fitted already)");
   }
   for (const auto& name : split_commas(args.hardware)) model::load_hardware(name);  // before minutes of profiling
   Limits l;
@@ -164,6 +166,7 @@ void register_limits(CLI::App& app) {
   cmd->add_option("model", args->model, "Layer model (JSON, from papaya fit PROFILE); or --network");
   add_network_options(cmd, args->network, args->seq_len);
   add_profile_blocks_option(cmd, args->profile_blocks);
+  add_precision_option(cmd, args->precision);
   cmd->add_option("--device,-d", args->device,
                   "With --network: cpu, cuda or cuda:N to profile on; default: cuda where there is one, else cpu");
   cmd->add_option("--hardware", args->hardware, "Catalog entries, comma-separated (papaya hardware)")->required();

@@ -12,6 +12,13 @@ void add_network_options(CLI::App* cmd, std::string& network, std::optional<int>
       ->check(CLI::PositiveNumber);
 }
 
+void add_precision_option(CLI::App* cmd, std::string& precision) {
+  cmd->add_option("--precision", precision,
+                  "fp32; bf16 (every activation); amp-bf16 or amp-fp16 (torch.autocast's policy: matmuls in the half type, "
+                  "norms, softmax and losses in fp32). Weights, gradients and AdamW state stay fp32")
+      ->capture_default_str();
+}
+
 void add_profile_blocks_option(CLI::App* cmd, int& blocks) {
   cmd->add_option("--profile-blocks", blocks,
                   "Profile the first K of a transformer's blocks (2 or more) and scale the model to all of them; default: "

@@ -1,6 +1,7 @@
 #pragma once
 // The options of every command that takes a network: which one, and at what
-// sequence length; and of those that profile it, how much of it.
+// sequence length; and of those that run it, in what precision and how much
+// of it to profile.
 #include <CLI/CLI.hpp>
 
 #include <optional>
@@ -11,6 +12,9 @@ namespace papaya::cli {
 // --network/-n (a config name, a papaya config file or a HuggingFace
 // config.json) and --seq-len.
 void add_network_options(CLI::App* cmd, std::string& network, std::optional<int>& seq_len);
+
+// --precision: fp32, bf16, amp-bf16 or amp-fp16 (executor/precision.h).
+void add_precision_option(CLI::App* cmd, std::string& precision);
 
 // --profile-blocks K (profiler::ProfileOptions::profile_blocks; 0 stays: all
 // of them where they fit, else 2).

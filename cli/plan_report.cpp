@@ -175,7 +175,7 @@ void print_plan(std::ostream& out, const model::LayerModel& m, const planner::Pl
   const auto& e = r.estimate;
   out << "plan: " << (r.per_layer ? "per-layer" : r.plan.name + " (whole-network; the per-layer search found nothing faster)")
       << ", batch " << r.batch << (r.request.batch ? "" : " (the batch with the most samples/s)") << ": "
-      << fixed(e.samples_per_s, 1) << " samples/s (" << fixed(e.seconds * 1e3, 2) << " ms/step), peak "
+      << per_second(e.samples_per_s) << " samples/s (" << fixed(e.seconds * 1e3, 2) << " ms/step), peak "
       << model::format_bytes(e.peak_bytes) << " of " << model::format_bytes(r.request.budget_bytes) << " at "
       << model::peak_location(m, e) << "\n";
   if (const planner::GlobalRow* g = r.global.fastest(r.request.variance_budget)) {
@@ -232,11 +232,11 @@ void print_global(std::ostream& out, const planner::PlanResult& r, size_t shown)
       cells = {row.name,
                model::format_bytes(row.at_batch.peak_bytes),
                row.at_batch.peak_bytes <= t.budget_bytes ? "yes" : "no",
-               fixed(row.at_batch.samples_per_s, 1),
+               per_second(row.at_batch.samples_per_s),
                std::to_string(row.max_batch),
-               fits ? fixed(row.best.samples_per_s, 1) : "-"};
+               fits ? per_second(row.best.samples_per_s) : "-"};
     } else {
-      cells = {row.name, std::to_string(row.max_batch), fits ? fixed(row.best.samples_per_s, 1) : "-",
+      cells = {row.name, std::to_string(row.max_batch), fits ? per_second(row.best.samples_per_s) : "-",
                fits && keep_rate > 0 ? fixed(ratio(row.best.samples_per_s, keep_rate), 2) : "-",
                fits ? model::format_bytes(row.best.peak_bytes) : "-"};
     }

@@ -96,7 +96,7 @@ void print_text(std::ostream& out, const Prediction& p) {
   for (const auto& plan : p.plans) {
     const model::Estimate& e = plan.estimate;
     table.add_row({plan.name, model::format_bytes(e.peak_bytes), e.peak_bytes <= p.budget ? "yes" : "no",
-                   fixed(e.samples_per_s, 1), fixed(e.samples_per_s / p.keep_rate, 2), std::to_string(plan.max_batch),
+                   per_second(e.samples_per_s), fixed(e.samples_per_s / p.keep_rate, 2), std::to_string(plan.max_batch),
                    plan.peak_at});
   }
   table.print(out);

@@ -181,7 +181,7 @@ void register_profile(CLI::App& app) {
                   "over all steps")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--precision", o.precision, "Activation precision: fp32 or bf16 (weights stay fp32)")->capture_default_str();
+  add_precision_option(cmd, o.precision);
   cmd->add_option("--seed", o.seed, "Seed of weights and data")->capture_default_str();
   cmd->add_option("--memory-limit", args->memory_limit,
                   "Count a batch size as out of memory once allocated bytes pass SIZE (e.g. 64MiB): a smaller device");

@@ -37,7 +37,8 @@ struct RecommendArgs {
   std::string network = profiler::ProfileOptions{}.network;
   std::optional<int> seq_len;
   int profile_blocks = 0;  // 0: all if they fit
-  std::string device;      // empty: cuda where there is one, else cpu
+  std::string precision = "fp32";
+  std::string device;  // empty: cuda where there is one, else cpu
   std::string hardware;
   std::string budget;
   int64_t batch = 0;  // 0: choose it
@@ -113,9 +114,9 @@ std::string sentence(const planner::GlobalTable& table, const planner::GlobalRow
   const std::string budget = model::format_bytes(table.budget_bytes);
   if (row.max_batch == 0) return "does not fit " + budget + " even at batch 1";
   std::string text = "within " + budget + " it reaches batch " + std::to_string(row.max_batch) + " at " +
-                     fixed(row.best.samples_per_s, 1) + " samples/s";
+                     per_second(row.best.samples_per_s) + " samples/s";
   if (keep.max_batch == 0) return "worth it alone: " + text + ", where keep does not fit at all";
-  text += ", against keep's " + fixed(keep.best.samples_per_s, 1) + " at batch " + std::to_string(keep.max_batch);
+  text += ", against keep's " + per_second(keep.best.samples_per_s) + " at batch " + std::to_string(keep.max_batch);
   return (row.helps ? "worth it alone: " : "not worth it alone: ") + text;
 }
 
@@ -141,6 +142,7 @@ std::string percent(double fraction) { return fixed(100 * fraction, 1) + "%"; }
 struct Recommendation {
   model::LayerModel model;
   std::string hardware;
+  std::string profiled_how;        // Profiled::how
   std::vector<std::string> notes;  // the target's
   Budget budget;
   planner::PlanResult result;
@@ -164,6 +166,7 @@ void to_json(nlohmann::json& doc, const Recommendation& r) {
   doc = result_json(r.model, r.result);
   doc.update({{"device", r.model.machine.device},
               {"profiled_batches", auto_plan_batches()},
+              {"profiled", r.profiled_how},
               {"budget_source", r.budget.source},
               {"why", reasons},
               {"out", r.out},
@@ -175,12 +178,9 @@ void to_json(nlohmann::json& doc, const Recommendation& r) {
 void print_text(std::ostream& out, const Recommendation& rec) {
   const model::LayerModel& m = rec.model;
   const planner::PlanResult& r = rec.result;
-  std::string batches;
-  for (int b : auto_plan_batches()) batches += (batches.empty() ? "" : ",") + std::to_string(b);
   out << "papaya recommend: " << m.network << " (" << m.precision << ") profiled on " << m.machine.device_name << " ("
-      << m.machine.device << ") at batches " << batches << ", " << profiler::ProfileOptions{}.steps
-      << " steps each; fitted and planned for " << rec.hardware << " in " << fixed(rec.seconds, 1)
-      << " s\nbudget: " << model::format_bytes(rec.budget.bytes) << " (" << rec.budget.source << ")\n\n";
+      << m.machine.device << ") " << rec.profiled_how << "; fitted and planned for " << rec.hardware << " in "
+      << fixed(rec.seconds, 1) << " s\nbudget: " << model::format_bytes(rec.budget.bytes) << " (" << rec.budget.source << ")\n\n";
   print_plan(out, m, r);
   out << "\nwhy: each optimization alone against keep (saves and costs: at batch " << r.batch << ")\n";
   Table table(
@@ -188,7 +188,7 @@ void print_text(std::ostream& out, const Recommendation& rec) {
   for (const Why& w : rec.why) {
     table.add_row(
         {w.name, percent(w.saves), percent(w.costs), std::to_string(w.max_batch),
-         w.max_batch > 0 ? fixed(w.samples_per_s_there, 1) : "-", w.verdict,
+         w.max_batch > 0 ? per_second(w.samples_per_s_there) : "-", w.verdict,
          w.used ? std::to_string(w.used) + (used_by_segments(w.name) ? " segment" : " tensor") + (w.used > 1 ? "s" : "") : "-"});
   }
   table.print(out);
@@ -218,11 +218,12 @@ Recommendation compute(const RecommendArgs& args) {
                             !args.device.empty()          ? args.device
                             : torch::cuda::is_available() ? "cuda"
                                                           : "cpu",
-                            "fp32", args.hardware};
+                            args.precision, args.hardware};
   auto_plan.seq_len = args.seq_len;
   auto_plan.profile_blocks = args.profile_blocks;
   const Profiled profiled = profile_and_fit(auto_plan);
   rec.model = profiled.model;
+  rec.profiled_how = profiled.how;
   const model::Target& target = profiled.target;
   rec.hardware = target.name;
   rec.notes = target.notes;
@@ -247,6 +248,7 @@ void register_recommend(CLI::App& app) {
       "Profile a network, fit its model and plan within a memory budget: which optimizations to train with, and why.");
   add_network_options(cmd, args->network, args->seq_len);
   add_profile_blocks_option(cmd, args->profile_blocks);
+  add_precision_option(cmd, args->precision);
   cmd->add_option("--device,-d", args->device, "cpu, cuda or cuda:N to profile on; default: cuda where there is one, else cpu");
   cmd->add_option("--hardware", args->hardware, "Catalog entry to plan for (papaya hardware); default: the profiled machine");
   cmd->add_option("--budget", args->budget,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <ostream>
 
@@ -56,6 +57,12 @@ std::string fixed(double value, int digits) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", digits, value);
   return buf;
+}
+
+std::string per_second(double value) {
+  if (value == 0 || !std::isfinite(value)) return fixed(value, 1);
+  const int magnitude = static_cast<int>(std::floor(std::log10(std::abs(value))));
+  return fixed(value, std::max(0, 2 - magnitude));
 }
 
 double error_fraction(double predicted, double measured) { return (predicted - measured) / measured; }

@@ -21,6 +21,10 @@ class Table {
 // "12.3" with `digits` decimals.
 std::string fixed(double value, int digits = 1);
 
+// A rate (samples/s) to three significant digits, however small: "1791",
+// "166", "12.3", "2.35", "0.0123" (never "0.0" for a slow step).
+std::string per_second(double value);
+
 // A prediction's error relative to the measurement, signed: "+1.2%", "-0.4%".
 double error_fraction(double predicted, double measured);
 std::string error_percent(double predicted, double measured);

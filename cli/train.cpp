@@ -85,6 +85,10 @@ void to_json(nlohmann::json& out, const Trained& t) {
          {"initial_loss", report.losses.front()},
          {"final_loss", report.losses.back()},
          {"losses", report.losses}};
+  if (report.loss_scale) {
+    out["loss_scale"] = *report.loss_scale;
+    out["skipped_steps"] = report.skipped_steps;
+  }
   if (!t.run.save.empty()) out["saved"] = t.run.save;
   if (t.stopped_by) out["stopped_by"] = signal_name(t.stopped_by);
   if (t.auto_plan) {
@@ -103,10 +107,10 @@ void print_text(std::ostream& out, const Trained& t) {
   Table table({"measure", "value", "note"});
   const std::string over =
       "steps " + std::to_string(setup.first_step + report.warmup_steps + 1) + "-" + std::to_string(report.steps_done);
-  table.add_row({"samples/s", fixed(report.samples_per_s, 1), over});
+  table.add_row({"samples/s", per_second(report.samples_per_s), over});
   table.add_row({"step time", fixed(report.step_seconds * 1e3, 1) + " ms", over});
   table.add_row({"median step", fixed(report.median_step_seconds * 1e3, 1) + " ms",
-                 "the steady pace: " + fixed(report.median_samples_per_s, 1) + " samples/s"});
+                 "the steady pace: " + per_second(report.median_samples_per_s) + " samples/s"});
   table.add_row({"peak memory", model::format_bytes(static_cast<double>(report.peak_bytes)), "allocator peak, " + over});
   table.add_row(
       {"static memory", model::format_bytes(static_cast<double>(report.static_bytes)), "weights + gradients + AdamW state"});
@@ -116,6 +120,10 @@ void print_text(std::ostream& out, const Trained& t) {
     table.add_row({"stored: " + strategy, model::format_bytes(static_cast<double>(bytes)), "saved for backward, last step"});
   }
   table.add_row({"loss", fixed(report.losses.front(), 4) + " -> " + fixed(report.losses.back(), 4), "first -> last step"});
+  if (report.loss_scale) {
+    table.add_row({"loss scale", fixed(*report.loss_scale, 0),
+                   std::to_string(report.skipped_steps) + " step(s) skipped for overflowing fp16 gradients"});
+  }
   table.print(out);
   if (t.auto_plan) {
     const model::Estimate& e = t.auto_plan->result.estimate;
@@ -124,7 +132,7 @@ void print_text(std::ostream& out, const Trained& t) {
     Table check({"", "predicted", "measured", "error"});
     check.add_row({"peak memory", model::format_bytes(e.peak_bytes), model::format_bytes(static_cast<double>(report.peak_bytes)),
                    error_percent(e.peak_bytes, static_cast<double>(report.peak_bytes))});
-    check.add_row({"samples/s (median step)", fixed(e.samples_per_s, 1), fixed(report.median_samples_per_s, 1),
+    check.add_row({"samples/s (median step)", per_second(e.samples_per_s), per_second(report.median_samples_per_s),
                    error_percent(e.samples_per_s, report.median_samples_per_s)});
     check.print(out);
     out << (report.peak_bytes <= t.auto_plan->budget_bytes ? "the measured peak is within the budget\n"
@@ -190,8 +198,7 @@ void register_train(CLI::App& app) {
   cmd->add_option("--steps,-s", args->run.steps, "Training steps")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--seed", args->run.seed, "Seed of weights and data")->capture_default_str();
   cmd->add_option("--device,-d", args->run.device, "cpu, cuda or cuda:N")->capture_default_str();
-  cmd->add_option("--precision", args->run.precision, "Activation precision: fp32 or bf16 (weights stay fp32)")
-      ->capture_default_str();
+  add_precision_option(cmd, args->run.precision);
   cmd->add_option("--data", args->run.data, "Text file to train a gpt network on as a character-level language model");
   cmd->add_option("--lr", args->run.lr, "AdamW learning rate")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--plan", args->run.plan,

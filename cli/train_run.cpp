@@ -5,6 +5,7 @@
 #include "cli/resumed_run.h"
 #include "executor/device.h"
 #include "executor/plan_apply.h"
+#include "executor/precision.h"
 #include "executor/session.h"
 #include "executor/trainer.h"
 #include "executor/training_state.h"
@@ -14,13 +15,13 @@
 namespace papaya::cli {
 
 void check_train_run(const TrainRun& run) {
-  executor::resolve_device(run.device);
+  const torch::Device device = executor::resolve_device(run.device);
   if (!run.resume.empty()) {
     if (run.plan == "auto") throw InputError("--resume goes on with the state's plan; leave out --plan auto");
     if (!std::filesystem::is_regular_file(run.resume)) throw InputError("--resume " + run.resume + ": no such file");
     if (!run.given.count("--network")) return;  // the state's network
   }
-  executor::resolve_precision(run.precision);
+  executor::resolve_precision(run.precision, device);
   model::load_network_config(run.network, run.seq_len);
 }
 

@@ -23,7 +23,7 @@ struct TrainRun {
   std::string network = "gpt-tiny";    // config name or path
   std::optional<int> seq_len;          // tokens per sample instead of the config's
   std::string device = "cpu";          // cpu, cuda, cuda:N
-  std::string precision = "fp32";      // fp32, bf16
+  std::string precision = "fp32";      // fp32, bf16, amp-bf16, amp-fp16
   std::string data;                    // text file; "": synthetic data
   std::string plan = "keep";           // plan name or file, read against the built network
   std::optional<model::Plan> planned;  // instead of `plan`: one already made for this network

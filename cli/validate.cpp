@@ -246,7 +246,7 @@ void print_text(std::ostream& out, const Validation& v) {
   Table table(
       {"plan", "batch", "peak predicted", "peak measured", "error", "samples/s predicted", "samples/s measured", "error"});
   for (const Row& row : v.rows) {
-    const std::string peak = model::format_bytes(row.predicted.peak_bytes), rate = fixed(row.predicted.samples_per_s, 1);
+    const std::string peak = model::format_bytes(row.predicted.peak_bytes), rate = per_second(row.predicted.samples_per_s);
     if (row.out_of_memory) {
       table.add_row({row.plan, std::to_string(row.batch), peak, "out of memory", "-", rate, "-", "-"});
       continue;
@@ -327,8 +327,7 @@ void register_validate(CLI::App& app) {
       ->capture_default_str()
       ->check(positive_whole_number);
   cmd->add_option("--device,-d", args->run.device, "cpu, cuda or cuda:N")->capture_default_str();
-  cmd->add_option("--precision", args->run.precision, "Activation precision: fp32 or bf16 (weights stay fp32)")
-      ->capture_default_str();
+  add_precision_option(cmd, args->run.precision);
   cmd->add_option("--steps,-s", args->run.steps, "Training steps per (plan, batch), the first 2 left out")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);

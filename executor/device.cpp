@@ -32,12 +32,6 @@ torch::Device resolve_device(const std::string& name) {
 #endif
 }
 
-torch::ScalarType resolve_precision(const std::string& name) {
-  if (name == "fp32") return torch::kFloat;
-  if (name == "bf16") return torch::kBFloat16;
-  throw InputError("--precision " + name + ": expected fp32 or bf16");
-}
-
 void synchronize(const torch::Device& device) {
 #ifdef PAPAYA_CUDA
   if (device.is_cuda()) torch::cuda::synchronize(device.index());
@@ -60,7 +54,8 @@ std::string device_name(const torch::Device& device) {
       break;
     }
   }
-  return name + " (" + std::to_string(torch::get_num_threads()) + " threads)";
+  const int threads = torch::get_num_threads();
+  return name + " (" + std::to_string(threads) + (threads == 1 ? " thread)" : " threads)");
 }
 
 }  // namespace papaya::executor

@@ -1,6 +1,5 @@
 #pragma once
-// The device and precision a run asks for, checked against this build and
-// machine.
+// The device a run asks for, checked against this build and machine.
 #include <torch/torch.h>
 
 #include <string>
@@ -10,9 +9,6 @@ namespace papaya::executor {
 // "cpu", "cuda" or "cuda:N". Throws InputError if CUDA is asked for and this
 // build has no CUDA LibTorch, or the machine has no such GPU.
 torch::Device resolve_device(const std::string& name);
-
-// "fp32" or "bf16" -> the activation dtype. Throws InputError otherwise.
-torch::ScalarType resolve_precision(const std::string& name);
 
 // Waits for the device's queued work (a no-op on CPU).
 void synchronize(const torch::Device& device);

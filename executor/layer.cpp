@@ -27,6 +27,11 @@ bool Layer::keeps_all() const {
   return true;
 }
 
+void Layer::set_compute_dtype(torch::ScalarType dtype, bool casts_inputs) {
+  compute_dtype_ = dtype;
+  casts_inputs_ = casts_inputs;
+}
+
 torch::Tensor Layer::cast(const torch::Tensor& parameter) const {
   if (parameter.scalar_type() == compute_dtype_) return parameter;
   torch::Tensor copy = parameter.to(compute_dtype_);
@@ -36,6 +41,10 @@ torch::Tensor Layer::cast(const torch::Tensor& parameter) const {
 
 Layer::Scope::Scope(const Layer& layer, std::vector<torch::Tensor*> inputs) : layer_(layer), observer_(observer) {
   if (observer_) observer_->forward_begin(layer_, inputs);
+  if (!layer_.casts_inputs_) return;
+  for (torch::Tensor* input : inputs) {
+    if (input->is_floating_point() && input->scalar_type() != layer_.compute_dtype_) *input = input->to(layer_.compute_dtype_);
+  }
 }
 
 void Layer::Scope::saved(const std::string& slot, const torch::Tensor& tensor) const {

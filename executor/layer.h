@@ -79,8 +79,10 @@ class Layer : public torch::nn::Module {
   // the whole network is not run at (profiler/layer_probe.h).
   virtual torch::Tensor run(const std::vector<torch::Tensor>& inputs, const Batch& batch) = 0;
 
-  // Floating-point type activations are computed in (parameters stay fp32).
-  void set_compute_dtype(torch::ScalarType dtype) { compute_dtype_ = dtype; }
+  // Floating-point type the layer computes in (parameters stay fp32). With
+  // casts_inputs (autocast), forward first casts its floating inputs to it,
+  // and the cast copies are what it saves.
+  void set_compute_dtype(torch::ScalarType dtype, bool casts_inputs);
   torch::ScalarType compute_dtype() const { return compute_dtype_; }
 
  protected:
@@ -91,7 +93,8 @@ class Layer : public torch::nn::Module {
   // autograd records (without it nothing is saved either way).
   bool uses_moms() const { return !keeps_all() && torch::GradMode::is_enabled(); }
 
-  // Brackets a forward: reports it to the observer, if any.
+  // Brackets a forward: reports it to the observer, if any, then casts the
+  // inputs if the layer casts them (inside the layer's time and memory).
   class Scope {
    public:
     Scope(const Layer& layer, std::vector<torch::Tensor*> inputs);
@@ -110,6 +113,7 @@ class Layer : public torch::nn::Module {
   std::string path_;
   std::string segment_;
   torch::ScalarType compute_dtype_ = torch::kFloat;
+  bool casts_inputs_ = false;
 };
 
 }  // namespace papaya::executor

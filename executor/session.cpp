@@ -13,12 +13,12 @@ std::unique_ptr<DataSource> make_data(const model::NetworkConfig& config, const 
                               : make_text_data(options.data, config, device, options.seed);
 }
 
-std::shared_ptr<Network> make_network(const model::NetworkConfig& config, const torch::Device& device, torch::ScalarType dtype,
+std::shared_ptr<Network> make_network(const model::NetworkConfig& config, const torch::Device& device, const Precision& precision,
                                       uint64_t seed) {
   torch::manual_seed(seed);
   auto network = build_network(config);
   network->to(device);
-  network->set_compute_dtype(dtype);
+  network->set_precision(precision);
   return network;
 }
 
@@ -27,10 +27,10 @@ std::shared_ptr<Network> make_network(const model::NetworkConfig& config, const 
 Session::Session(const model::NetworkConfig& config_, const SessionOptions& options)
     : config(config_),
       device(resolve_device(options.device)),
-      dtype(resolve_precision(options.precision)),
+      precision(resolve_precision(options.precision, device)),
       data(make_data(config, device, options)),
       memory(device),
-      network(make_network(config, device, dtype, options.seed)),
+      network(make_network(config, device, precision, options.seed)),
       layout(probe_layout(*network)),
       optimizer(make_optimizer(*network, options.lr, options.weight_decay)) {}
 

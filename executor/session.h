@@ -13,6 +13,7 @@
 #include "executor/data.h"
 #include "executor/memory.h"
 #include "executor/networks/network.h"
+#include "executor/precision.h"
 #include "executor/trainer.h"
 #include "model/layout.h"
 #include "model/network_config.h"
@@ -21,7 +22,7 @@ namespace papaya::executor {
 
 struct SessionOptions {
   std::string device = "cpu";      // cpu, cuda, cuda:N
-  std::string precision = "fp32";  // fp32, bf16
+  std::string precision = "fp32";  // fp32, bf16, amp-bf16, amp-fp16
   std::string data;                // text file; "": synthetic data
   uint64_t seed = 0;               // of the weights and the data
   double lr = TrainOptions().lr;   // AdamW's
@@ -35,7 +36,7 @@ struct Session {
 
   const model::NetworkConfig config;
   const torch::Device device;
-  const torch::ScalarType dtype;
+  const Precision precision;
   const std::unique_ptr<DataSource> data;
   MemoryTracker memory;
   const std::shared_ptr<Network> network;

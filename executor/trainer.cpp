@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <numeric>
 
 #include "executor/device.h"
 #include "executor/finite.h"
+#include "executor/loss_scale.h"
 #include "executor/moms/stored_bytes.h"
 #include "executor/optimizer.h"
 #include "model/error.h"
@@ -20,6 +22,7 @@ TrainReport train(Network& network, torch::optim::Optimizer& optimizer, DataSour
 
   TrainReport report;
   report.steps_done = options.first_step;
+  LossScale loss_scale(network.precision());
   const int steps = std::max(0, options.steps - options.first_step);
   report.warmup_steps = std::clamp(options.warmup_steps, 0, std::max(0, steps - 1));
   for (int step = options.first_step; step < options.steps; ++step) {
@@ -52,19 +55,22 @@ TrainReport train(Network& network, torch::optim::Optimizer& optimizer, DataSour
       synchronize(device);
       report.forward_end_bytes = std::max(report.forward_end_bytes, memory.current());
     }
-    loss.backward();
+    loss_scale.backward(loss);
     if (measured) {
       synchronize(device);
       report.forward_backward_peak_bytes = std::max(report.forward_backward_peak_bytes, memory.peak());
     }
-    optimizer.step();
+    const bool stepped = loss_scale.step(optimizer, network);
     const double value = loss.item<double>();
     loss = torch::Tensor();
     synchronize(device);
 
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    // Off the clock: the gradients are still those of this step.
-    const std::string broken = non_finite(network, value);
+    // Off the clock: the gradients are still those of this step. A step
+    // skipped for overflowing fp16 gradients is loss scaling at work, until
+    // the scale falls below 1.
+    const bool scaling_skipped = !stepped && loss_scale.value() >= 1 && std::isfinite(value);
+    const std::string broken = scaling_skipped ? "" : non_finite(network, value);
     if (!broken.empty()) {
       throw InputError("training stopped at step " + std::to_string(step + 1) + " of " + std::to_string(options.steps) + ": " +
                        broken + " (a smaller --lr, or fp32, may help)");
@@ -87,6 +93,8 @@ TrainReport train(Network& network, torch::optim::Optimizer& optimizer, DataSour
       report.median_step_seconds > 0 ? static_cast<double>(options.batch) / report.median_step_seconds : 0;
   report.samples_per_s = report.step_seconds > 0 ? static_cast<double>(options.batch) / report.step_seconds : 0;
   report.static_bytes = static_bytes(network, optimizer);
+  if (loss_scale.on()) report.loss_scale = loss_scale.value();
+  report.skipped_steps = loss_scale.skipped_steps();
   return report;
 }
 

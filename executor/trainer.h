@@ -3,6 +3,7 @@
 // timed, the allocator's peak, callbacks before and after each step.
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,10 @@ struct TrainReport {
   int64_t peak_reserved_bytes = 0;
   int64_t static_bytes = 0;  // weights + gradients + optimizer state
   int warmup_steps = 0;      // the number actually left out
+  // Dynamic loss scaling (amp-fp16, executor/loss_scale.h): the scale at
+  // the end, and the steps it skipped for overflowing gradients.
+  std::optional<double> loss_scale;
+  int skipped_steps = 0;
   // Bytes stored for backward in the last step, by strategy name (if recorded).
   std::map<std::string, int64_t> stored_bytes;
 };

@@ -234,7 +234,7 @@ LayerModel fit_model(const Profile& p, const std::vector<size_t>& use, const std
       fit_bytes(samples(p, use, [&](size_t i) { return static_cast<double>(p.iterations[i].optimizer_peak_bytes); }));
 
   if (const auto entry = catalog_entry_for(p.machine)) {
-    const auto path = entry->peak_flops.find(p.precision);
+    const auto path = entry->peak_flops.find(compute_path(p.precision));
     const bool has_path = path != entry->peak_flops.end() && path->second;
     const auto fwd = has_path ? fit_efficiencies(m.layers, false, *entry, *path->second) : std::nullopt;
     const auto bwd = has_path ? fit_efficiencies(m.layers, true, *entry, *path->second) : std::nullopt;

@@ -39,8 +39,13 @@ HardwareSpec parse(const nlohmann::json& doc, const std::string& label) {
 
 }  // namespace
 
+std::string compute_path(const std::string& precision) {
+  const std::string amp = "amp-";
+  return precision.rfind(amp, 0) == 0 ? precision.substr(amp.size()) : precision;
+}
+
 double HardwareSpec::peak_for(const std::string& precision, bool allow_tf32) const {
-  std::string key = precision;
+  std::string key = compute_path(precision);
   if (precision == "fp32" && allow_tf32 && peak_flops.at("tf32")) key = "tf32";
   const auto it = peak_flops.find(key);
   if (it == peak_flops.end() || !it->second) {

@@ -26,6 +26,11 @@ struct HardwareSpec {
   double peak_for(const std::string& precision, bool allow_tf32 = false) const;
 };
 
+// The catalog's compute path (a peak_flops key) of a training precision:
+// autocast's ("amp-bf16") run on its half type's, where its matmuls, nearly
+// all of its FLOPs, run.
+std::string compute_path(const std::string& precision);
+
 // By name or alias, case-insensitive ("h100", "H100-SXM-80GB"); nullopt for
 // a name the catalog lacks.
 std::optional<HardwareSpec> find_hardware(const std::string& name);

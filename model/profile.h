@@ -156,7 +156,7 @@ struct Profile {
   int version = profile_version;
   std::string network;            // config name
   nlohmann::json network_config;  // the config document, as read
-  std::string precision;          // "fp32" | "bf16"
+  std::string precision;          // "fp32" | "bf16" | "amp-bf16" | "amp-fp16"
   MachineInfo machine;
   std::vector<int> batches;
   int probe_batch = 0;  // layers and segments timed alone at it; 0: none were

@@ -118,6 +118,22 @@ Target profiled_target(const LayerModel& m) {
   return t;
 }
 
+// The precision `hw` runs a profile's in. Autocast saves the same bytes with
+// either half type, so where a chip lacks the profiled one (bf16 before
+// Ampere; a CPU profile can only be amp-bf16) the other prices its matmuls,
+// as a note says.
+std::string precision_on(const HardwareSpec& hw, const std::string& precision, std::vector<std::string>& notes) {
+  const auto has = [&](const std::string& path) {
+    const auto it = hw.peak_flops.find(path);
+    return it != hw.peak_flops.end() && it->second.has_value();
+  };
+  const std::string other = precision == "amp-bf16" ? "amp-fp16" : precision == "amp-fp16" ? "amp-bf16" : "";
+  if (other.empty() || has(compute_path(precision)) || !has(compute_path(other))) return precision;
+  notes.push_back(hw.name + " has no " + compute_path(precision) + ": autocast's matmuls priced in " + compute_path(other) +
+                  " (the same bytes)");
+  return other;
+}
+
 Target catalog_target(const LayerModel& m, const HardwareSpec& hw) {
   const auto source = catalog_entry_for(m.machine);
   if (source && source->name == hw.name) {
@@ -133,7 +149,7 @@ Target catalog_target(const LayerModel& m, const HardwareSpec& hw) {
   t.memory_bytes = hw.memory_bytes;
   t.h2d_bytes_per_s = hw.h2d_bandwidth;
   t.d2h_bytes_per_s = hw.d2h_bandwidth;
-  const double peak = hw.peak_for(m.precision);
+  const double peak = hw.peak_for(precision_on(hw, m.precision, t.notes));
   const double bandwidth = hw.memory_bandwidth;
 
   RooflineFit eta{"", typical_compute_efficiency, typical_memory_efficiency, typical_compute_efficiency,

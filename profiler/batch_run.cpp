@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "executor/device.h"
+#include "executor/loss_scale.h"
 #include "executor/optimizer.h"
 #include "model/median.h"
 #include "profiler/layer_recorder.h"
@@ -56,6 +57,7 @@ BatchRun measure(executor::Network& network, executor::DataSource& data, torch::
   it.steps = options.steps;
   run.layers.resize(network.layers().size());
   network.train();
+  executor::LossScale loss_scale(network.precision());
 
   for (int step = 0; step < options.warmup + options.steps; ++step) {
     const executor::Batch batch = data.next(options.batch);
@@ -75,14 +77,14 @@ BatchRun measure(executor::Network& network, executor::DataSource& data, torch::
     executor::synchronize(device);
     const auto forward_done = Clock::now();
     const int64_t forward_end_bytes = memory.current();
-    loss.backward();
+    loss_scale.backward(loss);
     recorder.finish_backward();
     executor::synchronize(device);
     const auto backward_done = Clock::now();
     check_limit();
     const int64_t passes_peak = recorder.step_peak();
     recorder.restart_peak();
-    optimizer.step();
+    loss_scale.step(optimizer, network);
     executor::synchronize(device);
     const auto end = Clock::now();
     const int64_t optimizer_peak = memory.peak();

@@ -285,8 +285,8 @@ model::Profile profile_network(const ProfileOptions& options) {
   executor::apply_plan(network, model::load_plan("keep", session.layout, session.config.name), session.layout);
 
   profile.machine = describe_machine(device, *timer);
-  profile.codecs = executor::measure_codecs(device, session.dtype, memory);
-  profile.inverts = executor::measure_inverts(device, session.dtype);
+  profile.codecs = executor::measure_codecs(device, session.precision.dtype, memory);
+  profile.inverts = executor::measure_inverts(device, session.precision.dtype);
   if (device.is_cuda()) {
     const HostLink link = measure_host_link(device);
     profile.h2d_bytes_per_s = link.h2d_bytes_per_s;

@@ -27,7 +27,7 @@ struct ProfileOptions {
   int profile_blocks = 0;
   std::vector<int> batches = {1, 2, 4, 8};
   std::string device = "cpu";      // cpu, cuda, cuda:N
-  std::string precision = "fp32";  // fp32, bf16
+  std::string precision = "fp32";  // fp32, bf16, amp-bf16, amp-fp16
   int warmup = 3;                  // steps per batch left out of the figures
   // Measured steps per batch: their median is what is recorded, and the
   // microsecond layer times of small batches vary by tens of percent from

@@ -41,9 +41,13 @@ Segment* Network::find_segment(const std::string& path) const {
   return nullptr;
 }
 
-void Network::set_compute_dtype(torch::ScalarType dtype) {
-  compute_dtype_ = dtype;
-  for (auto* layer : layers_) layer->set_compute_dtype(dtype);
+void Network::set_precision(const Precision& precision) {
+  precision_ = precision;
+  compute_dtype_ = precision.autocast ? torch::kFloat : precision.dtype;
+  for (auto* layer : layers_) {
+    const LayerPrecision p = layer_precision(layer->kind(), precision);
+    layer->set_compute_dtype(p.dtype, p.casts_inputs);
+  }
 }
 
 int64_t Network::parameter_count() const {

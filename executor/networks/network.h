@@ -9,6 +9,7 @@
 
 #include "executor/batch.h"
 #include "executor/layer.h"
+#include "executor/precision.h"
 #include "executor/segment.h"
 #include "model/network_config.h"
 
@@ -27,9 +28,12 @@ class Network : public torch::nn::Module {
   Layer* find_layer(const std::string& path) const;      // nullptr if none
   Segment* find_segment(const std::string& path) const;  // nullptr if none
 
-  // Floating-point type of activations; parameters stay fp32.
-  void set_compute_dtype(torch::ScalarType dtype);
+  // Sets every layer's compute type (parameters stay fp32).
+  void set_precision(const Precision& precision);
+  // The type of the activations between layers: the network's input and
+  // the residual stream (fp32 under autocast).
   torch::ScalarType compute_dtype() const { return compute_dtype_; }
+  const Precision& precision() const { return precision_; }
 
   int64_t parameter_count() const;
 
@@ -42,6 +46,7 @@ class Network : public torch::nn::Module {
   model::NetworkConfig config_;
   std::vector<Layer*> layers_;
   std::vector<Segment*> segments_;
+  Precision precision_;
   torch::ScalarType compute_dtype_ = torch::kFloat;
 };
 

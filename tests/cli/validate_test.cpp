@@ -71,6 +71,21 @@ TEST_F(Validate, PrintsATableAndTheTargets) {
   }
 }
 
+// Under torch.autocast's policy the profile records each saved tensor in
+// the type it is saved in (half-type copies, fp32 norms and softmax), so the
+// model prices autocast as it prices any precision: peaks within the CPU
+// target, with plans that recompute and quantize.
+TEST_F(Validate, AutocastPeaksArePredictedFromItsProfile) {
+  const Outcome run = run_papaya(
+      "validate --network gpt-tiny --precision amp-bf16 --profile-batches 1,2,4 --batches 8 "
+      "--plans keep,recompute-all,quantize-4 --steps 3 --json");
+  ASSERT_EQ(run.code, 0) << run.err;
+  const json doc = json::parse(run.out);
+  EXPECT_EQ(doc["precision"], "amp-bf16");
+  ASSERT_EQ(doc["rows"].size(), 3u);
+  for (const auto& row : doc["rows"]) EXPECT_LT(std::abs(row["peak_error_pct"].get<double>()), 3) << row.dump();
+}
+
 TEST_F(Validate, BadInputExitsTwoBeforeProfiling) {
   const std::string svg = path("never.svg");
   expect_input_error("validate --network no-such-net", "no-such-net");
@@ -81,6 +96,7 @@ TEST_F(Validate, BadInputExitsTwoBeforeProfiling) {
   expect_input_error("validate --plans keep,swap", "needs a CUDA device");
   expect_input_error("validate --steps 2", "--steps 2");
   expect_input_error("validate --device tpu", "--device tpu");
+  expect_input_error("validate --precision amp-fp8", "--precision amp-fp8");
   expect_input_error("validate --plot " + path("figure.gif"), ".svg or .png");
   expect_input_error("validate --plot " + path("absent/figure.svg"), "cannot write");
   EXPECT_FALSE(std::filesystem::exists(svg));

@@ -9,17 +9,8 @@ namespace papaya::executor {
 namespace {
 
 using testing::planned;
+using testing::recompute_segments;
 using testing::tiny_config;
-
-// Every segment recomputed from its raw input, nothing else changed.
-model::Plan recompute_segments(const model::NetworkLayout& layout, const std::string& input = "keep") {
-  model::Plan plan;
-  plan.name = "recompute-segments";
-  for (const auto& segment : layout.segments) {
-    plan.segments[segment] = model::parse_segment_strategy(input == "keep" ? "recompute" : "recompute+" + input, "t");
-  }
-  return plan;
-}
 
 class Recompute : public ::testing::TestWithParam<std::string> {};
 

@@ -29,6 +29,15 @@ Planned planned(const model::NetworkConfig& config, const std::string& plan) {
   return planned(config, model::load_plan(plan, probe_layout(*network), config.name));
 }
 
+model::Plan recompute_segments(const model::NetworkLayout& layout, const std::string& input) {
+  model::Plan plan;
+  plan.name = "recompute-segments";
+  for (const auto& segment : layout.segments) {
+    plan.segments[segment] = model::parse_segment_strategy(input == "keep" ? "recompute" : "recompute+" + input, "t");
+  }
+  return plan;
+}
+
 namespace {
 class InputRecorder : public LayerObserver {
  public:

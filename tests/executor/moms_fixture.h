@@ -24,6 +24,10 @@ struct Planned {
 Planned planned(const model::NetworkConfig& config, const std::string& plan);
 Planned planned(const model::NetworkConfig& config, const model::Plan& plan);
 
+// Every segment recomputed from its raw input ("keep") or from it stored as
+// `input` says ("quantize-8"), nothing else changed.
+model::Plan recompute_segments(const model::NetworkLayout& layout, const std::string& input = "keep");
+
 struct Step {
   double loss = 0;
   std::map<std::string, torch::Tensor> grads;

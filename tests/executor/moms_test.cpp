@@ -45,7 +45,7 @@ TEST_P(EveryNetwork, Bf16Quantize8GradientsAreFp32AndClose) {
   const Batch batch = batch_for(config);
   const auto step_in = [&](const std::string& plan, torch::ScalarType dtype) {
     const auto network = planned(config, plan).network;
-    network->set_compute_dtype(dtype);
+    network->set_precision({dtype});
     return testing::step(*network, batch);
   };
   const auto keep32 = step_in("keep", torch::kFloat), q8_32 = step_in("quantize-8", torch::kFloat);
@@ -184,7 +184,7 @@ TEST(LMHead, RecomputedLogProbabilitiesGiveKeepsGradients) {
   // fp32 gradient; it accumulates the chunks in fp32 where keep's one product
   // rounds to bf16.
   const auto bf16 = [&](std::shared_ptr<Network> network) {
-    network->set_compute_dtype(torch::kBFloat16);
+    network->set_precision({torch::kBFloat16});
     return testing::step(*network, batch);
   };
   const auto exact_bf16 = bf16(keep.network);

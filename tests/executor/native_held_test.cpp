@@ -45,7 +45,7 @@ class HeldRecorder : public LayerObserver {
 std::map<std::string, int64_t> undeclared_bytes(const model::NetworkConfig& config, torch::ScalarType dtype, int64_t batch_size) {
   torch::manual_seed(0);
   auto network = build_network(config);
-  network->set_compute_dtype(dtype);
+  network->set_precision({dtype});
   network->train();
   Batch batch = make_synthetic_data(config, torch::kCPU, 0)->next(batch_size);
   // A language network's targets are a slice of its tokens, which the loss

@@ -26,7 +26,7 @@ TrainReport train_with(const model::NetworkConfig& config, const std::string& pl
   MemoryTracker memory(torch::kCPU);  // before the network: its weights count as static
   torch::manual_seed(seed);
   auto network = build_network(config);
-  network->set_compute_dtype(dtype);
+  network->set_precision({dtype});
   const model::NetworkLayout layout = probe_layout(*network);
   PlanOptions options_of_plan;
   options_of_plan.rounding_seed = seed;

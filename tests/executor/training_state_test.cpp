@@ -24,7 +24,7 @@ struct TrainingRun {
       : data(make_synthetic_data(config, torch::kCPU, 3)) {
     torch::manual_seed(3);
     network = build_network(config);
-    network->set_compute_dtype(dtype);
+    network->set_precision({dtype});
     const model::NetworkLayout layout = probe_layout(*network);
     PlanOptions plan_options;
     plan_options.rounding_seed = 3;

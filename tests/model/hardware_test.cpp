@@ -41,6 +41,16 @@ TEST(Hardware, PrecisionWithoutAPathIsAnError) {
   EXPECT_DOUBLE_EQ(load_hardware("A100-40GB").peak_for("fp32", /*allow_tf32=*/true), 156e12);
 }
 
+// Autocast's FLOPs are nearly all its matmuls': priced at its half type's peak.
+TEST(Hardware, AutocastRunsAtItsHalfTypesPeak) {
+  const HardwareSpec v100 = load_hardware("V100-16GB");
+  EXPECT_DOUBLE_EQ(v100.peak_for("amp-fp16"), v100.peak_for("fp16"));
+  EXPECT_THROW(v100.peak_for("amp-bf16"), InputError);  // Volta has no bf16
+  EXPECT_DOUBLE_EQ(load_hardware("h100").peak_for("amp-bf16"), 989.5e12);
+  EXPECT_EQ(compute_path("amp-bf16"), "bf16");
+  EXPECT_EQ(compute_path("fp32"), "fp32");
+}
+
 TEST(Hardware, UnknownNameListsTheCatalog) {
   try {
     load_hardware("tpu-v4");

@@ -125,6 +125,24 @@ TEST(Target, UnknownHardwareAndMissingPrecisionsAreInputErrors) {
   EXPECT_NO_THROW(make_target(bf16, "A100-40GB"));
 }
 
+// A CPU can profile autocast only in bf16; its bytes are fp16's, so a chip
+// without bf16 prices the matmuls at its fp16 peak and says so.
+TEST(Target, AutocastInBf16IsPricedInFp16WhereThereIsNoBf16) {
+  LayerModel amp = fit_profile(testing::make_profile(testing::gpt_like(1)), "cpu.json").model;
+  amp.precision = "amp-bf16";
+  const Target v100 = make_target(amp, "V100-16GB");
+  EXPECT_TRUE(std::any_of(v100.notes.begin(), v100.notes.end(),
+                          [](const std::string& n) { return n.find("V100-16GB has no bf16") != std::string::npos; }));
+  LayerModel fp16 = amp;
+  fp16.precision = "amp-fp16";
+  const Plan keep = expand_plan_name("keep", amp.layout());
+  EXPECT_DOUBLE_EQ(predict(amp, v100, keep, 8).samples_per_s,
+                   predict(fp16, make_target(fp16, "V100-16GB"), keep, 8).samples_per_s);
+  const Target h100 = make_target(amp, "H100-SXM-80GB");
+  EXPECT_TRUE(std::none_of(h100.notes.begin(), h100.notes.end(),
+                           [](const std::string& n) { return n.find("has no bf16") != std::string::npos; }));
+}
+
 TEST(Target, CodecDefaultsWhenTheProfileMeasuredNone) {
   testing::ProfileSpec spec = testing::gpt_like(1);
   spec.codecs.clear();
