@@ -1,10 +1,12 @@
 // papaya train: train a network of the zoo and report throughput, peak
 // memory and loss.
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <optional>
 
 #include "cli/auto_plan.h"
 #include "cli/commands.h"
+#include "cli/launch.h"
 #include "cli/network_option.h"
 #include "cli/progress.h"
 #include "cli/report.h"
@@ -22,6 +24,7 @@ struct TrainArgs {
   TrainRun run;              // plan "auto": replaced by the planned one
   std::string budget;        // --plan auto
   bool batch_given = false;  // --plan auto: plan at --batch, else choose it
+  int nproc = 1;             // data-parallel ranks to start here
 };
 
 // --plan auto: profile, fit and plan within --budget before training.
@@ -57,6 +60,26 @@ struct Trained {
   int stopped_by = 0;  // the signal that stopped training early, if one did
 };
 
+// A data-parallel job's pace: its global batch over its slowest rank's median step.
+double global_samples_per_s(const Trained& t) {
+  double slowest = 0;
+  for (const auto& r : t.report.ranks) slowest = std::max(slowest, r.median_step_seconds);
+  return slowest > 0 ? static_cast<double>(t.setup.batch * static_cast<int64_t>(t.report.ranks.size())) / slowest : 0;
+}
+
+nlohmann::json ranks_json(const Trained& t) {
+  nlohmann::json ranks = nlohmann::json::array();
+  for (size_t r = 0; r < t.report.ranks.size(); ++r) {
+    const auto& f = t.report.ranks[r];
+    ranks.push_back({{"rank", r},
+                     {"peak_bytes", f.peak_bytes},
+                     {"static_bytes", f.static_bytes},
+                     {"exchange_seconds", f.exchange_seconds},
+                     {"median_step_seconds", f.median_step_seconds}});
+  }
+  return ranks;
+}
+
 void to_json(nlohmann::json& out, const Trained& t) {
   const TrainSetup& setup = t.setup;
   const executor::TrainReport& report = t.report;
@@ -85,6 +108,12 @@ void to_json(nlohmann::json& out, const Trained& t) {
          {"initial_loss", report.losses.front()},
          {"final_loss", report.losses.back()},
          {"losses", report.losses}};
+  if (!report.ranks.empty()) {
+    out["world_size"] = report.ranks.size();
+    out["global_batch"] = setup.batch * static_cast<int64_t>(report.ranks.size());
+    out["global_samples_per_s"] = global_samples_per_s(t);
+    out["ranks"] = ranks_json(t);
+  }
   if (report.loss_scale) {
     out["loss_scale"] = *report.loss_scale;
     out["skipped_steps"] = report.skipped_steps;
@@ -125,6 +154,19 @@ void print_text(std::ostream& out, const Trained& t) {
                    std::to_string(report.skipped_steps) + " step(s) skipped for overflowing fp16 gradients"});
   }
   table.print(out);
+  if (!report.ranks.empty()) {
+    out << "\n"
+        << report.ranks.size() << " data-parallel ranks, global batch " << setup.batch * static_cast<int64_t>(report.ranks.size())
+        << ": " << per_second(global_samples_per_s(t)) << " samples/s (the slowest rank's median step)\n";
+    Table ranks({"rank", "peak memory", "static memory", "exchange", "median step"});
+    for (size_t r = 0; r < report.ranks.size(); ++r) {
+      const auto& f = report.ranks[r];
+      ranks.add_row({std::to_string(r), model::format_bytes(static_cast<double>(f.peak_bytes)),
+                     model::format_bytes(static_cast<double>(f.static_bytes)), fixed(f.exchange_seconds * 1e3, 2) + " ms",
+                     fixed(f.median_step_seconds * 1e3, 1) + " ms"});
+    }
+    ranks.print(out);
+  }
   if (t.auto_plan) {
     const model::Estimate& e = t.auto_plan->result.estimate;
     out << "\nplan auto: " << (t.auto_plan->result.per_layer ? "a per-layer plan" : "the combination " + setup.plan)
@@ -144,13 +186,13 @@ void print_text(std::ostream& out, const Trained& t) {
 
 std::string headline(const TrainSetup& setup, const TrainRun& run) {
   return "papaya train: " + setup.network + " (" + setup.family + ", " + model::format_si(static_cast<double>(setup.parameters)) +
-         " parameters) on " + setup.device_name + ", " + setup.precision + ", batch " + std::to_string(setup.batch) + ", " +
-         std::to_string(run.steps) + " steps" +
-         (setup.first_step > 0 ? " (from step " + std::to_string(setup.first_step) + ", " + run.resume + ")" : "") + ", plan " +
-         setup.plan + "\n" + "data: " + setup.data + "\n";
+         " parameters) on " + setup.device_name + ", " + setup.precision + ", batch " + std::to_string(setup.batch) +
+         (run.world ? " per rank x " + std::to_string(run.world->size) + " ranks" : "") + ", " + std::to_string(run.steps) +
+         " steps" + (setup.first_step > 0 ? " (from step " + std::to_string(setup.first_step) + ", " + run.resume + ")" : "") +
+         ", plan " + setup.plan + "\n" + "data: " + setup.data + "\n";
 }
 
-Trained compute(const TrainArgs& args, const Output& output) {
+Trained compute(const TrainArgs& args, const Output& output, bool speaks) {
   Trained t;
   t.run = args.run;
   t.run.record_stored_bytes = true;
@@ -163,10 +205,13 @@ Trained compute(const TrainArgs& args, const Output& output) {
   TrainCallbacks callbacks;
   callbacks.on_start = [&](const TrainSetup& built) {
     t.setup = built;
-    output.headline(headline(built, t.run));
+    if (speaks) output.headline(headline(built, t.run));
   };
-  Progress progress("training");
-  callbacks.on_step = [&](int step, int steps, double loss) { progress.update(step, steps, "loss " + fixed(loss, 4)); };
+  std::optional<Progress> progress;
+  if (speaks) progress.emplace("training");
+  callbacks.on_step = [&](int step, int steps, double loss) {
+    if (progress) progress->update(step, steps, "loss " + fixed(loss, 4));
+  };
   const StopSignal stop_signal;
   callbacks.stop_requested = [&stop_signal] { return stop_signal.received() != 0; };
   t.report = train_run(t.run, callbacks);
@@ -218,6 +263,16 @@ void register_train(CLI::App& app) {
                   "Go on from a training state (--save) up to --steps in all, bit for bit as if never stopped; the network, "
                   "plan and options are the state's")
       ->check(CLI::ExistingFile);
+  cmd->add_option("--nproc", args->nproc,
+                  "Train as N data-parallel ranks on this host over Gloo (c10d): --batch per rank, the same samples as one "
+                  "process at N x --batch; under torchrun's RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, this process is one "
+                  "rank of such a job")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--timeout", args->run.timeout_s,
+                  "With --nproc: seconds a rank waits for the others (to join, and in each exchange) before the job fails")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   const auto output = add_output_options(cmd);
   cmd->callback([args, batch, cmd, output] {
     args->batch_given = batch->count() > 0;
@@ -226,8 +281,21 @@ void register_train(CLI::App& app) {
       if (cmd->get_option(name)->count() > 0) args->run.given.insert(name);
     }
     if (args->run.save_every > 0 && args->run.save.empty()) throw InputError("--save-every needs --save FILE");
-    const Trained trained = compute(*args, *output);
-    show(trained, *output);
+    args->run.world = executor::world_from_environment();
+    if (args->nproc > 1 && args->run.plan == "auto") {
+      throw InputError("--nproc with --plan auto: plan first (papaya recommend), then train each rank with the plan file");
+    }
+    if (!args->run.world && args->nproc > 1) {
+      check_train_run(args->run);  // bad input fails once, before any rank starts
+      return launch_ranks(args->nproc);
+    }
+    if (args->run.world && args->nproc > 1 && args->run.world->size != args->nproc) {
+      throw InputError("--nproc " + std::to_string(args->nproc) +
+                       " in a job of WORLD_SIZE=" + std::to_string(args->run.world->size));
+    }
+    const bool speaks = !args->run.world || args->run.world->rank == 0;  // rank 0 speaks for the job
+    const Trained trained = compute(*args, *output, speaks);
+    if (speaks) show(trained, *output);
     stop_if_stopped(trained);
   });
 }

@@ -4,6 +4,7 @@
 
 #include "cli/resumed_run.h"
 #include "executor/device.h"
+#include "executor/distributed/data_parallel.h"
 #include "executor/plan_apply.h"
 #include "executor/precision.h"
 #include "executor/session.h"
@@ -38,12 +39,21 @@ executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& cal
     progress = state.progress();
   }
   const TrainRun run = given.resume.empty() ? given : resumed_run(given, recorded, progress.steps_done);
+  if (run.world && device.is_cuda()) {
+    throw InputError("--nproc with --device " + run.device +
+                     ": data parallelism over NCCL is not built yet; ranks train on the CPU");
+  }
+  // The ranks meet before anything is built: one that never comes fails fast.
+  const auto collectives = run.world ? std::make_unique<executor::Collectives>(
+                                           *run.world, std::chrono::milliseconds(static_cast<int64_t>(run.timeout_s * 1000)))
+                                     : nullptr;
   executor::SessionOptions session_options;
   session_options.device = run.device;
   session_options.precision = run.precision;
   session_options.data = run.data;
   session_options.seed = run.seed;
   session_options.lr = run.lr;
+  session_options.world = run.world;
   executor::Session session(
       run.resume.empty() ? model::load_network_config(run.network, run.seq_len) : recorded_config(run, recorded),
       session_options);
@@ -68,6 +78,12 @@ executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& cal
   options.lr = run.lr;
   const executor::TrainingParts parts{network, *session.optimizer, *session.data, applied};
   if (!run.resume.empty()) executor::TrainingState::read(run.resume, device).restore(parts);
+  const auto parallel = collectives ? std::make_unique<executor::DataParallel>(*collectives, network) : nullptr;
+  if (parallel) {
+    parallel->broadcast_parameters();
+    options.after_backward = [&parallel] { parallel->average_gradients(); };
+  }
+  const bool saves = !run.save.empty() && (!run.world || run.world->rank == 0);
 
   if (callbacks.on_start) {
     callbacks.on_start({config.name, model::to_string(config.family), network.parameter_count(), device.str(),
@@ -79,7 +95,8 @@ executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& cal
                        : describe_run(run, run.resume.empty() ? config.document : recorded.at("network_config"), plan);
   options.before_step = [&applied](int step) { applied.begin_step(step); };
   options.record_stored_bytes = run.record_stored_bytes;
-  options.on_step = [&](int step, int steps, double loss) {
+  options.on_step = [&](int step, int steps, double rank_loss) {
+    const double loss = parallel ? parallel->mean(rank_loss) : rank_loss;  // the global batch's
     progress.losses.push_back(loss);
     progress.steps_done = step;
     if (callbacks.on_step) callbacks.on_step(step, steps, loss);
@@ -87,11 +104,17 @@ executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& cal
   options.after_step = [&](int steps_done) {
     const bool stop = callbacks.stop_requested && callbacks.stop_requested();
     const bool due = steps_done == run.steps || (run.save_every > 0 && steps_done % run.save_every == 0);
-    if (!run.save.empty() && (stop || due)) executor::save_training_state(run.save, description, progress, parts);
+    if (saves && (stop || due)) executor::save_training_state(run.save, description, progress, parts);
     return !stop;
   };
   executor::TrainReport report = executor::train(network, *session.optimizer, *session.data, session.memory, options);
   report.losses = progress.losses;
+  if (parallel) {
+    for (const auto& row : parallel->gather({static_cast<double>(report.peak_bytes), static_cast<double>(report.static_bytes),
+                                             report.exchange_seconds, report.median_step_seconds})) {
+      report.ranks.push_back({static_cast<int64_t>(row[0]), static_cast<int64_t>(row[1]), row[2], row[3]});
+    }
+  }
   return report;
 }
 

@@ -11,6 +11,7 @@
 #include <set>
 #include <string>
 
+#include "executor/distributed/world.h"
 #include "model/plan.h"
 
 namespace papaya::executor {
@@ -40,6 +41,10 @@ struct TrainRun {
   // equal them.
   std::string resume;
   std::set<std::string> given;
+  // A rank of a data-parallel job (executor/distributed/): `batch` is its
+  // slice of the global batch; the collectives wait `timeout_s` at most.
+  std::optional<executor::World> world;
+  double timeout_s = 300;
 };
 
 // What was built, told before the first step (for a headline).

@@ -1,6 +1,7 @@
 #include "executor/session.h"
 
 #include "executor/device.h"
+#include "executor/distributed/data_parallel.h"
 #include "executor/layout.h"
 #include "executor/optimizer.h"
 
@@ -9,8 +10,9 @@ namespace {
 
 std::unique_ptr<DataSource> make_data(const model::NetworkConfig& config, const torch::Device& device,
                                       const SessionOptions& options) {
-  return options.data.empty() ? make_synthetic_data(config, device, options.seed)
-                              : make_text_data(options.data, config, device, options.seed);
+  auto data = options.data.empty() ? make_synthetic_data(config, device, options.seed)
+                                   : make_text_data(options.data, config, device, options.seed);
+  return options.world ? rank_slice(std::move(data), *options.world) : std::move(data);
 }
 
 std::shared_ptr<Network> make_network(const model::NetworkConfig& config, const torch::Device& device, const Precision& precision,

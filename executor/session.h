@@ -8,9 +8,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "executor/data.h"
+#include "executor/distributed/world.h"
 #include "executor/memory.h"
 #include "executor/networks/network.h"
 #include "executor/precision.h"
@@ -24,6 +26,7 @@ struct SessionOptions {
   std::string device = "cpu";      // cpu, cuda, cuda:N
   std::string precision = "fp32";  // fp32, bf16, amp-bf16, amp-fp16
   std::string data;                // text file; "": synthetic data
+  std::optional<World> world;      // a data-parallel rank: its slice of each global batch
   uint64_t seed = 0;               // of the weights and the data
   double lr = TrainOptions().lr;   // AdamW's
   double weight_decay = TrainOptions().weight_decay;

@@ -23,6 +23,7 @@ TrainReport train(Network& network, torch::optim::Optimizer& optimizer, DataSour
   TrainReport report;
   report.steps_done = options.first_step;
   LossScale loss_scale(network.precision());
+  double exchange_total = 0;
   const int steps = std::max(0, options.steps - options.first_step);
   report.warmup_steps = std::clamp(options.warmup_steps, 0, std::max(0, steps - 1));
   for (int step = options.first_step; step < options.steps; ++step) {
@@ -60,6 +61,12 @@ TrainReport train(Network& network, torch::optim::Optimizer& optimizer, DataSour
       synchronize(device);
       report.forward_backward_peak_bytes = std::max(report.forward_backward_peak_bytes, memory.peak());
     }
+    if (options.after_backward) {
+      const auto exchange_start = std::chrono::steady_clock::now();
+      options.after_backward();
+      synchronize(device);
+      if (measured) exchange_total += std::chrono::duration<double>(std::chrono::steady_clock::now() - exchange_start).count();
+    }
     const bool stepped = loss_scale.step(optimizer, network);
     const double value = loss.item<double>();
     loss = torch::Tensor();
@@ -91,6 +98,7 @@ TrainReport train(Network& network, torch::optim::Optimizer& optimizer, DataSour
   report.median_step_seconds = measured.empty() ? 0 : model::median(measured);
   report.median_samples_per_s =
       report.median_step_seconds > 0 ? static_cast<double>(options.batch) / report.median_step_seconds : 0;
+  report.exchange_seconds = measured.empty() ? 0 : exchange_total / static_cast<double>(measured.size());
   report.samples_per_s = report.step_seconds > 0 ? static_cast<double>(options.batch) / report.step_seconds : 0;
   report.static_bytes = static_bytes(network, optimizer);
   if (loss_scale.on()) report.loss_scale = loss_scale.value();

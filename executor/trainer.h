@@ -25,11 +25,20 @@ struct TrainOptions {
   std::function<void(int step, int steps, double loss)> on_step;
   // Called before each step's forward, with the step (from 0): e.g. AppliedPlan::begin_step.
   std::function<void(int step)> before_step;
+  // Called between backward and the optimizer step, on the clock and timed
+  // as the exchange: averaging the gradients over data-parallel ranks.
+  std::function<void()> after_backward;
   // Called after each step, off the clock, with the steps done; returning
   // false ends training there (a signal, a checkpoint's last step).
   std::function<bool(int steps_done)> after_step;
   // Measure, in the last step's forward, the bytes stored for backward by strategy.
   bool record_stored_bytes = false;
+};
+
+// One data-parallel rank's figures (TrainReport's, of that rank).
+struct RankFigures {
+  int64_t peak_bytes = 0, static_bytes = 0;
+  double exchange_seconds = 0, median_step_seconds = 0;
 };
 
 struct TrainReport {
@@ -50,8 +59,10 @@ struct TrainReport {
   // bytes plus what backward needs, the saved tensors foremost.
   int64_t forward_end_bytes = 0;
   int64_t peak_reserved_bytes = 0;
-  int64_t static_bytes = 0;  // weights + gradients + optimizer state
-  int warmup_steps = 0;      // the number actually left out
+  int64_t static_bytes = 0;        // weights + gradients + optimizer state
+  int warmup_steps = 0;            // the number actually left out
+  double exchange_seconds = 0;     // after_backward's, mean over the measured steps
+  std::vector<RankFigures> ranks;  // of every rank of a data-parallel job, by rank
   // Dynamic loss scaling (amp-fp16, executor/loss_scale.h): the scale at
   // the end, and the steps it skipped for overflowing gradients.
   std::optional<double> loss_scale;

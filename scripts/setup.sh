@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   g++ cmake ninja-build pkg-config
   libtorch-dev            # LibTorch 1.13 (CPU); a CUDA LibTorch is used instead where found
+  libgloo-dev             # Gloo's headers: data-parallel training over LibTorch's c10d
   libceres-dev            # the performance model's fits
   libcli11-dev            # command line
   nlohmann-json3-dev      # JSON documents

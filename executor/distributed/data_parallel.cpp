@@ -1,0 +1,110 @@
+#include "executor/distributed/data_parallel.h"
+
+namespace papaya::executor {
+
+DataParallel::DataParallel(Collectives& collectives, Network& network, int64_t bucket_bytes) : collectives_(collectives) {
+  const auto parameters = network.parameters();
+  int64_t bytes = bucket_bytes;
+  for (auto it = parameters.rbegin(); it != parameters.rend(); ++it) {
+    if (bytes >= bucket_bytes) {
+      buckets_.emplace_back();
+      bytes = 0;
+    }
+    buckets_.back().push_back(*it);
+    bytes += static_cast<int64_t>(it->nbytes());
+  }
+}
+
+namespace {
+
+// The tensors end to end, one flat tensor (what one collective moves).
+torch::Tensor flattened(const std::vector<torch::Tensor>& tensors) {
+  std::vector<torch::Tensor> flats;
+  for (const auto& t : tensors) flats.push_back(t.flatten());
+  return torch::cat(flats);
+}
+
+// `flat` copied back into `tensors`, in order.
+void unflatten(const torch::Tensor& flat, std::vector<torch::Tensor>& tensors) {
+  int64_t at = 0;
+  for (auto& t : tensors) {
+    t.copy_(flat.narrow(0, at, t.numel()).view_as(t));
+    at += t.numel();
+  }
+}
+
+}  // namespace
+
+void DataParallel::broadcast_parameters() {
+  const torch::NoGradGuard no_grad;
+  for (const auto& bucket : buckets_) {
+    std::vector<torch::Tensor> values;
+    for (const auto& p : bucket) values.push_back(p.detach());
+    std::vector<torch::Tensor> flat{flattened(values)};
+    collectives_.broadcast(flat, 0);
+    unflatten(flat[0], values);
+  }
+}
+
+void DataParallel::average_gradients() {
+  const torch::NoGradGuard no_grad;
+  for (auto& bucket : buckets_) {
+    std::vector<torch::Tensor> grads;
+    for (auto& p : bucket) {
+      if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+      grads.push_back(p.grad());
+    }
+    std::vector<torch::Tensor> flat{flattened(grads)};
+    collectives_.allreduce_sum(flat);
+    unflatten(flat[0].div_(collectives_.world().size), grads);
+  }
+}
+
+double DataParallel::mean(double value) {
+  std::vector<torch::Tensor> t{torch::tensor({value}, torch::kDouble)};
+  collectives_.allreduce_sum(t);
+  return t[0].item<double>() / collectives_.world().size;
+}
+
+std::vector<std::vector<double>> DataParallel::gather(const std::vector<double>& values) {
+  const World& w = collectives_.world();
+  const int64_t n = static_cast<int64_t>(values.size());
+  std::vector<torch::Tensor> table{torch::zeros({w.size, n}, torch::kDouble)};
+  table[0][w.rank].copy_(torch::tensor(values, torch::kDouble));
+  collectives_.allreduce_sum(table);
+  std::vector<std::vector<double>> rows(static_cast<size_t>(w.size));
+  for (int r = 0; r < w.size; ++r) {
+    for (int64_t i = 0; i < n; ++i) rows[static_cast<size_t>(r)].push_back(table[0][r][i].item<double>());
+  }
+  return rows;
+}
+
+namespace {
+
+class RankSlice : public DataSource {
+ public:
+  RankSlice(std::unique_ptr<DataSource> source, const World& world) : source_(std::move(source)), world_(world) {}
+
+  Batch next(int64_t batch_size) override {
+    const Batch global = source_->next(batch_size * world_.size);
+    const int64_t first = batch_size * world_.rank;
+    return {global.input.narrow(0, first, batch_size).clone(), global.target.narrow(0, first, batch_size).clone()};
+  }
+  std::string describe() const override {
+    return source_->describe() + ", rank " + std::to_string(world_.rank) + "'s slice of " + std::to_string(world_.size);
+  }
+  torch::Tensor position() const override { return source_->position(); }
+  void seek(const torch::Tensor& position) override { source_->seek(position); }
+
+ private:
+  std::unique_ptr<DataSource> source_;
+  World world_;
+};
+
+}  // namespace
+
+std::unique_ptr<DataSource> rank_slice(std::unique_ptr<DataSource> source, const World& world) {
+  return std::make_unique<RankSlice>(std::move(source), world);
+}
+
+}  // namespace papaya::executor

@@ -1,0 +1,115 @@
+// `papaya train --nproc`: ranks on loopback that train as one process does at
+// the global batch, and a job that ends with exit 2, never hangs, when a rank
+// does not come or is killed.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "executor/distributed/world.h"
+#include "tests/cli/run_papaya.h"
+
+namespace papaya::testing {
+namespace {
+
+using nlohmann::json;
+
+// Networks without dropout: each rank's masks would be drawn apart.
+TEST(DataParallel, TwoRanksTrainAsOneProcessAtTheGlobalBatch) {
+  for (const std::string network : {"llama-tiny", "mlp-tiny"}) {
+    const Outcome one = run_papaya("train --network " + network + " --batch 8 --steps 4 --json");
+    const Outcome two = run_papaya("train --network " + network + " --batch 4 --steps 4 --nproc 2 --timeout 60 --json");
+    ASSERT_EQ(one.code, 0) << one.err;
+    ASSERT_EQ(two.code, 0) << two.err;
+    const json a = json::parse(one.out), b = json::parse(two.out);
+    EXPECT_EQ(b["world_size"], 2);
+    EXPECT_EQ(b["global_batch"], 8);
+    ASSERT_EQ(b["ranks"].size(), 2u);
+    EXPECT_EQ(b["ranks"][0]["static_bytes"], b["ranks"][1]["static_bytes"]);
+    EXPECT_GT(b["global_samples_per_s"].get<double>(), 0);
+    ASSERT_EQ(a["losses"].size(), b["losses"].size());
+    for (size_t i = 0; i < a["losses"].size(); ++i) {
+      const double single = a["losses"][i], parallel = b["losses"][i];
+      EXPECT_NEAR(parallel, single, 1e-5 * std::abs(single)) << network << " step " << i + 1;
+    }
+  }
+}
+
+// Rank 0 of two, alone: the join times out and says so.
+TEST(DataParallel, ARankThatNeverComesFailsTheJoin) {
+  setenv("RANK", "0", 1);
+  setenv("WORLD_SIZE", "2", 1);
+  setenv("MASTER_ADDR", "127.0.0.1", 1);
+  setenv("MASTER_PORT", std::to_string(executor::free_loopback_port()).c_str(), 1);
+  const auto start = std::chrono::steady_clock::now();
+  const Outcome run = run_papaya("train --network mlp-tiny --steps 2 --timeout 3");
+  for (const char* name : {"RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"}) unsetenv(name);
+  EXPECT_EQ(run.code, 2) << run.err;
+  EXPECT_NE(run.err.find("joining the job"), std::string::npos) << run.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(60));
+}
+
+// The processes with `marker` among their arguments: the launcher and its
+// ranks, with their RANK (-1: none).
+std::vector<std::pair<pid_t, int>> processes_with(const std::string& marker) {
+  std::vector<std::pair<pid_t, int>> found;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream cmdline(entry.path() / "cmdline"), environ(entry.path() / "environ");
+    const std::string arguments((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
+    if (arguments.find(marker) == std::string::npos || arguments.find("papaya") == std::string::npos) continue;
+    const std::string variables((std::istreambuf_iterator<char>(environ)), std::istreambuf_iterator<char>());
+    std::istringstream entries(variables);
+    int rank = -1;
+    for (std::string variable; std::getline(entries, variable, '\0');) {
+      if (variable.rfind("RANK=", 0) == 0) rank = std::stoi(variable.substr(5));
+    }
+    found.emplace_back(static_cast<pid_t>(std::stoi(name)), rank);
+  }
+  return found;
+}
+
+// A rank killed mid-training ends the job: the launcher ends the other rank
+// and exits 2 naming the one that died.
+TEST(DataParallel, AKilledRankEndsTheJob) {
+  const std::string marker = "3141592";  // the seed; /proc's cmdline separates arguments by NULs
+  auto job = std::async(std::launch::async, [&] {
+    return run_papaya("train --network mlp-tiny --batch 4 --steps 1000000 --nproc 2 --timeout 20 --seed " + marker);
+  });
+  pid_t victim = 0;
+  for (int tries = 0; tries < 600 && !victim; ++tries) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    for (const auto& [pid, rank] : processes_with(marker)) victim = rank == 1 ? pid : victim;
+  }
+  if (victim) {
+    std::this_thread::sleep_for(std::chrono::seconds(2));  // into training
+    kill(victim, SIGKILL);
+  }
+  const bool ended = job.wait_for(std::chrono::seconds(90)) == std::future_status::ready;
+  for (const auto& [pid, rank] : processes_with(marker)) kill(pid, SIGKILL);  // never leave a job behind
+  ASSERT_NE(victim, 0) << "rank 1 never started";
+  ASSERT_TRUE(ended) << "the job hangs";
+  const Outcome run = job.get();
+  EXPECT_EQ(run.code, 2) << run.err;
+  EXPECT_NE(run.err.find("rank 1 was killed by signal 9"), std::string::npos) << run.err;
+}
+
+TEST(DataParallel, BadRequestsFailBeforeAnyRankStarts) {
+  expect_input_error("train --nproc 2 --plan auto", "--plan auto");
+  expect_input_error("train --nproc 2 --network no-such-net", "no-such-net");
+}
+
+}  // namespace
+}  // namespace papaya::testing
