@@ -6,9 +6,11 @@
 #include "cli/commands.h"
 #include "cli/network_option.h"
 #include "cli/output_file.h"
+#include "cli/profile_comm.h"
 #include "cli/progress.h"
 #include "cli/report.h"
 #include "cli/table.h"
+#include "model/error.h"
 #include "model/units.h"
 #include "profiler/profiler.h"
 #include "profiler/summary.h"
@@ -25,6 +27,9 @@ struct ProfileArgs {
   int probe_batch = 0;
   CLI::Option* probe_option = nullptr;  // given: probe_batch is the user's
   std::string out;
+  bool comm = false;  // the link between ranks instead of a network
+  int nproc = 2;
+  double timeout_s = 300;
 };
 
 double ms(double seconds) { return seconds * 1e3; }
@@ -192,9 +197,20 @@ void register_profile(CLI::App& app) {
                       "whole network may not): a point its time curve is fitted to; where time grows with the batch this can "
                       "double the profile's time or more [default: 16 x the largest --batch; 0: none]")
           ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--out,-o", args->out, "Profile file to write (JSON)")->required();
+  cmd->add_option("--out,-o", args->out, "Profile file to write (JSON); needed unless --comm");
+  cmd->add_flag("--comm", args->comm,
+                "Instead of a network: time allreduces of 4 KiB to 64 MiB between --nproc ranks on this host (Gloo, "
+                "loopback) and fit the link's latency and bandwidth");
+  cmd->add_option("--nproc", args->nproc, "With --comm: ranks to start here")->capture_default_str()->check(CLI::Range(2, 64));
+  cmd->add_option("--timeout", args->timeout_s, "With --comm: seconds a rank waits for the others")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   const auto output = add_output_options(cmd, "A JSON summary instead of tables (the profile itself goes to --out)");
-  cmd->callback([args, output] { show(compute(*args), *output); });
+  cmd->callback([args, output] {
+    if (args->comm) return profile_comm(args->nproc, args->timeout_s, *output);
+    if (args->out.empty()) throw InputError("profile: --out FILE, where the profile goes, is needed");
+    show(compute(*args), *output);
+  });
 }
 
 }  // namespace papaya::cli

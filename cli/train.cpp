@@ -110,6 +110,7 @@ void to_json(nlohmann::json& out, const Trained& t) {
          {"losses", report.losses}};
   if (!report.ranks.empty()) {
     out["world_size"] = report.ranks.size();
+    out["zero"] = t.run.zero;
     out["global_batch"] = setup.batch * static_cast<int64_t>(report.ranks.size());
     out["global_samples_per_s"] = global_samples_per_s(t);
     out["ranks"] = ranks_json(t);
@@ -157,7 +158,8 @@ void print_text(std::ostream& out, const Trained& t) {
   if (!report.ranks.empty()) {
     out << "\n"
         << report.ranks.size() << " data-parallel ranks, global batch " << setup.batch * static_cast<int64_t>(report.ranks.size())
-        << ": " << per_second(global_samples_per_s(t)) << " samples/s (the slowest rank's median step)\n";
+        << ": " << per_second(global_samples_per_s(t)) << " samples/s (the slowest rank's median step)"
+        << (t.run.zero == 1 ? "; ZeRO-1: each rank holds and steps its shard of AdamW's state" : "") << "\n";
     Table ranks({"rank", "peak memory", "static memory", "exchange", "median step"});
     for (size_t r = 0; r < report.ranks.size(); ++r) {
       const auto& f = report.ranks[r];
@@ -269,6 +271,11 @@ void register_train(CLI::App& app) {
                   "rank of such a job")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--zero", args->run.zero,
+                  "With --nproc: 1 shards AdamW's state across the ranks (ZeRO-1: each rank steps its shard, then the "
+                  "parameters are gathered); 0 keeps it whole on every rank")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1));
   cmd->add_option("--timeout", args->run.timeout_s,
                   "With --nproc: seconds a rank waits for the others (to join, and in each exchange) before the job fails")
       ->capture_default_str()
@@ -292,6 +299,9 @@ void register_train(CLI::App& app) {
     if (args->run.world && args->nproc > 1 && args->run.world->size != args->nproc) {
       throw InputError("--nproc " + std::to_string(args->nproc) +
                        " in a job of WORLD_SIZE=" + std::to_string(args->run.world->size));
+    }
+    if (args->run.zero > 0 && !args->run.world) {
+      throw InputError("--zero 1 shards AdamW's state across data-parallel ranks: give --nproc N");
     }
     const bool speaks = !args->run.world || args->run.world->rank == 0;  // rank 0 speaks for the job
     const Trained trained = compute(*args, *output, speaks);

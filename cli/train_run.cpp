@@ -17,6 +17,9 @@ namespace papaya::cli {
 
 void check_train_run(const TrainRun& run) {
   const torch::Device device = executor::resolve_device(run.device);
+  if (run.zero > 0 && !run.save.empty()) {
+    throw InputError("--save with --zero 1: saving a sharded optimizer state is not built yet; train without --zero to save");
+  }
   if (!run.resume.empty()) {
     if (run.plan == "auto") throw InputError("--resume goes on with the state's plan; leave out --plan auto");
     if (!std::filesystem::is_regular_file(run.resume)) throw InputError("--resume " + run.resume + ": no such file");
@@ -54,6 +57,7 @@ executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& cal
   session_options.seed = run.seed;
   session_options.lr = run.lr;
   session_options.world = run.world;
+  session_options.zero = run.zero;
   executor::Session session(
       run.resume.empty() ? model::load_network_config(run.network, run.seq_len) : recorded_config(run, recorded),
       session_options);
@@ -82,6 +86,7 @@ executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& cal
   if (parallel) {
     parallel->broadcast_parameters();
     options.after_backward = [&parallel] { parallel->average_gradients(); };
+    if (run.zero == 1) options.after_optimizer_step = [&parallel] { parallel->gather_shards(); };
   }
   const bool saves = !run.save.empty() && (!run.world || run.world->rank == 0);
 

@@ -45,6 +45,7 @@ struct TrainRun {
   // slice of the global batch; the collectives wait `timeout_s` at most.
   std::optional<executor::World> world;
   double timeout_s = 300;
+  int zero = 0;  // 1: ZeRO-1, AdamW's state sharded across the ranks
 };
 
 // What was built, told before the first step (for a headline).

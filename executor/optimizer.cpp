@@ -5,9 +5,10 @@ namespace {
 int64_t nbytes(const torch::Tensor& t) { return t.defined() ? static_cast<int64_t>(t.numel() * t.element_size()) : 0; }
 }  // namespace
 
-std::unique_ptr<torch::optim::AdamW> make_optimizer(Network& network, double lr, double weight_decay) {
-  auto optimizer =
-      std::make_unique<torch::optim::AdamW>(network.parameters(), torch::optim::AdamWOptions(lr).weight_decay(weight_decay));
+std::unique_ptr<torch::optim::AdamW> make_optimizer(Network& network, double lr, double weight_decay,
+                                                    const std::optional<std::vector<torch::Tensor>>& shard) {
+  auto optimizer = std::make_unique<torch::optim::AdamW>(shard.value_or(network.parameters()),
+                                                         torch::optim::AdamWOptions(lr).weight_decay(weight_decay));
   {
     const torch::NoGradGuard no_grad;
     for (auto& p : network.parameters()) {

@@ -3,6 +3,8 @@
 #include <torch/torch.h>
 
 #include <memory>
+#include <optional>
+#include <vector>
 
 #include "executor/networks/network.h"
 
@@ -11,7 +13,10 @@ namespace papaya::executor {
 // AdamW with its state already allocated: every parameter's gradient (zeros)
 // and moments, as the first step would make them. Every step then holds the
 // same static memory, so the first step's figures are those of any other.
-std::unique_ptr<torch::optim::AdamW> make_optimizer(Network& network, double lr, double weight_decay);
+// It steps `shard` only where given (ZeRO-1: this rank's part of the
+// parameters); every parameter still has its gradient.
+std::unique_ptr<torch::optim::AdamW> make_optimizer(Network& network, double lr, double weight_decay,
+                                                    const std::optional<std::vector<torch::Tensor>>& shard = std::nullopt);
 
 // Weights + gradients + optimizer state, from the tensors themselves.
 int64_t static_bytes(const Network& network, const torch::optim::Optimizer& optimizer);

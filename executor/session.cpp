@@ -34,6 +34,10 @@ Session::Session(const model::NetworkConfig& config_, const SessionOptions& opti
       memory(device),
       network(make_network(config, device, precision, options.seed)),
       layout(probe_layout(*network)),
-      optimizer(make_optimizer(*network, options.lr, options.weight_decay)) {}
+      optimizer(
+          make_optimizer(*network, options.lr, options.weight_decay,
+                         options.world && options.zero == 1
+                             ? std::optional(shards(*network, options.world->size)[static_cast<size_t>(options.world->rank)])
+                             : std::nullopt)) {}
 
 }  // namespace papaya::executor

@@ -24,6 +24,14 @@ TrainReport train(Network& network, torch::optim::Optimizer& optimizer, DataSour
   report.steps_done = options.first_step;
   LossScale loss_scale(network.precision());
   double exchange_total = 0;
+  // Runs a data-parallel exchange (if any), timed.
+  const auto exchange = [&](const std::function<void()>& run, bool measured) {
+    if (!run) return;
+    const auto start = std::chrono::steady_clock::now();
+    run();
+    synchronize(device);
+    if (measured) exchange_total += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
   const int steps = std::max(0, options.steps - options.first_step);
   report.warmup_steps = std::clamp(options.warmup_steps, 0, std::max(0, steps - 1));
   for (int step = options.first_step; step < options.steps; ++step) {
@@ -61,13 +69,9 @@ TrainReport train(Network& network, torch::optim::Optimizer& optimizer, DataSour
       synchronize(device);
       report.forward_backward_peak_bytes = std::max(report.forward_backward_peak_bytes, memory.peak());
     }
-    if (options.after_backward) {
-      const auto exchange_start = std::chrono::steady_clock::now();
-      options.after_backward();
-      synchronize(device);
-      if (measured) exchange_total += std::chrono::duration<double>(std::chrono::steady_clock::now() - exchange_start).count();
-    }
+    exchange(options.after_backward, measured);
     const bool stepped = loss_scale.step(optimizer, network);
+    exchange(options.after_optimizer_step, measured);
     const double value = loss.item<double>();
     loss = torch::Tensor();
     synchronize(device);

@@ -28,6 +28,9 @@ struct TrainOptions {
   // Called between backward and the optimizer step, on the clock and timed
   // as the exchange: averaging the gradients over data-parallel ranks.
   std::function<void()> after_backward;
+  // Called after the optimizer step, on the clock and timed as the exchange
+  // too: gathering the parameters each ZeRO-1 rank stepped.
+  std::function<void()> after_optimizer_step;
   // Called after each step, off the clock, with the steps done; returning
   // false ends training there (a signal, a checkpoint's last step).
   std::function<bool(int steps_done)> after_step;

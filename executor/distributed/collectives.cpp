@@ -57,6 +57,12 @@ void Collectives::allreduce_sum(std::vector<torch::Tensor>& tensors) {
   collective(world_, "allreduce", [&] { return group_->gloo->allreduce(tensors); });
 }
 
+void Collectives::allreduce_max(std::vector<torch::Tensor>& tensors) {
+  c10d::AllreduceOptions options;
+  options.reduceOp = c10d::ReduceOp::MAX;
+  collective(world_, "allreduce", [&] { return group_->gloo->allreduce(tensors, options); });
+}
+
 void Collectives::broadcast(std::vector<torch::Tensor>& tensors, int root) {
   c10d::BroadcastOptions options;
   options.rootRank = root;
@@ -74,6 +80,8 @@ Collectives::Collectives(const World& world, std::chrono::milliseconds) : world_
 Collectives::~Collectives() = default;
 
 void Collectives::allreduce_sum(std::vector<torch::Tensor>&) {}
+
+void Collectives::allreduce_max(std::vector<torch::Tensor>&) {}
 
 void Collectives::broadcast(std::vector<torch::Tensor>&, int) {}
 

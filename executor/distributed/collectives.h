@@ -27,6 +27,7 @@ class Collectives {
   // In place, over every rank. Throw InputError where a rank has gone or
   // the timeout passed: the job cannot go on.
   void allreduce_sum(std::vector<torch::Tensor>& tensors);
+  void allreduce_max(std::vector<torch::Tensor>& tensors);
   void broadcast(std::vector<torch::Tensor>& tensors, int root);
 
  private:

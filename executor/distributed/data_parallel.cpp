@@ -1,8 +1,11 @@
 #include "executor/distributed/data_parallel.h"
 
+#include <algorithm>
+
 namespace papaya::executor {
 
-DataParallel::DataParallel(Collectives& collectives, Network& network, int64_t bucket_bytes) : collectives_(collectives) {
+DataParallel::DataParallel(Collectives& collectives, Network& network, int64_t bucket_bytes)
+    : collectives_(collectives), shards_(shards(network, collectives.world().size)) {
   const auto parameters = network.parameters();
   int64_t bytes = bucket_bytes;
   for (auto it = parameters.rbegin(); it != parameters.rend(); ++it) {
@@ -58,6 +61,34 @@ void DataParallel::average_gradients() {
     collectives_.allreduce_sum(flat);
     unflatten(flat[0].div_(collectives_.world().size), grads);
   }
+}
+
+void DataParallel::gather_shards() {
+  const torch::NoGradGuard no_grad;
+  for (int owner = 0; owner < collectives_.world().size; ++owner) {
+    std::vector<torch::Tensor> values;
+    for (const auto& p : shards_[static_cast<size_t>(owner)]) values.push_back(p.detach());
+    if (values.empty()) continue;
+    std::vector<torch::Tensor> flat{flattened(values)};
+    collectives_.broadcast(flat, owner);
+    unflatten(flat[0], values);
+  }
+}
+
+std::vector<std::vector<torch::Tensor>> shards(const Network& network, int ranks) {
+  const auto parameters = network.parameters();
+  int64_t total = 0;
+  for (const auto& p : parameters) total += p.numel();
+  std::vector<std::vector<torch::Tensor>> out(static_cast<size_t>(ranks));
+  int64_t before = 0;
+  for (const auto& p : parameters) {
+    // The rank whose share of the elements this parameter's middle falls in.
+    const int64_t middle = before + p.numel() / 2;
+    const auto rank = std::min<int64_t>(ranks - 1, middle * ranks / std::max<int64_t>(total, 1));
+    out[static_cast<size_t>(rank)].push_back(p);
+    before += p.numel();
+  }
+  return out;
 }
 
 double DataParallel::mean(double value) {

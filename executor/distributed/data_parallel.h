@@ -26,13 +26,21 @@ class DataParallel {
   void average_gradients();
   // The mean of `value` over the ranks.
   double mean(double value);
+  // ZeRO-1: each rank stepped its shard (shards()); every rank's parameters
+  // made the owners', shard by shard.
+  void gather_shards();
   // Each rank's `values`, rank by rank: a world.size x values.size() table.
   std::vector<std::vector<double>> gather(const std::vector<double>& values);
 
  private:
   Collectives& collectives_;
+  std::vector<std::vector<torch::Tensor>> shards_;   // by rank (ZeRO-1)
   std::vector<std::vector<torch::Tensor>> buckets_;  // parameters, in backward's order
 };
+
+// The parameters in `ranks` contiguous runs of about equal elements: rank
+// r's shard of the optimizer's state under ZeRO-1.
+std::vector<std::vector<torch::Tensor>> shards(const Network& network, int ranks);
 
 // A source whose every batch is this rank's part of the global batch: the
 // samples `source` gives one process at batch_size x world.size, split by

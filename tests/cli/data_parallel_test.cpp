@@ -47,6 +47,30 @@ TEST(DataParallel, TwoRanksTrainAsOneProcessAtTheGlobalBatch) {
 }
 
 // Rank 0 of two, alone: the join times out and says so.
+// ZeRO-1 takes plain data parallelism's steps with AdamW's state split: each
+// rank's static bytes fall by about a quarter of the whole (16 bytes a
+// parameter, 8 of them AdamW's, half of those on each of two ranks).
+TEST(DataParallel, ZeroOneTrainsAsPlainDataParallelismWithLessStaticMemory) {
+  const std::string run = "train --network llama-tiny --batch 4 --steps 4 --nproc 2 --timeout 60 --json";
+  const Outcome plain = run_papaya(run), sharded = run_papaya(run + " --zero 1");
+  ASSERT_EQ(plain.code, 0) << plain.err;
+  ASSERT_EQ(sharded.code, 0) << sharded.err;
+  const json a = json::parse(plain.out), b = json::parse(sharded.out);
+  EXPECT_EQ(b["zero"], 1);
+  for (size_t i = 0; i < a["losses"].size(); ++i) {
+    EXPECT_NEAR(b["losses"][i].get<double>(), a["losses"][i].get<double>(), 1e-5 * a["losses"][i].get<double>()) << i;
+  }
+  const double whole = a["ranks"][0]["static_bytes"];
+  for (const auto& rank : b["ranks"]) {
+    const double part = rank["static_bytes"];
+    EXPECT_LT(part, 0.85 * whole) << rank.dump();
+    EXPECT_GT(part, 0.65 * whole) << rank.dump();
+  }
+  expect_input_error("train --network llama-tiny --zero 1", "--nproc");
+  expect_input_error("train --network llama-tiny --nproc 2 --zero 1 --save /tmp/never.state", "--save");
+  expect_input_error("train --network llama-tiny --nproc 2 --zero 2", "--zero");
+}
+
 TEST(DataParallel, ARankThatNeverComesFailsTheJoin) {
   setenv("RANK", "0", 1);
   setenv("WORLD_SIZE", "2", 1);
@@ -104,6 +128,22 @@ TEST(DataParallel, AKilledRankEndsTheJob) {
   const Outcome run = job.get();
   EXPECT_EQ(run.code, 2) << run.err;
   EXPECT_NE(run.err.find("rank 1 was killed by signal 9"), std::string::npos) << run.err;
+}
+
+// The link between two ranks here: every size timed, a positive latency and
+// bandwidth fitted (how well a loopback follows a line is this machine's).
+TEST(DataParallel, ProfileCommFitsTheLinkBetweenRanks) {
+  const Outcome run = run_papaya("profile --comm --nproc 2 --timeout 60 --json");
+  ASSERT_EQ(run.code, 0) << run.err;
+  const json doc = json::parse(run.out);
+  EXPECT_EQ(doc["ranks"], 2);
+  ASSERT_EQ(doc["samples"].size(), 8u);  // 4 KiB to 64 MiB
+  for (const auto& s : doc["samples"]) EXPECT_GT(s["seconds"].get<double>(), 0) << s.dump();
+  EXPECT_GT(doc["bytes_per_s"].get<double>(), 0);
+  EXPECT_GE(doc["latency_s"].get<double>(), 0);
+  EXPECT_TRUE(doc.contains("r2"));
+  expect_input_error("profile --comm --nproc 1", "--nproc");
+  expect_input_error("profile --network gpt-tiny", "--out");
 }
 
 TEST(DataParallel, BadRequestsFailBeforeAnyRankStarts) {

@@ -15,37 +15,48 @@ namespace {
 constexpr int steps = 3;
 constexpr int64_t rank_batch = 4;
 
+struct Trained {
+  std::vector<torch::Tensor> parameters;
+  int64_t optimizer_bytes = 0;  // AdamW's moments
+};
+
 // `network` trained `steps` AdamW steps at `batch` on `data`, averaging the
-// gradients over `collectives`' ranks (if any). Its parameters at the end.
-std::vector<torch::Tensor> trained(Network& network, DataSource& data, int64_t batch, Collectives* collectives) {
+// gradients over `collectives`' ranks (if any), with AdamW's state sharded
+// across them under `zero` 1.
+Trained trained(Network& network, DataSource& data, int64_t batch, Collectives* collectives, int zero = 0) {
   const auto parallel = collectives ? std::make_unique<DataParallel>(*collectives, network, 4096) : nullptr;
   if (parallel) parallel->broadcast_parameters();
-  const auto optimizer = make_optimizer(network, 1e-3, 0.01);
+  const auto optimizer = make_optimizer(
+      network, 1e-3, 0.01,
+      zero == 1 ? std::optional(shards(network, 2)[static_cast<size_t>(collectives->world().rank)]) : std::nullopt);
   for (int step = 0; step < steps; ++step) {
-    optimizer->zero_grad();
+    network.zero_grad();  // every gradient: a ZeRO-1 optimizer holds its shard's only
     network.loss(data.next(batch)).backward();
     if (parallel) parallel->average_gradients();
     optimizer->step();
+    if (zero == 1) parallel->gather_shards();
   }
-  std::vector<torch::Tensor> parameters;
-  for (const auto& p : network.parameters()) parameters.push_back(p.detach().clone());
-  return parameters;
+  Trained out;
+  for (const auto& p : network.parameters()) out.parameters.push_back(p.detach().clone());
+  for (const auto& [key, state] : optimizer->state()) {
+    const auto& s = static_cast<const torch::optim::AdamWParamState&>(*state);
+    out.optimizer_bytes += static_cast<int64_t>(s.exp_avg().nbytes() + s.exp_avg_sq().nbytes());
+  }
+  return out;
 }
 
-// Small buckets (4 KiB), so that the exchange takes several; rank 1 starts
-// from other weights, which the broadcast replaces with rank 0's.
-TEST(DataParallel, TwoRanksTakeOneProcesssStepsAtTheGlobalBatch) {
-  const auto config = testing::tiny_config("llama-tiny");
-  auto whole = make_synthetic_data(config, torch::kCPU, 0);
-  const auto single = trained(*testing::planned(config, "keep").network, *whole, 2 * rank_batch, nullptr);
+// Two ranks on threads, rank 1 starting from other weights (the broadcast
+// replaces them with rank 0's); small buckets (4 KiB), so that the exchange
+// takes several.
+std::vector<Trained> two_ranks(const model::NetworkConfig& config, int zero) {
   std::vector<std::shared_ptr<Network>> networks{testing::planned(config, "keep").network,
                                                  testing::planned(config, "keep").network};
   {
     const torch::NoGradGuard no_grad;
     for (auto& p : networks[1]->parameters()) p.add_(1.0);
   }
-  const int port = executor::free_loopback_port();
-  std::vector<std::vector<torch::Tensor>> ranks(2);
+  const int port = free_loopback_port();
+  std::vector<Trained> ranks(2);
   std::vector<std::thread> threads;
   for (int rank = 0; rank < 2; ++rank) {
     threads.emplace_back([&, rank] {
@@ -55,16 +66,47 @@ TEST(DataParallel, TwoRanksTakeOneProcesssStepsAtTheGlobalBatch) {
       world.master_port = port;
       Collectives collectives(world, std::chrono::seconds(60));
       const auto slice = rank_slice(make_synthetic_data(config, torch::kCPU, 0), world);
-      ranks[static_cast<size_t>(rank)] = trained(*networks[static_cast<size_t>(rank)], *slice, rank_batch, &collectives);
+      ranks[static_cast<size_t>(rank)] = trained(*networks[static_cast<size_t>(rank)], *slice, rank_batch, &collectives, zero);
     });
   }
   for (auto& t : threads) t.join();
-  ASSERT_EQ(ranks[0].size(), single.size());
-  for (size_t i = 0; i < single.size(); ++i) {
-    EXPECT_TRUE(torch::equal(ranks[0][i], ranks[1][i])) << "parameter " << i << " differs between the ranks";
-    const double off = (ranks[0][i] - single[i]).norm().item<double>() / single[i].norm().item<double>();
+  return ranks;
+}
+
+TEST(DataParallel, TwoRanksTakeOneProcesssStepsAtTheGlobalBatch) {
+  const auto config = testing::tiny_config("llama-tiny");
+  auto whole = make_synthetic_data(config, torch::kCPU, 0);
+  const Trained single = trained(*testing::planned(config, "keep").network, *whole, 2 * rank_batch, nullptr);
+  const auto ranks = two_ranks(config, 0);
+  ASSERT_EQ(ranks[0].parameters.size(), single.parameters.size());
+  for (size_t i = 0; i < single.parameters.size(); ++i) {
+    EXPECT_TRUE(torch::equal(ranks[0].parameters[i], ranks[1].parameters[i]))
+        << "parameter " << i << " differs between the ranks";
+    const double off =
+        (ranks[0].parameters[i] - single.parameters[i]).norm().item<double>() / single.parameters[i].norm().item<double>();
     EXPECT_LT(off, 1e-5) << "parameter " << i;
   }
+}
+
+// AdamW is elementwise: stepping each shard on its owner and gathering the
+// shards is plain data parallelism (within the rounding of two runs whose
+// threads share LibTorch's pool), the ranks equal bit for bit, each holding
+// its shard's moments only (about half, to within one parameter).
+TEST(DataParallel, ZeroOneIsPlainDataParallelismWithHalfTheOptimizerState) {
+  const auto config = testing::tiny_config("llama-tiny");
+  const auto plain = two_ranks(config, 0), sharded = two_ranks(config, 1);
+  for (size_t i = 0; i < plain[0].parameters.size(); ++i) {
+    EXPECT_TRUE(torch::equal(sharded[0].parameters[i], sharded[1].parameters[i])) << "parameter " << i;
+    const double off =
+        (sharded[0].parameters[i] - plain[0].parameters[i]).norm().item<double>() / plain[0].parameters[i].norm().item<double>();
+    EXPECT_LT(off, 1e-5) << "parameter " << i;
+  }
+  int64_t largest = 0;
+  for (const auto& p : testing::planned(config, "keep").network->parameters()) {
+    largest = std::max<int64_t>(largest, 2 * static_cast<int64_t>(p.nbytes()));
+  }
+  EXPECT_EQ(sharded[0].optimizer_bytes + sharded[1].optimizer_bytes, plain[0].optimizer_bytes);
+  for (size_t r = 0; r < 2; ++r) EXPECT_LE(std::abs(2 * sharded[r].optimizer_bytes - plain[0].optimizer_bytes), 2 * largest) << r;
 }
 
 }  // namespace

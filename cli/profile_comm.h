@@ -1,0 +1,12 @@
+#pragma once
+// `papaya profile --comm`: the link between this host's data-parallel ranks,
+// timed and fitted (profiler/comm_link.h, model/link.h).
+#include "cli/report.h"
+
+namespace papaya::cli {
+
+// As rank of a job (torchrun's variables) or, without them, starting
+// `nproc` ranks here; rank 0 shows the result.
+void profile_comm(int nproc, double timeout_s, const Output& output);
+
+}  // namespace papaya::cli
