@@ -84,6 +84,7 @@ void to_json(nlohmann::json& out, const Trained& t) {
   const TrainSetup& setup = t.setup;
   const executor::TrainReport& report = t.report;
   out = {{"network", setup.network},
+         {"parameters", setup.parameters},
          {"device", setup.device},
          {"device_name", setup.device_name},
          {"precision", setup.precision},

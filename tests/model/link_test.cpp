@@ -26,9 +26,7 @@ TEST(Link, LatencyAndBandwidthComeBackFromTheirOwnTimes) {
   EXPECT_NEAR(*fit.r2, 1, 1e-12);
 }
 
-TEST(Link, TimesThatDoNotGrowGiveNoBandwidth) {
-  EXPECT_THROW(fit_link({{4096, 1e-3}, {1 << 20, 1e-3}}, 2), InputError);
-}
+TEST(Link, TimesThatDoNotGrowGiveNoBandwidth) { EXPECT_THROW(fit_link({{4096, 1e-3}, {1 << 20, 1e-3}}, 2), InputError); }
 
 }  // namespace
 }  // namespace papaya::model
