@@ -26,7 +26,8 @@ struct TrainOptions {
   // Called before each step's forward, with the step (from 0): e.g. AppliedPlan::begin_step.
   std::function<void(int step)> before_step;
   // Called between backward and the optimizer step, on the clock and timed
-  // as the exchange: averaging the gradients over data-parallel ranks.
+  // as the exchange: averaging the gradients over data-parallel ranks (what
+  // of it backward did not hide).
   std::function<void()> after_backward;
   // Called after the optimizer step, on the clock and timed as the exchange
   // too: gathering the parameters each ZeRO-1 rank stepped.

@@ -18,15 +18,27 @@ struct Collectives::Group {
 namespace {
 
 // c10d's errors (a peer's socket closed, a timeout) end the job with one line.
-template <typename Run>
-void collective(const World& world, const char* what, Run run) {
+void wait_for(const c10::intrusive_ptr<c10d::Work>& work, const World& world, const char* what) {
   try {
-    run()->wait();
+    work->wait();
   } catch (const std::exception& e) {
     const std::string message = e.what();
     throw InputError("rank " + std::to_string(world.rank) + " of " + std::to_string(world.size) + ": " + what +
                      " failed (a rank has gone or is too slow): " + message.substr(0, message.find('\n')));
   }
+}
+
+template <typename Run>
+void collective(const World& world, const char* what, Run run) {
+  c10::intrusive_ptr<c10d::Work> work;
+  try {
+    work = run();
+  } catch (const std::exception& e) {
+    const std::string message = e.what();
+    throw InputError("rank " + std::to_string(world.rank) + " of " + std::to_string(world.size) + ": " + what +
+                     " failed: " + message.substr(0, message.find('\n')));
+  }
+  wait_for(work, world, what);
 }
 
 }  // namespace
@@ -57,6 +69,11 @@ void Collectives::allreduce_sum(std::vector<torch::Tensor>& tensors) {
   collective(world_, "allreduce", [&] { return group_->gloo->allreduce(tensors); });
 }
 
+Collectives::Pending Collectives::start_allreduce_sum(std::vector<torch::Tensor>& tensors) {
+  const auto work = group_->gloo->allreduce(tensors);
+  return Pending([work, world = world_] { wait_for(work, world, "allreduce"); });
+}
+
 void Collectives::allreduce_max(std::vector<torch::Tensor>& tensors) {
   c10d::AllreduceOptions options;
   options.reduceOp = c10d::ReduceOp::MAX;
@@ -82,6 +99,10 @@ Collectives::~Collectives() = default;
 void Collectives::allreduce_sum(std::vector<torch::Tensor>&) {}
 
 void Collectives::allreduce_max(std::vector<torch::Tensor>&) {}
+
+Collectives::Pending Collectives::start_allreduce_sum(std::vector<torch::Tensor>&) {
+  return Pending([] {});
+}
 
 void Collectives::broadcast(std::vector<torch::Tensor>&, int) {}
 

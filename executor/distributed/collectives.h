@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -28,6 +29,20 @@ class Collectives {
   // the timeout passed: the job cannot go on.
   void allreduce_sum(std::vector<torch::Tensor>& tensors);
   void allreduce_max(std::vector<torch::Tensor>& tensors);
+
+  // An allreduce under way, its tensors the caller's to keep until wait(),
+  // which ends it (and throws as allreduce_sum does).
+  class Pending {
+   public:
+    explicit Pending(std::function<void()> wait) : wait_(std::move(wait)) {}
+    void wait() const { wait_(); }
+
+   private:
+    std::function<void()> wait_;
+  };
+  // Starts a sum over every rank and returns at once. Every rank must start
+  // its collectives in the same order.
+  Pending start_allreduce_sum(std::vector<torch::Tensor>& tensors);
   void broadcast(std::vector<torch::Tensor>& tensors, int root);
 
  private:

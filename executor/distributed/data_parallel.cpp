@@ -13,9 +13,34 @@ DataParallel::DataParallel(Collectives& collectives, Network& network, int64_t b
       buckets_.emplace_back();
       bytes = 0;
     }
-    buckets_.back().push_back(*it);
+    Bucket& bucket = buckets_.back();
+    bucket.parameters.push_back(*it);
+    bucket.offsets.push_back(bucket.numel);
+    bucket.numel += it->numel();
     bytes += static_cast<int64_t>(it->nbytes());
   }
+  for (Bucket& bucket : buckets_) {
+    for (size_t i = 0; i < bucket.parameters.size(); ++i) {
+      torch::Tensor p = bucket.parameters[i];
+      const unsigned handle =
+          p.register_hook([this, &bucket, i](const torch::Tensor& gradient) { gradient_arrived(bucket, i, gradient); });
+      hooks_.emplace_back(p, handle);
+    }
+  }
+}
+
+DataParallel::~DataParallel() {
+  for (auto& [parameter, handle] : hooks_) parameter.remove_hook(handle);
+}
+
+void DataParallel::gradient_arrived(Bucket& bucket, size_t index, const torch::Tensor& gradient) {
+  if (bucket.pending) {  // its buffer is on the wire: exchange .grad afterwards instead
+    bucket.late = true;
+    return;
+  }
+  if (bucket.flat.empty()) bucket.flat = {torch::zeros({bucket.numel}, bucket.parameters.front().options())};
+  bucket.flat[0].narrow(0, bucket.offsets[index], gradient.numel()).add_(gradient.detach().flatten());
+  if (++bucket.arrived == bucket.expected) bucket.pending = collectives_.start_allreduce_sum(bucket.flat);
 }
 
 namespace {
@@ -40,9 +65,9 @@ void unflatten(const torch::Tensor& flat, std::vector<torch::Tensor>& tensors) {
 
 void DataParallel::broadcast_parameters() {
   const torch::NoGradGuard no_grad;
-  for (const auto& bucket : buckets_) {
+  for (const Bucket& bucket : buckets_) {
     std::vector<torch::Tensor> values;
-    for (const auto& p : bucket) values.push_back(p.detach());
+    for (const auto& p : bucket.parameters) values.push_back(p.detach());
     std::vector<torch::Tensor> flat{flattened(values)};
     collectives_.broadcast(flat, 0);
     unflatten(flat[0], values);
@@ -51,15 +76,25 @@ void DataParallel::broadcast_parameters() {
 
 void DataParallel::average_gradients() {
   const torch::NoGradGuard no_grad;
-  for (auto& bucket : buckets_) {
+  sent_during_backward_ = 0;
+  for (Bucket& bucket : buckets_) {
+    sent_during_backward_ += bucket.pending && !bucket.late ? 1 : 0;
     std::vector<torch::Tensor> grads;
-    for (auto& p : bucket) {
+    for (auto& p : bucket.parameters) {
       if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
       grads.push_back(p.grad());
     }
-    std::vector<torch::Tensor> flat{flattened(grads)};
-    collectives_.allreduce_sum(flat);
-    unflatten(flat[0].div_(collectives_.world().size), grads);
+    if (bucket.pending) bucket.pending->wait();
+    if (!bucket.pending || bucket.late) {  // the first step, or gradients that came otherwise: .grad, now
+      bucket.flat = {flattened(grads)};
+      collectives_.allreduce_sum(bucket.flat);
+    }
+    unflatten(bucket.flat[0].div_(collectives_.world().size), grads);
+    if (bucket.expected < 0) bucket.expected = bucket.arrived;
+    bucket.arrived = 0;
+    bucket.flat.clear();
+    bucket.pending.reset();
+    bucket.late = false;
   }
 }
 

@@ -8,6 +8,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "executor/data.h"
@@ -19,23 +21,47 @@ namespace papaya::executor {
 class DataParallel {
  public:
   DataParallel(Collectives& collectives, Network& network, int64_t bucket_bytes = int64_t{25} << 20);
+  ~DataParallel();  // removes its gradient hooks
+  DataParallel(const DataParallel&) = delete;
+  DataParallel& operator=(const DataParallel&) = delete;
 
   // Every rank's parameters made rank 0's.
   void broadcast_parameters();
   // Every gradient made the mean of the ranks' (an unused parameter's: 0).
+  // A bucket whose gradients backward has all produced was sent off then,
+  // while backward went on (from the second step: the first learns how many
+  // gradients each bucket receives); this waits for those and exchanges the
+  // rest.
   void average_gradients();
-  // The mean of `value` over the ranks.
-  double mean(double value);
+  // Of the last exchange's buckets, how many backward sent off itself.
+  int sent_during_backward() const { return sent_during_backward_; }
+  int bucket_count() const { return static_cast<int>(buckets_.size()); }
   // ZeRO-1: each rank stepped its shard (shards()); every rank's parameters
   // made the owners', shard by shard.
   void gather_shards();
+  // The mean of `value` over the ranks.
+  double mean(double value);
   // Each rank's `values`, rank by rank: a world.size x values.size() table.
   std::vector<std::vector<double>> gather(const std::vector<double>& values);
 
  private:
+  struct Bucket {
+    std::vector<torch::Tensor> parameters;  // in backward's order
+    std::vector<int64_t> offsets;           // of each in the flat buffer
+    int64_t numel = 0;
+    int expected = -1;                // gradients a step brings (-1: not learned yet)
+    int arrived = 0;                  // this step's so far
+    std::vector<torch::Tensor> flat;  // their sum so far, then what is exchanged
+    std::optional<Collectives::Pending> pending;
+    bool late = false;  // a gradient came after the bucket was sent off
+  };
+  void gradient_arrived(Bucket& bucket, size_t index, const torch::Tensor& gradient);
+
   Collectives& collectives_;
-  std::vector<std::vector<torch::Tensor>> shards_;   // by rank (ZeRO-1)
-  std::vector<std::vector<torch::Tensor>> buckets_;  // parameters, in backward's order
+  std::vector<Bucket> buckets_;
+  std::vector<std::pair<torch::Tensor, unsigned>> hooks_;
+  std::vector<std::vector<torch::Tensor>> shards_;  // by rank (ZeRO-1)
+  int sent_during_backward_ = 0;
 };
 
 // The parameters in `ranks` contiguous runs of about equal elements: rank

@@ -17,7 +17,8 @@ constexpr int64_t rank_batch = 4;
 
 struct Trained {
   std::vector<torch::Tensor> parameters;
-  int64_t optimizer_bytes = 0;  // AdamW's moments
+  int64_t optimizer_bytes = 0;                // AdamW's moments
+  int buckets = 0, sent_during_backward = 0;  // of the last step's exchange
 };
 
 // `network` trained `steps` AdamW steps at `batch` on `data`, averaging the
@@ -37,6 +38,10 @@ Trained trained(Network& network, DataSource& data, int64_t batch, Collectives* 
     if (zero == 1) parallel->gather_shards();
   }
   Trained out;
+  if (parallel) {
+    out.buckets = parallel->bucket_count();
+    out.sent_during_backward = parallel->sent_during_backward();
+  }
   for (const auto& p : network.parameters()) out.parameters.push_back(p.detach().clone());
   for (const auto& [key, state] : optimizer->state()) {
     const auto& s = static_cast<const torch::optim::AdamWParamState&>(*state);
@@ -47,7 +52,7 @@ Trained trained(Network& network, DataSource& data, int64_t batch, Collectives* 
 
 // Two ranks on threads, rank 1 starting from other weights (the broadcast
 // replaces them with rank 0's); small buckets (4 KiB), so that the exchange
-// takes several.
+// takes several, sent off during backward.
 std::vector<Trained> two_ranks(const model::NetworkConfig& config, int zero) {
   std::vector<std::shared_ptr<Network>> networks{testing::planned(config, "keep").network,
                                                  testing::planned(config, "keep").network};
@@ -78,6 +83,9 @@ TEST(DataParallel, TwoRanksTakeOneProcesssStepsAtTheGlobalBatch) {
   auto whole = make_synthetic_data(config, torch::kCPU, 0);
   const Trained single = trained(*testing::planned(config, "keep").network, *whole, 2 * rank_batch, nullptr);
   const auto ranks = two_ranks(config, 0);
+  // After the first step, every bucket left while backward still ran.
+  EXPECT_GT(ranks[0].buckets, 2);
+  EXPECT_EQ(ranks[0].sent_during_backward, ranks[0].buckets);
   ASSERT_EQ(ranks[0].parameters.size(), single.parameters.size());
   for (size_t i = 0; i < single.parameters.size(); ++i) {
     EXPECT_TRUE(torch::equal(ranks[0].parameters[i], ranks[1].parameters[i]))
