@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run here, once, before using the GPU machine: packs the Debian packages it
 # lacks into .deps/ (ignored by git; name it in the device run's `carry`):
-# the shared set (Ceres, CLI11, nlohmann-json, GoogleTest) plus valijson.
+# the shared set (Ceres, CLI11, nlohmann-json, GoogleTest) plus valijson and
+# Gloo's headers (data parallelism over c10d).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 shared=../shared/device/pack-deps.sh
@@ -10,5 +11,5 @@ if [ ! -x "$shared" ]; then
   exit 2
 fi
 "$shared" .deps
-(cd .deps && apt-get download libvalijson-dev >/dev/null)
+(cd .deps && apt-get download libvalijson-dev libgloo-dev >/dev/null)
 du -sh .deps
