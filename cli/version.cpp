@@ -1,6 +1,7 @@
 #include <torch/version.h>
 
 #include "cli/commands.h"
+#include "executor/distributed/collectives.h"
 
 #ifndef PAPAYA_VERSION
 #error "PAPAYA_VERSION must be defined by the build"
@@ -14,7 +15,8 @@ std::string version_string() {
 #else
   const std::string backend = "CPU only";
 #endif
-  return std::string("papaya ") + PAPAYA_VERSION + " (LibTorch " + TORCH_VERSION + ", " + backend + ")";
+  const std::string gloo = executor::Collectives::available() ? ", Gloo" : ", no Gloo";
+  return std::string("papaya ") + PAPAYA_VERSION + " (LibTorch " + TORCH_VERSION + ", " + backend + gloo + ")";
 }
 
 }  // namespace papaya::cli

@@ -86,8 +86,12 @@ void Collectives::broadcast(std::vector<torch::Tensor>& tensors, int root) {
   collective(world_, "broadcast", [&] { return group_->gloo->broadcast(tensors, options); });
 }
 
+bool Collectives::available() { return true; }
+
 #else
 struct Collectives::Group {};
+
+bool Collectives::available() { return false; }
 
 Collectives::Collectives(const World& world, std::chrono::milliseconds) : world_(world) {
   throw InputError("rank " + std::to_string(world.rank) +

@@ -24,6 +24,9 @@ class Collectives {
   Collectives& operator=(const Collectives&) = delete;
 
   const World& world() const { return world_; }
+  // Whether this build has Gloo's process group (libgloo-dev's headers were
+  // found): without it, the constructor throws.
+  static bool available();
 
   // In place, over every rank. Throw InputError where a rank has gone or
   // the timeout passed: the job cannot go on.

@@ -1,6 +1,7 @@
 #include "executor/distributed/data_parallel.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 namespace papaya::executor {
 
@@ -19,7 +20,14 @@ DataParallel::DataParallel(Collectives& collectives, Network& network, int64_t b
     bucket.numel += it->numel();
     bytes += static_cast<int64_t>(it->nbytes());
   }
+  std::unordered_map<const void*, int> owners;  // parameter -> the rank whose shard it is in
+  for (size_t r = 0; r < shards_.size(); ++r) {
+    for (const auto& p : shards_[r]) owners[p.unsafeGetTensorImpl()] = static_cast<int>(r);
+  }
   for (Bucket& bucket : buckets_) {
+    for (const auto& p : bucket.parameters) bucket.owners.push_back(owners.at(p.unsafeGetTensorImpl()));
+    // Held for the whole run, as PyTorch's DDP holds its buckets: what the model prices (model/sharding.h).
+    bucket.flat = {torch::zeros({bucket.numel}, bucket.parameters.front().options())};
     for (size_t i = 0; i < bucket.parameters.size(); ++i) {
       torch::Tensor p = bucket.parameters[i];
       const unsigned handle =
@@ -38,18 +46,20 @@ void DataParallel::gradient_arrived(Bucket& bucket, size_t index, const torch::T
     bucket.late = true;
     return;
   }
-  if (bucket.flat.empty()) bucket.flat = {torch::zeros({bucket.numel}, bucket.parameters.front().options())};
+  if (bucket.arrived == 0) bucket.flat[0].zero_();
   bucket.flat[0].narrow(0, bucket.offsets[index], gradient.numel()).add_(gradient.detach().flatten());
   if (++bucket.arrived == bucket.expected) bucket.pending = collectives_.start_allreduce_sum(bucket.flat);
 }
 
 namespace {
 
-// The tensors end to end, one flat tensor (what one collective moves).
-torch::Tensor flattened(const std::vector<torch::Tensor>& tensors) {
-  std::vector<torch::Tensor> flats;
-  for (const auto& t : tensors) flats.push_back(t.flatten());
-  return torch::cat(flats);
+// The tensors end to end into `flat`, which holds as many elements.
+void flatten_into(const std::vector<torch::Tensor>& tensors, torch::Tensor& flat) {
+  int64_t at = 0;
+  for (const auto& t : tensors) {
+    flat.narrow(0, at, t.numel()).copy_(t.flatten());
+    at += t.numel();
+  }
 }
 
 // `flat` copied back into `tensors`, in order.
@@ -63,14 +73,25 @@ void unflatten(const torch::Tensor& flat, std::vector<torch::Tensor>& tensors) {
 
 }  // namespace
 
-void DataParallel::broadcast_parameters() {
+void DataParallel::broadcast_parameters() { broadcast_values(false); }
+
+void DataParallel::broadcast_values(bool from_shard_owners) {
   const torch::NoGradGuard no_grad;
-  for (const Bucket& bucket : buckets_) {
-    std::vector<torch::Tensor> values;
-    for (const auto& p : bucket.parameters) values.push_back(p.detach());
-    std::vector<torch::Tensor> flat{flattened(values)};
-    collectives_.broadcast(flat, 0);
-    unflatten(flat[0], values);
+  const auto owner = [&](const Bucket& bucket, size_t i) { return from_shard_owners ? bucket.owners[i] : 0; };
+  for (Bucket& bucket : buckets_) {
+    for (size_t first = 0, end = 0; first < bucket.parameters.size(); first = end) {
+      const int from = owner(bucket, first);
+      for (end = first + 1; end < bucket.parameters.size() && owner(bucket, end) == from;) ++end;
+      std::vector<torch::Tensor> values;
+      for (size_t i = first; i < end; ++i) values.push_back(bucket.parameters[i].detach());
+      const int64_t run_end = end < bucket.parameters.size() ? bucket.offsets[end] : bucket.numel;
+      // The bucket's buffer carries the run: nothing is allocated.
+      torch::Tensor run = bucket.flat[0].narrow(0, bucket.offsets[first], run_end - bucket.offsets[first]);
+      if (collectives_.world().rank == from) flatten_into(values, run);
+      std::vector<torch::Tensor> wire{run};
+      collectives_.broadcast(wire, from);
+      unflatten(run, values);
+    }
   }
 }
 
@@ -86,29 +107,18 @@ void DataParallel::average_gradients() {
     }
     if (bucket.pending) bucket.pending->wait();
     if (!bucket.pending || bucket.late) {  // the first step, or gradients that came otherwise: .grad, now
-      bucket.flat = {flattened(grads)};
+      flatten_into(grads, bucket.flat[0]);
       collectives_.allreduce_sum(bucket.flat);
     }
     unflatten(bucket.flat[0].div_(collectives_.world().size), grads);
     if (bucket.expected < 0) bucket.expected = bucket.arrived;
     bucket.arrived = 0;
-    bucket.flat.clear();
     bucket.pending.reset();
     bucket.late = false;
   }
 }
 
-void DataParallel::gather_shards() {
-  const torch::NoGradGuard no_grad;
-  for (int owner = 0; owner < collectives_.world().size; ++owner) {
-    std::vector<torch::Tensor> values;
-    for (const auto& p : shards_[static_cast<size_t>(owner)]) values.push_back(p.detach());
-    if (values.empty()) continue;
-    std::vector<torch::Tensor> flat{flattened(values)};
-    collectives_.broadcast(flat, owner);
-    unflatten(flat[0], values);
-  }
-}
+void DataParallel::gather_shards() { broadcast_values(true); }
 
 std::vector<std::vector<torch::Tensor>> shards(const Network& network, int ranks) {
   const auto parameters = network.parameters();

@@ -48,14 +48,17 @@ class DataParallel {
   struct Bucket {
     std::vector<torch::Tensor> parameters;  // in backward's order
     std::vector<int64_t> offsets;           // of each in the flat buffer
+    std::vector<int> owners;                // of each: the rank whose ZeRO-1 shard it is in
     int64_t numel = 0;
     int expected = -1;                // gradients a step brings (-1: not learned yet)
     int arrived = 0;                  // this step's so far
-    std::vector<torch::Tensor> flat;  // their sum so far, then what is exchanged
+    std::vector<torch::Tensor> flat;  // one buffer: their sum so far, then what is exchanged
     std::optional<Collectives::Pending> pending;
     bool late = false;  // a gradient came after the bucket was sent off
   };
   void gradient_arrived(Bucket& bucket, size_t index, const torch::Tensor& gradient);
+  // Every parameter made rank 0's, or its shard owner's, through the buckets' buffers.
+  void broadcast_values(bool from_shard_owners);
 
   Collectives& collectives_;
   std::vector<Bucket> buckets_;

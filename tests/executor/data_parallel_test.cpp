@@ -79,6 +79,7 @@ std::vector<Trained> two_ranks(const model::NetworkConfig& config, int zero) {
 }
 
 TEST(DataParallel, TwoRanksTakeOneProcesssStepsAtTheGlobalBatch) {
+  if (!Collectives::available()) GTEST_SKIP() << "built without Gloo";
   const auto config = testing::tiny_config("llama-tiny");
   auto whole = make_synthetic_data(config, torch::kCPU, 0);
   const Trained single = trained(*testing::planned(config, "keep").network, *whole, 2 * rank_batch, nullptr);
@@ -101,6 +102,7 @@ TEST(DataParallel, TwoRanksTakeOneProcesssStepsAtTheGlobalBatch) {
 // threads share LibTorch's pool), the ranks equal bit for bit, each holding
 // its shard's moments only (about half, to within one parameter).
 TEST(DataParallel, ZeroOneIsPlainDataParallelismWithHalfTheOptimizerState) {
+  if (!Collectives::available()) GTEST_SKIP() << "built without Gloo";
   const auto config = testing::tiny_config("llama-tiny");
   const auto plain = two_ranks(config, 0), sharded = two_ranks(config, 1);
   for (size_t i = 0; i < plain[0].parameters.size(); ++i) {
