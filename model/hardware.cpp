@@ -2,13 +2,11 @@
 
 #include <algorithm>
 #include <cctype>
-#include <filesystem>
 
 #include "model/error.h"
 #include "model/json_file.h"
 
 namespace papaya::model {
-namespace fs = std::filesystem;
 
 namespace {
 
@@ -33,6 +31,7 @@ HardwareSpec parse(const nlohmann::json& doc, const std::string& label) {
   h.host_link = link.at("name");
   h.h2d_bandwidth = link.at("h2d_gbs").get<double>() * 1e9;
   h.d2h_bandwidth = link.at("d2h_gbs").get<double>() * 1e9;
+  h.interconnect = doc.at("interconnect");
   h.sources = doc.at("sources").get<std::map<std::string, std::string>>();
   return h;
 }
@@ -56,22 +55,19 @@ double HardwareSpec::peak_for(const std::string& precision, bool allow_tf32) con
 
 std::vector<HardwareSpec> hardware_catalog() {
   std::vector<HardwareSpec> all;
-  for (const auto& entry : fs::directory_iterator(fs::path(config_dir()) / "hardware")) {
-    if (entry.path().extension() != ".json") continue;
-    const std::string path = entry.path().string();
-    all.push_back(parse(read_json_file(path, "hardware entry"), path));
-  }
+  for (const auto& [path, doc] : read_catalog_folder("hardware", "hardware entry")) all.push_back(parse(doc, path));
   std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
   return all;
 }
 
+bool catalog_name_matches(const std::string& wanted, const std::string& name, const std::vector<std::string>& aliases) {
+  const std::string w = lower(wanted);
+  return lower(name) == w || std::any_of(aliases.begin(), aliases.end(), [&](const auto& a) { return lower(a) == w; });
+}
+
 std::optional<HardwareSpec> find_hardware(const std::string& name) {
-  const std::string wanted = lower(name);
   for (auto& h : hardware_catalog()) {
-    if (lower(h.name) == wanted) return h;
-    for (const auto& alias : h.aliases) {
-      if (lower(alias) == wanted) return h;
-    }
+    if (catalog_name_matches(name, h.name, h.aliases)) return h;
   }
   return std::nullopt;
 }

@@ -19,6 +19,7 @@ struct HardwareSpec {
   std::string host_link;                                    // "PCIe 5.0 x16"
   double h2d_bandwidth = 0;                                 // bytes/s, per direction
   double d2h_bandwidth = 0;
+  std::string interconnect;                    // the link its GPUs exchange over in one node (link_catalog.h)
   std::map<std::string, std::string> sources;  // figure -> datasheet
 
   // Peak FLOP/s for a training precision ("fp32" uses tf32 where it exists
@@ -30,6 +31,10 @@ struct HardwareSpec {
 // autocast's ("amp-bf16") run on its half type's, where its matmuls, nearly
 // all of its FLOPs, run.
 std::string compute_path(const std::string& precision);
+
+// Whether `wanted` is `name` or one of `aliases`, case-insensitive: how
+// every catalog (hardware, links) looks its entries up.
+bool catalog_name_matches(const std::string& wanted, const std::string& name, const std::vector<std::string>& aliases);
 
 // By name or alias, case-insensitive ("h100", "H100-SXM-80GB"); nullopt for
 // a name the catalog lacks.

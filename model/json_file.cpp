@@ -29,6 +29,16 @@ std::string config_dir() {
   return env && *env ? env : PAPAYA_CONFIG_DIR;
 }
 
+std::vector<std::pair<std::string, nlohmann::json>> read_catalog_folder(const std::string& folder, const std::string& what) {
+  std::vector<std::pair<std::string, nlohmann::json>> docs;
+  for (const auto& entry : fs::directory_iterator(fs::path(config_dir()) / folder)) {
+    if (entry.path().extension() != ".json") continue;
+    const std::string path = entry.path().string();
+    docs.emplace_back(path, read_json_file(path, what));
+  }
+  return docs;
+}
+
 nlohmann::json read_json_file(const std::string& path, const std::string& what) {
   std::ifstream in(path);
   if (!in) throw InputError(path + ": cannot read " + what);

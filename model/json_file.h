@@ -5,11 +5,17 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace papaya::model {
 
 // The folder of shipped configs: $PAPAYA_CONFIG_DIR, else the source tree's.
 std::string config_dir();
+
+// Every JSON file of a shipped catalog folder (configs/<folder>), parsed,
+// with its path, in no particular order.
+std::vector<std::pair<std::string, nlohmann::json>> read_catalog_folder(const std::string& folder, const std::string& what);
 
 // Parses a JSON file; `what` names the kind of document in errors ("network config").
 nlohmann::json read_json_file(const std::string& path, const std::string& what);

@@ -18,6 +18,9 @@ struct LinkFit {
   double bytes_per_s = 0;  // on the wire, per rank
   std::optional<double> r2;
   double seconds(double bytes, int ranks) const;  // one allreduce of `bytes` over `ranks`
+  // One allgather (or reduce-scatter) of `bytes` in all, a 1/ranks share of
+  // them on each rank: (N-1)/N x B on each rank's wire, half an allreduce's.
+  double gather_seconds(double bytes, int ranks) const;
 };
 
 double ring_allreduce_wire_bytes(double bytes, int ranks);

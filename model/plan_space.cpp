@@ -43,7 +43,8 @@ Estimate PlanSpace::evaluate(const Assignment& assignment) const {
   const plan_space::Held held = plan_space::hold(*at_, assignment);
   Estimate e = plan_space::memory_of(*at_, held);
   e.seconds = plan_space::step_seconds(*at_, held);
-  e.samples_per_s = e.seconds > 0 ? static_cast<double>(batch()) / e.seconds : 0;
+  const double samples = static_cast<double>(batch()) * target().data_parallel.ranks;  // every rank's
+  e.samples_per_s = e.seconds > 0 ? samples / e.seconds : 0;
   return e;
 }
 

@@ -58,8 +58,8 @@ struct Estimate {
   TimelinePoint peak_at;
   bool peak_in_optimizer_step = false;  // then peak_at is the passes' highest point
   double seconds = 0;                   // one iteration
-  double samples_per_s = 0;
-  double host_bytes = 0;  // pinned host memory holding swapped tensors
+  double samples_per_s = 0;             // of all data-parallel ranks (Target::data_parallel)
+  double host_bytes = 0;                // pinned host memory holding swapped tensors
 };
 
 class PlanSpace {

@@ -276,6 +276,13 @@ AtBatch::AtBatch(std::shared_ptr<const Index> shared, int64_t batch_size) : inde
   rest_s = ix.target.rest_seconds.at(b);
   unattributed_bytes = model.unattributed_peak.at(b);
   optimizer_peak_bytes = model.optimizer_peak.at(b);
+  // A data-parallel rank: the same step with its share of the static state
+  // and the exchange's buffers; with ZeRO, it steps its shard alone.
+  const DataParallel& world = ix.target.data_parallel;
+  const double shift = rank_bytes_shift(model, world);
+  for (double& bytes : keep_bytes) bytes += shift;
+  optimizer_peak_bytes += shift;
+  if (world.zero_stage >= 1) optimizer_s /= world.ranks;
 }
 
 }  // namespace papaya::model::plan_space

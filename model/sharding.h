@@ -1,10 +1,8 @@
 #pragma once
 // What each of N data-parallel ranks holds of a network's static state by
-// ZeRO stage, in fp32 AdamW training's 16 bytes a parameter (4 of weights,
-// 4 of gradients, 8 of AdamW's two moments): stage 0 (plain data
-// parallelism) all of it on every rank; 1 the moments split N ways; 2 the
-// gradients too; 3 the weights too. Transients (gradient buckets, ZeRO-3's
-// gathered layer) are not static and not here.
+// ZeRO stage: stage 0 (plain data parallelism) all of it on every rank; 1
+// the optimizer's state split N ways; 2 the gradients too; 3 the weights too.
+// And what a rank holds for the exchange itself.
 namespace papaya::model {
 
 struct RankStatic {
@@ -12,7 +10,22 @@ struct RankStatic {
   double total() const { return weights + gradients + optimizer; }
 };
 
-// Throws InputError for a stage outside 0-3 or fewer than one rank.
-RankStatic rank_static(double parameters, int ranks, int zero_stage);
+// One process's static bytes taken apart: weights and gradients of
+// `parameter_bytes` each (at most half of `static_bytes`: a tied weight is
+// counted once), the rest the optimizer's state (fp32 AdamW: 4 + 4 + 8 bytes
+// a parameter).
+RankStatic whole_static(double parameter_bytes, double static_bytes);
+
+// What each of `ranks` holds of `whole`. Throws InputError for a stage
+// outside 0-3 or fewer than one rank.
+RankStatic shard(const RankStatic& whole, int ranks, int zero_stage);
+
+// Bytes a rank holds for the exchange beyond its static share, all step:
+// stages 0 and 1 a flat copy of the gradients, the buckets allreduced (as
+// papaya's DataParallel and PyTorch's DDP keep them); stages 2 and 3 two
+// buckets in flight (one filling, one being reduce-scattered), and stage 3
+// the gathered parameters of two layers (the one running and the next).
+double exchange_buffer_bytes(const RankStatic& whole, int ranks, int zero_stage, double bucket_bytes,
+                             double largest_layer_parameter_bytes);
 
 }  // namespace papaya::model

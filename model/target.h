@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "model/curves.h"
+#include "model/data_parallel.h"
 #include "model/hardware.h"
 #include "model/layer_model.h"
 
@@ -55,6 +56,7 @@ struct Target {
   SaturatingCurve optimizer_seconds, rest_seconds;
   std::vector<CodecMeasurement> codecs;  // never empty
   std::vector<InvertMeasurement> inverts;
+  DataParallel data_parallel;      // one rank unless set (with_data_parallel)
   std::vector<std::string> notes;  // what was assumed
 
   bool has_host_link() const { return h2d_bytes_per_s > 0 && d2h_bytes_per_s > 0; }
@@ -78,6 +80,10 @@ Target catalog_target(const LayerModel& model, const HardwareSpec& hardware);
 // By catalog name, or the profiled machine when `name` is empty.
 Target make_target(const LayerModel& model, const std::string& name);
 
+// `target` as each of `world.ranks` data-parallel devices, exchanging over
+// world.link: every prediction on it is per rank, its samples/s global.
+// Throws InputError for a stage outside 0-3 or fewer than one rank.
+void set_data_parallel(Target& target, const DataParallel& world);
 // The catalog entry a profiled GPU is ("NVIDIA H100 80GB HBM3" ->
 // H100-SXM-80GB), or nullopt for a CPU or a GPU the catalog lacks.
 std::optional<HardwareSpec> catalog_entry_for(const MachineInfo& machine);
