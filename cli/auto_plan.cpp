@@ -106,10 +106,11 @@ Profiled profile_and_fit(const AutoPlanRequest& asked) {
   return out;
 }
 
-planner::PlanResult plan_with_progress(const Profiled& profiled, const planner::PlanRequest& request) {
+planner::PlanResult plan_with_progress(const Profiled& profiled, const planner::PlanRequest& request,
+                                       const std::vector<int>& zero_stages) {
   Progress progress("planning");
   progress.update(0, 1, "whole-network combinations and the per-layer search");
-  planner::PlanResult result = planner::make_plan(profiled.model, profiled.target, request);
+  planner::PlanResult result = planner::make_plan_choosing_stage(profiled.model, profiled.target, request, zero_stages);
   progress.update(1, 1);
   return result;
 }

@@ -43,7 +43,10 @@ struct Profiled {
 // (model/sequence_scaling.h), as stderr says.
 Profiled profile_and_fit(const AutoPlanRequest& request);
 
-// Plans within the request (progress on stderr).
-planner::PlanResult plan_with_progress(const Profiled& profiled, const planner::PlanRequest& request);
+// Plans within the request (progress on stderr), at the ZeRO stage of
+// `zero_stages` that gives the most samples/s where the target has
+// data-parallel ranks.
+planner::PlanResult plan_with_progress(const Profiled& profiled, const planner::PlanRequest& request,
+                                       const std::vector<int>& zero_stages = {0});
 
 }  // namespace papaya::cli

@@ -7,6 +7,7 @@
 
 #include "cli/auto_plan.h"
 #include "cli/commands.h"
+#include "cli/data_parallel_options.h"
 #include "cli/network_option.h"
 #include "cli/report.h"
 #include "cli/table.h"
@@ -29,6 +30,7 @@ struct LimitsArgs {
   std::string device;  // empty: cuda where there is one, else cpu
   std::string hardware;
   std::string budget;
+  DataParallelArgs data_parallel;
 };
 
 std::vector<std::string> split_commas(const std::string& text) {
@@ -47,6 +49,7 @@ struct Limit {
 struct Limits {
   std::string network, precision, profiled_on, budget_text;
   double static_bytes = 0;            // weights, gradients and optimizer state
+  double static_bytes_per_gpu = 0;    // with --gpus: of one GPU, by the ZeRO stage
   std::optional<int64_t> parameters;  // known from --network
   std::vector<model::Target> targets;
   std::vector<double> budgets;             // one per target
@@ -66,6 +69,8 @@ void to_json(nlohmann::json& out, const Limits& l) {
                      {"peak_bytes", limit.estimate.peak_bytes},
                      {"samples_per_s", limit.estimate.samples_per_s},
                      {"static_bytes", l.static_bytes},
+                     {"static_bytes_per_gpu", l.static_bytes_per_gpu},
+                     {"data_parallel", data_parallel_json(l.targets[k].data_parallel)},
                      {"parameters", l.parameters ? nlohmann::json(*l.parameters) : nlohmann::json()},
                      {"notes", l.targets[k].notes}});
     }
@@ -73,13 +78,19 @@ void to_json(nlohmann::json& out, const Limits& l) {
 }
 
 void print_text(std::ostream& out, const Limits& l) {
+  const std::string world = data_parallel_text(l.targets.front().data_parallel);
   out << "papaya limits: " << l.network << " (" << l.precision << ", profiled on " << l.profiled_on
       << "): largest batch (samples/s there), budget " << l.budget_text << "\n";
+  for (const auto& t : l.targets) {
+    if (t.data_parallel.active()) out << "data parallel: " << t.name << data_parallel_text(t.data_parallel) << "\n";
+  }
+  if (!world.empty()) out << "batch and memory per GPU, samples/s of all GPUs\n";
   out << "weights, gradients and AdamW state: " << model::format_bytes(l.static_bytes);
   if (l.parameters) {
     out << " (" << fixed(l.static_bytes / static_cast<double>(*l.parameters), 1) << " bytes x " << *l.parameters
         << " parameters)";
   }
+  if (!world.empty()) out << "; per GPU: " << model::format_bytes(l.static_bytes_per_gpu);
   out << "\n";
   std::vector<std::string> header = {"strategy"};
   for (const auto& t : l.targets) header.push_back(t.name);
@@ -120,6 +131,7 @@ Limits compute(const LimitsArgs& args) {
                      ": --seq-len, --profile-blocks and --precision go with --network (a model is fitted already)");
   }
   for (const auto& name : split_commas(args.hardware)) model::load_hardware(name);  // before minutes of profiling
+  check_data_parallel(args.data_parallel);
   Limits l;
   model::LayerModel m;
   if (args.network.empty()) {
@@ -133,7 +145,11 @@ Limits compute(const LimitsArgs& args) {
   l.network = m.network;
   l.precision = m.precision;
   l.profiled_on = m.machine.device;
-  for (const auto& name : split_commas(args.hardware)) l.targets.push_back(model::make_target(m, name));
+  for (const auto& name : split_commas(args.hardware)) {
+    l.targets.push_back(model::make_target(m, name));
+    apply_data_parallel(l.targets.back(), m, args.data_parallel, zero_stages(args.data_parallel, false).front());
+  }
+  l.static_bytes_per_gpu = static_bytes_per_gpu(m, l.targets.front().data_parallel);
   // Each target's budget: --budget, or 80% of its memory.
   const bool budget_given = !args.budget.empty();
   for (const auto& t : l.targets) {
@@ -171,6 +187,7 @@ void register_limits(CLI::App& app) {
                   "With --network: cpu, cuda or cuda:N to profile on; default: cuda where there is one, else cpu");
   cmd->add_option("--hardware", args->hardware, "Catalog entries, comma-separated (papaya hardware)")->required();
   cmd->add_option("--budget", args->budget, "Memory budget (e.g. 24GiB); default: 80% of each device's memory");
+  add_data_parallel_options(cmd, args->data_parallel);
   const auto output = add_output_options(cmd);
   cmd->callback([args, output] { show(compute(*args), *output); });
 }

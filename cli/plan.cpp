@@ -4,6 +4,7 @@
 // whole-network combinations; --out writes the plan file `papaya train
 // --plan FILE` runs.
 #include "cli/commands.h"
+#include "cli/data_parallel_options.h"
 #include "cli/plan_report.h"
 #include "cli/plot.h"
 #include "cli/report.h"
@@ -22,6 +23,7 @@ struct PlanArgs {
   std::string out;
   double variance = -1;  // < 0: no variance budget
   std::string plot;
+  DataParallelArgs data_parallel;
 };
 
 struct Planned {
@@ -56,8 +58,11 @@ void print_text(std::ostream& out, const Planned& p) {
 Planned compute(const PlanArgs& args) {
   if (!args.plot.empty()) check_plot_path(args.plot);
   Planned p;
+  check_data_parallel(args.data_parallel);
   p.model = model::read_layer_model(args.model);
-  const model::Target target = model::make_target(p.model, args.hardware);
+  model::Target target = model::make_target(p.model, args.hardware);
+  const std::vector<int> stages = zero_stages(args.data_parallel, true);
+  apply_data_parallel(target, p.model, args.data_parallel, stages.front());
   p.hardware = target.name;
   p.notes = target.notes;
   planner::PlanRequest request;
@@ -65,7 +70,8 @@ Planned compute(const PlanArgs& args) {
   if (args.batch > 0) request.batch = args.batch;
   if (args.variance >= 0) request.variance_budget = args.variance;
   p.budget = request.budget_bytes;
-  p.result = planner::make_plan(p.model, target, request);
+  p.result = planner::make_plan_choosing_stage(p.model, target, request, stages);
+  target.data_parallel = p.result.data_parallel;
   if (!args.out.empty()) model::write_json_file(args.out, planner::plan_document(p.result));
   if (!args.plot.empty()) plot_result(args.plot, p.model, target, p.result);
   p.out = args.out;
@@ -89,6 +95,7 @@ void register_plan(CLI::App& app) {
                   "Gradient-variance budget of lossy strategies, as a fraction of quantize-2 everywhere (0: lossless only)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--plot", args->plot, "Figure of memory and samples/s against the batch (.svg or .png)");
+  add_data_parallel_options(cmd, args->data_parallel, true);
   const auto output = add_output_options(cmd, "One JSON document instead of tables");
   cmd->callback([args, output] { show(compute(*args), *output); });
 }

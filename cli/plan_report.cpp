@@ -1,5 +1,7 @@
 #include "cli/plan_report.h"
 
+#include "cli/data_parallel_options.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -173,6 +175,10 @@ std::string verdict(const planner::GlobalTable& table, const planner::GlobalRow&
 
 void print_plan(std::ostream& out, const model::LayerModel& m, const planner::PlanResult& r) {
   const auto& e = r.estimate;
+  if (r.data_parallel.active()) {
+    out << "data parallel: " << r.hardware << data_parallel_text(r.data_parallel) << ": batch, peak and static bytes per GPU ("
+        << model::format_bytes(static_bytes_per_gpu(m, r.data_parallel)) << " static), samples/s of all GPUs\n";
+  }
   out << "plan: " << (r.per_layer ? "per-layer" : r.plan.name + " (whole-network; the per-layer search found nothing faster)")
       << ", batch " << r.batch << (r.request.batch ? "" : " (the batch with the most samples/s)") << ": "
       << per_second(e.samples_per_s) << " samples/s (" << fixed(e.seconds * 1e3, 2) << " ms/step), peak "
@@ -274,6 +280,8 @@ nlohmann::json result_json(const model::LayerModel& m, const planner::PlanResult
           {"hardware", r.hardware},
           {"budget_bytes", r.request.budget_bytes},
           {"static_bytes", m.static_bytes},
+          {"static_bytes_per_gpu", static_bytes_per_gpu(m, r.data_parallel)},
+          {"data_parallel", data_parallel_json(r.data_parallel)},
           {"batch", r.batch},
           {"batch_chosen", !r.request.batch.has_value()},
           {"per_layer", r.per_layer},

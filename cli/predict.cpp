@@ -4,6 +4,7 @@
 #include "model/predict.h"
 #include <algorithm>
 #include "cli/commands.h"
+#include "cli/data_parallel_options.h"
 #include "cli/plot.h"
 #include "cli/prediction_plot.h"
 #include "cli/report.h"
@@ -20,6 +21,7 @@ struct PredictArgs {
   std::string plan;
   std::string budget;
   std::string plot;
+  DataParallelArgs data_parallel;
 };
 
 // Peak memory and samples/s against the batch of keep and the plans shown
@@ -62,7 +64,9 @@ struct Prediction {
   int64_t batch = 0;
   double budget = 0;
   std::string budget_default;  // "(80% of ...)" where --budget was not given
-  double static_bytes = 0;
+  double static_bytes = 0;     // per GPU
+  nlohmann::json data_parallel;
+  std::string data_parallel_text;
   double keep_rate = 0;  // keep's samples/s at the batch
   std::vector<PredictedPlan> plans;
   std::vector<std::string> notes;
@@ -83,15 +87,18 @@ void to_json(nlohmann::json& out, const Prediction& p) {
                    {"static_bytes", p.static_bytes},
                    {"peak_at", plan.peak_at},
                    {"hardware", p.hardware},
+                   {"data_parallel", p.data_parallel},
                    {"budget_bytes", p.budget},
                    {"notes", p.notes}});
   }
 }
 
 void print_text(std::ostream& out, const Prediction& p) {
+  const std::string per_gpu = p.data_parallel_text.empty() ? "" : " per GPU";
   out << "papaya predict: " << p.network << " (" << p.precision << ", profiled on " << p.profiled_on << ") on " << p.hardware
-      << ", batch " << p.batch << ", budget " << model::format_bytes(p.budget) << p.budget_default
-      << "; weights, gradients and optimizer state: " << model::format_bytes(p.static_bytes) << "\n";
+      << p.data_parallel_text << ", batch " << p.batch << per_gpu << ", budget " << model::format_bytes(p.budget) << per_gpu
+      << p.budget_default << "; weights, gradients and optimizer state" << per_gpu << ": " << model::format_bytes(p.static_bytes)
+      << (per_gpu.empty() ? "" : "; samples/s of all GPUs") << "\n";
   Table table({"strategy", "peak memory", "fits", "samples/s", "vs keep", "largest batch", "peak at"});
   for (const auto& plan : p.plans) {
     const model::Estimate& e = plan.estimate;
@@ -106,8 +113,10 @@ void print_text(std::ostream& out, const Prediction& p) {
 
 Prediction compute(const PredictArgs& args) {
   if (!args.plot.empty()) check_plot_path(args.plot);
+  check_data_parallel(args.data_parallel);
   const model::LayerModel m = model::read_layer_model(args.model);
-  const model::Target target = model::make_target(m, args.hardware);
+  model::Target target = model::make_target(m, args.hardware);
+  apply_data_parallel(target, m, args.data_parallel, zero_stages(args.data_parallel, false).front());
   Prediction p;
   p.network = m.network;
   p.precision = m.precision;
@@ -118,7 +127,9 @@ Prediction compute(const PredictArgs& args) {
       args.budget.empty() ? model::default_budget(target) : static_cast<double>(model::parse_size(args.budget, "--budget"));
   target.check_budget(p.budget);
   if (args.budget.empty()) p.budget_default = " (80% of " + model::format_bytes(target.memory_bytes) + ")";
-  p.static_bytes = m.static_bytes;
+  p.static_bytes = static_bytes_per_gpu(m, target.data_parallel);
+  p.data_parallel = data_parallel_json(target.data_parallel);
+  p.data_parallel_text = data_parallel_text(target.data_parallel);
   std::vector<model::Plan> plans;
   if (!args.plan.empty()) {
     plans.push_back(model::load_plan(args.plan, m.layout(), m.network));
@@ -153,6 +164,7 @@ void register_predict(CLI::App& app) {
   cmd->add_option(
       "--plot", args->plot,
       "Figure of memory and samples/s against the batch (.svg or .png): keep and the fastest plans that fit at --batch");
+  add_data_parallel_options(cmd, args->data_parallel);
   const auto output = add_output_options(cmd);
   cmd->callback([args, output] { show(compute(*args), *output); });
 }

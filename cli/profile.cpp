@@ -197,7 +197,9 @@ void register_profile(CLI::App& app) {
                       "whole network may not): a point its time curve is fitted to; where time grows with the batch this can "
                       "double the profile's time or more [default: 16 x the largest --batch; 0: none]")
           ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--out,-o", args->out, "Profile file to write (JSON); needed unless --comm");
+  cmd->add_option("--out,-o", args->out,
+                  "Profile file to write (JSON); with --comm, optional: the link file that --link of predict, limits, plan "
+                  "and recommend takes");
   cmd->add_flag("--comm", args->comm,
                 "Instead of a network: time allreduces of 4 KiB to 64 MiB between --nproc ranks on this host (Gloo, "
                 "loopback) and fit the link's latency and bandwidth");
@@ -207,7 +209,7 @@ void register_profile(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   const auto output = add_output_options(cmd, "A JSON summary instead of tables (the profile itself goes to --out)");
   cmd->callback([args, output] {
-    if (args->comm) return profile_comm(args->nproc, args->timeout_s, *output);
+    if (args->comm) return profile_comm(args->nproc, args->timeout_s, args->out, *output);
     if (args->out.empty()) throw InputError("profile: --out FILE, where the profile goes, is needed");
     show(compute(*args), *output);
   });

@@ -4,9 +4,12 @@
 #include <ostream>
 
 #include "cli/launch.h"
+#include "cli/output_file.h"
 #include "cli/table.h"
 #include "executor/distributed/collectives.h"
 #include "model/error.h"
+#include "model/json_file.h"
+#include "model/link_catalog.h"
 #include "model/units.h"
 #include "profiler/comm_link.h"
 
@@ -47,9 +50,25 @@ void print_text(std::ostream& out, const CommProfile& c) {
       << (c.link.r2 ? fixed(*c.link.r2, 4) : std::string("-")) << "\n";
 }
 
+// The link file of a profile: the fit, with what it was fitted to.
+nlohmann::json link_file(const CommProfile& c) {
+  const std::string how = "measured by papaya profile --comm: allreduce over " + std::to_string(c.ranks) +
+                          " ranks on one host (Gloo, loopback), fitted";
+  nlohmann::json doc = model::link_to_json({"loopback-" + std::to_string(c.ranks),
+                                            "this host's ranks over loopback (Gloo)",
+                                            {},
+                                            c.link,
+                                            {{"bandwidth", how}, {"latency", how}}});
+  nlohmann::json measured;
+  to_json(measured, c);
+  doc["measured"] = {{"ranks", c.ranks}, {"samples", measured["samples"]}, {"r2", measured["r2"]}};
+  return doc;
+}
+
 }  // namespace
 
-void profile_comm(int nproc, double timeout_s, const Output& output) {
+void profile_comm(int nproc, double timeout_s, const std::string& out, const Output& output) {
+  if (!out.empty()) check_writable(out);
   const auto world = executor::world_from_environment();
   if (!world) {
     if (nproc < 2) throw InputError("--comm times an exchange between ranks: give --nproc 2 or more");
@@ -60,7 +79,9 @@ void profile_comm(int nproc, double timeout_s, const Output& output) {
   c.ranks = world->size;
   c.samples = profiler::time_allreduce(collectives);
   c.link = model::fit_link(c.samples, c.ranks);
-  if (world->rank == 0) show(c, output);
+  if (world->rank != 0) return;
+  if (!out.empty()) model::write_json_file(out, link_file(c));
+  show(c, output);
 }
 
 }  // namespace papaya::cli

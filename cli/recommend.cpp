@@ -9,6 +9,7 @@
 
 #include "cli/auto_plan.h"
 #include "cli/commands.h"
+#include "cli/data_parallel_options.h"
 #include "cli/network_option.h"
 #include "cli/output_file.h"
 #include "cli/plan_report.h"
@@ -43,6 +44,7 @@ struct RecommendArgs {
   std::string budget;
   int64_t batch = 0;  // 0: choose it
   std::string out;
+  DataParallelArgs data_parallel;
 };
 
 struct Budget {
@@ -213,18 +215,22 @@ Recommendation compute(const RecommendArgs& args) {
   const std::string stem = out.substr(0, out.size() - (ends_with(".plan.json") ? 10 : ends_with(".json") ? 5 : 0));
   rec.model_path = stem + ".model.json";
   check_writable(out);
+  check_data_parallel(args.data_parallel);
 
   AutoPlanRequest auto_plan{args.network,
                             !args.device.empty()          ? args.device
                             : torch::cuda::is_available() ? "cuda"
                                                           : "cpu",
                             args.precision, args.hardware};
+  if (args.hardware.empty() && auto_plan.device == "cpu") require_link(args.data_parallel, "this CPU");  // before profiling
   auto_plan.seq_len = args.seq_len;
   auto_plan.profile_blocks = args.profile_blocks;
-  const Profiled profiled = profile_and_fit(auto_plan);
+  Profiled profiled = profile_and_fit(auto_plan);
   rec.model = profiled.model;
   rec.profiled_how = profiled.how;
-  const model::Target& target = profiled.target;
+  const std::vector<int> stages = zero_stages(args.data_parallel, true);
+  apply_data_parallel(profiled.target, profiled.model, args.data_parallel, stages.front());
+  model::Target& target = profiled.target;
   rec.hardware = target.name;
   rec.notes = target.notes;
   model::write_layer_model(rec.model_path, rec.model);
@@ -232,7 +238,8 @@ Recommendation compute(const RecommendArgs& args) {
   planner::PlanRequest request;
   request.budget_bytes = rec.budget.bytes;
   if (args.batch > 0) request.batch = args.batch;
-  rec.result = plan_with_progress(profiled, request);
+  rec.result = plan_with_progress(profiled, request, stages);
+  target.data_parallel = rec.result.data_parallel;  // the stage chosen
   model::write_json_file(out, planner::plan_document(rec.result));
   rec.why = weigh(rec.model, target, rec.result);
   rec.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -258,6 +265,7 @@ void register_recommend(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--out,-o", args->out,
                   "Plan file to write; default: NETWORK.plan.json (the model goes beside it: NETWORK.model.json)");
+  add_data_parallel_options(cmd, args->data_parallel, true);
   const auto output = add_output_options(cmd, "One JSON document instead of tables");
   cmd->callback([args, output] { show(compute(*args), *output); });
 }

@@ -232,12 +232,6 @@ Target catalog_target(const LayerModel& m, const HardwareSpec& hw) {
 void set_data_parallel(Target& target, const DataParallel& world) {
   shard({}, world.ranks, world.zero_stage);  // checks the ranks and the stage
   target.data_parallel = world;
-  if (!world.active()) return;
-  std::ostringstream note;
-  note << world.ranks << " data-parallel ranks, ZeRO stage " << world.zero_stage << ", over " << world.link_name << " (latency "
-       << world.link.latency_s * 1e6 << " us, " << world.link.bytes_per_s / 1e9
-       << " GB/s a rank): memory per rank, samples/s of all of them";
-  target.notes.push_back(note.str());
 }
 
 Target make_target(const LayerModel& model, const std::string& name) {

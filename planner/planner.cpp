@@ -46,6 +46,7 @@ class Planner {
     result.per_layer = per_layer;
     result.global = global;
     result.hardware = target_.name;
+    result.data_parallel = target_.data_parallel;
     result.request = request_;
     return result;
   }
@@ -167,6 +168,24 @@ PlanResult make_plan(const model::LayerModel& model, const model::Target& target
   return Planner(model, target, request).run();
 }
 
+PlanResult make_plan_choosing_stage(const model::LayerModel& model, const model::Target& target, const PlanRequest& request,
+                                    const std::vector<int>& zero_stages) {
+  std::optional<PlanResult> best;
+  std::optional<InputError> last_error;
+  for (const int stage : zero_stages) {
+    model::Target at_stage = target;
+    at_stage.data_parallel.zero_stage = stage;
+    try {
+      PlanResult r = make_plan(model, at_stage, request);
+      if (!best || r.estimate.samples_per_s > best->estimate.samples_per_s) best = std::move(r);
+    } catch (const InputError& e) {
+      last_error = e;
+    }
+  }
+  if (!best) throw *last_error;
+  return *best;
+}
+
 nlohmann::json plan_document(const PlanResult& result) {
   nlohmann::json doc = model::plan_to_json(result.plan);
   doc["description"] = std::string("papaya plan: ") + (result.per_layer ? "per-layer search" : "whole-network combination") +
@@ -179,6 +198,11 @@ nlohmann::json plan_document(const PlanResult& result) {
                       {"budget_bytes", result.request.budget_bytes},
                       {"variance", result.variance},
                       {"hardware", result.hardware}};
+  if (const model::DataParallel& world = result.data_parallel; world.active()) {
+    doc["predicted"]["gpus"] = world.ranks;
+    doc["predicted"]["zero"] = world.zero_stage;
+    doc["predicted"]["link"] = world.link_name;
+  }
   return doc;
 }
 

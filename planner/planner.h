@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "model/layer_model.h"
 #include "model/plan.h"
@@ -35,11 +36,12 @@ struct PlanRequest {
 struct PlanResult {
   model::Plan plan;  // every non-keep tensor and segment by exact key, with the batch
   int64_t batch = 0;
-  model::Estimate estimate;  // exact, at `batch`
-  double variance = 0;       // a fraction of quantize-2 everywhere
-  bool per_layer = true;     // false: a whole-network combination (plan.name) was as fast
-  GlobalTable global;        // PAPAYA's table under the same budget (at the asked batch, if any)
-  std::string hardware;      // the target's name
+  model::Estimate estimate;           // exact, at `batch`
+  double variance = 0;                // a fraction of quantize-2 everywhere
+  bool per_layer = true;              // false: a whole-network combination (plan.name) was as fast
+  GlobalTable global;                 // PAPAYA's table under the same budget (at the asked batch, if any)
+  std::string hardware;               // the target's name
+  model::DataParallel data_parallel;  // the target's ranks: batch and peak per rank, samples/s of all
   PlanRequest request;
 };
 
@@ -49,9 +51,16 @@ struct PlanResult {
 // a variance budget no plan within the memory budget meets.
 PlanResult make_plan(const model::LayerModel& model, const model::Target& target, const PlanRequest& request);
 
+// make_plan for `target`'s data-parallel ranks at each ZeRO stage of
+// `zero_stages`: the plan, per-rank batch and stage with the most samples/s
+// (the lower stage on a tie). Throws make_plan's InputError of the last stage
+// where none fits.
+PlanResult make_plan_choosing_stage(const model::LayerModel& model, const model::Target& target, const PlanRequest& request,
+                                    const std::vector<int>& zero_stages);
+
 // The plan file: model::plan_to_json(plan) and what was predicted for it
 // ("predicted": batch, peak_bytes, samples_per_s, seconds, budget_bytes,
-// variance, hardware).
+// variance, hardware, and with data parallelism gpus, zero, link).
 nlohmann::json plan_document(const PlanResult& result);
 
 }  // namespace papaya::planner

@@ -85,6 +85,22 @@ TEST(DataParallel, ZeroOneTrainsAsPlainDataParallelismWithLessStaticMemory) {
     const double shift = rank["static_bytes"].get<double>() - whole.total() + buckets;
     EXPECT_NEAR(rank["peak_bytes"].get<double>() - single["peak_bytes"].get<double>(), shift, slack);
   }
+  // predict --gpus 2 from a profile of one process: each rank's peak, as near as one process's prediction comes.
+  const TempDir dir("papaya-dp-predict");
+  ASSERT_EQ(run_papaya("profile --network llama-tiny --batch 1,2,4 --out " + dir.path("p.json")).code, 0);
+  ASSERT_EQ(run_papaya("fit " + dir.path("p.json") + " --out " + dir.path("m.json")).code, 0);
+  const auto predicted = [&](const std::string& extra) {
+    const Outcome run = run_papaya("predict " + dir.path("m.json") + " --batch 4 --plan keep --json" + extra);
+    EXPECT_EQ(run.code, 0) << run.err;
+    return json::parse(run.out).at(0)["peak_bytes"].get<double>();
+  };
+  const double off_alone = std::abs(predicted("") - single["peak_bytes"].get<double>());
+  for (const auto& [zero, measured] : {std::pair{0, a}, std::pair{1, b}}) {
+    const double peak = predicted(" --gpus 2 --link ethernet-10g --zero " + std::to_string(zero));
+    for (const auto& rank : measured["ranks"]) {
+      EXPECT_NEAR(peak, rank["peak_bytes"].get<double>(), off_alone + slack) << "--zero " << zero;
+    }
+  }
   expect_input_error("train --network llama-tiny --zero 1", "--nproc");
   expect_input_error("train --network llama-tiny --nproc 2 --zero 1 --save /tmp/never.state", "--save");
   expect_input_error("train --network llama-tiny --nproc 2 --zero 2", "--zero");

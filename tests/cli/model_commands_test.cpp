@@ -124,6 +124,40 @@ TEST_F(ModelCommands, LimitsPerHardware) {
   EXPECT_NE(run.out.find("note: T4"), std::string::npos);
 }
 
+// --gpus: per-GPU figures, samples/s of all GPUs, the exchange on the link:
+// the same memory plus the buckets' copy of the gradients on every GPU
+// (ZeRO-0), less with each stage; the link from --link or the hardware's own.
+TEST_F(ModelCommands, PredictAndLimitsForDataParallelGpus) {
+  const auto keep = [&](const std::string& extra) {
+    const Outcome run = run_papaya("predict " + model_ + " --batch 16 --plan keep --hardware V100 --json" + extra);
+    EXPECT_EQ(run.code, 0) << run.err;
+    return json::parse(run.out).at(0);
+  };
+  const json one = keep(""), eight = keep(" --gpus 8"), sharded = keep(" --gpus 8 --zero 3"),
+             slow = keep(" --gpus 8 --link ethernet-10g");
+  EXPECT_EQ(eight["data_parallel"]["gpus"], 8);
+  EXPECT_EQ(eight["data_parallel"]["link"], "NVLink-2");  // the V100's interconnect
+  EXPECT_EQ(slow["data_parallel"]["link"], "Ethernet-10G");
+  EXPECT_GT(eight["peak_bytes"].get<double>(), one["peak_bytes"].get<double>());
+  EXPECT_LT(sharded["peak_bytes"].get<double>(), one["peak_bytes"].get<double>());
+  EXPECT_LT(sharded["static_bytes"].get<double>(), one["static_bytes"].get<double>());
+  // Eight GPUs take eight times the samples of one in a step a little longer, or a lot over a slow link.
+  EXPECT_GE(eight["seconds"].get<double>(), one["seconds"].get<double>());
+  EXPECT_GT(slow["seconds"].get<double>(), eight["seconds"].get<double>());
+  EXPECT_NEAR(eight["samples_per_s"].get<double>(), 8 * 16 / eight["seconds"].get<double>(),
+              1e-9 * eight["samples_per_s"].get<double>());
+  Outcome run = run_papaya("limits " + model_ + " --hardware A100-40GB,h100 --gpus 4 --zero 1");
+  ASSERT_EQ(run.code, 0) << run.err;
+  for (const char* text :
+       {"A100-40GB x 4 GPUs (ZeRO-1, over NVLink-3", "H100-SXM-80GB x 4 GPUs (ZeRO-1, over NVLink-4", "per GPU"}) {
+    EXPECT_NE(run.out.find(text), std::string::npos) << text << "\n" << run.out;
+  }
+  expect_input_error("predict " + model_ + " --batch 4 --gpus 2", "--link");  // the profiled CPU has no interconnect
+  expect_input_error("predict " + model_ + " --batch 4 --zero 1", "--gpus");
+  expect_input_error("predict " + model_ + " --batch 4 --hardware V100 --link nvlink-2", "--gpus");
+  expect_input_error("predict " + model_ + " --batch 4 --hardware V100 --gpus 2 --link pigeon", "pigeon");
+}
+
 // limits --network profiles the network itself; a step too slow to profile at
 // its length (here a million tokens) is modelled from 16, 32 and 64 tokens,
 // and attention's square of a million tokens fits no GPU.

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "model/json_file.h"
 #include "model/layer_model.h"
 #include "model/plan.h"
 #include "model/predict.h"
@@ -90,6 +91,26 @@ TEST_F(PlanCommands, NoVarianceMeansLossless) {
   for (const auto& group : out["tensors"]) {
     const std::string s = group["strategy"];
     EXPECT_TRUE(s == "keep" || s == "recomputed" || s == "recompute" || s == "quantize-1" || s == "swap") << s;
+  }
+}
+
+// With --gpus and no --zero the planner also chooses the stage: the plan
+// file says which, and the fastest of the four stages is what it chose.
+TEST_F(PlanCommands, ChoosesTheZeroStageForDataParallelGpus) {
+  const std::string plan = "plan " + model_ + " --budget 2GiB --hardware A100-40GB --gpus 4 --json";
+  const Outcome chosen = run_papaya(plan + " --out " + path("dp.plan.json"));
+  ASSERT_EQ(chosen.code, 0) << chosen.err;
+  const nlohmann::json doc = nlohmann::json::parse(chosen.out);
+  EXPECT_EQ(doc["data_parallel"]["gpus"], 4);
+  const int stage = doc["data_parallel"]["zero"];
+  const nlohmann::json file = model::read_json_file(path("dp.plan.json"), "plan");
+  EXPECT_EQ(file["predicted"]["gpus"], 4);
+  EXPECT_EQ(file["predicted"]["zero"], stage);
+  for (int s = 0; s <= 3; ++s) {
+    const Outcome at = run_papaya(plan + " --zero " + std::to_string(s));
+    ASSERT_EQ(at.code, 0) << at.err;
+    EXPECT_LE(nlohmann::json::parse(at.out)["samples_per_s"].get<double>(), doc["samples_per_s"].get<double>() * (1 + 1e-12))
+        << "stage " << s;
   }
 }
 
