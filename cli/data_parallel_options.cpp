@@ -55,9 +55,8 @@ void apply_data_parallel(model::Target& target, const model::LayerModel& model, 
 
 std::string data_parallel_text(const model::DataParallel& world) {
   if (!world.active()) return "";
-  return " x " + std::to_string(world.ranks) + " GPUs (ZeRO-" + std::to_string(world.zero_stage) + ", over " +
-         world.link_name + ": " + fixed(world.link.latency_s * 1e6, 0) + " us, " + fixed(world.link.bytes_per_s / 1e9, 2) +
-         " GB/s a GPU)";
+  return " x " + std::to_string(world.ranks) + " GPUs (ZeRO-" + std::to_string(world.zero_stage) + ", over " + world.link_name +
+         ": " + fixed(world.link.latency_s * 1e6, 0) + " us, " + fixed(world.link.bytes_per_s / 1e9, 2) + " GB/s a GPU)";
 }
 
 nlohmann::json data_parallel_json(const model::DataParallel& world) {

@@ -28,14 +28,28 @@ void register_fit(CLI::App& app) {
   cmd->add_option("--budget", options->budget,
                   "--measurements: memory budget for the largest batch (16GiB, 800MiB); default: the GPU's memory, "
                   "which a GPU outside the hardware catalog lacks");
-  const auto output = add_output_options(cmd, "One JSON document instead of tables");
+  cmd->add_option("--gpus", options->gpus,
+                  "--measurements: also predict each network's one-GPU series on these data-parallel GPU counts "
+                  "(2,4,8), beside the measured ones")
+      ->delimiter(',')
+      ->check(CLI::Range(2, 65536));
+  cmd->add_option("--link", options->link,
+                  "With --gpus: the link between the GPUs, a catalog entry (configs/links: NVLink-2, PCIe-3-x16, ...) or a file "
+                  "from papaya profile --comm --out");
+  cmd->add_option("--gradients", options->gradients,
+                  "With --gpus: each network's gradient bytes, NETWORK=SIZE (bert-large-cased=1.34GB: 335M fp32 gradients)")
+      ->delimiter(',');
+  const auto output =
+      add_output_options(cmd, "One JSON document instead of tables (with --gpus: {series, link, on_gpus}; else the series)");
   cmd->callback([options, output] {
     if (!options->profiles.empty() && !options->measurements.empty()) {
       throw InputError("fit: give a profile or --measurements FILE, not both");
     }
     if (!options->profiles.empty()) {
       if (options->out.empty()) throw InputError("fit " + options->profiles.front() + ": --out FILE is required");
-      if (!options->budget.empty()) throw InputError("fit: --budget applies to --measurements only");
+      if (!options->budget.empty() || !options->gpus.empty() || !options->link.empty() || !options->gradients.empty()) {
+        throw InputError("fit: --budget, --gpus, --link and --gradients apply to --measurements only");
+      }
       show(fit_profile_file(*options), *output);
     } else if (!options->measurements.empty()) {
       show(fit_measurements_file(*options), *output);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "model/fit_profile.h"
+#include "model/global_data_parallel.h"
 #include "model/global_model.h"
 
 namespace papaya::cli {
@@ -17,6 +18,11 @@ struct FitOptions {
   std::string measurements;           // papaya fit --measurements FILE.csv: PAPAYA's global model
   std::string out;
   std::string budget;  // --measurements only
+  // --measurements: carry the one-GPU series to these GPU counts over `link`,
+  // for the networks whose gradient bytes are given ("bert-large-cased=1.34GB").
+  std::vector<int> gpus;
+  std::string link;
+  std::vector<std::string> gradients;
 };
 
 // papaya fit PROFILE --out FILE (cli/fit_profile.cpp): the model, written to
@@ -35,6 +41,8 @@ void print_text(std::ostream& out, const ProfileFitResult& result);
 // model of each series, written to `out` if given.
 struct MeasurementsFitResult {
   model::GlobalModel fitted;
+  std::string link;                          // with --gpus
+  std::vector<model::ScaledSeries> on_gpus;  // with --gpus: predicted from the one-GPU series
 };
 MeasurementsFitResult fit_measurements_file(const FitOptions& options);
 void to_json(nlohmann::json& out, const MeasurementsFitResult& result);

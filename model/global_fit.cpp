@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <set>
 
 #include "model/error.h"
@@ -87,8 +88,8 @@ void find_max_batch(const MeasuredSeries& series, SeriesFit& fit) {
 }
 
 void find_best(const MeasuredSeries& series, SeriesFit& fit) {
-  if (!fit.max_batch) return;
-  const int limit = *fit.max_batch;
+  // Without a b*, every run that ran fitted the GPU: the best of them is a best measured.
+  const int limit = fit.max_batch.value_or(std::numeric_limits<int>::max());
   for (const auto& run : series.runs) {
     if (run.oom || run.batch > limit) continue;
     if (!fit.best_measured_samples_per_s || run.throughput() > *fit.best_measured_samples_per_s) {
@@ -96,6 +97,7 @@ void find_best(const MeasuredSeries& series, SeriesFit& fit) {
       fit.best_measured_batch = run.batch;
     }
   }
+  if (!fit.max_batch) return;
   if (limit < 1) {
     fit.notes.push_back("batch 1 does not fit the budget");
     return;
@@ -132,6 +134,7 @@ double budget_for(const MeasuredSeries& series, std::optional<double> budget_byt
 SeriesFit fit_series(const MeasuredSeries& series, double budget_bytes) {
   SeriesFit fit;
   fit.gpu = series.gpu;
+  fit.gpus = series.gpus;
   fit.network = series.network;
   fit.precision = series.precision;
   fit.strategy = series.strategy;
@@ -158,6 +161,12 @@ Verdict judge(const SeriesFit& fit, const SeriesFit* baseline) {
     return v;
   }
   v.baseline_best_samples_per_s = baseline->best_samples_per_s;
+  v.baseline_best_measured_samples_per_s = baseline->best_measured_samples_per_s;
+  if (!fit.max_batch && !baseline->max_batch && fit.best_measured_samples_per_s && baseline->best_measured_samples_per_s) {
+    v.helps = *fit.best_measured_samples_per_s > *baseline->best_measured_samples_per_s;
+    v.note = "decided on the best runs: neither series has a largest batch (no peak, no OOM row)";
+    return v;
+  }
   if (fit.best_samples_per_s && baseline->max_batch == 0) {
     v.helps = true;
     v.note = "the baseline does not fit batch 1";
@@ -192,6 +201,18 @@ std::optional<double> SeriesFit::r2_time() const {
   return std::nullopt;
 }
 
+std::optional<SeriesFit::Ratio> SeriesFit::versus_baseline() const {
+  if (!verdict) return Ratio{};
+  const Verdict& v = *verdict;
+  if (best_samples_per_s && v.baseline_best_samples_per_s && *v.baseline_best_samples_per_s > 0) {
+    return Ratio{*best_samples_per_s / *v.baseline_best_samples_per_s, false};
+  }
+  if (!max_batch && best_measured_samples_per_s && v.baseline_best_measured_samples_per_s) {
+    return Ratio{*best_measured_samples_per_s / *v.baseline_best_measured_samples_per_s, true};
+  }
+  return std::nullopt;
+}
+
 double SeriesFit::iteration_s(double batch) const { return time_max ? time_max->curve.at(batch) : time_linear->curve.at(batch); }
 
 GlobalModel fit_global(const Measurements& measurements, std::optional<double> budget_bytes) {
@@ -202,7 +223,8 @@ GlobalModel fit_global(const Measurements& measurements, std::optional<double> b
   for (auto& fit : model.series) {
     if (fit.strategy == kBaselineStrategy) continue;
     const auto baseline = std::find_if(model.series.begin(), model.series.end(), [&](const SeriesFit& s) {
-      return s.gpu == fit.gpu && s.network == fit.network && s.precision == fit.precision && s.strategy == kBaselineStrategy;
+      return s.gpu == fit.gpu && s.gpus == fit.gpus && s.network == fit.network && s.precision == fit.precision &&
+             s.strategy == kBaselineStrategy;
     });
     fit.verdict = judge(fit, baseline == model.series.end() ? nullptr : &*baseline);
   }

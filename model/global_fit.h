@@ -6,7 +6,7 @@
 //   throughput      b / T(b)
 // then the largest batch b* that fits the budget, the best throughput at a
 // batch <= b*, and whether the strategy helps against the series without one
-// (strategy `none`) of the same GPU, network and precision.
+// (strategy `none`) of the same GPU, GPU count, network and precision.
 // The memory floor is the later form applied to memory: where a series has
 // 4 peaks or more, a batch-independent peak (an optimizer step, a workspace)
 // may dominate at small batches, as in the Swin-L runs; the floor is beta
@@ -33,10 +33,16 @@ struct Verdict {
   std::optional<bool> helps_analytic;
   std::optional<double> baseline_best_samples_per_s;
   std::string note;  // why a part could not be decided
+  // The baseline's best run; where neither series has a largest batch (runs
+  // with no peak and no OOM: PAPAYA's multi-GPU rows), `helps` compares the
+  // best runs instead of the time models.
+  std::optional<double> baseline_best_measured_samples_per_s;
 };
 
 struct SeriesFit {
-  std::string gpu, network, precision, strategy;
+  std::string gpu;
+  int gpus = 1;  // data-parallel, the batch on each
+  std::string network, precision, strategy;
   double budget_bytes = 0;
   int points = 0;                         // runs that did not run out of memory
   int memory_points = 0;                  // of those, with a peak
@@ -53,10 +59,19 @@ struct SeriesFit {
   std::optional<int> best_batch;
   std::optional<double> best_samples_per_s;  // from the time model
   std::optional<int> best_measured_batch;
-  std::optional<double> best_measured_samples_per_s;  // among runs at a batch <= b*
+  std::optional<double> best_measured_samples_per_s;  // among runs at a batch <= b* (every run without a b*)
 
   std::optional<Verdict> verdict;  // absent for `none` itself
   std::vector<std::string> notes;  // what was not fitted and why; odd rows
+
+  // Its best samples/s over the baseline's (1 for the baseline itself): of
+  // the time models where both have one, else of the best runs where neither
+  // has a largest batch (`from_runs`).
+  struct Ratio {
+    double value = 1;
+    bool from_runs = false;
+  };
+  std::optional<Ratio> versus_baseline() const;
 
   // Of the time model that predicts throughput: the max form where it was
   // fitted (4 points or more), else the line.

@@ -32,6 +32,7 @@ bool fit_present(const json& doc, const std::vector<const char*>& keys, const st
 SeriesFit series_from_json(const json& doc, const std::string& where) {
   SeriesFit fit;
   fit.gpu = doc.at("gpu");
+  fit.gpus = doc.value("gpus", 1);
   fit.network = doc.at("network");
   fit.precision = doc.at("precision");
   fit.strategy = doc.at("strategy");
@@ -62,7 +63,8 @@ SeriesFit series_from_json(const json& doc, const std::string& where) {
   if (fit.strategy != kBaselineStrategy) {
     fit.verdict = Verdict{optional_at<bool>(doc, "helps"), optional_at<bool>(doc, "helps_analytic"),
                           optional_at<double>(doc, "baseline_best_samples_per_s"),
-                          doc.at("verdict_note").is_null() ? "" : doc.at("verdict_note").get<std::string>()};
+                          doc.at("verdict_note").is_null() ? "" : doc.at("verdict_note").get<std::string>(),
+                          optional_at<double>(doc, "baseline_best_measured_samples_per_s")};
   }
   fit.notes = doc.at("notes").get<std::vector<std::string>>();
   return fit;
@@ -74,6 +76,7 @@ json to_json(const SeriesFit& fit) {
   const Verdict none;
   const Verdict& v = fit.verdict ? *fit.verdict : none;
   return {{"gpu", fit.gpu},
+          {"gpus", fit.gpus},
           {"network", fit.network},
           {"precision", fit.precision},
           {"strategy", fit.strategy},
@@ -105,6 +108,7 @@ json to_json(const SeriesFit& fit) {
           {"helps", or_null(v.helps)},
           {"helps_analytic", or_null(v.helps_analytic)},
           {"baseline_best_samples_per_s", or_null(v.baseline_best_samples_per_s)},
+          {"baseline_best_measured_samples_per_s", or_null(v.baseline_best_measured_samples_per_s)},
           {"verdict_note", v.note.empty() ? json() : json(v.note)},
           {"notes", fit.notes}};
 }

@@ -20,9 +20,12 @@ constexpr double kMiB = 1024.0 * 1024.0;
 const std::vector<std::string> kColumns = {"gpu", "network",       "precision", "strategy", "batch",
                                            "oom", "samples_per_s", "iter_s",    "peak_mib"};
 
+const std::vector<std::string> kOptionalColumns = {"gpus"};
+
 std::string expected_columns() {
   std::string out;
   for (const auto& c : kColumns) out += (out.empty() ? "" : ",") + c;
+  for (const auto& c : kOptionalColumns) out += " [," + c + "]";
   return out;
 }
 
@@ -92,7 +95,8 @@ std::map<std::string, size_t> read_header(const std::string& line, const std::st
   std::map<std::string, size_t> index;
   const auto names = cells_of(line);
   for (size_t i = 0; i < names.size(); ++i) {
-    if (std::find(kColumns.begin(), kColumns.end(), names[i]) == kColumns.end()) {
+    if (std::find(kColumns.begin(), kColumns.end(), names[i]) == kColumns.end() &&
+        std::find(kOptionalColumns.begin(), kOptionalColumns.end(), names[i]) == kOptionalColumns.end()) {
       throw InputError(where + ": unknown column '" + names[i] + "' (expected the header " + expected_columns() + ")");
     }
     if (!index.emplace(names[i], i).second) throw InputError(where + ": column '" + names[i] + "' appears twice");
@@ -152,7 +156,7 @@ Measurements parse_measurements(std::istream& in, const std::string& source) {
   const auto index = read_header(line, source + ":1");
 
   Measurements out{source, {}};
-  std::map<std::tuple<std::string, std::string, std::string, std::string>, size_t> series_of;
+  std::map<std::tuple<std::string, int, std::string, std::string, std::string>, size_t> series_of;
   std::map<std::string, std::optional<HardwareSpec>> gpus;  // by the name as written
   for (int number = 2; std::getline(in, line); ++number) {
     if (trim(line).empty()) continue;
@@ -180,12 +184,14 @@ Measurements parse_measurements(std::istream& in, const std::string& source) {
     }
 
     const std::optional<HardwareSpec>& hw = gpus.at(gpu);
-    const auto key = std::make_tuple(hw ? hw->name : gpu, row.name("network"), row.name("precision"), row.name("strategy"));
+    const int gpu_count = index.count("gpus") ? row.positive_int("gpus") : 1;
+    const auto key =
+        std::make_tuple(hw ? hw->name : gpu, gpu_count, row.name("network"), row.name("precision"), row.name("strategy"));
     auto [it, added] = series_of.emplace(key, out.series.size());
     if (added) {
       MeasuredSeries series;
       if (hw) series.gpu_memory_bytes = hw->memory_bytes;
-      std::tie(series.gpu, series.network, series.precision, series.strategy) = key;
+      std::tie(series.gpu, series.gpus, series.network, series.precision, series.strategy) = key;
       out.series.push_back(std::move(series));
     }
     out.series[it->second].runs.push_back(run);

@@ -2,8 +2,9 @@
 // Measured training runs, from a CSV (format: bench/data/README.md) with a
 // header naming these columns, in any order:
 //   gpu,network,precision,strategy,batch,oom,samples_per_s,iter_s,peak_mib
+// and optionally `gpus` (data-parallel GPUs, each at `batch`; 1 without it).
 // One row is one run of a network at one batch size; rows are grouped into
-// series by (gpu, network, precision, strategy). `gpu` names a hardware
+// series by (gpu, gpus, network, precision, strategy). `gpu` names a hardware
 // catalog entry or alias, or any other GPU: such a series keeps the name as
 // written and has no memory figure, so fitting it needs a budget
 // (model/global_fit.h). A malformed row is an InputError naming file:line,
@@ -34,6 +35,7 @@ struct MeasuredRun {
 struct MeasuredSeries {
   std::string gpu;                         // the catalog name ("V100-16GB" for "v100"); as written outside the catalog
   std::optional<double> gpu_memory_bytes;  // the catalog's; none for a GPU outside it
+  int gpus = 1;                            // data-parallel, `batch` on each
   std::string network, precision, strategy;
   // Some sources wrote bytes into peak_mib. A series whose every peak_mib is
   // above the GPU's memory in MiB (no peak can be) is read as bytes. For a

@@ -93,6 +93,44 @@ TEST(Fit, PrintsATablePerGpu) {
   }
 }
 
+// PAPAYA's multi-GPU runs: a table per GPU count, each strategy against the
+// `none` of its count, so the paper's finding reads off it (BERT-large
+// checkpointing loses on one V100 and wins on 2, 4 and 8; GPT3-small's
+// never wins); and the one-GPU fits carried to 2, 4, 8 GPUs over a link.
+TEST(Fit, MultiGpuMeasurementsAndTheirPredictionFromOneGpu) {
+  const std::string multi = std::string(PAPAYA_SOURCE_DIR) + "/bench/data/papaya-v100-multi.csv";
+  Outcome run = run_papaya("fit --measurements " + multi + " --json");
+  ASSERT_EQ(run.code, 0) << run.err;
+  const json all = json::parse(run.out);
+  for (const int gpus : {1, 2, 4, 8}) {
+    for (const auto& [network, wins] : {std::pair{"bert-large-cased", gpus > 1}, std::pair{"transformer_lm_gpt3_small", false}}) {
+      const auto it = std::find_if(all.begin(), all.end(), [&](const json& s) {
+        return s["gpus"] == gpus && s["network"] == network && s["strategy"] == "checkpoint";
+      });
+      ASSERT_NE(it, all.end()) << network << " x " << gpus;
+      EXPECT_EQ((*it)["helps"], wins) << network << " x " << gpus;
+    }
+  }
+  run = run_papaya("fit --measurements " + multi + " --gpus 2,8 --link PCIe-3-x16 --gradients bert-large-cased=1.34GB --json");
+  ASSERT_EQ(run.code, 0) << run.err;
+  const json doc = json::parse(run.out);
+  EXPECT_EQ(doc["link"], "PCIe-3-x16");
+  int compared = 0;
+  for (const auto& s : doc["on_gpus"]) {
+    EXPECT_EQ(s["network"], "bert-large-cased");
+    EXPECT_TRUE(s["gpus"] == 2 || s["gpus"] == 8);
+    if (s["strategy"] == "checkpoint") compared += !s["measured_versus_none"].is_null() && !s["versus_none"].is_null();
+  }
+  EXPECT_EQ(compared, 2);
+  run = run_papaya("fit --measurements " + multi + " --gpus 2 --link nvlink-2 --gradients bert-large-cased=1.34GB");
+  ASSERT_EQ(run.code, 0) << run.err;
+  for (const char* text : {"V100-16GB x 2 (data parallel", "vs none", "Predicted on more GPUs", "over NVLink-2"}) {
+    EXPECT_NE(run.out.find(text), std::string::npos) << text;
+  }
+  expect_input_error("fit --measurements " + multi + " --gpus 2", "--link");
+  expect_input_error("fit --measurements " + multi + " --gpus 2 --link nvlink-2 --gradients bert=big", "--gradients");
+}
+
 TEST(Fit, BadInputExitsWithCode2) {
   expect_input_error("fit --json", "--measurements FILE.csv");
   expect_input_error("fit --measurements /nonexistent/runs.csv", "/nonexistent/runs.csv: cannot read");

@@ -199,6 +199,31 @@ TEST(GlobalFit, VerdictAgainstTheBaselineOfTheSamePrecision) {
   EXPECT_NE(o.verdict->note.find("no 'none' series in fp32"), std::string::npos) << o.verdict->note;
 }
 
+// Each GPU count has its own baseline; runs with no peak and no OOM row
+// (PAPAYA's multi-GPU ones) have no largest batch: their best runs decide.
+TEST(GlobalFit, EachGpuCountIsJudgedAgainstItsOwnBaselineOnItsRuns) {
+  MeasuredSeries none = exact_series("fp16", "none", 200 * kMiB, 2 * kGiB, 0.004, 0.08);
+  MeasuredSeries cheap = exact_series("fp16", "checkpoint", 50 * kMiB, 2 * kGiB, 0.0044, 0.08);
+  MeasuredSeries none2 = none, cheap2 = cheap;
+  for (MeasuredSeries* s : {&none2, &cheap2}) {
+    s->gpus = 2;
+    for (auto& run : s->runs) run.peak_bytes.reset();
+  }
+  for (auto& run : none2.runs) *run.samples_per_s *= 1.2;  // the baseline's runs beat checkpoint's here
+  const GlobalModel m = fit_global({"test", {none, cheap, none2, cheap2}}, std::nullopt);
+  ASSERT_EQ(m.series.size(), 4u);
+  EXPECT_EQ(m.series[1].verdict->helps, true);  // one GPU, as above
+  const SeriesFit& two = m.series[3];
+  EXPECT_EQ(two.gpus, 2);
+  EXPECT_FALSE(two.max_batch);
+  EXPECT_EQ(two.verdict->helps, false);
+  EXPECT_NE(two.verdict->note.find("best runs"), std::string::npos) << two.verdict->note;
+  const auto ratio = two.versus_baseline();
+  ASSERT_TRUE(ratio);
+  EXPECT_TRUE(ratio->from_runs);
+  EXPECT_NEAR(ratio->value, *two.best_measured_samples_per_s / *m.series[2].best_measured_samples_per_s, 1e-12);
+}
+
 TEST(GlobalFit, AStrategyHelpsWhereTheBaselineDoesNotFitBatch1) {
   MeasuredSeries none = exact_series("fp16", "none", 0, 0, 0, 1);
   none.runs = {oom_run(1, 2), oom_run(2, 3)};

@@ -70,6 +70,22 @@ TEST(Measurements, ColumnsAreFoundByName) {
   EXPECT_TRUE(m.series[0].runs[1].oom);
 }
 
+// A gpus column splits series by GPU count; without it every run is on one GPU.
+TEST(Measurements, GpusColumnSplitsSeriesByCount) {
+  const Measurements m = parse(
+      "gpus,gpu,network,precision,strategy,batch,oom,samples_per_s,iter_s,peak_mib\n"
+      "1,v100,bert,fp16,none,8,0,100,,\n"
+      "2,v100,bert,fp16,none,8,0,180,,\n"
+      "1,v100,bert,fp16,none,16,0,120,,\n");
+  ASSERT_EQ(m.series.size(), 2u);
+  EXPECT_EQ(m.series[0].gpus, 1);
+  EXPECT_EQ(m.series[0].runs.size(), 2u);
+  EXPECT_EQ(m.series[1].gpus, 2);
+  EXPECT_EQ(parse(kHeader + "v100,bert,fp16,none,8,0,100,,\n").series[0].gpus, 1);
+  expect_error("gpus,gpu,network,precision,strategy,batch,oom,samples_per_s,iter_s,peak_mib\n0,v100,bert,fp16,none,8,0,100,,\n",
+               {"runs.csv:2", "column 'gpus'", "positive integer"});
+}
+
 TEST(Measurements, MalformedRowsNameFileLineAndColumn) {
   expect_error("", {"runs.csv:1:", "header"});
   expect_error("gpu,network,precision,strategy,batch,oom,samples_per_s,iter_s\n", {"runs.csv:1:", "missing column 'peak_mib'"});
