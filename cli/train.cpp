@@ -291,7 +291,9 @@ void register_train(CLI::App& app) {
     if (args->run.save_every > 0 && args->run.save.empty()) throw InputError("--save-every needs --save FILE");
     args->run.world = executor::world_from_environment();
     if (args->nproc > 1 && args->run.plan == "auto") {
-      throw InputError("--nproc with --plan auto: plan first (papaya recommend), then train each rank with the plan file");
+      throw InputError(
+          "--nproc with --plan auto: plan first (papaya recommend --gpus N --link LINK), then train the ranks with the plan "
+          "file");
     }
     if (!args->run.world && args->nproc > 1) {
       check_train_run(args->run);  // bad input fails once, before any rank starts

@@ -21,8 +21,7 @@ std::optional<int> max_batch_on_gpus(const SeriesFit& one, double gradients, std
 }  // namespace
 
 double backward_share(const std::string& strategy) {
-  return strategy.find("checkpoint") != std::string::npos || strategy.find("recompute") != std::string::npos ? 3.0 / 4
-                                                                                                               : 2.0 / 3;
+  return strategy.find("checkpoint") != std::string::npos || strategy.find("recompute") != std::string::npos ? 3.0 / 4 : 2.0 / 3;
 }
 
 std::vector<ScaledSeries> scale_to_gpus(const GlobalModel& fitted, const std::map<std::string, double>& gradient_bytes,

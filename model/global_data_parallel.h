@@ -28,10 +28,10 @@ double backward_share(const std::string& strategy);
 struct ScaledSeries {
   std::string network, precision, strategy;
   int gpus = 1;
-  std::optional<int> max_batch;               // per GPU
-  std::optional<int> best_batch;              // per GPU
-  std::optional<double> best_samples_per_s;   // of all GPUs
-  std::optional<double> versus_baseline;      // over `none`'s, predicted at the same GPUs
+  std::optional<int> max_batch;                    // per GPU
+  std::optional<int> best_batch;                   // per GPU
+  std::optional<double> best_samples_per_s;        // of all GPUs
+  std::optional<double> versus_baseline;           // over `none`'s, predicted at the same GPUs
   std::optional<double> measured_versus_baseline;  // the measured series', where `fitted` has one
   std::string note;
 };

@@ -29,12 +29,15 @@ using nlohmann::json;
 // A build without Gloo's headers (libgloo-dev) has no collectives to test.
 bool built_with_gloo() { return run_papaya("--version").out.find(", Gloo") != std::string::npos; }
 
-// Networks without dropout: each rank's masks would be drawn apart.
+// Networks without dropout: each rank's masks would be drawn apart. A plan
+// of memory optimizations trains under it as under one process.
 TEST(DataParallel, TwoRanksTrainAsOneProcessAtTheGlobalBatch) {
   if (!built_with_gloo()) GTEST_SKIP() << "built without Gloo";
-  for (const std::string network : {"llama-tiny", "mlp-tiny"}) {
-    const Outcome one = run_papaya("train --network " + network + " --batch 8 --steps 4 --json");
-    const Outcome two = run_papaya("train --network " + network + " --batch 4 --steps 4 --nproc 2 --timeout 60 --json");
+  for (const auto& [network, plan] :
+       {std::pair{"llama-tiny", "keep"}, std::pair{"mlp-tiny", "keep"}, std::pair{"llama-tiny", "recompute-all+invert"}}) {
+    const std::string common = std::string("train --network ") + network + " --plan " + plan + " --steps 4 --json";
+    const Outcome one = run_papaya(common + " --batch 8");
+    const Outcome two = run_papaya(common + " --batch 4 --nproc 2 --timeout 60");
     ASSERT_EQ(one.code, 0) << one.err;
     ASSERT_EQ(two.code, 0) << two.err;
     const json a = json::parse(one.out), b = json::parse(two.out);
@@ -46,7 +49,7 @@ TEST(DataParallel, TwoRanksTrainAsOneProcessAtTheGlobalBatch) {
     ASSERT_EQ(a["losses"].size(), b["losses"].size());
     for (size_t i = 0; i < a["losses"].size(); ++i) {
       const double single = a["losses"][i], parallel = b["losses"][i];
-      EXPECT_NEAR(parallel, single, 1e-5 * std::abs(single)) << network << " step " << i + 1;
+      EXPECT_NEAR(parallel, single, 1e-5 * std::abs(single)) << network << " " << plan << " step " << i + 1;
     }
   }
 }
@@ -172,9 +175,15 @@ TEST(DataParallel, AKilledRankEndsTheJob) {
 // bandwidth fitted (how well a loopback follows a line is this machine's).
 TEST(DataParallel, ProfileCommFitsTheLinkBetweenRanks) {
   if (!built_with_gloo()) GTEST_SKIP() << "built without Gloo";
-  const Outcome run = run_papaya("profile --comm --nproc 2 --timeout 60 --json");
+  const TempDir dir("papaya-comm");
+  const Outcome run = run_papaya("profile --comm --nproc 2 --timeout 60 --json --out " + dir.path("link.json"));
   ASSERT_EQ(run.code, 0) << run.err;
   const json doc = json::parse(run.out);
+  // The link file it writes is what --link takes: its figures are the fit's.
+  const json link = json::parse(std::ifstream(dir.path("link.json")));
+  EXPECT_NEAR(link["bandwidth_gbs"].get<double>() * 1e9, doc["bytes_per_s"].get<double>(),
+              1e-6 * doc["bytes_per_s"].get<double>());
+  EXPECT_EQ(link["measured"]["samples"].size(), 8u);
   EXPECT_EQ(doc["ranks"], 2);
   ASSERT_EQ(doc["samples"].size(), 8u);  // 4 KiB to 64 MiB
   for (const auto& s : doc["samples"]) EXPECT_GT(s["seconds"].get<double>(), 0) << s.dump();
@@ -186,7 +195,7 @@ TEST(DataParallel, ProfileCommFitsTheLinkBetweenRanks) {
 }
 
 TEST(DataParallel, BadRequestsFailBeforeAnyRankStarts) {
-  expect_input_error("train --nproc 2 --plan auto", "--plan auto");
+  expect_input_error("train --nproc 2 --plan auto", "recommend --gpus");
   expect_input_error("train --nproc 2 --network no-such-net", "no-such-net");
 }
 

@@ -47,7 +47,8 @@ TEST_F(ScaleToGpus, AFreeLinkMultipliesSamplesAndKeepsTheRatio) {
 TEST_F(ScaleToGpus, ASlowLinkMakesTheLargerBatchPay) {
   // About the step of `none` at its b*: the exchange hides behind a larger batch's longer backward.
   const LinkFit slow{1e-4, 1 * kGiB / 0.3, std::nullopt};
-  const auto two = scale_to_gpus(fitted, {{"net", gradients}}, slow, {2}), eight = scale_to_gpus(fitted, {{"net", gradients}}, slow, {8});
+  const auto two = scale_to_gpus(fitted, {{"net", gradients}}, slow, {2}),
+             eight = scale_to_gpus(fitted, {{"net", gradients}}, slow, {8});
   EXPECT_GT(*two[1].versus_baseline, 1);
   EXPECT_GT(*eight[1].versus_baseline, *two[1].versus_baseline);  // more GPUs, more on the wire: pays off more
   EXPECT_FALSE(two[0].measured_versus_baseline);                  // no measured series at 2 GPUs
