@@ -297,6 +297,7 @@ void register_train(CLI::App& app) {
     }
     if (!args->run.world && args->nproc > 1) {
       check_train_run(args->run);  // bad input fails once, before any rank starts
+      check_rank_devices(args->run, args->nproc);
       return launch_ranks(args->nproc);
     }
     if (args->run.world && args->nproc > 1 && args->run.world->size != args->nproc) {

@@ -4,6 +4,7 @@
 
 #include "cli/resumed_run.h"
 #include "executor/device.h"
+#include "executor/distributed/collectives.h"
 #include "executor/distributed/data_parallel.h"
 #include "executor/plan_apply.h"
 #include "executor/precision.h"
@@ -29,6 +30,22 @@ void check_train_run(const TrainRun& run) {
   model::load_network_config(run.network, run.seq_len);
 }
 
+void check_rank_devices(const TrainRun& run, int ranks_here) {
+  if (!executor::resolve_device(run.device).is_cuda()) return;
+  if (!executor::Collectives::nccl_available()) {
+    throw InputError("data-parallel ranks on --device " + run.device +
+                     ": this papaya is built without NCCL (LibTorch with CUDA and nccl.h); train them on the CPU");
+  }
+  if (run.device != "cuda") {
+    throw InputError("--device " + run.device + " with data-parallel ranks: each rank takes cuda:LOCAL_RANK; give --device cuda");
+  }
+  const int gpus = static_cast<int>(torch::cuda::device_count());
+  if (ranks_here > gpus) {
+    throw InputError(std::to_string(ranks_here) + " ranks on this host, " + std::to_string(gpus) +
+                     " GPUs: each rank takes one of its own");
+  }
+}
+
 executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& callbacks) {
   const torch::Device device = executor::resolve_device(given.device);
   // A state is read twice: here, for the run it describes, and once the
@@ -42,16 +59,17 @@ executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& cal
     progress = state.progress();
   }
   const TrainRun run = given.resume.empty() ? given : resumed_run(given, recorded, progress.steps_done);
-  if (run.world && device.is_cuda()) {
-    throw InputError("--nproc with --device " + run.device +
-                     ": data parallelism over NCCL is not built yet; ranks train on the CPU");
-  }
+  // A rank on CUDA takes the GPU of its place on the host, as torchrun's LOCAL_RANK says.
+  const bool rank_on_gpu = run.world && device.is_cuda();
+  if (rank_on_gpu) check_rank_devices(run, run.world->local_rank + 1);
+  const std::string rank_device = rank_on_gpu ? "cuda:" + std::to_string(run.world->local_rank) : run.device;
   // The ranks meet before anything is built: one that never comes fails fast.
   const auto collectives = run.world ? std::make_unique<executor::Collectives>(
-                                           *run.world, std::chrono::milliseconds(static_cast<int64_t>(run.timeout_s * 1000)))
+                                           *run.world, std::chrono::milliseconds(static_cast<int64_t>(run.timeout_s * 1000)),
+                                           executor::resolve_device(rank_device))
                                      : nullptr;
   executor::SessionOptions session_options;
-  session_options.device = run.device;
+  session_options.device = rank_device;
   session_options.precision = run.precision;
   session_options.data = run.data;
   session_options.seed = run.seed;

@@ -75,6 +75,10 @@ struct TrainCallbacks {
 // machine), the precision and the network config (or the state to resume).
 // Throws InputError.
 void check_train_run(const TrainRun& run);
+// Data-parallel ranks on a CUDA device (nothing to check on a CPU): a build
+// with NCCL, --device cuda (each rank takes cuda:LOCAL_RANK) and a GPU for
+// each of the `ranks_here` ranks of this host. Throws InputError.
+void check_rank_devices(const TrainRun& run, int ranks_here);
 
 // Trains as `run` says. The report's losses are the whole run's (a resumed
 // state's first). Throws InputError for bad input (the checks above, a plan

@@ -4,6 +4,10 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #endif
+#ifdef PAPAYA_NCCL
+#include <c10/cuda/CUDAFunctions.h>
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
 
 #include "model/error.h"
 
@@ -12,10 +16,24 @@ namespace papaya::executor {
 #ifdef PAPAYA_GLOO
 struct Collectives::Group {
   c10::intrusive_ptr<c10d::Store> store;
-  c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo;
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo;  // CPU tensors
+#ifdef PAPAYA_NCCL
+  c10::intrusive_ptr<c10d::ProcessGroupNCCL> nccl;  // CUDA tensors
+#endif
+  // `call` on the group the job uses: the two share their collectives'
+  // signatures (1.13's ProcessGroup, 2.x's Backend), not a base class.
+  template <typename Call>
+  c10::intrusive_ptr<c10d::Work> run(Call call) {
+#ifdef PAPAYA_NCCL
+    if (nccl) return call(*nccl);
+#endif
+    return call(*gloo);
+  }
 };
 
 namespace {
+
+std::string rank_of(const World& world) { return "rank " + std::to_string(world.rank) + " of " + std::to_string(world.size); }
 
 // c10d's errors (a peer's socket closed, a timeout) end the job with one line.
 void wait_for(const c10::intrusive_ptr<c10d::Work>& work, const World& world, const char* what) {
@@ -23,7 +41,7 @@ void wait_for(const c10::intrusive_ptr<c10d::Work>& work, const World& world, co
     work->wait();
   } catch (const std::exception& e) {
     const std::string message = e.what();
-    throw InputError("rank " + std::to_string(world.rank) + " of " + std::to_string(world.size) + ": " + what +
+    throw InputError(rank_of(world) + ": " + what +
                      " failed (a rank has gone or is too slow): " + message.substr(0, message.find('\n')));
   }
 }
@@ -35,15 +53,23 @@ void collective(const World& world, const char* what, Run run) {
     work = run();
   } catch (const std::exception& e) {
     const std::string message = e.what();
-    throw InputError("rank " + std::to_string(world.rank) + " of " + std::to_string(world.size) + ": " + what +
-                     " failed: " + message.substr(0, message.find('\n')));
+    throw InputError(rank_of(world) + ": " + what + " failed: " + message.substr(0, message.find('\n')));
   }
   wait_for(work, world, what);
 }
 
 }  // namespace
 
-Collectives::Collectives(const World& world, std::chrono::milliseconds timeout) : world_(world), group_(new Group) {
+Collectives::Collectives(const World& world, std::chrono::milliseconds timeout, torch::Device device)
+    : world_(world), device_(device), group_(new Group) {
+#ifndef PAPAYA_NCCL
+  if (device.is_cuda()) {
+    throw InputError(rank_of(world) +
+                     ": this papaya is built without NCCL (LibTorch with CUDA and nccl.h): no "
+                     "data-parallel training on " +
+                     device.str());
+  }
+#endif
   try {
     c10d::TCPStoreOptions options;
     options.port = static_cast<uint16_t>(world.master_port);
@@ -52,13 +78,21 @@ Collectives::Collectives(const World& world, std::chrono::milliseconds timeout) 
     options.waitWorkers = true;
     options.timeout = timeout;
     group_->store = c10::make_intrusive<c10d::TCPStore>(world.master_addr, options);
+#ifdef PAPAYA_NCCL
+    if (device.is_cuda()) {
+      c10::cuda::set_device(device.index());  // NCCL's communicator is the current device's
+      auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
+      nccl_options->timeout = timeout;
+      group_->nccl = c10::make_intrusive<c10d::ProcessGroupNCCL>(group_->store, world.rank, world.size, nccl_options);
+      return;
+    }
+#endif
     auto gloo_options = c10d::ProcessGroupGloo::Options::create(timeout);
     gloo_options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(world.master_addr));
     group_->gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(group_->store, world.rank, world.size, gloo_options);
   } catch (const std::exception& e) {
     const std::string message = e.what();
-    throw InputError("rank " + std::to_string(world.rank) + " of " + std::to_string(world.size) + ": joining the job at " +
-                     world.master_addr + ":" + std::to_string(world.master_port) +
+    throw InputError(rank_of(world) + ": joining the job at " + world.master_addr + ":" + std::to_string(world.master_port) +
                      " failed: " + message.substr(0, message.find('\n')));
   }
 }
@@ -66,34 +100,44 @@ Collectives::Collectives(const World& world, std::chrono::milliseconds timeout) 
 Collectives::~Collectives() = default;
 
 void Collectives::allreduce_sum(std::vector<torch::Tensor>& tensors) {
-  collective(world_, "allreduce", [&] { return group_->gloo->allreduce(tensors); });
+  collective(world_, "allreduce", [&] { return group_->run([&](auto& group) { return group.allreduce(tensors); }); });
 }
 
 Collectives::Pending Collectives::start_allreduce_sum(std::vector<torch::Tensor>& tensors) {
-  const auto work = group_->gloo->allreduce(tensors);
+  const auto work = group_->run([&](auto& group) { return group.allreduce(tensors); });
   return Pending([work, world = world_] { wait_for(work, world, "allreduce"); });
 }
 
 void Collectives::allreduce_max(std::vector<torch::Tensor>& tensors) {
   c10d::AllreduceOptions options;
   options.reduceOp = c10d::ReduceOp::MAX;
-  collective(world_, "allreduce", [&] { return group_->gloo->allreduce(tensors, options); });
+  collective(world_, "allreduce", [&] { return group_->run([&](auto& group) { return group.allreduce(tensors, options); }); });
 }
 
 void Collectives::broadcast(std::vector<torch::Tensor>& tensors, int root) {
   c10d::BroadcastOptions options;
   options.rootRank = root;
-  collective(world_, "broadcast", [&] { return group_->gloo->broadcast(tensors, options); });
+  collective(world_, "broadcast", [&] { return group_->run([&](auto& group) { return group.broadcast(tensors, options); }); });
 }
 
 bool Collectives::available() { return true; }
+
+bool Collectives::nccl_available() {
+#ifdef PAPAYA_NCCL
+  return true;
+#else
+  return false;
+#endif
+}
 
 #else
 struct Collectives::Group {};
 
 bool Collectives::available() { return false; }
 
-Collectives::Collectives(const World& world, std::chrono::milliseconds) : world_(world) {
+bool Collectives::nccl_available() { return false; }
+
+Collectives::Collectives(const World& world, std::chrono::milliseconds, torch::Device device) : world_(world), device_(device) {
   throw InputError("rank " + std::to_string(world.rank) +
                    ": this papaya is built without Gloo (Debian's libgloo-dev): no data-parallel training");
 }

@@ -1,8 +1,9 @@
 #pragma once
 // The collectives of a data-parallel job, over LibTorch's c10d: a TCP store
-// at the master's address and a Gloo process group (CPU tensors). One adapter
-// over LibTorch 1.13's ProcessGroup and 2.x's Backend, whose collectives have
-// the same signatures; the c10d headers stay in the .cpp.
+// at the master's address and a Gloo process group (CPU tensors) or, for a
+// CUDA device, an NCCL one (one GPU per rank). One adapter over LibTorch
+// 1.13's ProcessGroup and 2.x's Backend, whose concrete groups have the same
+// collective signatures; the c10d headers stay in the .cpp.
 #include <torch/torch.h>
 
 #include <chrono>
@@ -17,16 +18,21 @@ namespace papaya::executor {
 class Collectives {
  public:
   // Joins the job: waits up to `timeout` for every rank, and gives each
-  // collective as long. Throws InputError if the ranks do not all come.
-  Collectives(const World& world, std::chrono::milliseconds timeout);
+  // collective as long. The tensors it moves live on `device` (a CUDA
+  // device: NCCL, made the current one). Throws InputError if the ranks do
+  // not all come, or this build lacks the device's backend.
+  Collectives(const World& world, std::chrono::milliseconds timeout, torch::Device device = torch::kCPU);
   ~Collectives();
   Collectives(const Collectives&) = delete;
   Collectives& operator=(const Collectives&) = delete;
 
   const World& world() const { return world_; }
+  torch::Device device() const { return device_; }
   // Whether this build has Gloo's process group (libgloo-dev's headers were
-  // found): without it, the constructor throws.
+  // found), and NCCL's (LibTorch with CUDA and nccl.h): without the one a
+  // device needs, the constructor throws.
   static bool available();
+  static bool nccl_available();
 
   // In place, over every rank. Throw InputError where a rank has gone or
   // the timeout passed: the job cannot go on.
@@ -51,6 +57,7 @@ class Collectives {
  private:
   struct Group;
   World world_;
+  torch::Device device_;
   std::unique_ptr<Group> group_;
 };
 

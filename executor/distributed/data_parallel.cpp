@@ -137,7 +137,7 @@ std::vector<std::vector<torch::Tensor>> shards(const Network& network, int ranks
 }
 
 double DataParallel::mean(double value) {
-  std::vector<torch::Tensor> t{torch::tensor({value}, torch::kDouble)};
+  std::vector<torch::Tensor> t{torch::tensor({value}, torch::dtype(torch::kDouble).device(collectives_.device()))};
   collectives_.allreduce_sum(t);
   return t[0].item<double>() / collectives_.world().size;
 }
@@ -145,9 +145,10 @@ double DataParallel::mean(double value) {
 std::vector<std::vector<double>> DataParallel::gather(const std::vector<double>& values) {
   const World& w = collectives_.world();
   const int64_t n = static_cast<int64_t>(values.size());
-  std::vector<torch::Tensor> table{torch::zeros({w.size, n}, torch::kDouble)};
+  std::vector<torch::Tensor> table{torch::zeros({w.size, n}, torch::dtype(torch::kDouble).device(collectives_.device()))};
   table[0][w.rank].copy_(torch::tensor(values, torch::kDouble));
   collectives_.allreduce_sum(table);
+  table[0] = table[0].cpu();
   std::vector<std::vector<double>> rows(static_cast<size_t>(w.size));
   for (int r = 0; r < w.size; ++r) {
     for (int64_t i = 0; i < n; ++i) rows[static_cast<size_t>(r)].push_back(table[0][r][i].item<double>());

@@ -197,6 +197,7 @@ TEST(DataParallel, ProfileCommFitsTheLinkBetweenRanks) {
 TEST(DataParallel, BadRequestsFailBeforeAnyRankStarts) {
   expect_input_error("train --nproc 2 --plan auto", "recommend --gpus");
   expect_input_error("train --nproc 2 --network no-such-net", "no-such-net");
+  expect_input_error("train --nproc 2 --device cuda", "cuda");  // a CPU build, or no NCCL, or too few GPUs
 }
 
 }  // namespace

@@ -119,5 +119,30 @@ TEST(DataParallel, ZeroOneIsPlainDataParallelismWithHalfTheOptimizerState) {
   for (size_t r = 0; r < 2; ++r) EXPECT_LE(std::abs(2 * sharded[r].optimizer_bytes - plain[0].optimizer_bytes), 2 * largest) << r;
 }
 
+// NCCL, on the one GPU a device machine has: a job of one rank on cuda:0
+// joins, sums and broadcasts in place, and averaging over it leaves the
+// gradients as backward made them.
+TEST(DataParallel, OneRankOverNcclOnAGpu) {
+  if (!Collectives::nccl_available() || !torch::cuda::is_available()) GTEST_SKIP() << "no NCCL build or no CUDA device";
+  World world;
+  world.master_port = free_loopback_port();
+  Collectives collectives(world, std::chrono::seconds(60), torch::Device(torch::kCUDA, 0));
+  std::vector<torch::Tensor> t{torch::arange(8, torch::dtype(torch::kFloat).device(torch::kCUDA))};
+  collectives.allreduce_sum(t);
+  collectives.broadcast(t, 0);
+  EXPECT_TRUE(torch::equal(t[0].cpu(), torch::arange(8, torch::kFloat)));
+  const auto config = testing::tiny_config("llama-tiny");
+  auto network = testing::planned(config, "keep").network;
+  network->to(torch::kCUDA);
+  DataParallel parallel(collectives, *network, 4096);
+  network->loss(make_synthetic_data(config, torch::kCUDA, 0)->next(rank_batch)).backward();
+  std::vector<torch::Tensor> before;
+  for (const auto& p : network->parameters()) before.push_back(p.grad().clone());
+  parallel.average_gradients();
+  const auto after = network->parameters();
+  for (size_t i = 0; i < before.size(); ++i) EXPECT_TRUE(torch::equal(after[i].grad(), before[i])) << i;
+  EXPECT_DOUBLE_EQ(parallel.mean(2.5), 2.5);
+}
+
 }  // namespace
 }  // namespace papaya::executor
