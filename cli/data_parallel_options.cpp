@@ -26,7 +26,9 @@ void check_data_parallel(const DataParallelArgs& args) {
     if (!args.link.empty()) model::load_link(args.link);
     return;
   }
-  if (args.zero) throw InputError("--zero " + std::to_string(*args.zero) + " shards across GPUs: give --gpus 2 or more");
+  if (args.zero && *args.zero > 0) {
+    throw InputError("--zero " + std::to_string(*args.zero) + " shards across GPUs: give --gpus 2 or more");
+  }
   if (!args.link.empty()) throw InputError("--link " + args.link + " joins GPUs: give --gpus 2 or more");
 }
 

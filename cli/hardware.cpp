@@ -1,8 +1,11 @@
 // papaya hardware: the hardware catalog.
 #include "model/hardware.h"
+
+#include <algorithm>
 #include "cli/commands.h"
 #include "cli/report.h"
 #include "cli/table.h"
+#include "model/link_catalog.h"
 #include "model/units.h"
 
 namespace papaya::cli {
@@ -10,7 +13,7 @@ namespace {
 
 std::string tflops(const std::optional<double>& flops) { return flops ? fixed(*flops / 1e12, 1) : "-"; }
 
-nlohmann::json spec_json(const model::HardwareSpec& h) {
+nlohmann::json spec_json(const model::HardwareSpec& h, const model::LinkSpec& interconnect) {
   nlohmann::json peak;
   for (const auto& [dtype, flops] : h.peak_flops) peak[dtype] = flops ? nlohmann::json(*flops) : nlohmann::json();
   return {{"name", h.name},
@@ -23,45 +26,65 @@ nlohmann::json spec_json(const model::HardwareSpec& h) {
           {"host_link", h.host_link},
           {"h2d_bytes_per_s", h.h2d_bandwidth},
           {"d2h_bytes_per_s", h.d2h_bandwidth},
+          {"interconnect", h.interconnect},
+          {"interconnect_bytes_per_s", interconnect.fit.bytes_per_s},
+          {"interconnect_latency_s", interconnect.fit.latency_s},
           {"sources", h.sources}};
 }
 
 struct Catalog {
   std::vector<model::HardwareSpec> entries;
-  bool sources = false;  // print each figure's datasheet too
+  std::vector<model::LinkSpec> links;  // configs/links
+  bool sources = false;                // print each figure's datasheet too
+
+  const model::LinkSpec& link(const std::string& name) const {
+    return *std::find_if(links.begin(), links.end(), [&](const auto& l) { return l.name == name; });
+  }
 };
 
 void to_json(nlohmann::json& out, const Catalog& c) {
   out = nlohmann::json::array();
-  for (const auto& h : c.entries) out.push_back(spec_json(h));
+  for (const auto& h : c.entries) out.push_back(spec_json(h, c.link(h.interconnect)));
 }
 
 void print_text(std::ostream& out, const Catalog& c) {
   Table table({"hardware", "memory", "bandwidth GB/s", "fp32 TF/s", "tf32 TF/s", "bf16 TF/s", "fp16 TF/s", "host link",
-               "GB/s per direction"});
+               "GB/s per direction", "interconnect"});
   for (const auto& h : c.entries) {
     table.add_row({h.name, model::format_bytes(h.memory_bytes), fixed(h.memory_bandwidth / 1e9, 0),
                    tflops(h.peak_flops.at("fp32")), tflops(h.peak_flops.at("tf32")), tflops(h.peak_flops.at("bf16")),
-                   tflops(h.peak_flops.at("fp16")), h.host_link, fixed(h.h2d_bandwidth / 1e9, 1)});
+                   tflops(h.peak_flops.at("fp16")), h.host_link, fixed(h.h2d_bandwidth / 1e9, 1), h.interconnect});
   }
   table.print(out);
   out << "TF/s: dense peak (no sparsity); bf16/fp16 on tensor (AMD: matrix) cores with fp32 accumulation, but\n"
-         "P100 fp16: packed half2 on CUDA cores; '-': no such path.\n";
+         "P100 fp16: packed half2 on CUDA cores; '-': no such path.\n"
+         "interconnect: the link its GPUs exchange gradients over in one node (--gpus N prices it):\n\n";
+  Table links({"link", "GB/s a GPU, per direction", "latency us", "between"});
+  for (const auto& l : c.links) {
+    links.add_row({l.name, fixed(l.fit.bytes_per_s / 1e9, 2), fixed(l.fit.latency_s * 1e6, 0), l.description});
+  }
+  links.print(out);
   if (!c.sources) return;
   for (const auto& h : c.entries) {
     out << "\n" << h.name << "\n";
     for (const auto& [figure, source] : h.sources) out << "  " << figure << ": " << source << "\n";
+  }
+  for (const auto& l : c.links) {
+    out << "\n" << l.name << "\n";
+    for (const auto& [figure, source] : l.sources) out << "  " << figure << ": " << source << "\n";
   }
 }
 
 }  // namespace
 
 void register_hardware(CLI::App& app) {
-  auto* cmd = app.add_subcommand("hardware", "List the hardware catalog (configs/hardware): datasheet figures and sources.");
+  auto* cmd = app.add_subcommand(
+      "hardware",
+      "List the hardware catalog (configs/hardware) and the links between GPUs (configs/links): datasheet figures and sources.");
   const auto output = add_output_options(cmd);
   auto sources = std::make_shared<bool>(false);
   cmd->add_flag("--sources", *sources, "Also print the datasheet each figure comes from");
-  cmd->callback([output, sources] { show(Catalog{model::hardware_catalog(), *sources}, *output); });
+  cmd->callback([output, sources] { show(Catalog{model::hardware_catalog(), model::link_catalog(), *sources}, *output); });
 }
 
 }  // namespace papaya::cli

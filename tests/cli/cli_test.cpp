@@ -118,8 +118,11 @@ TEST(Cli, SeqLenSetsTheTrainedSequence) {
 TEST(Cli, HardwareListsTheCatalog) {
   Outcome run = run_papaya("hardware --json");
   ASSERT_EQ(run.code, 0) << run.err;
-  EXPECT_EQ(json::parse(run.out).size(), 17u);
+  const json entries = json::parse(run.out);
+  EXPECT_EQ(entries.size(), 17u);
+  for (const auto& h : entries) EXPECT_GT(h["interconnect_bytes_per_s"].get<double>(), 0) << h["name"];
   run = run_papaya("hardware --sources");
+  EXPECT_NE(run.out.find("NVLink-2\n  bandwidth: NVIDIA Tesla V100 GPU datasheet"), std::string::npos);
   EXPECT_NE(run.out.find("datasheet"), std::string::npos);
   EXPECT_NE(run.out.find("K80\n  host_link: NVIDIA Tesla K80 GPU Accelerator board specification"), std::string::npos);
   EXPECT_NE(run.out.find("MI300X\n  host_link: AMD Instinct MI300X accelerator data sheet"), std::string::npos);
