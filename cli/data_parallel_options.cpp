@@ -17,8 +17,8 @@ void add_data_parallel_options(CLI::App* cmd, DataParallelArgs& args, bool choos
                       (chooses_stage ? "; default: the fastest that fits" : "; default: 0"))
       ->check(CLI::Range(0, 3));
   cmd->add_option("--link", args.link,
-                  "With --gpus: the link between the GPUs, a catalog entry (" + model::link_names() +
-                      ") or a file from papaya profile --comm --out; default: the hardware's interconnect");
+                  "With --gpus: the link between the GPUs, a catalog entry (papaya hardware lists them: NVLink-4, PCIe-4-x16, "
+                  "InfiniBand-NDR, ...) or a file from papaya profile --comm --out; default: the hardware's interconnect");
 }
 
 void check_data_parallel(const DataParallelArgs& args) {
