@@ -283,6 +283,9 @@ AtBatch::AtBatch(std::shared_ptr<const Index> shared, int64_t batch_size) : inde
   for (double& bytes : keep_bytes) bytes += shift;
   optimizer_peak_bytes += shift;
   if (world.zero_stage >= 1) optimizer_s /= world.ranks;
+  if (world.active() && (world.zero_stage == 1 || world.zero_stage == 2)) {
+    parameter_gather_s = world.link.gather_seconds(whole_static(model).weights, world.ranks);
+  }
 }
 
 }  // namespace papaya::model::plan_space

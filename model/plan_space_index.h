@@ -133,6 +133,7 @@ struct AtBatch {
   std::vector<SegmentAtBatch> segments;
   double lm_head_chunk_batch = 0;  // the samples whose rows make one chunk of the LM head
   double optimizer_s = 0, rest_s = 0, unattributed_bytes = 0;
+  double parameter_gather_s = 0;    // ZeRO-1 and -2: the parameters gathered after the optimizer's step
   double optimizer_peak_bytes = 0;  // whatever the plan: activations are gone by then
 
   const Target& target() const { return index->target; }

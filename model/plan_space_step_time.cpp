@@ -89,13 +89,6 @@ double overlapped_seconds(const Target& target, const std::vector<LayerStep>& la
   return exchange.active() ? std::max(clock, exchange.drain(clock)) : clock;
 }
 
-// Under ZeRO-1 and -2 each rank updates its shard: the parameters are gathered after the step.
-double parameter_gather_seconds(const AtBatch& at) {
-  const DataParallel& world = at.target().data_parallel;
-  if (!world.active() || world.zero_stage < 1 || world.zero_stage > 2) return 0;
-  return world.link.gather_seconds(whole_static(*at.index->model).weights, world.ranks);
-}
-
 }  // namespace
 
 double step_seconds(const AtBatch& at, const Held& h) {
@@ -121,7 +114,7 @@ double step_seconds(const AtBatch& at, const Held& h) {
     if (h.recomputed[s]) step(ix.segments[s].last_layer).backward_s += at.segments[s].recompute_s;
   }
   if (h.lm_head_recomputed) step(ix.lm_head.layer).backward_s += at.layer(ix.lm_head.layer).forward_s;
-  return overlapped_seconds(at.target(), layers) + at.optimizer_s + parameter_gather_seconds(at) + at.rest_s;
+  return overlapped_seconds(at.target(), layers) + at.optimizer_s + at.parameter_gather_s + at.rest_s;
 }
 
 }  // namespace papaya::model::plan_space

@@ -5,8 +5,7 @@
 
 namespace papaya::executor {
 
-DataParallel::DataParallel(Collectives& collectives, Network& network, int64_t bucket_bytes)
-    : collectives_(collectives), shards_(shards(network, collectives.world().size)) {
+DataParallel::DataParallel(Collectives& collectives, Network& network, int64_t bucket_bytes) : collectives_(collectives) {
   const auto parameters = network.parameters();
   int64_t bytes = bucket_bytes;
   for (auto it = parameters.rbegin(); it != parameters.rend(); ++it) {
@@ -21,8 +20,9 @@ DataParallel::DataParallel(Collectives& collectives, Network& network, int64_t b
     bytes += static_cast<int64_t>(it->nbytes());
   }
   std::unordered_map<const void*, int> owners;  // parameter -> the rank whose shard it is in
-  for (size_t r = 0; r < shards_.size(); ++r) {
-    for (const auto& p : shards_[r]) owners[p.unsafeGetTensorImpl()] = static_cast<int>(r);
+  const auto by_rank = shards(network, collectives.world().size);
+  for (size_t r = 0; r < by_rank.size(); ++r) {
+    for (const auto& p : by_rank[r]) owners[p.unsafeGetTensorImpl()] = static_cast<int>(r);
   }
   for (Bucket& bucket : buckets_) {
     for (const auto& p : bucket.parameters) bucket.owners.push_back(owners.at(p.unsafeGetTensorImpl()));

@@ -63,7 +63,6 @@ class DataParallel {
   Collectives& collectives_;
   std::vector<Bucket> buckets_;
   std::vector<std::pair<torch::Tensor, unsigned>> hooks_;
-  std::vector<std::vector<torch::Tensor>> shards_;  // by rank (ZeRO-1)
   int sent_during_backward_ = 0;
 };
 
