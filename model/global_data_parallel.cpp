@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace papaya::model {
 namespace {
@@ -36,12 +37,28 @@ std::vector<ScaledSeries> scale_to_gpus(const GlobalModel& fitted, const std::ma
       s.max_batch = max_batch_on_gpus(one, g->second, s.note);
       const double all = link.seconds(g->second, n), last = link.seconds(std::min(g->second, bucket_bytes), n);
       const double share = backward_share(one.strategy);
-      if (s.max_batch && one.time_linear) {
-        for (int b = 1; b <= *s.max_batch; ++b) {
-          const double t = one.iteration_s(b);
+      if (s.max_batch && *s.max_batch >= 1 && one.time_linear) {
+        // The exposed exchange is X - h T(b) up to the batch where it falls to
+        // the last bucket's, that after: one more break in the step's line.
+        std::vector<double> candidates = one.rate_candidates(*s.max_batch);
+        int lo = 1, hi = *s.max_batch;  // the first batch whose exposed exchange is the last bucket's
+        while (lo < hi) {
+          const int mid = lo + (hi - lo) / 2;
+          if (all - share * one.iteration_s(mid) <= last) {
+            hi = mid;
+          } else {
+            lo = mid + 1;
+          }
+        }
+        candidates.insert(candidates.end(), {static_cast<double>(lo - 1), static_cast<double>(lo)});
+        for (const double b : candidates) {
+          const double t = b >= 1 && b <= *s.max_batch ? one.iteration_s(b) : 0;
           if (t <= 0) continue;
           const double rate = n * b / (t + std::max(last, all - share * t));
-          if (!s.best_samples_per_s || rate > *s.best_samples_per_s) s.best_samples_per_s = rate, s.best_batch = b;
+          if (!s.best_samples_per_s || rate > *s.best_samples_per_s) {
+            s.best_samples_per_s = rate;
+            s.best_batch = static_cast<int>(b);
+          }
         }
       }
       out.push_back(s);

@@ -103,15 +103,7 @@ void find_best(const MeasuredSeries& series, SeriesFit& fit) {
     return;
   }
   if (!fit.time_linear) return;
-  // T is linear on each side of the knee, so b / T(b) is monotonic there: the
-  // best batch is 1, b*, or next to the knee a/k.
-  std::vector<double> candidates = {1.0, static_cast<double>(limit)};
-  if (fit.time_max && fit.time_max->curve.per_sample > 0) {
-    const double knee = fit.time_max->curve.floor / fit.time_max->curve.per_sample;
-    candidates.push_back(std::floor(knee));
-    candidates.push_back(std::ceil(knee));
-  }
-  for (double b : candidates) {
+  for (double b : fit.rate_candidates(limit)) {
     if (b < 1 || b > limit || fit.iteration_s(b) <= 0) continue;
     const double rate = b / fit.iteration_s(b);
     if (!fit.best_samples_per_s || rate > *fit.best_samples_per_s) {
@@ -211,6 +203,16 @@ std::optional<SeriesFit::Ratio> SeriesFit::versus_baseline() const {
     return Ratio{*best_measured_samples_per_s / *v.baseline_best_measured_samples_per_s, true};
   }
   return std::nullopt;
+}
+
+std::vector<double> SeriesFit::rate_candidates(int limit) const {
+  std::vector<double> candidates = {1.0, static_cast<double>(limit)};
+  if (time_max && time_max->curve.per_sample > 0) {
+    const double knee = time_max->curve.floor / time_max->curve.per_sample;
+    candidates.push_back(std::floor(knee));
+    candidates.push_back(std::ceil(knee));
+  }
+  return candidates;
 }
 
 double SeriesFit::iteration_s(double batch) const { return time_max ? time_max->curve.at(batch) : time_linear->curve.at(batch); }

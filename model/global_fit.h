@@ -77,6 +77,10 @@ struct SeriesFit {
   // fitted (4 points or more), else the line.
   std::optional<double> r2_time() const;
   double iteration_s(double batch) const;  // needs a time model
+  // The batches in 1..limit where b / T(b) can be largest: T is linear on
+  // each side of the knee of max(a, k*b) + c, so the ends and the batches
+  // either side of the knee.
+  std::vector<double> rate_candidates(int limit) const;
 };
 
 struct GlobalModel {

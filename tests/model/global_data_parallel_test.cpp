@@ -54,6 +54,29 @@ TEST_F(ScaleToGpus, ASlowLinkMakesTheLargerBatchPay) {
   EXPECT_FALSE(two[0].measured_versus_baseline);                  // no measured series at 2 GPUs
 }
 
+// The best batch is found at the step's breaks, not by trying every batch:
+// the same as trying every one, for links that hide all, some or none of it,
+// and for a fitted step whose line has a negative intercept (the rate then
+// falls past a break: PAPAYA's own fits have some).
+TEST_F(ScaleToGpus, TheBestBatchIsEveryBatchsBest) {
+  for (const double intercept : {0.01, -0.15}) {
+    fitted.series[0].time_max = RobustFit<SaturatingCurve>{{0.2, 0.004, intercept}};  // latency-bound below batch 50
+    for (const double seconds : {0.0, 0.04, 0.3, 3.0}) {                              // the whole exchange
+      const LinkFit link{0, seconds > 0 ? gradients / seconds : std::numeric_limits<double>::infinity(), std::nullopt};
+      for (const ScaledSeries& s : scale_to_gpus(fitted, {{"net", gradients}}, link, {4})) {
+        const SeriesFit& one = s.strategy == "none" ? fitted.series[0] : fitted.series[1];
+        const double all = link.seconds(gradients, 4), last = link.seconds(25.0 * kMiB, 4);
+        double best = 0;
+        for (int b = 1; b <= *s.max_batch; ++b) {
+          const double t = one.iteration_s(b);
+          best = std::max(best, 4 * b / (t + std::max(last, all - backward_share(s.strategy) * t)));
+        }
+        EXPECT_NEAR(*s.best_samples_per_s, best, 1e-9 * best) << s.strategy << " " << seconds << " " << intercept;
+      }
+    }
+  }
+}
+
 TEST_F(ScaleToGpus, ANetworkWithoutGradientBytesIsLeftOut) {
   EXPECT_TRUE(scale_to_gpus(fitted, {{"other", gradients}}, {}, {2}).empty());
 }
