@@ -78,19 +78,19 @@ void to_json(nlohmann::json& out, const Limits& l) {
 }
 
 void print_text(std::ostream& out, const Limits& l) {
-  const std::string world = data_parallel_text(l.targets.front().data_parallel);
+  const bool data_parallel = l.targets.front().data_parallel.active();
   out << "papaya limits: " << l.network << " (" << l.precision << ", profiled on " << l.profiled_on
       << "): largest batch (samples/s there), budget " << l.budget_text << "\n";
   for (const auto& t : l.targets) {
     if (t.data_parallel.active()) out << "data parallel: " << t.name << data_parallel_text(t.data_parallel) << "\n";
   }
-  if (!world.empty()) out << "batch and memory per GPU, samples/s of all GPUs\n";
+  if (data_parallel) out << "batch and memory per GPU, samples/s of all GPUs\n";
   out << "weights, gradients and AdamW state: " << model::format_bytes(l.static_bytes);
   if (l.parameters) {
     out << " (" << fixed(l.static_bytes / static_cast<double>(*l.parameters), 1) << " bytes x " << *l.parameters
         << " parameters)";
   }
-  if (!world.empty()) out << "; per GPU: " << model::format_bytes(l.static_bytes_per_gpu);
+  if (data_parallel) out << "; per GPU: " << model::format_bytes(l.static_bytes_per_gpu);
   out << "\n";
   std::vector<std::string> header = {"strategy"};
   for (const auto& t : l.targets) header.push_back(t.name);
