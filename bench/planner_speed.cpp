@@ -1,5 +1,5 @@
 // Benchmark (d) of issue 7: how long the planner takes against the number of
-// layers, on synthetic GPT-like models (model/synthetic_profile.h) of
+// layers, on synthetic GPT-like models (tests/support/synthetic_profile.h) of
 // 4 to 60 blocks (48 to 664 layers), on a GPU target with a host link (every
 // strategy, swapping included) and on the CPU (no swapping). For each:
 //   per-layer @b    search_layers at a fixed batch (the plan space built too)
@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "model/fit_profile.h"
+#include "model/fit/fit_profile.h"
 #include "model/plan.h"
-#include "model/predict.h"
-#include "model/synthetic_profile.h"
+#include "model/plan_space/predict.h"
+#include "tests/support/synthetic_profile.h"
 #include "planner/layer_search.h"
 #include "planner/planner.h"
 

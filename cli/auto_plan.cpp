@@ -4,10 +4,10 @@
 #include <utility>
 
 #include "cli/progress.h"
-#include "model/fit_profile.h"
-#include "model/network_config.h"
-#include "model/parameter_count.h"
-#include "model/sequence_scaling.h"
+#include "model/fit/fit_profile.h"
+#include "model/catalog/network_config.h"
+#include "model/catalog/parameter_count.h"
+#include "model/fit/sequence_scaling.h"
 #include "model/units.h"
 #include "profiler/profiler.h"
 

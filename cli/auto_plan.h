@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "model/layer_model.h"
-#include "model/target.h"
+#include "model/catalog/target.h"
 #include "planner/planner.h"
 
 namespace papaya::cli {
@@ -40,7 +40,7 @@ struct Profiled {
 // Profiles and fits (progress on stderr). A text network whose step at the
 // largest batch would take over a TFLOP (a minute or more on a CPU) is
 // profiled quickly at 16, 32 and 64 tokens and modelled at its length
-// (model/sequence_scaling.h), as stderr says.
+// (model/fit/sequence_scaling.h), as stderr says.
 Profiled profile_and_fit(const AutoPlanRequest& request);
 
 // Plans within the request (progress on stderr), at the ZeRO stage of

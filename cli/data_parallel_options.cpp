@@ -2,8 +2,8 @@
 
 #include "cli/table.h"
 #include "model/error.h"
-#include "model/hardware.h"
-#include "model/link_catalog.h"
+#include "model/catalog/hardware.h"
+#include "model/catalog/link_catalog.h"
 
 namespace papaya::cli {
 

@@ -1,6 +1,6 @@
 #pragma once
 // --gpus N [--zero S] [--link NAME] on predict, limits, plan and recommend:
-// every figure per GPU of N data-parallel ones (model/data_parallel.h), their
+// every figure per GPU of N data-parallel ones (model/parallel/data_parallel.h), their
 // samples/s together.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "model/target.h"
+#include "model/catalog/target.h"
 
 namespace papaya::cli {
 

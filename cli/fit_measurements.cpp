@@ -1,16 +1,16 @@
 // papaya fit --measurements FILE.csv: PAPAYA's global model per series
-// (model/global_fit.h), from runs measured anywhere.
+// (model/fit/global_fit.h), from runs measured anywhere.
 #include <map>
 #include <ostream>
 
 #include "cli/fit_modes.h"
 #include "cli/table.h"
 #include "model/error.h"
-#include "model/global_fit.h"
-#include "model/global_model.h"
+#include "model/fit/global_fit.h"
+#include "model/fit/global_model.h"
 #include "model/json_file.h"
-#include "model/link_catalog.h"
-#include "model/measurements.h"
+#include "model/catalog/link_catalog.h"
+#include "model/fit/measurements.h"
 #include "model/units.h"
 
 namespace papaya::cli {

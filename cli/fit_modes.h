@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "model/fit_profile.h"
-#include "model/global_data_parallel.h"
-#include "model/global_model.h"
+#include "model/fit/fit_profile.h"
+#include "model/fit/global_data_parallel.h"
+#include "model/fit/global_model.h"
 
 namespace papaya::cli {
 
@@ -27,7 +27,7 @@ struct FitOptions {
 
 // papaya fit PROFILE --out FILE (cli/fit_profile.cpp): the model, written to
 // `out`, and how well it reproduces the profile; with --seq-len N and three
-// profiles at other lengths, the model at N (model/sequence_scaling.h), the
+// profiles at other lengths, the model at N (model/fit/sequence_scaling.h), the
 // quality that of the longest profile's fit.
 struct ProfileFitResult {
   std::string profile, out;

@@ -5,8 +5,8 @@
 #include "cli/fit_modes.h"
 #include "cli/table.h"
 #include "model/error.h"
-#include "model/network_config.h"
-#include "model/sequence_scaling.h"
+#include "model/catalog/network_config.h"
+#include "model/fit/sequence_scaling.h"
 #include "model/units.h"
 
 namespace papaya::cli {

@@ -1,11 +1,11 @@
 // papaya hardware: the hardware catalog.
-#include "model/hardware.h"
+#include "model/catalog/hardware.h"
 
 #include <algorithm>
 #include "cli/commands.h"
 #include "cli/report.h"
 #include "cli/table.h"
-#include "model/link_catalog.h"
+#include "model/catalog/link_catalog.h"
 #include "model/units.h"
 
 namespace papaya::cli {

@@ -7,10 +7,10 @@
 #include "cli/report.h"
 #include "cli/table.h"
 #include "model/error.h"
-#include "model/hf_config.h"
+#include "model/catalog/hf_config.h"
 #include "model/json_file.h"
-#include "model/network_config.h"
-#include "model/parameter_count.h"
+#include "model/catalog/network_config.h"
+#include "model/catalog/parameter_count.h"
 #include "model/units.h"
 
 namespace papaya::cli {

@@ -12,10 +12,10 @@
 #include "cli/report.h"
 #include "cli/table.h"
 #include "model/error.h"
-#include "model/hardware.h"
-#include "model/network_config.h"
-#include "model/parameter_count.h"
-#include "model/predict.h"
+#include "model/catalog/hardware.h"
+#include "model/catalog/network_config.h"
+#include "model/catalog/parameter_count.h"
+#include "model/plan_space/predict.h"
 #include "model/units.h"
 
 namespace papaya::cli {

@@ -3,7 +3,7 @@
 // 1024 tokens", "bottleneck 3-4-6-3, 224px", "2 hidden layers".
 #include <string>
 
-#include "model/network_config.h"
+#include "model/catalog/network_config.h"
 
 namespace papaya::cli {
 

@@ -3,8 +3,8 @@
 #include "cli/network_shape.h"
 #include "cli/report.h"
 #include "cli/table.h"
-#include "model/network_config.h"
-#include "model/parameter_count.h"
+#include "model/catalog/network_config.h"
+#include "model/catalog/parameter_count.h"
 #include "model/units.h"
 
 namespace papaya::cli {

@@ -11,8 +11,8 @@
 #include "cli/plot.h"
 #include "cli/prediction_plot.h"
 #include "cli/table.h"
-#include "model/plan_space.h"
-#include "model/predict.h"
+#include "model/plan_space/plan_space.h"
+#include "model/plan_space/predict.h"
 #include "model/units.h"
 
 namespace papaya::cli {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "model/layer_model.h"
-#include "model/target.h"
+#include "model/catalog/target.h"
 #include "planner/planner.h"
 
 namespace papaya::cli {

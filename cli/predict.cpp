@@ -1,7 +1,7 @@
 // papaya predict MODEL --batch B: peak memory, samples/s and the largest batch
 // that fits, for every whole-network plan (or one --plan), on the profiled
 // machine or a catalog entry; --plot draws them against the batch.
-#include "model/predict.h"
+#include "model/plan_space/predict.h"
 #include <algorithm>
 #include "cli/commands.h"
 #include "cli/data_parallel_options.h"

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "model/plan_space.h"
+#include "model/plan_space/plan_space.h"
 #include "model/units.h"
 
 namespace papaya::cli {

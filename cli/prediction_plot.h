@@ -12,7 +12,7 @@
 #include "cli/plot.h"
 #include "model/layer_model.h"
 #include "model/plan.h"
-#include "model/target.h"
+#include "model/catalog/target.h"
 
 namespace papaya::cli {
 

@@ -1,6 +1,6 @@
 #pragma once
 // `papaya profile --comm`: the link between this host's data-parallel ranks,
-// timed and fitted (profiler/comm_link.h, model/link.h).
+// timed and fitted (profiler/comm_link.h, model/parallel/link.h).
 #include <string>
 
 #include "cli/report.h"

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/train_run.h"
-#include "model/network_config.h"
+#include "model/catalog/network_config.h"
 
 namespace papaya::cli {
 

@@ -12,7 +12,7 @@
 #include "executor/trainer.h"
 #include "executor/training_state.h"
 #include "model/error.h"
-#include "model/network_config.h"
+#include "model/catalog/network_config.h"
 
 namespace papaya::cli {
 

@@ -27,7 +27,7 @@
 #include "model/error.h"
 #include "model/median.h"
 #include "model/plan.h"
-#include "model/predict.h"
+#include "model/plan_space/predict.h"
 #include "model/strategy_table.h"
 #include "model/units.h"
 #include "profiler/out_of_memory.h"

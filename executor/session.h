@@ -18,7 +18,7 @@
 #include "executor/precision.h"
 #include "executor/trainer.h"
 #include "model/layout.h"
-#include "model/network_config.h"
+#include "model/catalog/network_config.h"
 
 namespace papaya::executor {
 

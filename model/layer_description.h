@@ -49,6 +49,11 @@ struct LayerDescription {
   double forward_bytes_moved_per_sample = 0;  // analytic: bytes read and written
 };
 
+// A saved tensor's JSON form, in profiles and layer models alike.
+nlohmann::json saved_tensor_to_json(const SavedTensorProfile& t);
+// `doc` has been validated against the document's schema.
+SavedTensorProfile saved_tensor_from_json(const nlohmann::json& doc);
+
 // Writes the description's fields into `out` (a layer's JSON object).
 void add_layer_description_json(const LayerDescription& layer, nlohmann::json& out);
 // `doc` has been validated against the document's schema; `where` names the

@@ -2,7 +2,6 @@
 
 #include "model/error.h"
 #include "model/json_file.h"
-#include "model/saved_tensor_json.h"
 
 namespace papaya::model {
 using nlohmann::json;
@@ -78,11 +77,11 @@ json layer_model_to_json(const LayerModel& m) {
 
 LayerModel layer_model_from_json(const json& doc, const std::string& label) {
   if (!doc.is_object() || !doc.contains("papaya_model")) {
-    throw InputError(label + ": not a papaya model file (no /papaya_model; make one with papaya fit PROFILE --out FILE)");
+    throw InputError(label + ": not a papaya model file (no /papaya_model; papaya fit makes one from a profile)");
   }
   if (doc.contains("kind") && doc["kind"] != "layers") {
     throw InputError(label + ": /kind: a " + doc["kind"].dump() +
-                     " model holds no layers; this needs a layer model (papaya fit PROFILE --out FILE)");
+                     " model holds no layers; this needs a layer model (papaya fit makes one from a profile)");
   }
   const json& version = doc["papaya_model"];
   if (version.is_number_integer() && version.get<int64_t>() < layer_model_version) {

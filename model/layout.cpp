@@ -16,4 +16,6 @@ const LayerDesc* NetworkLayout::find_layer(const std::string& path) const {
   return nullptr;
 }
 
+std::string tensor_key(const std::string& path, const std::string& slot) { return path + ":" + slot; }
+
 }  // namespace papaya::model

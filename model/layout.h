@@ -56,4 +56,7 @@ NetworkLayout layout_of(const Segments& segments, const Layers& layers) {
   return layout;
 }
 
+// "path:slot": a saved tensor's key in plans, profiles and models.
+std::string tensor_key(const std::string& path, const std::string& slot);
+
 }  // namespace papaya::model

@@ -41,22 +41,24 @@ std::optional<NameTerms> parse_name(const std::string& name, std::string& why) {
       return std::nullopt;
     }
     given[static_cast<size_t>(row->plan_factor)] = true;
-    if (row->form == Form::recomputed) {
-      t.recompute = true;
-    } else if (row->form == Form::inverted) {
-      t.invert = true;
-    } else if (row->swaps) {
-      t.tensor.swap = true;
-    } else {
-      try {
-        const TensorStrategy s = parse_tensor_strategy(term, "plan name");
-        if (s.bits == 1) throw InputError("quantize-1 is for masks, not a whole network");
-        t.tensor.form = s.form;
-        t.tensor.bits = s.bits;
-      } catch (const InputError& e) {
-        why = e.what();
-        return std::nullopt;
-      }
+    switch (row->form) {
+      case Form::recomputed: t.recompute = true; break;
+      case Form::inverted: t.invert = true; break;
+      case Form::raw:  // keep alone is above: swap
+        t.tensor.swap = true;
+        break;
+      case Form::quantized:
+      case Form::adaptive:
+        try {
+          const TensorStrategy s = parse_tensor_strategy(term, "plan name");
+          if (s.bits == 1) throw InputError("quantize-1 is for masks, not a whole network");
+          t.tensor.form = s.form;
+          t.tensor.bits = s.bits;
+        } catch (const InputError& e) {
+          why = e.what();
+          return std::nullopt;
+        }
+        break;
     }
   }
   return t;
@@ -95,7 +97,7 @@ TensorStrategy tensor_entry(const nlohmann::json& value, const std::string& wher
   TensorStrategy s = parse_tensor_strategy(value.at("strategy").get<std::string>(), where);
   s.group_size = value.value("group", s.group_size);
   s.headwise = value.value("headwise", s.headwise);
-  if ((value.contains("group") || value.contains("headwise")) && s.form != Form::quantized && s.form != Form::adaptive) {
+  if ((value.contains("group") || value.contains("headwise")) && !rounds_values(s.form)) {
     throw InputError(where + ": group and headwise apply to quantize-N and adaptive-N only");
   }
   return s;
@@ -171,7 +173,6 @@ void apply_tensors(Plan& plan, const nlohmann::json& entries, const NetworkLayou
 
 }  // namespace
 
-std::string tensor_key(const std::string& path, const std::string& slot) { return path + ":" + slot; }
 
 TensorStrategy Plan::tensor(const std::string& path, const std::string& slot) const {
   const auto it = tensors.find(tensor_key(path, slot));

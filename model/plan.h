@@ -58,7 +58,4 @@ Plan parse_plan(const nlohmann::json& doc, const NetworkLayout& layout, const st
 // The explicit form: every non-keep tensor and segment by exact key.
 nlohmann::json plan_to_json(const Plan& plan);
 
-// "path:slot" <-> (path, slot)
-std::string tensor_key(const std::string& path, const std::string& slot);
-
 }  // namespace papaya::model

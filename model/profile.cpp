@@ -6,7 +6,6 @@
 #include "model/error.h"
 #include "model/json_file.h"
 #include "model/plan.h"
-#include "model/saved_tensor_json.h"
 
 namespace papaya::model {
 namespace {
@@ -258,5 +257,51 @@ Profile profile_from_json(const json& doc, const std::string& label) {
 Profile read_profile(const std::string& path) { return profile_from_json(read_json_file(path, "profile"), path); }
 
 void write_profile(const std::string& path, const Profile& profile) { write_json_file(path, profile_to_json(profile)); }
+
+nlohmann::json codec_to_json(const CodecMeasurement& c) {
+  return {{"bits", c.bits},
+          {"pack_bytes_per_s", c.pack_bytes_per_s},
+          {"unpack_bytes_per_s", c.unpack_bytes_per_s},
+          {"pack_seconds_per_call", c.pack_seconds_per_call},
+          {"unpack_seconds_per_call", c.unpack_seconds_per_call},
+          {"pack_scratch_per_byte", c.pack_scratch_per_byte},
+          {"pack_scratch_max", c.pack_scratch_max},
+          {"unpack_scratch_per_byte", c.unpack_scratch_per_byte},
+          {"unpack_scratch_max", c.unpack_scratch_max}};
+}
+
+CodecMeasurement codec_from_json(const nlohmann::json& doc) {
+  CodecMeasurement c;
+  c.bits = doc.at("bits");
+  c.pack_bytes_per_s = doc.at("pack_bytes_per_s");
+  c.unpack_bytes_per_s = doc.at("unpack_bytes_per_s");
+  c.pack_seconds_per_call = doc.value("pack_seconds_per_call", 0.0);
+  c.unpack_seconds_per_call = doc.value("unpack_seconds_per_call", 0.0);
+  c.pack_scratch_per_byte = doc.value("pack_scratch_per_byte", 0.0);
+  c.pack_scratch_max = doc.value("pack_scratch_max", 0.0);
+  c.unpack_scratch_per_byte = doc.value("unpack_scratch_per_byte", 0.0);
+  c.unpack_scratch_max = doc.value("unpack_scratch_max", 0.0);
+  return c;
+}
+
+nlohmann::json inverts_to_json(const std::vector<InvertMeasurement>& inverts) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& i : inverts) {
+    out.push_back({{"kind", to_string(i.kind)},
+                   {"from_output_bytes_per_s", i.from_output_bytes_per_s},
+                   {"native_bytes_per_s", i.native_bytes_per_s}});
+  }
+  return out;
+}
+
+std::vector<InvertMeasurement> inverts_from_json(const nlohmann::json& doc) {
+  std::vector<InvertMeasurement> out;
+  if (!doc.contains("inverts")) return out;
+  for (const auto& i : doc.at("inverts")) {
+    out.push_back(
+        {layer_kind_from_string(i.at("kind"), "/inverts"), i.at("from_output_bytes_per_s"), i.at("native_bytes_per_s")});
+  }
+  return out;
+}
 
 }  // namespace papaya::model

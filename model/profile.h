@@ -131,7 +131,7 @@ struct InvertMeasurement {
 // A whole step under a whole-network plan (quantize-8, recompute-all) at the
 // smallest profiled batch, the median of a few: what the fit calibrates the
 // per-call cost of a codec and of a recomputed segment to, in a step, beyond
-// what their own benchmarks show (model/fit_profile.h).
+// what their own benchmarks show (model/fit/fit_profile.h).
 struct PlanStep {
   std::string plan;
   int batch = 0;
@@ -181,5 +181,15 @@ nlohmann::json profile_to_json(const Profile& profile);
 Profile profile_from_json(const nlohmann::json& doc, const std::string& label);
 Profile read_profile(const std::string& path);
 void write_profile(const std::string& path, const Profile& profile);
+
+// The JSON forms of a codec measurement and of the inverted activations' rates,
+// in profiles and layer models alike.
+nlohmann::json codec_to_json(const CodecMeasurement& c);
+CodecMeasurement codec_from_json(const nlohmann::json& doc);  // scratch figures default to 0
+
+// The "inverts" array of either document; absent (older files): none.
+nlohmann::json inverts_to_json(const std::vector<InvertMeasurement>& inverts);
+std::vector<InvertMeasurement> inverts_from_json(const nlohmann::json& doc);
+
 
 }  // namespace papaya::model

@@ -48,6 +48,28 @@ const StrategyRow* row_of_term(const std::string& term, int& bits) {
 
 }  // namespace
 
+bool rounds_values(Form form) {
+  switch (form) {
+    case Form::quantized:
+    case Form::adaptive: return true;
+    case Form::raw:
+    case Form::inverted:
+    case Form::recomputed: return false;
+  }
+  return false;
+}
+
+bool drops_tensor(Form form) {
+  switch (form) {
+    case Form::recomputed:
+    case Form::inverted: return true;
+    case Form::raw:
+    case Form::quantized:
+    case Form::adaptive: return false;
+  }
+  return false;
+}
+
 std::string TensorStrategy::name() const {
   const StrategyRow& row = row_of(form);
   std::string n = form == Form::raw ? "" : row.takes_bits ? std::string(row.term) + "-" + std::to_string(bits) : row.term;
@@ -165,7 +187,7 @@ std::optional<std::string> why_not(const LayerDesc& layer, const SlotDesc& slot,
   if (s.swap && (slot.kind == SlotKind::stats || slot.kind == SlotKind::index)) {
     return "a " + what + " is too small to swap";
   }
-  if (s.swap && (s.form == Form::recomputed || s.form == Form::inverted)) {
+  if (s.swap && drops_tensor(s.form)) {
     return "a " + s.name() + " tensor is not stored, so it cannot be swapped";
   }
   return std::nullopt;
@@ -175,10 +197,10 @@ TensorStrategy adapt_to_slot(const LayerDesc& layer, const SlotDesc& slot, const
   TensorStrategy out = s;
   if (slot.kind == SlotKind::index || slot.kind == SlotKind::stats) return TensorStrategy{};
   if (slot.kind == SlotKind::mask) {
-    out.form = (s.form == Form::quantized || s.form == Form::adaptive) ? Form::quantized : Form::raw;
+    out.form = rounds_values(s.form) ? Form::quantized : Form::raw;
     out.bits = out.form == Form::quantized ? 1 : 0;
     out.headwise = false;
-  } else if (holds_logprobs(layer.kind, slot.name) && (s.form == Form::quantized || s.form == Form::adaptive)) {
+  } else if (holds_logprobs(layer.kind, slot.name) && rounds_values(s.form)) {
     out = TensorStrategy{};
     if (traits(layer.kind).recomputes_logprobs) {
       out.form = Form::recomputed;
@@ -189,7 +211,7 @@ TensorStrategy adapt_to_slot(const LayerDesc& layer, const SlotDesc& slot, const
     out = TensorStrategy{};
   }
   if (out.headwise && !traits(layer.kind).attention) out.headwise = false;
-  if (out.form == Form::recomputed || out.form == Form::inverted) out.swap = false;
+  if (drops_tensor(out.form)) out.swap = false;
   return out;
 }
 
@@ -221,6 +243,24 @@ int64_t host_bytes(SlotKind kind, int64_t numel, int element_size, const TensorS
   TensorStrategy on_device = s;
   on_device.swap = false;
   return device_bytes(kind, numel, element_size, on_device, head_numel);
+}
+
+
+Encoding encoding(SlotKind kind, const TensorStrategy& s) {
+  const Encoding e = row_of(s.form).encoding;
+  return e == Encoding::quantized && kind == SlotKind::mask ? Encoding::mask : e;
+}
+
+bool is_packed(const TensorStrategy& s) {
+  const Encoding e = row_of(s.form).encoding;
+  return e == Encoding::mask || e == Encoding::quantized;
+}
+
+int codec_bits(const TensorStrategy& s) { return row_of(s.form).encoding == Encoding::mask ? 1 : s.bits; }
+
+int variance_bits(const TensorStrategy& s) {
+  const int bits = row_of(s.form).variance_bits;
+  return bits < 0 ? s.bits : bits;
 }
 
 }  // namespace papaya::model

@@ -13,18 +13,9 @@
 #include <string>
 
 #include "model/layout.h"
+#include "model/strategy_table.h"
 
 namespace papaya::model {
-
-// How a saved tensor is stored between forward and backward.
-enum class Form {
-  raw,         // as the native LibTorch path keeps it
-  quantized,   // per-group min/scale, stochastic rounding, bit-packed (masks: 1 bit)
-  adaptive,    // quantized with bits per tensor chosen from its sensitivity (GACT)
-  inverted,    // GELU/SiLU input dropped: a 1-bit branch mask kept, and the output
-               // used as the layer that consumes it keeps it
-  recomputed,  // not stored: recomputed in backward (the LM head's log-probabilities)
-};
 
 // An LM head whose log-probabilities are recomputed runs its forward and its
 // backward over this many token rows at a time (the executor's chunk, which
@@ -35,6 +26,14 @@ int64_t lm_head_chunk_rows(int64_t vocab);
 // Values per (min, scale) group of a quantized tensor whose plan does not
 // set `group`.
 int default_group_size(int bits);
+
+// What a form does with the tensor's values, over every Form (a switch
+// without default, so that a new form must answer): quantized and adaptive
+// round them in groups (group and headwise settings apply; a mask under
+// them is 1 bit; log-probabilities are never rounded); recomputed and
+// inverted do not store the tensor at all (nothing to swap).
+bool rounds_values(Form form);
+bool drops_tensor(Form form);
 
 struct TensorStrategy {
   Form form = Form::raw;
@@ -92,5 +91,15 @@ int64_t device_bytes(SlotKind kind, int64_t numel, int element_size, const Tenso
 
 // Bytes moved to host memory under `s` (0 unless swapped).
 int64_t host_bytes(SlotKind kind, int64_t numel, int element_size, const TensorStrategy& s, int64_t head_numel = 0);
+
+// How a slot of `kind` stored under `s` is laid out (a mask slot quantized is 1 bit).
+Encoding encoding(SlotKind kind, const TensorStrategy& s);
+// Whether its bytes go through the codec, and at which bit width (masks and
+// inverted branch masks: 1).
+bool is_packed(const TensorStrategy& s);
+int codec_bits(const TensorStrategy& s);
+// The bits of stochastic rounding the variance proxy counts `s` as; 1 or
+// less: it adds none.
+int variance_bits(const TensorStrategy& s);
 
 }  // namespace papaya::model

@@ -117,21 +117,4 @@ const StrategyRow* plan_term_row(const std::string& term) {
   return nullptr;
 }
 
-Encoding encoding(SlotKind kind, const TensorStrategy& s) {
-  const Encoding e = row_of(s.form).encoding;
-  return e == Encoding::quantized && kind == SlotKind::mask ? Encoding::mask : e;
-}
-
-bool is_packed(const TensorStrategy& s) {
-  const Encoding e = row_of(s.form).encoding;
-  return e == Encoding::mask || e == Encoding::quantized;
-}
-
-int codec_bits(const TensorStrategy& s) { return row_of(s.form).encoding == Encoding::mask ? 1 : s.bits; }
-
-int variance_bits(const TensorStrategy& s) {
-  const int bits = row_of(s.form).variance_bits;
-  return bits < 0 ? s.bits : bits;
-}
-
 }  // namespace papaya::model

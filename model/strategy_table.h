@@ -10,8 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "model/layout.h"
-#include "model/strategy.h"
+#include "model/form.h"
 
 namespace papaya::model {
 
@@ -79,15 +78,5 @@ std::vector<std::vector<std::string>> plan_name_factors();
 // The row of one term of a whole-network plan name ("recompute-all",
 // "quantize-4"), nullptr if none.
 const StrategyRow* plan_term_row(const std::string& term);
-
-// How a slot of `kind` stored under `s` is laid out (a mask slot quantized is 1 bit).
-Encoding encoding(SlotKind kind, const TensorStrategy& s);
-// Whether its bytes go through the codec, and at which bit width (masks and
-// inverted branch masks: 1).
-bool is_packed(const TensorStrategy& s);
-int codec_bits(const TensorStrategy& s);
-// The bits of stochastic rounding the variance proxy counts `s` as; 1 or
-// less: it adds none.
-int variance_bits(const TensorStrategy& s);
 
 }  // namespace papaya::model

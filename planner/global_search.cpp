@@ -1,7 +1,7 @@
 #include "planner/global_search.h"
 
 #include "model/plan.h"
-#include "model/predict.h"
+#include "model/plan_space/predict.h"
 #include "planner/variance.h"
 
 namespace papaya::planner {

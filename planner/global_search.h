@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "model/layer_model.h"
-#include "model/plan_space.h"
-#include "model/target.h"
+#include "model/plan_space/plan_space.h"
+#include "model/catalog/target.h"
 
 namespace papaya::planner {
 

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "model/layer_model.h"
-#include "model/plan_space.h"
+#include "model/plan_space/plan_space.h"
 #include "planner/level_dp.h"
 #include "planner/variance.h"
 

@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "model/layer_model.h"
-#include "model/plan_space.h"
+#include "model/plan_space/plan_space.h"
 #include "planner/global_search.h"
 
 namespace papaya::planner {

@@ -5,7 +5,7 @@
 #include <map>
 
 #include "model/error.h"
-#include "model/plan_space.h"
+#include "model/plan_space/plan_space.h"
 #include "model/units.h"
 #include "planner/layer_search.h"
 
@@ -142,14 +142,14 @@ class Planner {
     const std::string batch = std::to_string(global.batch);
     if (lean.at_batch.peak_bytes <= request_.budget_bytes && request_.variance_budget) {
       throw InputError("no plan within " + budget + " at batch " + batch + " keeps the gradient variance within " +
-                       std::to_string(*request_.variance_budget) + " of quantize-2's (raise --variance or the budget)");
+                       std::to_string(*request_.variance_budget) + " of quantize-2's (raise the variance budget or the memory budget)");
     }
     std::string message = "budget " + budget + " is below what batch " + batch + " needs with the most memory-saving plan, " +
                           lean.name + ": " + model::format_bytes(lean.at_batch.peak_bytes);
     if (global.batch_fixed) {
       int64_t largest = 0;
       for (const auto& row : global.rows) largest = std::max(largest, row.max_batch);
-      if (largest > 0) message += " (batch " + std::to_string(largest) + " fits; or plan without --batch)";
+      if (largest > 0) message += " (batch " + std::to_string(largest) + " fits; or let the planner choose the batch)";
     }
     throw InputError(message);
   }

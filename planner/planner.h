@@ -22,7 +22,7 @@
 
 #include "model/layer_model.h"
 #include "model/plan.h"
-#include "model/target.h"
+#include "model/catalog/target.h"
 #include "planner/global_search.h"
 
 namespace papaya::planner {

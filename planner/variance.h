@@ -15,7 +15,7 @@
 // fraction of the variance of quantize-2 on every activation (the plan
 // "quantize-2"), which is about the same fraction at every batch size.
 #include "model/layer_model.h"
-#include "model/plan_space.h"
+#include "model/plan_space/plan_space.h"
 
 namespace papaya::planner {
 

@@ -2,11 +2,11 @@
 // `papaya profile --comm`: this host's link between data-parallel ranks,
 // timed. Allreduces of fp32 tensors from 4 KiB to 64 MiB, each size's median
 // of a few after a warm-up, every rank taking part; the model's link (latency
-// and bandwidth) is fitted to them (model/link.h).
+// and bandwidth) is fitted to them (model/parallel/link.h).
 #include <vector>
 
 #include "executor/distributed/collectives.h"
-#include "model/link.h"
+#include "model/parallel/link.h"
 
 namespace papaya::profiler {
 

@@ -21,7 +21,7 @@ struct ProfileOptions {
   std::string network = "gpt-tiny";  // config name or path
   std::optional<int> seq_len;        // tokens per sample instead of the config's
   // A transformer's first this many blocks only, the fit scaling the model to
-  // all (model/block_scaling.h); 0: all where their weights, gradients and
+  // all (model/fit/block_scaling.h); 0: all where their weights, gradients and
   // AdamW state (16 bytes a parameter) take at most half of the device's
   // memory (or of memory_limit), else 2, said through on_warning.
   int profile_blocks = 0;

@@ -26,7 +26,7 @@ DataParallel::DataParallel(Collectives& collectives, Network& network, int64_t b
   }
   for (Bucket& bucket : buckets_) {
     for (const auto& p : bucket.parameters) bucket.owners.push_back(owners.at(p.unsafeGetTensorImpl()));
-    // Held for the whole run, as PyTorch's DDP holds its buckets: what the model prices (model/sharding.h).
+    // Held for the whole run, as PyTorch's DDP holds its buckets: what the model prices (model/parallel/sharding.h).
     bucket.flat = {torch::zeros({bucket.numel}, bucket.parameters.front().options())};
     for (size_t i = 0; i < bucket.parameters.size(); ++i) {
       torch::Tensor p = bucket.parameters[i];

@@ -11,7 +11,7 @@
 #include "executor/layer.h"
 #include "executor/precision.h"
 #include "executor/segment.h"
-#include "model/network_config.h"
+#include "model/catalog/network_config.h"
 
 namespace papaya::executor {
 

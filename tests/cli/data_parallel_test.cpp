@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "executor/distributed/world.h"
-#include "model/sharding.h"
+#include "model/parallel/sharding.h"
 #include "tests/cli/run_papaya.h"
 
 namespace papaya::testing {
@@ -55,7 +55,7 @@ TEST(DataParallel, TwoRanksTrainAsOneProcessAtTheGlobalBatch) {
 }
 
 // ZeRO-1 takes plain data parallelism's steps with AdamW's state split; each
-// rank's static bytes are what the model's sharding says (model/sharding.h):
+// rank's static bytes are what the model's sharding says (model/parallel/sharding.h):
 // plain, 16 bytes a parameter on each; ZeRO-1, the 8 of AdamW's moments
 // split between the two (exactly in sum; per rank, to within the parameter
 // at the shards' border); each rank's peak, what the model adds to one process's.
@@ -79,7 +79,7 @@ TEST(DataParallel, ZeroOneTrainsAsPlainDataParallelismWithLessStaticMemory) {
   EXPECT_EQ(zero0 + zero1, 2 * model::shard(whole, 2, 1).total());
   for (const double part : {zero0, zero1}) EXPECT_LT(part, model::shard(whole, 2, 0).total());
   // Each rank's peak is one process's at the same batch, with its static share and the buckets'
-  // copy of the gradients instead (model/sharding.h); beyond them, only the collectives' scalars.
+  // copy of the gradients instead (model/parallel/sharding.h); beyond them, only the collectives' scalars.
   const double buckets = model::exchange_buffer_bytes(whole, 2, 0, 25 << 20, 0), slack = 0.01 * buckets;
   for (const auto& rank : a["ranks"]) {
     EXPECT_NEAR(rank["peak_bytes"].get<double>() - single["peak_bytes"].get<double>(), buckets, slack);

@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "model/profile.h"
-#include "model/synthetic_profile.h"
+#include "tests/support/synthetic_profile.h"
 #include "tests/cli/run_papaya.h"
 
 namespace papaya::testing {
@@ -166,7 +166,7 @@ TEST(Limits, ProfileTheNetworkGivenAndSayWhatItsStateTakes) {
   ASSERT_EQ(run.code, 0) << run.err;
   const json rows = json::parse(run.out);
   const double parameters = rows.at(0).at("parameters").get<double>();
-  EXPECT_EQ(parameters, 108864);  // model/parameter_count.h, as the zoo test checks against the network
+  EXPECT_EQ(parameters, 108864);  // model/catalog/parameter_count.h, as the zoo test checks against the network
   EXPECT_EQ(rows.at(0).at("static_bytes").get<double>(), 16 * parameters);  // fp32 weights, gradients, AdamW m and v
   EXPECT_GT(rows.at(0).at("max_batch").get<int64_t>(), 0);
   run = run_papaya("limits --network llama-tiny --seq-len 1000000 --hardware h100 --json");

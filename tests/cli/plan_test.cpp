@@ -10,9 +10,9 @@
 #include "model/json_file.h"
 #include "model/layer_model.h"
 #include "model/plan.h"
-#include "model/predict.h"
+#include "model/plan_space/predict.h"
 #include "model/profile.h"
-#include "model/synthetic_profile.h"
+#include "tests/support/synthetic_profile.h"
 #include "tests/cli/run_papaya.h"
 
 namespace papaya::testing {

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "executor/layout.h"
-#include "model/network_config.h"
+#include "model/catalog/network_config.h"
 
 namespace papaya::executor {
 namespace {

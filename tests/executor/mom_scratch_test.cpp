@@ -1,5 +1,5 @@
 // The model prices a MOM Function's backward as the native backward's
-// scratch plus the tensors it unpacks (model/plan_space_timeline.cpp): a
+// scratch plus the tensors it unpacks (model/plan_space/internal/timeline.cpp): a
 // Function that takes more working memory than its native path is priced
 // short by the difference, in every plan that stores the layer's tensors
 // otherwise (RMSNorm's took four input-sized temporaries more: ln_f of a GPT

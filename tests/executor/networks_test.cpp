@@ -12,8 +12,8 @@
 #include "executor/optimizer.h"
 #include "executor/trainer.h"
 #include "model/median.h"
-#include "model/network_config.h"
-#include "model/parameter_count.h"
+#include "model/catalog/network_config.h"
+#include "model/catalog/parameter_count.h"
 
 namespace papaya::executor {
 namespace {
@@ -178,7 +178,7 @@ TEST(Networks, SwiGluAndRmsNormBuild) {
 }
 
 // Each HuggingFace type papaya imports, at a tiny size: the network built
-// has the parameters the model counts (which tests/model/hf_config_test.cpp
+// has the parameters the model counts (which tests/model/catalog/hf_config_test.cpp
 // checks against HuggingFace's), its layers have the shapes the type's
 // attention gives, and a step's loss and gradients are finite.
 TEST(Networks, ImportedHuggingFaceTypesBuildWhatTheModelCounts) {

@@ -1,6 +1,6 @@
 // Global models (the model.json of papaya fit --measurements): read and
 // checked as load_global_model does.
-#include "model/global_model.h"
+#include "model/fit/global_model.h"
 #include "tests/fuzz/fuzz_input.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -3,7 +3,7 @@
 // hardware_catalog does, then priced at each training precision.
 #include <cstdlib>
 
-#include "model/hardware.h"
+#include "model/catalog/hardware.h"
 #include "model/json_file.h"
 #include "tests/fuzz/fuzz_input.h"
 

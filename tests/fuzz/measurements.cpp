@@ -2,7 +2,7 @@
 // as read_measurements does.
 #include <sstream>
 
-#include "model/measurements.h"
+#include "model/fit/measurements.h"
 #include "tests/fuzz/fuzz_input.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

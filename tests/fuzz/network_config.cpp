@@ -1,6 +1,6 @@
 // Network configs (--network FILE): read, schema-checked and parsed as
 // load_network_config does, then the figures the executor derives from them.
-#include "model/network_config.h"
+#include "model/catalog/network_config.h"
 #include "tests/fuzz/fuzz_input.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -2,8 +2,8 @@
 // layout of a GPT-like network as deep as the shipped gpt-tiny (its layer and
 // slot names are the executor's), as papaya train and predict do.
 #include "model/plan.h"
-#include "model/network_config.h"
-#include "model/synthetic_profile.h"
+#include "model/catalog/network_config.h"
+#include "tests/support/synthetic_profile.h"
 #include "tests/fuzz/fuzz_input.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

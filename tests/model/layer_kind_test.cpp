@@ -5,9 +5,9 @@
 #include <set>
 
 #include "model/error.h"
-#include "model/fit_profile.h"
+#include "model/fit/fit_profile.h"
 #include "model/layer_kind.h"
-#include "model/synthetic_profile.h"
+#include "tests/support/synthetic_profile.h"
 
 namespace papaya::model {
 namespace {

@@ -6,10 +6,10 @@
 #include <fstream>
 
 #include "model/error.h"
-#include "model/fit_profile.h"
+#include "model/fit/fit_profile.h"
 #include "model/json_file.h"
-#include "model/predict.h"
-#include "model/synthetic_profile.h"
+#include "model/plan_space/predict.h"
+#include "tests/support/synthetic_profile.h"
 
 namespace papaya::model {
 namespace {

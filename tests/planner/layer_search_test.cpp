@@ -6,7 +6,7 @@
 #include <random>
 
 #include "model/plan.h"
-#include "model/predict.h"
+#include "model/plan_space/predict.h"
 #include "planner/layer_search.h"
 #include "planner/variance.h"
 #include "tests/planner/networks.h"

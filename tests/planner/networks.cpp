@@ -2,7 +2,7 @@
 
 #include <random>
 
-#include "model/fit_profile.h"
+#include "model/fit/fit_profile.h"
 
 namespace papaya::testing {
 

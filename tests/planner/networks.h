@@ -1,13 +1,13 @@
 #pragma once
 // Small synthetic networks for the planner's tests, built like
-// model/synthetic_profile.h's gpt_like: the test chooses each layer's
+// tests/support/synthetic_profile.h's gpt_like: the test chooses each layer's
 // saved tensors and sizes, and the keep step's figures follow one simple
 // allocation rule, so that every strategy has something to save.
 #include <string>
 #include <vector>
 
 #include "model/layer_model.h"
-#include "model/synthetic_profile.h"
+#include "tests/support/synthetic_profile.h"
 
 namespace papaya::testing {
 

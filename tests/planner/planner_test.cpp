@@ -6,7 +6,7 @@
 
 #include "model/error.h"
 #include "model/plan.h"
-#include "model/predict.h"
+#include "model/plan_space/predict.h"
 #include "model/units.h"
 #include "planner/planner.h"
 #include "planner/variance.h"

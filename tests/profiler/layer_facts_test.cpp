@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "executor/layout.h"
-#include "model/network_config.h"
+#include "model/catalog/network_config.h"
 #include "profiler/layer_facts.h"
 
 namespace papaya::profiler {

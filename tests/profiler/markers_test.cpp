@@ -12,7 +12,7 @@
 
 #include "executor/data.h"
 #include "executor/memory.h"
-#include "model/network_config.h"
+#include "model/catalog/network_config.h"
 #include "profiler/layer_recorder.h"
 
 namespace papaya::profiler {

@@ -18,11 +18,11 @@
 #include "executor/session.h"
 #include "executor/trainer.h"
 #include "model/error.h"
-#include "model/fit_profile.h"
-#include "model/network_config.h"
+#include "model/fit/fit_profile.h"
+#include "model/catalog/network_config.h"
 #include "model/plan.h"
-#include "model/predict.h"
-#include "model/target.h"
+#include "model/plan_space/predict.h"
+#include "model/catalog/target.h"
 #include "profiler/batch_run.h"
 #include "profiler/layer_probe.h"
 #include "profiler/profiler.h"
@@ -209,7 +209,7 @@ TEST_P(TinyProfile, TheStepsPeakIsThePassesOrTheOptimizerSteps) {
 // A layer in a block, run within its block alone at the probe batch, takes
 // the scratch above each pass's start that it takes in a whole step at that
 // batch, byte for byte: the fit extrapolates peaks through the probe's
-// (model/fit_profile.cpp), as small batches may use other algorithms.
+// (model/fit/fit_profile.cpp), as small batches may use other algorithms.
 TEST_P(TinyProfile, ABlockLayersScratchAtTheProbeBatchIsTheWholeStepsThere) {
   constexpr int at = 8;
   ProfileOptions options;

@@ -1,0 +1,320 @@
+#include "model/catalog/hf_config.h"
+
+#include <algorithm>
+#include <map>
+
+#include "model/error.h"
+
+namespace papaya::model {
+namespace {
+
+using nlohmann::json;
+
+// Sequences longer than this are rarely trained at whole: a type's position
+// count past it is not taken as the default length.
+constexpr int default_seq_len_cap = 2048;
+
+// A field, or HuggingFace's default where the document leaves it out.
+template <typename T>
+T field(const json& hf, const char* key, T fallback, const std::string& label) {
+  const auto it = hf.find(key);
+  if (it == hf.end() || it->is_null()) return fallback;
+  try {
+    return it->get<T>();
+  } catch (const json::exception&) {
+    throw InputError(label + ": /" + key + ": " + it->dump() + " is not of the expected type");
+  }
+}
+
+std::string activation_of(const std::string& hf_activation, const char* key, const std::string& label) {
+  if (hf_activation.rfind("gelu", 0) == 0) return "gelu";  // gelu, gelu_new, gelu_fast, gelu_pytorch_tanh
+  if (hf_activation == "silu" || hf_activation == "swish") return "silu";
+  if (hf_activation == "relu") return "relu";
+  throw InputError(label + ": /" + key + ": '" + hf_activation +
+                   "' is not an activation papaya's transformer MLP has (gelu, silu, relu)");
+}
+
+int seq_len_of(std::optional<int> seq_len, int positions, const std::string& label) {
+  const int length = seq_len.value_or(std::min(positions, default_seq_len_cap));
+  if (length < 1) throw InputError(label + ": sequence length " + std::to_string(length) + " is not a length");
+  if (length > positions) {
+    throw InputError(label + ": sequence length " + std::to_string(length) + " is past the " + std::to_string(positions) +
+                     " positions the config has");
+  }
+  return length;
+}
+
+// GPT2Config: n_layer 12, n_embd 768, n_head 12, n_inner null (4x),
+// n_positions 1024, vocab_size 50257, activation_function gelu_new,
+// resid_pdrop 0.1, tie_word_embeddings true.
+json gpt2(const json& hf, json out, const std::string& label, std::optional<int> seq_len) {
+  if (!field(hf, "tie_word_embeddings", true, label)) {
+    throw InputError(label + ": /tie_word_embeddings: false; papaya's GPT ties its LM head to the token embedding");
+  }
+  const int d = field(hf, "n_embd", 768, label);
+  out["family"] = "gpt";
+  out["layers"] = field(hf, "n_layer", 12, label);
+  out["d_model"] = d;
+  out["heads"] = field(hf, "n_head", 12, label);
+  out["mlp_hidden"] = field(hf, "n_inner", 4 * d, label);
+  out["activation"] =
+      activation_of(field<std::string>(hf, "activation_function", "gelu_new", label), "activation_function", label);
+  out["dropout"] = field(hf, "resid_pdrop", 0.1, label);
+  out["attention_dropout"] = field(hf, "attn_pdrop", 0.1, label);
+  const int positions = field(hf, "n_positions", 1024, label);
+  out["seq_len"] = seq_len_of(seq_len, positions, label);
+  out["max_positions"] = positions;
+  out["vocab"] = field(hf, "vocab_size", 50257, label);
+  return out;
+}
+
+// A dropout rate: set where positive (papaya's default is none).
+void dropout_of(const json& hf, const char* key, double fallback, const char* papaya_key, json& out, const std::string& label) {
+  const double p = field(hf, key, fallback, label);
+  if (p > 0) out[papaya_key] = p;
+}
+
+// A head size other than hidden_size / heads (some configs give head_dim).
+void require_head_dim(const json& hf, int hidden, int heads, const std::string& label) {
+  const int head_dim = field(hf, "head_dim", hidden / heads, label);
+  if (head_dim * heads != hidden) {
+    throw InputError(label + ": /head_dim: " + std::to_string(head_dim) + " x " + std::to_string(heads) +
+                     " heads is not hidden_size " + std::to_string(hidden) + "; papaya's heads split the hidden size");
+  }
+}
+
+// Per-type defaults of the Llama-like decoders (LlamaConfig, MistralConfig,
+// Qwen2Config); kv_heads 0: as many as heads.
+struct LlamaDefaults {
+  int vocab, hidden, intermediate, layers, heads, kv_heads, positions;
+};
+
+// Llama, Mistral, Qwen2: RMSNorm, rotary positions, grouped-query attention,
+// a gated SiLU MLP without biases, an LM head of its own unless tied.
+json llama_like(const json& hf, json out, const std::string& label, std::optional<int> seq_len, const LlamaDefaults& d,
+                bool qkv_bias) {
+  const std::string act = field<std::string>(hf, "hidden_act", "silu", label);
+  if (act != "silu" && act != "swish") {
+    throw InputError(label + ": /hidden_act: '" + act + "': papaya's gated MLP is SwiGLU (silu)");
+  }
+  const int hidden = field(hf, "hidden_size", d.hidden, label), heads = field(hf, "num_attention_heads", d.heads, label);
+  require_head_dim(hf, hidden, heads, label);
+  const bool attention_bias = field(hf, "attention_bias", false, label);
+  out["family"] = "gpt";
+  out["fused_qkv"] = false;  // q, k and v projected apart
+  out["layers"] = field(hf, "num_hidden_layers", d.layers, label);
+  out["d_model"] = hidden;
+  out["heads"] = heads;
+  const int kv_heads = field(hf, "num_key_value_heads", d.kv_heads > 0 ? d.kv_heads : heads, label);
+  if (kv_heads < 1 || heads % kv_heads != 0) {
+    throw InputError(label + ": /num_key_value_heads: " + std::to_string(kv_heads) + " does not divide " + std::to_string(heads) +
+                     " attention heads");
+  }
+  out["kv_heads"] = kv_heads;
+  out["mlp_hidden"] = field(hf, "intermediate_size", d.intermediate, label);
+  out["activation"] = "swiglu";
+  out["norm"] = "rmsnorm";
+  out["positions"] = "rotary";
+  out["rotary_base"] = field(hf, "rope_theta", 10000.0, label);
+  const double rotated = field(hf, "partial_rotary_factor", 1.0, label);
+  if (rotated != 1.0) out["rotary_fraction"] = rotated;
+  out["qkv_bias"] = qkv_bias || attention_bias;
+  out["proj_bias"] = attention_bias;
+  out["mlp_bias"] = field(hf, "mlp_bias", false, label);
+  out["tied_head"] = field(hf, "tie_word_embeddings", false, label);
+  dropout_of(hf, "attention_dropout", 0.0, "attention_dropout", out, label);
+  out["seq_len"] = seq_len_of(seq_len, field(hf, "max_position_embeddings", d.positions, label), label);
+  out["vocab"] = field(hf, "vocab_size", d.vocab, label);
+  return out;
+}
+
+// Sliding-window attention masks what lies past the window; within it, it is
+// causal attention over the whole sequence, which papaya builds.
+void require_within_window(const json& hf, const json& net, int fallback, const std::string& label) {
+  const int window = field(hf, "sliding_window", fallback, label);
+  if (net.at("seq_len").get<int>() > window) {
+    throw InputError(label + ": /sliding_window: " + std::to_string(window) + " tokens, fewer than the sequence's " +
+                     net.at("seq_len").dump() + "; papaya's attention is causal over the whole sequence");
+  }
+}
+
+// LlamaConfig: vocab_size 32000, hidden_size 4096, intermediate_size 11008,
+// 32 layers and heads, num_key_value_heads null (= heads),
+// max_position_embeddings 2048, tie_word_embeddings false.
+json llama(const json& hf, json out, const std::string& label, std::optional<int> seq_len) {
+  return llama_like(hf, std::move(out), label, seq_len, {32000, 4096, 11008, 32, 32, 0, 2048}, false);
+}
+
+// MistralConfig: as Llama's but intermediate_size 14336, 8 k/v heads,
+// max_position_embeddings 131072, sliding_window 4096.
+json mistral(const json& hf, json out, const std::string& label, std::optional<int> seq_len) {
+  json net = llama_like(hf, std::move(out), label, seq_len, {32000, 4096, 14336, 32, 32, 8, 131072}, false);
+  require_within_window(hf, net, 4096, label);
+  return net;
+}
+
+// Qwen2Config: vocab_size 151936, intermediate_size 22016,
+// max_position_embeddings 32768, q/k/v projections with biases,
+// use_sliding_window false.
+json qwen2(const json& hf, json out, const std::string& label, std::optional<int> seq_len) {
+  json net = llama_like(hf, std::move(out), label, seq_len, {151936, 4096, 22016, 32, 32, 0, 32768}, true);
+  if (field(hf, "use_sliding_window", false, label)) require_within_window(hf, net, 4096, label);
+  return net;
+}
+
+// GPTNeoXConfig: vocab_size 50432, hidden_size 6144, 44 layers, 64 heads,
+// intermediate_size 24576, hidden_act gelu, rotary_pct 0.25,
+// rotary_emb_base 10000, max_position_embeddings 2048,
+// use_parallel_residual true, tie_word_embeddings false, attention_bias true.
+json gpt_neox(const json& hf, json out, const std::string& label, std::optional<int> seq_len) {
+  const bool bias = field(hf, "attention_bias", true, label);
+  out["family"] = "gpt";
+  out["layers"] = field(hf, "num_hidden_layers", 44, label);
+  out["d_model"] = field(hf, "hidden_size", 6144, label);
+  out["heads"] = field(hf, "num_attention_heads", 64, label);
+  out["mlp_hidden"] = field(hf, "intermediate_size", 24576, label);
+  out["activation"] = activation_of(field<std::string>(hf, "hidden_act", "gelu", label), "hidden_act", label);
+  out["positions"] = "rotary";
+  // Newer configs name rotary_pct partial_rotary_factor, rotary_emb_base rope_theta.
+  out["rotary_fraction"] = field(hf, "partial_rotary_factor", field(hf, "rotary_pct", 0.25, label), label);
+  out["rotary_base"] = field(hf, "rope_theta", field(hf, "rotary_emb_base", 10000.0, label), label);
+  out["qkv_bias"] = bias;
+  out["proj_bias"] = bias;
+  out["parallel_residual"] = field(hf, "use_parallel_residual", true, label);
+  out["tied_head"] = field(hf, "tie_word_embeddings", false, label);
+  dropout_of(hf, "hidden_dropout", 0.0, "dropout", out, label);
+  out["attention_dropout"] = field(hf, "attention_dropout", 0.0, label);
+  out["seq_len"] = seq_len_of(seq_len, field(hf, "max_position_embeddings", 2048, label), label);
+  out["vocab"] = field(hf, "vocab_size", 50432, label);
+  return out;
+}
+
+// OPTConfig: vocab_size 50272, hidden_size 768, 12 layers and heads,
+// ffn_dim 3072, activation_function relu, max_position_embeddings 2048 (the
+// table has 2 rows more: positions start at 2), do_layer_norm_before true,
+// dropout 0.1, attention_dropout 0, enable_bias true, tied LM head.
+json opt(const json& hf, json out, const std::string& label, std::optional<int> seq_len) {
+  const int hidden = field(hf, "hidden_size", 768, label);
+  if (!field(hf, "do_layer_norm_before", true, label)) {
+    throw InputError(label + ": /do_layer_norm_before: false (post-norm OPT) is not built; papaya's OPT is pre-norm");
+  }
+  if (field(hf, "word_embed_proj_dim", hidden, label) != hidden) {
+    throw InputError(label + ": /word_embed_proj_dim: embeddings projected to another width are not built");
+  }
+  if (field(hf, "_remove_final_layer_norm", false, label)) {
+    throw InputError(label + ": /_remove_final_layer_norm: true is not built; papaya's OPT has a final norm");
+  }
+  if (!field(hf, "tie_word_embeddings", true, label)) {
+    throw InputError(label + ": /tie_word_embeddings: false; papaya's OPT ties its LM head to the token embedding");
+  }
+  const std::string act = field<std::string>(hf, "activation_function", "relu", label);
+  const bool bias = field(hf, "enable_bias", true, label);
+  out["family"] = "gpt";
+  out["fused_qkv"] = false;  // q, k and v projected apart
+  out["layers"] = field(hf, "num_hidden_layers", 12, label);
+  out["d_model"] = hidden;
+  out["heads"] = field(hf, "num_attention_heads", 12, label);
+  out["mlp_hidden"] = field(hf, "ffn_dim", 3072, label);
+  out["activation"] = activation_of(act, "activation_function", label);
+  out["qkv_bias"] = bias;
+  out["proj_bias"] = bias;
+  out["mlp_bias"] = bias;
+  dropout_of(hf, "dropout", 0.1, "dropout", out, label);
+  out["attention_dropout"] = field(hf, "attention_dropout", 0.0, label);
+  const int positions = field(hf, "max_position_embeddings", 2048, label);
+  out["seq_len"] = seq_len_of(seq_len, positions, label);
+  out["max_positions"] = positions + 2;
+  out["vocab"] = field(hf, "vocab_size", 50272, label);
+  return out;
+}
+
+// The classes of a classification head: id2label's entries, else
+// num_labels (PretrainedConfig's default: 2).
+int classes_of(const json& hf, const std::string& label) {
+  const auto labels = hf.find("id2label");
+  if (labels != hf.end() && labels->is_object() && !labels->empty()) return static_cast<int>(labels->size());
+  return field(hf, "num_labels", 2, label);
+}
+
+// BertConfig (RobertaConfig the same but vocab_size 50265): vocab_size 30522,
+// hidden_size 768, 12 layers and heads, intermediate_size 3072, hidden_act
+// gelu, hidden_dropout_prob 0.1, attention_probs_dropout_prob 0.1,
+// max_position_embeddings 512, type_vocab_size 2; post-norm blocks, an
+// embedding norm; for sequence classification the first token through the
+// pooler (dense + tanh; RoBERTa's classification head is the same layers),
+// dropout and the classifier. RoBERTa's positions start past the padding
+// index (pad_token_id 1): its table has two rows the sequence cannot use.
+json bert_like(const json& hf, json out, const std::string& label, std::optional<int> seq_len, int vocab, int unused_positions) {
+  const std::string position_type = field<std::string>(hf, "position_embedding_type", "absolute", label);
+  if (position_type != "absolute") {
+    throw InputError(label + ": /position_embedding_type: '" + position_type +
+                     "' is not built; papaya's BERT positions are absolute");
+  }
+  const int hidden = field(hf, "hidden_size", 768, label), heads = field(hf, "num_attention_heads", 12, label);
+  require_head_dim(hf, hidden, heads, label);
+  out["family"] = "bert";
+  out["fused_qkv"] = false;  // q, k and v projected apart
+  out["layers"] = field(hf, "num_hidden_layers", 12, label);
+  out["d_model"] = hidden;
+  out["heads"] = heads;
+  out["mlp_hidden"] = field(hf, "intermediate_size", 3072, label);
+  out["activation"] = activation_of(field<std::string>(hf, "hidden_act", "gelu", label), "hidden_act", label);
+  dropout_of(hf, "hidden_dropout_prob", 0.1, "dropout", out, label);
+  out["attention_dropout"] = field(hf, "attention_probs_dropout_prob", 0.1, label);
+  const int positions = field(hf, "max_position_embeddings", 512, label);
+  out["seq_len"] = seq_len_of(seq_len, positions - unused_positions, label);
+  out["max_positions"] = positions;
+  out["token_types"] = field(hf, "type_vocab_size", 2, label);
+  out["pooler"] = true;
+  out["vocab"] = field(hf, "vocab_size", vocab, label);
+  out["classes"] = classes_of(hf, label);
+  return out;
+}
+
+// ViTConfig: hidden_size 768, num_hidden_layers 12, num_attention_heads 12,
+// intermediate_size 3072, hidden_act gelu, hidden_dropout_prob 0,
+// attention_probs_dropout_prob 0, image_size 224, patch_size 16, num_channels 3.
+json vit(const json& hf, json out, const std::string& label, std::optional<int> seq_len) {
+  if (seq_len) throw InputError(label + ": a ViT takes no sequence length: its sequence is its patches (image_size / patch_size, squared, + 1)");
+  const int d = field(hf, "hidden_size", 768, label);
+  out["family"] = "vit";
+  out["fused_qkv"] = false;  // q, k and v projected apart
+  out["layers"] = field(hf, "num_hidden_layers", 12, label);
+  out["d_model"] = d;
+  out["heads"] = field(hf, "num_attention_heads", 12, label);
+  out["mlp_hidden"] = field(hf, "intermediate_size", 3072, label);
+  out["activation"] = activation_of(field<std::string>(hf, "hidden_act", "gelu", label), "hidden_act", label);
+  dropout_of(hf, "hidden_dropout_prob", 0.0, "dropout", out, label);
+  out["attention_dropout"] = field(hf, "attention_probs_dropout_prob", 0.0, label);
+  out["image_size"] = field(hf, "image_size", 224, label);
+  out["patch"] = field(hf, "patch_size", 16, label);
+  out["channels"] = field(hf, "num_channels", 3, label);
+  out["classes"] = classes_of(hf, label);
+  return out;
+}
+
+}  // namespace
+
+bool is_hf_config(const json& doc) { return doc.is_object() && doc.contains("model_type") && !doc.contains("family"); }
+
+const char* supported_hf_model_types() { return "gpt2, bert, roberta, vit, llama, mistral, qwen2, gpt_neox, opt"; }
+
+json network_config_from_hf(const json& hf, const std::string& name, const std::string& label, std::optional<int> seq_len) {
+  const auto type_field = hf.find("model_type");
+  if (type_field == hf.end() || !type_field->is_string()) throw InputError(label + ": /model_type: expected a string");
+  const std::string type = type_field->get<std::string>();
+  json out = {{"name", name}, {"description", "imported from a HuggingFace " + type + " config"}};
+  if (type == "gpt2") return gpt2(hf, std::move(out), label, seq_len);
+  if (type == "bert") return bert_like(hf, std::move(out), label, seq_len, 30522, 0);
+  if (type == "roberta") return bert_like(hf, std::move(out), label, seq_len, 50265, 1 + field(hf, "pad_token_id", 1, label));
+  if (type == "vit") return vit(hf, std::move(out), label, seq_len);
+  if (type == "llama") return llama(hf, std::move(out), label, seq_len);
+  if (type == "mistral") return mistral(hf, std::move(out), label, seq_len);
+  if (type == "qwen2") return qwen2(hf, std::move(out), label, seq_len);
+  if (type == "gpt_neox") return gpt_neox(hf, std::move(out), label, seq_len);
+  if (type == "opt") return opt(hf, std::move(out), label, seq_len);
+  throw InputError(label + ": /model_type: '" + type +
+                   "' is not a supported model type (supported: " + supported_hf_model_types() + ")");
+}
+
+}  // namespace papaya::model

@@ -1,0 +1,306 @@
+#include "model/catalog/network_config.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+
+#include "model/error.h"
+#include "model/catalog/hf_config.h"
+#include "model/json_file.h"
+
+namespace papaya::model {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+int TransformerConfig::mlp_hidden() const {
+  return mlp_width > 0 ? mlp_width : static_cast<int>(std::lround(mlp_ratio * d_model));
+}
+
+// As HuggingFace's GPT-NeoX: int(head_size · rotary_pct).
+int TransformerConfig::rotary_dims() const { return static_cast<int>(head_dim() * rotary_fraction); }
+
+int NetworkConfig::sequence_length() const {
+  if (family == Family::vit) {
+    const auto& t = transformer();
+    const int side = t.image_size / t.patch;
+    return side * side + 1;
+  }
+  if (family == Family::gpt || family == Family::bert) return transformer().seq_len;
+  return 1;
+}
+
+int NetworkConfig::position_rows() const {
+  if (family == Family::vit) return sequence_length();
+  if (family == Family::gpt || family == Family::bert) return transformer().rotary() ? 0 : transformer().max_positions;
+  return 0;
+}
+
+std::string to_string(Family family) {
+  switch (family) {
+    case Family::gpt: return "gpt";
+    case Family::bert: return "bert";
+    case Family::vit: return "vit";
+    case Family::resnet: return "resnet";
+    case Family::mlp: return "mlp";
+  }
+  return "?";
+}
+
+namespace {
+
+Family family_of(const json& doc, const std::string& label) {
+  if (!doc.is_object()) throw InputError(label + ": /: expected an object");
+  const auto it = doc.find("family");
+  if (it == doc.end() || !it->is_string()) {
+    throw InputError(label + ": /family: expected one of gpt, bert, vit, resnet, mlp");
+  }
+  for (Family f : {Family::gpt, Family::bert, Family::vit, Family::resnet, Family::mlp}) {
+    if (*it == to_string(f)) return f;
+  }
+  throw InputError(label + ": /family: '" + it->get<std::string>() + "' is not one of gpt, bert, vit, resnet, mlp");
+}
+
+// Checks the schema cannot express: relations between fields.
+void require(bool ok, const std::string& label, const std::string& pointer, const std::string& message) {
+  if (!ok) throw InputError(label + ": " + pointer + ": " + message);
+}
+
+// The schemas bound integers from below only: one past an int would wrap
+// (heads 2^32 read as 0, then divided by). Configs hold them at the top
+// level and in arrays of integers (stages, hidden).
+void require_ints_fit(const json& doc, const std::string& label) {
+  const auto fits = [](const json& v) {
+    if (v.is_number_unsigned()) return v.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int>::max());
+    if (!v.is_number_integer()) return true;
+    const int64_t i = v.get<int64_t>();
+    return i >= std::numeric_limits<int>::min() && i <= std::numeric_limits<int>::max();
+  };
+  for (const auto& [key, value] : doc.items()) {
+    const std::string pointer = "/" + key;
+    require(fits(value), label, pointer, value.dump() + " is out of range");
+    if (!value.is_array()) continue;
+    for (size_t i = 0; i < value.size(); ++i) {
+      require(fits(value[i]), label, pointer + "/" + std::to_string(i), value[i].dump() + " is out of range");
+    }
+  }
+}
+
+// The transformer schema is shared by gpt, bert and vit: keys that belong to
+// another family are rejected here.
+void reject_foreign_keys(const json& doc, Family family, const std::string& label) {
+  const std::vector<std::string> text_keys = {"seq_len", "vocab"};
+  const std::vector<std::string> image_keys = {"image_size", "patch", "channels"};
+  const auto& foreign = family == Family::vit ? text_keys : image_keys;
+  for (const auto& key : foreign) {
+    require(!doc.contains(key), label, "/" + key, "not an option of a " + to_string(family) + " network");
+  }
+  if (family == Family::gpt) require(!doc.contains("classes"), label, "/classes", "not an option of a gpt network");
+  if (family != Family::gpt)
+    require(!doc.contains("tied_head"), label, "/tied_head", "not an option of a " + to_string(family) + " network");
+  for (const char* key : {"token_types", "pooler"}) {
+    if (family != Family::bert) {
+      require(!doc.contains(key), label, std::string("/") + key, "not an option of a " + to_string(family) + " network");
+    }
+  }
+  if (family == Family::vit) {
+    for (const char* key : {"positions", "rotary_fraction", "rotary_base", "max_positions"}) {
+      require(!doc.contains(key), label, std::string("/") + key,
+              "not an option of a vit network (its positions are learned, one per patch)");
+    }
+  }
+}
+
+TransformerConfig parse_transformer(const json& doc, Family family, const std::string& label) {
+  TransformerConfig t;
+  t.layers = doc.at("layers");
+  t.d_model = doc.at("d_model");
+  t.heads = doc.at("heads");
+  t.kv_heads = doc.value("kv_heads", t.heads);
+  t.mlp_ratio = doc.value("mlp_ratio", t.mlp_ratio);
+  t.mlp_width = doc.value("mlp_hidden", t.mlp_width);
+  t.activation = doc.value("activation", t.activation);
+  t.norm = doc.value("norm", t.norm);
+  t.dropout = doc.value("dropout", t.dropout);
+  t.attention_dropout = doc.value("attention_dropout", t.dropout);
+  t.positions = doc.value("positions", t.positions);
+  t.rotary_fraction = doc.value("rotary_fraction", t.rotary_fraction);
+  t.rotary_base = doc.value("rotary_base", t.rotary_base);
+  t.qkv_bias = doc.value("qkv_bias", t.qkv_bias);
+  t.fused_qkv = doc.value("fused_qkv", t.fused_qkv);
+  t.proj_bias = doc.value("proj_bias", t.proj_bias);
+  t.mlp_bias = doc.value("mlp_bias", t.activation != "swiglu");  // Llama's MLP has none
+  t.tied_head = doc.value("tied_head", t.tied_head);
+  t.parallel_residual = doc.value("parallel_residual", t.parallel_residual);
+  t.token_types = doc.value("token_types", t.token_types);
+  t.pooler = doc.value("pooler", t.pooler);
+  require(t.d_model % t.heads == 0, label, "/heads",
+          std::to_string(t.heads) + " heads do not divide d_model " + std::to_string(t.d_model));
+  require(t.heads % t.kv_heads == 0, label, "/kv_heads",
+          std::to_string(t.kv_heads) + " k/v heads do not divide " + std::to_string(t.heads) + " heads");
+  require(doc.contains("mlp_hidden") ? !doc.contains("mlp_ratio") : true, label, "/mlp_hidden",
+          "give the MLP's width or its ratio to d_model, not both");
+  require(t.mlp_hidden() >= 1, label, "/mlp_ratio", "gives an MLP of no units");
+  require(!doc.contains("rotary_fraction") || t.rotary(), label, "/rotary_fraction", "only with \"positions\": \"rotary\"");
+  require(!t.rotary() || (t.rotary_dims() >= 2 && t.rotary_dims() % 2 == 0), label, "/rotary_fraction",
+          "rotates " + std::to_string(t.rotary_dims()) + " of each head's " + std::to_string(t.head_dim()) +
+              " dimensions; rotary embeddings rotate an even number, at least 2");
+  if (family == Family::vit) {
+    t.image_size = doc.at("image_size");
+    t.patch = doc.at("patch");
+    t.channels = doc.value("channels", t.channels);
+    t.classes = doc.at("classes");
+    require(t.image_size % t.patch == 0, label, "/patch",
+            "patch " + std::to_string(t.patch) + " does not divide image_size " + std::to_string(t.image_size));
+    // sequence_length(): the patches and the class token, an int.
+    const int64_t side = t.image_size / t.patch;
+    require(side * side < std::numeric_limits<int>::max(), label, "/patch",
+            std::to_string(side * side) + " patches are too many");
+  } else {
+    t.seq_len = doc.at("seq_len");
+    t.vocab = doc.at("vocab");
+    require(!doc.contains("max_positions") || !t.rotary(), label, "/max_positions", "rotary positions have no table");
+    t.max_positions = doc.value("max_positions", t.seq_len);
+    require(t.max_positions >= t.seq_len, label, "/max_positions",
+            std::to_string(t.max_positions) + " positions are fewer than seq_len " + std::to_string(t.seq_len));
+    if (family == Family::bert) t.classes = doc.at("classes");
+  }
+  return t;
+}
+
+ResNetConfig parse_resnet(const json& doc, const std::string& label) {
+  ResNetConfig r;
+  r.block = doc.at("block");
+  r.stages = doc.at("stages").get<std::vector<int>>();
+  r.width = doc.value("width", r.width);
+  r.image_size = doc.at("image_size");
+  r.channels = doc.value("channels", r.channels);
+  r.classes = doc.at("classes");
+  // The stem halves the image twice, each further stage once more.
+  const int reduction = 4 << (r.stages.size() - 1);
+  require(r.image_size >= reduction, label, "/image_size",
+          "must be at least " + std::to_string(reduction) + " for " + std::to_string(r.stages.size()) + " stages");
+  return r;
+}
+
+MlpConfig parse_mlp(const json& doc) {
+  MlpConfig m;
+  m.input = doc.at("input");
+  m.hidden = doc.at("hidden").get<std::vector<int>>();
+  m.classes = doc.at("classes");
+  m.activation = doc.value("activation", m.activation);
+  m.dropout = doc.value("dropout", m.dropout);
+  return m;
+}
+
+// A papaya config trained at `seq_len` tokens. A learned position table
+// keeps the rows the config gives it (its seq_len where it names none).
+json with_seq_len(json doc, int seq_len, const std::string& label) {
+  if (!doc.is_object() || !doc.contains("seq_len")) {
+    const std::string family = doc.is_object() ? doc.value("family", std::string("?")) : "?";
+    throw InputError(label + ": a " + family + " network has no token sequence to set the length of");
+  }
+  require(seq_len >= 1, label, "sequence length", std::to_string(seq_len) + " is not a length");
+  if (doc.value("positions", std::string("learned")) == "learned") {
+    if (!doc.contains("max_positions")) doc["max_positions"] = doc.at("seq_len");
+    const json& rows = doc.at("max_positions");
+    require(!rows.is_number_integer() || seq_len <= rows.get<int64_t>(), label, "sequence length",
+            std::to_string(seq_len) + " is past the " + rows.dump() + " positions of its learned position table");
+  }
+  doc["seq_len"] = seq_len;
+  return doc;
+}
+
+}  // namespace
+
+NetworkConfig parse_network_config(const json& doc, const std::string& label) {
+  if (is_hf_config(doc)) return parse_network_config(network_config_from_hf(doc, fs::path(label).stem().string(), label), label);
+  NetworkConfig config;
+  config.document = doc;
+  config.family = family_of(doc, label);
+  require_ints_fit(doc, label);
+  switch (config.family) {
+    case Family::gpt:
+    case Family::bert:
+    case Family::vit:
+      validate_json(doc, "network-transformer", label);
+      reject_foreign_keys(doc, config.family, label);
+      config.body = parse_transformer(doc, config.family, label);
+      break;
+    case Family::resnet:
+      validate_json(doc, "network-resnet", label);
+      config.body = parse_resnet(doc, label);
+      break;
+    case Family::mlp:
+      validate_json(doc, "network-mlp", label);
+      config.body = parse_mlp(doc);
+      break;
+  }
+  config.name = doc.at("name");
+  config.description = doc.value("description", "");
+  return config;
+}
+
+NetworkConfig load_network_config(const std::string& name_or_path, std::optional<int> seq_len) {
+  const bool is_path = name_or_path.find('/') != std::string::npos || fs::path(name_or_path).extension() == ".json";
+  const std::string path = is_path ? name_or_path : (fs::path(config_dir()) / "networks" / (name_or_path + ".json")).string();
+  if (!fs::exists(path)) {
+    if (is_path) throw InputError(path + ": no such network config file");
+    std::string known;
+    for (const auto& n : shipped_network_names()) known += (known.empty() ? "" : ", ") + n;
+    throw InputError("unknown network '" + name_or_path + "' (known: " + known + "; or give a path to a .json config)");
+  }
+  json doc = read_json_file(path, "network config");
+  if (is_hf_config(doc)) {
+    doc = network_config_from_hf(doc, fs::path(path).stem().string(), path, seq_len);
+  } else if (seq_len) {
+    doc = with_seq_len(std::move(doc), *seq_len, path);
+  }
+  NetworkConfig config = parse_network_config(doc, path);
+  config.source = path;
+  return config;
+}
+
+namespace {
+
+// Where `config` came from, for messages: its file, else its name.
+std::string origin(const NetworkConfig& config) { return config.source.empty() ? config.name : config.source; }
+
+// `config`'s document, changed, parsed again; read from the same file.
+NetworkConfig reparsed(const NetworkConfig& config, const json& doc, const std::string& where) {
+  NetworkConfig out = parse_network_config(doc, where);
+  out.source = config.source;
+  return out;
+}
+
+}  // namespace
+
+NetworkConfig at_seq_len(const NetworkConfig& config, int seq_len) {
+  return reparsed(config, with_seq_len(config.document, seq_len, origin(config)), origin(config));
+}
+
+NetworkConfig with_blocks(const NetworkConfig& config, int blocks) {
+  const std::string where = origin(config) + ": " + std::to_string(blocks) + " blocks";
+  if (!std::holds_alternative<TransformerConfig>(config.body)) {
+    throw InputError(where + ": a " + to_string(config.family) + " network has no identical blocks to scale");
+  }
+  const int layers = config.transformer().layers;
+  if (blocks < 2 || blocks > layers) {
+    throw InputError(where + ": profile 2 to " + std::to_string(layers) + " of its " + std::to_string(layers) +
+                     " blocks (two show what one more block holds)");
+  }
+  json doc = config.document;
+  doc["layers"] = blocks;
+  return reparsed(config, doc, where);
+}
+
+std::vector<std::string> shipped_network_names() {
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(fs::path(config_dir()) / "networks")) {
+    if (entry.path().extension() == ".json") names.push_back(entry.path().stem().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+}  // namespace papaya::model

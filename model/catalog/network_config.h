@@ -1,0 +1,111 @@
+#pragma once
+// Network configs (configs/networks/*.json): what the executor builds. A
+// network is named by its config name ("gpt-tiny") or by a path to a file.
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace papaya::model {
+
+enum class Family { gpt, bert, vit, resnet, mlp };
+
+struct TransformerConfig {
+  int layers = 0;
+  int d_model = 0;
+  int heads = 0;
+  int kv_heads = 0;  // heads of k and v: fewer than `heads` is grouped-query attention
+  double mlp_ratio = 4.0;
+  int mlp_width = 0;                  // the MLP's width where given, else mlp_ratio·d_model
+  std::string activation = "gelu";    // gelu | silu | relu | swiglu
+  std::string norm = "layernorm";     // layernorm | rmsnorm
+  double dropout = 0.0;               // after embeddings and on each residual branch
+  double attention_dropout = 0.0;     // on attention's probabilities (default: dropout)
+  std::string positions = "learned";  // learned (a table added to the input) | rotary (q and k rotated)
+  double rotary_fraction = 1.0;       // of each head's dimensions, rotated
+  double rotary_base = 10000;
+  int max_positions = 0;  // rows of a learned position table (gpt, bert; at least seq_len)
+  bool qkv_bias = true, proj_bias = true, mlp_bias = true;
+  // One projection makes q, k and v (GPT-2, GPT-NeoX), or three do (BERT,
+  // ViT, Llama, OPT): under autocast each of the three saves its own
+  // half-type copy of the input.
+  bool fused_qkv = true;
+  bool tied_head = true;                        // gpt: the LM head is the token embedding
+  bool parallel_residual = false;               // x + attn(ln1 x) + mlp(ln2 x)
+  int seq_len = 0;                              // gpt, bert; vit: derived (patches + class token)
+  int vocab = 0;                                // gpt, bert
+  int classes = 0;                              // bert, vit
+  int token_types = 0;                          // bert: rows of a token-type table added to the input (0: none)
+  bool pooler = false;                          // bert: dense + tanh on the first token before the classifier
+  int image_size = 0, patch = 0, channels = 3;  // vit
+
+  int mlp_hidden() const;
+  int head_dim() const { return d_model / heads; }
+  bool rotary() const { return positions == "rotary"; }
+  // The leading dimensions of each head that rotary embeddings rotate.
+  int rotary_dims() const;
+};
+
+struct ResNetConfig {
+  std::string block = "bottleneck";  // basic | bottleneck
+  std::vector<int> stages;           // blocks per stage
+  int width = 64;                    // channels of the stem and first stage
+  int image_size = 224, channels = 3, classes = 1000;
+};
+
+struct MlpConfig {
+  int input = 0;
+  std::vector<int> hidden;
+  int classes = 0;
+  std::string activation = "relu";  // relu | gelu | silu
+  double dropout = 0.0;
+};
+
+struct NetworkConfig {
+  std::string name;
+  std::string description;
+  std::string source;  // the file it was read from
+  // The papaya config document it was parsed from (an imported HuggingFace
+  // config's conversion): what profiles and training states record.
+  nlohmann::json document;
+  Family family = Family::mlp;
+  std::variant<TransformerConfig, ResNetConfig, MlpConfig> body;
+
+  const TransformerConfig& transformer() const { return std::get<TransformerConfig>(body); }
+  const ResNetConfig& resnet() const { return std::get<ResNetConfig>(body); }
+  const MlpConfig& mlp() const { return std::get<MlpConfig>(body); }
+  // Tokens (or patches) per sample, 1 for networks without a sequence.
+  int sequence_length() const;
+  // Rows of the learned position table; 0 with rotary positions.
+  int position_rows() const;
+};
+
+std::string to_string(Family family);
+
+// Loads a config by name (configs/networks/<name>.json) or by path (anything
+// with a '/' or ending in .json). `seq_len`: tokens per sample instead of the
+// config's (gpt, bert; a learned position table keeps its rows, and bounds
+// it). Throws InputError naming the file, the JSON path (or --seq-len) and
+// what was expected.
+NetworkConfig load_network_config(const std::string& name_or_path, std::optional<int> seq_len = std::nullopt);
+
+// `config` (a gpt or bert) trained at `seq_len` tokens. Throws InputError
+// naming --seq-len for another family or a length past a learned position
+// table.
+NetworkConfig at_seq_len(const NetworkConfig& config, int seq_len);
+
+// `config` (a transformer) with its first `blocks` blocks only: what
+// `papaya profile --profile-blocks` measures. Throws InputError naming
+// --profile-blocks for another family or a count outside 2..layers.
+NetworkConfig with_blocks(const NetworkConfig& config, int blocks);
+
+// Parses and validates a config document, a papaya one or a HuggingFace
+// config.json (model/catalog/hf_config.h; named after `label`'s file name); `label`
+// names it in errors.
+NetworkConfig parse_network_config(const nlohmann::json& doc, const std::string& label);
+
+// Names of the shipped configs, sorted.
+std::vector<std::string> shipped_network_names();
+
+}  // namespace papaya::model

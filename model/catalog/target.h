@@ -1,0 +1,91 @@
+#pragma once
+// The machine a prediction is for: the profiled machine itself, or an entry
+// of the hardware catalog (a what-if). A Target carries the layer model's
+// times to that machine and says, in `notes`, what it had to assume.
+//
+// Time on a catalog entry other than the profiled one: per layer and
+// direction, the roofline
+//   t(b) = max(a, b * max(flops/(peak*eta_c), bytes/(bandwidth*eta_m))) + c
+// with the layer's fitted latency floor a and overhead c, the analytic FLOPs
+// and bytes moved of its forward (backward: twice both), and the efficiencies
+// eta fitted on the profiled GPU (LayerModel::roofline). From a CPU profile,
+// or a GPU missing from the catalog, it uses the typical efficiencies below
+// and a fixed per-layer overhead instead, and says so. A segment's recompute,
+// and the rest of the iteration, speed up as the layers' forward (resp. the
+// whole step) does at the largest profiled batch; the optimizer step, a
+// memory-bound pass over weights, gradients and state, with the bandwidth.
+//
+// Memory carries over unchanged, except that on a GPU every allocation is
+// rounded up to the CUDA caching allocator's 512-byte blocks (allocated
+// bytes, not reserved): from a CPU profile that rounding is added to the
+// saved tensors of the keep step too.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/curves.h"
+#include "model/parallel/data_parallel.h"
+#include "model/catalog/hardware.h"
+#include "model/layer_model.h"
+
+namespace papaya::model {
+
+// Typical efficiencies for a GPU papaya has not seen trained on.
+constexpr double typical_compute_efficiency = 0.5;
+constexpr double typical_memory_efficiency = 0.7;
+constexpr double typical_forward_overhead_s = 10e-6;  // per layer: kernel launches
+constexpr double typical_backward_overhead_s = 20e-6;
+constexpr double typical_optimizer_overhead_s = 50e-6;  // per layer with parameters
+// Quantize/dequantize throughput (bytes of the raw tensor per second) where
+// the profile measured none: the ATen path makes about eight passes over the
+// tensor on a GPU; on a CPU, about 1 GB/s was assumed.
+constexpr double default_codec_passes = 8;
+constexpr double default_cpu_codec_bytes_per_s = 1e9;
+// The CUDA caching allocator rounds every allocation up to a multiple of this.
+constexpr int64_t cuda_block_bytes = 512;
+
+struct Target {
+  std::string name;                                 // "cpu (profiled)", "H100-SXM-80GB"
+  bool profiled = true;                             // the machine the profile was taken on
+  bool gpu = false;                                 // allocations are rounded to cuda_block_bytes
+  bool round_keep = false;                          // the keep step's figures come from a CPU: round its saved tensors too
+  double memory_bytes = 0;                          // capacity
+  double h2d_bytes_per_s = 0, d2h_bytes_per_s = 0;  // 0: no host link, so no swap
+  std::vector<SaturatingCurve> forward_seconds, backward_seconds;  // per layer
+  std::vector<SaturatingCurve> recompute_seconds;                  // per segment
+  SaturatingCurve optimizer_seconds, rest_seconds;
+  std::vector<CodecMeasurement> codecs;  // never empty
+  std::vector<InvertMeasurement> inverts;
+  DataParallel data_parallel;      // one rank unless set (with_data_parallel)
+  std::vector<std::string> notes;  // what was assumed
+
+  bool has_host_link() const { return h2d_bytes_per_s > 0 && d2h_bytes_per_s > 0; }
+  // Throws InputError where a memory budget is more than this target has: a
+  // batch found under it would not fit (unknown capacity, 0, passes).
+  void check_budget(double budget_bytes) const;
+  // Bytes an allocation of `bytes` occupies on this target.
+  double allocated(double bytes) const;
+  // The codec of the nearest measured bit width.
+  const CodecMeasurement& codec(int bits) const;
+  // What an inverted `kind` activation's backward over `raw_bytes` of input
+  // takes beyond keep's (0 where `kind` was not measured).
+  double invert_extra_seconds(LayerKind kind, double raw_bytes) const;
+};
+
+// The profiled machine, as the model was fitted.
+Target profiled_target(const LayerModel& model);
+// A catalog entry; the profiled machine itself if the profile was taken on it.
+// Throws InputError if the entry has no compute path for the model's precision.
+Target catalog_target(const LayerModel& model, const HardwareSpec& hardware);
+// By catalog name, or the profiled machine when `name` is empty.
+Target make_target(const LayerModel& model, const std::string& name);
+
+// `target` as each of `world.ranks` data-parallel devices, exchanging over
+// world.link: every prediction on it is per rank, its samples/s global.
+// Throws InputError for a stage outside 0-3 or fewer than one rank.
+void set_data_parallel(Target& target, const DataParallel& world);
+// The catalog entry a profiled GPU is ("NVIDIA H100 80GB HBM3" ->
+// H100-SXM-80GB), or nullopt for a CPU or a GPU the catalog lacks.
+std::optional<HardwareSpec> catalog_entry_for(const MachineInfo& machine);
+
+}  // namespace papaya::model

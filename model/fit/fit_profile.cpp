@@ -1,0 +1,357 @@
+#include "model/fit/fit_profile.h"
+
+#include <ceres/ceres.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include "model/fit/block_scaling.h"
+#include "model/error.h"
+#include "model/median.h"
+#include "model/catalog/network_config.h"
+#include "model/catalog/parameter_count.h"
+#include "model/plan.h"
+#include "model/fit/plan_step_calibration.h"
+#include "model/plan_space/predict.h"
+#include "model/catalog/target.h"
+
+namespace papaya::model {
+namespace {
+
+// The profile's batch sizes that ran (not out of memory), as indices.
+std::vector<size_t> usable_batches(const Profile& p, const std::string& label) {
+  if (p.layers.empty()) throw InputError(label + ": the profile has no layers");
+  std::vector<size_t> use;
+  std::set<int> sizes;
+  for (size_t i = 0; i < p.batches.size(); ++i) {
+    if (p.iterations[i].oom) continue;
+    use.push_back(i);
+    sizes.insert(p.batches[i]);
+  }
+  if (sizes.size() < 2) {
+    throw InputError(label + ": the fit needs measurements at two batch sizes or more that did not run out of memory (has " +
+                     std::to_string(sizes.size()) + ")");
+  }
+  return use;
+}
+
+template <typename Get>
+std::vector<Sample> samples(const Profile& p, const std::vector<size_t>& use, Get get) {
+  std::vector<Sample> out;
+  for (size_t i : use) out.push_back({static_cast<double>(p.batches[i]), get(i)});
+  return out;
+}
+
+// A pass's peak bytes: its start's line plus the scratch it takes above its
+// start. Where the layer was probed within its segment, the scratch's line
+// runs from the largest profiled batch to the probe batch, where its shape
+// has settled (LayerProbe): a block run alone takes, layer by layer, the
+// scratch it takes in the whole step at that batch. A layer outside a block
+// runs by itself from a gradient of ones, which changes its scratch (llama's
+// final RMSNorm backward: +50% at 16), so its scratch, as every other byte
+// figure, takes the line through the two largest profiled batches.
+// `start` is the pass's start, `start_line` its fitted line.
+LinearCurve peak_line(const std::vector<Sample>& start, const LinearCurve& start_line, const std::vector<Sample>& peak,
+                      const Profile& p, std::optional<int64_t> probe_headroom) {
+  if (!probe_headroom) return fit_bytes(peak);
+  double largest = 0;
+  for (const Sample& s : start) largest = std::max(largest, s.batch);
+  std::vector<Sample> headroom{{static_cast<double>(p.probe_batch), static_cast<double>(*probe_headroom)}};
+  for (size_t k = 0; k < start.size(); ++k) {
+    if (start[k].batch == largest) headroom.push_back({largest, peak[k].value - start[k].value});
+  }
+  const LinearCurve above = fit_linear(headroom);
+  return {start_line.per_sample + above.per_sample, start_line.fixed + above.fixed};
+}
+
+// A layer's or segment's time at the profile's probe batch, where it has one,
+// joins the profiled batches' (the one point past them the curve is fitted to).
+std::vector<Sample> with_probe(std::vector<Sample> s, const Profile& p, std::optional<double> probe_seconds) {
+  if (probe_seconds) s.push_back({static_cast<double>(p.probe_batch), *probe_seconds});
+  return s;
+}
+
+// The rest of the iteration at the probe batch, where every segment was
+// probed: the segments' work between their layers there, plus what lies
+// outside them, taken as fixed: the median over the profiled batches of the
+// rest less the segments' work between layers at that batch. A slope of the
+// rest fitted to three small batches alone follows their noise (30 us per
+// sample on resnet-tiny, whose rest barely grows: 15% of its step at 32).
+template <typename Rest>
+std::optional<double> rest_at_probe(const Profile& p, const std::vector<size_t>& use, Rest rest) {
+  if (p.probe_batch == 0 || p.segments.empty()) return std::nullopt;
+  double between_at_probe = 0;
+  for (const auto& s : p.segments) {
+    if (!s.probe || s.between_s.empty()) return std::nullopt;
+    between_at_probe += s.probe->between_s;
+  }
+  std::vector<double> outside;
+  for (size_t i : use) {
+    double between = 0;
+    for (const auto& s : p.segments) between += s.between_s[i];
+    outside.push_back(rest(i) - between);
+  }
+  return median(outside) + between_at_probe;
+}
+
+SaturatingCurve fit_time(const std::vector<Sample>& s, const std::string& what, double min_fixed = 0) {
+  try {
+    return fit_saturating(s, min_fixed);
+  } catch (const InputError& e) {
+    throw InputError(what + ": " + e.what());
+  }
+}
+
+// log(measured k) - log(roofline per sample) of one layer.
+struct RooflineResidual {
+  double log_k, flops_over_peak, bytes_over_bandwidth;
+  template <typename T>
+  bool operator()(const T* log_eta_compute, const T* log_eta_memory, T* residual) const {
+    const T compute = T(flops_over_peak) * exp(-log_eta_compute[0]);
+    const T memory = T(bytes_over_bandwidth) * exp(-log_eta_memory[0]);
+    residual[0] = T(log_k) - log(compute > memory ? compute : memory);
+    return true;
+  }
+};
+
+// Efficiencies (compute, memory) of one direction, backward taken as twice
+// the forward's FLOPs and bytes.
+std::optional<std::pair<double, double>> fit_efficiencies(const std::vector<LayerFit>& layers, bool backward,
+                                                          const HardwareSpec& hw, double peak) {
+  double log_c = std::log(typical_compute_efficiency), log_m = std::log(typical_memory_efficiency);
+  ceres::Problem problem;
+  int used = 0;
+  const double factor = backward ? 2 : 1;
+  for (const auto& l : layers) {
+    const double k = backward ? l.backward_seconds.per_sample : l.forward_seconds.per_sample;
+    if (k <= 0 || (l.forward_flops_per_sample <= 0 && l.forward_bytes_moved_per_sample <= 0)) continue;
+    auto* cost = new ceres::AutoDiffCostFunction<RooflineResidual, 1, 1, 1>(
+        new RooflineResidual{std::log(k), factor * l.forward_flops_per_sample / peak,
+                             factor * l.forward_bytes_moved_per_sample / hw.memory_bandwidth});
+    problem.AddResidualBlock(cost, new ceres::CauchyLoss(0.5), &log_c, &log_m);
+    ++used;
+  }
+  if (used == 0) return std::nullopt;
+  for (double* x : {&log_c, &log_m}) {
+    problem.SetParameterUpperBound(x, 0, 0.0);  // at most the datasheet peak
+    problem.SetParameterLowerBound(x, 0, std::log(1e-4));
+  }
+  ceres::Solver::Options options;
+  options.linear_solver_type = ceres::DENSE_QR;
+  options.logging_type = ceres::SILENT;
+  ceres::Solver::Summary summary;
+  ceres::Solve(options, &problem, &summary);
+  if (!summary.IsSolutionUsable()) return std::nullopt;
+  return std::make_pair(std::exp(log_c), std::exp(log_m));
+}
+
+LayerModel fit_model(const Profile& p, const std::vector<size_t>& use, const std::string& label,
+                     std::vector<std::string>& notes) {
+  LayerModel m;
+  m.network = p.network;
+  m.precision = p.precision;
+  m.machine = p.machine;
+  for (size_t i : use) m.batches.push_back(p.batches[i]);
+  m.probe_batch = p.probe_batch;
+  std::sort(m.batches.begin(), m.batches.end());
+  m.batches.erase(std::unique(m.batches.begin(), m.batches.end()), m.batches.end());
+
+  for (const auto& l : p.layers) {
+    LayerFit f;
+    static_cast<LayerDescription&>(f) = l;
+    const auto figure = [&](int64_t LayerMeasurement::*field) {
+      return samples(p, use, [&](size_t i) { return static_cast<double>(l.measured[i].*field); });
+    };
+    const auto probed = [&](double LayerProbe::*field) {
+      return l.probe ? std::optional<double>((*l.probe).*field) : std::nullopt;
+    };
+    const auto probed_headroom = [&](int64_t LayerProbe::*field) {
+      return l.probe && !l.segment.empty() ? std::optional<int64_t>((*l.probe).*field) : std::nullopt;
+    };
+    const std::vector<Sample> forward_start = figure(&LayerMeasurement::forward_start_bytes);
+    const std::vector<Sample> backward_start = figure(&LayerMeasurement::backward_start_bytes);
+    f.forward_start = fit_bytes(forward_start);
+    f.forward_peak = peak_line(forward_start, f.forward_start, figure(&LayerMeasurement::forward_peak_bytes), p,
+                               probed_headroom(&LayerProbe::forward_headroom_bytes));
+    f.backward_start = fit_bytes(backward_start);
+    f.backward_peak = peak_line(backward_start, f.backward_start, figure(&LayerMeasurement::backward_peak_bytes), p,
+                                probed_headroom(&LayerProbe::backward_headroom_bytes));
+    f.forward_gap_peak = fit_bytes(figure(&LayerMeasurement::forward_gap_peak_bytes));
+    f.backward_gap_peak = fit_bytes(figure(&LayerMeasurement::backward_gap_peak_bytes));
+    f.forward_seconds = fit_time(
+        with_probe(samples(p, use, [&](size_t i) { return l.measured[i].forward_s; }), p, probed(&LayerProbe::forward_s)),
+        label + ": " + l.path + " forward");
+    f.backward_seconds = fit_time(
+        with_probe(samples(p, use, [&](size_t i) { return l.measured[i].backward_s; }), p, probed(&LayerProbe::backward_s)),
+        label + ": " + l.path + " backward");
+    m.layers.push_back(std::move(f));
+  }
+  for (const auto& s : p.segments) {
+    m.segments.push_back({s.path, s.input,
+                          fit_time(with_probe(samples(p, use, [&](size_t i) { return s.recompute_s[i]; }), p,
+                                              s.probe ? std::optional<double>(s.probe->recompute_s) : std::nullopt),
+                                   label + ": segment " + s.path + " recompute"),
+                          s.returns_last_layer_output});
+  }
+
+  double static_sum = 0;
+  for (size_t i : use) static_sum += static_cast<double>(p.iterations[i].static_bytes);
+  m.static_bytes = static_sum / static_cast<double>(use.size());
+  // The optimizer step updates the parameters and their moments: its cost
+  // does not depend on the batch, and a slope fitted to its noise at a few
+  // small batches would grow it with the batch (by 0.5 ms at 32 on
+  // resnet-tiny, 10% of its step).
+  std::vector<double> optimizer_s;
+  for (size_t i : use) optimizer_s.push_back(p.iterations[i].optimizer_s);
+  m.optimizer_seconds = SaturatingCurve{0, 0, median(optimizer_s)};
+  const auto rest = [&](size_t i) {
+    double layers = 0;
+    for (const auto& l : p.layers) layers += l.measured[i].forward_s + l.measured[i].backward_s;
+    return p.iterations[i].iteration_s - layers - p.iterations[i].optimizer_s;
+  };
+  m.rest_seconds = fit_time(with_probe(samples(p, use, rest), p, rest_at_probe(p, use, rest)), label + ": rest of the iteration",
+                            -std::numeric_limits<double>::infinity());
+  m.codecs = p.codecs;
+  m.inverts = p.inverts;
+  m.h2d_bytes_per_s = p.h2d_bytes_per_s;
+  m.d2h_bytes_per_s = p.d2h_bytes_per_s;
+
+  // The passes' peak beyond the largest per-layer figure (gaps included), at each batch; the
+  // optimizer's step apart: where it is the step's peak at the profiled
+  // batches (weights large against activations), folding it in here would
+  // give a line falling with the batch.
+  m.unattributed_peak = fit_bytes(samples(p, use, [&](size_t i) {
+    int64_t top = 0;
+    for (const auto& l : p.layers) {
+      const LayerMeasurement& m = l.measured[i];
+      top = std::max({top, m.forward_peak_bytes, m.backward_peak_bytes, m.forward_gap_peak_bytes, m.backward_gap_peak_bytes});
+    }
+    return static_cast<double>(p.iterations[i].passes_peak_bytes - top);
+  }));
+  m.optimizer_peak =
+      fit_bytes(samples(p, use, [&](size_t i) { return static_cast<double>(p.iterations[i].optimizer_peak_bytes); }));
+
+  if (const auto entry = catalog_entry_for(p.machine)) {
+    const auto path = entry->peak_flops.find(compute_path(p.precision));
+    const bool has_path = path != entry->peak_flops.end() && path->second;
+    const auto fwd = has_path ? fit_efficiencies(m.layers, false, *entry, *path->second) : std::nullopt;
+    const auto bwd = has_path ? fit_efficiencies(m.layers, true, *entry, *path->second) : std::nullopt;
+    if (fwd && bwd) {
+      m.roofline = RooflineFit{entry->name, fwd->first, fwd->second, bwd->first, bwd->second};
+    } else {
+      notes.push_back("no roofline efficiencies could be fitted on " + entry->name + " (no layer with FLOPs or bytes moved)");
+    }
+  } else if (m.on_gpu()) {
+    notes.push_back("the profiled GPU '" + p.machine.device_name +
+                    "' is not in the hardware catalog: what-if predictions use typical efficiencies");
+  }
+  calibrate_to_plan_steps(p, m, notes);
+  return m;
+}
+
+struct Point {
+  double measured, predicted;
+  std::string layer, figure;
+  int batch;
+};
+
+FitSummary summarize(const std::vector<Point>& points) {
+  FitSummary s;
+  s.points = static_cast<int>(points.size());
+  if (points.empty()) return s;
+  std::vector<double> measured, predicted, relative;
+  for (const auto& pt : points) {
+    measured.push_back(pt.measured);
+    predicted.push_back(pt.predicted);
+    const double rel = std::fabs(pt.predicted - pt.measured) / std::max(std::fabs(pt.measured), 1e-300);
+    relative.push_back(rel);
+    if (rel >= s.worst_relative) {
+      s.worst_relative = rel;
+      s.worst_layer = pt.layer;
+      s.worst_figure = pt.figure;
+      s.worst_batch = pt.batch;
+    }
+  }
+  // Constant measurements leave R² undefined: 1 if the model reproduces them.
+  s.r_squared = r_squared(measured, predicted).value_or(measured == predicted ? 1.0 : 0.0);
+  std::nth_element(relative.begin(), relative.begin() + static_cast<long>(relative.size() / 2), relative.end());
+  s.median_relative = relative[relative.size() / 2];
+  return s;
+}
+
+StepCheck check_step(const LayerModel& m, const Profile& p, size_t i) {
+  const Target target = profiled_target(m);
+  const Plan keep = expand_plan_name("keep", m.layout());
+  const Estimate e = predict(m, target, keep, p.batches[i]);
+  return {p.batches[i], p.iterations[i].iteration_s, e.seconds, static_cast<double>(p.iterations[i].peak_bytes), e.peak_bytes};
+}
+
+}  // namespace
+
+ProfileFit fit_profile(const Profile& p, const std::string& label) {
+  const std::vector<size_t> use = usable_batches(p, label);
+  ProfileFit out;
+  out.model = fit_model(p, use, label, out.quality.notes);
+  const LayerModel& m = out.model;
+
+  std::vector<Point> time, memory;
+  for (size_t l = 0; l < m.layers.size(); ++l) {
+    const LayerFit& f = m.layers[l];
+    for (size_t i : use) {
+      const LayerMeasurement& meas = p.layers[l].measured[i];
+      const int batch = p.batches[i];
+      const double b = batch;
+      time.push_back({meas.forward_s, f.forward_seconds.at(b), f.path, "forward seconds", batch});
+      time.push_back({meas.backward_s, f.backward_seconds.at(b), f.path, "backward seconds", batch});
+      memory.push_back(
+          {static_cast<double>(meas.forward_start_bytes), f.forward_start.at(b), f.path, "forward start bytes", batch});
+      memory.push_back({static_cast<double>(meas.forward_peak_bytes), f.forward_peak.at(b), f.path, "forward peak bytes", batch});
+      memory.push_back(
+          {static_cast<double>(meas.backward_start_bytes), f.backward_start.at(b), f.path, "backward start bytes", batch});
+      memory.push_back(
+          {static_cast<double>(meas.backward_peak_bytes), f.backward_peak.at(b), f.path, "backward peak bytes", batch});
+    }
+  }
+  out.quality.time = summarize(time);
+  out.quality.memory = summarize(memory);
+  for (size_t i : use) out.quality.steps.push_back(check_step(m, p, i));
+
+  std::set<int> sizes(m.batches.begin(), m.batches.end());
+  if (sizes.size() >= 3) {
+    const int largest = *sizes.rbegin();
+    std::vector<size_t> smaller;
+    for (size_t i : use) {
+      if (p.batches[i] != largest) smaller.push_back(i);
+    }
+    std::vector<std::string> ignored;
+    const LayerModel reduced = fit_model(p, smaller, label, ignored);
+    const auto it = std::find_if(use.begin(), use.end(), [&](size_t i) { return p.batches[i] == largest; });
+    const StepCheck& h = *(out.quality.holdout = check_step(reduced, p, *it));
+    const double time_error = h.predicted_seconds / h.measured_seconds - 1;
+    const double peak_error = h.predicted_peak_bytes / h.measured_peak_bytes - 1;
+    if (std::fabs(time_error) > holdout_time_warning || std::fabs(peak_error) > holdout_peak_warning) {
+      out.quality.notes.push_back(
+          "fitted without batch " + std::to_string(largest) + ", the model is off there by " +
+          std::to_string(static_cast<int>(std::lround(100 * time_error))) + "% in step time and " +
+          std::to_string(static_cast<int>(std::lround(100 * peak_error))) +
+          "% in peak memory: predictions far above the profiled batches are uncertain (profile larger batches)");
+    }
+  }
+  for (const auto& note : profiled_target(m).notes) out.quality.notes.push_back(note);
+  if (p.profiled_blocks > 0) {
+    const NetworkConfig whole = parse_network_config(p.network_config, label + ": network_config");
+    const int blocks = whole.transformer().layers;
+    const double ratio =
+        static_cast<double>(parameter_count(whole)) / static_cast<double>(parameter_count(with_blocks(whole, p.profiled_blocks)));
+    out.model = scale_blocks(out.model, blocks, out.model.static_bytes * ratio, label);
+    out.quality.notes.push_back("profiled " + std::to_string(p.profiled_blocks) + " of the " + std::to_string(blocks) +
+                                " blocks; the model holds all " + std::to_string(blocks) +
+                                " (each past the profiled ones as the last of them, weights, gradients and optimizer "
+                                "state for all)");
+  }
+  return out;
+}
+
+}  // namespace papaya::model

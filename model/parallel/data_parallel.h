@@ -1,0 +1,38 @@
+#pragma once
+// N data-parallel ranks, one device each, as the model prices them
+// (docs/memory-model.md, "Data parallelism"): each rank runs the profiled
+// step at its own batch; what differs is what it holds of the static state
+// and the exchange buffers (sharding.h), and the exchange itself on the link:
+// gradients leave in buckets as backward produces them and hide behind the
+// rest of backward; with ZeRO, parameters are gathered after the optimizer's
+// step (stages 1, 2) or before each layer runs (3).
+#include <string>
+
+#include "model/layer_model.h"
+#include "model/parallel/link.h"
+#include "model/parallel/sharding.h"
+
+namespace papaya::model {
+
+// PyTorch DDP's default bucket, and papaya's DataParallel's.
+constexpr double default_bucket_bytes = 25.0 * 1024 * 1024;
+
+struct DataParallel {
+  int ranks = 1;
+  int zero_stage = 0;
+  std::string link_name;  // "NVLink-2", or a measured link's
+  LinkFit link;
+  double bucket_bytes = default_bucket_bytes;
+
+  bool active() const { return ranks > 1; }
+};
+
+// The model's weights (its layers' parameter bytes) and static bytes taken apart.
+RankStatic whole_static(const LayerModel& model);
+
+// What one rank holds beyond (negative: short of) what one process holds, at
+// every point of the step: its share of the static state less the whole,
+// plus the exchange buffers. 0 for one rank.
+double rank_bytes_shift(const LayerModel& model, const DataParallel& world);
+
+}  // namespace papaya::model

@@ -1,0 +1,30 @@
+#include "model/parallel/sharding.h"
+
+#include <algorithm>
+#include <string>
+
+#include "model/error.h"
+
+namespace papaya::model {
+
+RankStatic whole_static(double parameter_bytes, double static_bytes) {
+  const double weights = std::min(parameter_bytes, static_bytes / 2);
+  return {weights, weights, static_bytes - 2 * weights};
+}
+
+RankStatic shard(const RankStatic& whole, int ranks, int zero_stage) {
+  if (ranks < 1) throw InputError(std::to_string(ranks) + " GPUs: at least 1");
+  if (zero_stage < 0 || zero_stage > 3) throw InputError("ZeRO stage " + std::to_string(zero_stage) + ": a ZeRO stage is 0 to 3");
+  const auto share = [&](int from_stage) { return zero_stage >= from_stage ? 1.0 / ranks : 1.0; };
+  return {whole.weights * share(3), whole.gradients * share(2), whole.optimizer * share(1)};
+}
+
+double exchange_buffer_bytes(const RankStatic& whole, int ranks, int zero_stage, double bucket_bytes,
+                             double largest_layer_parameter_bytes) {
+  if (ranks < 2) return 0;
+  if (zero_stage < 2) return whole.gradients;
+  const double buckets = std::min(whole.gradients, 2 * bucket_bytes);
+  return zero_stage == 3 ? buckets + 2 * largest_layer_parameter_bytes : buckets;
+}
+
+}  // namespace papaya::model

@@ -1,0 +1,146 @@
+#pragma once
+// Inside PlanSpace (plan_space.h), not for its users: what it knows of a
+// network that does not depend on the batch (Index: built once, shared by
+// every batch), and its sizes and times at one batch (AtBatch). PlanSpace's
+// public Slot, Storage and Segment carry what a planner reads; the entries
+// here carry the rest, one per layer, slot, storage and segment.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "model/layer_model.h"
+#include "model/plan_space/types.h"
+#include "model/profile.h"
+#include "model/strategy.h"
+#include "model/catalog/target.h"
+
+namespace papaya::model::plan_space {
+
+struct LayerEntry {
+  int segment = -1;                                          // the enclosing segment, -1 if none
+  int forward_at = -1, backward_at = -1, recompute_at = -1;  // its F, B and R points (-1: none)
+  int first_slot = -1, slot_count = 0;                       // its slots: [first_slot, first_slot + slot_count)
+  // The storages it makes and saves beyond its output (max-pool indices,
+  // dropout masks), per sample.
+  double created_bytes_per_sample = 0;
+  // A GELU/SiLU's output: its storage, and the slot saving it (-1: none).
+  int output_storage = -1, output_consumer_slot = -1;
+  // What inverting it adds to its backward per byte of input
+  // (Target::invert_extra_seconds is linear in the bytes; 0 but for GELU/SiLU).
+  double invert_seconds_per_byte = 0;
+  double parameter_copy_bytes = 0;  // as keep's figures hold them
+};
+
+struct SlotEntry {
+  const SavedTensorProfile* tensor = nullptr;  // in the model's layer
+  size_t position = 0;                         // in its storage's slots
+};
+
+// One option of a storage: the strategy asked of it and what each of its slots takes.
+struct Candidate {
+  TensorStrategy asked;
+  std::vector<TensorStrategy> per_slot;
+};
+
+struct StorageEntry {
+  double bytes_per_sample = 0;        // the whole storage (a tensor no slot saves: its size)
+  bool grows = false;                 // with the batch
+  bool held_by_caller = false;        // the batch's data: held all step whatever the plan
+  int code_holds_until = 0;           // the last layer whose forward the network's code holds it through
+  std::vector<Candidate> candidates;  // its options: [0] keep
+};
+
+struct SegmentEntry {
+  const SavedTensorProfile* input = nullptr;     // SegmentFit::input
+  std::vector<TensorStrategy> input_candidates;  // how it keeps its input when recomputed: [0] raw
+};
+
+// The LM head, whose log-probabilities a plan may recompute chunk by chunk.
+struct LmHead {
+  int layer = -1, logprobs_slot = -1;
+  double rows_per_sample = 1;
+  int64_t vocab = 1;
+};
+
+struct Index {
+  // `model` must outlive the index.
+  Index(const LayerModel& model, const Target& target);
+
+  const LayerModel* model = nullptr;
+  Target target;
+  std::vector<LayerEntry> layers;
+  std::vector<Slot> slots;
+  std::vector<SlotEntry> slot_entries;  // one per slot
+  std::vector<Storage> storages;
+  std::vector<StorageEntry> storage_entries;  // one per storage
+  std::vector<Segment> segments;
+  std::vector<SegmentEntry> segment_entries;  // one per segment
+  // F[0] .. F[n-1], then B[n-1] .. B[0] with R[s0] .. R[s1] before B[s1] for
+  // each segment of layers s0..s1.
+  std::vector<TimelinePoint> points;
+  LmHead lm_head;
+
+  // By the int indices PlanSpace's types use.
+  int layer_count() const { return static_cast<int>(layers.size()); }
+  const LayerFit& fit(int j) const { return model->layers[static_cast<size_t>(j)]; }
+  const LayerEntry& layer(int j) const { return layers[static_cast<size_t>(j)]; }
+  const Slot& slot(int i) const { return slots[static_cast<size_t>(i)]; }
+  const SlotEntry& slot_entry(int i) const { return slot_entries[static_cast<size_t>(i)]; }
+  const Storage& storage(int g) const { return storages[static_cast<size_t>(g)]; }
+  const StorageEntry& storage_entry(int g) const { return storage_entries[static_cast<size_t>(g)]; }
+  const Segment& segment(int s) const { return segments[static_cast<size_t>(s)]; }
+  const SegmentEntry& segment_entry(int s) const { return segment_entries[static_cast<size_t>(s)]; }
+
+  // Whether `layer` runs its forward and backward as keep does, not
+  // rematerialized by its recomputed segment (`recomputed`: per segment,
+  // empty where none is).
+  bool active(int layer, const std::vector<bool>& recomputed) const {
+    const int s = this->layer(layer).segment;
+    return s < 0 || recomputed.empty() || !recomputed[static_cast<size_t>(s)];
+  }
+};
+
+struct SlotAtBatch {
+  int64_t numel = 0;
+  double bytes = 0;  // its own tensor
+};
+
+struct LayerAtBatch {
+  double forward_s = 0, backward_s = 0;
+  // What the layer allocates beyond its start, its output and what else it
+  // saves (forward; its output too where it stores before computing it) and
+  // beyond its start (backward): room a codec's scratch fits in.
+  double forward_headroom = 0, backward_headroom = 0;
+};
+
+struct SegmentAtBatch {
+  double recompute_s = 0;
+  int64_t input_numel = 0;
+  double input_bytes = 0;  // raw
+};
+
+struct AtBatch {
+  // Throws InputError if `batch` < 1.
+  AtBatch(std::shared_ptr<const Index> index, int64_t batch);
+
+  std::shared_ptr<const Index> index;
+  int64_t batch = 0;
+  std::vector<double> keep_bytes;  // at each point, the keep step
+  std::vector<SlotAtBatch> slots;
+  std::vector<double> storage_sizes;  // the whole storage, per storage
+  std::vector<LayerAtBatch> layers;
+  std::vector<SegmentAtBatch> segments;
+  double lm_head_chunk_batch = 0;  // the samples whose rows make one chunk of the LM head
+  double optimizer_s = 0, rest_s = 0, unattributed_bytes = 0;
+  double parameter_gather_s = 0;    // ZeRO-1 and -2: the parameters gathered after the optimizer's step
+  double optimizer_peak_bytes = 0;  // whatever the plan: activations are gone by then
+
+  const Target& target() const { return index->target; }
+  const SlotAtBatch& slot(int i) const { return slots[static_cast<size_t>(i)]; }
+  double storage_bytes(int g) const { return storage_sizes[static_cast<size_t>(g)]; }
+  const LayerAtBatch& layer(int j) const { return layers[static_cast<size_t>(j)]; }
+  const SegmentAtBatch& segment(int s) const { return segments[static_cast<size_t>(s)]; }
+};
+
+}  // namespace papaya::model::plan_space

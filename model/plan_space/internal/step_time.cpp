@@ -1,0 +1,120 @@
+// How long a step takes under a plan: compute per layer, the swap copies
+// around it, and a data-parallel rank's exchange.
+#include "model/plan_space/internal/step_time.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace papaya::model::plan_space {
+namespace {
+
+// One layer's part of a step.
+struct LayerStep {
+  double forward_s = 0, backward_s = 0;           // compute, codecs included
+  double to_host_bytes = 0, from_host_bytes = 0;  // the swapped copies it stores and fetches
+  double parameter_bytes = 0;                     // its gradients' too
+};
+
+// The network link between data-parallel ranks: one collective at a time.
+class Exchange {
+ public:
+  explicit Exchange(const DataParallel& world) : world_(world) {}
+  bool active() const { return world_.active(); }
+  bool gathers_layers() const { return active() && world_.zero_stage == 3; }
+  // A collective issued at `issued` (after those before it): when it ends.
+  double gather(double issued, double bytes) { return run(issued, world_.link.gather_seconds(bytes, world_.ranks)); }
+  // A layer's gradients, ready at `ready`: buckets leave as they fill.
+  void gradients(double ready, double bytes) {
+    bucket_ += bytes;
+    if (bucket_ >= world_.bucket_bytes) flush(ready);
+  }
+  // The last bucket leaves; when the link is done.
+  double drain(double ready) {
+    if (bucket_ > 0) flush(ready);
+    return done_;
+  }
+
+ private:
+  double run(double issued, double seconds) { return done_ = std::max(done_, issued) + seconds; }
+  void flush(double ready) {
+    // Stages 0 and 1 allreduce a bucket; 2 and 3 reduce-scatter it, half the wire.
+    run(ready,
+        world_.zero_stage >= 2 ? world_.link.gather_seconds(bucket_, world_.ranks) : world_.link.seconds(bucket_, world_.ranks));
+    bucket_ = 0;
+  }
+  const DataParallel& world_;
+  double done_ = 0, bucket_ = 0;
+};
+
+// The step's forward and backward with the parts of swapping and of the
+// exchange that do not hide behind compute. Copies run on one link per
+// direction: a layer's copies to the host must be done before the layer two
+// later starts its forward, and a layer's copies back are issued when the
+// layer after it starts its backward and must be done before its own starts.
+// Gradients leave in buckets once backward has made them, on the network
+// link; under ZeRO-3 a layer's parameters are gathered there too, issued
+// when the layer before it starts (forward and backward alike).
+double overlapped_seconds(const Target& target, const std::vector<LayerStep>& layers) {
+  const size_t n = layers.size();
+  Exchange exchange(target.data_parallel);
+  const auto gathered = [&](size_t j, double issued) {
+    return exchange.gathers_layers() && layers[j].parameter_bytes > 0 ? exchange.gather(issued, layers[j].parameter_bytes) : 0.0;
+  };
+  double clock = 0, link = 0;
+  std::vector<double> copied(n, 0.0);
+  double parameters_ready = n > 0 ? gathered(0, 0) : 0;
+  for (size_t j = 0; j < n; ++j) {
+    if (j >= 2) clock = std::max(clock, copied[j - 2]);
+    clock = std::max(clock, parameters_ready);
+    if (j + 1 < n) parameters_ready = gathered(j + 1, clock);
+    clock += layers[j].forward_s;
+    if (layers[j].to_host_bytes > 0) link = std::max(link, clock) + layers[j].to_host_bytes / target.d2h_bytes_per_s;
+    copied[j] = link;
+  }
+  clock = std::max(clock, link);
+  link = clock;
+  double next_started = clock;  // when the backward of the layer after j started
+  parameters_ready = n > 0 ? gathered(n - 1, clock) : 0;
+  for (size_t j = n; j-- > 0;) {
+    if (layers[j].from_host_bytes > 0) {
+      link = std::max(link, next_started) + layers[j].from_host_bytes / target.h2d_bytes_per_s;
+      clock = std::max(clock, link);
+    }
+    clock = std::max(clock, parameters_ready);
+    next_started = clock;
+    if (j > 0) parameters_ready = gathered(j - 1, clock);
+    clock += layers[j].backward_s;
+    if (exchange.active()) exchange.gradients(clock, layers[j].parameter_bytes);
+  }
+  return exchange.active() ? std::max(clock, exchange.drain(clock)) : clock;
+}
+
+}  // namespace
+
+double step_seconds(const AtBatch& at, const Held& h) {
+  const Index& ix = *at.index;
+  std::vector<LayerStep> layers;
+  for (size_t j = 0; j < at.layers.size(); ++j) {
+    layers.push_back(
+        {at.layers[j].forward_s, at.layers[j].backward_s, 0, 0, static_cast<double>(ix.model->layers[j].parameter_bytes)});
+  }
+  const auto step = [&](int layer) -> LayerStep& { return layers[static_cast<size_t>(layer)]; };
+  for (const StorageHeld& held : h.storages) {
+    for (const Copy& c : held.copies) {
+      step(c.created).forward_s += pack_seconds(at.target(), c.strategy, c.packed_from);
+      for (const Use& u : c.uses) {
+        step(u.charged_to).backward_s += use_seconds(at, c.strategy, u.charged_to, u.raw_bytes);
+      }
+      if (!c.strategy.swap) continue;
+      step(c.created).to_host_bytes += c.host_bytes;
+      step(c.fetched_by).from_host_bytes += c.host_bytes;
+    }
+  }
+  for (size_t s = 0; s < ix.segments.size(); ++s) {
+    if (h.recomputed[s]) step(ix.segments[s].last_layer).backward_s += at.segments[s].recompute_s;
+  }
+  if (h.lm_head_recomputed) step(ix.lm_head.layer).backward_s += at.layer(ix.lm_head.layer).forward_s;
+  return overlapped_seconds(at.target(), layers) + at.optimizer_s + at.parameter_gather_s + at.rest_s;
+}
+
+}  // namespace papaya::model::plan_space

@@ -1,0 +1,151 @@
+// The bytes a plan holds at each point of the timeline.
+#include "model/plan_space/internal/timeline.h"
+
+#include <algorithm>
+
+#include "model/strategy_table.h"
+
+namespace papaya::model {
+namespace plan_space {
+
+void add_storage(const AtBatch& at, int storage, const StorageHeld& held, double sign, Changes& out) {
+  const Index& ix = *at.index;
+  const Target& target = at.target();
+  const int n = ix.layer_count();
+  const int first_backward = n;  // the first point after forward
+  const auto add = [&](double bytes, int from, int to) {
+    if (from <= to && bytes != 0) out.push_back({from, to, sign * bytes});
+  };
+  const Storage& st = ix.storage(storage);
+  std::vector<std::pair<int, int>> intervals = held.raw;
+  if (!st.slots.empty()) {
+    // Keep's figures already hold the storage: allocator-rounded on a GPU,
+    // exact where they come from a CPU.
+    const double whole = at.storage_bytes(storage);
+    const double kept = target.round_keep ? whole : target.allocated(whole);
+    add(-kept, ix.layer(st.first_layer).forward_at, ix.layer(st.first_layer).backward_at);
+  }
+  for (const Copy& c : held.copies) {
+    const int created_at = ix.layer(c.created).forward_at;
+    if (c.strategy.swap) {
+      const int forward_to = ix.layer(std::min(c.created + 1, n - 1)).forward_at;
+      if (c.strategy.form == Form::raw) {
+        intervals.push_back({created_at, forward_to});  // the raw storage itself is what is copied out
+      } else {
+        add(c.device_bytes, created_at, forward_to);
+      }
+      const int back_from = c.fetched_by + 1 < n ? ix.layer(c.fetched_by + 1).backward_at : first_backward;
+      add(c.device_bytes, back_from, ix.layer(c.first_user).backward_at);
+    } else {
+      add(c.device_bytes, created_at, ix.layer(c.first_user).backward_at);
+    }
+    if (!is_packed(c.strategy)) continue;
+    // The codec's scratch counts where it outgrows what the layer itself
+    // needs beyond its start (and its output, in forward) at that point.
+    const CodecMeasurement& codec = target.codec(codec_bits(c.strategy));
+    add(std::max(0.0, codec.pack_scratch(c.packed_from) - at.layer(c.created).forward_headroom), created_at, created_at);
+    for (const Use& u : c.uses) {
+      const double scratch = std::max(0.0, codec.unpack_scratch(u.raw_bytes) - at.layer(u.charged_to).backward_headroom);
+      add(target.allocated(u.transient_bytes) + scratch, u.point, u.point);
+    }
+  }
+  std::sort(intervals.begin(), intervals.end());
+  const double raw = target.allocated(at.storage_bytes(storage));
+  for (size_t k = 0; k < intervals.size();) {
+    const int from = intervals[k].first;
+    int to = intervals[k].second;
+    for (++k; k < intervals.size() && intervals[k].first <= to + 1; ++k) to = std::max(to, intervals[k].second);
+    add(raw, from, to);
+  }
+}
+
+void add_held_gradient(const AtBatch& at, int segment, Changes& out) {
+  const Index& ix = *at.index;
+  const Segment& seg = ix.segment(segment);
+  const double bytes = held_gradient_bytes(at, segment);
+  if (bytes > 0) {
+    out.push_back({ix.layer(seg.last_layer).backward_at + 1, ix.layer(seg.first_layer).backward_at, bytes});
+  }
+}
+
+void add_parameter_copies(const AtBatch& at, const std::vector<bool>& runs_moms, const std::vector<bool>& recomputed,
+                          Changes& out) {
+  const Index& ix = *at.index;
+  for (size_t j = 0; j < ix.layers.size(); ++j) {
+    const LayerEntry& layer = ix.layers[j];
+    if (layer.parameter_copy_bytes == 0) continue;
+    int until = -1;
+    if (!ix.active(static_cast<int>(j), recomputed)) {
+      until = layer.recompute_at - 1;
+    } else if (runs_moms[j]) {
+      until = layer.backward_at - 1;
+    }
+    const int from = layer.forward_at + 1;
+    if (from <= until) out.push_back({from, until, -layer.parameter_copy_bytes});
+  }
+}
+
+void add_lm_head_chunks(const AtBatch& at, Changes& out) {
+  const Index& ix = *at.index;
+  const LayerFit& head = ix.fit(ix.lm_head.layer);
+  const double batch = static_cast<double>(at.batch);
+  const double fewer = at.lm_head_chunk_batch - batch;
+  const double forward_slope = std::max(0.0, head.forward_peak.per_sample - head.forward_start.per_sample);
+  const double backward_slope = std::max(0.0, head.backward_peak.per_sample - head.backward_start.per_sample);
+  const int f = ix.layer(ix.lm_head.layer).forward_at, b = ix.layer(ix.lm_head.layer).backward_at;
+  const double chunk_logprobs = at.slot(ix.lm_head.logprobs_slot).bytes * at.lm_head_chunk_batch / batch;
+  out.push_back({f, f, forward_slope * fewer});
+  out.push_back({b, b, backward_slope * fewer + at.target().allocated(chunk_logprobs)});
+}
+
+std::vector<double> bytes_at(const AtBatch& at, const Held& h) {
+  const Index& ix = *at.index;
+  Changes changes;
+  for (size_t g = 0; g < ix.storages.size(); ++g) add_storage(at, static_cast<int>(g), h.storages[g], 1, changes);
+  for (size_t s = 0; s < ix.segments.size(); ++s) {
+    if (h.recomputed[s]) add_held_gradient(at, static_cast<int>(s), changes);
+  }
+  add_parameter_copies(at, h.runs_moms, h.recomputed, changes);
+  if (h.lm_head_recomputed) add_lm_head_chunks(at, changes);
+  std::vector<double> diff(ix.points.size() + 1, 0.0);
+  for (const Change& c : changes) {
+    diff[static_cast<size_t>(c.from)] += c.bytes;
+    diff[static_cast<size_t>(c.to) + 1] -= c.bytes;
+  }
+  std::vector<double> bytes(ix.points.size());
+  double running = 0;
+  for (size_t p = 0; p < ix.points.size(); ++p) {
+    running += diff[p];
+    bytes[p] = at.keep_bytes[p] + running;
+  }
+  return bytes;
+}
+
+Estimate memory_of(const AtBatch& at, const Held& h) {
+  const Index& ix = *at.index;
+  const std::vector<double> bytes = bytes_at(at, h);
+  Estimate e;
+  e.peak_bytes = -1;
+  for (size_t p = 0; p < ix.points.size(); ++p) {
+    const TimelinePoint& point = ix.points[p];
+    if (point.phase == Phase::recompute && !h.recomputed[static_cast<size_t>(point.segment)]) continue;
+    if (bytes[p] > e.peak_bytes) {
+      e.peak_bytes = bytes[p];
+      e.peak_at = point;
+    }
+  }
+  e.peak_bytes += at.unattributed_bytes;
+  if (at.optimizer_peak_bytes > e.peak_bytes) {
+    e.peak_bytes = at.optimizer_peak_bytes;
+    e.peak_in_optimizer_step = true;
+  }
+  for (const StorageHeld& held : h.storages) {
+    for (const Copy& c : held.copies) {
+      if (c.strategy.swap) e.host_bytes += c.host_bytes;
+    }
+  }
+  return e;
+}
+
+}  // namespace plan_space
+}  // namespace papaya::model

@@ -1,0 +1,102 @@
+// PlanSpace's construction, its index at a glance, evaluate(), and the
+// conversions between plans, option indices and assignments.
+#include "model/plan_space/plan_space.h"
+
+#include "model/plan_space/internal/held.h"
+#include "model/plan_space/internal/index.h"
+#include "model/plan_space/internal/step_time.h"
+#include "model/plan_space/internal/timeline.h"
+
+namespace papaya::model {
+
+const char* to_string(Phase phase) {
+  switch (phase) {
+    case Phase::forward_gap: return "before forward";
+    case Phase::forward: return "forward";
+    case Phase::recompute: return "recompute";
+    case Phase::backward_gap: return "before backward";
+    case Phase::backward: return "backward";
+  }
+  return "?";
+}
+
+PlanSpace::PlanSpace(const LayerModel& model, const Target& target, int64_t batch)
+    : PlanSpace(std::make_shared<const plan_space::AtBatch>(std::make_shared<const plan_space::Index>(model, target), batch)) {}
+
+PlanSpace::PlanSpace(std::shared_ptr<const plan_space::AtBatch> at) : at_(std::move(at)) {}
+
+PlanSpace PlanSpace::at_batch(int64_t batch) const {
+  return PlanSpace(std::make_shared<const plan_space::AtBatch>(at_->index, batch));
+}
+
+int64_t PlanSpace::batch() const { return at_->batch; }
+double PlanSpace::optimizer_peak_bytes() const { return at_->optimizer_peak_bytes; }
+const Target& PlanSpace::target() const { return at_->target(); }
+const std::vector<PlanSpace::Slot>& PlanSpace::slots() const { return at_->index->slots; }
+const std::vector<PlanSpace::Storage>& PlanSpace::storages() const { return at_->index->storages; }
+const std::vector<PlanSpace::Segment>& PlanSpace::segments() const { return at_->index->segments; }
+const std::vector<TimelinePoint>& PlanSpace::points() const { return at_->index->points; }
+double PlanSpace::slot_bytes(int slot) const { return at_->slot(slot).bytes; }
+double PlanSpace::storage_bytes(int storage) const { return at_->storage_bytes(storage); }
+
+Estimate PlanSpace::evaluate(const Assignment& assignment) const {
+  const plan_space::Held held = plan_space::hold(*at_, assignment);
+  Estimate e = plan_space::memory_of(*at_, held);
+  e.seconds = plan_space::step_seconds(*at_, held);
+  const double samples = static_cast<double>(batch()) * target().data_parallel.ranks;  // every rank's
+  e.samples_per_s = e.seconds > 0 ? samples / e.seconds : 0;
+  return e;
+}
+
+std::vector<double> PlanSpace::timeline(const Assignment& assignment) const {
+  return plan_space::bytes_at(*at_, plan_space::hold(*at_, assignment));
+}
+
+Assignment PlanSpace::assignment(const Plan& plan) const {
+  const plan_space::Index& ix = *at_->index;
+  Assignment a;
+  for (size_t i = 0; i < ix.slots.size(); ++i) {
+    a.slots.push_back(plan.tensor(ix.fit(ix.slots[i].layer).path, ix.slot_entries[i].tensor->slot));
+  }
+  for (const Segment& s : ix.segments) a.segments.push_back(plan.segment(s.path));
+  return a;
+}
+
+Assignment PlanSpace::assignment(const std::vector<int>& storage_option, const std::vector<int>& segment_option) const {
+  const plan_space::Index& ix = *at_->index;
+  Assignment a;
+  a.slots.resize(ix.slots.size());
+  a.segments.resize(ix.segments.size());
+  for (size_t g = 0; g < ix.storages.size(); ++g) {
+    const auto& chosen = ix.storage_entries[g].candidates.at(static_cast<size_t>(storage_option.at(g)));
+    const std::vector<int>& slots = ix.storages[g].slots;
+    for (size_t k = 0; k < slots.size(); ++k) a.slots[static_cast<size_t>(slots[k])] = chosen.per_slot[k];
+  }
+  for (size_t s = 0; s < ix.segments.size(); ++s) {
+    const int choice = segment_option.at(s);
+    if (choice < 0) continue;
+    a.segments[s].recompute = true;
+    a.segments[s].input = ix.segment_entries[s].input_candidates.at(static_cast<size_t>(choice));
+  }
+  return a;
+}
+
+Plan PlanSpace::plan(const Assignment& a, const std::string& name) const {
+  const plan_space::Index& ix = *at_->index;
+  Plan p;
+  p.name = name;
+  p.network = ix.model->network;
+  p.batch = static_cast<int>(batch());
+  std::vector<bool> recomputed;
+  for (size_t s = 0; s < ix.segments.size(); ++s) {
+    recomputed.push_back(a.segments[s].recompute);
+    if (a.segments[s].recompute) p.segments[ix.segments[s].path] = a.segments[s];
+  }
+  for (size_t i = 0; i < ix.slots.size(); ++i) {
+    if (!ix.active(ix.slots[i].layer, recomputed)) continue;
+    if (!a.slots[i].is_keep()) p.tensors[ix.slots[i].key] = a.slots[i];
+  }
+  return p;
+}
+
+}  // namespace papaya::model

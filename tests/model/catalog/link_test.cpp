@@ -1,0 +1,77 @@
+// The link between data-parallel ranks: a ring allreduce's wire bytes, and
+// latency and bandwidth read back from times that follow them.
+#include "model/parallel/link.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "model/error.h"
+#include "model/catalog/hardware.h"
+#include "model/json_file.h"
+#include "model/catalog/link_catalog.h"
+
+namespace papaya::model {
+namespace {
+
+TEST(Link, ARingAllreducePutsTwiceTheShareOfTheOthersOnEachWire) {
+  EXPECT_DOUBLE_EQ(ring_allreduce_wire_bytes(1000, 2), 1000);
+  EXPECT_DOUBLE_EQ(ring_allreduce_wire_bytes(1000, 4), 1500);
+  EXPECT_DOUBLE_EQ(ring_allreduce_wire_bytes(1000, 1), 0);
+}
+
+TEST(Link, LatencyAndBandwidthComeBackFromTheirOwnTimes) {
+  const LinkFit truth{25e-6, 5e9, std::nullopt};
+  std::vector<CommSample> samples;
+  for (double bytes = 4096; bytes <= 64e6; bytes *= 4) samples.push_back({bytes, truth.seconds(bytes, 4)});
+  const LinkFit fit = fit_link(samples, 4);
+  EXPECT_NEAR(fit.latency_s, truth.latency_s, 1e-9);
+  EXPECT_NEAR(fit.bytes_per_s, truth.bytes_per_s, 1e-3 * truth.bytes_per_s);
+  ASSERT_TRUE(fit.r2);
+  EXPECT_NEAR(*fit.r2, 1, 1e-12);
+}
+
+TEST(Link, TimesThatDoNotGrowGiveNoBandwidth) { EXPECT_THROW(fit_link({{4096, 1e-3}, {1 << 20, 1e-3}}, 2), InputError); }
+
+TEST(Link, GatherAndReduceScatterPutHalfAnAllreducesBytesOnTheWire) {
+  const LinkFit link{1e-5, 1e9, std::nullopt};
+  EXPECT_DOUBLE_EQ(link.gather_seconds(4e9, 4) - link.latency_s, (link.seconds(4e9, 4) - link.latency_s) / 2);
+}
+
+// Every GPU of the catalog names the link its GPUs exchange over, and every
+// link has its sources.
+TEST(LinkCatalog, EveryGpuNamesALinkOfTheCatalog) {
+  const auto links = link_catalog();
+  EXPECT_GE(links.size(), 10u);
+  for (const auto& hardware : hardware_catalog()) {
+    const LinkSpec link = load_link(hardware.interconnect);
+    EXPECT_GT(link.fit.bytes_per_s, 0) << hardware.name;
+  }
+  for (const auto& link : links) {
+    EXPECT_FALSE(link.sources.at("bandwidth").empty()) << link.name;
+    EXPECT_FALSE(link.sources.at("latency").empty()) << link.name;
+  }
+  EXPECT_EQ(load_link("nvlink2").name, "NVLink-2");
+  EXPECT_DOUBLE_EQ(load_link("NVLink-2").fit.bytes_per_s, 150e9);
+}
+
+TEST(LinkCatalog, ALinkFileRoundTripsAndAnUnknownNameListsTheCatalog) {
+  const auto path = std::filesystem::temp_directory_path() / ("papaya-link-" + std::to_string(::getpid()) + ".json");
+  LinkSpec measured{"loopback", "measured here", {}, {300e-6, 1.1e9, std::nullopt}, {{"bandwidth", "m"}, {"latency", "m"}}};
+  write_json_file(path.string(), link_to_json(measured));
+  const LinkSpec back = load_link(path.string());
+  std::filesystem::remove(path);
+  EXPECT_EQ(back.name, "loopback");
+  EXPECT_NEAR(back.fit.latency_s, 300e-6, 1e-12);
+  EXPECT_NEAR(back.fit.bytes_per_s, 1.1e9, 1e-3);
+  try {
+    load_link("carrier-pigeon");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("NVLink-4"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace papaya::model

@@ -1,0 +1,164 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "model/error.h"
+#include "model/json_file.h"
+#include "model/catalog/network_config.h"
+#include "model/catalog/parameter_count.h"
+
+namespace papaya::model {
+namespace {
+
+using nlohmann::json;
+
+json gpt() {
+  return json::parse(R"({"name": "t", "family": "gpt", "layers": 2, "d_model": 64, "heads": 4,
+                         "seq_len": 16, "vocab": 50})");
+}
+
+// The message of the InputError that parsing `doc` throws ("" if none).
+std::string error_of(const json& doc) {
+  try {
+    parse_network_config(doc, "t.json");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(NetworkConfig, EveryShippedConfigLoads) {
+  const auto names = shipped_network_names();
+  for (const char* expected : {"gpt2-small", "gpt2-medium", "bert-base", "bert-large", "vit-b16", "resnet50", "gpt-tiny",
+                               "bert-tiny", "vit-tiny", "resnet-tiny", "mlp-tiny"}) {
+    EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
+  }
+  for (const auto& name : names) {
+    const NetworkConfig c = load_network_config(name);
+    EXPECT_EQ(c.name, name);
+    EXPECT_GT(parameter_count(c), 0);
+  }
+}
+
+TEST(NetworkConfig, ParsesFieldsAndDefaults) {
+  const NetworkConfig c = parse_network_config(gpt(), "t.json");
+  EXPECT_EQ(c.family, Family::gpt);
+  EXPECT_EQ(c.transformer().head_dim(), 16);
+  EXPECT_EQ(c.transformer().mlp_hidden(), 256);
+  EXPECT_EQ(c.transformer().activation, "gelu");
+  EXPECT_EQ(c.sequence_length(), 16);
+}
+
+TEST(NetworkConfig, KnownParameterCounts) {
+  EXPECT_NEAR(parameter_count(load_network_config("gpt2-small")) / 1e6, 124.44, 0.01);
+  EXPECT_NEAR(parameter_count(load_network_config("resnet50")) / 1e6, 25.56, 0.01);
+  EXPECT_NEAR(parameter_count(load_network_config("vit-b16")) / 1e6, 86.57, 0.01);
+}
+
+TEST(NetworkConfig, MalformedJsonNamesFileAndLine) {
+  const auto path = std::filesystem::temp_directory_path() / "papaya-malformed.json";
+  std::ofstream(path) << "{\n  \"name\": \"x\",\n  \"family\": gpt\n}\n";
+  try {
+    load_network_config(path.string());
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(path.string() + ":3: malformed JSON"), std::string::npos) << e.what();
+  }
+}
+
+// Found by tests/fuzz/layer_model.cpp: a number past a double escaped as
+// nlohmann's out_of_range, from every JSON document.
+TEST(NetworkConfig, NumberPastADoubleIsMalformedJson) {
+  const auto path = std::filesystem::temp_directory_path() / "papaya-overflow.json";
+  std::ofstream(path) << "{\"name\": \"x\", \"family\": \"mlp\", \"input\": 8.096e706}\n";
+  try {
+    load_network_config(path.string());
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), path.string() + ": malformed JSON in network config: number overflow parsing '8.096e706'");
+  }
+}
+
+TEST(NetworkConfig, UnknownKeyIsRejected) {
+  json doc = gpt();
+  doc["layer"] = 3;
+  EXPECT_NE(error_of(doc).find("t.json: /"), std::string::npos);
+  EXPECT_NE(error_of(doc).find("layer"), std::string::npos) << error_of(doc);
+}
+
+TEST(NetworkConfig, WrongTypeNamesThePath) {
+  json doc = gpt();
+  doc["heads"] = "four";
+  EXPECT_NE(error_of(doc).find("/heads"), std::string::npos) << error_of(doc);
+}
+
+TEST(NetworkConfig, NonPositiveSizeIsRejected) {
+  json doc = gpt();
+  doc["d_model"] = 0;
+  EXPECT_NE(error_of(doc).find("/d_model"), std::string::npos) << error_of(doc);
+  doc = gpt();
+  doc["layers"] = -1;
+  EXPECT_NE(error_of(doc).find("/layers"), std::string::npos) << error_of(doc);
+}
+
+TEST(NetworkConfig, HeadsMustDivideDModel) {
+  json doc = gpt();
+  doc["heads"] = 5;
+  EXPECT_EQ(error_of(doc), "t.json: /heads: 5 heads do not divide d_model 64");
+}
+
+// Run through tests/fuzz/network_config.cpp: heads 2^32 read as 0, and
+// d_model % heads divided by zero (SIGFPE).
+TEST(NetworkConfig, IntegersBeyondAnIntAreRejected) {
+  json doc = gpt();
+  doc["heads"] = int64_t{1} << 32;
+  EXPECT_EQ(error_of(doc), "t.json: /heads: 4294967296 is out of range");
+  const json resnet = json::parse(R"({"name": "r", "family": "resnet", "block": "basic", "stages": [1, 4294967297],
+                                      "image_size": 32, "classes": 10})");
+  EXPECT_EQ(error_of(resnet), "t.json: /stages/1: 4294967297 is out of range");
+}
+
+// A ViT's sequence length (patches + class token) overflowed an int.
+TEST(NetworkConfig, TooManyPatchesAreRejected) {
+  const json doc = json::parse(R"({"name": "v", "family": "vit", "layers": 1, "d_model": 8, "heads": 2,
+                                   "image_size": 2147483647, "patch": 1, "classes": 3})");
+  EXPECT_NE(error_of(doc).find("t.json: /patch: "), std::string::npos) << error_of(doc);
+}
+
+TEST(NetworkConfig, MissingRequiredFieldOfFamily) {
+  json doc = gpt();
+  doc.erase("vocab");
+  EXPECT_NE(error_of(doc).find("vocab"), std::string::npos) << error_of(doc);
+}
+
+TEST(NetworkConfig, ForeignKeyOfAnotherFamily) {
+  json doc = gpt();
+  doc["image_size"] = 32;
+  EXPECT_EQ(error_of(doc), "t.json: /image_size: not an option of a gpt network");
+}
+
+TEST(NetworkConfig, UnknownFamily) {
+  json doc = gpt();
+  doc["family"] = "lstm";
+  EXPECT_NE(error_of(doc).find("/family: 'lstm' is not one of"), std::string::npos) << error_of(doc);
+}
+
+TEST(NetworkConfig, PatchMustDivideImage) {
+  const json doc = json::parse(R"({"name": "v", "family": "vit", "layers": 1, "d_model": 8, "heads": 2,
+                                   "image_size": 30, "patch": 8, "classes": 3})");
+  EXPECT_NE(error_of(doc).find("/patch"), std::string::npos) << error_of(doc);
+}
+
+TEST(NetworkConfig, UnknownNameListsTheKnownOnes) {
+  try {
+    load_network_config("gpt-huge");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown network 'gpt-huge'"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("gpt-tiny"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace papaya::model

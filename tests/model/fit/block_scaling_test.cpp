@@ -1,0 +1,122 @@
+// `profile --profile-blocks`: a transformer profiled with 2 of its 4 blocks
+// and scaled to 4 (model/fit/block_scaling.h) against the same network profiled
+// whole. The blocks are the same code on the same machine, so every layer's
+// description and memory figure, and every predicted peak, must come out as
+// the whole profile's; times are copies of the last profiled block and are
+// the benchmark's to judge (bench/prediction_accuracy.sh, PROFILE_BLOCKS).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "model/error.h"
+#include "model/fit/fit_profile.h"
+#include "model/catalog/network_config.h"
+#include "model/catalog/parameter_count.h"
+#include "model/plan.h"
+#include "model/plan_space/predict.h"
+#include "model/catalog/target.h"
+#include "profiler/profiler.h"
+#include "tests/support/quick_fit.h"
+
+namespace papaya::profiler {
+namespace {
+
+// A fraction of a byte per figure: what the least-squares fit of exact
+// allocator figures leaves in floating point, far below any tensor.
+void expect_same_bytes(double scaled, double whole, const std::string& what) {
+  EXPECT_NEAR(scaled, whole, 1e-9 * std::abs(whole) + 1.0) << what;
+}
+
+class ProfileBlocks : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ProfileBlocks, TwoOfFourBlocksScaleToTheWholeNetworksLayersAndBytes) {
+  nlohmann::json doc = model::load_network_config(GetParam()).document;
+  doc["name"] = GetParam() + "-4-blocks";
+  doc["layers"] = 4;
+  const std::string path = (std::filesystem::temp_directory_path() / ("papaya-test-" + GetParam() + "-4.json")).string();
+  std::ofstream(path) << doc;
+  const model::LayerModel scaled = quick_fit(path, std::nullopt, 2);
+  const model::LayerModel whole = quick_fit(path, std::nullopt, 0);
+  std::filesystem::remove(path);
+
+  ASSERT_TRUE(same_layer_descriptions(scaled, whole));
+  expect_same_bytes(scaled.static_bytes, whole.static_bytes, "static bytes");
+  for (size_t j = 0; j < whole.layers.size(); ++j) {
+    const model::LayerFit& s = scaled.layers[j];
+    const model::LayerFit& w = whole.layers[j];
+    for (const auto& [name, figure] : {std::pair{"forward start", &model::LayerFit::forward_start},
+                                       {"forward peak", &model::LayerFit::forward_peak},
+                                       {"backward start", &model::LayerFit::backward_start},
+                                       {"backward peak", &model::LayerFit::backward_peak},
+                                       {"forward gap peak", &model::LayerFit::forward_gap_peak},
+                                       {"backward gap peak", &model::LayerFit::backward_gap_peak}}) {
+      expect_same_bytes((s.*figure).per_sample, (w.*figure).per_sample, w.path + " " + name + " per sample");
+      expect_same_bytes((s.*figure).fixed, (w.*figure).fixed, w.path + " " + name + " fixed");
+    }
+  }
+  ASSERT_EQ(scaled.segments.size(), whole.segments.size());
+  for (size_t j = 0; j < whole.segments.size(); ++j) {
+    EXPECT_EQ(scaled.segments[j].path, whole.segments[j].path);
+    EXPECT_EQ(scaled.segments[j].input.storage, whole.segments[j].input.storage);
+  }
+  for (const std::string name : {"keep", "recompute-all", "quantize-4", "recompute-all+quantize-4+invert"}) {
+    const model::Plan plan = model::expand_plan_name(name, whole.layout());
+    const double s = model::predict(scaled, model::profiled_target(scaled), plan, 16).peak_bytes;
+    const double w = model::predict(whole, model::profiled_target(whole), plan, 16).peak_bytes;
+    expect_same_bytes(s, w, name + " peak at batch 16");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cpu, ProfileBlocks, ::testing::Values("gpt-tiny", "llama-tiny", "bert-hf-tiny", "vit-tiny"),
+                         [](const auto& info) { return info.param.substr(0, info.param.find('-')); });
+
+// Unasked, the whole network is profiled where its 16 bytes a parameter take
+// at most half of the memory, and 2 blocks (said) where they take more.
+TEST(ProfileBlocks, TwoBlocksUnaskedOnlyWhereTheWholeNetworksStateTakesOverHalfTheMemory) {
+  nlohmann::json doc = model::load_network_config("gpt-tiny").document;
+  doc["layers"] = 4;
+  const std::string path = (std::filesystem::temp_directory_path() / "papaya-test-auto-blocks.json").string();
+  std::ofstream(path) << doc;
+  const double state = 16.0 * static_cast<double>(model::parameter_count(model::load_network_config(path)));
+  ProfileOptions options;
+  options.network = path;
+  options.batches = {1};
+  options.warmup = 0;
+  options.steps = 1;
+  options.rounds = 1;
+  options.probe_batch = 0;
+  std::vector<std::string> warnings;
+  options.on_warning = [&](const std::string& message) { warnings.push_back(message); };
+  options.memory_limit = static_cast<int64_t>(2.5 * state);
+  EXPECT_EQ(profile_network(options).profiled_blocks, 0);
+  EXPECT_TRUE(warnings.empty());
+  options.memory_limit = static_cast<int64_t>(1.5 * state);
+  EXPECT_EQ(profile_network(options).profiled_blocks, 2);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("profiling 2 of its 4 blocks"), std::string::npos) << warnings[0];
+  std::filesystem::remove(path);
+}
+
+TEST(ProfileBlocks, OnlyATransformersTwoToAllBlocks) {
+  ProfileOptions options;
+  options.batches = {1};
+  options.network = "gpt-tiny";
+  for (const int blocks : {1, 3}) {
+    options.profile_blocks = blocks;
+    EXPECT_THROW(profile_network(options), InputError) << blocks;
+  }
+  options.network = "resnet-tiny";
+  options.profile_blocks = 2;
+  try {
+    profile_network(options);
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--profile-blocks 2: a resnet network has no identical blocks"), std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace papaya::profiler

@@ -1,0 +1,89 @@
+// The sequence-length axis (model/fit/sequence_scaling.h): a network profiled at
+// three short lengths and modelled at a longer one, against the same network
+// profiled at that length. The bytes every tensor holds are polynomials in
+// the tokens, so the layers' descriptions and the bytes held at each layer's
+// start must come out as the longer profile's; a layer's transient scratch
+// (an algorithm's workspace) need not, and bounds what the peaks may miss.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "model/error.h"
+#include "model/fit/fit_profile.h"
+#include "model/catalog/network_config.h"
+#include "model/plan.h"
+#include "model/plan_space/predict.h"
+#include "model/fit/sequence_scaling.h"
+#include "model/catalog/target.h"
+#include "tests/support/quick_fit.h"
+
+namespace papaya::profiler {
+namespace {
+
+constexpr int batch = 16;
+
+// The largest scratch a layer takes above the bytes held when it starts, at
+// `batch`: what a transient may be off by.
+double largest_scratch(const model::LayerModel& m) {
+  double largest = 0;
+  for (const auto& l : m.layers) {
+    largest = std::max(
+        {largest, l.forward_peak.at(batch) - l.forward_start.at(batch), l.backward_peak.at(batch) - l.backward_start.at(batch)});
+  }
+  return largest;
+}
+
+struct Lengths {
+  std::string network;
+  int short_lengths[3];
+  int target;
+};
+
+class SequenceLength : public ::testing::TestWithParam<Lengths> {};
+
+TEST_P(SequenceLength, ThreeShortProfilesGiveTheLongOnesBytes) {
+  const Lengths& p = GetParam();
+  std::vector<model::ModelAtLength> short_ones;
+  for (const int length : p.short_lengths) short_ones.push_back({length, quick_fit(p.network, length)});
+  const model::LayerModel scaled = model::at_sequence_length(short_ones, p.target, "test");
+  const model::LayerModel whole = quick_fit(p.network, p.target);
+
+  ASSERT_TRUE(same_layer_descriptions(scaled, whole));
+  EXPECT_NEAR(scaled.static_bytes, whole.static_bytes, 1.0);
+  for (size_t j = 0; j < whole.layers.size(); ++j) {
+    const model::LayerFit& s = scaled.layers[j];
+    const model::LayerFit& w = whole.layers[j];
+    for (const auto& [name, figure] :
+         {std::pair{"forward start", &model::LayerFit::forward_start}, {"backward start", &model::LayerFit::backward_start}}) {
+      EXPECT_NEAR((s.*figure).at(batch), (w.*figure).at(batch), 1.0) << w.path << " " << name;
+    }
+  }
+  const double scratch = largest_scratch(whole);
+  for (const std::string name : {"keep", "recompute-all", "quantize-4", "recompute-all+quantize-4+invert"}) {
+    const model::Plan plan = model::expand_plan_name(name, whole.layout());
+    const double s = model::predict(scaled, model::profiled_target(scaled), plan, batch).peak_bytes;
+    const double w = model::predict(whole, model::profiled_target(whole), plan, batch).peak_bytes;
+    EXPECT_NEAR(s, w, scratch) << name;
+  }
+}
+
+// llama-tiny: rotary positions, any length; bert-hf-tiny: a learned table of
+// 40 rows, token types and a pooler (per-sample tensors of no token).
+INSTANTIATE_TEST_SUITE_P(Cpu, SequenceLength,
+                         ::testing::Values(Lengths{"llama-tiny", {8, 16, 32}, 64}, Lengths{"bert-hf-tiny", {8, 16, 24}, 40}),
+                         [](const auto& info) { return info.param.network.substr(0, info.param.network.find('-')); });
+
+TEST(SequenceLength, ThreeDistinctLengthsOfOneNetwork) {
+  const model::LayerModel at8 = quick_fit("llama-tiny", 8), at16 = quick_fit("llama-tiny", 16);
+  EXPECT_THROW(model::at_sequence_length({{8, at8}, {16, at16}}, 64, "test"), InputError);
+  EXPECT_THROW(model::at_sequence_length({{8, at8}, {16, at16}, {16, at16}}, 64, "test"), InputError);
+  try {
+    model::at_sequence_length({{8, at8}, {16, at16}, {32, quick_fit("gpt-tiny", 32)}}, 64, "test");
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("models at different lengths differ at"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace papaya::profiler

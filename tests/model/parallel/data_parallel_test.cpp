@@ -1,0 +1,90 @@
+// The model of N data-parallel ranks: per-rank memory by ZeRO stage, and the
+// gradient exchange on the link, overlapped with backward bucket by bucket.
+#include "model/parallel/data_parallel.h"
+
+#include <gtest/gtest.h>
+
+#include <limits>
+
+#include "model/error.h"
+#include "model/fit/fit_profile.h"
+#include "model/plan_space/predict.h"
+#include "tests/support/synthetic_profile.h"
+
+namespace papaya::model {
+namespace {
+
+class DataParallelModel : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    testing::ProfileSpec spec = testing::gpt_like(3);
+    double parameters = 0;
+    for (const auto& l : spec.layers) parameters += static_cast<double>(l.parameter_bytes);
+    spec.static_bytes = 4 * parameters;  // fp32 AdamW: weights, gradients, two moments
+    spec.optimizer_s = {0, 1e-7, 1e-3};
+    model_ = fit_profile(testing::make_profile(spec), "synthetic").model;
+    weights_ = parameters;
+  }
+  Estimate at(const DataParallel& world, const std::string& plan, int64_t batch = 8) const {
+    Target target = profiled_target(model_);
+    set_data_parallel(target, world);
+    return predict(model_, target, expand_plan_name(plan, model_.layout()), batch);
+  }
+  static DataParallel ranks(int n, int stage, LinkFit link, double bucket = default_bucket_bytes) {
+    return {n, stage, "test link", link, bucket};
+  }
+  LayerModel model_;
+  double weights_ = 0;
+};
+
+TEST_F(DataParallelModel, EachRankHoldsItsShareOfTheStaticStateAndTheBuckets) {
+  const LinkFit link{0, 1e12, std::nullopt};
+  const Estimate one = at({}, "keep");
+  const double w = weights_;
+  // Stage 0: everything, plus the buckets' copy of the gradients; 1: half the moments; 2: half the gradients too.
+  EXPECT_NEAR(at(ranks(2, 0, link), "keep").peak_bytes - one.peak_bytes, w, 1e-9 * w);
+  EXPECT_NEAR(at(ranks(2, 1, link), "keep").peak_bytes - one.peak_bytes, w - w, 1e-9 * w);
+  const double stage2 = at(ranks(2, 2, link), "keep").peak_bytes - one.peak_bytes;
+  EXPECT_NEAR(stage2, -w / 2 - w + std::min(w, 2 * default_bucket_bytes), 1e-9 * w);
+  EXPECT_LT(at(ranks(2, 3, link), "keep").peak_bytes, at(ranks(2, 2, link), "keep").peak_bytes);
+  EXPECT_EQ(at(ranks(1, 3, link), "keep").peak_bytes, one.peak_bytes);  // one rank shards nothing
+}
+
+TEST_F(DataParallelModel, OneBucketLeavesAfterBackwardAndIsAllExposed) {
+  const LinkFit link{1e-3, 1e8, std::nullopt};
+  const double whole = std::numeric_limits<double>::infinity();  // every gradient in one bucket
+  const Estimate one = at({}, "keep"), four = at(ranks(4, 0, link, whole), "keep");
+  EXPECT_NEAR(four.seconds, one.seconds + link.seconds(weights_, 4), 1e-9 * four.seconds);
+  EXPECT_NEAR(four.samples_per_s, 4 * 8 / four.seconds, 1e-9 * four.samples_per_s);
+}
+
+TEST_F(DataParallelModel, BucketsHideBehindBackwardAndRecomputationHidesMore) {
+  // Slow enough that the exchange outlasts backward: 1.5x its compute.
+  double backward = 0;
+  for (const auto& layer : model_.layers) backward += layer.backward_seconds.at(8);
+  const LinkFit link{0, ring_allreduce_wire_bytes(weights_, 2) / (1.5 * backward), std::nullopt};
+  const double per_layer = 1;  // each layer's gradients are a bucket
+  const Estimate one = at({}, "keep"), two = at(ranks(2, 0, link, per_layer), "keep");
+  const double exposed = two.seconds - one.seconds;
+  EXPECT_GT(exposed, 0);
+  EXPECT_LT(exposed, link.seconds(weights_, 2) - 1e-9);  // some of it hid
+  const double exposed_recomputing = at(ranks(2, 0, link, per_layer), "recompute-all").seconds - at({}, "recompute-all").seconds;
+  EXPECT_LT(exposed_recomputing, exposed);
+}
+
+TEST_F(DataParallelModel, ZeroOneStepsAShardAndGathersTheParametersAfterwards) {
+  const LinkFit link{1e-4, 1e9, std::nullopt};
+  const double whole = std::numeric_limits<double>::infinity();
+  const double optimizer = model_.optimizer_seconds.at(8);
+  const double plain = at(ranks(2, 0, link, whole), "keep").seconds, sharded = at(ranks(2, 1, link, whole), "keep").seconds;
+  EXPECT_NEAR(sharded - plain, -optimizer / 2 + link.gather_seconds(weights_, 2), 1e-9 * plain);
+}
+
+TEST_F(DataParallelModel, RejectsAStageOrRankCountThatCannotBe) {
+  Target target = profiled_target(model_);
+  EXPECT_THROW(set_data_parallel(target, {2, 4, "x", {}, 1}), InputError);
+  EXPECT_THROW(set_data_parallel(target, {0, 0, "x", {}, 1}), InputError);
+}
+
+}  // namespace
+}  // namespace papaya::model

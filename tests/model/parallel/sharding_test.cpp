@@ -1,0 +1,43 @@
+// Each data-parallel rank's static bytes by ZeRO stage.
+#include "model/parallel/sharding.h"
+
+#include <gtest/gtest.h>
+
+#include "model/error.h"
+
+namespace papaya::model {
+namespace {
+
+TEST(Sharding, EachStageSplitsOneMoreStateNWays) {
+  const double p = 1e9;  // parameters, fp32 AdamW
+  const RankStatic whole = whole_static(4 * p, 16 * p);
+  EXPECT_DOUBLE_EQ(whole.optimizer, 8 * p);
+  EXPECT_DOUBLE_EQ(shard(whole, 8, 0).total(), 16 * p);
+  EXPECT_DOUBLE_EQ(shard(whole, 8, 1).total(), 8 * p + 1 * p);
+  EXPECT_DOUBLE_EQ(shard(whole, 8, 2).total(), 4 * p + 0.5 * p + 1 * p);
+  EXPECT_DOUBLE_EQ(shard(whole, 8, 3).total(), 2 * p);
+  EXPECT_DOUBLE_EQ(shard(whole, 1, 3).total(), 16 * p);  // one rank shards nothing
+  EXPECT_THROW(shard(whole, 8, 4), InputError);
+  EXPECT_THROW(shard(whole, 0, 1), InputError);
+}
+
+TEST(Sharding, ATiedWeightIsCountedOnce) {
+  // Layers report a shared weight twice; weights and gradients are never more than the static bytes hold.
+  const RankStatic whole = whole_static(10.0, 16.0);
+  EXPECT_DOUBLE_EQ(whole.weights, 8.0);
+  EXPECT_DOUBLE_EQ(whole.optimizer, 0.0);
+}
+
+TEST(Sharding, TheExchangeHoldsAGradientCopyUnlessGradientsAreSharded) {
+  const RankStatic whole = whole_static(400e6, 1600e6);
+  const double bucket = 25e6, layer = 10e6;
+  EXPECT_DOUBLE_EQ(exchange_buffer_bytes(whole, 1, 0, bucket, layer), 0.0);  // one process exchanges nothing
+  EXPECT_DOUBLE_EQ(exchange_buffer_bytes(whole, 4, 0, bucket, layer), 400e6);
+  EXPECT_DOUBLE_EQ(exchange_buffer_bytes(whole, 4, 1, bucket, layer), 400e6);
+  EXPECT_DOUBLE_EQ(exchange_buffer_bytes(whole, 4, 2, bucket, layer), 50e6);
+  EXPECT_DOUBLE_EQ(exchange_buffer_bytes(whole, 4, 3, bucket, layer), 70e6);
+  EXPECT_DOUBLE_EQ(exchange_buffer_bytes(whole_static(4e6, 16e6), 4, 2, bucket, layer), 4e6);  // less than a bucket
+}
+
+}  // namespace
+}  // namespace papaya::model

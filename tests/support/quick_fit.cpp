@@ -1,0 +1,40 @@
+#include "tests/support/quick_fit.h"
+
+#include <gtest/gtest.h>
+
+#include "model/fit/fit_profile.h"
+#include "profiler/profiler.h"
+
+namespace papaya::profiler {
+
+model::LayerModel quick_fit(const std::string& network, std::optional<int> seq_len, int profile_blocks) {
+  ProfileOptions options;
+  options.network = network;
+  options.seq_len = seq_len;
+  options.profile_blocks = profile_blocks;
+  options.batches = {1, 2, 4};
+  options.warmup = 1;
+  options.steps = 2;
+  options.rounds = 1;
+  options.probe_batch = 0;
+  return model::fit_profile(profile_network(options), "profile of " + network).model;
+}
+
+bool same_layer_descriptions(const model::LayerModel& scaled, const model::LayerModel& whole) {
+  if (scaled.layers.size() != whole.layers.size()) {
+    ADD_FAILURE() << scaled.layers.size() << " layers, not " << whole.layers.size();
+    return false;
+  }
+  for (size_t j = 0; j < whole.layers.size(); ++j) {
+    nlohmann::json s, w;
+    model::add_layer_description_json(scaled.layers[j], s);
+    model::add_layer_description_json(whole.layers[j], w);
+    if (s != w) {
+      ADD_FAILURE() << "layer " << j << ": " << s.dump() << "\n  against " << w.dump();
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace papaya::profiler
