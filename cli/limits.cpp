@@ -5,9 +5,9 @@
 // machine, and a long sequence modelled from three short ones.
 #include <torch/torch.h>
 
-#include "cli/auto_plan.h"
 #include "cli/commands.h"
 #include "cli/data_parallel_options.h"
+#include "cli/progress.h"
 #include "cli/network_option.h"
 #include "cli/report.h"
 #include "cli/table.h"
@@ -17,6 +17,8 @@
 #include "model/catalog/parameter_count.h"
 #include "model/plan_space/predict.h"
 #include "model/units.h"
+#include "pipeline/data_parallel.h"
+#include "pipeline/profile_and_fit.h"
 
 namespace papaya::cli {
 namespace {
@@ -30,7 +32,7 @@ struct LimitsArgs {
   std::string device;  // empty: cuda where there is one, else cpu
   std::string hardware;
   std::string budget;
-  DataParallelArgs data_parallel;
+  pipeline::DataParallelRequest data_parallel;
 };
 
 std::vector<std::string> split_commas(const std::string& text) {
@@ -110,18 +112,19 @@ void print_text(std::ostream& out, const Limits& l) {
 }
 
 // The model of --network: profiled quickly at batches 1 and 2, in part
-// where the network is large (cli/auto_plan.h).
-model::LayerModel profiled_model(const LimitsArgs& args) {
-  AutoPlanRequest request{args.network,
-                          !args.device.empty()          ? args.device
-                          : torch::cuda::is_available() ? "cuda"
-                                                        : "cpu",
-                          args.precision, ""};
+// where the network is large (pipeline/profile_and_fit.h).
+model::LayerModel profiled_model(const LimitsArgs& args, const model::NetworkConfig& network) {
+  pipeline::ProfileAndFitRequest request;
+  request.network = network;
+  request.device = !args.device.empty()          ? args.device
+                   : torch::cuda::is_available() ? "cuda"
+                                                 : "cpu";
+  request.precision = args.precision;
   request.batches = {1, 2};
   request.quick = true;
-  request.seq_len = args.seq_len;
   request.profile_blocks = args.profile_blocks;
-  return profile_and_fit(request).model;
+  ProgressReporter reporter;
+  return pipeline::profile_and_fit(request, reporter).model;
 }
 
 Limits compute(const LimitsArgs& args) {
@@ -131,15 +134,15 @@ Limits compute(const LimitsArgs& args) {
                      ": --seq-len, --profile-blocks and --precision go with --network (a model is fitted already)");
   }
   for (const auto& name : split_commas(args.hardware)) model::load_hardware(name);  // before minutes of profiling
-  check_data_parallel(args.data_parallel);
+  args.data_parallel.validate();
   Limits l;
   model::LayerModel m;
   if (args.network.empty()) {
     m = model::read_layer_model(args.model);
   } else {
-    const model::NetworkConfig config = model::load_network_config(args.network, args.seq_len);
-    l.parameters = model::parameter_count(config);
-    m = profiled_model(args);
+    const model::NetworkConfig network = model::load_network_config(args.network, args.seq_len);
+    l.parameters = model::parameter_count(network);
+    m = profiled_model(args, network);
   }
   l.static_bytes = m.static_bytes;
   l.network = m.network;
@@ -147,9 +150,9 @@ Limits compute(const LimitsArgs& args) {
   l.profiled_on = m.machine.device;
   for (const auto& name : split_commas(args.hardware)) {
     l.targets.push_back(model::make_target(m, name));
-    apply_data_parallel(l.targets.back(), m, args.data_parallel, zero_stages(args.data_parallel, false).front());
+    pipeline::apply_data_parallel(l.targets.back(), m, args.data_parallel, args.data_parallel.stages(false).front());
   }
-  l.static_bytes_per_gpu = static_bytes_per_gpu(m, l.targets.front().data_parallel);
+  l.static_bytes_per_gpu = model::static_bytes_per_rank(m, l.targets.front().data_parallel);
   // Each target's budget: --budget, or 80% of its memory.
   const bool budget_given = !args.budget.empty();
   for (const auto& t : l.targets) {

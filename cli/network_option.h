@@ -9,6 +9,9 @@
 
 namespace papaya::cli {
 
+// The network a command runs where --network is not given: the main job's.
+inline const std::string default_network = "gpt-tiny";
+
 // --network/-n (a config name, a papaya config file or a HuggingFace
 // config.json) and --seq-len.
 void add_network_options(CLI::App* cmd, std::string& network, std::optional<int>& seq_len);

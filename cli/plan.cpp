@@ -10,6 +10,7 @@
 #include "cli/report.h"
 #include "model/json_file.h"
 #include "model/units.h"
+#include "pipeline/plan.h"
 #include "planner/planner.h"
 
 namespace papaya::cli {
@@ -23,7 +24,7 @@ struct PlanArgs {
   std::string out;
   double variance = -1;  // < 0: no variance budget
   std::string plot;
-  DataParallelArgs data_parallel;
+  pipeline::DataParallelRequest data_parallel;
 };
 
 struct Planned {
@@ -58,11 +59,11 @@ void print_text(std::ostream& out, const Planned& p) {
 Planned compute(const PlanArgs& args) {
   if (!args.plot.empty()) check_plot_path(args.plot);
   Planned p;
-  check_data_parallel(args.data_parallel);
+  args.data_parallel.validate();
   p.model = model::read_layer_model(args.model);
   model::Target target = model::make_target(p.model, args.hardware);
-  const std::vector<int> stages = zero_stages(args.data_parallel, true);
-  apply_data_parallel(target, p.model, args.data_parallel, stages.front());
+  const std::vector<int> stages = args.data_parallel.stages(true);
+  pipeline::apply_data_parallel(target, p.model, args.data_parallel, stages.front());
   p.hardware = target.name;
   p.notes = target.notes;
   planner::PlanRequest request;
@@ -70,10 +71,11 @@ Planned compute(const PlanArgs& args) {
   if (args.batch > 0) request.batch = args.batch;
   if (args.variance >= 0) request.variance_budget = args.variance;
   p.budget = request.budget_bytes;
-  p.result = planner::make_plan_choosing_stage(p.model, target, request, stages);
-  target.data_parallel = p.result.data_parallel;
+  pipeline::SilentReporter quiet;
+  const pipeline::Planned planned = pipeline::plan(p.model, target, request, stages, quiet);
+  p.result = planned.result;
   if (!args.out.empty()) model::write_json_file(args.out, planner::plan_document(p.result));
-  if (!args.plot.empty()) plot_result(args.plot, p.model, target, p.result);
+  if (!args.plot.empty()) plot_result(args.plot, p.model, planned.target, p.result);
   p.out = args.out;
   p.plot = args.plot;
   return p;

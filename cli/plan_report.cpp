@@ -177,7 +177,7 @@ void print_plan(std::ostream& out, const model::LayerModel& m, const planner::Pl
   const auto& e = r.estimate;
   if (r.data_parallel.active()) {
     out << "data parallel: " << r.hardware << data_parallel_text(r.data_parallel) << ": batch, peak and static bytes per GPU ("
-        << model::format_bytes(static_bytes_per_gpu(m, r.data_parallel)) << " static), samples/s of all GPUs\n";
+        << model::format_bytes(model::static_bytes_per_rank(m, r.data_parallel)) << " static), samples/s of all GPUs\n";
   }
   out << "plan: " << (r.per_layer ? "per-layer" : r.plan.name + " (whole-network; the per-layer search found nothing faster)")
       << ", batch " << r.batch << (r.request.batch ? "" : " (the batch with the most samples/s)") << ": "
@@ -280,7 +280,7 @@ nlohmann::json result_json(const model::LayerModel& m, const planner::PlanResult
           {"hardware", r.hardware},
           {"budget_bytes", r.request.budget_bytes},
           {"static_bytes", m.static_bytes},
-          {"static_bytes_per_gpu", static_bytes_per_gpu(m, r.data_parallel)},
+          {"static_bytes_per_gpu", model::static_bytes_per_rank(m, r.data_parallel)},
           {"data_parallel", data_parallel_json(r.data_parallel)},
           {"batch", r.batch},
           {"batch_chosen", !r.request.batch.has_value()},

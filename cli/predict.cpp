@@ -21,7 +21,7 @@ struct PredictArgs {
   std::string plan;
   std::string budget;
   std::string plot;
-  DataParallelArgs data_parallel;
+  pipeline::DataParallelRequest data_parallel;
 };
 
 // Peak memory and samples/s against the batch of keep and the plans shown
@@ -113,10 +113,10 @@ void print_text(std::ostream& out, const Prediction& p) {
 
 Prediction compute(const PredictArgs& args) {
   if (!args.plot.empty()) check_plot_path(args.plot);
-  check_data_parallel(args.data_parallel);
+  args.data_parallel.validate();
   const model::LayerModel m = model::read_layer_model(args.model);
   model::Target target = model::make_target(m, args.hardware);
-  apply_data_parallel(target, m, args.data_parallel, zero_stages(args.data_parallel, false).front());
+  pipeline::apply_data_parallel(target, m, args.data_parallel, args.data_parallel.stages(false).front());
   Prediction p;
   p.network = m.network;
   p.precision = m.precision;
@@ -127,7 +127,7 @@ Prediction compute(const PredictArgs& args) {
       args.budget.empty() ? model::default_budget(target) : static_cast<double>(model::parse_size(args.budget, "--budget"));
   target.check_budget(p.budget);
   if (args.budget.empty()) p.budget_default = " (80% of " + model::format_bytes(target.memory_bytes) + ")";
-  p.static_bytes = static_bytes_per_gpu(m, target.data_parallel);
+  p.static_bytes = model::static_bytes_per_rank(m, target.data_parallel);
   p.data_parallel = data_parallel_json(target.data_parallel);
   p.data_parallel_text = data_parallel_text(target.data_parallel);
   std::vector<model::Plan> plans;

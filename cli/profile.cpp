@@ -21,6 +21,8 @@ namespace {
 // What the command line sets of profiler::ProfileOptions (whose defaults it
 // shows), and what it writes.
 struct ProfileArgs {
+  std::string network = default_network;
+  std::optional<int> seq_len;
   profiler::ProfileOptions options;
   std::string batches;  // "1,2,4,8"
   std::string memory_limit;
@@ -146,6 +148,7 @@ void print_text(std::ostream& out, const ProfileRun& run) {
 ProfileRun compute(const ProfileArgs& args) {
   check_writable(args.out);
   profiler::ProfileOptions options = args.options;
+  options.network = model::load_network_config(args.network, args.seq_len);
   options.batches = model::parse_int_list(args.batches, "--batch");
   if (!args.memory_limit.empty()) options.memory_limit = model::parse_size(args.memory_limit, "--memory-limit");
   if (args.probe_option->count() > 0) options.probe_batch = args.probe_batch;
@@ -172,7 +175,7 @@ void register_profile(CLI::App& app) {
       "profile", "Measure a network layer by layer (time, memory, saved tensors) at several batch sizes; write a profile.");
   profiler::ProfileOptions& o = args->options;
   for (int b : o.batches) args->batches += (args->batches.empty() ? "" : ",") + std::to_string(b);
-  add_network_options(cmd, o.network, o.seq_len);
+  add_network_options(cmd, args->network, args->seq_len);
   cmd->add_option("--batch,-b", args->batches, "Batch sizes, comma-separated")->capture_default_str();
   cmd->add_option("--device,-d", o.device, "cpu, cuda or cuda:N")->capture_default_str();
   cmd->add_option("--steps,-s", o.steps, "Measured training steps per batch size")

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <iostream>
 
 namespace papaya::cli {
 
@@ -24,5 +25,20 @@ void Progress::update(int done, int total, const std::string& note) {
   std::fflush(stderr);
   drawn_ = true;
 }
+
+void ProgressReporter::begin(const std::string& stage) {
+  bar_.reset();  // ends the line of the stage before
+  bar_.emplace(stage);
+}
+
+void ProgressReporter::update(int done, int total, const std::string& note) {
+  if (bar_) bar_->update(done, total, note);
+}
+
+void ProgressReporter::end() { bar_.reset(); }
+
+void ProgressReporter::notice(const std::string& message) { std::cerr << "papaya: " << message << "\n"; }
+
+void ProgressReporter::warning(const std::string& message) { std::cerr << "papaya: warning: " << message << "\n"; }
 
 }  // namespace papaya::cli

@@ -7,11 +7,11 @@
 #include <chrono>
 #include <ostream>
 
-#include "cli/auto_plan.h"
 #include "cli/commands.h"
 #include "cli/data_parallel_options.h"
 #include "cli/network_option.h"
 #include "cli/output_file.h"
+#include "cli/progress.h"
 #include "cli/plan_report.h"
 #include "cli/report.h"
 #include "cli/table.h"
@@ -21,8 +21,10 @@
 #include "model/plan_space/predict.h"
 #include "model/strategy_table.h"
 #include "model/units.h"
+#include "pipeline/data_parallel.h"
+#include "pipeline/plan.h"
+#include "pipeline/profile_and_fit.h"
 #include "planner/planner.h"
-#include "profiler/profiler.h"
 
 namespace papaya::cli {
 namespace {
@@ -35,7 +37,7 @@ std::vector<std::string> single_optimizations() {
 }
 
 struct RecommendArgs {
-  std::string network = profiler::ProfileOptions{}.network;
+  std::string network = default_network;
   std::optional<int> seq_len;
   int profile_blocks = 0;  // 0: all if they fit
   std::string precision = "fp32";
@@ -44,7 +46,7 @@ struct RecommendArgs {
   std::string budget;
   int64_t batch = 0;  // 0: choose it
   std::string out;
-  DataParallelArgs data_parallel;
+  pipeline::DataParallelRequest data_parallel;
 };
 
 struct Budget {
@@ -167,7 +169,7 @@ void to_json(nlohmann::json& doc, const Recommendation& r) {
   }
   doc = result_json(r.model, r.result);
   doc.update({{"device", r.model.machine.device},
-              {"profiled_batches", auto_plan_batches()},
+              {"profiled_batches", pipeline::default_profile_batches()},
               {"profiled", r.profiled_how},
               {"budget_source", r.budget.source},
               {"why", reasons},
@@ -204,9 +206,9 @@ void print_text(std::ostream& out, const Recommendation& rec) {
 
 Recommendation compute(const RecommendArgs& args) {
   const auto start = std::chrono::steady_clock::now();
-  const model::NetworkConfig config = model::load_network_config(args.network, args.seq_len);
+  const model::NetworkConfig network = model::load_network_config(args.network, args.seq_len);
   Recommendation rec;
-  rec.out = args.out.empty() ? config.name + ".plan.json" : args.out;
+  rec.out = args.out.empty() ? network.name + ".plan.json" : args.out;
   const std::string& out = rec.out;
   // The model beside the plan: x.plan.json -> x.model.json, x.json -> x.model.json.
   const auto ends_with = [&](const std::string& tail) {
@@ -215,33 +217,34 @@ Recommendation compute(const RecommendArgs& args) {
   const std::string stem = out.substr(0, out.size() - (ends_with(".plan.json") ? 10 : ends_with(".json") ? 5 : 0));
   rec.model_path = stem + ".model.json";
   check_writable(out);
-  check_data_parallel(args.data_parallel);
+  args.data_parallel.validate();
 
-  AutoPlanRequest auto_plan{args.network,
-                            !args.device.empty()          ? args.device
-                            : torch::cuda::is_available() ? "cuda"
-                                                          : "cpu",
-                            args.precision, args.hardware};
-  if (args.hardware.empty() && auto_plan.device == "cpu") require_link(args.data_parallel, "this CPU");  // before profiling
-  auto_plan.seq_len = args.seq_len;
-  auto_plan.profile_blocks = args.profile_blocks;
-  Profiled profiled = profile_and_fit(auto_plan);
+  pipeline::ProfileAndFitRequest profile;
+  profile.network = network;
+  profile.device = !args.device.empty()          ? args.device
+                   : torch::cuda::is_available() ? "cuda"
+                                                 : "cpu";
+  profile.precision = args.precision;
+  profile.hardware = args.hardware;
+  profile.profile_blocks = args.profile_blocks;
+  if (args.hardware.empty() && profile.device == "cpu") args.data_parallel.require_link("this CPU");  // before profiling
+  ProgressReporter reporter;
+  pipeline::Profiled profiled = pipeline::profile_and_fit(profile, reporter);
   rec.model = profiled.model;
   rec.profiled_how = profiled.how;
-  const std::vector<int> stages = zero_stages(args.data_parallel, true);
-  apply_data_parallel(profiled.target, profiled.model, args.data_parallel, stages.front());
-  model::Target& target = profiled.target;
-  rec.hardware = target.name;
-  rec.notes = target.notes;
+  const std::vector<int> stages = args.data_parallel.stages(true);
+  pipeline::apply_data_parallel(profiled.target, profiled.model, args.data_parallel, stages.front());
+  rec.hardware = profiled.target.name;
+  rec.notes = profiled.target.notes;
   model::write_layer_model(rec.model_path, rec.model);
-  rec.budget = choose_budget(args, rec.model, target);
+  rec.budget = choose_budget(args, rec.model, profiled.target);
   planner::PlanRequest request;
   request.budget_bytes = rec.budget.bytes;
   if (args.batch > 0) request.batch = args.batch;
-  rec.result = plan_with_progress(profiled, request, stages);
-  target.data_parallel = rec.result.data_parallel;  // the stage chosen
+  const pipeline::Planned planned = pipeline::plan(profiled.model, profiled.target, request, stages, reporter);
+  rec.result = planned.result;
   model::write_json_file(out, planner::plan_document(rec.result));
-  rec.why = weigh(rec.model, target, rec.result);
+  rec.why = weigh(rec.model, planned.target, rec.result);
   rec.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return rec;
 }

@@ -51,8 +51,7 @@ TrainRun resumed_run(const TrainRun& given, const json& recorded, int steps_done
   check_same(given, "--adaptive-every", given.adaptive_every, run.adaptive_every);
   check_same(given, "--data", given.data, run.data);
   if (given.given.count("--network") || given.given.count("--seq-len")) {
-    const model::NetworkConfig asked = model::load_network_config(given.network, given.seq_len);
-    if (asked.document != recorded.value("network_config", json())) {
+    if (given.network_config->document != recorded.value("network_config", json())) {
       throw InputError("--resume " + given.resume + ": the state is of another network than " + given.network +
                        " (leave --network out to go on as it was)");
     }

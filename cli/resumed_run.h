@@ -4,7 +4,7 @@
 // with the options the user gave checked against them.
 #include <nlohmann/json.hpp>
 
-#include "cli/train_run.h"
+#include "cli/train_settings.h"
 #include "model/catalog/network_config.h"
 
 namespace papaya::cli {

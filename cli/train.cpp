@@ -4,7 +4,6 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "cli/auto_plan.h"
 #include "cli/commands.h"
 #include "cli/launch.h"
 #include "cli/network_option.h"
@@ -16,6 +15,8 @@
 #include "executor/trainer.h"
 #include "model/error.h"
 #include "model/units.h"
+#include "pipeline/plan.h"
+#include "pipeline/profile_and_fit.h"
 
 namespace papaya::cli {
 namespace {
@@ -33,7 +34,8 @@ struct AutoPlan {
   double budget_bytes = 0;
 };
 
-std::optional<AutoPlan> plan_if_auto(const TrainArgs& args) {
+// `run` is args.run prepared (prepare_train_run).
+std::optional<AutoPlan> plan_if_auto(const TrainArgs& args, const TrainRun& run) {
   if (args.run.plan != "auto") {
     if (!args.budget.empty()) throw InputError("--budget applies to --plan auto only");
     return std::nullopt;
@@ -42,13 +44,16 @@ std::optional<AutoPlan> plan_if_auto(const TrainArgs& args) {
   if (!args.run.data.empty()) throw InputError("--plan auto plans on synthetic data; leave out --data");
   AutoPlan out;
   out.budget_bytes = static_cast<double>(model::parse_size(args.budget, "--budget"));
-  AutoPlanRequest auto_plan{args.run.network, args.run.device, args.run.precision, ""};
-  auto_plan.seq_len = args.run.seq_len;
-  const Profiled profiled = profile_and_fit(auto_plan);
+  pipeline::ProfileAndFitRequest profile;
+  profile.network = *run.network_config;
+  profile.device = run.device;
+  profile.precision = run.precision;
+  ProgressReporter reporter;
+  const pipeline::Profiled profiled = pipeline::profile_and_fit(profile, reporter);
   planner::PlanRequest request;
   request.budget_bytes = out.budget_bytes;
   if (args.batch_given) request.batch = args.run.batch;
-  out.result = plan_with_progress(profiled, request);
+  out.result = pipeline::plan(profiled.model, profiled.target, request, {0}, reporter).result;
   return out;
 }
 
@@ -199,8 +204,8 @@ Trained compute(const TrainArgs& args, const Output& output, bool speaks) {
   Trained t;
   t.run = args.run;
   t.run.record_stored_bytes = true;
-  check_train_run(t.run);  // before --plan auto profiles
-  t.auto_plan = plan_if_auto(args);
+  prepare_train_run(t.run);  // before --plan auto profiles
+  t.auto_plan = plan_if_auto(args, t.run);
   if (t.auto_plan) {
     t.run.batch = t.auto_plan->result.batch;
     t.run.planned = t.auto_plan->result.plan;
@@ -296,8 +301,9 @@ void register_train(CLI::App& app) {
           "file");
     }
     if (!args->run.world && args->nproc > 1) {
-      check_train_run(args->run);  // bad input fails once, before any rank starts
-      check_rank_devices(args->run, args->nproc);
+      TrainRun checked = args->run;
+      prepare_train_run(checked);  // bad input fails once, before any rank starts
+      check_rank_devices(checked, args->nproc);
       return launch_ranks(args->nproc);
     }
     if (args->run.world && args->nproc > 1 && args->run.world->size != args->nproc) {

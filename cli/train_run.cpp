@@ -16,7 +16,7 @@
 
 namespace papaya::cli {
 
-void check_train_run(const TrainRun& run) {
+void prepare_train_run(TrainRun& run) {
   const torch::Device device = executor::resolve_device(run.device);
   if (run.zero > 0 && !run.save.empty()) {
     throw InputError("--save with --zero 1: saving a sharded optimizer state is not built yet; train without --zero to save");
@@ -24,10 +24,10 @@ void check_train_run(const TrainRun& run) {
   if (!run.resume.empty()) {
     if (run.plan == "auto") throw InputError("--resume goes on with the state's plan; leave out --plan auto");
     if (!std::filesystem::is_regular_file(run.resume)) throw InputError("--resume " + run.resume + ": no such file");
-    if (!run.given.count("--network")) return;  // the state's network
+    if (!run.given.count("--network") && !run.given.count("--seq-len")) return;  // the state's network
   }
   executor::resolve_precision(run.precision, device);
-  model::load_network_config(run.network, run.seq_len);
+  run.network_config = model::load_network_config(run.network, run.seq_len);
 }
 
 void check_rank_devices(const TrainRun& run, int ranks_here) {
@@ -76,9 +76,8 @@ executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& cal
   session_options.lr = run.lr;
   session_options.world = run.world;
   session_options.zero = run.zero;
-  executor::Session session(
-      run.resume.empty() ? model::load_network_config(run.network, run.seq_len) : recorded_config(run, recorded),
-      session_options);
+  if (run.resume.empty() && !run.network_config) throw std::logic_error("train_run: the run is not prepared");
+  executor::Session session(run.resume.empty() ? *run.network_config : recorded_config(run, recorded), session_options);
   const model::NetworkConfig& config = session.config;
   executor::Network& network = *session.network;
   model::Plan plan;

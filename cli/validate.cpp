@@ -13,7 +13,6 @@
 #include <optional>
 #include <sstream>
 
-#include "cli/auto_plan.h"
 #include "cli/commands.h"
 #include "cli/network_option.h"
 #include "cli/plot.h"
@@ -30,6 +29,7 @@
 #include "model/plan_space/predict.h"
 #include "model/strategy_table.h"
 #include "model/units.h"
+#include "pipeline/profile_and_fit.h"
 #include "profiler/out_of_memory.h"
 
 namespace papaya::cli {
@@ -44,7 +44,7 @@ struct ValidateArgs {
   TrainRun run;  // each (plan, batch) trains as this, with its plan and batch
   std::vector<int64_t> batches = {8, 16, 32};
   std::vector<std::string> plans = {"keep", "recompute-all", "quantize-4", "invert"};
-  std::vector<int> profile_batches = auto_plan_batches();
+  std::vector<int> profile_batches = pipeline::default_profile_batches();
   std::string plot;
   ValidateArgs() { run.steps = 10; }  // a check, not a benchmark: quick
 };
@@ -116,7 +116,7 @@ std::string joined(const std::vector<T>& values) {
 // Everything that can be checked before profiling, so that bad input costs
 // nothing and writes nothing.
 void check(ValidateArgs& args) {
-  check_train_run(args.run);
+  prepare_train_run(args.run);
   if (args.batches.empty()) throw InputError("--batches: give at least one batch size");
   std::sort(args.batches.begin(), args.batches.end());
   args.batches.erase(std::unique(args.batches.begin(), args.batches.end()), args.batches.end());
@@ -175,7 +175,7 @@ void measure(const ValidateArgs& args, std::vector<Row>& rows) {
   }
 }
 
-void plot(const ValidateArgs& args, const Profiled& profiled, const std::vector<Row>& rows) {
+void plot(const ValidateArgs& args, const pipeline::Profiled& profiled, const std::vector<Row>& rows) {
   std::vector<std::pair<std::string, model::Plan>> plans;
   for (const auto& name : args.plans) plans.push_back({name, model::expand_plan_name(name, profiled.model.layout())});
   PredictionPanels panels = prediction_panels(profiled.model, profiled.target, plans, args.batches.back(), std::nullopt);
@@ -269,10 +269,13 @@ Validation compute(const ValidateArgs& given) {
   ValidateArgs& args = v.args;
   args = given;
   check(args);
-  AutoPlanRequest request{args.run.network, args.run.device, args.run.precision, ""};
+  pipeline::ProfileAndFitRequest request;
+  request.network = *args.run.network_config;
+  request.device = args.run.device;
+  request.precision = args.run.precision;
   request.batches = args.profile_batches;
-  request.seq_len = args.run.seq_len;
-  const Profiled profiled = profile_and_fit(request);
+  ProgressReporter reporter;
+  const pipeline::Profiled profiled = pipeline::profile_and_fit(request, reporter);
   const model::LayerModel& m = profiled.model;
   v.network = m.network;
   v.device = m.machine.device;

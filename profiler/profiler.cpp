@@ -15,6 +15,7 @@
 #include "model/error.h"
 #include "model/catalog/network_config.h"
 #include "model/catalog/parameter_count.h"
+#include "model/fit/plan_step_calibration.h"
 #include "model/plan.h"
 #include "model/units.h"
 #include "profiler/batch_run.h"
@@ -82,12 +83,8 @@ model::MachineInfo describe_machine(const torch::Device& device, const LayerTime
   return m;
 }
 
-std::vector<int> sorted_batches(std::vector<int> batches) {
-  if (batches.empty()) throw InputError("--batch: no batch size given");
+std::vector<int> sorted(std::vector<int> batches) {
   std::sort(batches.begin(), batches.end());
-  const auto repeated = std::adjacent_find(batches.begin(), batches.end());
-  if (repeated != batches.end()) throw InputError("--batch: batch size " + std::to_string(*repeated) + " is repeated");
-  if (batches.front() < 1) throw InputError("--batch: batch sizes must be positive");
   return batches;
 }
 
@@ -105,7 +102,7 @@ int blocks_to_profile(const model::NetworkConfig& whole, const ProfileOptions& o
     const int all = std::holds_alternative<model::TransformerConfig>(whole.body) ? whole.transformer().layers : 0;
     return asked == all ? 0 : model::with_blocks(whole, asked).transformer().layers;
   }
-  if (asked < 0) throw InputError("--profile-blocks " + std::to_string(asked) + ": cannot be negative");
+  if (asked < 0) throw InputError(std::to_string(asked) + " blocks to profile: cannot be negative");
   if (!std::holds_alternative<model::TransformerConfig>(whole.body) || whole.transformer().layers <= 2) return 0;
   const double memory = static_cast<double>(options.memory_limit > 0 ? options.memory_limit
                                                                      : memory_bytes(executor::resolve_device(options.device)));
@@ -116,14 +113,16 @@ int blocks_to_profile(const model::NetworkConfig& whole, const ProfileOptions& o
     options.on_warning("the whole network's weights, gradients and AdamW state (" + model::format_bytes(state) +
                        ") take more than half of this device's " + model::format_bytes(memory) + ": profiling 2 of its " +
                        std::to_string(all) + " blocks, and the model scales them to all " + std::to_string(all) +
-                       " (--profile-blocks K to choose)");
+                       " (the blocks to profile can be chosen)");
   }
   return 2;
 }
 
-// The whole-network plans a step is timed under (model::PlanStep): one
-// storing every slot through a codec, one recomputing every segment.
-const std::vector<std::string> calibration_plans = {"quantize-8", "recompute-all"};
+// The whole-network plans a step is timed under (model::PlanStep).
+std::vector<std::string> calibration_plans() {
+  const model::CalibrationPlans& plans = model::calibration_plans();
+  return {plans.codec, plans.recompute};
+}
 
 // Every segment of the zoo hands its input to its first layer, which saves it
 // as "input" (the assumption segment_recompute.cpp makes too).
@@ -140,21 +139,31 @@ model::SavedTensorProfile segment_input(const std::vector<model::LayerProfile>& 
 
 }  // namespace
 
-model::Profile profile_network(const ProfileOptions& options) {
-  if (options.steps < 1) throw InputError("--steps: at least one measured step is needed");
-  if (options.warmup < 0) throw InputError("--warmup: cannot be negative");
-  if (options.rounds < 1) throw InputError("--rounds: at least one round is needed");
-  const std::vector<int> batches = sorted_batches(options.batches);
-  const int probe_batch = options.probe_batch.value_or(probe_factor * batches.back());
-  if (probe_batch < 0 || (probe_batch > 0 && probe_batch <= batches.back())) {
-    throw InputError("--probe-batch: " + std::to_string(probe_batch) + " is not larger than the largest batch (" +
-                     std::to_string(batches.back()) + "); 0 turns probes off");
+void ProfileOptions::validate() const {
+  if (steps < 1) throw InputError("at least one measured step is needed");
+  if (warmup < 0) throw InputError("warm-up steps cannot be negative");
+  if (rounds < 1) throw InputError("at least one round is needed");
+  if (batches.empty()) throw InputError("no batch size given");
+  const std::vector<int> in_order = sorted(batches);
+  const auto repeated = std::adjacent_find(in_order.begin(), in_order.end());
+  if (repeated != in_order.end()) throw InputError("batch size " + std::to_string(*repeated) + " is repeated");
+  if (in_order.front() < 1) throw InputError("batch sizes must be positive");
+  const int probe = probe_batch.value_or(probe_factor * in_order.back());
+  if (probe < 0 || (probe > 0 && probe <= in_order.back())) {
+    throw InputError("probe batch " + std::to_string(probe) + " is not larger than the largest batch (" +
+                     std::to_string(in_order.back()) + "); 0 turns probes off");
   }
+}
+
+model::Profile profile_network(const ProfileOptions& options) {
+  options.validate();
+  const std::vector<int> batches = sorted(options.batches);
+  const int probe_batch = options.probe_batch.value_or(probe_factor * batches.back());
   executor::SessionOptions session_options;
   session_options.device = options.device;
   session_options.precision = options.precision;
   session_options.seed = options.seed;
-  const model::NetworkConfig whole = model::load_network_config(options.network, options.seq_len);
+  const model::NetworkConfig& whole = options.network;
   const int blocks = blocks_to_profile(whole, options);
   executor::Session session(blocks > 0 ? model::with_blocks(whole, blocks) : whole, session_options);
   const torch::Device& device = session.device;
@@ -189,7 +198,7 @@ model::Profile profile_network(const ProfileOptions& options) {
     total *= rounds;
   }
   for (int r = 0; r < rounds; ++r) total += (warmup_in(r) + steps_in(r) + 1) * static_cast<int>(batches.size());
-  total += static_cast<int>(calibration_plans.size()) * (options.warmup + options.steps);
+  total += static_cast<int>(calibration_plans().size()) * (options.warmup + options.steps);
   int done = 0, planned = 0;
   std::vector<std::vector<BatchRun>> runs(batches.size());
   for (int r = 0; r < rounds; ++r) {
@@ -227,7 +236,7 @@ model::Profile profile_network(const ProfileOptions& options) {
   }
   if (std::all_of(profile.iterations.begin(), profile.iterations.end(), [](const auto& it) { return it.oom; })) {
     std::string why = options.memory_limit > 0
-                          ? " (--memory-limit " + model::format_bytes(static_cast<double>(options.memory_limit)) + ")"
+                          ? " (memory limit " + model::format_bytes(static_cast<double>(options.memory_limit)) + ")"
                           : "";
     throw InputError(session.config.name + ": every batch size (" + join(batches) + ") ran out of memory on " + device.str() +
                      why);
@@ -267,7 +276,7 @@ model::Profile profile_network(const ProfileOptions& options) {
   // The plan steps, at the smallest batch that ran, the network put back to keep after.
   const auto smallest =
       std::find_if(profile.iterations.begin(), profile.iterations.end(), [](const auto& it) { return !it.oom; });
-  for (const std::string& name : calibration_plans) {
+  for (const std::string& name : calibration_plans()) {
     const std::string note = name + " at batch " + std::to_string(smallest->batch);
     executor::apply_plan(network, model::load_plan(name, session.layout, session.config.name), session.layout);
     BatchRunOptions run_options;

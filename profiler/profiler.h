@@ -1,5 +1,5 @@
 #pragma once
-// `papaya profile`: trains a network of the zoo at several batch sizes on
+// `papaya profile`: trains a network at several batch sizes on
 // synthetic data and measures, layer by layer, what the performance model
 // needs (model/profile.h): forward and backward time, the allocator's bytes
 // around each, the tensors each layer saves, analytic costs; per segment its
@@ -13,13 +13,13 @@
 #include <string>
 #include <vector>
 
+#include "model/catalog/network_config.h"
 #include "model/profile.h"
 
 namespace papaya::profiler {
 
 struct ProfileOptions {
-  std::string network = "gpt-tiny";  // config name or path
-  std::optional<int> seq_len;        // tokens per sample instead of the config's
+  model::NetworkConfig network;  // parsed once by the caller (model::load_network_config), at its sequence length
   // A transformer's first this many blocks only, the fit scaling the model to
   // all (model/fit/block_scaling.h); 0: all where their weights, gradients and
   // AdamW state (16 bytes a parameter) take at most half of the device's
@@ -50,12 +50,16 @@ struct ProfileOptions {
   // Something the user should know that does not stop profiling (e.g. why
   // CUPTI could not be used).
   std::function<void(const std::string& message)> on_warning;
+
+  // InputError for steps, rounds, warm-up, batches or a probe batch that
+  // cannot be profiled (before anything is built).
+  void validate() const;
 };
 
 // Batches are profiled in increasing order; one that runs out of memory is
-// recorded as such (oom) and the others go on. Throws InputError for a bad
-// network, device, precision, block count or batch list, or if every batch
-// runs out of memory.
+// recorded as such (oom) and the others go on. Throws InputError for options
+// that do not validate, a device, precision or block count that cannot be
+// had, or if every batch runs out of memory.
 model::Profile profile_network(const ProfileOptions& options);
 
 }  // namespace papaya::profiler

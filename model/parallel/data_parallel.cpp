@@ -10,6 +10,10 @@ RankStatic whole_static(const LayerModel& model) {
   return whole_static(parameters, model.static_bytes);
 }
 
+double static_bytes_per_rank(const LayerModel& model, const DataParallel& world) {
+  return shard(whole_static(model), world.ranks, world.zero_stage).total();
+}
+
 double rank_bytes_shift(const LayerModel& model, const DataParallel& world) {
   if (!world.active()) return 0;
   const RankStatic whole = whole_static(model);

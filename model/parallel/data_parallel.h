@@ -30,6 +30,9 @@ struct DataParallel {
 // The model's weights (its layers' parameter bytes) and static bytes taken apart.
 RankStatic whole_static(const LayerModel& model);
 
+// The weights, gradients and optimizer state one rank of `world` holds.
+double static_bytes_per_rank(const LayerModel& model, const DataParallel& world);
+
 // What one rank holds beyond (negative: short of) what one process holds, at
 // every point of the step: its share of the static state less the whole,
 // plus the exchange buffers. 0 for one rank.

@@ -97,12 +97,12 @@ TEST(Cli, SeqLenSetsTheTrainedSequence) {
   ASSERT_EQ(run.code, 0) << run.err;
   run = run_papaya("train --network gpt-tiny --seq-len 64 --batch 2 --steps 2");
   EXPECT_EQ(run.code, 2);
-  EXPECT_NE(run.err.find("gpt-tiny.json: --seq-len: 64 is past the 32 positions of its learned position table"),
+  EXPECT_NE(run.err.find("gpt-tiny.json: sequence length: 64 is past the 32 positions of its learned position table"),
             std::string::npos)
       << run.err;
   run = run_papaya("recommend --network vit-tiny --seq-len 16");
   EXPECT_EQ(run.code, 2);
-  EXPECT_NE(run.err.find("--seq-len: a vit network has no token sequence"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("a vit network has no token sequence"), std::string::npos) << run.err;
   EXPECT_FALSE(std::filesystem::exists("vit-tiny.plan.json"));
   // A model at another length takes three profiles at three lengths.
   const std::string model = dir + "/m.json";

@@ -9,8 +9,7 @@ namespace papaya::profiler {
 
 model::LayerModel quick_fit(const std::string& network, std::optional<int> seq_len, int profile_blocks) {
   ProfileOptions options;
-  options.network = network;
-  options.seq_len = seq_len;
+  options.network = model::load_network_config(network, seq_len);
   options.profile_blocks = profile_blocks;
   options.batches = {1, 2, 4};
   options.warmup = 1;

@@ -81,7 +81,7 @@ TEST(ProfileBlocks, TwoBlocksUnaskedOnlyWhereTheWholeNetworksStateTakesOverHalfT
   std::ofstream(path) << doc;
   const double state = 16.0 * static_cast<double>(model::parameter_count(model::load_network_config(path)));
   ProfileOptions options;
-  options.network = path;
+  options.network = model::load_network_config(path);
   options.batches = {1};
   options.warmup = 0;
   options.steps = 1;
@@ -102,18 +102,18 @@ TEST(ProfileBlocks, TwoBlocksUnaskedOnlyWhereTheWholeNetworksStateTakesOverHalfT
 TEST(ProfileBlocks, OnlyATransformersTwoToAllBlocks) {
   ProfileOptions options;
   options.batches = {1};
-  options.network = "gpt-tiny";
+  options.network = model::load_network_config("gpt-tiny");
   for (const int blocks : {1, 3}) {
     options.profile_blocks = blocks;
     EXPECT_THROW(profile_network(options), InputError) << blocks;
   }
-  options.network = "resnet-tiny";
+  options.network = model::load_network_config("resnet-tiny");
   options.profile_blocks = 2;
   try {
     profile_network(options);
     ADD_FAILURE() << "no error";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("--profile-blocks 2: a resnet network has no identical blocks"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("2 blocks: a resnet network has no identical blocks"), std::string::npos)
         << e.what();
   }
 }

@@ -1,19 +1,16 @@
-#include "cli/auto_plan.h"
+#include "pipeline/profile_and_fit.h"
 
-#include <iostream>
 #include <utility>
 
-#include "cli/progress.h"
-#include "model/fit/fit_profile.h"
-#include "model/catalog/network_config.h"
 #include "model/catalog/parameter_count.h"
+#include "model/fit/fit_profile.h"
 #include "model/fit/sequence_scaling.h"
 #include "model/units.h"
 #include "profiler/profiler.h"
 
-namespace papaya::cli {
+namespace papaya::pipeline {
 
-const std::vector<int>& auto_plan_batches() {
+const std::vector<int>& default_profile_batches() {
   static const std::vector<int> batches = {1, 2, 4};
   return batches;
 }
@@ -28,8 +25,8 @@ constexpr int longest_short_sequence = 64;
 // the network is slow to step. Slow: over a TFLOP a step, or attention's
 // token-by-token squares over a GiB (which grow past this machine's memory
 // long before the FLOPs are many).
-std::vector<int> short_lengths(AutoPlanRequest& request) {
-  const model::NetworkConfig config = model::load_network_config(request.network, request.seq_len);
+std::vector<int> short_lengths(ProfileAndFitRequest& request, Reporter& reporter) {
+  const model::NetworkConfig& config = request.network;
   const bool text = config.family == model::Family::gpt || config.family == model::Family::bert;
   const int tokens = config.sequence_length();
   const double batch = request.batches.back(), square = static_cast<double>(tokens) * tokens;
@@ -40,10 +37,10 @@ std::vector<int> short_lengths(AutoPlanRequest& request) {
   if (step_flops <= slow_step_flops && attention_bytes <= large_attention_bytes) return {};
   request.quick = true;
   if (!text || tokens <= longest_short_sequence) return {};
-  std::cerr << "papaya: a step of " << config.name << " at " << tokens << " tokens and batch " << request.batches.back()
-            << " takes about " << model::format_si(step_flops) << "FLOP and " << model::format_bytes(attention_bytes)
-            << " of attention: profiling at 16, 32 and 64 tokens and modelling " << tokens << " from them\n";
-  request.seq_len = tokens;
+  reporter.notice("a step of " + config.name + " at " + std::to_string(tokens) + " tokens and batch " +
+                  std::to_string(request.batches.back()) + " takes about " + model::format_si(step_flops) + "FLOP and " +
+                  model::format_bytes(attention_bytes) + " of attention: profiling at 16, 32 and 64 tokens and modelling " +
+                  std::to_string(tokens) + " from them");
   return {longest_short_sequence / 4, longest_short_sequence / 2, longest_short_sequence};
 }
 
@@ -61,13 +58,10 @@ std::vector<int> short_lengths_of(const std::vector<model::ModelAtLength>& model
 
 }  // namespace
 
-Profiled profile_and_fit(const AutoPlanRequest& asked) {
-  AutoPlanRequest request = asked;
-  std::vector<std::optional<int>> lengths;
-  for (int length : short_lengths(request)) lengths.push_back(length);
-  if (lengths.empty()) lengths.push_back(request.seq_len);
+Profiled profile_and_fit(const ProfileAndFitRequest& asked, Reporter& reporter) {
+  ProfileAndFitRequest request = asked;
+  const std::vector<int> lengths = short_lengths(request, reporter);
   profiler::ProfileOptions options;
-  options.network = request.network;
   options.profile_blocks = request.profile_blocks;
   options.device = request.device;
   options.precision = request.precision;
@@ -79,40 +73,32 @@ Profiled profile_and_fit(const AutoPlanRequest& asked) {
     options.probe_batch = 0;
   }
   bool warned = false;  // the same warning at every length once
-  options.on_warning = [&warned](const std::string& message) {
-    if (!std::exchange(warned, true)) std::cerr << "papaya: warning: " << message << "\n";
+  options.on_warning = [&](const std::string& message) {
+    if (!std::exchange(warned, true)) reporter.warning(message);
   };
+  options.on_progress = [&](int done, int total, const std::string& note) { reporter.update(done, total, note); };
   std::vector<model::ModelAtLength> models;
-  for (const auto& length : lengths) {
-    options.seq_len = length;
-    model::Profile profile;
-    {
-      Progress progress(lengths.size() > 1 ? "profiling at " + std::to_string(*length) + " tokens" : "profiling");
-      options.on_progress = [&](int done, int total, const std::string& note) { progress.update(done, total, note); };
-      profile = profiler::profile_network(options);
-    }
-    Progress progress("fitting");
-    progress.update(0, 1, "per-layer curves");
-    models.push_back({length.value_or(0), model::fit_profile(profile, "profile of " + profile.network).model});
-    progress.update(1, 1);
-  }
+  const auto profile_and_fit_one = [&](const model::NetworkConfig& network, int length) {
+    options.network = network;
+    reporter.begin(lengths.size() > 1 ? "profiling at " + std::to_string(length) + " tokens" : "profiling");
+    const model::Profile profile = profiler::profile_network(options);
+    reporter.begin("fitting");
+    reporter.update(0, 1, "per-layer curves");
+    models.push_back({length, model::fit_profile(profile, "profile of " + profile.network).model});
+    reporter.update(1, 1);
+    reporter.end();
+  };
+  if (lengths.empty()) profile_and_fit_one(request.network, 0);
+  for (int length : lengths) profile_and_fit_one(model::at_seq_len(request.network, length), length);
   Profiled out;
   out.how = "at batches " + join(options.batches) +
             (models.size() > 1 ? " and " + join(short_lengths_of(models)) + " tokens" : "") + ", " +
             std::to_string(options.steps) + " steps each";
-  out.model = models.size() > 1 ? model::at_sequence_length(models, *request.seq_len, "profiles of " + request.network)
+  out.model = models.size() > 1 ? model::at_sequence_length(models, request.network.sequence_length(),
+                                                            "profiles of " + request.network.name)
                                 : models.front().model;
   out.target = model::make_target(out.model, request.hardware);
   return out;
 }
 
-planner::PlanResult plan_with_progress(const Profiled& profiled, const planner::PlanRequest& request,
-                                       const std::vector<int>& zero_stages) {
-  Progress progress("planning");
-  progress.update(0, 1, "whole-network combinations and the per-layer search");
-  planner::PlanResult result = planner::make_plan_choosing_stage(profiled.model, profiled.target, request, zero_stages);
-  progress.update(1, 1);
-  return result;
-}
-
-}  // namespace papaya::cli
+}  // namespace papaya::pipeline

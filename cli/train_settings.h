@@ -1,0 +1,46 @@
+#pragma once
+// What a training run is asked to do (`papaya train`'s options, or
+// `validate`'s for each of its runs), before anything is built.
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "executor/distributed/world.h"
+#include "model/catalog/network_config.h"
+#include "model/plan.h"
+
+namespace papaya::cli {
+
+struct TrainRun {
+  std::string network = "gpt-tiny";    // config name or path
+  std::optional<int> seq_len;          // tokens per sample instead of the config's
+  // The network and sequence length above, parsed once (prepare_train_run);
+  // nullopt where a resumed state's network is trained as it was.
+  std::optional<model::NetworkConfig> network_config;
+  std::string device = "cpu";          // cpu, cuda, cuda:N
+  std::string precision = "fp32";      // fp32, bf16, amp-bf16, amp-fp16
+  std::string data;                    // text file; "": synthetic data
+  std::string plan = "keep";           // plan name or file, read against the built network
+  std::optional<model::Plan> planned;  // instead of `plan`: one already made for this network
+  int64_t batch = 8;
+  int steps = 20;  // in all, counting a resumed state's
+  uint64_t seed = 0;
+  double lr = 1e-3;
+  int adaptive_every = 50;
+  bool record_stored_bytes = false;  // TrainReport::stored_bytes
+  std::string save;                  // the training state goes here at the end (and on a stop)
+  int save_every = 0;                // and every so many steps; 0: at the end only
+  // Go on from this training state to `steps`: the network, plan and options
+  // are the state's; those of the above named in `given` ("--batch") must
+  // equal them.
+  std::string resume;
+  std::set<std::string> given;
+  // A rank of a data-parallel job (executor/distributed/): `batch` is its
+  // slice of the global batch; the collectives wait `timeout_s` at most.
+  std::optional<executor::World> world;
+  double timeout_s = 300;
+  int zero = 0;  // 1: ZeRO-1, AdamW's state sharded across the ranks
+};
+
+}  // namespace papaya::cli

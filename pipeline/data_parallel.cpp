@@ -1,0 +1,50 @@
+#include "pipeline/data_parallel.h"
+
+#include "model/catalog/hardware.h"
+#include "model/catalog/link_catalog.h"
+#include "model/error.h"
+
+namespace papaya::pipeline {
+
+void DataParallelRequest::validate() const {
+  if (gpus > 1) {
+    if (!link.empty()) model::load_link(link);
+    return;
+  }
+  if (zero && *zero > 0) {
+    throw model::InputError("ZeRO stage " + std::to_string(*zero) + " shards across GPUs: it needs 2 GPUs or more");
+  }
+  if (!link.empty()) throw model::InputError("link " + link + " joins GPUs: it needs 2 GPUs or more");
+}
+
+void DataParallelRequest::require_link(const std::string& where) const {
+  if (gpus < 2 || !link.empty()) return;
+  throw model::InputError(std::to_string(gpus) + " GPUs on " + where + ": no interconnect known; name a link (" +
+                          model::link_names() + ", or a measured link's file)");
+}
+
+std::vector<int> DataParallelRequest::stages(bool planner_chooses) const {
+  if (zero) return {*zero};
+  if (planner_chooses && gpus > 1) return {0, 1, 2, 3};
+  return {0};
+}
+
+void apply_data_parallel(model::Target& target, const model::LayerModel& model, const DataParallelRequest& request,
+                         int zero_stage) {
+  if (request.gpus < 2) return;
+  std::string link = request.link;
+  if (link.empty()) {
+    const auto hardware = target.profiled ? model::catalog_entry_for(model.machine) : model::find_hardware(target.name);
+    if (!hardware) request.require_link(target.name);
+    link = hardware->interconnect;
+  }
+  const model::LinkSpec spec = model::load_link(link);
+  model::DataParallel world;
+  world.ranks = request.gpus;
+  world.zero_stage = zero_stage;
+  world.link_name = spec.name;
+  world.link = spec.fit;
+  model::set_data_parallel(target, world);
+}
+
+}  // namespace papaya::pipeline
