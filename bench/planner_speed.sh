@@ -6,7 +6,7 @@
 # Target: a 500-layer network planned in under 1 s.
 # Also times `papaya recommend` (profile gpt-tiny at 1,2,4, fit, plan) on
 # the CPU: target under 3 minutes on 2 cores with no GPU.
-# Usage: bench/planner_speed.sh [build folder]   (default build; built with scripts/build.sh)
+# Usage: bench/planner_speed.sh [build folder]   (default build; built with PAPAYA_TARGETS=all scripts/build.sh, or scripts/test.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Configures and builds papaya into build/ (or $PAPAYA_BUILD_DIR).
-# Extra arguments go to the CMake configure step.
+# Configures and builds papaya into build/ (or $PAPAYA_BUILD_DIR): the
+# papaya executable only, or with PAPAYA_TARGETS=all every target (the
+# tests, the benchmarks' drivers). Extra arguments go to the CMake configure step.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${PAPAYA_BUILD_DIR:-build}
@@ -8,4 +9,4 @@ jobs=${PAPAYA_JOBS:-$(nproc)}
 if [ ! -f "$build/CMakeCache.txt" ]; then
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@"
 fi
-cmake --build "$build" -j "$jobs"
+cmake --build "$build" -j "$jobs" --target "${PAPAYA_TARGETS:-papaya}"

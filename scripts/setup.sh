@@ -13,6 +13,7 @@ packages=(
   libvalijson-dev         # JSON Schema validation of configs, plans, profiles
   libgtest-dev libgmock-dev
   gnuplot-nox             # plots (SVG, PNG)
+  python3                 # scripts/check-includes.py (the test command)
 )
 
 missing=()

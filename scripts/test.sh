@@ -4,6 +4,7 @@
 # $PAPAYA_BUILD_DIR), with the suppressions of scripts/sanitize/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export PAPAYA_TARGETS=all  # the tests and everything else, not the executable alone
 if [ "${1:-}" = --sanitize ]; then
   export PAPAYA_BUILD_DIR=${PAPAYA_BUILD_DIR:-build-sanitize}
   supp=$PWD/scripts/sanitize
@@ -16,4 +17,5 @@ else
   scripts/setup.sh
   scripts/build.sh -DPAPAYA_WERROR=ON  # a warning fails the build (a configured build dir keeps its setting)
 fi
+python3 scripts/check-includes.py  # no two units include each other in a circle
 ctest --test-dir "${PAPAYA_BUILD_DIR:-build}" --output-on-failure -j "${PAPAYA_JOBS:-$(nproc)}"
