@@ -1,7 +1,7 @@
 // The MOM-aware attention layers: scores, softmax, context.
 #include "executor/layers/attention.h"
 #include "executor/moms/functions.h"
-#include "executor/moms/saved.h"
+#include "executor/storage/saved.h"
 
 #include <limits>
 

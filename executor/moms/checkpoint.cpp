@@ -6,8 +6,8 @@
 
 #include "executor/layer.h"
 #include "executor/moms/random_state.h"
-#include "executor/moms/saved.h"
 #include "executor/segment.h"
+#include "executor/storage/saved.h"
 
 namespace papaya::executor {
 namespace {

@@ -5,8 +5,8 @@
 #include <functional>
 
 #include "executor/device.h"
-#include "executor/moms/codec.h"
-#include "executor/moms/invert.h"
+#include "executor/storage/codec.h"
+#include "executor/storage/invert.h"
 
 namespace papaya::executor {
 namespace {

@@ -1,7 +1,7 @@
 // The MOM-aware convolution and max-pool.
 #include "executor/layers/conv.h"
 #include "executor/moms/functions.h"
-#include "executor/moms/saved.h"
+#include "executor/storage/saved.h"
 
 namespace papaya::executor::moms {
 namespace {

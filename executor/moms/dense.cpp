@@ -1,7 +1,7 @@
 // The MOM-aware linear layer.
 #include "executor/layers/dense.h"
 #include "executor/moms/functions.h"
-#include "executor/moms/saved.h"
+#include "executor/storage/saved.h"
 
 namespace papaya::executor::moms {
 namespace {

@@ -3,8 +3,8 @@
 // dropout, and the gate product.
 #include "executor/layers/elementwise.h"
 #include "executor/moms/functions.h"
-#include "executor/moms/invert.h"
-#include "executor/moms/saved.h"
+#include "executor/storage/invert.h"
+#include "executor/storage/saved.h"
 
 namespace papaya::executor::moms {
 namespace {

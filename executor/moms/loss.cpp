@@ -3,7 +3,7 @@
 // being stored.
 #include "executor/layers/loss.h"
 #include "executor/moms/functions.h"
-#include "executor/moms/saved.h"
+#include "executor/storage/saved.h"
 
 #include <algorithm>
 

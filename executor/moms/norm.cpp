@@ -1,7 +1,7 @@
 // The MOM-aware normalisations: LayerNorm, RMSNorm, BatchNorm2d.
 #include "executor/layers/norm.h"
 #include "executor/moms/functions.h"
-#include "executor/moms/saved.h"
+#include "executor/storage/saved.h"
 
 namespace papaya::executor::moms {
 namespace {

@@ -2,9 +2,9 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include "executor/moms/codec.h"
 #include "executor/moms/codec_speed.h"
-#include "executor/moms/rounding.h"
+#include "executor/storage/codec.h"
+#include "executor/storage/rounding.h"
 #include "model/strategy.h"
 
 namespace papaya::executor {

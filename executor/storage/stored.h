@@ -8,7 +8,7 @@
 #include <memory>
 #include <vector>
 
-#include "executor/moms/codec.h"
+#include "executor/storage/codec.h"
 #include "model/strategy_table.h"
 
 namespace papaya::executor {

@@ -1,7 +1,7 @@
 #pragma once
 // The codec on CUDA tensors: the fused kernels of cuda/quantize.cu (CUDA
 // builds only), with the layout of the ATen path.
-#include "executor/moms/codec.h"
+#include "executor/storage/codec.h"
 
 namespace papaya::executor {
 
