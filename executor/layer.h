@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "executor/batch.h"
-#include "executor/storage/stored.h"
+#include "executor/storage/store_spec.h"
 #include "model/layout.h"
 
 namespace papaya::executor {

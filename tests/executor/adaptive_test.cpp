@@ -6,6 +6,7 @@
 
 #include "executor/data.h"
 #include "executor/storage/adaptive.h"
+#include "executor/storage/stored.h"
 #include "executor/storage/stored_bytes.h"
 #include "tests/executor/moms_fixture.h"
 
