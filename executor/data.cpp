@@ -6,7 +6,7 @@
 #include <set>
 #include <sstream>
 
-#include "executor/moms/random_state.h"
+#include "executor/random_state.h"
 #include "model/error.h"
 
 namespace papaya::executor {

@@ -5,7 +5,7 @@
 #include <optional>
 
 #include "executor/layer.h"
-#include "executor/moms/random_state.h"
+#include "executor/random_state.h"
 #include "executor/segment.h"
 #include "executor/storage/saved.h"
 
