@@ -4,6 +4,7 @@
 
 #include "executor/data.h"
 #include "executor/layout.h"
+#include "executor/networks/zoo.h"
 #include "executor/storage/codec.h"
 #include "executor/storage/rounding.h"
 #include "executor/storage/stored_bytes.h"
