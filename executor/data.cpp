@@ -6,7 +6,7 @@
 #include <set>
 #include <sstream>
 
-#include "executor/moms/random_state.h"
+#include "executor/random_state.h"
 #include "model/error.h"
 
 namespace papaya::executor {
@@ -41,7 +41,9 @@ class SyntheticData : public DataSource {
         batch.target = batch.input.select(1, 1).remainder(t.classes);
         break;
       }
-      default: {
+      case Family::vit:
+      case Family::resnet:
+      case Family::mlp: {
         batch.target = torch::randint(templates_.size(0), {b}, gen_, torch::kLong);
         batch.input = templates_.index_select(0, batch.target) + torch::randn(input_shape(b), gen_);
       }
@@ -53,8 +55,11 @@ class SyntheticData : public DataSource {
     switch (config_.family) {
       case Family::gpt: return "synthetic sequences (a fixed permutation of the vocabulary, 10% noise)";
       case Family::bert: return "synthetic token sequences (class = second token mod classes)";
-      default: return "synthetic inputs (a template per class plus unit noise)";
+      case Family::vit:
+      case Family::resnet:
+      case Family::mlp: return "synthetic inputs (a template per class plus unit noise)";
     }
+    TORCH_CHECK(false, "unknown network family");
   }
 
   torch::Tensor position() const override { return generator_state(gen_); }

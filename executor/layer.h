@@ -4,15 +4,18 @@
 // declares the tensors its backward keeps (its slots) and reports them, and
 // its forward boundaries, to an installed LayerObserver (the profiler).
 // With every slot kept, a layer runs LibTorch's native path; otherwise its
-// MOM-aware autograd Function (executor/moms/), which stores each slot as
-// its StoreSpec says.
+// MOM-aware autograd Function, beside it in its kind's file (executor/layers/):
+// its forward computes what the native path computes, with the same ATen
+// ops, and stores each slot as its StoreSpec says (executor/storage/); its
+// backward restores the slots and calls the ATen backward kernels. It takes
+// the parameters as stored (computed_as casts them to the compute dtype).
 #include <torch/torch.h>
 
 #include <string>
 #include <vector>
 
 #include "executor/batch.h"
-#include "executor/moms/stored.h"
+#include "executor/storage/store_spec.h"
 #include "model/layout.h"
 
 namespace papaya::executor {

@@ -3,7 +3,7 @@
 #include <map>
 
 #include "executor/layers/elementwise.h"
-#include "executor/moms/rounding.h"
+#include "executor/storage/rounding.h"
 #include "model/error.h"
 
 namespace papaya::executor {

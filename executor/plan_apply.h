@@ -5,8 +5,8 @@
 #include <memory>
 #include <vector>
 
-#include "executor/moms/adaptive.h"
 #include "executor/networks/network.h"
+#include "executor/storage/adaptive.h"
 #include "model/plan.h"
 
 namespace papaya::executor {

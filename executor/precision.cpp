@@ -35,8 +35,18 @@ AutocastRule autocast_rule(model::LayerKind kind) {
     case K::embedding:
     case K::position:
     case K::class_token: return AutocastRule::fp32;
-    default: return AutocastRule::as_input;
+    case K::maxpool:
+    case K::avgpool:
+    case K::batchnorm:
+    case K::gelu:
+    case K::silu:
+    case K::relu:
+    case K::tanh:
+    case K::dropout:
+    case K::mul:
+    case K::rotary: return AutocastRule::as_input;
   }
+  TORCH_CHECK(false, "unknown layer kind");
 }
 
 }  // namespace

@@ -1,8 +1,114 @@
 #include "executor/segment.h"
 
-#include "executor/moms/checkpoint.h"
+#include <torch/csrc/autograd/engine.h>
+
+#include <optional>
+
+#include "executor/layer.h"
+#include "executor/random_state.h"
+#include "executor/storage/saved.h"
 
 namespace papaya::executor {
+namespace {
+
+// Checkpointing a segment: forward runs its layers without autograd and
+// stores only its input (raw, quantized or swapped, as the segment's
+// strategy says) and, where it draws random numbers, the random state;
+// backward restores that (so dropout draws the same masks), rebuilds the
+// input, runs the layers again with autograd (on their native path) and
+// differentiates them. With a raw input the gradients are bit-identical to
+// keeping everything.
+
+using torch::autograd::Function;
+
+struct CheckpointState : torch::CustomClassHolder {
+  Segment* segment = nullptr;
+  c10::intrusive_ptr<Stored> input;
+  std::optional<RandomState> random;  // where the segment draws random numbers
+};
+
+// Whether the segment draws random numbers (a dropout): only then does its
+// recomputation need the generators' state of its forward, a few KB held
+// from forward to backward (3.7% of a small MLP's recompute-all peak).
+bool draws_random(Segment& segment) {
+  for (const auto& module : segment.modules(/*include_self=*/false)) {
+    const auto* layer = dynamic_cast<const Layer*>(module.get());
+    if (layer && layer->kind() == model::LayerKind::dropout) return true;
+  }
+  return false;
+}
+
+constexpr const char* state_key = "papaya_checkpoint";
+
+// The segment's buffers (batch-norm running statistics), put back after the
+// recomputation so that they move once per step, as without checkpointing.
+class BufferSnapshot {
+ public:
+  explicit BufferSnapshot(Segment& segment) {
+    for (auto& b : segment.buffers()) saved_.emplace_back(b, b.clone());
+  }
+  ~BufferSnapshot() {
+    const torch::NoGradGuard no_grad;
+    for (auto& [buffer, copy] : saved_) buffer.copy_(copy);
+  }
+
+ private:
+  std::vector<std::pair<at::Tensor, at::Tensor>> saved_;
+};
+
+// Differentiates `output` from `output_grad`, accumulating into the leaves'
+// .grad as keep's backward does: the segment's parameters and its detached
+// input. Gradients returned instead of accumulated would all be held until
+// the segment's backward ends (a whole stride-2 bottleneck's weights' worth).
+// `output` is let go first: differentiating needs its graph, not its values,
+// and a segment's output is as large as anything it holds.
+void differentiate(at::Tensor output, const at::Tensor& output_grad) {
+  const torch::autograd::edge_list roots{torch::autograd::impl::gradient_edge(output)};
+  output.reset();
+  torch::autograd::Engine::get_default_engine().execute(roots, {output_grad}, /*keep_graph=*/false, /*create_graph=*/false,
+                                                        /*accumulate_grad=*/true, /*outputs=*/{});
+}
+
+struct CheckpointFunction : Function<CheckpointFunction> {
+  static at::Tensor forward(AutogradContext* ctx, Segment* segment, const at::Tensor& x, at::TensorList) {
+    auto state = c10::make_intrusive<CheckpointState>();
+    state->segment = segment;
+    if (draws_random(*segment)) state->random = RandomState::capture(x.device());
+    const at::Tensor y = segment->run_layers(x);
+    StoreSpec spec{segment->strategy().input, nullptr, -1, segment->strategy().name()};
+    state->input = store(x, model::SlotKind::activation, spec);
+    ctx->saved_data[state_key] = c10::IValue::make_capsule(std::move(state));
+    return y;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    const auto state = c10::static_intrusive_pointer_cast<CheckpointState>(take_capsule(ctx, state_key));
+    Segment& segment = *state->segment;
+    const at::Tensor x = state->input->restore().detach().requires_grad_(true);
+    // Buffers are put back after differentiating: the graph saves them.
+    const BufferSnapshot buffers(segment);
+    at::Tensor y;
+    {
+      const std::optional<RandomState> now =
+          state->random ? std::optional<RandomState>(RandomState::capture(x.device())) : std::nullopt;
+      if (state->random) state->random->restore();
+      const torch::AutoGradMode with_grad(true);
+      y = segment.run_layers(x);
+      if (now) now->restore();
+    }
+    differentiate(std::move(y), grad[0]);
+    variable_list out(2 + segment.parameters().size());  // the parameters' gradients are in their .grad already
+    out[1] = ctx->needs_input_grad(0) ? x.grad() : at::Tensor();
+    return out;
+  }
+};
+
+torch::Tensor checkpoint(Segment& segment, const torch::Tensor& x) {
+  const std::vector<at::Tensor> params = segment.parameters();
+  return CheckpointFunction::apply(&segment, x, at::TensorList(params));
+}
+
+}  // namespace
 
 torch::Tensor Segment::run(torch::Tensor x) {
   if (strategy_.recompute && torch::GradMode::is_enabled()) return checkpoint(*this, x);

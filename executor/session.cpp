@@ -3,6 +3,7 @@
 #include "executor/device.h"
 #include "executor/distributed/data_parallel.h"
 #include "executor/layout.h"
+#include "executor/networks/zoo.h"
 #include "executor/optimizer.h"
 
 namespace papaya::executor {

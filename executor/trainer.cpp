@@ -8,8 +8,8 @@
 #include "executor/device.h"
 #include "executor/finite.h"
 #include "executor/loss_scale.h"
-#include "executor/moms/stored_bytes.h"
 #include "executor/optimizer.h"
+#include "executor/storage/stored_bytes.h"
 #include "model/error.h"
 #include "model/median.h"
 

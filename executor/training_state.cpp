@@ -2,8 +2,8 @@
 
 #include <filesystem>
 
-#include "executor/moms/random_state.h"
-#include "executor/moms/rounding.h"
+#include "executor/random_state.h"
+#include "executor/storage/rounding.h"
 #include "model/error.h"
 #include "model/json_file.h"
 

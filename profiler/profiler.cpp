@@ -9,7 +9,6 @@
 #include <variant>
 
 #include "executor/device.h"
-#include "executor/moms/codec_speed.h"
 #include "executor/plan_apply.h"
 #include "executor/session.h"
 #include "model/error.h"
@@ -19,6 +18,7 @@
 #include "model/plan.h"
 #include "model/units.h"
 #include "profiler/batch_run.h"
+#include "profiler/codec_speed.h"
 #include "profiler/host_link.h"
 #include "profiler/layer_facts.h"
 #include "profiler/layer_probe.h"
@@ -294,8 +294,8 @@ model::Profile profile_network(const ProfileOptions& options) {
   executor::apply_plan(network, model::load_plan("keep", session.layout, session.config.name), session.layout);
 
   profile.machine = describe_machine(device, *timer);
-  profile.codecs = executor::measure_codecs(device, session.precision.dtype, memory);
-  profile.inverts = executor::measure_inverts(device, session.precision.dtype);
+  profile.codecs = measure_codecs(device, session.precision.dtype, memory);
+  profile.inverts = measure_inverts(device, session.precision.dtype);
   if (device.is_cuda()) {
     const HostLink link = measure_host_link(device);
     profile.h2d_bytes_per_s = link.h2d_bytes_per_s;

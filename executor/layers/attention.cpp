@@ -3,9 +3,100 @@
 #include <cmath>
 #include <limits>
 
-#include "executor/moms/functions.h"
+#include "executor/storage/saved.h"
 
 namespace papaya::executor {
+
+// The MOM-aware attention layers: scores, softmax, context.
+namespace moms {
+namespace {
+
+using torch::autograd::Function;
+
+struct ScoresFunction : Function<ScoresFunction> {
+  static at::Tensor forward(AutogradContext* ctx, AttentionScores* layer, const at::Tensor& q, const at::Tensor& k) {
+    stash(ctx, {store_slot(*layer, 0, q), store_slot(*layer, 1, k)});
+    ctx->saved_data["scale"] = layer->scale;
+    at::Tensor scores =
+        at::matmul(by_kv_group(q, k.size(1)), k.transpose(-2, -1)).view({q.size(0), q.size(1), q.size(2), k.size(2)}) *
+        layer->scale;
+    if (!layer->causal) return scores;
+    const at::Tensor& mask = layer->causal_mask(q.size(-2), q.device());
+    ctx->save_for_backward({mask});
+    return scores.masked_fill(mask, -std::numeric_limits<double>::infinity());
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    const Unstashed saved = unstash(ctx);
+    const double scale = ctx->saved_data["scale"].toDouble();
+    ctx->saved_data.erase("scale");
+    const auto kept = ctx->get_saved_variables();
+    // One scores-sized temporary, as the native backward takes: scaled, then
+    // masked in place; and k's gradient as (q^T g)^T, which reads g as it is
+    // where g^T q would copy it transposed.
+    at::Tensor g = grad[0] * scale;
+    if (!kept.empty()) g.masked_fill_(kept[0], 0);
+    const auto gradients = [&](const std::vector<at::Tensor>& s) -> variable_list {
+      const int64_t kv = s[1].size(1);
+      const at::Tensor grouped = by_kv_group(g, kv);
+      return {grouped.matmul(s[1]).view(s[0].sizes()), by_kv_group(s[0], kv).transpose(-2, -1).matmul(grouped).transpose(-2, -1)};
+    };
+    const variable_list out = gradients(saved.tensors);
+    saved.estimate_sensitivity(gradients, out);
+    return {at::Tensor(), out[0], out[1]};
+  }
+};
+
+struct SoftmaxFunction : Function<SoftmaxFunction> {
+  static at::Tensor forward(AutogradContext* ctx, const Softmax* layer, const at::Tensor& x) {
+    const at::Tensor y = at::softmax(x, -1);
+    stash(ctx, {store_slot(*layer, 0, y)});
+    return y;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    const Unstashed saved = unstash(ctx);
+    const auto gradients = [&](const std::vector<at::Tensor>& s) -> variable_list {
+      return {at::_softmax_backward_data(grad[0], s[0], -1, s[0].scalar_type())};
+    };
+    const variable_list out = gradients(saved.tensors);
+    saved.estimate_sensitivity(gradients, out);
+    return {at::Tensor(), out[0]};
+  }
+};
+
+struct ContextFunction : Function<ContextFunction> {
+  static at::Tensor forward(AutogradContext* ctx, const AttentionContext* layer, const at::Tensor& probs, const at::Tensor& v) {
+    stash(ctx, {store_slot(*layer, 0, probs), store_slot(*layer, 1, v)});
+    return at::matmul(by_kv_group(probs, v.size(1)), v).view({probs.size(0), probs.size(1), probs.size(2), v.size(3)});
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    const Unstashed saved = unstash(ctx);
+    const at::Tensor& g = grad[0];
+    const auto gradients = [&](const std::vector<at::Tensor>& s) -> variable_list {
+      const int64_t kv = s[1].size(1);
+      const at::Tensor grouped = by_kv_group(g, kv);
+      return {grouped.matmul(s[1].transpose(-2, -1)).view(s[0].sizes()), by_kv_group(s[0], kv).transpose(-2, -1).matmul(grouped)};
+    };
+    const variable_list out = gradients(saved.tensors);
+    saved.estimate_sensitivity(gradients, out);
+    return {at::Tensor(), out[0], out[1]};
+  }
+};
+
+torch::Tensor attention_scores(AttentionScores& layer, const torch::Tensor& q, const torch::Tensor& k) {
+  return ScoresFunction::apply(&layer, q, k);
+}
+
+torch::Tensor softmax(const Softmax& layer, const torch::Tensor& x) { return SoftmaxFunction::apply(&layer, x); }
+
+torch::Tensor attention_context(const AttentionContext& layer, const torch::Tensor& probs, const torch::Tensor& v) {
+  return ContextFunction::apply(&layer, probs, v);
+}
+
+}  // namespace
+}  // namespace moms
 
 torch::Tensor by_kv_group(const torch::Tensor& t, int64_t kv_heads) { return t.reshape({t.size(0), kv_heads, -1, t.size(-1)}); }
 

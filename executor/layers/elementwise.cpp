@@ -3,9 +3,106 @@
 #include <algorithm>
 #include <iterator>
 
-#include "executor/moms/functions.h"
+#include "executor/storage/invert.h"
+#include "executor/storage/saved.h"
 
 namespace papaya::executor {
+
+// The MOM-aware element-wise layers: activations (GELU/SiLU also inverted;
+// ReLU and tanh keep their output), dropout, and the gate product.
+namespace moms {
+namespace {
+
+using model::Form;
+using torch::autograd::Function;
+
+struct ActivationFunction : Function<ActivationFunction> {
+  static at::Tensor forward(AutogradContext* ctx, const Activation* layer, const at::Tensor& x) {
+    const LayerKind kind = layer->kind();
+    ctx->saved_data["kind"] = static_cast<int64_t>(kind);
+    if (kind == LayerKind::relu || kind == LayerKind::tanh) {
+      const at::Tensor y = kind == LayerKind::relu ? at::relu(x) : at::tanh(x);
+      stash(ctx, {store_slot(*layer, 0, y)});
+      return y;
+    }
+    const at::Tensor y = kind == LayerKind::gelu ? at::gelu(x) : at::silu(x);
+    const StoreSpec& spec = layer->store_spec(0);
+    if (spec.strategy.form == Form::inverted) {
+      // The output is stored as its consumer stores it: the consumer's
+      // store finds this copy and shares it.
+      stash(ctx, {store(x >= branch_point(kind), model::SlotKind::mask, spec),
+                  store(y, model::SlotKind::activation, layer->output_spec)});
+    } else {
+      stash(ctx, {store_slot(*layer, 0, x)});
+    }
+    return y;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    const Unstashed saved = unstash(ctx);
+    const auto kind = static_cast<LayerKind>(ctx->saved_data["kind"].toInt());
+    ctx->saved_data.erase("kind");
+    const at::Tensor& g = grad[0];
+    if (kind == LayerKind::relu) {
+      const at::Tensor& kept = saved.tensors[0];
+      // Selected, not multiplied: on a CPU g * mask would first copy the mask
+      // into g's dtype, a temporary as large as the gradient.
+      return {at::Tensor(),
+              kept.scalar_type() == at::kBool ? at::where(kept, g, at::Scalar(0.0)) : at::threshold_backward(g, kept, 0)};
+    }
+    if (saved.tensors.size() == 2) {
+      return {at::Tensor(), input_grad_from_output(kind, g, saved.tensors[1], saved.tensors[0])};
+    }
+    const auto gradients = [&](const std::vector<at::Tensor>& s) -> variable_list {
+      if (kind == LayerKind::tanh) return {at::tanh_backward(g, s[0])};
+      return {kind == LayerKind::gelu ? at::gelu_backward(g, s[0]) : at::silu_backward(g, s[0])};
+    };
+    const variable_list out = gradients(saved.tensors);
+    saved.estimate_sensitivity(gradients, out);
+    return {at::Tensor(), out[0]};
+  }
+};
+
+struct DropoutFunction : Function<DropoutFunction> {
+  static at::Tensor forward(AutogradContext* ctx, const Dropout* layer, const at::Tensor& x) {
+    auto [y, mask] = at::native_dropout(x, layer->p, /*train=*/true);
+    stash(ctx, {store_slot(*layer, 0, mask)});
+    ctx->saved_data["scale"] = 1.0 / (1.0 - layer->p);
+    return y;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    const Unstashed saved = unstash(ctx);
+    const double scale = ctx->saved_data["scale"].toDouble();
+    ctx->saved_data.erase("scale");
+    return {at::Tensor(), at::native_dropout_backward(grad[0], saved.tensors[0], scale)};
+  }
+};
+
+struct MulFunction : Function<MulFunction> {
+  static at::Tensor forward(AutogradContext* ctx, const Mul* layer, const at::Tensor& a, const at::Tensor& b) {
+    stash(ctx, {store_slot(*layer, 0, a), store_slot(*layer, 1, b)});
+    return a * b;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    const Unstashed saved = unstash(ctx);
+    const at::Tensor& g = grad[0];
+    const auto gradients = [&](const std::vector<at::Tensor>& s) -> variable_list { return {g * s[1], g * s[0]}; };
+    const variable_list out = gradients(saved.tensors);
+    saved.estimate_sensitivity(gradients, out);
+    return {at::Tensor(), out[0], out[1]};
+  }
+};
+
+torch::Tensor activation(const Activation& layer, const torch::Tensor& x) { return ActivationFunction::apply(&layer, x); }
+
+torch::Tensor dropout(const Dropout& layer, const torch::Tensor& x) { return DropoutFunction::apply(&layer, x); }
+
+torch::Tensor mul(const Mul& layer, const torch::Tensor& a, const torch::Tensor& b) { return MulFunction::apply(&layer, a, b); }
+
+}  // namespace
+}  // namespace moms
 
 namespace {
 LayerKind activation_kind(const std::string& name) {

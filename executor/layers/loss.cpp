@@ -1,8 +1,139 @@
 #include "executor/layers/loss.h"
 
-#include "executor/moms/functions.h"
+#include <algorithm>
+
+#include "executor/storage/saved.h"
 
 namespace papaya::executor {
+
+// The MOM-aware losses: cross-entropy, and the LM head, whose
+// log-probabilities can be recomputed chunk by chunk in backward instead of
+// being stored.
+namespace moms {
+namespace {
+
+using model::Form;
+using torch::autograd::Function;
+
+constexpr int64_t mean = at::Reduction::Mean;
+constexpr int64_t no_ignore = -100;  // nll_loss's default ignore_index
+
+// d loss / d logits from the fp32 log-probabilities, in `dtype`. The
+// log-probabilities' gradient goes before the cast, as autograd frees it on
+// the native path.
+at::Tensor logits_grad(const at::Tensor& grad, const at::Tensor& logprobs, const at::Tensor& target,
+                       const at::Tensor& total_weight, at::ScalarType dtype) {
+  at::Tensor g = at::nll_loss_backward(grad, logprobs, target, {}, mean, no_ignore, total_weight);
+  const at::Tensor logits = at::_log_softmax_backward_data(g, logprobs, -1, at::kFloat);
+  g.reset();
+  return logits.to(dtype);
+}
+
+struct CrossEntropyFunction : Function<CrossEntropyFunction> {
+  static at::Tensor forward(AutogradContext* ctx, const CrossEntropy* layer, const at::Tensor& logits, const at::Tensor& target) {
+    const at::Tensor logprobs = at::log_softmax(logits.to(at::kFloat), -1);
+    auto [loss, total_weight] = at::nll_loss_forward(logprobs, target, {}, mean, no_ignore);
+    stash(ctx, {store_slot(*layer, 0, logprobs)});
+    ctx->save_for_backward({target, total_weight});
+    ctx->saved_data["dtype"] = logits.scalar_type();
+    return loss;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    const Unstashed saved = unstash(ctx);
+    const auto kept = ctx->get_saved_variables();
+    const at::ScalarType dtype = ctx->saved_data["dtype"].toScalarType();
+    ctx->saved_data.erase("dtype");
+    const auto gradients = [&](const std::vector<at::Tensor>& s) -> variable_list {
+      return {logits_grad(grad[0], s[0], kept[0], kept[1], dtype)};
+    };
+    const variable_list out = gradients(saved.tensors);
+    saved.estimate_sensitivity(gradients, out);
+    return {at::Tensor(), out[0], at::Tensor()};
+  }
+};
+
+// The LM head's gradients with the log-probabilities recomputed chunk by
+// chunk: {d x rows, d weight (accumulated and returned in fp32)}.
+variable_list recomputed_gradients(const at::Tensor& grad, const at::Tensor& rows, const at::Tensor& weight,
+                                   const at::Tensor& targets) {
+  at::Tensor grad_rows, grad_weight;
+  const int64_t n = rows.size(0), step = model::lm_head_chunk_rows(weight.size(0));
+  const at::Tensor per_token = grad.to(at::kFloat).div(n).neg();  // d loss / d logprob of each target
+  for (int64_t start = 0; start < n; start += step) {
+    const int64_t count = std::min(step, n - start);
+    const at::Tensor x = rows.narrow(0, start, count), target = targets.narrow(0, start, count).unsqueeze(1);
+    at::Tensor logprobs = at::log_softmax(at::linear(x, weight).to(at::kFloat), -1);
+    at::Tensor g = at::zeros_like(logprobs).scatter_(1, target, per_token.expand({count, 1}));
+    const at::Tensor logits = at::_log_softmax_backward_data(g, logprobs, -1, at::kFloat);
+    // The chunk's log-probabilities go before the casts below and the results
+    // are made only then: at no point more than keep's backward holds.
+    logprobs.reset();
+    g.reset();
+    if (!grad_rows.defined()) {
+      grad_rows = at::empty_like(rows);
+      grad_weight = at::zeros(weight.sizes(), weight.options().dtype(at::kFloat));
+    }
+    grad_rows.narrow(0, start, count).copy_(logits.to(rows.scalar_type()).mm(weight));
+    grad_weight.addmm_(logits.t(), x.to(at::kFloat));  // in place: no vocabulary-sized temporary
+  }
+  return {grad_rows, grad_weight};
+}
+
+struct LMHeadFunction : Function<LMHeadFunction> {
+  static at::Tensor forward(AutogradContext* ctx, const LMHead* layer, const at::Tensor& x, const at::Tensor& weight,
+                            const at::Tensor& target) {
+    const at::Tensor rows = x.reshape({-1, x.size(-1)}), targets = target.reshape({-1});
+    const at::Tensor w = computed_as(weight, x);
+    if (layer->store_spec(1).strategy.form == Form::recomputed) {
+      stash(ctx, {store_slot(*layer, 0, x)});
+      ctx->save_for_backward({weight, targets});
+      at::Tensor total = at::zeros({}, x.options().dtype(at::kFloat));
+      const int64_t n = rows.size(0), step = model::lm_head_chunk_rows(weight.size(0));
+      for (int64_t start = 0; start < n; start += step) {
+        const int64_t count = std::min(step, n - start);
+        const at::Tensor logprobs = at::log_softmax(at::linear(rows.narrow(0, start, count), w).to(at::kFloat), -1);
+        total.sub_(logprobs.gather(1, targets.narrow(0, start, count).unsqueeze(1)).sum());
+      }
+      return total.div_(n);
+    }
+    const at::Tensor logprobs = at::log_softmax(at::linear(x, w).to(at::kFloat), -1);
+    auto [loss, total_weight] = at::nll_loss_forward(logprobs.flatten(0, 1), targets, {}, mean, no_ignore);
+    stash(ctx, {store_slot(*layer, 0, x), store_slot(*layer, 1, logprobs)});
+    ctx->save_for_backward({weight, targets, total_weight});
+    return loss;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    const Unstashed saved = unstash(ctx);
+    const auto kept = ctx->get_saved_variables();
+    const at::Tensor &weight = kept[0], &targets = kept[1];
+    const at::Tensor w = computed_as(weight, saved.tensors[0]);
+    const auto gradients = [&](const std::vector<at::Tensor>& s) -> variable_list {
+      const at::Tensor rows = s[0].reshape({-1, s[0].size(-1)});
+      if (s.size() == 1) {
+        const variable_list g = recomputed_gradients(grad[0], rows, w, targets);
+        return {g[0].view_as(s[0]), gradient_for(weight, g[1])};
+      }
+      const at::Tensor g = logits_grad(grad[0], s[1].flatten(0, 1), targets, kept[2], rows.scalar_type());
+      return {g.mm(w).view_as(s[0]), gradient_for(weight, g.t().mm(rows))};
+    };
+    const variable_list out = gradients(saved.tensors);
+    saved.estimate_sensitivity(gradients, out);
+    return {at::Tensor(), out[0], out[1], at::Tensor()};
+  }
+};
+
+torch::Tensor cross_entropy(const CrossEntropy& layer, const torch::Tensor& logits, const torch::Tensor& target) {
+  return CrossEntropyFunction::apply(&layer, logits, target);
+}
+
+torch::Tensor lm_head(const LMHead& layer, const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& target) {
+  return LMHeadFunction::apply(&layer, x, weight, target);
+}
+
+}  // namespace
+}  // namespace moms
 
 CrossEntropy::CrossEntropy() : Layer(LayerKind::cross_entropy, {{"logprobs", SlotKind::activation}}) {}
 

@@ -1,8 +1,111 @@
 #include "executor/layers/norm.h"
 
-#include "executor/moms/functions.h"
+#include "executor/storage/saved.h"
 
 namespace papaya::executor {
+
+// The MOM-aware normalisations: LayerNorm, RMSNorm, BatchNorm2d.
+namespace moms {
+namespace {
+
+using torch::autograd::Function;
+
+struct LayerNormFunction : Function<LayerNormFunction> {
+  static at::Tensor forward(AutogradContext* ctx, const Norm* layer, const at::Tensor& x, const at::Tensor& weight,
+                            const at::Tensor& bias) {
+    auto [y, mean, rstd] = at::native_layer_norm(x, {x.size(-1)}, computed_as(weight, x), computed_as(bias, x), Norm::eps);
+    stash(ctx, {store_slot(*layer, 0, x), store_slot(*layer, 1, mean), store_slot(*layer, 2, rstd)});
+    ctx->save_for_backward({weight, bias});
+    return y;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    const Unstashed saved = unstash(ctx);
+    const auto params = ctx->get_saved_variables();
+    const at::Tensor &weight = params[0], &bias = params[1];
+    const at::Tensor w = computed_as(weight, grad[0]), b = computed_as(bias, grad[0]);
+    const auto gradients = [&](const std::vector<at::Tensor>& s) -> variable_list {
+      auto [gx, gw, gb] = at::native_layer_norm_backward(grad[0], s[0], {s[0].size(-1)}, s[1], s[2], w, b, {true, true, true});
+      return {gx, gradient_for(weight, gw), gradient_for(bias, gb)};
+    };
+    const variable_list out = gradients(saved.tensors);
+    saved.estimate_sensitivity(gradients, out);
+    return {at::Tensor(), out[0], out[1], out[2]};
+  }
+};
+
+// y = x * rstd * w with rstd = 1/sqrt(mean(x^2) + eps). As on the native
+// path, the input gradient uses the input and rstd, the weight gradient the
+// normalised input.
+struct RmsNormFunction : Function<RmsNormFunction> {
+  static at::Tensor forward(AutogradContext* ctx, const Norm* layer, const at::Tensor& x, const at::Tensor& weight) {
+    const at::Tensor rstd = Norm::rms_rstd(x);
+    const at::Tensor normalized = x * rstd;
+    stash(ctx, {store_slot(*layer, 0, x), store_slot(*layer, 1, rstd), store_slot(*layer, 2, normalized)});
+    ctx->save_for_backward({weight});
+    return normalized * computed_as(weight, x);
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    const Unstashed saved = unstash(ctx);
+    const at::Tensor weight = ctx->get_saved_variables()[0];
+    const at::Tensor& g = grad[0];
+    // d x = rstd * gn - x * rstd^3 * mean(gn * x), with gn = g * w, in place
+    // where it can: two input-sized temporaries at a time at most, no more
+    // than the native backward takes, which is what the model prices this
+    // Function's working memory as (tests/executor/mom_scratch_test.cpp).
+    const auto gradients = [&](const std::vector<at::Tensor>& s) -> variable_list {
+      const at::Tensor &x = s[0], &rstd = s[1], &normalized = s[2];
+      const at::Tensor gw = gradient_for(weight, (g * normalized).reshape({-1, g.size(-1)}).sum(0));
+      at::Tensor gx = g * computed_as(weight, g);
+      const at::Tensor c = (gx * x).mean(-1, /*keepdim=*/true).mul_(rstd.pow(3));
+      gx.mul_(rstd).addcmul_(x, c, /*value=*/-1);
+      return {gx, gw};
+    };
+    const variable_list out = gradients(saved.tensors);
+    saved.estimate_sensitivity(gradients, out);
+    return {at::Tensor(), out[0], out[1]};
+  }
+};
+
+struct BatchNormFunction : Function<BatchNormFunction> {
+  static at::Tensor forward(AutogradContext* ctx, BatchNorm2d* layer, const at::Tensor& x, const at::Tensor& weight,
+                            const at::Tensor& bias) {
+    auto [y, mean, invstd] = at::native_batch_norm(x, weight, bias, layer->running_mean, layer->running_var,
+                                                   /*training=*/true, BatchNorm2d::momentum, BatchNorm2d::eps);
+    stash(ctx, {store_slot(*layer, 0, x)});
+    ctx->save_for_backward({weight, mean, invstd});
+    return y;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    const Unstashed saved = unstash(ctx);
+    const auto kept = ctx->get_saved_variables();
+    const auto gradients = [&](const std::vector<at::Tensor>& s) -> variable_list {
+      auto [gx, gw, gb] = at::native_batch_norm_backward(grad[0], s[0], kept[0], {}, {}, kept[1], kept[2],
+                                                         /*train=*/true, BatchNorm2d::eps, {true, true, true});
+      return {gx, gw, gb};
+    };
+    const variable_list out = gradients(saved.tensors);
+    saved.estimate_sensitivity(gradients, out);
+    return {at::Tensor(), out[0], out[1], out[2]};
+  }
+};
+
+torch::Tensor layer_norm(const Norm& layer, const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
+  return LayerNormFunction::apply(&layer, x, weight, bias);
+}
+
+torch::Tensor rms_norm(const Norm& layer, const torch::Tensor& x, const torch::Tensor& weight) {
+  return RmsNormFunction::apply(&layer, x, weight);
+}
+
+torch::Tensor batch_norm(BatchNorm2d& layer, const torch::Tensor& x) {
+  return BatchNormFunction::apply(&layer, x, layer.weight, layer.bias);
+}
+
+}  // namespace
+}  // namespace moms
 
 namespace {
 LayerKind norm_kind(const std::string& name) {

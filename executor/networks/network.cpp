@@ -1,7 +1,5 @@
 #include "executor/networks/network.h"
 
-#include "executor/networks/zoo.h"
-
 namespace papaya::executor {
 
 void Network::index_paths() {
@@ -54,17 +52,6 @@ int64_t Network::parameter_count() const {
   int64_t n = 0;
   for (const auto& p : parameters()) n += p.numel();
   return n;
-}
-
-std::shared_ptr<Network> build_network(const model::NetworkConfig& config) {
-  switch (config.family) {
-    case model::Family::gpt:
-    case model::Family::bert:
-    case model::Family::vit: return build_transformer(config);
-    case model::Family::resnet: return build_resnet(config);
-    case model::Family::mlp: return build_mlp(config);
-  }
-  TORCH_CHECK(false, "unknown network family");
 }
 
 }  // namespace papaya::executor

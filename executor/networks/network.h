@@ -3,7 +3,6 @@
 // path names) and segments, and its loss on a batch.
 #include <torch/torch.h>
 
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -49,7 +48,5 @@ class Network : public torch::nn::Module {
   Precision precision_;
   torch::ScalarType compute_dtype_ = torch::kFloat;
 };
-
-std::shared_ptr<Network> build_network(const model::NetworkConfig& config);
 
 }  // namespace papaya::executor

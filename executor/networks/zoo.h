@@ -1,8 +1,13 @@
 #pragma once
-// Builders of each network family (one file each).
+// The network zoo: a network built from its config by its family's builder
+// (one file each).
+#include <memory>
+
 #include "executor/networks/network.h"
 
 namespace papaya::executor {
+
+std::shared_ptr<Network> build_network(const model::NetworkConfig& config);
 
 std::shared_ptr<Network> build_transformer(const model::NetworkConfig& config);  // gpt, bert, vit
 std::shared_ptr<Network> build_resnet(const model::NetworkConfig& config);

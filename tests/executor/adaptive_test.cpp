@@ -5,8 +5,9 @@
 #include <set>
 
 #include "executor/data.h"
-#include "executor/moms/adaptive.h"
-#include "executor/moms/stored_bytes.h"
+#include "executor/storage/adaptive.h"
+#include "executor/storage/stored.h"
+#include "executor/storage/stored_bytes.h"
 #include "tests/executor/moms_fixture.h"
 
 namespace papaya::executor {

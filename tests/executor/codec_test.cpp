@@ -2,9 +2,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include "executor/moms/codec.h"
-#include "executor/moms/codec_speed.h"
-#include "executor/moms/rounding.h"
+#include "executor/storage/codec.h"
+#include "executor/storage/rounding.h"
 #include "model/strategy.h"
 
 namespace papaya::executor {
@@ -104,40 +103,6 @@ TEST(Codec, HeadwiseGroupsStayInTheirHead) {
   };
   EXPECT_LT(error_of_small_head(headwise), 0.1 * 0.001);  // a step of the head's own range (~0.006 / 255)
   EXPECT_GT(error_of_small_head(flat), 0.01);             // the large head's range swamps it
-}
-
-TEST(Codec, InvertedBackwardRatesAreMeasuredForGeluAndSilu) {
-  const auto inverts = measure_inverts(torch::kCPU, torch::kFloat);
-  ASSERT_EQ(inverts.size(), 2u);
-  EXPECT_EQ(inverts[0].kind, model::LayerKind::gelu);
-  EXPECT_EQ(inverts[1].kind, model::LayerKind::silu);
-  for (const auto& i : inverts) {
-    EXPECT_GT(i.from_output_bytes_per_s, 1e6) << model::to_string(i.kind);
-    EXPECT_GT(i.native_bytes_per_s, 1e6) << model::to_string(i.kind);
-  }
-}
-
-TEST(Codec, SpeedAndScratchAreMeasuredForEveryWidth) {
-  MemoryTracker memory(torch::kCPU);
-  const auto codecs = measure_codecs(torch::kCPU, torch::kFloat, memory);
-  std::vector<int> widths;
-  const double raw = 4.0 * (1 << 20);  // the benchmark's tensor
-  for (const auto& c : codecs) {
-    widths.push_back(c.bits);
-    EXPECT_GT(c.pack_bytes_per_s, 1e6) << c.bits;
-    EXPECT_GT(c.unpack_bytes_per_s, 1e6) << c.bits;
-    // A call's cost beyond its bytes is the difference of two timings, 0
-    // where a loaded machine hides it, never negative.
-    EXPECT_GE(c.pack_seconds_per_call, 0) << c.bits;
-    EXPECT_GE(c.unpack_seconds_per_call, 0) << c.bits;
-    // The ATen codec works in chunks: its scratch grows with small tensors
-    // and stays far below a large one.
-    EXPECT_GT(c.pack_scratch_per_byte, 0) << c.bits;
-    EXPECT_GT(c.pack_scratch_max, 0) << c.bits;
-    EXPECT_LT(c.pack_scratch_max, 0.3 * raw) << c.bits;
-    EXPECT_LT(c.unpack_scratch_max, 0.3 * raw) << c.bits;
-  }
-  EXPECT_EQ(widths, (std::vector<int>{8, 4, 2, 1}));
 }
 
 }  // namespace

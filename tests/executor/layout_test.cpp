@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "executor/layout.h"
+#include "executor/networks/zoo.h"
 #include "model/catalog/network_config.h"
 
 namespace papaya::executor {

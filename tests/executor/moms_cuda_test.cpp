@@ -4,9 +4,10 @@
 
 #include "executor/data.h"
 #include "executor/layout.h"
-#include "executor/moms/codec.h"
-#include "executor/moms/rounding.h"
-#include "executor/moms/stored_bytes.h"
+#include "executor/networks/zoo.h"
+#include "executor/storage/codec.h"
+#include "executor/storage/rounding.h"
+#include "executor/storage/stored_bytes.h"
 #include "model/plan.h"
 #include "tests/executor/moms_fixture.h"
 

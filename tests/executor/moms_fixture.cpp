@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "executor/layout.h"
+#include "executor/networks/zoo.h"
 #include "model/plan.h"
 
 namespace papaya::executor::testing {

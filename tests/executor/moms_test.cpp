@@ -8,8 +8,8 @@
 #include "executor/layers/dense.h"
 #include "executor/layers/elementwise.h"
 #include "executor/memory.h"
-#include "executor/moms/invert.h"
-#include "executor/moms/stored_bytes.h"
+#include "executor/storage/invert.h"
+#include "executor/storage/stored_bytes.h"
 #include "model/plan.h"
 #include "tests/executor/moms_fixture.h"
 

@@ -16,6 +16,7 @@
 #include "executor/data.h"
 #include "executor/memory.h"
 #include "executor/networks/network.h"
+#include "executor/networks/zoo.h"
 #include "model/catalog/network_config.h"
 #include "tests/executor/moms_fixture.h"
 

@@ -9,6 +9,7 @@
 #include "executor/data.h"
 #include "executor/memory.h"
 #include "executor/networks/network.h"
+#include "executor/networks/zoo.h"
 #include "executor/optimizer.h"
 #include "executor/trainer.h"
 #include "model/median.h"

@@ -10,6 +10,7 @@
 #include "executor/layers/dense.h"
 #include "executor/layout.h"
 #include "executor/memory.h"
+#include "executor/networks/zoo.h"
 #include "executor/optimizer.h"
 #include "executor/segment.h"
 #include "executor/trainer.h"

@@ -9,6 +9,7 @@
 #include "executor/data.h"
 #include "executor/layout.h"
 #include "executor/memory.h"
+#include "executor/networks/zoo.h"
 #include "executor/optimizer.h"
 #include "executor/trainer.h"
 #include "executor/training_state.h"

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "executor/layout.h"
+#include "executor/networks/zoo.h"
 #include "model/catalog/network_config.h"
 #include "profiler/layer_facts.h"
 

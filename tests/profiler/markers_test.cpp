@@ -12,6 +12,7 @@
 
 #include "executor/data.h"
 #include "executor/memory.h"
+#include "executor/networks/zoo.h"
 #include "model/catalog/network_config.h"
 #include "profiler/layer_recorder.h"
 

@@ -14,6 +14,7 @@
 #include "executor/data.h"
 #include "executor/memory.h"
 #include "executor/networks/network.h"
+#include "executor/networks/zoo.h"
 #include "executor/plan_apply.h"
 #include "executor/session.h"
 #include "executor/trainer.h"

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "executor/layer.h"
-#include "executor/moms/stored.h"
+#include "executor/storage/stored.h"
 
 namespace papaya::executor {
 

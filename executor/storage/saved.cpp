@@ -1,6 +1,6 @@
-#include "executor/moms/saved.h"
+#include "executor/storage/saved.h"
 
-#include "executor/moms/adaptive.h"
+#include "executor/storage/adaptive.h"
 
 namespace papaya::executor {
 namespace {

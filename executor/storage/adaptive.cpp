@@ -1,4 +1,4 @@
-#include "executor/moms/adaptive.h"
+#include "executor/storage/adaptive.h"
 
 #include <algorithm>
 #include <queue>

@@ -1,5 +1,5 @@
 #pragma once
-/* Fused CUDA kernels for the quantized layout of executor/moms/codec.h:
+/* Fused CUDA kernels for the quantized layout of executor/storage/codec.h:
  * groups of `group_size` values that never cross a head (heads of
  * `head_numel` values, each padded with zeros to whole groups), a bf16 min
  * (rounded down) and scale (rounded up) per group, codes by stochastic

@@ -1,7 +1,9 @@
 #pragma once
 // The codec on CUDA tensors: the fused kernels of cuda/quantize.cu (CUDA
 // builds only), with the layout of the ATen path.
-#include "executor/moms/codec.h"
+#include <ATen/ATen.h>
+
+#include "executor/storage/quant_layout.h"
 
 namespace papaya::executor {
 

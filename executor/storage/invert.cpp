@@ -1,4 +1,4 @@
-#include "executor/moms/invert.h"
+#include "executor/storage/invert.h"
 
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>

@@ -1,4 +1,4 @@
-#include "executor/moms/stored_bytes.h"
+#include "executor/storage/stored_bytes.h"
 
 namespace papaya::executor {
 namespace {

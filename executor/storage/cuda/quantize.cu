@@ -1,6 +1,6 @@
 #include <cuda_bf16.h>
 
-#include "executor/moms/cuda/quantize.h"
+#include "executor/storage/cuda/quantize.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "executor/moms/codec_cuda.h"
+#include "executor/storage/codec_cuda.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <c10/cuda/CUDAException.h>
@@ -7,8 +7,8 @@
 
 #include <mutex>
 
-#include "executor/moms/cuda/quantize.h"
-#include "executor/moms/rounding.h"
+#include "executor/storage/cuda/quantize.h"
+#include "executor/storage/rounding.h"
 
 namespace papaya::executor {
 namespace {

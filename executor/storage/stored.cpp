@@ -1,11 +1,11 @@
-#include "executor/moms/stored.h"
+#include "executor/storage/stored.h"
 
 #include <algorithm>
 
-#include "executor/moms/adaptive.h"
-#include "executor/moms/stored_bytes.h"
+#include "executor/storage/adaptive.h"
+#include "executor/storage/stored_bytes.h"
 #ifdef PAPAYA_CUDA
-#include "executor/moms/swap.h"
+#include "executor/storage/swap.h"
 #endif
 
 namespace papaya::executor {

@@ -1,4 +1,4 @@
-#include "executor/moms/rounding.h"
+#include "executor/storage/rounding.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 

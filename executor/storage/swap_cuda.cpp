@@ -12,7 +12,7 @@
 #include <mutex>
 #include <vector>
 
-#include "executor/moms/swap.h"
+#include "executor/storage/swap.h"
 
 namespace papaya::executor {
 namespace {

@@ -1,14 +1,14 @@
-#include "executor/moms/codec_speed.h"
+#include "profiler/codec_speed.h"
 
 #include <algorithm>
 #include <chrono>
 #include <functional>
 
 #include "executor/device.h"
-#include "executor/moms/codec.h"
-#include "executor/moms/invert.h"
+#include "executor/storage/codec.h"
+#include "executor/storage/invert.h"
 
-namespace papaya::executor {
+namespace papaya::profiler {
 namespace {
 
 constexpr int64_t values = int64_t{1} << 20;
@@ -26,10 +26,10 @@ double seconds_of(const torch::Device& device, Work work) {
   work();
   double best = 1e30;
   for (int r = 0; r < repeats; ++r) {
-    synchronize(device);
+    executor::synchronize(device);
     const auto start = std::chrono::steady_clock::now();
     work();
-    synchronize(device);
+    executor::synchronize(device);
     best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   return best;
@@ -37,7 +37,7 @@ double seconds_of(const torch::Device& device, Work work) {
 
 // Bytes `work` allocates at its peak beyond what it returns.
 template <typename Work>
-double scratch_of(MemoryTracker& memory, Work work) {
+double scratch_of(executor::MemoryTracker& memory, Work work) {
   const int64_t before = memory.current();
   memory.reset_peak();
   const torch::Tensor result = work();
@@ -51,7 +51,7 @@ struct Codec {
 };
 
 model::CodecMeasurement measure(int bits, const Codec& codec, const torch::Tensor& x, const torch::Tensor& small,
-                                MemoryTracker& memory) {
+                                executor::MemoryTracker& memory) {
   const torch::Device device = x.device();
   model::CodecMeasurement m;
   m.bits = bits;
@@ -114,24 +114,25 @@ std::vector<Measurement> fastest_of_passes(const std::vector<std::function<Measu
 
 }  // namespace
 
-std::vector<model::CodecMeasurement> measure_codecs(const torch::Device& device, torch::ScalarType dtype, MemoryTracker& memory) {
+std::vector<model::CodecMeasurement> measure_codecs(const torch::Device& device, torch::ScalarType dtype,
+                                                    executor::MemoryTracker& memory) {
   const torch::NoGradGuard no_grad;
   std::vector<std::function<model::CodecMeasurement()>> benchmarks;
   const torch::TensorOptions options = torch::TensorOptions(device).dtype(dtype);
   const torch::Tensor x = torch::randn({values}, options), small = torch::randn({small_values}, options);
   const auto layout = [](int bits, const torch::Tensor& t) {
-    return QuantLayout{bits, model::default_group_size(bits), t.numel(), t.numel()};
+    return executor::QuantLayout{bits, model::default_group_size(bits), t.numel(), t.numel()};
   };
   for (int bits : {8, 4, 2}) {
-    const Codec codec{[=](const torch::Tensor& t) { return quantize(t, layout(bits, t)); },
+    const Codec codec{[=](const torch::Tensor& t) { return executor::quantize(t, layout(bits, t)); },
                       [=](const torch::Tensor& p, const torch::Tensor& like) {
-                        return dequantize(p, layout(bits, like), like.sizes(), like.scalar_type());
+                        return executor::dequantize(p, layout(bits, like), like.sizes(), like.scalar_type());
                       }};
     benchmarks.push_back([=, &memory] { return measure(bits, codec, x, small, memory); });
   }
   // A mask as a ReLU output is stored: from the activation, to bools.
-  const Codec mask{[](const torch::Tensor& t) { return pack_mask(t != 0); },
-                   [](const torch::Tensor& p, const torch::Tensor& like) { return unpack_mask(p, like.sizes()); }};
+  const Codec mask{[](const torch::Tensor& t) { return executor::pack_mask(t != 0); },
+                   [](const torch::Tensor& p, const torch::Tensor& like) { return executor::unpack_mask(p, like.sizes()); }};
   const torch::Tensor relu_x = torch::relu(x), relu_small = torch::relu(small);
   benchmarks.push_back([=, &memory] { return measure(1, mask, relu_x, relu_small, memory); });
   return fastest_of_passes(benchmarks);
@@ -145,11 +146,11 @@ std::vector<model::InvertMeasurement> measure_inverts(const torch::Device& devic
   std::vector<std::function<model::InvertMeasurement()>> benchmarks;
   for (const model::LayerKind kind : {model::LayerKind::gelu, model::LayerKind::silu}) {
     const bool gelu = kind == model::LayerKind::gelu;
-    const torch::Tensor y = gelu ? at::gelu(x) : at::silu(x), right = x >= branch_point(kind);
+    const torch::Tensor y = gelu ? at::gelu(x) : at::silu(x), right = x >= executor::branch_point(kind);
     benchmarks.push_back([=] {
       model::InvertMeasurement m;
       m.kind = kind;
-      m.from_output_bytes_per_s = bytes / seconds_of(device, [&] { input_grad_from_output(kind, grad, y, right); });
+      m.from_output_bytes_per_s = bytes / seconds_of(device, [&] { executor::input_grad_from_output(kind, grad, y, right); });
       m.native_bytes_per_s = bytes / seconds_of(device, [&] { gelu ? at::gelu_backward(grad, x) : at::silu_backward(grad, x); });
       return m;
     });
@@ -157,4 +158,4 @@ std::vector<model::InvertMeasurement> measure_inverts(const torch::Device& devic
   return fastest_of_passes(benchmarks);
 }
 
-}  // namespace papaya::executor
+}  // namespace papaya::profiler

@@ -1,4 +1,4 @@
-#include "executor/moms/random_state.h"
+#include "executor/random_state.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 

@@ -8,22 +8,14 @@
 #include <memory>
 #include <vector>
 
-#include "executor/moms/codec.h"
+#include "executor/storage/codec.h"
+#include "executor/storage/store_spec.h"
 #include "model/strategy_table.h"
 
 namespace papaya::executor {
 
 class AdaptiveBits;
 class HostCopy;
-
-// How one slot is stored: the plan's strategy and, for adaptive, who
-// chooses the bits.
-struct StoreSpec {
-  model::TensorStrategy strategy;
-  std::shared_ptr<AdaptiveBits> adaptive;
-  int adaptive_index = -1;
-  std::string label;  // its name in stored-bytes reports; the strategy's name if empty
-};
 
 class Stored : public torch::CustomClassHolder {
  public:

@@ -1,11 +1,11 @@
-#include "executor/moms/codec.h"
+#include "executor/storage/codec.h"
 
 #include <algorithm>
 
-#include "executor/moms/rounding.h"
+#include "executor/storage/rounding.h"
 
 #ifdef PAPAYA_CUDA
-#include "executor/moms/codec_cuda.h"
+#include "executor/storage/codec_cuda.h"
 #endif
 
 namespace papaya::executor {

@@ -1,0 +1,16 @@
+#include "executor/networks/zoo.h"
+
+namespace papaya::executor {
+
+std::shared_ptr<Network> build_network(const model::NetworkConfig& config) {
+  switch (config.family) {
+    case model::Family::gpt:
+    case model::Family::bert:
+    case model::Family::vit: return build_transformer(config);
+    case model::Family::resnet: return build_resnet(config);
+    case model::Family::mlp: return build_mlp(config);
+  }
+  TORCH_CHECK(false, "unknown network family");
+}
+
+}  // namespace papaya::executor
