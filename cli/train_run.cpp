@@ -77,7 +77,8 @@ executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& cal
   session_options.world = run.world;
   session_options.zero = run.zero;
   if (run.resume.empty() && !run.network_config) throw std::logic_error("train_run: the run is not prepared");
-  executor::Session session(run.resume.empty() ? *run.network_config : recorded_config(run, recorded), session_options);
+  executor::Session session(executor::ZooSource(run.resume.empty() ? *run.network_config : recorded_config(run, recorded)),
+                            session_options);
   const model::NetworkConfig& config = session.config;
   executor::Network& network = *session.network;
   model::Plan plan;

@@ -3,7 +3,6 @@
 #include "executor/device.h"
 #include "executor/distributed/data_parallel.h"
 #include "executor/layout.h"
-#include "executor/networks/zoo.h"
 #include "executor/optimizer.h"
 
 namespace papaya::executor {
@@ -16,10 +15,10 @@ std::unique_ptr<DataSource> make_data(const model::NetworkConfig& config, const 
   return options.world ? rank_slice(std::move(data), *options.world) : std::move(data);
 }
 
-std::shared_ptr<Network> make_network(const model::NetworkConfig& config, const torch::Device& device, const Precision& precision,
+std::shared_ptr<Network> make_network(const NetworkSource& source, const torch::Device& device, const Precision& precision,
                                       uint64_t seed) {
   torch::manual_seed(seed);
-  auto network = build_network(config);
+  auto network = source.build();
   network->to(device);
   network->set_precision(precision);
   return network;
@@ -27,13 +26,13 @@ std::shared_ptr<Network> make_network(const model::NetworkConfig& config, const 
 
 }  // namespace
 
-Session::Session(const model::NetworkConfig& config_, const SessionOptions& options)
-    : config(config_),
+Session::Session(const NetworkSource& source, const SessionOptions& options)
+    : config(source.config()),
       device(resolve_device(options.device)),
       precision(resolve_precision(options.precision, device)),
       data(make_data(config, device, options)),
       memory(device),
-      network(make_network(config, device, precision, options.seed)),
+      network(make_network(source, device, precision, options.seed)),
       layout(probe_layout(*network)),
       optimizer(
           make_optimizer(*network, options.lr, options.weight_decay,

@@ -15,6 +15,7 @@
 #include "executor/distributed/world.h"
 #include "executor/memory.h"
 #include "executor/networks/network.h"
+#include "executor/networks/network_source.h"
 #include "executor/precision.h"
 #include "executor/trainer.h"
 #include "model/layout.h"
@@ -33,10 +34,10 @@ struct SessionOptions {
   double weight_decay = TrainOptions().weight_decay;
 };
 
-// The members in the order they are made. Throws InputError for a device,
-// precision or data file that cannot be had.
+// The members in the order they are made, the network built by `source`.
+// Throws InputError for a device, precision or data file that cannot be had.
 struct Session {
-  Session(const model::NetworkConfig& config, const SessionOptions& options);
+  Session(const NetworkSource& source, const SessionOptions& options);
 
   const model::NetworkConfig config;
   const torch::Device device;
