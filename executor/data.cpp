@@ -106,17 +106,17 @@ class TextData : public DataSource {
   TextData(const std::string& path, const model::NetworkConfig& config, torch::Device device, uint64_t seed)
       : path_(path), seq_len_(config.transformer().seq_len), device_(device), gen_(at::detail::createCPUGenerator(seed)) {
     std::ifstream in(path, std::ios::binary);
-    if (!in) throw InputError("--data " + path + ": cannot read the file");
+    if (!in) throw InputError("data file " + path + ": cannot read the file");
     std::stringstream buffer;
     buffer << in.rdbuf();
     const std::string text = buffer.str();
     if (static_cast<int64_t>(text.size()) <= seq_len_) {
-      throw InputError("--data " + path + ": " + std::to_string(text.size()) + " characters, fewer than one window of " +
+      throw InputError("data file " + path + ": " + std::to_string(text.size()) + " characters, fewer than one window of " +
                        std::to_string(seq_len_ + 1));
     }
     const std::set<unsigned char> chars(text.begin(), text.end());
     if (static_cast<int>(chars.size()) > config.transformer().vocab) {
-      throw InputError("--data " + path + ": " + std::to_string(chars.size()) +
+      throw InputError("data file " + path + ": " + std::to_string(chars.size()) +
                        " distinct characters, more than the vocabulary of " + config.name + " (" +
                        std::to_string(config.transformer().vocab) + ")");
     }
@@ -162,7 +162,7 @@ std::unique_ptr<DataSource> make_synthetic_data(const model::NetworkConfig& conf
 std::unique_ptr<DataSource> make_text_data(const std::string& path, const model::NetworkConfig& config, torch::Device device,
                                            uint64_t seed) {
   if (config.family != Family::gpt) {
-    throw InputError("--data trains a gpt network as a character-level language model; " + config.name + " is a " +
+    throw InputError("a data file trains a gpt network as a character-level language model; " + config.name + " is a " +
                      model::to_string(config.family) + " network");
   }
   return std::make_unique<TextData>(path, config, device, seed);

@@ -12,20 +12,20 @@ namespace papaya::executor {
 
 torch::Device resolve_device(const std::string& name) {
   if (name == "cpu") return torch::Device(torch::kCPU);
-  if (name.rfind("cuda", 0) != 0) throw InputError("--device " + name + ": expected cpu, cuda or cuda:N");
+  if (name.rfind("cuda", 0) != 0) throw InputError("device " + name + ": expected cpu, cuda or cuda:N");
 #ifndef PAPAYA_CUDA
-  throw InputError("--device " + name + ": this papaya is built with a CPU-only LibTorch; rebuild against a CUDA LibTorch");
+  throw InputError("device " + name + ": this papaya is built with a CPU-only LibTorch; rebuild against a CUDA LibTorch");
 #else
   torch::Device device(torch::kCUDA);
   try {
     device = torch::Device(name);
   } catch (const std::exception&) {
-    throw InputError("--device " + name + ": expected cpu, cuda or cuda:N");
+    throw InputError("device " + name + ": expected cpu, cuda or cuda:N");
   }
   const int64_t count = torch::cuda::device_count();
-  if (count == 0) throw InputError("--device " + name + ": no CUDA GPU is visible on this machine");
+  if (count == 0) throw InputError("device " + name + ": no CUDA GPU is visible on this machine");
   if (device.has_index() && device.index() >= count) {
-    throw InputError("--device " + name + ": only " + std::to_string(count) + " CUDA GPU(s) visible");
+    throw InputError("device " + name + ": only " + std::to_string(count) + " CUDA GPU(s) visible");
   }
   if (!device.has_index()) device = torch::Device(torch::kCUDA, 0);
   return device;

@@ -59,10 +59,10 @@ Precision resolve_precision(const std::string& name, const torch::Device& device
   } else if (name == "amp-fp16") {
     p.dtype = torch::kHalf;
   } else {
-    throw InputError("--precision " + name + ": expected fp32, bf16, amp-bf16 or amp-fp16");
+    throw InputError("precision " + name + ": expected fp32, bf16, amp-bf16 or amp-fp16");
   }
   if (!has_matmul(p.dtype, device)) {
-    throw InputError("--precision " + name + ": this LibTorch has no " + std::string(c10::toString(p.dtype)) +
+    throw InputError("precision " + name + ": this LibTorch has no " + std::string(c10::toString(p.dtype)) +
                      " matrix multiply on " + device.str() + "; use amp-bf16 (the same bytes) or a CUDA device");
   }
   p.autocast = name.rfind("amp-", 0) == 0;

@@ -84,7 +84,7 @@ TrainReport train(Network& network, torch::optim::Optimizer& optimizer, DataSour
     const std::string broken = scaling_skipped ? "" : non_finite(network, value);
     if (!broken.empty()) {
       throw InputError("training stopped at step " + std::to_string(step + 1) + " of " + std::to_string(options.steps) + ": " +
-                       broken + " (a smaller --lr, or fp32, may help)");
+                       broken + " (a smaller learning rate, or fp32, may help)");
     }
     report.losses.push_back(value);
     report.steps_done = step + 1;

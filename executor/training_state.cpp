@@ -64,13 +64,13 @@ void save_training_state(const std::string& path, const json& run, const Trainin
     try {
       archive.save_to(temporary);
     } catch (const c10::Error& e) {
-      throw InputError("--save " + path + ": cannot write (" + e.what_without_backtrace() + ")");
+      throw InputError(path + ": cannot write (" + e.what_without_backtrace() + ")");
     }
   });
 }
 
 TrainingState TrainingState::read(const std::string& path, const torch::Device& device) {
-  if (!std::filesystem::is_regular_file(path)) throw InputError("--resume " + path + ": no such file");
+  if (!std::filesystem::is_regular_file(path)) throw InputError(path + ": no such file");
   TrainingState state;
   state.path_ = path;
   state.archive_ = std::make_shared<InputArchive>();
@@ -79,25 +79,25 @@ TrainingState TrainingState::read(const std::string& path, const torch::Device& 
     state.archive_->load_from(path, device);
     state.archive_->read("papaya", record);
   } catch (const c10::Error&) {
-    throw InputError("--resume " + path + ": not a papaya training state (unreadable or damaged)");
+    throw InputError(path + ": not a papaya training state (unreadable or damaged)");
   }
   try {
     const json doc = json::parse(record.toStringRef());
     if (doc.at("format").get<int>() != kFormat) {
-      throw InputError("--resume " + path + ": training state format " + doc.at("format").dump() + ", this papaya reads " +
+      throw InputError(path + ": training state format " + doc.at("format").dump() + ", this papaya reads " +
                        std::to_string(kFormat));
     }
     state.run_ = doc.at("run");
     state.progress_ = {doc.at("steps_done").get<int>(), doc.at("losses").get<std::vector<double>>()};
     state.record_ = doc;
   } catch (const json::exception& e) {
-    throw InputError("--resume " + path + ": damaged training state (" + e.what() + ")");
+    throw InputError(path + ": damaged training state (" + e.what() + ")");
   }
   return state;
 }
 
 void TrainingState::restore(const TrainingParts& parts) const {
-  const std::string where = "--resume " + path_ + ": ";
+  const std::string where = path_ + ": ";
   const auto restore_tensors = [&](const std::string& key, const auto& items) {
     const std::vector<std::string> names = record_.at(key).get<std::vector<std::string>>();
     if (names.size() != items.size()) {

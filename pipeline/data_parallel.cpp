@@ -12,14 +12,14 @@ void DataParallelRequest::validate() const {
     return;
   }
   if (zero && *zero > 0) {
-    throw model::InputError("ZeRO stage " + std::to_string(*zero) + " shards across GPUs: it needs 2 GPUs or more");
+    throw InputError("ZeRO stage " + std::to_string(*zero) + " shards across GPUs: it needs 2 GPUs or more");
   }
-  if (!link.empty()) throw model::InputError("link " + link + " joins GPUs: it needs 2 GPUs or more");
+  if (!link.empty()) throw InputError("link " + link + " joins GPUs: it needs 2 GPUs or more");
 }
 
 void DataParallelRequest::require_link(const std::string& where) const {
   if (gpus < 2 || !link.empty()) return;
-  throw model::InputError(std::to_string(gpus) + " GPUs on " + where + ": no interconnect known; name a link (" +
+  throw InputError(std::to_string(gpus) + " GPUs on " + where + ": no interconnect known; name a link (" +
                           model::link_names() + ", or a measured link's file)");
 }
 
