@@ -113,7 +113,7 @@ struct CodecMeasurement {
 };
 
 // An inverted GELU or SiLU differentiates from its output and branch bit
-// (executor/moms/invert.h) where keep calls the activation's own backward
+// (executor/storage/invert.h) where keep calls the activation's own backward
 // from its input: the two rates, in bytes of the activation's input per
 // second, price the difference (the branch mask's packing is the 1-bit
 // codec's).

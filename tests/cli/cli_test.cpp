@@ -162,9 +162,9 @@ TEST(Cli, TrainPrintsATable) {
 TEST(Cli, BadInputExitsTwoWithOneLine) {
   expect_input_error("train --network gpt-huge", "unknown network 'gpt-huge'");
   expect_input_error("train --network /nonexistent/net.json", "no such network config file");
-  expect_input_error("train --device cuda", "--device cuda");
-  expect_input_error("train --device tpu", "--device tpu");
-  expect_input_error("train --precision fp16", "--precision fp16");
+  expect_input_error("train --device cuda", "device cuda: ");
+  expect_input_error("train --device tpu", "device tpu: expected cpu, cuda or cuda:N");
+  expect_input_error("train --precision fp16", "precision fp16: ");
   expect_input_error("train --data /nonexistent/corpus.txt", "cannot read");
   expect_input_error("train --network bert-tiny --data /etc/hostname", "gpt");
   expect_input_error("train --batch 0", "--batch");

@@ -183,7 +183,7 @@ TEST(Fit, AGpuOutsideTheCatalogNeedsABudget) {
   ASSERT_EQ(run.code, 0) << run.err;
   EXPECT_NE(run.out.find("m40, budget 12.00 GiB"), std::string::npos) << run.out;
   expect_input_error("fit --measurements " + csv, csv + ":2: gpu 'm40' is not in the hardware catalog (A10, A100-40GB,");
-  expect_input_error("fit --measurements " + csv, "give --budget SIZE");
+  expect_input_error("fit --measurements " + csv, "give a budget");
 }
 
 }  // namespace

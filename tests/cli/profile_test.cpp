@@ -63,11 +63,11 @@ TEST(CliProfile, BadInputExitsTwoWithOneLine) {
   expect_input_error("profile --batch 1,x --out " + out, "--batch: 'x' is not a positive integer");
   expect_input_error("profile --batch 0 --out " + out, "--batch");
   expect_input_error("profile --batch 2,2 --out " + out, "batch size 2 is repeated");
-  expect_input_error("profile --device cuda --out " + out, "--device cuda");
-  expect_input_error("profile --precision fp8 --out " + out, "--precision fp8");
+  expect_input_error("profile --device cuda --out " + out, "device cuda: ");
+  expect_input_error("profile --precision fp8 --out " + out, "precision fp8: ");
   expect_input_error("profile --memory-limit lots --out " + out, "--memory-limit");
   expect_input_error("profile --batch 1,4 --probe-batch 3 --out " + out,
-                     "--probe-batch: 3 is not larger than the largest batch (4)");
+                     "probe batch 3 is not larger than the largest batch (4)");
   expect_input_error("profile --probe-batch -1 --out " + out, "--probe-batch");
   expect_input_error("profile --network mlp-tiny --memory-limit 1KiB --out " + out, "ran out of memory");
   expect_input_error("profile --network mlp-tiny", "--out");

@@ -95,8 +95,8 @@ TEST_F(Validate, BadInputExitsTwoBeforeProfiling) {
   expect_input_error("validate --plans keep,recompute --plot " + svg, "plan 'recompute'");
   expect_input_error("validate --plans keep,swap", "needs a CUDA device");
   expect_input_error("validate --steps 2", "--steps 2");
-  expect_input_error("validate --device tpu", "--device tpu");
-  expect_input_error("validate --precision amp-fp8", "--precision amp-fp8");
+  expect_input_error("validate --device tpu", "device tpu: ");
+  expect_input_error("validate --precision amp-fp8", "precision amp-fp8: ");
   expect_input_error("validate --plot " + path("figure.gif"), ".svg or .png");
   expect_input_error("validate --plot " + path("absent/figure.svg"), "cannot write");
   EXPECT_FALSE(std::filesystem::exists(svg));

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Checks that a change of papaya's code changed none of its answers: runs a
+# fixed set of commands (fit, predict, limits, plan with and without
+# hardware, data parallelism and a variance budget, fit --measurements,
+# hardware, networks, and bad input) with two papaya executables on the same
+# profiles, taken once by the first, and compares what each printed, its
+# exit code and every file it wrote, byte for byte (JSON numbers are
+# printed to the last bit).
+# Usage: scripts/compare-outputs.sh OLD_PAPAYA NEW_PAPAYA   (exit 1 on any difference)
+set -euo pipefail
+old=$(realpath "$1")
+new=$(realpath "$2")
+source_dir=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+in=$work/in
+mkdir -p "$in"
+
+echo "profiling with $old (inputs for both)"
+for net in gpt-tiny llama-tiny bert-hf-tiny resnet-tiny; do
+  "$old" profile --network "$net" --out "$in/$net.profile.json" >/dev/null
+done
+for s in 16 32 64; do
+  "$old" profile --network llama-tiny --seq-len "$s" --batch 1,2,4 --out "$in/llama$s.profile.json" >/dev/null
+done
+
+# Runs every command with papaya $1, writing into $2 (the same relative paths for both).
+run_all() {
+  local papaya=$1 out=$2 n=0
+  mkdir -p "$out"
+  cd "$out"
+  run() {
+    n=$((n + 1))
+    set +e
+    "$papaya" "$@" >"$n.out" 2>"$n.err"
+    echo "exit $?" >>"$n.out"
+    set -e
+    echo "$n: $*" >>index
+  }
+  for net in gpt-tiny llama-tiny bert-hf-tiny resnet-tiny; do
+    run fit "$in/$net.profile.json" --out "$net.model.json"
+    run fit "$in/$net.profile.json" --out "$net.model2.json" --json
+    run predict "$net.model.json" --batch 8 --json
+    run predict "$net.model.json" --batch 8 --plan recompute-all
+    run predict "$net.model.json" --batch 16 --hardware A100-80GB --json
+    run predict "$net.model.json" --batch 16 --hardware H100-SXM-80GB --gpus 8 --zero 2 --json
+    run limits "$net.model.json" --hardware A100-40GB,H100-SXM-80GB,V100-16GB
+    run limits "$net.model.json" --hardware H100-SXM-80GB --gpus 4 --link PCIe-4-x16 --json
+    run plan "$net.model.json" --budget 64MiB --json --out "$net.plan1.json"
+    run plan "$net.model.json" --budget 40MiB
+    run plan "$net.model.json" --budget 2GiB --hardware A100-80GB --batch 64 --json
+    run plan "$net.model.json" --budget 30GiB --hardware H100-SXM-80GB --gpus 8 --json --out "$net.plan2.json"
+    run plan "$net.model.json" --budget 12GiB --hardware V100-16GB --gpus 4 --link ethernet-10g --variance 0.1
+  done
+  run fit "$in/llama16.profile.json" "$in/llama32.profile.json" "$in/llama64.profile.json" --seq-len 256 --out seq.model.json
+  run plan seq.model.json --budget 256MiB --json
+  run fit --measurements "$source_dir/bench/data/papaya-v100.csv"
+  run fit --measurements "$source_dir/bench/data/papaya-v100.csv" --json
+  run fit --measurements "$source_dir/bench/data/papaya-v100-multi.csv" --gpus 2,4,8 --link NVLink-2 --gradients bert-large=1336MB
+  run hardware
+  run networks
+  run plan gpt-tiny.model.json --budget 1KiB
+  run predict gpt-tiny.model.json --batch 0
+  run limits --network nope
+  run plan gpt-tiny.model.json --budget 1GiB --zero 2
+  run predict gpt-tiny.model.json --batch 4 --gpus 4
+  cd - >/dev/null
+}
+
+run_all "$old" "$work/old"
+run_all "$new" "$work/new"
+differences=0
+commands=$(wc -l <"$work/old/index")
+while read -r line; do
+  n=${line%%:*}
+  for stream in out err; do
+    if ! cmp -s "$work/old/$n.$stream" "$work/new/$n.$stream"; then
+      echo "differs ($stream): papaya${line#*:}"
+      diff "$work/old/$n.$stream" "$work/new/$n.$stream" | head -6 | sed 's/^/    /'
+      differences=$((differences + 1))
+    fi
+  done
+done <"$work/old/index"
+for file in "$work"/old/*.json; do
+  name=$(basename "$file")
+  if ! cmp -s "$file" "$work/new/$name"; then
+    echo "differs: the file $name"
+    differences=$((differences + 1))
+  fi
+done
+files=$(ls "$work"/old/*.json | wc -l)
+echo "compare-outputs: $commands commands and $files files written; $differences difference(s)"
+[ "$differences" -eq 0 ]
