@@ -13,9 +13,10 @@ json or_null(const std::optional<T>& value) {
   return value ? json(*value) : json();
 }
 
+// Null, or absent from a file older than the field (the schema requires the rest).
 template <typename T>
 std::optional<T> optional_at(const json& doc, const char* key) {
-  if (doc.at(key).is_null()) return std::nullopt;
+  if (!doc.contains(key) || doc.at(key).is_null()) return std::nullopt;
   return doc.at(key).get<T>();
 }
 
