@@ -1,6 +1,7 @@
 #include "executor/memory_cuda.h"
 
 #ifdef PAPAYA_CUDA
+#include <ATen/Context.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
 #endif
@@ -11,7 +12,12 @@ namespace papaya::executor {
 
 #ifdef PAPAYA_CUDA
 namespace {
-int resolve(int index) { return index < 0 ? c10::cuda::current_device() : index; }
+// The caching allocator starts lazily (PyTorch 2.x), at the first CUDA
+// tensor; its statistics are read before that (a peak reset first of all).
+int resolve(int index) {
+  at::globalContext().lazyInitDevice(c10::DeviceType::CUDA);
+  return index < 0 ? c10::cuda::current_device() : index;
+}
 }  // namespace
 
 // Index 0 of each statistic is the aggregate over pool kinds, in every version.

@@ -118,19 +118,21 @@ c10::intrusive_ptr<Stored> store(const at::Tensor& t, model::SlotKind kind, cons
 }
 
 at::Tensor Stored::restore() {
-  at::Tensor payload = payload_;
 #ifdef PAPAYA_CUDA
+  // Back on the device at the first restore and kept there for the next: a
+  // tensor two layers share (a live copy) is restored by each.
   if (host_) {
-    payload = swap_in(host_);
+    payload_ = swap_in(host_);
+    version_ = payload_._version();
     host_.reset();
   }
 #endif
   switch (encoding_) {
     case Encoding::raw:
-      TORCH_CHECK(!payload_.defined() || payload_._version() == version_, "a tensor saved for backward was modified in place");
-      return payload;
-    case Encoding::quantized: return dequantize(payload, layout_, shape_, dtype_);
-    case Encoding::mask: return unpack_mask(payload, shape_);
+      TORCH_CHECK(payload_._version() == version_, "a tensor saved for backward was modified in place");
+      return payload_;
+    case Encoding::quantized: return dequantize(payload_, layout_, shape_, dtype_);
+    case Encoding::mask: return unpack_mask(payload_, shape_);
     case Encoding::none: break;
   }
   TORCH_CHECK(false, "unknown stored encoding");

@@ -431,40 +431,5 @@ TEST(Profiler, BadRequestsAreInputErrors) {
   EXPECT_THROW(profile_network(options), InputError);
 }
 
-// On a GPU: CUPTI (or the synchronized wall clock) times the layers.
-TEST(Profiler, ProfilesOnCuda) {
-  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device (or a CPU-only LibTorch)";
-  ProfileOptions options;
-  options.network = model::load_network_config("gpt-tiny");
-  options.batches = {1, 8};
-  options.device = "cuda";
-  options.warmup = 1;
-  options.steps = 3;
-  const model::Profile p = profile_network(options);
-  EXPECT_EQ(p.machine.device, "cuda:0");
-  EXPECT_FALSE(p.machine.cuda_version.empty());
-  EXPECT_GT(p.h2d_bytes_per_s, 1e8);
-  EXPECT_GT(p.d2h_bytes_per_s, 1e8);
-  // cuBLAS's workspace, which the caching allocator keeps after the first
-  // product, is a fixed part of the activations on a GPU: compare the growth.
-  const auto activations = [&](size_t i) {
-    return static_cast<double>(p.iterations[i].forward_end_bytes - p.iterations[i].static_bytes);
-  };
-  const double growth = activations(1) - activations(0);
-  EXPECT_NEAR(saved_bytes(p, 8) - saved_bytes(p, 1), growth, 0.05 * growth);
-  for (size_t i = 0; i < p.batches.size(); ++i) {
-    const auto& it = p.iterations[i];
-    EXPECT_GT(it.peak_reserved_bytes, 0);
-    EXPECT_GE(it.peak_reserved_bytes, it.peak_bytes);
-    double layers = 0;
-    for (const auto& l : p.layers) {
-      EXPECT_GT(l.measured[i].forward_s, 0) << l.path;
-      EXPECT_GT(l.measured[i].backward_s, 0) << l.path;
-      layers += l.measured[i].forward_s + l.measured[i].backward_s;
-    }
-    EXPECT_LT(layers, it.iteration_s);
-  }
-}
-
 }  // namespace
 }  // namespace papaya::profiler

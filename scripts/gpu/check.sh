@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# What only a GPU machine can show, as one run that fits a short lease:
+# builds papaya and tests/gpu against the machine's CUDA LibTorch (PyTorch's
+# own), runs the GPU tests (fused kernels and swapping against the ATen path,
+# the profiler and CUPTI on CUDA), the main job on the GPU, and `validate` on
+# two networks (predicted against measured peak memory and samples/s).
+#
+# On the GPU machine, in the project root, with the Debian packages it lacks
+# carried in .deps (scripts/gpu/pack-deps.sh .deps):
+#   scripts/gpu/check.sh OUT_DIR
+# Every log, JSON answer and the build's errors land in OUT_DIR; a summary is
+# printed. Each step has its own time limit, so one that hangs costs only its
+# share; a step that fails does not stop the next.
+set -uo pipefail
+out=${1:?usage: scripts/gpu/check.sh OUT_DIR}
+build=${PAPAYA_GPU_BUILD:-build-gpu}
+mkdir -p "$out"
+started=$(date +%s)
+elapsed() { echo "$(( $(date +%s) - started )) s"; }
+
+# shellcheck source=/dev/null
+source .deps/unpack.sh >/dev/null
+{
+  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
+  python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'
+  echo "cores $(nproc)"
+  g++ --version | head -1
+  nvcc --version | tail -1
+} > "$out/machine.txt" 2>&1
+cat "$out/machine.txt"
+
+torch_prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
+if ! cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+     -DCMAKE_PREFIX_PATH="$torch_prefix;$CMAKE_PREFIX_PATH" > "$out/configure.log" 2>&1; then
+  echo "configure FAILED ($(elapsed)):"; tail -40 "$out/configure.log"; exit 1
+fi
+grep "papaya:" "$out/configure.log"
+
+# -k 0: every file that does not compile is named in one run.
+timeout 360 ninja -C "$build" -k 0 papaya gpu_tests > "$out/build.log" 2>&1
+echo "build rc $? ($(elapsed))"
+grep -E "error:|FAILED:|undefined reference" "$out/build.log" | sort -u | head -60
+
+step() {  # NAME SECONDS COMMAND...: one check, its output in OUT_DIR/NAME.{log,err}
+  local name=$1 limit=$2 rc
+  shift 2
+  timeout "$limit" "$@" > "$out/$name.log" 2> "$out/$name.err"
+  rc=$?
+  echo "$name rc $rc ($(elapsed))"
+  [ $rc -eq 0 ] || tail -5 "$out/$name.err"
+}
+papaya=$build/papaya
+if [ -x "$build/tests/gpu_tests" ]; then
+  step gpu_tests 240 "$build/tests/gpu_tests" --gtest_output="json:$out/gpu_tests.json"
+  grep -E "^\[ +(FAILED|SKIPPED|OK|PASSED) +\]|Failure" "$out/gpu_tests.log" | head -30
+fi
+if [ -x "$papaya" ]; then
+  step recommend 90 "$papaya" recommend --device cuda
+  tail -25 "$out/recommend.log"
+  step validate-gpt2-small 200 "$papaya" validate --network gpt2-small --seq-len 256 --device cuda \
+    --profile-batches 1,2,4 --batches 8,16,32 --plans keep,recompute-all,quantize-4,invert,swap --steps 6 --json
+  step validate-resnet50 150 "$papaya" validate --network resnet50 --device cuda \
+    --profile-batches 2,4,8 --batches 16,32,64 --plans keep,recompute-all,quantize-4,swap --steps 6 --json
+  for f in "$out"/validate-*.log; do echo "== $f"; head -c 3000 "$f"; echo; done
+fi
+echo "done ($(elapsed))"
