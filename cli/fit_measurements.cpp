@@ -67,7 +67,10 @@ void print_tables(std::ostream& out, const model::GlobalModel& fitted) {
          "vs none: best samples/s over the 'none' series' of the same GPUs, network and precision; (runs): of the best "
          "runs, where no peak or OOM row gives a largest batch.\n"
          "max batch: b* under the budget, set by the memory fit or by the smallest batch that ran out of memory.\n"
-         "helps: a higher best samples/s at a batch <= b* than the 'none' series of the same precision;\n"
+         "best samples/s: the time model's, at a batch from the smallest that ran up to b* (a negative delta is refitted "
+         "to 0: see the notes).\n"
+         "helps: a higher best samples/s than the 'none' series of the same precision; undecided (-) where either "
+         "ran at one batch only and neither has a b*;\n"
          "(analytic: ...) where DESIGN.md's condition on alpha, beta, gamma, delta disagrees.\n";
   bool header = false;
   for (const auto& fit : fitted.series) {

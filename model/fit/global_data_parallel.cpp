@@ -41,7 +41,8 @@ std::vector<ScaledSeries> scale_to_gpus(const GlobalModel& fitted, const std::ma
         // The exposed exchange is X - h T(b) up to the batch where it falls to
         // the last bucket's, that after: one more break in the step's line.
         std::vector<double> candidates = one.rate_candidates(*s.max_batch);
-        int lo = 1, hi = *s.max_batch;  // the first batch whose exposed exchange is the last bucket's
+        const int lowest = one.lowest_batch(*s.max_batch);
+        int lo = lowest, hi = *s.max_batch;  // the first batch whose exposed exchange is the last bucket's
         while (lo < hi) {
           const int mid = lo + (hi - lo) / 2;
           if (all - share * one.iteration_s(mid) <= last) {
@@ -52,7 +53,7 @@ std::vector<ScaledSeries> scale_to_gpus(const GlobalModel& fitted, const std::ma
         }
         candidates.insert(candidates.end(), {static_cast<double>(lo - 1), static_cast<double>(lo)});
         for (const double b : candidates) {
-          const double t = b >= 1 && b <= *s.max_batch ? one.iteration_s(b) : 0;
+          const double t = b >= lowest && b <= *s.max_batch ? one.iteration_s(b) : 0;
           if (t <= 0) continue;
           const double rate = n * b / (t + std::max(last, all - share * t));
           if (!s.best_samples_per_s || rate > *s.best_samples_per_s) {

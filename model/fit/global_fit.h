@@ -46,6 +46,8 @@ struct SeriesFit {
   double budget_bytes = 0;
   int points = 0;                         // runs that did not run out of memory
   int memory_points = 0;                  // of those, with a peak
+  int batches = 0;                        // distinct batches among them
+  std::optional<int> smallest_batch;      // the smallest of them
   std::optional<int> smallest_oom_batch;  // above every batch that ran
 
   // Bytes: max(a, k*b) + c, that is alpha = k (per sample), beta = c,
@@ -56,7 +58,7 @@ struct SeriesFit {
 
   std::optional<int> max_batch;  // b*
   std::string max_batch_limit;   // what sets b*: "memory" or "oom"
-  std::optional<int> best_batch;
+  std::optional<int> best_batch;              // from the smallest batch that ran up to b*
   std::optional<double> best_samples_per_s;  // from the time model
   std::optional<int> best_measured_batch;
   std::optional<double> best_measured_samples_per_s;  // among runs at a batch <= b* (every run without a b*)
@@ -77,9 +79,12 @@ struct SeriesFit {
   // fitted (4 points or more), else the line.
   std::optional<double> r2_time() const;
   double iteration_s(double batch) const;  // needs a time model
-  // The batches in 1..limit where b / T(b) can be largest: T is linear on
-  // each side of the knee of max(a, k*b) + c, so the ends and the batches
-  // either side of the knee.
+  // The time model is read from the smallest batch that ran (or `limit`,
+  // where that is below it) up to `limit`, never below the runs.
+  int lowest_batch(int limit) const;
+  // The batches in lowest_batch(limit)..limit where b / T(b) can be largest:
+  // T is linear on each side of the knee of max(a, k*b) + c, so the ends and
+  // the batches either side of the knee.
   std::vector<double> rate_candidates(int limit) const;
 };
 

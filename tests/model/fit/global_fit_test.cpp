@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <sstream>
 
 #include "model/error.h"
 
@@ -232,6 +234,76 @@ TEST(GlobalFit, AStrategyHelpsWhereTheBaselineDoesNotFitBatch1) {
   EXPECT_EQ(m.series[0].max_batch, 0);
   EXPECT_EQ(m.series[1].verdict->helps, true);
   EXPECT_EQ(m.series[1].verdict->note, "the baseline does not fit batch 1");
+}
+
+
+// PAPAYA's ResNet-50 runs on 2 V100s, as the multi-GPU CSV holds them:
+// quantize4 is flat at 541-548 samples/s over batches 264-424, and its time
+// line has a negative intercept, which put its best at batch 1 (1136
+// samples/s, "helps"). Refitted through the origin and read inside the runs,
+// it is what the runs say: about 0.76x of `none`'s 725, no gain.
+TEST(GlobalFit, ANegativeInterceptIsRefittedAndTheBestStaysInsideTheRuns) {
+  std::istringstream csv(
+      "gpu,gpus,network,precision,strategy,batch,oom,samples_per_s,iter_s,peak_mib\n"
+      "v100,2,resnet50,fp32,none,136,0,723.8,,\n"
+      "v100,2,resnet50,fp32,none,152,0,725.44,,\n"
+      "v100,2,resnet50,fp32,none,156,1,,,\n"
+      "v100,2,resnet50,fp32,none,520,1,,,\n"
+      "v100,2,resnet50,fp32,quantize4,264,0,543.31,,\n"
+      "v100,2,resnet50,fp32,quantize4,392,0,548.3,,\n"
+      "v100,2,resnet50,fp32,quantize4,424,0,541.07,,\n"
+      "v100,2,resnet50,fp32,quantize4,428,1,,,\n");
+  const GlobalModel m = fit_global(parse_measurements(csv, "multi.csv"), std::nullopt);
+  ASSERT_EQ(m.series.size(), 2u);
+  const SeriesFit& q = m.series[1];
+  ASSERT_TRUE(q.time_linear);
+  EXPECT_EQ(q.time_linear->curve.fixed, 0);
+  EXPECT_TRUE(std::any_of(q.notes.begin(), q.notes.end(),
+                          [](const std::string& n) { return n.find("refitted through the origin") != std::string::npos; }));
+  ASSERT_TRUE(q.best_batch);
+  EXPECT_GE(*q.best_batch, 264);
+  EXPECT_LE(*q.best_batch, *q.max_batch);
+  // The flat line's rate lies among the runs' throughputs.
+  EXPECT_GE(*q.best_samples_per_s, 541.07);
+  EXPECT_LE(*q.best_samples_per_s, 548.3);
+  EXPECT_EQ(q.verdict->helps, false);
+  const auto ratio = q.versus_baseline();
+  ASSERT_TRUE(ratio);
+  EXPECT_NEAR(ratio->value, 0.76, 0.02);
+}
+
+// A synthetic series whose time has a negative intercept (T = 0.01 b -
+// 0.005 s, runs at 8..64): the line promised 200 samples/s at batch 1; its
+// best is now read inside the runs, at their throughput.
+TEST(GlobalFit, TheBestIsNeverReadBelowTheSmallestRun) {
+  const MeasuredSeries none = exact_series("fp16", "none", 200 * kMiB, 2 * kGiB, 0.01, 0.05);
+  const MeasuredSeries falling = exact_series("fp16", "quantize4", 50 * kMiB, 2 * kGiB, 0.01, -0.005);
+  const GlobalModel m = fit_global({"test", {none, falling}}, std::nullopt);
+  const SeriesFit& f = m.series[1];
+  ASSERT_TRUE(f.best_batch);
+  EXPECT_GE(*f.best_batch, 8);
+  double slowest = 1e300, fastest = 0;
+  for (const auto& run : falling.runs) {
+    slowest = std::min(slowest, *run.samples_per_s);
+    fastest = std::max(fastest, *run.samples_per_s);
+  }
+  EXPECT_GE(*f.best_samples_per_s, slowest);
+  EXPECT_LE(*f.best_samples_per_s, fastest);
+}
+
+// Two series measured at one batch each (PAPAYA's Swin-L fp16-o2 rows): no
+// largest batch, and one run says nothing of a larger batch: undecided.
+TEST(GlobalFit, SeriesMeasuredAtOneBatchAreUndecided) {
+  std::istringstream csv(
+      "gpu,network,precision,strategy,batch,oom,samples_per_s,iter_s,peak_mib\n"
+      "v100,swin_large,fp16-o2,checkpoint,8,0,36.52,,\n"
+      "v100,swin_large,fp16-o2,none,8,0,41.55,,\n");
+  const GlobalModel m = fit_global(parse_measurements(csv, "single.csv"), std::nullopt);
+  ASSERT_EQ(m.series.size(), 2u);
+  const SeriesFit& checkpoint = m.series[0].strategy == "checkpoint" ? m.series[0] : m.series[1];
+  ASSERT_TRUE(checkpoint.verdict);
+  EXPECT_FALSE(checkpoint.verdict->helps.has_value());
+  EXPECT_NE(checkpoint.verdict->note.find("one batch"), std::string::npos) << checkpoint.verdict->note;
 }
 
 }  // namespace
