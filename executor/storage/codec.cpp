@@ -1,7 +1,14 @@
 #include "executor/storage/codec.h"
 
-#include <algorithm>
+#include <ATen/Parallel.h>
 
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "executor/storage/quant_math.h"
 #include "executor/storage/rounding.h"
 
 #ifdef PAPAYA_CUDA
@@ -10,10 +17,6 @@
 
 namespace papaya::executor {
 namespace {
-
-// Values handled per ATen pass: bounds the temporaries of the portable path
-// (a few times 64 KiB), which would otherwise rival the savings on small networks.
-constexpr int64_t chunk_values = int64_t{1} << 14;
 
 // codes (n, G) uint8 < 2^bits -> (n, G*bits/8) bytes.
 at::Tensor pack_codes(const at::Tensor& codes, int bits) {
@@ -32,49 +35,103 @@ at::Tensor unpack_codes(const at::Tensor& packed, int bits) {
   return at::bitwise_right_shift(packed.unsqueeze(-1), shifts).bitwise_and_((1 << bits) - 1).view({packed.size(0), -1});
 }
 
-// `v` (fp32) rounded to a bf16 value toward +inf (`up`) or -inf: its low 16
-// bits cleared, after raising its magnitude by one bf16 step where that
-// direction is away from zero. The CUDA kernels round the same way.
-at::Tensor round_to_bf16(const at::Tensor& v, bool up) {
-  const at::Tensor bits = v.contiguous().view(at::kInt);
-  return at::where(up ? v > 0 : v < 0, bits + 0xFFFF, bits).bitwise_and_(~0xFFFF).view(at::kFloat);
+// The CPU kernels work in fp32 and read and write fp32 and bf16 in place;
+// other dtypes go through fp32, as on CUDA.
+at::ScalarType kernel_dtype(at::ScalarType t) { return t == at::kBFloat16 ? at::kBFloat16 : at::kFloat; }
+
+// Groups per task of at::parallel_for: about 16K values.
+int64_t grain(const QuantLayout& l) { return std::max<int64_t>(1, (int64_t{1} << 14) / l.group_size); }
+
+// Where group g's values start in the tensor, and how many it has (fewer
+// than the group size at a head's tail).
+struct GroupSpan {
+  int64_t first, count;
+};
+GroupSpan span_of(const QuantLayout& l, int64_t g) {
+  const int64_t per_head = l.groups_per_head(), in_head = g % per_head;
+  return {(g / per_head) * l.head_numel + in_head * l.group_size, std::min<int64_t>(l.group_size, l.head_numel - in_head * l.group_size)};
 }
 
-// The buffer's views, as (heads, groups per head, ...).
-struct BufferViews {
-  at::Tensor codes, mins, scales;
-  BufferViews(const at::Tensor& buffer, const QuantLayout& l) {
-    const int64_t code_bytes = l.groups() * l.code_bytes_per_group();
-    codes = buffer.narrow(0, 0, code_bytes).view({l.heads(), l.groups_per_head(), l.code_bytes_per_group()});
-    const at::Tensor meta = buffer.narrow(0, code_bytes, l.groups() * model::quantized_range_bytes).view(at::kBFloat16);
-    mins = meta.narrow(0, 0, l.groups()).view({l.heads(), l.groups_per_head()});
-    scales = meta.narrow(0, l.groups(), l.groups()).view({l.heads(), l.groups_per_head()});
-  }
-};
-
-// Calls piece(h0, rows, g0, count, width) over the layout in pieces of about
-// chunk_values values: heads [h0, h0+rows), their groups [g0, g0+count), of
-// which the last holds `width` values (G unless it is a head's padded tail).
-template <typename Piece>
-void for_each_piece(const QuantLayout& l, Piece piece) {
-  const int64_t g = l.group_size;
-  const int64_t full = l.head_numel / g, tail = l.head_numel % g;
-  const int64_t heads = l.heads();
-  if (full > 0) {
-    if (l.head_numel <= chunk_values) {
-      const int64_t rows = std::max<int64_t>(1, chunk_values / l.head_numel);
-      for (int64_t h = 0; h < heads; h += rows) piece(h, std::min(rows, heads - h), 0, full, g);
-    } else {
-      const int64_t count = std::max<int64_t>(1, chunk_values / g);
-      for (int64_t h = 0; h < heads; ++h) {
-        for (int64_t k = 0; k < full; k += count) piece(h, 1, k, std::min(count, full - k), g);
+// Each group in one pass over its values, in loops the compiler vectorizes:
+// the values (zero-padded at a head's tail) with their min and max, the bf16
+// range, the codes, then the codes packed, the first in the lowest bits.
+template <int Bits, typename T>
+void quantize_groups(const T* x, const QuantLayout& l, uint64_t seed, uint8_t* out) {
+  constexpr int per_byte = 8 / Bits;
+  constexpr float levels = static_cast<float>((1 << Bits) - 1);
+  const uint32_t key = quant::noise_key(seed);
+  uint8_t* ranges = out + l.groups() * l.code_bytes_per_group();
+  at::parallel_for(0, l.groups(), grain(l), [&](int64_t begin, int64_t end) {
+    // Locals, not captures: the byte stores below could alias a capture,
+    // which would keep the loops from vectorizing.
+    const int64_t size = l.group_size, code_bytes = l.code_bytes_per_group();
+    std::vector<float> v(static_cast<size_t>(size));
+    std::vector<uint8_t> c(static_cast<size_t>(size));
+    for (int64_t g = begin; g < end; ++g) {
+      const GroupSpan span = span_of(l, g);
+      const T* in = x + span.first;
+      for (int64_t i = 0; i < span.count; ++i) v[i] = static_cast<float>(in[i]);
+      std::fill(v.begin() + span.count, v.end(), 0.f);
+      // NaN is passed over, as fminf/fmaxf do on CUDA; with no NaN the lanes'
+      // order is no matter, which the reduction pragma lets the loop use.
+      float low = std::numeric_limits<float>::infinity(), high = -low;
+#pragma omp simd reduction(min : low) reduction(max : high)
+      for (int64_t i = 0; i < size; ++i) {
+        low = v[i] < low ? v[i] : low;
+        high = v[i] > high ? v[i] : high;
+      }
+      const quant::Range r = quant::range_of(low, high, Bits);
+      std::memcpy(ranges + 2 * g, &r.min_bits, 2);
+      std::memcpy(ranges + 2 * (l.groups() + g), &r.scale_bits, 2);
+      const float mn = quant::from_bf16(r.min_bits), scale = quant::from_bf16(r.scale_bits);
+      const uint64_t index = static_cast<uint64_t>(g * size);
+      for (int64_t i = 0; i < size; ++i) {
+        c[i] = static_cast<uint8_t>(quant::code_of(v[i], mn, scale, quant::uniform(key, index + static_cast<uint64_t>(i)), levels));
+      }
+      uint8_t* codes = out + g * code_bytes;
+      for (int64_t b = 0; b < code_bytes; ++b) {
+        unsigned byte = 0;
+        for (int j = 0; j < per_byte; ++j) byte |= static_cast<unsigned>(c[b * per_byte + j]) << (Bits * j);
+        codes[b] = static_cast<uint8_t>(byte);
       }
     }
+  });
+}
+
+template <int Bits, typename T>
+void dequantize_groups(const uint8_t* in, const QuantLayout& l, T* x) {
+  constexpr int per_byte = 8 / Bits;
+  constexpr unsigned mask = (1u << Bits) - 1;
+  const uint8_t* ranges = in + l.groups() * l.code_bytes_per_group();
+  at::parallel_for(0, l.groups(), grain(l), [&](int64_t begin, int64_t end) {
+    const int64_t size = l.group_size, code_bytes = l.code_bytes_per_group();  // locals: as in quantize_groups
+    std::vector<uint8_t> c(static_cast<size_t>(size));
+    for (int64_t g = begin; g < end; ++g) {
+      const GroupSpan span = span_of(l, g);
+      uint16_t min_bits, scale_bits;
+      std::memcpy(&min_bits, ranges + 2 * g, 2);
+      std::memcpy(&scale_bits, ranges + 2 * (l.groups() + g), 2);
+      const float mn = quant::from_bf16(min_bits), scale = quant::from_bf16(scale_bits);
+      const uint8_t* codes = in + g * code_bytes;
+      for (int64_t b = 0; b < code_bytes; ++b) {
+        for (int j = 0; j < per_byte; ++j) c[b * per_byte + j] = static_cast<uint8_t>((codes[b] >> (Bits * j)) & mask);
+      }
+      T* values = x + span.first;
+      for (int64_t i = 0; i < span.count; ++i) values[i] = static_cast<T>(quant::decode(c[i], mn, scale));
+    }
+  });
+}
+
+// Calls `kernel` with the bit width as a compile-time constant.
+template <typename Kernel>
+void with_bits(int bits, Kernel kernel) {
+  switch (bits) {
+    case 8: kernel(std::integral_constant<int, 8>{}); return;
+    case 4: kernel(std::integral_constant<int, 4>{}); return;
+    case 2: kernel(std::integral_constant<int, 2>{}); return;
+    case 1: kernel(std::integral_constant<int, 1>{}); return;
   }
-  if (tail > 0) {
-    const int64_t rows = std::max<int64_t>(1, chunk_values / g);
-    for (int64_t h = 0; h < heads; h += rows) piece(h, std::min(rows, heads - h), full, 1, tail);
-  }
+  TORCH_CHECK(false, "quantized codes of ", bits, " bits: 1, 2, 4 or 8 expected");
 }
 
 }  // namespace
@@ -84,27 +141,15 @@ at::Tensor quantize(const at::Tensor& x, const QuantLayout& l) {
 #ifdef PAPAYA_CUDA
   if (x.is_cuda()) return quantize_cuda(x, l);
 #endif
+  const at::Tensor values = x.to(kernel_dtype(x.scalar_type())).contiguous();
   at::Tensor buffer = at::empty({l.bytes()}, x.options().dtype(at::kByte));
-  const BufferViews out(buffer, l);
-  const at::Tensor heads = x.contiguous().view({l.heads(), l.head_numel});
-  const double levels = (1 << l.bits) - 1;
-  for_each_piece(l, [&](int64_t h, int64_t rows, int64_t g0, int64_t count, int64_t width) {
-    at::Tensor v = heads.narrow(0, h, rows).narrow(1, g0 * l.group_size, (count - 1) * l.group_size + width);
-    v = v.to(at::kFloat);
-    if (width < l.group_size) v = at::constant_pad_nd(v, {0, l.group_size - width}, 0);
-    v = v.reshape({rows * count, l.group_size});
-    auto [low, high] = at::aminmax(v, 1);
-    const at::Tensor mn = round_to_bf16(low, /*up=*/false);
-    at::Tensor scale = round_to_bf16((high - mn).div_(levels), /*up=*/true);
-    scale.masked_fill_(scale == 0, 1);  // a constant group decodes exactly from its min
-    at::Tensor q = (v - mn.unsqueeze(1)).div_(scale.unsqueeze(1));
-    q.add_(at::empty_like(q).uniform_(0, 1, rounding_generator()))
-        .floor_()
-        .clamp_(0, levels);  // stochastic rounding: E[q] = (v - min) / scale
-    const at::Tensor codes = pack_codes(q.to(at::kByte), l.bits);
-    out.codes.narrow(0, h, rows).narrow(1, g0, count).copy_(codes.view({rows, count, -1}));
-    out.mins.narrow(0, h, rows).narrow(1, g0, count).copy_(mn.view({rows, count}));
-    out.scales.narrow(0, h, rows).narrow(1, g0, count).copy_(scale.view({rows, count}));
+  const uint64_t seed = next_rounding_seed();
+  with_bits(l.bits, [&](auto bits) {
+    if (values.scalar_type() == at::kBFloat16) {
+      quantize_groups<bits>(values.data_ptr<at::BFloat16>(), l, seed, buffer.data_ptr<uint8_t>());
+    } else {
+      quantize_groups<bits>(values.data_ptr<float>(), l, seed, buffer.data_ptr<uint8_t>());
+    }
   });
   return buffer;
 }
@@ -114,20 +159,16 @@ at::Tensor dequantize(const at::Tensor& buffer, const QuantLayout& l, at::IntArr
 #ifdef PAPAYA_CUDA
   if (buffer.is_cuda()) return dequantize_cuda(buffer, l, shape, dtype);
 #endif
-  at::Tensor x = at::empty(shape, buffer.options().dtype(dtype));
-  const at::Tensor heads = x.view({l.heads(), l.head_numel});
-  const BufferViews in(buffer, l);
-  for_each_piece(l, [&](int64_t h, int64_t rows, int64_t g0, int64_t count, int64_t width) {
-    const at::Tensor codes = in.codes.narrow(0, h, rows).narrow(1, g0, count).reshape({rows * count, -1});
-    const auto range = [&](const at::Tensor& r) {
-      return r.narrow(0, h, rows).narrow(1, g0, count).reshape({rows * count, 1}).to(at::kFloat);
-    };
-    const at::Tensor mn = range(in.mins), scale = range(in.scales);
-    at::Tensor v = unpack_codes(codes, l.bits).to(at::kFloat).mul_(scale).add_(mn);
-    v = v.view({rows, count * l.group_size}).narrow(1, 0, (count - 1) * l.group_size + width);
-    heads.narrow(0, h, rows).narrow(1, g0 * l.group_size, v.size(1)).copy_(v);
+  const at::Tensor in = buffer.contiguous();
+  at::Tensor x = at::empty(shape, buffer.options().dtype(kernel_dtype(dtype)));
+  with_bits(l.bits, [&](auto bits) {
+    if (x.scalar_type() == at::kBFloat16) {
+      dequantize_groups<bits>(in.data_ptr<uint8_t>(), l, x.data_ptr<at::BFloat16>());
+    } else {
+      dequantize_groups<bits>(in.data_ptr<uint8_t>(), l, x.data_ptr<float>());
+    }
   });
-  return x;
+  return x.to(dtype);
 }
 
 at::Tensor pack_mask(const at::Tensor& mask) {

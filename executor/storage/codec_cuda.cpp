@@ -1,11 +1,8 @@
 #include "executor/storage/codec_cuda.h"
 
-#include <ATen/CPUGeneratorImpl.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
-
-#include <mutex>
 
 #include "executor/storage/cuda/quantize.h"
 #include "executor/storage/rounding.h"
@@ -17,12 +14,6 @@ namespace {
 at::ScalarType kernel_dtype(at::ScalarType t) { return t == at::kBFloat16 ? at::kBFloat16 : at::kFloat; }
 int dtype_code(at::ScalarType t) { return t == at::kBFloat16 ? papaya_bfloat16 : papaya_float32; }
 
-uint64_t next_seed() {
-  at::Generator& generator = rounding_generator();
-  const std::lock_guard<std::mutex> lock(generator.mutex());
-  return generator.get<at::CPUGeneratorImpl>()->random64();
-}
-
 }  // namespace
 
 at::Tensor quantize_cuda(const at::Tensor& x, const QuantLayout& l) {
@@ -30,7 +21,7 @@ at::Tensor quantize_cuda(const at::Tensor& x, const QuantLayout& l) {
   const at::Tensor values = x.to(kernel_dtype(x.scalar_type())).contiguous();
   at::Tensor buffer = at::empty({l.bytes()}, x.options().dtype(at::kByte));
   C10_CUDA_CHECK(papaya_quantize(values.data_ptr(), dtype_code(values.scalar_type()), l.numel, l.head_numel, l.group_size, l.bits,
-                                 next_seed(), buffer.data_ptr<uint8_t>(),
+                                 next_rounding_seed(), buffer.data_ptr<uint8_t>(),
                                  c10::cuda::getCurrentCUDAStream(x.device().index()).stream()));
   return buffer;
 }

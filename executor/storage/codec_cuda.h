@@ -1,6 +1,6 @@
 #pragma once
 // The codec on CUDA tensors: the fused kernels of cuda/quantize.cu (CUDA
-// builds only), with the layout of the ATen path.
+// builds only), writing the bytes the CPU codec writes for the same seed.
 #include <ATen/ATen.h>
 
 #include "executor/storage/quant_layout.h"

@@ -17,4 +17,10 @@ void seed_rounding(uint64_t seed) {
   generator.set_current_seed(seed);
 }
 
+uint64_t next_rounding_seed() {
+  at::Generator& generator = rounding_generator();
+  const std::lock_guard<std::mutex> lock(generator.mutex());
+  return generator.get<at::CPUGeneratorImpl>()->random64();
+}
+
 }  // namespace papaya::executor

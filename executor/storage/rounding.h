@@ -8,8 +8,10 @@
 
 namespace papaya::executor {
 
-// A CPU generator (the CUDA kernels take their seeds from it).
+// A CPU generator: each quantization takes one seed from it (the noise is a
+// hash of that seed and each value's index, on the CPU and on CUDA alike).
 at::Generator& rounding_generator();
 void seed_rounding(uint64_t seed);
+uint64_t next_rounding_seed();
 
 }  // namespace papaya::executor

@@ -1,8 +1,14 @@
-// The ATen codec: sizes, error, unbiased rounding, masks, heads.
+// The CPU codec: its bytes value by value, sizes, error, unbiased rounding,
+// masks, heads.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
 #include "executor/storage/codec.h"
+#include "executor/storage/quant_math.h"
 #include "executor/storage/rounding.h"
 #include "model/strategy.h"
 
@@ -93,6 +99,62 @@ TEST(Codec, MasksRoundTripExactly) {
 // own range, so the small head keeps its precision. Fixed values: with bf16
 // ranges, a mixed group's min and scale can put a code exactly on 0 (about
 // one draw in 40), and the small head would then decode well by luck.
+// The buffer as the layout defines it, built value by value: groups of 32
+// within heads of 100 values (the last group of each head padded with
+// zeros), the range from quant_math, codes packed first in the lowest bits,
+// the noise from the one seed the call takes. On 2 threads, so that the
+// groups are split between tasks.
+TEST(Codec, BytesFollowTheLayoutValueByValue) {
+  const int threads = at::get_num_threads();
+  at::set_num_threads(2);
+  torch::manual_seed(1);
+  for (auto dtype : {torch::kFloat, torch::kBFloat16}) {
+    for (int bits : {8, 4, 2}) {
+      for (bool headwise : {false, true}) {
+        const torch::Tensor x = (torch::randn({3, 5, 20}) * 3).to(dtype);
+        const QuantLayout l{bits, 32, x.numel(), headwise ? 100 : x.numel()};
+        seed_rounding(9);
+        const uint64_t seed = next_rounding_seed();
+        seed_rounding(9);
+        const torch::Tensor buffer = quantize(x, l);
+        ASSERT_EQ(buffer.numel(), l.bytes());
+
+        const torch::Tensor values = x.to(torch::kFloat).contiguous();
+        const float* v = values.data_ptr<float>();
+        std::vector<uint8_t> expected(static_cast<size_t>(l.bytes()), 0);
+        const int per_byte = 8 / bits;
+        const float levels = static_cast<float>((1 << bits) - 1);
+        for (int64_t g = 0; g < l.groups(); ++g) {
+          const int64_t head = g / l.groups_per_head(), start = (g % l.groups_per_head()) * l.group_size;
+          const auto value = [&](int64_t i) {
+            return start + i < l.head_numel ? v[head * l.head_numel + start + i] : 0.f;
+          };
+          float low = value(0), high = value(0);
+          for (int64_t i = 1; i < l.group_size; ++i) {
+            low = std::min(low, value(i));
+            high = std::max(high, value(i));
+          }
+          const quant::Range r = quant::range_of(low, high, bits);
+          uint8_t* ranges = expected.data() + l.groups() * l.code_bytes_per_group();
+          std::memcpy(ranges + 2 * g, &r.min_bits, 2);
+          std::memcpy(ranges + 2 * (l.groups() + g), &r.scale_bits, 2);
+          for (int64_t i = 0; i < l.group_size; ++i) {
+            const unsigned code = quant::code_of(value(i), quant::from_bf16(r.min_bits), quant::from_bf16(r.scale_bits),
+                                                 quant::uniform(quant::noise_key(seed), static_cast<uint64_t>(g * l.group_size + i)), levels);
+            expected[static_cast<size_t>(g * l.code_bytes_per_group() + i / per_byte)] |=
+                static_cast<uint8_t>(code << (bits * (i % per_byte)));
+          }
+        }
+        const uint8_t* got = buffer.data_ptr<uint8_t>();
+        EXPECT_TRUE(std::equal(expected.begin(), expected.end(), got)) << bits << " bits, headwise " << headwise;
+        const torch::Tensor back = dequantize(buffer, l, x.sizes(), dtype);
+        EXPECT_EQ(back.scalar_type(), dtype);
+      }
+    }
+  }
+  at::set_num_threads(threads);
+}
+
 TEST(Codec, HeadwiseGroupsStayInTheirHead) {
   torch::manual_seed(0);
   const torch::Tensor x = torch::randn({1, 2, 17, 16}) * torch::tensor({1000.0f, 0.001f}).view({1, 2, 1, 1});

@@ -1,8 +1,11 @@
 #include <cuda_bf16.h>
 
 #include "executor/storage/cuda/quantize.h"
+#include "executor/storage/quant_math.h"
 
 namespace {
+
+namespace quant = papaya::executor::quant;
 
 constexpr int threads = 256;
 
@@ -13,16 +16,6 @@ struct Layout {
   // Where the bf16 ranges start, after the codes: groups mins, then groups scales (bit patterns).
   __host__ __device__ int64_t ranges_offset() const { return groups * code_bytes; }
 };
-
-// `v` rounded to a bf16 toward +inf (`up`) or -inf, as its bit pattern: the
-// low 16 bits dropped after raising the magnitude by one bf16 step where
-// that direction is away from zero (the ATen path's round_to_bf16).
-__device__ uint16_t round_to_bf16(float v, bool up) {
-  const uint32_t bits = __float_as_uint(v);
-  return static_cast<uint16_t>(((up ? v > 0.f : v < 0.f) ? bits + 0xFFFFu : bits) >> 16);
-}
-
-__device__ float from_bf16(uint16_t bits) { return __uint_as_float(static_cast<uint32_t>(bits) << 16); }
 
 Layout make_layout(int64_t numel, int64_t head_numel, int group_size, int bits) {
   Layout l;
@@ -46,15 +39,6 @@ __device__ void store(void* x, int dtype, int64_t i, float v) {
   } else {
     static_cast<float*>(x)[i] = v;
   }
-}
-
-// Uniform in [0, 1) from a hash of (seed, index) (splitmix64's finaliser).
-__device__ float uniform(uint64_t seed, uint64_t index) {
-  uint64_t z = seed + (index + 1) * 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  z ^= z >> 31;
-  return static_cast<float>(z >> 40) * (1.0f / 16777216.0f);
 }
 
 // One block per group: its min and max, then its codes, byte by byte.
@@ -82,15 +66,12 @@ __global__ void quantize_groups(const void* x, int dtype, Layout l, uint64_t see
     __syncthreads();
   }
   const float levels = static_cast<float>((1 << l.bits) - 1);
-  const uint16_t min_bits = round_to_bf16(low[0], false);
-  const float mn = from_bf16(min_bits);
-  uint16_t scale_bits = round_to_bf16(__fdiv_rn(__fsub_rn(high[0], mn), levels), true);
-  if (scale_bits == 0) scale_bits = 0x3F80;  // 1: a constant group decodes exactly from its min
-  const float scale = from_bf16(scale_bits);
+  const quant::Range r = quant::range_of(low[0], high[0], l.bits);
+  const float mn = quant::from_bf16(r.min_bits), scale = quant::from_bf16(r.scale_bits);
   if (threadIdx.x == 0) {
     uint16_t* ranges = reinterpret_cast<uint16_t*>(out + l.ranges_offset());
-    ranges[group] = min_bits;
-    ranges[l.groups + group] = scale_bits;
+    ranges[group] = r.min_bits;
+    ranges[l.groups + group] = r.scale_bits;
   }
   const int per_byte = 8 / l.bits;
   for (int b = threadIdx.x; b < l.code_bytes; b += blockDim.x) {
@@ -98,8 +79,7 @@ __global__ void quantize_groups(const void* x, int dtype, Layout l, uint64_t see
     for (int j = 0; j < per_byte; ++j) {
       const int64_t i = static_cast<int64_t>(b) * per_byte + j;
       const float v = i < count ? load(x, dtype, first + i) : 0.f;
-      const float q = floorf(__fadd_rn(__fdiv_rn(__fsub_rn(v, mn), scale), uniform(seed, group * l.group_size + i)));
-      code |= static_cast<unsigned>(fminf(fmaxf(q, 0.f), levels)) << (l.bits * j);
+      code |= quant::code_of(v, mn, scale, quant::uniform(quant::noise_key(seed), group * l.group_size + i), levels) << (l.bits * j);
     }
     out[group * l.code_bytes + b] = static_cast<uint8_t>(code);
   }
@@ -116,7 +96,7 @@ __global__ void dequantize_values(const uint8_t* in, Layout l, void* out, int dt
     const int64_t group = head * l.groups_per_head + r / l.group_size;
     const int64_t j = r % l.group_size;
     const unsigned code = (in[group * l.code_bytes + j / per_byte] >> (l.bits * (j % per_byte))) & mask;
-    const float v = __fadd_rn(__fmul_rn(static_cast<float>(code), from_bf16(scales[group])), from_bf16(mins[group]));
+    const float v = quant::decode(code, quant::from_bf16(mins[group]), quant::from_bf16(scales[group]));
     store(out, dtype, i, v);
   }
 }
