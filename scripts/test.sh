@@ -2,6 +2,9 @@
 # Set-up, build, and every test: the command CI runs (.ci/run).
 # --sanitize: the same, built with ASan + UBSan into build-sanitize/ (or
 # $PAPAYA_BUILD_DIR), with the suppressions of scripts/sanitize/.
+# Last, each fuzz harness runs briefly under libFuzzer (scripts/fuzz.sh,
+# $PAPAYA_FUZZ_SECONDS each, default 3; 0 leaves it out), so that a loader
+# that regresses on new input fails here; the seeds alone run as tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PAPAYA_TARGETS=all  # the tests and everything else, not the executable alone
@@ -19,3 +22,7 @@ else
 fi
 python3 scripts/check-includes.py  # no two units include each other in a circle
 ctest --test-dir "${PAPAYA_BUILD_DIR:-build}" --output-on-failure -j "${PAPAYA_JOBS:-$(nproc)}"
+fuzz_seconds=${PAPAYA_FUZZ_SECONDS:-3}
+if [ "$fuzz_seconds" != 0 ]; then
+  scripts/fuzz.sh "$fuzz_seconds"
+fi
