@@ -3,14 +3,13 @@
 // --network instead of a model, the network is profiled here first, quickly
 // and in part where it is large: 2 of its blocks where it would not fit this
 // machine, and a long sequence modelled from three short ones.
-#include <torch/torch.h>
-
 #include "cli/commands.h"
 #include "cli/data_parallel_options.h"
 #include "cli/progress.h"
 #include "cli/network_option.h"
 #include "cli/report.h"
 #include "cli/table.h"
+#include "executor/device.h"
 #include "model/error.h"
 #include "model/catalog/hardware.h"
 #include "model/catalog/network_config.h"
@@ -116,9 +115,7 @@ void print_text(std::ostream& out, const Limits& l) {
 model::LayerModel profiled_model(const LimitsArgs& args, const model::NetworkConfig& network) {
   pipeline::ProfileAndFitRequest request;
   request.network = network;
-  request.device = !args.device.empty()          ? args.device
-                   : torch::cuda::is_available() ? "cuda"
-                                                 : "cpu";
+  request.device = args.device.empty() ? executor::default_device() : args.device;
   request.precision = args.precision;
   request.batches = {1, 2};
   request.quick = true;

@@ -2,8 +2,6 @@
 // model and plan within a memory budget, in one command; says which memory
 // optimizations are worth it and why, the largest batch of each, and writes
 // the plan file (and the model, for `papaya plan` with other budgets).
-#include <torch/torch.h>
-
 #include <chrono>
 #include <ostream>
 
@@ -15,6 +13,7 @@
 #include "cli/plan_report.h"
 #include "cli/report.h"
 #include "cli/table.h"
+#include "executor/device.h"
 #include "executor/trainer.h"
 #include "model/json_file.h"
 #include "model/catalog/network_config.h"
@@ -221,9 +220,7 @@ Recommendation compute(const RecommendArgs& args) {
 
   pipeline::ProfileAndFitRequest profile;
   profile.network = network;
-  profile.device = !args.device.empty()          ? args.device
-                   : torch::cuda::is_available() ? "cuda"
-                                                 : "cpu";
+  profile.device = args.device.empty() ? executor::default_device() : args.device;
   profile.precision = args.precision;
   profile.hardware = args.hardware;
   profile.profile_blocks = args.profile_blocks;

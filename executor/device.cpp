@@ -32,6 +32,8 @@ torch::Device resolve_device(const std::string& name) {
 #endif
 }
 
+std::string default_device() { return torch::cuda::is_available() ? "cuda" : "cpu"; }
+
 void synchronize(const torch::Device& device) {
 #ifdef PAPAYA_CUDA
   if (device.is_cuda()) torch::cuda::synchronize(device.index());

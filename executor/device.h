@@ -10,6 +10,10 @@ namespace papaya::executor {
 // build has no CUDA LibTorch, or the machine has no such GPU.
 torch::Device resolve_device(const std::string& name);
 
+// What a run profiles on when none is named: "cuda" where a CUDA GPU is
+// visible to this build, else "cpu".
+std::string default_device();
+
 // Waits for the device's queued work (a no-op on CPU).
 void synchronize(const torch::Device& device);
 
