@@ -4,6 +4,7 @@
 #include <ATen/Context.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
+#include <torch/version.h>
 #endif
 
 #include <stdexcept>
@@ -15,7 +16,11 @@ namespace {
 // The caching allocator starts lazily (PyTorch 2.x), at the first CUDA
 // tensor; its statistics are read before that (a peak reset first of all).
 int resolve(int index) {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 6)
   at::globalContext().lazyInitDevice(c10::DeviceType::CUDA);
+#else
+  at::globalContext().lazyInitCUDA();
+#endif
   return index < 0 ? c10::cuda::current_device() : index;
 }
 }  // namespace
