@@ -9,6 +9,11 @@
 #include <mutex>
 #include <vector>
 
+#include "executor/storage/invert_math.h"
+#ifdef PAPAYA_CUDA
+#include "executor/storage/invert_cuda.h"
+#endif
+
 namespace papaya::executor {
 namespace {
 
@@ -61,6 +66,7 @@ struct Table {
   // tensor the allocator gives out: constant, like code, it is no part of
   // any plan's memory.
   std::vector<float> values;
+  // A tensor over the host data (copied to a GPU once, table_on).
   at::Tensor view() const { return at::from_blob(const_cast<float*>(values.data()), {2, table_size + 1}, at::kFloat); }
 };
 
@@ -88,7 +94,8 @@ const Table& table(model::LayerKind kind) {
   return kind == model::LayerKind::gelu ? gelu_table : silu_table;
 }
 
-// The table on a device other than the CPU: a copy made once per device.
+#ifdef PAPAYA_CUDA
+// The table on a GPU: a copy made once per device.
 at::Tensor table_on(model::LayerKind kind, const at::Device& device) {
   static std::mutex mutex;
   static std::map<std::pair<model::LayerKind, std::string>, at::Tensor> copies;
@@ -97,16 +104,19 @@ at::Tensor table_on(model::LayerKind kind, const at::Device& device) {
   if (!copy.defined()) copy = table(kind).view().to(device);
   return copy;
 }
+#endif
+
+invert::DerivativeTable derivative_table(const Table& t, const float* values) {
+  return {values, table_size, static_cast<float>(t.y_min), static_cast<float>(table_size / t.right_span),
+          static_cast<float>(table_size / t.left_span)};
+}
 
 // On the CPU: one pass over the values, nothing allocated but the result.
 at::Tensor input_grad_on_cpu(const Table& t, const at::Tensor& grad, const at::Tensor& output, const at::Tensor& right) {
   const at::Tensor g = grad.contiguous(), y = output.to(grad.scalar_type()).contiguous(),
                    branch = right.to(at::kBool).contiguous();
   at::Tensor out = at::empty_like(g);
-  const float* values = t.values.data();
-  const float y_min = static_cast<float>(t.y_min);
-  const float right_scale = static_cast<float>(table_size / t.right_span),
-              left_scale = static_cast<float>(table_size / t.left_span);
+  const invert::DerivativeTable table = derivative_table(t, t.values.data());
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, g.scalar_type(), "input_grad_from_output", [&] {
     const scalar_t* gp = g.data_ptr<scalar_t>();
     const scalar_t* yp = y.data_ptr<scalar_t>();
@@ -114,12 +124,8 @@ at::Tensor input_grad_on_cpu(const Table& t, const at::Tensor& grad, const at::T
     scalar_t* op = out.data_ptr<scalar_t>();
     at::parallel_for(0, g.numel(), chunk_values, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
-        const float u =
-            std::clamp(std::sqrt(std::max(static_cast<float>(yp[i]) - y_min, 0.f)) * (rp[i] ? right_scale : left_scale), 0.f,
-                       static_cast<float>(table_size));
-        const float cell = std::min(std::floor(u), static_cast<float>(table_size - 1));
-        const float* v = values + static_cast<int64_t>(cell) + (rp[i] ? 0 : table_size + 1);
-        op[i] = static_cast<scalar_t>((v[0] + (v[1] - v[0]) * (u - cell)) * static_cast<float>(gp[i]));
+        op[i] = static_cast<scalar_t>(invert::derivative_from_output(table, static_cast<float>(yp[i]), rp[i]) *
+                                      static_cast<float>(gp[i]));
       }
     });
   });
@@ -137,25 +143,13 @@ at::Tensor input_grad_from_output(model::LayerKind kind, const at::Tensor& grad,
                                   const at::Tensor& right) {
   const Table& t = table(kind);
   if (grad.device().is_cpu()) return input_grad_on_cpu(t, grad, output, right);
-  const at::Tensor values = table_on(kind, output.device()).view({-1});
-  const at::Tensor g = grad.reshape({-1}), y = output.reshape({-1}), branch = right.reshape({-1});
-  at::Tensor out = at::empty(g.sizes(), g.options());
-  // Elsewhere, in ATen passes over chunks: the temporaries (a dozen values
-  // per value) stay small.
-  for (int64_t start = 0; start < y.numel(); start += chunk_values) {
-    const int64_t count = std::min(chunk_values, y.numel() - start);
-    const at::Tensor r = branch.narrow(0, start, count);
-    at::Tensor u = (y.narrow(0, start, count).to(at::kFloat) - t.y_min).clamp_min_(0).sqrt_();
-    u.mul_(at::where(r, at::scalar_tensor(table_size / t.right_span, u.options()),
-                     at::scalar_tensor(table_size / t.left_span, u.options())))
-        .clamp_(0, table_size);
-    const at::Tensor cell = u.floor().clamp_max_(table_size - 1);
-    at::Tensor index = cell.to(at::kLong).add_(r.logical_not().to(at::kLong).mul_(table_size + 1));
-    at::Tensor derivative = values.take(index);
-    derivative.lerp_(values.take(index.add_(1)), u.sub_(cell));
-    out.narrow(0, start, count).copy_(derivative.mul_(g.narrow(0, start, count)));
+#ifdef PAPAYA_CUDA
+  if (grad.is_cuda()) {
+    const at::Tensor values = table_on(kind, grad.device());
+    return input_grad_cuda(derivative_table(t, values.data_ptr<float>()), grad, output, right);
   }
-  return out.view(grad.sizes());
+#endif
+  TORCH_CHECK(false, "inverted activations run on the CPU or a CUDA device, not on ", grad.device());
 }
 
 }  // namespace papaya::executor

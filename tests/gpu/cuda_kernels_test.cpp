@@ -6,6 +6,7 @@
 #include "executor/layout.h"
 #include "executor/networks/zoo.h"
 #include "executor/storage/codec.h"
+#include "executor/storage/invert.h"
 #include "executor/storage/rounding.h"
 #include "executor/storage/stored_bytes.h"
 #include "model/plan.h"
@@ -48,6 +49,28 @@ TEST(CudaKernels, WriteTheCpuCodecsBytes) {
     sum += dequantize(quantize(x, layout), layout, x.sizes(), x.scalar_type());
   }
   EXPECT_LT((sum / 400 - x).pow(2).mean().sqrt().item<double>(), 1.0 / std::sqrt(400.0));
+}
+
+// The inverted backward's kernel computes what the CPU loop computes (the
+// same table and arithmetic, invert_math.h), up to the GPU's fused
+// multiply-adds: within a few float steps of the gradient.
+TEST(CudaKernels, InvertedBackwardIsTheCpus) {
+  if (!has_cuda()) GTEST_SKIP() << "no CUDA device";
+  for (auto kind : {model::LayerKind::gelu, model::LayerKind::silu}) {
+    for (auto dtype : {torch::kFloat, torch::kBFloat16}) {
+      torch::manual_seed(2);
+      const torch::Tensor x = (torch::randn({5, 333}) * 3).to(dtype), grad = torch::randn({5, 333}).to(dtype);
+      const torch::Tensor output = kind == model::LayerKind::gelu ? torch::gelu(x) : torch::silu(x);
+      const torch::Tensor right = x >= branch_point(kind);
+      const torch::Tensor on_cpu = input_grad_from_output(kind, grad, output, right);
+      const torch::Tensor on_gpu = input_grad_from_output(kind, grad.cuda(), output.cuda(), right.cuda()).cpu();
+      ASSERT_EQ(on_gpu.scalar_type(), dtype);
+      const double step = dtype == torch::kBFloat16 ? 1.0 / 128 : 1e-6;
+      EXPECT_LE((on_gpu.to(torch::kFloat) - on_cpu.to(torch::kFloat)).abs().max().item<double>(),
+                4 * step * grad.to(torch::kFloat).abs().max().item<double>())
+          << model::to_string(kind);
+    }
+  }
 }
 
 // Swapped tensors come back bit for bit: the gradients are keep's (raw) and

@@ -12,11 +12,11 @@
 #include <cuda_runtime_api.h>
 #include <stdint.h>
 
+#include "executor/storage/cuda/dtype.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-enum papaya_dtype { papaya_float32 = 0, papaya_bfloat16 = 1 };
 
 /* x: numel values of `dtype`; out: the buffer. The rounding noise is a hash
  * of (seed, value index): a new seed per call. */
