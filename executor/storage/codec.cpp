@@ -18,23 +18,6 @@
 namespace papaya::executor {
 namespace {
 
-// codes (n, G) uint8 < 2^bits -> (n, G*bits/8) bytes.
-at::Tensor pack_codes(const at::Tensor& codes, int bits) {
-  if (bits == 8) return codes;
-  const int per_byte = 8 / bits;
-  const at::Tensor c = codes.view({codes.size(0), -1, per_byte});
-  at::Tensor packed = c.select(2, 0).clone();
-  for (int j = 1; j < per_byte; ++j) packed.bitwise_or_(at::bitwise_left_shift(c.select(2, j), bits * j));
-  return packed;
-}
-
-// (n, G*bits/8) bytes -> codes (n, G) uint8.
-at::Tensor unpack_codes(const at::Tensor& packed, int bits) {
-  if (bits == 8) return packed;
-  const at::Tensor shifts = at::arange(0, 8, bits, packed.options());
-  return at::bitwise_right_shift(packed.unsqueeze(-1), shifts).bitwise_and_((1 << bits) - 1).view({packed.size(0), -1});
-}
-
 // The CPU kernels work in fp32 and read and write fp32 and bf16 in place;
 // other dtypes go through fp32, as on CUDA.
 at::ScalarType kernel_dtype(at::ScalarType t) { return t == at::kBFloat16 ? at::kBFloat16 : at::kFloat; }
@@ -171,17 +154,24 @@ at::Tensor dequantize(const at::Tensor& buffer, const QuantLayout& l, at::IntArr
   return x.to(dtype);
 }
 
+// Masks in ATen passes: 8 bools (bytes 0 or 1) to a byte, the first in the
+// lowest bit.
 at::Tensor pack_mask(const at::Tensor& mask) {
   const int64_t n = mask.numel();
   at::Tensor bits = mask.reshape({-1}).view(at::kByte);  // bool is one byte, 0 or 1
   if (n % 8) bits = at::constant_pad_nd(bits, {0, 8 - n % 8}, 0);
-  return pack_codes(bits.view({-1, 8}), 1).view({-1});
+  const at::Tensor c = bits.view({-1, 8});
+  at::Tensor packed = c.select(1, 0).clone();
+  for (int j = 1; j < 8; ++j) packed.bitwise_or_(at::bitwise_left_shift(c.select(1, j), j));
+  return packed;
 }
 
 at::Tensor unpack_mask(const at::Tensor& packed, at::IntArrayRef shape) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
-  return unpack_codes(packed.view({-1, 1}), 1).view({-1}).narrow(0, 0, n).view(at::kBool).view(shape);
+  const at::Tensor shifts = at::arange(0, 8, packed.options());
+  const at::Tensor bits = at::bitwise_right_shift(packed.view({-1, 1}), shifts).bitwise_and_(1);
+  return bits.view({-1}).narrow(0, 0, n).view(at::kBool).view(shape);
 }
 
 }  // namespace papaya::executor
