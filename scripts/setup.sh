@@ -4,7 +4,8 @@
 set -euo pipefail
 
 packages=(
-  g++ cmake ninja-build pkg-config
+  clang cmake ninja-build pkg-config  # clang: LibTorch sources compile in half g++'s time (scripts/build.sh)
+  libomp-dev              # clang's OpenMP: the CPU codec's threads
   libtorch-dev            # LibTorch 1.13 (CPU); a CUDA LibTorch is used instead where found
   libgloo-dev             # Gloo's headers: data-parallel training over LibTorch's c10d
   libceres-dev            # the performance model's fits

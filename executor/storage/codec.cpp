@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "executor/storage/quant_math.h"
@@ -38,6 +39,34 @@ GroupSpan span_of(const QuantLayout& l, int64_t g) {
 // Each group in one pass over its values, in loops the compiler vectorizes:
 // the values (zero-padded at a head's tail) with their min and max, the bf16
 // range, the codes, then the codes packed, the first in the lowest bits.
+// The smallest and largest of n values; NaN is passed over, as fminf/fmaxf
+// do on CUDA. In independent lanes, each `v < low ? v : low` (what SSE's
+// minps computes), so that g++ and clang vectorize it without reordering
+// what the result depends on.
+std::pair<float, float> min_max(const float* v, int64_t n) {
+  constexpr int lanes = 16;
+  float low[lanes], high[lanes];
+  std::fill(low, low + lanes, std::numeric_limits<float>::infinity());
+  std::fill(high, high + lanes, -std::numeric_limits<float>::infinity());
+  int64_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    for (int k = 0; k < lanes; ++k) {
+      low[k] = v[i + k] < low[k] ? v[i + k] : low[k];
+      high[k] = v[i + k] > high[k] ? v[i + k] : high[k];
+    }
+  }
+  for (int k = 0; i < n; ++i, ++k) {
+    low[k] = v[i] < low[k] ? v[i] : low[k];
+    high[k] = v[i] > high[k] ? v[i] : high[k];
+  }
+  float lo = low[0], hi = high[0];
+  for (int k = 1; k < lanes; ++k) {
+    lo = low[k] < lo ? low[k] : lo;
+    hi = high[k] > hi ? high[k] : hi;
+  }
+  return {lo, hi};
+}
+
 template <int Bits, typename T>
 void quantize_groups(const T* x, const QuantLayout& l, uint64_t seed, uint8_t* out) {
   constexpr int per_byte = 8 / Bits;
@@ -55,14 +84,7 @@ void quantize_groups(const T* x, const QuantLayout& l, uint64_t seed, uint8_t* o
       const T* in = x + span.first;
       for (int64_t i = 0; i < span.count; ++i) v[i] = static_cast<float>(in[i]);
       std::fill(v.begin() + span.count, v.end(), 0.f);
-      // NaN is passed over, as fminf/fmaxf do on CUDA; with no NaN the lanes'
-      // order is no matter, which the reduction pragma lets the loop use.
-      float low = std::numeric_limits<float>::infinity(), high = -low;
-#pragma omp simd reduction(min : low) reduction(max : high)
-      for (int64_t i = 0; i < size; ++i) {
-        low = v[i] < low ? v[i] : low;
-        high = v[i] > high ? v[i] : high;
-      }
+      const auto [low, high] = min_max(v.data(), size);
       const quant::Range r = quant::range_of(low, high, Bits);
       std::memcpy(ranges + 2 * g, &r.min_bits, 2);
       std::memcpy(ranges + 2 * (l.groups() + g), &r.scale_bits, 2);
