@@ -100,14 +100,14 @@ struct Why {
 };
 
 // recompute-all is used by segments; every other optimization by tensors.
-bool used_by_segments(const std::string& name) { return model::plan_term_row(name)->form == model::Form::recomputed; }
+bool used_by_segments(const std::string& name) { return model::recomputes(model::plan_term_row(name)->form); }
 
 int uses(const model::Plan& plan, const std::string& name) {
   if (used_by_segments(name)) return static_cast<int>(plan.segments.size());
   const model::StrategyRow& row = *model::plan_term_row(name);
   int count = 0;
   for (const auto& [key, s] : plan.tensors) {
-    if (row.swaps ? s.swap : (s.form != model::Form::recomputed && model::TensorStrategy{s.form, s.bits}.name() == name)) ++count;
+    if (row.swaps ? s.swap : (!model::recomputes(s.form) && model::TensorStrategy{s.form, s.bits}.name() == name)) ++count;
   }
   return count;
 }

@@ -31,7 +31,7 @@ StoreSpec consumer_spec(const Network& network, const model::LayerDesc& layer) {
     const Segment* segment = network.find_segment(consumer->segment());
     if (segment && segment->strategy().recompute) continue;
     const StoreSpec& spec = consumer->store_spec(consumer->slot_index(key.substr(colon + 1)));
-    if (spec.strategy.form != Form::inverted && spec.strategy.form != Form::recomputed) return spec;
+    if (!model::drops_tensor(spec.strategy.form)) return spec;
   }
   return {};
 }
@@ -60,7 +60,7 @@ AppliedPlan apply_plan(Network& network, const model::Plan& plan, const model::N
     for (size_t i = 0; i < layer->slots().size(); ++i) {
       const model::SlotDesc& slot = desc->slots.at(i);
       StoreSpec spec{plan.tensor(layer->path(), slot.name)};
-      if (spec.strategy.form == Form::adaptive) {
+      if (model::chooses_bits(spec.strategy.form)) {
         auto& controller = by_budget[spec.strategy.bits];
         if (!controller) {
           controller = std::make_shared<AdaptiveBits>(spec.strategy.bits, options.adaptive_every);
@@ -79,7 +79,7 @@ AppliedPlan apply_plan(Network& network, const model::Plan& plan, const model::N
     auto* activation = dynamic_cast<Activation*>(layer);
     if (!activation) continue;
     activation->output_spec = StoreSpec{};
-    if (activation->slots().empty() || activation->store_spec(0).strategy.form != Form::inverted) continue;
+    if (activation->slots().empty() || !model::derives_from_output(activation->store_spec(0).strategy.form)) continue;
     const model::LayerDesc* desc = layout.find_layer(layer->path());
     TORCH_CHECK(desc, "the layout has no layer ", layer->path());
     activation->output_spec = consumer_spec(network, *desc);

@@ -199,7 +199,7 @@ Plan expand_plan_name(const std::string& name, const NetworkLayout& layout) {
     SegmentStrategy s;
     s.recompute = true;
     s.input.swap = terms->tensor.swap;
-    if (terms->tensor.form != Form::raw) {
+    if (rounds_values(terms->tensor.form)) {
       s.input.form = Form::quantized;  // an adaptive plan keeps segment inputs at its average bits
       s.input.bits = terms->tensor.bits;
     }
@@ -210,7 +210,7 @@ Plan expand_plan_name(const std::string& name, const NetworkLayout& layout) {
     if (inside_recomputed(plan, layer)) continue;
     for (const auto& slot : layer.slots) {
       TensorStrategy s = adapt_to_slot(layer, slot, terms->tensor);
-      if (s.form == Form::quantized && s.bits < head_input_bits && is_head_input(layout, i, slot)) {
+      if (rounds_values(s.form) && !chooses_bits(s.form) && s.bits < head_input_bits && is_head_input(layout, i, slot)) {
         s.bits = head_input_bits;
       }
       const bool invertible = traits(layer.kind).invertible_input && slot.name == "input";

@@ -70,6 +70,21 @@ bool drops_tensor(Form form) {
   return false;
 }
 
+bool chooses_bits(Form form) {
+  switch (form) {
+    case Form::adaptive: return true;
+    case Form::raw:
+    case Form::quantized:
+    case Form::inverted:
+    case Form::recomputed: return false;
+  }
+  return false;
+}
+
+bool recomputes(Form form) { return row_of(form).encoding == Encoding::none; }
+
+bool derives_from_output(Form form) { return row_of(form).derivative_from_output; }
+
 std::string TensorStrategy::name() const {
   const StrategyRow& row = row_of(form);
   std::string n = form == Form::raw ? "" : row.takes_bits ? std::string(row.term) + "-" + std::to_string(bits) : row.term;
@@ -117,7 +132,7 @@ TensorStrategy parse_tensor_strategy(const std::string& text, const std::string&
         break;
       case Form::quantized:
         if (bits != 8 && bits != 4 && bits != 2 && bits != 1) fail("quantize takes 8, 4 or 2 bits (1 for masks)");
-        if (quantize_bits || s.form == Form::adaptive) fail("one quantization per tensor");
+        if (quantize_bits || chooses_bits(s.form)) fail("one quantization per tensor");
         quantize_bits = bits;
         break;
       case Form::adaptive:
@@ -207,7 +222,7 @@ TensorStrategy adapt_to_slot(const LayerDesc& layer, const SlotDesc& slot, const
     } else {
       out.swap = s.swap;  // a classifier's log-probabilities are small: kept
     }
-  } else if (s.form == Form::inverted && !(traits(layer.kind).invertible_input && slot.name == "input")) {
+  } else if (derives_from_output(s.form) && !(traits(layer.kind).invertible_input && slot.name == "input")) {
     out = TensorStrategy{};
   }
   if (out.headwise && !traits(layer.kind).attention) out.headwise = false;

@@ -34,6 +34,13 @@ int default_group_size(int bits);
 // inverted do not store the tensor at all (nothing to swap).
 bool rounds_values(Form form);
 bool drops_tensor(Form form);
+// Adaptive: the bits are chosen per tensor while training (GACT's controller).
+bool chooses_bits(Form form);
+// From the form's row of the strategy table: nothing stored, the tensor
+// recomputed in backward (Encoding::none); the gradient derived from the
+// layer's output, kept as its consumer keeps it (derivative_from_output).
+bool recomputes(Form form);
+bool derives_from_output(Form form);
 
 struct TensorStrategy {
   Form form = Form::raw;

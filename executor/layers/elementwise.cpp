@@ -27,7 +27,7 @@ struct ActivationFunction : Function<ActivationFunction> {
     }
     const at::Tensor y = kind == LayerKind::gelu ? at::gelu(x) : at::silu(x);
     const StoreSpec& spec = layer->store_spec(0);
-    if (spec.strategy.form == Form::inverted) {
+    if (model::derives_from_output(spec.strategy.form)) {
       // The output is stored as its consumer stores it: the consumer's
       // store finds this copy and shares it.
       stash(ctx, {store(x >= branch_point(kind), model::SlotKind::mask, spec),

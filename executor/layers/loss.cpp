@@ -85,7 +85,7 @@ struct LMHeadFunction : Function<LMHeadFunction> {
                             const at::Tensor& target) {
     const at::Tensor rows = x.reshape({-1, x.size(-1)}), targets = target.reshape({-1});
     const at::Tensor w = computed_as(weight, x);
-    if (layer->store_spec(1).strategy.form == Form::recomputed) {
+    if (model::recomputes(layer->store_spec(1).strategy.form)) {
       stash(ctx, {store_slot(*layer, 0, x)});
       ctx->save_for_backward({weight, targets});
       at::Tensor total = at::zeros({}, x.options().dtype(at::kFloat));

@@ -58,7 +58,7 @@ int64_t head_numel(const at::Tensor& t, const model::TensorStrategy& s) {
 
 model::TensorStrategy effective_strategy(const StoreSpec& spec) {
   model::TensorStrategy s = spec.strategy;
-  if (s.form == Form::adaptive) {
+  if (model::chooses_bits(s.form)) {
     s.form = Form::quantized;
     s.bits = spec.adaptive->bits(spec.adaptive_index);
   }
@@ -78,7 +78,7 @@ c10::intrusive_ptr<Stored> store(const at::Tensor& t, model::SlotKind kind, cons
   auto out = c10::make_intrusive<Stored>();
   out->shape_ = t.sizes().vec();
   out->dtype_ = t.scalar_type();
-  if (spec.strategy.form == Form::adaptive) {
+  if (model::chooses_bits(spec.strategy.form)) {
     out->adaptive_ = spec.adaptive;
     out->adaptive_index_ = spec.adaptive_index;
   }

@@ -47,7 +47,7 @@ bool runs_moms(const Index& ix, int layer, const SlotStrategies& strategies, con
 
 int inverted_output_storage(const Index& ix, int slot, const SlotStrategies& strategies, const std::vector<bool>& recomputed) {
   const int layer = ix.slot(slot).layer;
-  if (strategies.of(slot).form != Form::inverted || !ix.active(layer, recomputed)) return -1;
+  if (!derives_from_output(strategies.of(slot).form) || !ix.active(layer, recomputed)) return -1;
   return ix.layer(layer).output_storage;
 }
 
@@ -97,7 +97,7 @@ void hold_slots(const AtBatch& at, int storage, const std::vector<TensorStrategy
       throw InputError(slot.key + ": " + s.name() + " needs a host link, which " + at.target().name +
                        " lacks (predict for a GPU of the catalog)");
     }
-    if (s.form == Form::recomputed) lm_head_recomputed = true;
+    if (recomputes(s.form)) lm_head_recomputed = true;
     if (s.is_keep()) hold_raw_user(ix, storage, slot.layer, held);
     stored[k] = s;
   }

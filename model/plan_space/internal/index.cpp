@@ -199,7 +199,7 @@ struct Builder {
       seg.input_candidates.push_back(TensorStrategy{});
       for (const TensorStrategy& input : searched.segment_input) {
         if (input.swap && !ix.target.has_host_link()) continue;
-        if (input.form != Form::raw && seg.input->kind != SlotKind::activation) continue;
+        if (rounds_values(input.form) && seg.input->kind != SlotKind::activation) continue;
         seg.input_candidates.push_back(input);
       }
     }

@@ -46,7 +46,7 @@ Option option(const AtBatch& at, const std::vector<Copy>& copies, const std::vec
   if (per_slot.empty() || has([](const TensorStrategy& s) { return s.is_keep(); })) {
     o.device_bytes += target.allocated(raw_bytes);
   }
-  if (has([](const TensorStrategy& s) { return s.form == Form::recomputed; })) {
+  if (has([](const TensorStrategy& s) { return recomputes(s.form); })) {
     o.recompute_seconds = at.layer(at.index->lm_head.layer).forward_s;
   }
   for (const Copy& c : copies) {
@@ -78,7 +78,7 @@ std::vector<Copy> copies_of(const AtBatch& at, int storage, const std::vector<Te
   std::vector<Copy> copies;
   for (size_t k = 0; k < st.slots.size(); ++k) {
     const TensorStrategy& s = per_slot[k];
-    if (s.is_keep() || s.form == Form::recomputed) continue;
+    if (s.is_keep() || recomputes(s.form)) continue;
     const int i = st.slots[k];
     const Slot& slot = ix.slot(i);
     const SlotAtBatch& size = at.slot(i);
@@ -90,7 +90,7 @@ std::vector<Copy> copies_of(const AtBatch& at, int storage, const std::vector<Te
     c.created = std::min(c.created, slot.layer);
     c.first_user = std::min(c.first_user, slot.layer);
     c.fetched_by = std::max(c.fetched_by, slot.layer);
-    const bool mask = s.form == Form::inverted || slot.kind == SlotKind::mask;
+    const bool mask = row_of(s.form).encoding == Encoding::mask || slot.kind == SlotKind::mask;
     const double transient = mask ? static_cast<double>(size.numel) : size.bytes;  // a mask unpacks to bools
     c.uses.push_back({ix.layer(slot.layer).backward_at, slot.layer, size.bytes, transient});
   }

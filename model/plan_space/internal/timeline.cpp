@@ -29,7 +29,7 @@ void add_storage(const AtBatch& at, int storage, const StorageHeld& held, double
     const int created_at = ix.layer(c.created).forward_at;
     if (c.strategy.swap) {
       const int forward_to = ix.layer(std::min(c.created + 1, n - 1)).forward_at;
-      if (c.strategy.form == Form::raw) {
+      if (row_of(c.strategy.form).encoding == Encoding::raw) {
         intervals.push_back({created_at, forward_to});  // the raw storage itself is what is copied out
       } else {
         add(c.device_bytes, created_at, forward_to);
