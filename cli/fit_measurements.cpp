@@ -4,6 +4,7 @@
 #include <ostream>
 
 #include "cli/fit_modes.h"
+#include "cli/series_cells.h"
 #include "cli/table.h"
 #include "model/error.h"
 #include "model/fit/global_fit.h"
@@ -17,28 +18,6 @@ namespace papaya::cli {
 namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
-
-template <typename T, typename Format>
-std::string cell(const std::optional<T>& value, Format format) {
-  return value ? format(*value) : "-";
-}
-
-std::string yes_no(bool value) { return value ? "yes" : "no"; }
-
-std::string helps_cell(const model::SeriesFit& fit) {
-  if (!fit.verdict) return "baseline";
-  const auto& v = *fit.verdict;
-  std::string out = cell(v.helps, yes_no);
-  if (v.helps_analytic && v.helps_analytic != v.helps) out += " (analytic: " + yes_no(*v.helps_analytic) + ")";
-  return out;
-}
-
-// Its best samples/s over the baseline's: PAPAYA's ratio.
-std::string versus_baseline(const model::SeriesFit& fit) {
-  if (!fit.verdict) return "1.00";
-  const auto ratio = fit.versus_baseline();
-  return ratio ? fixed(ratio->value, 2) + "x" + (ratio->from_runs ? " (runs)" : "") : "-";
-}
 
 void print_tables(std::ostream& out, const model::GlobalModel& fitted) {
   std::map<std::pair<std::string, int>, std::vector<const model::SeriesFit*>> by_gpu;
@@ -58,7 +37,7 @@ void print_tables(std::ostream& out, const model::GlobalModel& fitted) {
            time ? fixed(time->curve.per_sample * 1e3, 3) : "-", time ? fixed(time->curve.fixed * 1e3, 1) : "-",
            memory ? cell(memory->r2, r2) : "-", cell(fit->r2_time(), r2),
            fit->max_batch ? std::to_string(*fit->max_batch) + " (" + fit->max_batch_limit + ")" : "-",
-           cell(fit->best_samples_per_s, [](double v) { return fixed(v, 1); }), versus_baseline(*fit), helps_cell(*fit)});
+           cell(fit->best_samples_per_s, [](double v) { return fixed(v, 1); }), versus_baseline_cell(*fit), helps_cell(*fit)});
     }
     table.print(out);
     out << "\n";

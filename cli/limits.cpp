@@ -2,9 +2,11 @@
 // whole-network plan on each catalog entry, under a memory budget. With
 // --network instead of a model, the network is profiled here first, quickly
 // and in part where it is large: 2 of its blocks where it would not fit this
-// machine, and a long sequence modelled from three short ones.
+// machine, and a long sequence modelled from three short ones. Given a
+// global model (fit --measurements --out), each measured series' largest batch.
 #include "cli/commands.h"
 #include "cli/data_parallel_options.h"
+#include "cli/global_prediction.h"
 #include "cli/progress.h"
 #include "cli/network_option.h"
 #include "cli/report.h"
@@ -14,6 +16,8 @@
 #include "model/catalog/hardware.h"
 #include "model/catalog/network_config.h"
 #include "model/catalog/parameter_count.h"
+#include "model/fit/global_model.h"
+#include "model/fit/global_predict.h"
 #include "model/plan_space/predict.h"
 #include "model/units.h"
 #include "pipeline/data_parallel.h"
@@ -130,6 +134,7 @@ Limits compute(const LimitsArgs& args) {
     throw InputError("limits " + args.model +
                      ": --seq-len, --profile-blocks and --precision go with --network (a model is fitted already)");
   }
+  if (args.hardware.empty()) throw InputError("limits: --hardware is needed: the catalog entries to size the batch for");
   for (const auto& name : split_commas(args.hardware)) model::load_hardware(name);  // before minutes of profiling
   args.data_parallel.validate();
   Limits l;
@@ -171,6 +176,19 @@ Limits compute(const LimitsArgs& args) {
   return l;
 }
 
+// A global model (fit --measurements --out): each series' largest batch
+// under --budget, on the GPUs its runs were measured on.
+GlobalPredictionReport limits_from_global(const LimitsArgs& args) {
+  if (!args.hardware.empty() || args.data_parallel.requested()) {
+    throw InputError("limits " + args.model +
+                     ": a global model holds the GPUs its runs were measured on; --hardware, --gpus and --zero go with a "
+                     "layer model (papaya fit PROFILE) or --network");
+  }
+  std::optional<double> budget;
+  if (!args.budget.empty()) budget = static_cast<double>(model::parse_size(args.budget, "--budget"));
+  return {"limits", args.model, model::predict_global(model::load_global_model(args.model), args.model, std::nullopt, budget)};
+}
+
 }  // namespace
 
 void register_limits(CLI::App& app) {
@@ -179,17 +197,27 @@ void register_limits(CLI::App& app) {
                                  "The largest batch of each memory optimization on each hardware, from a model (papaya fit) or a "
                                  "network profiled here (--network: quickly, 2 of its blocks where it is large, a long sequence "
                                  "modelled from three short ones).");
-  cmd->add_option("model", args->model, "Layer model (JSON, from papaya fit PROFILE); or --network");
+  cmd->add_option("model", args->model,
+                  "Model (JSON): a layer model (papaya fit PROFILE), or a global model (papaya fit --measurements --out): "
+                  "each measured series' largest batch under --budget; or --network");
   add_network_options(cmd, args->network, args->seq_len);
   add_profile_blocks_option(cmd, args->profile_blocks);
   add_precision_option(cmd, args->precision);
   cmd->add_option("--device,-d", args->device,
                   "With --network: cpu, cuda or cuda:N to profile on; default: cuda where there is one, else cpu");
-  cmd->add_option("--hardware", args->hardware, "Catalog entries, comma-separated (papaya hardware)")->required();
-  cmd->add_option("--budget", args->budget, "Memory budget (e.g. 24GiB); default: 80% of each device's memory");
+  cmd->add_option("--hardware", args->hardware,
+                  "Catalog entries, comma-separated (papaya hardware); needed but with a global model");
+  cmd->add_option("--budget", args->budget,
+                  "Memory budget (e.g. 24GiB); default: 80% of each device's memory (a global model: each GPU's memory)");
   add_data_parallel_options(cmd, args->data_parallel);
   const auto output = add_output_options(cmd);
-  cmd->callback([args, output] { show(compute(*args), *output); });
+  cmd->callback([args, output] {
+    if (!args->model.empty() && args->network.empty() && model::is_global_model_file(args->model)) {
+      show(limits_from_global(*args), *output);
+    } else {
+      show(compute(*args), *output);
+    }
+  });
 }
 
 }  // namespace papaya::cli

@@ -1,14 +1,19 @@
 // papaya predict MODEL --batch B: peak memory, samples/s and the largest batch
 // that fits, for every whole-network plan (or one --plan), on the profiled
-// machine or a catalog entry; --plot draws them against the batch.
+// machine or a catalog entry; --plot draws them against the batch. Given a
+// global model (fit --measurements --out), each measured series at --batch.
 #include "model/plan_space/predict.h"
 #include <algorithm>
 #include "cli/commands.h"
 #include "cli/data_parallel_options.h"
+#include "cli/global_prediction.h"
 #include "cli/plot.h"
 #include "cli/prediction_plot.h"
 #include "cli/report.h"
 #include "cli/table.h"
+#include "model/error.h"
+#include "model/fit/global_model.h"
+#include "model/fit/global_predict.h"
 #include "model/units.h"
 
 namespace papaya::cli {
@@ -149,24 +154,48 @@ Prediction compute(const PredictArgs& args) {
   return p;
 }
 
+// A global model (fit --measurements --out): its series at --batch and
+// --budget, on the GPUs their runs were measured on.
+GlobalPredictionReport predict_from_global(const PredictArgs& args) {
+  if (!args.hardware.empty() || !args.plan.empty() || !args.plot.empty() || args.data_parallel.requested()) {
+    throw InputError("predict " + args.model +
+                     ": a global model predicts the GPUs and strategies its runs were measured with; --hardware, --plan, "
+                     "--plot, --gpus and --zero go with a layer model (papaya fit PROFILE)");
+  }
+  std::optional<double> budget;
+  if (!args.budget.empty()) budget = static_cast<double>(model::parse_size(args.budget, "--budget"));
+  return {"predict", args.model,
+          model::predict_global(model::load_global_model(args.model), args.model, static_cast<int>(args.batch), budget)};
+}
+
 }  // namespace
 
 void register_predict(CLI::App& app) {
   auto args = std::make_shared<PredictArgs>();
   auto* cmd = app.add_subcommand(
       "predict", "Predict peak memory, samples/s and the largest batch of each memory optimization from a model (papaya fit).");
-  cmd->add_option("model", args->model, "Layer model (JSON, from papaya fit PROFILE)")->required();
+  cmd->add_option("model", args->model,
+                  "Model (JSON): a layer model (papaya fit PROFILE), or a global model (papaya fit --measurements --out): "
+                  "each measured series at --batch and --budget")
+      ->required();
   cmd->add_option("--batch,-b", args->batch, "Samples per step")->required()->check(CLI::PositiveNumber);
   cmd->add_option("--hardware", args->hardware, "Catalog entry to predict for (papaya hardware); default: the profiled machine");
   cmd->add_option("--plan", args->plan, "One plan, by name (quantize-4+invert, ...) or plan file, instead of every combination");
   cmd->add_option("--budget", args->budget,
-                  "Memory budget for the largest batch (e.g. 24GiB); default: 80% of the device memory");
+                  "Memory budget for the largest batch (e.g. 24GiB); default: 80% of the device memory (a global model: "
+                  "each GPU's memory)");
   cmd->add_option(
       "--plot", args->plot,
       "Figure of memory and samples/s against the batch (.svg or .png): keep and the fastest plans that fit at --batch");
   add_data_parallel_options(cmd, args->data_parallel);
   const auto output = add_output_options(cmd);
-  cmd->callback([args, output] { show(compute(*args), *output); });
+  cmd->callback([args, output] {
+    if (model::is_global_model_file(args->model)) {
+      show(predict_from_global(*args), *output);
+    } else {
+      show(compute(*args), *output);
+    }
+  });
 }
 
 }  // namespace papaya::cli

@@ -16,6 +16,8 @@ struct DataParallelRequest {
   std::optional<int> zero;  // the ZeRO stage; nullopt: 0, or where the planner chooses, its choice
   std::string link;         // a catalog link or a measured link's file; "": the hardware's interconnect
 
+  // Whether any of it was asked for (more GPUs, a stage, a link).
+  bool requested() const { return gpus != 1 || zero.has_value() || !link.empty(); }
   // Before any long work: InputError for a ZeRO stage above 0 or a link
   // with fewer than two GPUs, or a link that is neither in the catalog nor a file.
   void validate() const;

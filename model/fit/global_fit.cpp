@@ -153,6 +153,7 @@ SeriesFit fit_series(const MeasuredSeries& series, double budget_bytes) {
   fit.precision = series.precision;
   fit.strategy = series.strategy;
   fit.budget_bytes = budget_bytes;
+  fit.measured = series;
   std::set<int> batches;
   for (const auto& run : series.runs) {
     fit.points += !run.oom;

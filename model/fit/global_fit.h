@@ -65,6 +65,10 @@ struct SeriesFit {
 
   std::optional<Verdict> verdict;  // absent for `none` itself
   std::vector<std::string> notes;  // what was not fitted and why; odd rows
+  // The runs it was fitted from, so that it can be fitted again for another
+  // budget (model/fit/global_predict.h); absent from files written before a
+  // global model kept them.
+  std::optional<MeasuredSeries> measured;
 
   // Its best samples/s over the baseline's (1 for the baseline itself): of
   // the time models where both have one, else of the best runs where neither

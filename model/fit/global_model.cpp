@@ -30,6 +30,41 @@ bool fit_present(const json& doc, const std::vector<const char*>& keys, const st
   return present != 0;
 }
 
+json measured_to_json(const MeasuredSeries& series) {
+  json runs = json::array();
+  for (const auto& run : series.runs) {
+    runs.push_back({{"line", run.line},
+                    {"batch", run.batch},
+                    {"oom", run.oom},
+                    {"samples_per_s", or_null(run.samples_per_s)},
+                    {"iter_s", or_null(run.iter_s)},
+                    {"peak_bytes", or_null(run.peak_bytes)}});
+  }
+  return {{"gpu_memory_bytes", or_null(series.gpu_memory_bytes)}, {"peak_was_bytes", series.peak_was_bytes}, {"runs", runs}};
+}
+
+// The schema has checked each field's type; what it cannot say is checked here.
+MeasuredSeries measured_from_json(const json& doc, const SeriesFit& fit, const std::string& where) {
+  MeasuredSeries series{fit.gpu, optional_at<double>(doc, "gpu_memory_bytes"), fit.gpus, fit.network, fit.precision, fit.strategy,
+                        doc.at("peak_was_bytes"), {}};
+  const json& runs = doc.at("runs");
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const json& run = runs[i];
+    MeasuredRun r{run.at("line"),
+                  run.at("batch"),
+                  run.at("oom"),
+                  optional_at<double>(run, "samples_per_s"),
+                  optional_at<double>(run, "iter_s"),
+                  optional_at<double>(run, "peak_bytes")};
+    if (!r.oom && !r.samples_per_s && !r.iter_s) {
+      throw InputError(where + "/measured/runs/" + std::to_string(i) +
+                       ": samples_per_s and iter_s are both null: a run that did not run out of memory needs one");
+    }
+    series.runs.push_back(r);
+  }
+  return series;
+}
+
 SeriesFit series_from_json(const json& doc, const std::string& where) {
   SeriesFit fit;
   fit.gpu = doc.at("gpu");
@@ -68,6 +103,7 @@ SeriesFit series_from_json(const json& doc, const std::string& where) {
                           optional_at<double>(doc, "baseline_best_measured_samples_per_s")};
   }
   fit.notes = doc.at("notes").get<std::vector<std::string>>();
+  if (doc.contains("measured") && !doc.at("measured").is_null()) fit.measured = measured_from_json(doc.at("measured"), fit, where);
   return fit;
 }
 
@@ -111,7 +147,8 @@ json to_json(const SeriesFit& fit) {
           {"baseline_best_samples_per_s", or_null(v.baseline_best_samples_per_s)},
           {"baseline_best_measured_samples_per_s", or_null(v.baseline_best_measured_samples_per_s)},
           {"verdict_note", v.note.empty() ? json() : json(v.note)},
-          {"notes", fit.notes}};
+          {"notes", fit.notes},
+          {"measured", fit.measured ? measured_to_json(*fit.measured) : json()}};
 }
 
 json to_json(const GlobalModel& model) {
@@ -133,6 +170,11 @@ GlobalModel load_global_model(const std::string& path) {
     model.series.push_back(series_from_json(series[i], path + ": /series/" + std::to_string(i)));
   }
   return model;
+}
+
+bool is_global_model_file(const std::string& path) {
+  const json doc = read_json_file(path, "model");
+  return doc.is_object() && doc.contains("kind") && doc.at("kind") == "global";
 }
 
 }  // namespace papaya::model

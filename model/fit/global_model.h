@@ -19,4 +19,8 @@ nlohmann::json to_json(const GlobalModel& model);
 // file and JSON path otherwise.
 GlobalModel load_global_model(const std::string& path);
 
+// Whether the model file at `path` is a global model (its /kind), so that a
+// command taking either kind reads it with the right loader.
+bool is_global_model_file(const std::string& path);
+
 }  // namespace papaya::model
