@@ -93,6 +93,45 @@ TEST(Fit, PrintsATablePerGpu) {
   }
 }
 
+// The model file the fit writes, read by predict and limits: the same b*
+// and best as the fit at the same budget, the figures at a batch, and b* at
+// another budget.
+TEST(Fit, PredictAndLimitsReadTheGlobalModel) {
+  const TempDir dir("papaya-global-predict");
+  const std::string model = dir.path("model.json");
+  const Outcome fit = run_papaya("fit --measurements " + kData + " --json --out " + model);
+  ASSERT_EQ(fit.code, 0) << fit.err;
+  const json fits = json::parse(fit.out);
+  const json& fitted = series(fits, "resnet50", "fp32", "none");
+
+  const Outcome predict = run_papaya("predict " + model + " --batch 64 --json");
+  ASSERT_EQ(predict.code, 0) << predict.err;
+  const json predictions = json::parse(predict.out);
+  const json& at_64 = series(predictions, "resnet50", "fp32", "none");
+  EXPECT_EQ(at_64.at("max_batch"), fitted.at("max_batch"));
+  EXPECT_EQ(at_64.at("best_samples_per_s"), fitted.at("best_samples_per_s"));
+  EXPECT_EQ(at_64.at("batch"), 64);
+  // M(64) from the fit's memory line.
+  const double peak = fitted.at("alpha_bytes_per_sample").get<double>() * 64 + fitted.at("beta_bytes").get<double>();
+  EXPECT_NEAR(at_64.at("peak_bytes").get<double>(), std::max(peak, fitted.at("memory_floor_bytes").get<double>()), 1e-6 * peak);
+
+  const Outcome limits = run_papaya("limits " + model + " --budget 8GiB --json");
+  ASSERT_EQ(limits.code, 0) << limits.err;
+  const json limited = json::parse(limits.out);
+  const json& at_8 = series(limited, "resnet50", "fp32", "none");
+  EXPECT_NEAR(at_8.at("max_batch").get<int>(), 95, 1);  // as fit --budget 8GiB gives
+  EXPECT_FALSE(at_8.contains("peak_bytes"));
+  EXPECT_GT(at_8.at("max_batch_samples_per_s").get<double>(), 0);
+
+  const Outcome table = run_papaya("limits " + model);
+  ASSERT_EQ(table.code, 0) << table.err;
+  for (const char* text : {"papaya limits: global model", "V100-16GB, budget 16.00 GiB", "largest batch", "175 (oom)"}) {
+    EXPECT_NE(table.out.find(text), std::string::npos) << text << "\n" << table.out;
+  }
+  expect_input_error("limits " + model + " --hardware A100-80GB", "a global model holds the GPUs its runs were measured on");
+  expect_input_error("predict " + model + " --batch 8 --plan keep", "a global model predicts the GPUs and strategies");
+}
+
 // PAPAYA's multi-GPU runs: a table per GPU count, each strategy against the
 // `none` of its count, so the paper's finding reads off it (BERT-large
 // checkpointing loses on one V100 and wins on 2, 4 and 8; GPT3-small's
@@ -103,9 +142,10 @@ TEST(Fit, MultiGpuMeasurementsAndTheirPredictionFromOneGpu) {
   ASSERT_EQ(run.code, 0) << run.err;
   const json all = json::parse(run.out);
   for (const int gpus : {1, 2, 4, 8}) {
-    for (const auto& [network, wins] : {std::pair{"bert-large-cased", gpus > 1}, std::pair{"transformer_lm_gpt3_small", false}}) {
+    for (const auto& expected : {std::pair{"bert-large-cased", gpus > 1}, std::pair{"transformer_lm_gpt3_small", false}}) {
+      const auto& [network, wins] = expected;
       const auto it = std::find_if(all.begin(), all.end(), [&](const json& s) {
-        return s["gpus"] == gpus && s["network"] == network && s["strategy"] == "checkpoint";
+        return s["gpus"] == gpus && s["network"] == expected.first && s["strategy"] == "checkpoint";
       });
       ASSERT_NE(it, all.end()) << network << " x " << gpus;
       EXPECT_EQ((*it)["helps"], wins) << network << " x " << gpus;

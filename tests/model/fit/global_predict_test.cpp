@@ -74,13 +74,15 @@ TEST(GlobalPredict, TheFileFittedAgainGivesItsFigures) {
 
 TEST(GlobalPredict, FiguresAtABatchAreTheCurves) {
   const GlobalModel model = written_and_read(synthetic_model(), "synthetic.json");
-  const SeriesPrediction& q = series(predict_global(model, "m.json", 48, std::nullopt), "quantize4");
+  const GlobalPrediction at_48 = predict_global(model, "m.json", 48, std::nullopt);
+  const SeriesPrediction& q = series(at_48, "quantize4");
   ASSERT_TRUE(q.peak_bytes && q.samples_per_s);
   EXPECT_NEAR(*q.peak_bytes, peak_mib(48) * kMiB, 1e-6 * peak_mib(48) * kMiB);
   EXPECT_NEAR(*q.samples_per_s, 48 / iter_s(48), 1e-6 * 48 / iter_s(48));
   EXPECT_FALSE(q.outside_runs);
 
-  const SeriesPrediction& far = series(predict_global(model, "m.json", 512, std::nullopt), "quantize4");
+  const GlobalPrediction at_512 = predict_global(model, "m.json", 512, std::nullopt);
+  const SeriesPrediction& far = series(at_512, "quantize4");
   ASSERT_TRUE(far.outside_runs);
   EXPECT_NE(far.outside_runs->find("outside the runs (16-128)"), std::string::npos) << *far.outside_runs;
 }
