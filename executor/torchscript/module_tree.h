@@ -1,0 +1,37 @@
+#pragma once
+// What papaya makes of a TorchScript module's hierarchy: the modules whose
+// forward is called (prim::CallMethod) become layers named by their path
+// (layer1.0.conv1) where they call no child, or also where they run ops
+// outside their children; the called children of Sequential and ModuleList
+// containers become segments that can be recomputed.
+#include <torch/script.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace papaya::executor::torchscript {
+
+struct ModuleNode {
+  std::string path;                  // "" for the top module
+  std::string type;                  // its class, unqualified: "Linear"
+  int64_t parameters = 0;            // its own, not its children's; a tensor shared with an earlier module counts there
+  int calls = 0;                     // forward calls in one forward of the network (loops counted once)
+  std::vector<std::string> own_ops;  // the distinct ops its forward runs outside its children ("aten::add")
+  bool layer = false;
+  bool segment = false;
+};
+
+struct ModuleTree {
+  std::vector<ModuleNode> modules;  // depth first, as the module hierarchy lists them
+  int64_t parameters = 0;           // every parameter, shared ones once
+  int layers() const;
+  int segments() const;
+};
+
+// InputError naming `label` where the forward calls none of the module's
+// submodules (a frozen module or one optimized for inference: their calls
+// are inlined, and papaya needs them).
+ModuleTree module_tree(const torch::jit::Module& module, const std::string& label);
+
+}  // namespace papaya::executor::torchscript
