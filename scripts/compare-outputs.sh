@@ -76,7 +76,7 @@ while read -r line; do
   for stream in out err; do
     if ! cmp -s "$work/old/$n.$stream" "$work/new/$n.$stream"; then
       echo "differs ($stream): papaya${line#*:}"
-      diff "$work/old/$n.$stream" "$work/new/$n.$stream" | head -6 | sed 's/^/    /'
+      diff "$work/old/$n.$stream" "$work/new/$n.$stream" | head -6 | sed 's/^/    /' || true  # diff exits 1 on a difference
       differences=$((differences + 1))
     fi
   done
