@@ -89,7 +89,7 @@ Inspection inspect(const InspectArgs& args) {
   r.path = args.archive;
   r.type = archive.module.type()->name() ? archive.module.type()->name()->name() : "?";
   r.signature = ts::forward_signature(archive);
-  r.inputs = ts::input_specs(archive, args.inputs);
+  r.inputs = ts::input_specs(archive, args.inputs, "--input");
   if (!r.inputs.empty()) r.inputs_from = args.inputs.empty() ? "papaya.json" : "--input";
   r.tree = ts::module_tree(archive.module, args.archive);
   return r;

@@ -21,6 +21,7 @@ else
   scripts/build.sh -DPAPAYA_WERROR=ON  # a warning fails the build (a configured build dir keeps its setting)
 fi
 python3 scripts/check-includes.py  # no two units include each other in a circle
+python3 scripts/check-flag-names.py  # flag names only in cli/
 ctest --test-dir "${PAPAYA_BUILD_DIR:-build}" --output-on-failure -j "${PAPAYA_JOBS:-$(nproc)}"
 fuzz_seconds=${PAPAYA_FUZZ_SECONDS:-3}
 if [ "$fuzz_seconds" != 0 ]; then

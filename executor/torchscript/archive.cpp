@@ -80,12 +80,13 @@ std::string forward_signature(const Archive& archive) {
   return out;
 }
 
-std::vector<model::InputSpec> input_specs(const Archive& archive, const std::vector<std::string>& given) {
+std::vector<model::InputSpec> input_specs(const Archive& archive, const std::vector<std::string>& given,
+                                          const std::string& given_as) {
   std::vector<model::InputSpec> specs;
   std::string source;
   if (!given.empty()) {
-    source = "--input";
-    for (const auto& text : given) specs.push_back(model::parse_input_spec(text, "--input"));
+    source = given_as;
+    for (const auto& text : given) specs.push_back(model::parse_input_spec(text, given_as));
   } else if (archive.papaya_json) {
     source = std::string(kExtraFile) + " /inputs";
     specs = specs_from_json(archive);

@@ -35,10 +35,12 @@ struct ForwardArgument {
 std::vector<ForwardArgument> forward_arguments(const Archive& archive);
 std::string forward_signature(const Archive& archive);  // "forward(Tensor x, Tensor mask) -> Tensor"
 
-// The specs of the forward's inputs, in order: `given` (--input) where
-// there are any, else papaya.json's "inputs", else none. InputError where
-// they do not match the forward's arguments (count, a non-tensor argument)
-// or do not parse, naming where they came from.
-std::vector<model::InputSpec> input_specs(const Archive& archive, const std::vector<std::string>& given);
+// The specs of the forward's inputs, in order: `given` where there are any
+// (`given_as` names where they came from in errors), else papaya.json's
+// "inputs", else none. InputError where they do not match the forward's
+// arguments (count, a non-tensor argument) or do not parse, naming where
+// they came from.
+std::vector<model::InputSpec> input_specs(const Archive& archive, const std::vector<std::string>& given,
+                                          const std::string& given_as);
 
 }  // namespace papaya::executor::torchscript

@@ -159,13 +159,13 @@ TEST(Archive, InputsFromTheFlagOrTheArchivesPapayaJson) {
   std::remove(path.c_str());
   EXPECT_EQ(forward_signature(archive), "forward(Tensor x, Tensor mask) -> Tensor");
 
-  const auto from_json = input_specs(archive, {});
+  const auto from_json = input_specs(archive, {}, "--input");
   ASSERT_EQ(from_json.size(), 2u);
   EXPECT_EQ(from_json[1].shape(5), (std::vector<int64_t>{5, 1}));
-  const auto given = input_specs(archive, {"float32[B,3]", "bfloat16[B,1]"});
+  const auto given = input_specs(archive, {"float32[B,3]", "bfloat16[B,1]"}, "--input");
   EXPECT_EQ(given[1].dtype, "bfloat16");
   try {
-    input_specs(archive, {"float32[B,3]"});
+    input_specs(archive, {"float32[B,3]"}, "--input");
     ADD_FAILURE() << "no error";
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()), path + ": forward takes 2 input(s) (x, mask), --input gives 1");
@@ -177,7 +177,7 @@ TEST(Archive, InputsFromTheFlagOrTheArchivesPapayaJson) {
   const Archive with_int = load_archive(other);
   std::remove(other.c_str());
   try {
-    input_specs(with_int, {});
+    input_specs(with_int, {}, "--input");
     ADD_FAILURE() << "no error";
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()), other + ": forward's argument 'n' has type int, not Tensor: papaya feeds tensors only");
@@ -187,7 +187,7 @@ TEST(Archive, InputsFromTheFlagOrTheArchivesPapayaJson) {
   const Archive bad_json = load_archive(bad);
   std::remove(bad.c_str());
   try {
-    input_specs(bad_json, {});
+    input_specs(bad_json, {}, "--input");
     ADD_FAILURE() << "no error";
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()).rfind(bad + ": papaya.json /inputs/1: expected a string", 0), 0u) << e.what();
