@@ -1,6 +1,5 @@
 #include "executor/torchscript/saved_tensors.h"
 
-#include <ATen/SavedTensorHooks.h>
 #include <torch/csrc/autograd/engine.h>
 #include <torch/csrc/autograd/saved_variable_hooks.h>
 #include <torch/csrc/jit/runtime/interpreter.h>
@@ -56,7 +55,6 @@ struct HookEngine : torch::autograd::Engine {
 void install_engine() {
   static std::once_flag once;
   std::call_once(once, [] {
-    at::SavedTensorDefaultHooks::lazy_initialize();
     torch::autograd::set_default_engine_stub(&HookEngine::get);
   });
 }
