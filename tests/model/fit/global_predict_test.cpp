@@ -68,7 +68,9 @@ TEST(GlobalPredict, TheFileFittedAgainGivesItsFigures) {
     EXPECT_EQ(b.best_samples_per_s, a.best_samples_per_s) << what;
     EXPECT_EQ(b.best_measured_samples_per_s, a.best_measured_samples_per_s) << what;
     ASSERT_EQ(b.verdict.has_value(), a.verdict.has_value()) << what;
-    if (a.verdict) EXPECT_EQ(b.verdict->helps, a.verdict->helps) << what;
+    if (a.verdict) {
+      EXPECT_EQ(b.verdict->helps, a.verdict->helps) << what;
+    }
   }
 }
 
