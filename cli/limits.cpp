@@ -4,6 +4,7 @@
 // and in part where it is large: 2 of its blocks where it would not fit this
 // machine, and a long sequence modelled from three short ones. Given a
 // global model (fit --measurements --out), each measured series' largest batch.
+#include "cli/network_choice.h"
 #include "cli/commands.h"
 #include "cli/data_parallel_options.h"
 #include "cli/global_prediction.h"
@@ -30,6 +31,7 @@ struct LimitsArgs {
   std::string model;
   std::string network;  // instead of a model: profile it here
   std::optional<int> seq_len;
+  ArchiveOptions archive;
   int profile_blocks = 0;
   std::string precision = "fp32";
   std::string device;  // empty: cuda where there is one, else cpu
@@ -142,7 +144,7 @@ Limits compute(const LimitsArgs& args) {
   if (args.network.empty()) {
     m = model::read_layer_model(args.model);
   } else {
-    const model::NetworkConfig network = model::load_network_config(args.network, args.seq_len);
+    const model::NetworkConfig network = load_network(args.network, args.seq_len, args.archive);
     l.parameters = model::parameter_count(network);
     m = profiled_model(args, network);
   }
@@ -201,6 +203,7 @@ void register_limits(CLI::App& app) {
                   "Model (JSON): a layer model (papaya fit PROFILE), or a global model (papaya fit --measurements --out): "
                   "each measured series' largest batch under --budget; or --network");
   add_network_options(cmd, args->network, args->seq_len);
+  add_archive_options(cmd, args->archive);
   add_profile_blocks_option(cmd, args->profile_blocks);
   add_precision_option(cmd, args->precision);
   cmd->add_option("--device,-d", args->device,

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/network_choice.h"
 #include "cli/network_option.h"
 #include "cli/output_file.h"
 #include "cli/profile_comm.h"
@@ -23,6 +24,7 @@ namespace {
 struct ProfileArgs {
   std::string network = default_network;
   std::optional<int> seq_len;
+  ArchiveOptions archive;
   profiler::ProfileOptions options;
   std::string batches;  // "1,2,4,8"
   std::string memory_limit;
@@ -148,7 +150,7 @@ void print_text(std::ostream& out, const ProfileRun& run) {
 ProfileRun compute(const ProfileArgs& args) {
   check_writable(args.out);
   profiler::ProfileOptions options = args.options;
-  options.network = model::load_network_config(args.network, args.seq_len);
+  options.network = load_network(args.network, args.seq_len, args.archive);
   options.batches = model::parse_int_list(args.batches, "--batch");
   if (!args.memory_limit.empty()) options.memory_limit = model::parse_size(args.memory_limit, "--memory-limit");
   if (args.probe_option->count() > 0) options.probe_batch = args.probe_batch;
@@ -176,6 +178,7 @@ void register_profile(CLI::App& app) {
   profiler::ProfileOptions& o = args->options;
   for (int b : o.batches) args->batches += (args->batches.empty() ? "" : ",") + std::to_string(b);
   add_network_options(cmd, args->network, args->seq_len);
+  add_archive_options(cmd, args->archive);
   cmd->add_option("--batch,-b", args->batches, "Batch sizes, comma-separated")->capture_default_str();
   cmd->add_option("--device,-d", o.device, "cpu, cuda or cuda:N")->capture_default_str();
   cmd->add_option("--steps,-s", o.steps, "Measured training steps per batch size")

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <ostream>
 
+#include "cli/network_choice.h"
 #include "cli/commands.h"
 #include "cli/data_parallel_options.h"
 #include "cli/network_option.h"
@@ -38,6 +39,7 @@ std::vector<std::string> single_optimizations() {
 struct RecommendArgs {
   std::string network = default_network;
   std::optional<int> seq_len;
+  ArchiveOptions archive;
   int profile_blocks = 0;  // 0: all if they fit
   std::string precision = "fp32";
   std::string device;  // empty: cuda where there is one, else cpu
@@ -205,7 +207,7 @@ void print_text(std::ostream& out, const Recommendation& rec) {
 
 Recommendation compute(const RecommendArgs& args) {
   const auto start = std::chrono::steady_clock::now();
-  const model::NetworkConfig network = model::load_network_config(args.network, args.seq_len);
+  const model::NetworkConfig network = load_network(args.network, args.seq_len, args.archive);
   Recommendation rec;
   rec.out = args.out.empty() ? network.name + ".plan.json" : args.out;
   const std::string& out = rec.out;
@@ -254,6 +256,7 @@ void register_recommend(CLI::App& app) {
       "recommend",
       "Profile a network, fit its model and plan within a memory budget: which optimizations to train with, and why.");
   add_network_options(cmd, args->network, args->seq_len);
+  add_archive_options(cmd, args->archive);
   add_profile_blocks_option(cmd, args->profile_blocks);
   add_precision_option(cmd, args->precision);
   cmd->add_option("--device,-d", args->device, "cpu, cuda or cuda:N to profile on; default: cuda where there is one, else cpu");

@@ -1,9 +1,11 @@
+#include "cli/network_choice.h"
 #include "cli/train_run.h"
 
 #include <filesystem>
 
 #include "cli/resumed_run.h"
 #include "executor/device.h"
+#include "executor/networks/source_for.h"
 #include "executor/distributed/collectives.h"
 #include "executor/distributed/data_parallel.h"
 #include "executor/plan_apply.h"
@@ -27,7 +29,7 @@ void prepare_train_run(TrainRun& run) {
     if (!run.given.count("--network") && !run.given.count("--seq-len")) return;  // the state's network
   }
   executor::resolve_precision(run.precision, device);
-  run.network_config = model::load_network_config(run.network, run.seq_len);
+  run.network_config = load_network(run.network, run.seq_len, run.archive);
 }
 
 void check_rank_devices(const TrainRun& run, int ranks_here) {
@@ -77,7 +79,7 @@ executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& cal
   session_options.world = run.world;
   session_options.zero = run.zero;
   if (run.resume.empty() && !run.network_config) throw std::logic_error("train_run: the run is not prepared");
-  executor::Session session(executor::ZooSource(run.resume.empty() ? *run.network_config : recorded_config(run, recorded)),
+  executor::Session session(*executor::source_for(run.resume.empty() ? *run.network_config : recorded_config(run, recorded)),
                             session_options);
   const model::NetworkConfig& config = session.config;
   executor::Network& network = *session.network;

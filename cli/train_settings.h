@@ -6,6 +6,7 @@
 #include <set>
 #include <string>
 
+#include "cli/network_choice.h"
 #include "executor/distributed/world.h"
 #include "model/catalog/network_config.h"
 #include "model/plan.h"
@@ -15,6 +16,7 @@ namespace papaya::cli {
 struct TrainRun {
   std::string network = "gpt-tiny";    // config name or path
   std::optional<int> seq_len;          // tokens per sample instead of the config's
+  ArchiveOptions archive;              // a TorchScript network's inputs and loss
   // The network and sequence length above, parsed once (prepare_train_run);
   // nullopt where a resumed state's network is trained as it was.
   std::optional<model::NetworkConfig> network_config;

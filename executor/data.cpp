@@ -7,6 +7,8 @@
 #include <sstream>
 
 #include "executor/random_state.h"
+#include "executor/torchscript/synthetic_data.h"
+#include "model/catalog/input_spec.h"
 #include "model/error.h"
 
 namespace papaya::executor {
@@ -46,9 +48,11 @@ class SyntheticData : public DataSource {
       case Family::mlp: {
         batch.target = torch::randint(templates_.size(0), {b}, gen_, torch::kLong);
         batch.input = templates_.index_select(0, batch.target) + torch::randn(input_shape(b), gen_);
+        break;
       }
+      case Family::torchscript: TORCH_CHECK(false, "a TorchScript network's data is ArchiveData's");
     }
-    return {batch.input.to(device_), batch.target.to(device_)};
+    return {batch.input.to(device_), batch.target.to(device_), {}};
   }
 
   std::string describe() const override {
@@ -58,6 +62,7 @@ class SyntheticData : public DataSource {
       case Family::vit:
       case Family::resnet:
       case Family::mlp: return "synthetic inputs (a template per class plus unit noise)";
+      case Family::torchscript: break;
     }
     TORCH_CHECK(false, "unknown network family");
   }
@@ -153,9 +158,43 @@ class TextData : public DataSource {
   int64_t distinct_ = 0;
 };
 
+// A TorchScript network's inputs (model::TorchScriptConfig).
+std::vector<model::InputSpec> specs_of(const model::NetworkConfig& config) {
+  std::vector<model::InputSpec> specs;
+  for (const auto& text : config.torchscript().inputs) specs.push_back(model::parse_input_spec(text, config.name + ": input"));
+  return specs;
+}
+
+// A TorchScript network's inputs drawn from their specs, in the forward's order.
+class ArchiveData : public DataSource {
+ public:
+  ArchiveData(const model::NetworkConfig& config, torch::Device device, uint64_t seed)
+      : specs_(specs_of(config)), device_(device), gen_(at::detail::createCPUGenerator(seed)) {}
+
+  Batch next(int64_t batch_size) override {
+    Batch batch;
+    for (const auto& input : torchscript::synthetic_inputs(specs_, batch_size, gen_)) batch.arguments.push_back(input.toTensor().to(device_));
+    batch.input = batch.arguments.front();
+    return batch;
+  }
+  std::string describe() const override {
+    std::string specs;
+    for (const auto& s : specs_) specs += (specs.empty() ? "" : ", ") + s.text();
+    return "synthetic inputs drawn from their specs (" + specs + ")";
+  }
+  torch::Tensor position() const override { return generator_state(gen_); }
+  void seek(const torch::Tensor& position) override { set_generator_state(gen_, position); }
+
+ private:
+  std::vector<model::InputSpec> specs_;
+  torch::Device device_;
+  at::Generator gen_;
+};
+
 }  // namespace
 
 std::unique_ptr<DataSource> make_synthetic_data(const model::NetworkConfig& config, torch::Device device, uint64_t seed) {
+  if (config.family == Family::torchscript) return std::make_unique<ArchiveData>(config, device, seed);
   return std::make_unique<SyntheticData>(config, device, seed);
 }
 

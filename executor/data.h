@@ -1,6 +1,7 @@
 #pragma once
-// Training data: synthetic batches with a learnable target for every family,
-// or a text file read as a character-level language-modelling corpus (gpt).
+// Training data: synthetic batches with a learnable target for every family
+// of the zoo (a TorchScript network's inputs drawn from their specs), or a
+// text file read as a character-level language-modelling corpus (gpt).
 #include <memory>
 #include <string>
 

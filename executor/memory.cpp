@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <new>
+#include <string>
 
 #include "executor/memory_cuda.h"
 
@@ -68,6 +70,12 @@ void MemoryTracker::reset_peak() {
   } else {
     cuda_reset_peak(impl_->device.index());
   }
+}
+
+bool is_allocator_out_of_memory(const std::exception& error) {
+  if (dynamic_cast<const std::bad_alloc*>(&error)) return true;
+  const std::string what = error.what();
+  return what.find("out of memory") != std::string::npos || what.find("can't allocate memory") != std::string::npos;
 }
 
 }  // namespace papaya::executor

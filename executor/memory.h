@@ -6,6 +6,7 @@
 #include <c10/core/Device.h>
 
 #include <cstdint>
+#include <exception>
 #include <memory>
 
 namespace papaya::executor {
@@ -26,5 +27,11 @@ class MemoryTracker {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// Whether `error` is the allocator saying that memory ran out: std::bad_alloc,
+// or c10's words for it ("CUDA out of memory", "DefaultCPUAllocator: can't
+// allocate memory"), also where the autograd engine or the TorchScript
+// interpreter passed it on wrapped in an error of their own.
+bool is_allocator_out_of_memory(const std::exception& error);
 
 }  // namespace papaya::executor

@@ -44,7 +44,8 @@ AutocastRule autocast_rule(model::LayerKind kind) {
     case K::tanh:
     case K::dropout:
     case K::mul:
-    case K::rotary: return AutocastRule::as_input;
+    case K::rotary:
+    case K::module: return AutocastRule::as_input;  // an imported network trains in fp32 (session.h)
   }
   TORCH_CHECK(false, "unknown layer kind");
 }

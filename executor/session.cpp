@@ -4,6 +4,7 @@
 #include "executor/distributed/data_parallel.h"
 #include "executor/layout.h"
 #include "executor/optimizer.h"
+#include "model/error.h"
 
 namespace papaya::executor {
 namespace {
@@ -17,6 +18,9 @@ std::unique_ptr<DataSource> make_data(const model::NetworkConfig& config, const 
 
 std::shared_ptr<Network> make_network(const NetworkSource& source, const torch::Device& device, const Precision& precision,
                                       uint64_t seed) {
+  if (source.config().family == model::Family::torchscript && (precision.dtype != torch::kFloat || precision.autocast)) {
+    throw InputError(source.config().name + ": a TorchScript network trains in fp32 (its layers' precision is its own code's)");
+  }
   torch::manual_seed(seed);
   auto network = source.build();
   network->to(device);

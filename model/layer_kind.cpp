@@ -60,6 +60,8 @@ const std::map<LayerKind, Entry>& table() {
       {K::cross_entropy, {"cross_entropy", {{{"logprobs", S::activation}}, false, false, true, false, F::per_input, 6}}},
       {K::lm_head,
        {"lm_head", {{{"input", S::activation}, {"logprobs", S::activation}}, false, false, true, true, F::logits, 6}}},
+      // Its slots vary: they are the layer's own (LayerDescription::saved).
+      {K::module, {"module", {{}, false, false, false, false, F::per_output, 0, false, false}}},
   };
   return entries;
 }

@@ -33,6 +33,9 @@ enum class LayerKind {
   attention_context,
   cross_entropy,
   lm_head,
+  // A module of a network papaya did not build (executor/torchscript/): its
+  // slots are the tensors it was seen to save, its FLOPs unknown (0).
+  module,
 };
 
 // Every kind, in the order above.
@@ -76,6 +79,10 @@ struct LayerKindTraits {
   // Its MOM path stores its slots before it computes its output: a codec's
   // scratch is gone by the time the output is allocated.
   bool stores_before_output = false;
+  // Its backward is papaya's, which can run again on a tensor requantized to
+  // estimate the tensor's sensitivity (adaptive bits, GACT); an imported
+  // module's is LibTorch's own.
+  bool estimates_sensitivity = true;
 };
 
 const LayerKindTraits& traits(LayerKind kind);

@@ -186,6 +186,10 @@ std::optional<std::string> why_not(const LayerDesc& layer, const SlotDesc& slot,
       break;
     case Form::adaptive:
       if (slot.kind != SlotKind::activation) return "a " + what + " cannot be quantized";
+      if (!traits(layer.kind).estimates_sensitivity) {
+        return "adaptive bits need the layer's own backward to estimate a tensor's sensitivity, and a " + what +
+               "'s is LibTorch's (quantize-N applies)";
+      }
       if (holds_logprobs(layer.kind, slot.name)) return logprobs_why(layer);
       break;
     case Form::inverted:
@@ -224,6 +228,9 @@ TensorStrategy adapt_to_slot(const LayerDesc& layer, const SlotDesc& slot, const
     }
   } else if (derives_from_output(s.form) && !(traits(layer.kind).invertible_input && slot.name == "input")) {
     out = TensorStrategy{};
+  } else if (chooses_bits(s.form) && !traits(layer.kind).estimates_sensitivity) {
+    out = TensorStrategy{};
+    out.swap = s.swap;
   }
   if (out.headwise && !traits(layer.kind).attention) out.headwise = false;
   if (drops_tensor(out.form)) out.swap = false;

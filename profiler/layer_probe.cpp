@@ -150,8 +150,12 @@ LayerProbes probe_layers(executor::Network& network, executor::DataSource& data,
     executor::ObserverGuard guard(&capture);
     network.loss(small);  // the graph goes with the loss; the captured inputs stay
   }
-  const executor::Batch batch{grow(small.input, options.from, options.batch, "the batch's input"),
-                              grow(small.target, options.from, options.batch, "the batch's target")};
+  executor::Batch batch;
+  batch.input = grow(small.input, options.from, options.batch, "the batch's input");
+  if (small.target.defined()) batch.target = grow(small.target, options.from, options.batch, "the batch's target");
+  for (const auto& argument : small.arguments) {
+    batch.arguments.push_back(grow(argument, options.from, options.batch, "a forward argument"));
+  }
   const auto& layers = network.layers();
   const auto& segments = network.segments();
   std::vector<std::vector<size_t>> members(segments.size());

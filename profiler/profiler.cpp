@@ -8,6 +8,7 @@
 #include <memory>
 #include <variant>
 
+#include "executor/networks/source_for.h"
 #include "executor/device.h"
 #include "executor/plan_apply.h"
 #include "executor/session.h"
@@ -165,7 +166,7 @@ model::Profile profile_network(const ProfileOptions& options) {
   session_options.seed = options.seed;
   const model::NetworkConfig& whole = options.network;
   const int blocks = blocks_to_profile(whole, options);
-  executor::Session session(executor::ZooSource(blocks > 0 ? model::with_blocks(whole, blocks) : whole), session_options);
+  executor::Session session(*executor::source_for(blocks > 0 ? model::with_blocks(whole, blocks) : whole), session_options);
   const torch::Device& device = session.device;
   executor::Network& network = *session.network;
   executor::DataSource& data = *session.data;

@@ -3,10 +3,10 @@
 // once by the command that names it, and the builder that makes a Network of
 // it. A Session (session.h) builds through this interface only.
 //
-// Today every description is a model::NetworkConfig, whether papaya's own
-// (configs/networks, or a file) or a HuggingFace config.json imported into
-// one (model/catalog/hf_config.h): the zoo builds both. A network that is
-// not a config of the zoo (a TorchScript archive) is another implementation.
+// Every description is a model::NetworkConfig: papaya's own (configs/networks,
+// or a file) and a HuggingFace config.json imported into one
+// (model/catalog/hf_config.h) the zoo builds; a TorchScript archive's
+// (family torchscript) is loaded by executor/torchscript/imported_network.h.
 #include <memory>
 
 #include "executor/networks/network.h"

@@ -9,6 +9,7 @@ std::shared_ptr<Network> build_network(const model::NetworkConfig& config) {
     case model::Family::vit: return build_transformer(config);
     case model::Family::resnet: return build_resnet(config);
     case model::Family::mlp: return build_mlp(config);
+    case model::Family::torchscript: break;  // not the zoo's: executor/torchscript/imported_network.h
   }
   TORCH_CHECK(false, "unknown network family");
 }

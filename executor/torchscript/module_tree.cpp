@@ -17,8 +17,6 @@ using torch::jit::Value;
 
 bool is_container(const std::string& type) { return type == "Sequential" || type == "ModuleList" || type == "ModuleDict"; }
 
-std::string child_path(const std::string& parent, const std::string& name) { return parent.empty() ? name : parent + "." + name; }
-
 class Walker {
  public:
   explicit Walker(const torch::jit::Module& top) {
@@ -116,6 +114,8 @@ std::string parent_of(const std::string& path) {
 
 }  // namespace
 
+std::string child_path(const std::string& parent, const std::string& name) { return parent.empty() ? name : parent + "." + name; }
+
 int ModuleTree::layers() const {
   return static_cast<int>(std::count_if(modules.begin(), modules.end(), [](const ModuleNode& m) { return m.layer; }));
 }
@@ -137,7 +137,7 @@ ModuleTree module_tree(const torch::jit::Module& module, const std::string& labe
   for (const auto& m : tree.modules) by_path[m.path] = &m;
   for (auto& m : tree.modules) {
     if (m.calls == 0) continue;
-    m.layer = walker.callees(m.path).empty() || !m.own_ops.empty();
+    m.layer = walker.callees(m.path).empty();
     // A child of a container, called through it (Sequential) or through its
     // list (ModuleList): a segment.
     m.segment = !m.path.empty() && is_container(by_path.at(parent_of(m.path))->type);

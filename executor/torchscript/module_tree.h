@@ -1,9 +1,10 @@
 #pragma once
 // What papaya makes of a TorchScript module's hierarchy: the modules whose
-// forward is called (prim::CallMethod) become layers named by their path
-// (layer1.0.conv1) where they call no child, or also where they run ops
-// outside their children; the called children of Sequential and ModuleList
-// containers become segments that can be recomputed.
+// forward is called (prim::CallMethod) and calls no other become layers
+// named by their path (layer1.0.conv1; imported_network.h); the ops a module
+// runs outside its children's calls run between layers; the called children
+// of Sequential and ModuleList containers become segments that can be
+// recomputed.
 #include <torch/script.h>
 
 #include <cstdint>
@@ -28,6 +29,9 @@ struct ModuleTree {
   int layers() const;
   int segments() const;
 };
+
+// "layer1" and "0": "layer1.0"; "" and "head": "head".
+std::string child_path(const std::string& parent, const std::string& name);
 
 // InputError naming `label` where the forward calls none of the module's
 // submodules (a frozen module or one optimized for inference: their calls

@@ -26,7 +26,7 @@ struct SavedTensorRecorder::State {
 
 namespace {
 
-thread_local SavedTensorRecorder::State* active = nullptr;
+thread_local SaveHook* active = nullptr;
 
 // Keeps the tensor as the native path does; records it first.
 struct RecordingHooks : torch::autograd::SavedVariableHooks {
@@ -41,10 +41,15 @@ struct RecordingHooks : torch::autograd::SavedVariableHooks {
   at::Tensor kept;
 };
 
+struct RecordingHook : SaveHook {
+  explicit RecordingHook(SavedTensorRecorder::State& state) : state(state) {}
+  std::unique_ptr<torch::autograd::SavedVariableHooks> hooks() override { return std::make_unique<RecordingHooks>(state); }
+  SavedTensorRecorder::State& state;
+};
+
 struct HookEngine : torch::autograd::Engine {
   std::unique_ptr<torch::autograd::SavedVariableHooks> get_default_saved_variable_hooks() override {
-    if (!active) return nullptr;
-    return std::make_unique<RecordingHooks>(*active);
+    return active ? active->hooks() : nullptr;
   }
   static torch::autograd::Engine& get() {
     static HookEngine engine;
@@ -60,6 +65,13 @@ void install_engine() {
 }
 
 }  // namespace
+
+SaveHookGuard::SaveHookGuard(SaveHook* hook) : previous_(active) {
+  install_engine();
+  active = hook;
+}
+
+SaveHookGuard::~SaveHookGuard() { active = previous_; }
 
 std::string module_path(const std::vector<std::string>& hierarchy) {
   std::string path;
@@ -77,13 +89,12 @@ int64_t SavedBytes::total() const {
 }
 
 SavedTensorRecorder::SavedTensorRecorder(const torch::jit::Module& module) : state_(std::make_unique<State>()) {
-  TORCH_CHECK(!active, "one saved-tensor recorder at a time on a thread");
-  install_engine();
   for (const auto& p : module.parameters()) state_->parameters.insert(p.storage().unsafeGetStorageImpl());
-  active = state_.get();
+  hook_ = std::make_unique<RecordingHook>(*state_);
+  guard_ = std::make_unique<SaveHookGuard>(hook_.get());
 }
 
-SavedTensorRecorder::~SavedTensorRecorder() { active = nullptr; }
+SavedTensorRecorder::~SavedTensorRecorder() = default;
 
 const SavedBytes& SavedTensorRecorder::saved() const { return state_->saved; }
 

@@ -15,7 +15,33 @@
 #include <string>
 #include <vector>
 
+namespace torch::autograd {
+struct SavedVariableHooks;
+}
+
 namespace papaya::executor::torchscript {
+
+// Asked for the hooks of every tensor an autograd op saves on this thread
+// while installed (SaveHookGuard); nullptr: LibTorch keeps the tensor as it
+// would without hooks.
+class SaveHook {
+ public:
+  virtual ~SaveHook() = default;
+  virtual std::unique_ptr<torch::autograd::SavedVariableHooks> hooks() = 0;
+};
+
+// Installs `hook` on this thread (after the engine that asks it), restoring
+// the previous one when it goes.
+class SaveHookGuard {
+ public:
+  explicit SaveHookGuard(SaveHook* hook);
+  ~SaveHookGuard();
+  SaveHookGuard(const SaveHookGuard&) = delete;
+  SaveHookGuard& operator=(const SaveHookGuard&) = delete;
+
+ private:
+  SaveHook* previous_;
+};
 
 // The module path of a hierarchy as torch::jit::currentModuleHierarchy()
 // gives it: {"TOP(Net)::forward", "layer1(Sequential)::forward",
@@ -49,6 +75,8 @@ class SavedTensorRecorder {
 
  private:
   std::unique_ptr<State> state_;
+  std::unique_ptr<SaveHook> hook_;
+  std::unique_ptr<SaveHookGuard> guard_;
 };
 
 }  // namespace papaya::executor::torchscript

@@ -7,6 +7,7 @@
 
 #include "model/error.h"
 #include "model/catalog/hf_config.h"
+#include "model/catalog/input_spec.h"
 #include "model/json_file.h"
 
 namespace papaya::model {
@@ -43,6 +44,7 @@ std::string to_string(Family family) {
     case Family::vit: return "vit";
     case Family::resnet: return "resnet";
     case Family::mlp: return "mlp";
+    case Family::torchscript: return "torchscript";
   }
   return "?";
 }
@@ -53,12 +55,12 @@ Family family_of(const json& doc, const std::string& label) {
   if (!doc.is_object()) throw InputError(label + ": /: expected an object");
   const auto it = doc.find("family");
   if (it == doc.end() || !it->is_string()) {
-    throw InputError(label + ": /family: expected one of gpt, bert, vit, resnet, mlp");
+    throw InputError(label + ": /family: expected one of gpt, bert, vit, resnet, mlp, torchscript");
   }
-  for (Family f : {Family::gpt, Family::bert, Family::vit, Family::resnet, Family::mlp}) {
+  for (Family f : {Family::gpt, Family::bert, Family::vit, Family::resnet, Family::mlp, Family::torchscript}) {
     if (*it == to_string(f)) return f;
   }
-  throw InputError(label + ": /family: '" + it->get<std::string>() + "' is not one of gpt, bert, vit, resnet, mlp");
+  throw InputError(label + ": /family: '" + it->get<std::string>() + "' is not one of gpt, bert, vit, resnet, mlp, torchscript");
 }
 
 // Checks the schema cannot express: relations between fields.
@@ -193,6 +195,17 @@ MlpConfig parse_mlp(const json& doc) {
   return m;
 }
 
+// Each input must parse as a spec, as it will when the archive is loaded.
+TorchScriptConfig parse_torchscript(const json& doc, const std::string& label) {
+  TorchScriptConfig t;
+  t.archive = doc.at("archive");
+  t.inputs = doc.at("inputs").get<std::vector<std::string>>();
+  for (size_t i = 0; i < t.inputs.size(); ++i) parse_input_spec(t.inputs[i], label + ": /inputs/" + std::to_string(i));
+  t.loss = doc.value("loss", "");
+  t.parameters = doc.at("parameters");
+  return t;
+}
+
 // A papaya config trained at `seq_len` tokens. A learned position table
 // keeps the rows the config gives it (its seq_len where it names none).
 json with_seq_len(json doc, int seq_len, const std::string& label) {
@@ -234,6 +247,10 @@ NetworkConfig parse_network_config(const json& doc, const std::string& label) {
     case Family::mlp:
       validate_json(doc, "network-mlp", label);
       config.body = parse_mlp(doc);
+      break;
+    case Family::torchscript:
+      validate_json(doc, "network-torchscript", label);
+      config.body = parse_torchscript(doc, label);
       break;
   }
   config.name = doc.at("name");

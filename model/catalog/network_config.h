@@ -9,7 +9,7 @@
 
 namespace papaya::model {
 
-enum class Family { gpt, bert, vit, resnet, mlp };
+enum class Family { gpt, bert, vit, resnet, mlp, torchscript };
 
 struct TransformerConfig {
   int layers = 0;
@@ -62,6 +62,16 @@ struct MlpConfig {
   double dropout = 0.0;
 };
 
+// A user's network papaya did not build: a TorchScript archive
+// (executor/torchscript/), the specs of its forward's inputs and how its
+// output becomes a loss.
+struct TorchScriptConfig {
+  std::string archive;              // the file
+  std::vector<std::string> inputs;  // model/catalog/input_spec.h, in the forward's order
+  std::string loss;                 // output, cross-entropy, mse; "": from the output's shape
+  int64_t parameters = 0;           // counted when it was loaded, shared tensors once
+};
+
 struct NetworkConfig {
   std::string name;
   std::string description;
@@ -70,11 +80,12 @@ struct NetworkConfig {
   // config's conversion): what profiles and training states record.
   nlohmann::json document;
   Family family = Family::mlp;
-  std::variant<TransformerConfig, ResNetConfig, MlpConfig> body;
+  std::variant<TransformerConfig, ResNetConfig, MlpConfig, TorchScriptConfig> body;
 
   const TransformerConfig& transformer() const { return std::get<TransformerConfig>(body); }
   const ResNetConfig& resnet() const { return std::get<ResNetConfig>(body); }
   const MlpConfig& mlp() const { return std::get<MlpConfig>(body); }
+  const TorchScriptConfig& torchscript() const { return std::get<TorchScriptConfig>(body); }
   // Tokens (or patches) per sample, 1 for networks without a sequence.
   int sequence_length() const;
   // Rows of the learned position table; 0 with rotary positions.

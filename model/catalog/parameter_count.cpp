@@ -55,6 +55,7 @@ int64_t parameter_count(const NetworkConfig& config) {
   switch (config.family) {
     case Family::resnet: return resnet_count(config.resnet());
     case Family::mlp: return mlp_count(config.mlp());
+    case Family::torchscript: return config.torchscript().parameters;
     default: return transformer_count(config);
   }
 }

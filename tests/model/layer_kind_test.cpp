@@ -31,7 +31,7 @@ TEST(LayerKind, NamesRoundTrip) {
     names.insert(to_string(kind));
   }
   EXPECT_EQ(names.size(), layer_kinds().size());
-  EXPECT_EQ(layer_kinds().size(), 22u);
+  EXPECT_EQ(layer_kinds().size(), 23u);
   EXPECT_EQ(error_of([] { layer_kind_from_string("rope", "net.json: /layers/3/kind"); }),
             "net.json: /layers/3/kind: unknown layer kind 'rope'");
 }
@@ -45,6 +45,7 @@ TEST(LayerKind, TraitsSayWhichStrategiesApply) {
         << to_string(kind);
     EXPECT_EQ(t.saves_logprobs, kind == LayerKind::lm_head || kind == LayerKind::cross_entropy) << to_string(kind);
     EXPECT_EQ(t.recomputes_logprobs, kind == LayerKind::lm_head) << to_string(kind);
+    EXPECT_EQ(t.estimates_sensitivity, kind != LayerKind::module) << to_string(kind);
   }
   EXPECT_TRUE(holds_logprobs(LayerKind::cross_entropy, "logprobs"));
   EXPECT_FALSE(holds_logprobs(LayerKind::lm_head, "input"));

@@ -112,6 +112,21 @@ TEST(Plan, ClassifierLogProbabilitiesAreNotQuantized) {
   EXPECT_NE(*why_not(l.layers[1], l.layers[1].slots[0], parse_tensor_strategy("quantize-8", "t")), "");
 }
 
+// A module of a TorchScript network: its backward is LibTorch's, so its
+// tensors take fixed bits, not adaptive ones.
+TEST(Plan, AnImportedModuleTakesQuantizeButNotAdaptiveBits) {
+  NetworkLayout l;
+  l.layers = {{"block.conv", LayerKind::module, {{"t0", SlotKind::activation, ""}, {"t1", SlotKind::index, ""}}, "", {}}};
+  EXPECT_EQ(expand_plan_name("quantize-4", l).tensor("block.conv", "t0").name(), "quantize-4");
+  EXPECT_TRUE(expand_plan_name("quantize-4", l).tensor("block.conv", "t1").is_keep());
+  EXPECT_TRUE(expand_plan_name("adaptive-4", l).tensor("block.conv", "t0").is_keep());
+  EXPECT_EQ(expand_plan_name("adaptive-4+swap", l).tensor("block.conv", "t0").name(), "swap");
+  const auto why = why_not(l.layers[0], l.layers[0].slots[0], parse_tensor_strategy("adaptive-4", "t"));
+  ASSERT_TRUE(why);
+  EXPECT_EQ(why->rfind("adaptive bits need the layer's own backward", 0), 0u) << *why;
+  EXPECT_FALSE(why_not(l.layers[0], l.layers[0].slots[0], parse_tensor_strategy("quantize-2+swap", "t")));
+}
+
 TEST(Plan, QuantizeTwoKeepsTheHeadsInputAtFourBits) {
   const Plan lm = expand_plan_name("quantize-2+swap", tiny_layout());
   EXPECT_EQ(lm.tensor("lm_head", "input").name(), "quantize-4+swap");

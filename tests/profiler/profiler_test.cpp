@@ -11,6 +11,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "executor/networks/source_for.h"
 #include "executor/data.h"
 #include "executor/memory.h"
 #include "executor/networks/network.h"
@@ -260,7 +261,7 @@ TEST(Profiler, PeaksBetweenLayersArePredictedUnderAPlan) {
   const model::LayerModel fitted = model::fit_profile(profile_network(options), "test profile").model;
   const model::Target target = model::profiled_target(fitted);
   const model::Plan plan = model::load_plan("quantize-4", fitted.layout(), fitted.network);
-  executor::Session session(executor::ZooSource(model::load_network_config(path)), {});
+  executor::Session session(*executor::source_for(model::load_network_config(path)), {});
   executor::apply_plan(*session.network, plan, session.layout);
   executor::TrainOptions train;
   train.steps = 2;

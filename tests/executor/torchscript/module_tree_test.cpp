@@ -8,6 +8,7 @@
 #include <map>
 
 #include "executor/torchscript/archive.h"
+#include "tests/executor/torchscript/fixtures.h"
 #include "model/error.h"
 
 namespace papaya::executor::torchscript {
@@ -15,16 +16,8 @@ namespace {
 
 using torch::jit::Module;
 
-// Fixtures are TorchScript modules defined here, saved and loaded back as a
-// user's archive would be. A submodule's forward is called as
-// self.child.forward(x): a prim::CallMethod, as scripting self.child(x) makes.
-Module linear(const std::string& type, int64_t in, int64_t out) {
-  Module m(type);
-  m.register_parameter("weight", torch::randn({in, out}), false);
-  m.register_parameter("bias", torch::zeros({out}), false);
-  m.define("def forward(self, x):\n  return torch.relu(x.mm(self.weight) + self.bias)\n");
-  return m;
-}
+using testing::linear;
+using testing::saved;
 
 Module block(int64_t width) {
   Module m("Block");
@@ -32,12 +25,6 @@ Module block(int64_t width) {
   m.register_module("b", linear("Linear", width, width));
   m.define("def forward(self, x):\n  return self.b.forward(self.a.forward(x)) + x\n");
   return m;
-}
-
-std::string saved(const Module& m, const std::string& name, const torch::jit::ExtraFilesMap& extra = {}) {
-  const std::string path = (std::filesystem::temp_directory_path() / ("papaya-torchscript-" + name + ".pt")).string();
-  m.save(path, extra);
-  return path;
 }
 
 std::map<std::string, ModuleNode> by_path(const ModuleTree& tree) {
@@ -60,24 +47,24 @@ Module network_with_sequential() {
   return top;
 }
 
-TEST(ModuleTree, LayersAreCalledLeavesAndModulesWithOpsOfTheirOwn) {
+TEST(ModuleTree, LayersAreTheCalledModulesThatCallNoOther) {
   const std::string path = saved(network_with_sequential(), "sequential");
   const Archive archive = load_archive(path);
   std::remove(path.c_str());
   const ModuleTree tree = module_tree(archive.module, path);
   const auto m = by_path(tree);
 
-  // Four linears in the blocks, the head, the top's sum, and each block's
-  // residual add.
-  EXPECT_EQ(tree.layers(), 8);
+  // Four linears in the blocks and the head.
+  EXPECT_EQ(tree.layers(), 5);
   for (const char* leaf : {"features.b0.a", "features.b0.b", "features.b1.a", "features.b1.b", "head"}) {
     EXPECT_TRUE(m.at(leaf).layer) << leaf;
     EXPECT_EQ(m.at(leaf).calls, 1) << leaf;
   }
-  EXPECT_TRUE(m.at("").layer);  // its own aten::sum
+  // The top's sum and a block's residual add run between layers.
+  EXPECT_FALSE(m.at("").layer);
   EXPECT_EQ(m.at("").own_ops, std::vector<std::string>{"aten::sum"});
-  // A block's residual add is an op of its own: a layer besides its children.
-  EXPECT_TRUE(m.at("features.b0").layer);
+  EXPECT_FALSE(m.at("features.b0").layer);
+  EXPECT_EQ(m.at("features.b0").own_ops, std::vector<std::string>{"aten::add"});
   EXPECT_FALSE(m.at("features").layer);  // calls its children, nothing else
 
   EXPECT_EQ(tree.segments(), 2);

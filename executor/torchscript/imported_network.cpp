@@ -1,0 +1,352 @@
+#include "executor/torchscript/imported_network.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/csrc/autograd/saved_variable_hooks.h>
+#include <torch/csrc/jit/runtime/graph_executor.h>
+
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "executor/data.h"
+#include "executor/memory.h"
+#include "executor/random_state.h"
+#include "executor/storage/stored.h"
+#include "executor/torchscript/archive.h"
+#include "executor/torchscript/module_tree.h"
+#include "model/error.h"
+
+namespace papaya::executor::torchscript {
+namespace {
+
+const void* storage_of(const at::Tensor& t) { return t.storage().unsafeGetStorageImpl(); }
+
+model::SlotKind slot_kind_of(const at::Tensor& t) {
+  if (t.scalar_type() == at::kBool) return model::SlotKind::mask;
+  return at::isFloatingType(t.scalar_type()) ? model::SlotKind::activation : model::SlotKind::index;
+}
+
+// The module a layer's path names ("layer1.0.relu#2": layer1.0.relu).
+torch::jit::Module submodule(const torch::jit::Module& top, const std::string& path) {
+  const std::string bare = path.substr(0, path.find('#'));
+  torch::jit::Module m = top;
+  size_t start = 0;
+  while (start < bare.size()) {
+    const size_t end = std::min(bare.find('.', start), bare.size());
+    m = m.attr(bare.substr(start, end - start)).toModule();
+    start = end + 1;
+  }
+  return m;
+}
+
+
+// LibTorch's own keeping of a saved tensor (detached: the hook must not tie
+// the graph to itself), or nothing where no backward will run.
+struct KeptHooks : torch::autograd::SavedVariableHooks {
+  explicit KeptHooks(bool keeps) : keeps(keeps) {}
+  void call_pack_hook(const at::Tensor& tensor) override {
+    if (keeps) kept = tensor.detach();
+  }
+  at::Tensor call_unpack_hook() override { return kept; }
+  bool keeps;
+  at::Tensor kept;
+};
+
+
+}  // namespace
+
+// What the first forward found: the layers in the order they ran, and what each saved.
+struct ImportedNetwork::Discovery {
+  struct Found {
+    std::string path;
+    std::vector<Slot> slots;
+    std::vector<at::Tensor> inputs, saved;  // of the call, to name the slots by
+  };
+  std::vector<Found> layers;
+  Found* open = nullptr;
+};
+
+// The tensors a layer saves: each slot reported to the observer and stored
+// as its spec says; parameters and buffers kept as LibTorch keeps them.
+struct LayerHooks : torch::autograd::SavedVariableHooks {
+  LayerHooks(ModuleLayer& layer, const std::set<const void*>& held, bool keeps) : layer(layer), held(held), keeps(keeps) {}
+  void call_pack_hook(const at::Tensor& tensor) override;
+  at::Tensor call_unpack_hook() override { return stored ? stored->restore() : kept; }
+
+  ModuleLayer& layer;
+  const std::set<const void*>& held;
+  bool keeps;
+  at::Tensor kept;
+  c10::intrusive_ptr<Stored> stored;
+};
+
+namespace {
+
+// Appends each saved tensor to the open layer's slots (named at its end).
+struct DiscoveryHooks : torch::autograd::SavedVariableHooks {
+  DiscoveryHooks(ImportedNetwork::Discovery::Found& layer, const std::set<const void*>& held) : layer(layer), held(held) {}
+  void call_pack_hook(const at::Tensor& tensor) override {
+    if (held.count(storage_of(tensor))) return;
+    layer.slots.push_back({"", slot_kind_of(tensor), ""});
+    layer.saved.push_back(tensor);
+  }
+  at::Tensor call_unpack_hook() override { return {}; }
+  ImportedNetwork::Discovery::Found& layer;
+  const std::set<const void*>& held;
+};
+
+bool same_storage(const at::Tensor& a, const at::Tensor& b) { return b.defined() && storage_of(a) == storage_of(b); }
+
+// "input", "input1", ... for a call's tensor arguments, "output" for its
+// result, else "t<k>" (a tensor saved twice: the second is t<k>).
+void name_slots(ImportedNetwork::Discovery::Found& layer, const at::Tensor& output) {
+  std::set<std::string> used;
+  for (size_t k = 0; k < layer.slots.size(); ++k) {
+    std::string name;
+    for (size_t i = 0; i < layer.inputs.size() && name.empty(); ++i) {
+      if (same_storage(layer.saved[k], layer.inputs[i])) name = i == 0 ? "input" : "input" + std::to_string(i);
+    }
+    if (name.empty() && same_storage(layer.saved[k], output)) name = "output";
+    if (name.empty() || !used.insert(name).second) name = "t" + std::to_string(k);
+    layer.slots[k].name = name;
+  }
+  layer.inputs.clear();
+  layer.saved.clear();
+}
+
+}  // namespace
+
+ModuleLayer::ModuleLayer(std::vector<Slot> slots, torch::jit::Module module, ImportedNetwork& network)
+    : Layer(model::LayerKind::module, std::move(slots)), module_(std::move(module)), network_(network) {}
+
+std::vector<torch::Tensor> ModuleLayer::begin(std::vector<torch::Tensor> inputs) {
+  std::vector<torch::Tensor*> pointers;
+  for (auto& input : inputs) pointers.push_back(&input);
+  network_.open_ = this;
+  saves_ = 0;
+  scope_.emplace(*this, pointers);
+  return inputs;
+}
+
+void ModuleLayer::saved(size_t slot, const torch::Tensor& tensor) const { scope_->saved(slots().at(slot).name, tensor); }
+
+torch::Tensor ModuleLayer::end(torch::Tensor output) {
+  network_.open_ = nullptr;
+  output = scope_->finish(std::move(output));
+  scope_.reset();
+  return output;
+}
+
+torch::Tensor ModuleLayer::run(const std::vector<torch::Tensor>& inputs, const Batch& /*batch*/) {
+  torch::jit::GraphOptimizerEnabledGuard optimizer(false);
+  SaveHookGuard hooks(&network_);
+  const std::vector<torch::Tensor> in = begin(inputs);
+  return end(module_.forward(std::vector<torch::jit::IValue>(in.begin(), in.end())).toTensor());
+}
+
+void LayerHooks::call_pack_hook(const at::Tensor& tensor) {
+  if (held.count(storage_of(tensor))) {
+    kept = tensor.detach();
+    return;
+  }
+  const size_t slot = layer.saves_++;
+  if (slot >= layer.slots().size()) {
+    throw InputError("module " + layer.path() + " saved more tensors for backward than in the first forward (" +
+                     std::to_string(layer.slots().size()) + "): papaya needs each module to save the same ones every step");
+  }
+  layer.saved(slot, tensor);
+  if (!keeps) return;
+  const StoreSpec& spec = layer.store_spec(slot);
+  if (spec.strategy.is_keep()) {
+    kept = tensor.detach();
+  } else {
+    stored = store(tensor.detach(), layer.slots()[slot].kind, spec);
+  }
+}
+
+ImportedNetwork::ImportedNetwork(model::NetworkConfig config)
+    : Network(std::move(config)), label_(this->config().torchscript().archive), labels_(at::detail::createCPUGenerator(0)) {
+  module_ = load_archive(label_).module;
+  module_tree(module_, label_);  // refuses a module whose calls are inlined
+  mark_leaf_calls(module_, label_);
+  const std::string& loss = this->config().torchscript().loss;
+  const std::optional<LossKind> asked = loss.empty() ? std::nullopt : std::optional(parse_loss_kind(loss, label_ + ": loss"));
+  for (const auto& p : module_.parameters()) held_.insert(storage_of(p));
+  for (const auto& b : module_.buffers()) held_.insert(storage_of(b));
+
+  discovery_ = std::make_unique<Discovery>();
+  const Batch batch = make_synthetic_data(this->config(), torch::kCPU, 0)->next(1);
+  loss_kind_ = torchscript::loss_kind(probe(batch), asked, label_);
+  for (const auto& found : discovery_->layers) {
+    owned_.push_back(std::make_shared<ModuleLayer>(found.slots, submodule(module_, found.path), *this));
+  }
+  const std::vector<Discovery::Found> found = std::move(discovery_->layers);
+  discovery_.reset();
+  adopt_parameters();
+  for (size_t i = 0; i < owned_.size(); ++i) register_module("layer" + std::to_string(i), owned_[i]);
+  index_paths();
+  for (size_t i = 0; i < owned_.size(); ++i) {
+    owned_[i]->set_path(found[i].path);
+    by_path_[found[i].path] = owned_[i].get();
+  }
+}
+
+ImportedNetwork::~ImportedNetwork() = default;
+
+// Each tensor registered once, with the first layer that holds it, else
+// with the network (a parent module's own parameters).
+void ImportedNetwork::adopt_parameters() {
+  std::set<const void*> adopted;
+  const auto name_of = [](std::string name) {
+    std::replace(name.begin(), name.end(), '.', '_');
+    return name;
+  };
+  for (auto& layer : owned_) {
+    for (const auto& p : layer->module_.named_parameters(/*recurse=*/false)) {
+      if (adopted.insert(p.value.unsafeGetTensorImpl()).second)
+        layer->register_parameter(p.name, p.value, p.value.requires_grad());
+    }
+    for (const auto& b : layer->module_.named_buffers(/*recurse=*/false)) {
+      if (adopted.insert(b.value.unsafeGetTensorImpl()).second) layer->register_buffer(b.name, b.value);
+    }
+  }
+  for (const auto& p : module_.named_parameters()) {
+    if (adopted.insert(p.value.unsafeGetTensorImpl()).second)
+      register_parameter(name_of(p.name), p.value, p.value.requires_grad());
+  }
+  for (const auto& b : module_.named_buffers()) {
+    if (adopted.insert(b.value.unsafeGetTensorImpl()).second) register_buffer(name_of(b.name), b.value);
+  }
+}
+
+torch::jit::IValue ImportedNetwork::forward(const Batch& batch) {
+  torch::jit::GraphOptimizerEnabledGuard optimizer(false);
+  MarkerSinkGuard markers(this);
+  SaveHookGuard hooks(this);
+  open_ = nullptr;
+  failure_ = nullptr;
+  torch::jit::IValue output;
+  try {
+    run_users_code(
+        label_, "forward at batch " + std::to_string(batch.input.size(0)),
+        [&] { output = module_.forward(std::vector<torch::jit::IValue>(batch.arguments.begin(), batch.arguments.end())); },
+        [this](const std::exception& e) { return failure_ || is_allocator_out_of_memory(e); });
+  } catch (...) {
+    open_ = nullptr;
+    if (failure_) std::rethrow_exception(std::exchange(failure_, nullptr));
+    throw;
+  }
+  return output;
+}
+
+torch::jit::IValue ImportedNetwork::probe(const Batch& batch) {
+  struct Restore {
+    ImportedNetwork& network;
+    bool training;
+    std::vector<at::Tensor> buffers;
+    RandomState random;
+    ~Restore() {
+      torch::NoGradGuard no_grad;
+      network.keeps_saved_ = true;
+      network.module_.train(training);
+      size_t i = 0;
+      for (auto b : network.module_.buffers()) b.copy_(buffers[i++]);
+      random.restore();
+    }
+  };
+  std::vector<at::Tensor> buffers;
+  for (const auto& b : module_.buffers()) buffers.push_back(b.clone());
+  const at::Device device = batch.input.device();
+  Restore restore{*this, module_.is_training(), std::move(buffers), RandomState::capture(device)};
+  torch::AutoGradMode grad(true);
+  module_.train(true);
+  keeps_saved_ = false;
+  return forward(batch);
+}
+
+torch::Tensor ImportedNetwork::loss(const Batch& batch) {
+  if (torch::GradMode::is_enabled()) return loss_of(forward(batch), loss_kind_, labels_);
+  const at::Tensor state = generator_state(labels_);
+  torch::jit::IValue output = probe(batch);
+  torch::Tensor loss = loss_of(output, loss_kind_, labels_).detach();
+  set_generator_state(labels_, state);
+  return loss;
+}
+
+void ImportedNetwork::train(bool on) {
+  Network::train(on);
+  module_.train(on);
+}
+
+std::vector<torch::Tensor> ImportedNetwork::layer_begin(const std::string& path, std::vector<torch::Tensor> inputs) {
+  try {
+    if (discovery_) {
+      for (const auto& found : discovery_->layers) {
+        if (found.path == path) {
+          throw InputError(label_ + ": module " + path +
+                           " runs more than once in one forward (a loop): papaya makes a layer of each call site and "
+                           "needs each to run once");
+        }
+      }
+      discovery_->layers.push_back({path, {}, inputs, {}});
+      discovery_->open = &discovery_->layers.back();
+      return inputs;
+    }
+    const auto layer = by_path_.find(path);
+    if (layer == by_path_.end()) {
+      throw InputError(label_ + ": module " + path +
+                       " ran in this forward but not in the first one: papaya needs the same modules to run every step");
+    }
+    return layer->second->begin(std::move(inputs));
+  } catch (...) {
+    failure_ = std::current_exception();
+    throw;
+  }
+}
+
+torch::Tensor ImportedNetwork::layer_end(const std::string& path, torch::Tensor output) {
+  try {
+    if (discovery_) {
+      name_slots(*discovery_->open, output);
+      discovery_->open = nullptr;
+      return output;
+    }
+    return by_path_.at(path)->end(std::move(output));
+  } catch (...) {
+    failure_ = std::current_exception();
+    throw;
+  }
+}
+
+std::unique_ptr<torch::autograd::SavedVariableHooks> ImportedNetwork::hooks() {
+  if (discovery_) {
+    if (discovery_->open) return std::make_unique<DiscoveryHooks>(*discovery_->open, held_);
+    return std::make_unique<KeptHooks>(false);
+  }
+  if (open_) return std::make_unique<LayerHooks>(*open_, held_, keeps_saved_);
+  return keeps_saved_ ? nullptr : std::make_unique<KeptHooks>(false);
+}
+
+std::shared_ptr<Network> ArchiveSource::build() const { return std::make_shared<ImportedNetwork>(config_); }
+
+model::NetworkConfig archive_config(const std::string& path, const std::vector<std::string>& given, const std::string& given_as,
+                                    std::optional<LossKind> loss) {
+  const Archive archive = load_archive(path);
+  nlohmann::json inputs = nlohmann::json::array();
+  for (const auto& spec : input_specs(archive, given, given_as)) inputs.push_back(spec.text());
+  if (inputs.empty()) {
+    throw InputError(path + ": the shapes of forward's inputs are not known: give them (" + forward_signature(archive) +
+                     ") as input specs, or in the archive's papaya.json");
+  }
+  nlohmann::json doc = {{"name", std::filesystem::path(path).stem().string()},
+                        {"family", "torchscript"},
+                        {"archive", path},
+                        {"inputs", inputs},
+                        {"parameters", module_tree(archive.module, path).parameters}};
+  if (loss) doc["loss"] = to_string(*loss);
+  model::NetworkConfig config = model::parse_network_config(doc, path);
+  config.source = path;
+  return config;
+}
+
+}  // namespace papaya::executor::torchscript

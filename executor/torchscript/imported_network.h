@@ -1,0 +1,123 @@
+#pragma once
+// A TorchScript archive as one of the executor's networks, so that a
+// Session, the trainer, the profiler and plans take it as they take the
+// zoo's. Its layers are the calls of its leaf modules (layer_markers.h),
+// named by module path, in the order a forward runs them; a layer's slots
+// are the tensors autograd saves while it runs (parameters and buffers
+// aside), seen through the engine's saved-variable hooks (saved_tensors.h),
+// named "input" (its first tensor argument's storage; "input1", ... the
+// others'), "output", else "t<k>" by the order they are saved: an
+// activation, a mask (bool) or an index (integers). The ops of a module outside its children's calls
+// (a residual sum, a functional activation) run between layers. The graph
+// executor's optimizer is off on every forward: with it, from the second
+// step the calls are fused into one differentiable graph and no saved
+// tensor would be charged to its module.
+#include <torch/script.h>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "executor/networks/network.h"
+#include "executor/networks/network_source.h"
+#include "executor/torchscript/layer_markers.h"
+#include "executor/torchscript/saved_tensors.h"
+#include "executor/torchscript/synthetic_data.h"
+
+namespace papaya::executor::torchscript {
+
+class ImportedNetwork;
+struct LayerHooks;
+
+// One leaf module's call. Its parameters are the module's own (shared with
+// the archive's module, registered here so that the optimizer, the device
+// moves and the profiler see them; a tensor shared with an earlier layer
+// belongs to that one).
+class ModuleLayer : public Layer {
+ public:
+  ModuleLayer(std::vector<Slot> slots, torch::jit::Module module, ImportedNetwork& network);
+
+  // The module's forward on `inputs`, as the network's forward calls it.
+  torch::Tensor run(const std::vector<torch::Tensor>& inputs, const Batch& batch) override;
+
+ private:
+  friend class ImportedNetwork;
+  friend struct LayerHooks;
+  std::vector<torch::Tensor> begin(std::vector<torch::Tensor> inputs);
+  void saved(size_t slot, const torch::Tensor& tensor) const;
+  torch::Tensor end(torch::Tensor output);
+
+  torch::jit::Module module_;
+  ImportedNetwork& network_;
+  std::optional<Scope> scope_;  // while its forward runs
+  size_t saves_ = 0;            // slots saved in this call so far
+};
+
+class ImportedNetwork : public Network, MarkerSink, SaveHook {
+ public:
+  // Loads config.torchscript().archive, marks its layers and runs one
+  // forward at batch 1 to find them, their slots and the loss. InputError
+  // naming the archive for what papaya cannot train (see layer_markers.h,
+  // module_tree.h, synthetic_data.h), a layer run more than once in a forward.
+  explicit ImportedNetwork(model::NetworkConfig config);
+  ~ImportedNetwork() override;
+
+  // The forward's output made a loss (its LossKind). Without autograd (a
+  // probe: executor/layout.h), the forward runs as a training step's would,
+  // so that its layers save what they save in training, and the network's
+  // buffers and the random state are put back after.
+  torch::Tensor loss(const Batch& batch) override;
+  void train(bool on = true) override;
+
+  LossKind loss_kind() const { return loss_kind_; }
+
+  std::vector<torch::Tensor> layer_begin(const std::string& path, std::vector<torch::Tensor> inputs) override;
+  torch::Tensor layer_end(const std::string& path, torch::Tensor output) override;
+  std::unique_ptr<torch::autograd::SavedVariableHooks> hooks() override;
+
+  struct Discovery;  // what the first forward found (imported_network.cpp)
+
+ private:
+  friend class ModuleLayer;
+  torch::jit::IValue forward(const Batch& batch);
+  // The forward as a training step runs it, saving nothing for a backward,
+  // the buffers and the random state put back after.
+  torch::jit::IValue probe(const Batch& batch);
+  void adopt_parameters();
+
+  torch::jit::Module module_;
+  std::string label_;
+  LossKind loss_kind_ = LossKind::output;
+  at::Generator labels_;  // the loss's synthetic targets
+  std::vector<std::shared_ptr<ModuleLayer>> owned_;
+  std::map<std::string, ModuleLayer*> by_path_;
+  std::set<const void*> held_;  // the storages of parameters and buffers
+  std::unique_ptr<Discovery> discovery_;  // while the layers are being found
+  ModuleLayer* open_ = nullptr;           // the layer whose forward runs
+  bool keeps_saved_ = true;               // false in a probe: nothing will run backward
+  std::exception_ptr failure_;            // thrown in a marker, rethrown past the interpreter
+};
+
+// A TorchScript network's config (model::TorchScriptConfig), built by loading
+// its archive.
+class ArchiveSource : public NetworkSource {
+ public:
+  explicit ArchiveSource(model::NetworkConfig config) : config_(std::move(config)) {}
+  const model::NetworkConfig& config() const override { return config_; }
+  std::shared_ptr<Network> build() const override;
+
+ private:
+  model::NetworkConfig config_;
+};
+
+// The config of the archive at `path`: its inputs (`given`, named
+// `given_as` in errors, else its papaya.json), its loss (nullopt: from the
+// output's shape), its parameters counted. InputError as load_archive and
+// input_specs.
+model::NetworkConfig archive_config(const std::string& path, const std::vector<std::string>& given, const std::string& given_as,
+                                    std::optional<LossKind> loss);
+
+}  // namespace papaya::executor::torchscript

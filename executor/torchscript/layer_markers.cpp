@@ -1,0 +1,161 @@
+#include "executor/torchscript/layer_markers.h"
+
+#include <torch/csrc/jit/ir/ir.h>
+#include <torch/csrc/jit/runtime/interpreter.h>
+
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "executor/torchscript/module_tree.h"
+#include "executor/torchscript/saved_tensors.h"
+#include "model/error.h"
+
+namespace papaya::executor::torchscript {
+namespace {
+
+using torch::jit::Block;
+using torch::jit::Graph;
+using torch::jit::Node;
+using torch::jit::Value;
+
+thread_local MarkerSink* sink = nullptr;
+
+// The path of the module whose graph runs the marker, joined to the site.
+std::string callee_path(const std::string& site) { return child_path(module_path(torch::jit::currentModuleHierarchy()), site); }
+
+const c10::Symbol begin_symbol = c10::Symbol::fromQualString("papaya::layer_begin");
+const c10::Symbol end_symbol = c10::Symbol::fromQualString("papaya::layer_end");
+
+// Conservative aliasing: the interpreter neither reorders nor drops them.
+torch::jit::RegisterOperators markers({
+    torch::jit::Operator(
+        "papaya::layer_begin(Tensor[] inputs, str site) -> Tensor[]",
+        [](torch::jit::Stack& stack) {
+          const std::string site = torch::jit::pop(stack).toStringRef();
+          std::vector<at::Tensor> inputs = torch::jit::pop(stack).toTensorVector();
+          if (sink) inputs = sink->layer_begin(callee_path(site), std::move(inputs));
+          torch::jit::push(stack, std::move(inputs));
+        },
+        c10::AliasAnalysisKind::CONSERVATIVE),
+    torch::jit::Operator(
+        "papaya::layer_end(Tensor output, str site) -> Tensor",
+        [](torch::jit::Stack& stack) {
+          const std::string site = torch::jit::pop(stack).toStringRef();
+          at::Tensor output = torch::jit::pop(stack).toTensor();
+          if (sink) output = sink->layer_end(callee_path(site), std::move(output));
+          torch::jit::push(stack, std::move(output));
+        },
+        c10::AliasAnalysisKind::CONSERVATIVE),
+});
+
+bool is_tensor(const Value* v) { return v->type()->isSubtypeOf(*c10::TensorType::get()); }
+
+// Whether the graph calls a method of a module other than its own.
+bool calls_modules(const Block& block, const Value* self) {
+  for (const Node* n : block.nodes()) {
+    if (n->kind() == c10::prim::CallMethod && n->input(0) != self) return true;
+    for (const Block* sub : n->blocks()) {
+      if (calls_modules(*sub, self)) return true;
+    }
+  }
+  return false;
+}
+
+bool is_leaf(const torch::jit::Module& m) {
+  const auto forward = m.find_method("forward");
+  if (!forward) return true;
+  const Graph& g = *forward->graph();
+  return !calls_modules(*g.block(), g.inputs()[0]);
+}
+
+void mark(Graph& g, Node* call, const std::string& site) {
+  std::vector<Value*> tensors;
+  std::vector<size_t> positions;
+  for (size_t i = 1; i < call->inputs().size(); ++i) {
+    if (!is_tensor(call->input(i))) continue;
+    tensors.push_back(call->input(i));
+    positions.push_back(i);
+  }
+  torch::jit::WithInsertPoint point(call);
+  Value* name = g.insertConstant(site);
+  Value* list = g.insertNode(g.createList(c10::TensorType::get(), tensors))->output();
+  Node* begin = g.insertNode(g.create(begin_symbol, {list, name}, 1));
+  begin->output()->setType(c10::ListType::ofTensors());
+  Node* unpack = g.insertNode(g.createListUnpack(begin->output(), tensors.size()));
+  for (size_t k = 0; k < positions.size(); ++k) call->replaceInput(positions[k], unpack->output(k));
+  Node* end = g.create(end_symbol, {call->output(), name}, 1);
+  end->insertAfter(call);
+  end->output()->setType(call->output()->type());
+  call->output()->replaceAllUsesAfterNodeWith(end, end->output());
+}
+
+class Marker {
+ public:
+  explicit Marker(std::string label) : label_(std::move(label)) {}
+
+  void walk(const torch::jit::Module& self, const std::string& method, const std::string& path) {
+    const auto function = self.find_method(method);
+    if (!function) return;
+    Graph& g = *function->graph();
+    if (!done_.insert(&g).second) return;
+    struct Attr {
+      std::string site;
+      torch::jit::Module module;
+    };
+    std::unordered_map<const Value*, Attr> module_of = {{g.inputs()[0], {"", self}}};
+    std::map<std::string, int> sites;
+    std::vector<Node*> nodes;
+    collect(*g.block(), nodes);
+    for (Node* n : nodes) {
+      if (n->kind() == c10::prim::GetAttr) {
+        const auto owner = module_of.find(n->input(0));
+        if (owner == module_of.end()) continue;
+        const std::string name = n->s(c10::attr::name);
+        const c10::IValue child = owner->second.module.attr(name);
+        if (child.isObject() && child.toObject()->type()->is_module()) {
+          module_of[n->output()] = {child_path(owner->second.site, name), torch::jit::Module(child.toObject())};
+        }
+        continue;
+      }
+      if (n->kind() != c10::prim::CallMethod) continue;
+      const auto callee = module_of.find(n->input(0));
+      if (callee == module_of.end()) continue;
+      const std::string name = n->s(c10::attr::name);
+      const Attr& target = callee->second;
+      const std::string target_path = child_path(path, target.site);
+      if (name != "forward" || target.site.empty()) {
+        walk(target.module, name, target_path);  // another method: its ops run in this module's call
+      } else if (!is_leaf(target.module)) {
+        walk(target.module, "forward", target_path);
+      } else {
+        if (!is_tensor(n->output())) {
+          throw InputError(label_ + ": module " + target_path + " returns " + n->output()->type()->repr_str() +
+                           ": papaya makes a layer of each module that calls no other, and a layer returns one tensor");
+        }
+        const int k = ++sites[target.site];
+        mark(g, n, target.site + (k > 1 ? "#" + std::to_string(k) : ""));
+      }
+    }
+  }
+
+ private:
+  static void collect(Block& block, std::vector<Node*>& out) {
+    for (Node* n : block.nodes()) {
+      out.push_back(n);
+      for (Block* sub : n->blocks()) collect(*sub, out);
+    }
+  }
+
+  std::string label_;
+  std::set<const Graph*> done_;
+};
+
+}  // namespace
+
+MarkerSinkGuard::MarkerSinkGuard(MarkerSink* next) : previous_(sink) { sink = next; }
+MarkerSinkGuard::~MarkerSinkGuard() { sink = previous_; }
+
+void mark_leaf_calls(torch::jit::Module& module, const std::string& label) { Marker(label).walk(module, "forward", ""); }
+
+}  // namespace papaya::executor::torchscript

@@ -1,0 +1,46 @@
+#pragma once
+// Marks, in a TorchScript module's forward graphs, every call of a leaf
+// module (one whose forward calls no other module): the call becomes
+//   inputs' = papaya::layer_begin(its tensor arguments, site)
+//   output  = the call on inputs'
+//   output' = papaya::layer_end(output, site)
+// and at run time the MarkerSink installed on the thread hears both with the
+// called module's path: the caller's (the interpreter's module hierarchy)
+// joined to the site, the callee's attribute path from the caller ("conv1",
+// "layers.0"), "#2", "#3" added for the second and third call site of one
+// module in one graph ("relu#2"). Modules of one class share their graphs,
+// so the paths are made at run time, not written into the graph. The sink
+// may replace the tensors it is given (the profiler's backward markers).
+#include <torch/script.h>
+
+#include <string>
+#include <vector>
+
+namespace papaya::executor::torchscript {
+
+class MarkerSink {
+ public:
+  virtual ~MarkerSink() = default;
+  virtual std::vector<at::Tensor> layer_begin(const std::string& path, std::vector<at::Tensor> inputs) = 0;
+  virtual at::Tensor layer_end(const std::string& path, at::Tensor output) = 0;
+};
+
+// Installs `sink` on this thread, restoring the previous one when it goes.
+// Without one the markers pass their tensors through.
+class MarkerSinkGuard {
+ public:
+  explicit MarkerSinkGuard(MarkerSink* sink);
+  ~MarkerSinkGuard();
+  MarkerSinkGuard(const MarkerSinkGuard&) = delete;
+  MarkerSinkGuard& operator=(const MarkerSinkGuard&) = delete;
+
+ private:
+  MarkerSink* previous_;
+};
+
+// Rewrites every graph reachable from `module`'s forward, once each, before
+// it first runs. InputError naming `label` and the module where a leaf
+// module's forward returns anything but one tensor.
+void mark_leaf_calls(torch::jit::Module& module, const std::string& label);
+
+}  // namespace papaya::executor::torchscript

@@ -1,0 +1,138 @@
+#include "executor/torchscript/imported_network.h"
+
+#include <gtest/gtest.h>
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <cstdio>
+
+#include "executor/data.h"
+#include "executor/layout.h"
+#include "executor/networks/source_for.h"
+#include "executor/torchscript/archive.h"
+#include "model/error.h"
+#include "tests/executor/torchscript/fixtures.h"
+
+namespace papaya::executor::torchscript {
+namespace {
+
+// The archive of testing::small_cnn(), removed when the test ends.
+struct CnnArchive {
+  CnnArchive() : path(testing::saved(testing::small_cnn(), "cnn")) {}
+  ~CnnArchive() { std::remove(path.c_str()); }
+  model::NetworkConfig config() const { return archive_config(path, {"float32[B,3,8,8]"}, "--input", std::nullopt); }
+  std::string path;
+};
+
+std::vector<std::string> paths(const Network& network) {
+  std::vector<std::string> out;
+  for (const auto* layer : network.layers()) out.push_back(layer->path());
+  return out;
+}
+
+TEST(ImportedNetwork, LayersAreTheLeafModulesCallsInTheOrderTheyRun) {
+  const CnnArchive archive;
+  const model::NetworkConfig config = archive.config();
+  EXPECT_EQ(config.family, model::Family::torchscript);
+  EXPECT_EQ(config.name, "papaya-torchscript-cnn");
+  const auto network = source_for(config)->build();
+  const auto& imported = dynamic_cast<const ImportedNetwork&>(*network);
+  EXPECT_EQ(imported.loss_kind(), LossKind::cross_entropy);  // [B, 10] logits
+  const std::vector<std::string> expected = {"stem",
+                                             "layers.b0.conv1",
+                                             "layers.b0.relu",
+                                             "layers.b0.conv2",
+                                             "layers.b0.relu#2",
+                                             "layers.b1.conv1",
+                                             "layers.b1.relu",
+                                             "layers.b1.conv2",
+                                             "layers.b1.relu#2",
+                                             "head"};
+  EXPECT_EQ(paths(*network), expected);
+  // A convolution saves its input (its weight is a parameter), ReLU its
+  // output, the head what it averages (LibTorch 1.13's mean keeps it) and
+  // the mean it multiplies.
+  for (const auto* layer : network->layers()) {
+    ASSERT_GE(layer->slots().size(), 1u) << layer->path();
+    const bool relu = layer->path().find("relu") != std::string::npos;
+    EXPECT_EQ(layer->slots()[0].name, relu ? "output" : "input") << layer->path();
+    EXPECT_EQ(layer->slots()[0].kind, model::SlotKind::activation);
+    EXPECT_EQ(layer->kind(), model::LayerKind::module);
+  }
+  const auto& head_slots = network->find_layer("head")->slots();
+  EXPECT_EQ(head_slots.back().name, "t" + std::to_string(head_slots.size() - 1));
+  // Parameters: with the layer whose module holds them, counted once.
+  EXPECT_EQ(network->parameter_count(), config.torchscript().parameters);
+  EXPECT_EQ(network->find_layer("layers.b0.conv1")->parameters(false).size(), 2u);
+  EXPECT_EQ(network->find_layer("layers.b0.relu#2")->parameters(false).size(), 0u);
+
+  // The layout: conv2 saves the storage relu saved (its output), as the
+  // zoo's layers share theirs.
+  const model::NetworkLayout layout = probe_layout(*network);
+  EXPECT_EQ(layout.find_layer("layers.b0.conv2")->slots[0].storage, "layers.b0.relu:output");
+  EXPECT_EQ(layout.find_layer("layers.b0.relu")->output_saved_by, std::vector<std::string>{"layers.b0.conv2:input"});
+  const model::LayerDesc& head = *layout.find_layer("head");
+  ASSERT_GE(head.slots.size(), 1u);
+  EXPECT_EQ(head.slots.back().storage, "head:" + head.slots.back().name);  // the mean: its own
+
+}
+
+// Counts what the layers report.
+struct Counter : LayerObserver {
+  void forward_begin(const Layer&, std::vector<torch::Tensor*>&) override { ++calls; }
+  void saved(const Layer&, const Slot&, const torch::Tensor&) override { ++saved_tensors; }
+  void forward_end(const Layer&, torch::Tensor&) override {}
+  int calls = 0, saved_tensors = 0;
+};
+
+// The network's loss and gradients are the archive's own: the markers and
+// the hooks change nothing. And they keep working past the first steps,
+// where the graph executor's optimizer (were it on) would fuse the calls
+// into one differentiable graph and no tensor would be charged to a layer.
+TEST(ImportedNetwork, GradientsAreThoseOfTheArchiveRunAsItIs) {
+  const CnnArchive archive;
+  const auto network = source_for(archive.config())->build();
+  torch::jit::Module plain = load_archive(archive.path).module;
+
+  const Batch batch = make_synthetic_data(network->config(), torch::kCPU, 3)->next(4);
+  ASSERT_EQ(batch.arguments.size(), 1u);
+  const at::Generator labels = at::detail::createCPUGenerator(0);  // as the network's loss draws them
+  int slots = 0;
+  for (const auto* layer : network->layers()) slots += static_cast<int>(layer->slots().size());
+  for (int step = 0; step < 4; ++step) {  // the graph executor changes its graph after the first runs
+    for (auto& p : network->parameters()) p.mutable_grad() = torch::Tensor();
+    for (auto p : plain.parameters()) p.mutable_grad() = torch::Tensor();
+    Counter counter;
+    {
+      ObserverGuard guard(&counter);
+      network->loss(batch).backward();
+    }
+    EXPECT_EQ(counter.calls, static_cast<int>(network->layers().size())) << "step " << step;
+    EXPECT_EQ(counter.saved_tensors, slots) << "step " << step;
+    torch::jit::IValue out = plain.forward({batch.input});
+    loss_of(out, LossKind::cross_entropy, labels).backward();
+    // Same parameters (the network's are the archive's tensors), same gradients.
+    std::vector<torch::Tensor> ours, theirs;
+    for (const auto& p : network->parameters()) ours.push_back(p.grad());
+    for (const auto& p : plain.parameters()) theirs.push_back(p.grad());
+    ASSERT_EQ(ours.size(), theirs.size());
+    for (size_t i = 0; i < ours.size(); ++i) EXPECT_TRUE(torch::equal(ours[i], theirs[i])) << "step " << step << ", parameter " << i;
+  }
+}
+
+TEST(ImportedNetwork, ALoopOverOneModuleIsNamed) {
+  torch::jit::Module top("Net");
+  top.register_module("a", testing::linear("Linear", 3, 3, true));
+  top.define("def forward(self, x):\n  for i in range(2):\n    x = self.a.forward(x)\n  return x.sum()\n");
+  const std::string path = testing::saved(top, "loop");
+  try {
+    source_for(archive_config(path, {"float32[B,3]"}, "--input", std::nullopt))->build();
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind(path + ": module a runs more than once in one forward (a loop)", 0), 0u) << e.what();
+  }
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace papaya::executor::torchscript
