@@ -10,6 +10,11 @@ std::string network_shape(const model::NetworkConfig& c) {
       return c.resnet().block + " " + stages + ", " + std::to_string(c.resnet().image_size) + "px";
     }
     case model::Family::mlp: return std::to_string(c.mlp().hidden.size()) + " hidden layers";
+    case model::Family::torchscript: {
+      std::string inputs;
+      for (const auto& spec : c.torchscript().inputs) inputs += (inputs.empty() ? "" : ", ") + spec;
+      return "TorchScript " + c.torchscript().archive + " on " + inputs;
+    }
     default: {
       const auto& t = c.transformer();
       const std::string kv = t.kv_heads < t.heads ? " (" + std::to_string(t.kv_heads) + " k/v)" : "";

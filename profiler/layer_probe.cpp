@@ -59,7 +59,10 @@ std::vector<torch::Tensor> grown(const Inputs& captured, int64_t from, int64_t b
   std::vector<torch::Tensor> out;
   for (size_t k = 0; k < captured.tensors.size(); ++k) {
     torch::Tensor t = grow(captured.tensors[k], from, batch, what);
-    if (captured.needs_grad[k]) t.requires_grad_(true);
+    // Not a leaf, as in the network: a layer may work on it in place (an
+    // imported network's ReLU(inplace=True)), which autograd refuses on a
+    // view of a leaf.
+    if (captured.needs_grad[k]) t = t.requires_grad_(true).clone();
     out.push_back(t);
   }
   return out;

@@ -1,10 +1,42 @@
 #include "profiler/layer_recorder.h"
 
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/functions/utils.h>
+
 #include <algorithm>
+#include <functional>
 
 #include "profiler/out_of_memory.h"
 
 namespace papaya::profiler {
+namespace {
+
+// The identity node of a marker: its backward calls `reached`, then passes
+// the gradient on.
+struct MarkerBackward : torch::autograd::Node {
+  explicit MarkerBackward(std::function<void()> reached) : reached(std::move(reached)) {}
+  torch::autograd::variable_list apply(torch::autograd::variable_list&& grads) override {
+    reached();
+    return std::move(grads);
+  }
+  std::string name() const override { return "MarkerBackward"; }
+  std::function<void()> reached;
+};
+
+// `t` again (its storage and its version counter) behind an identity node of
+// its own, whose backward calls `reached`. Not a view: an in-place op on a
+// view (an imported network's ReLU(inplace=True), or `out += identity` after
+// a layer) moves the gradient's path onto the view's base, past the view's
+// node, where it leaves a plain tensor's node in place.
+torch::Tensor marked(const torch::Tensor& t, std::function<void()> reached) {
+  const std::shared_ptr<MarkerBackward> node(new MarkerBackward(std::move(reached)), torch::autograd::deleteNode);
+  node->set_next_edges(torch::autograd::collect_next_edges(t));
+  torch::Tensor alias = t.detach();
+  torch::autograd::set_history(alias, node);
+  return alias;
+}
+
+}  // namespace
 
 // The hooks run on the autograd engine's thread while the thread that called
 // backward waits for it, so the state they touch is never shared at once.
@@ -42,8 +74,7 @@ void LayerRecorder::forward_begin(const executor::Layer& layer, std::vector<torc
   const int i = index_.at(&layer);
   for (torch::Tensor* input : inputs) {
     if (!input->defined() || !input->requires_grad()) continue;
-    *input = input->view_as(*input);
-    input->register_hook([this, i](const torch::Tensor&) { input_gradient_done(i); });
+    *input = marked(*input, [this, i] { input_gradient_done(i); });
     ++pending_inputs_[i];
   }
   bytes_[i].forward_gap_peak_bytes = gap_peak();
@@ -62,8 +93,7 @@ void LayerRecorder::forward_end(const executor::Layer& layer, torch::Tensor& out
   --open_layers_;
   open_gap();
   if (output.defined() && output.requires_grad()) {
-    output = output.view_as(output);
-    output.register_hook([this, i](const torch::Tensor&) { backward_begin(i); });
+    output = marked(output, [this, i] { backward_begin(i); });
   }
 }
 

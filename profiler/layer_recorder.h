@@ -3,14 +3,16 @@
 // step and records its time (through a LayerTimer) and the allocator's bytes.
 //
 // Forward: between forward_begin and forward_end. Backward: each input that
-// needs a gradient is replaced by an identity view whose gradient hook fires
-// once the layer's backward has produced that input's gradient (the layer's
-// backward ends when all have), and the output by an identity view whose hook
-// fires when the output's gradient is complete, just before the layer's
-// backward nodes run (it begins). A residual connection does not blur this:
-// the view is the layer's own input, so the skip path's gradient flows around
-// it, and the autograd engine runs the layer's nodes (created between the two
-// markers) back to back. tests/profiler/markers_test.cpp checks it node by node.
+// needs a gradient is replaced by an alias behind an identity node that
+// fires once the layer's backward has produced that input's gradient (the
+// layer's backward ends when all have), and the output by one that fires when
+// the output's gradient is complete, just before the layer's backward nodes
+// run (it begins). A residual connection does not blur this: the alias is the
+// layer's own input, so the skip path's gradient flows around it, and the
+// autograd engine runs the layer's nodes (created between the two markers)
+// back to back. The aliases are not views, so that an in-place op on one
+// keeps its node on the gradient's path. tests/profiler/markers_test.cpp
+// checks it node by node.
 #include <cstdint>
 #include <unordered_map>
 #include <vector>

@@ -117,7 +117,9 @@ std::string parent_of(const std::string& path) {
 std::string child_path(const std::string& parent, const std::string& name) { return parent.empty() ? name : parent + "." + name; }
 
 int ModuleTree::layers() const {
-  return static_cast<int>(std::count_if(modules.begin(), modules.end(), [](const ModuleNode& m) { return m.layer; }));
+  int calls = 0;
+  for (const auto& m : modules) calls += m.layer ? m.calls : 0;
+  return calls;
 }
 
 int ModuleTree::segments() const {

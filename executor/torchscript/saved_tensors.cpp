@@ -77,7 +77,9 @@ std::string module_path(const std::vector<std::string>& hierarchy) {
   std::string path;
   for (size_t i = 1; i < hierarchy.size(); ++i) {  // after TOP(...)
     const std::string& entry = hierarchy[i];
-    path += (path.empty() ? "" : ".") + entry.substr(0, entry.find('('));
+    const std::string name = entry.substr(0, entry.find('('));
+    if (name == "SELF") continue;  // another method of the module above (Conv2d's _conv_forward)
+    path += (path.empty() ? "" : ".") + name;
   }
   return path;
 }

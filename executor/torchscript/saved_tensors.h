@@ -45,7 +45,8 @@ class SaveHookGuard {
 
 // The module path of a hierarchy as torch::jit::currentModuleHierarchy()
 // gives it: {"TOP(Net)::forward", "layer1(Sequential)::forward",
-// "0(Block)::forward"} is "layer1.0"; the top alone is "".
+// "0(Block)::forward"} is "layer1.0"; the top alone is ""; an entry "SELF"
+// (a method calling another of its module's) adds nothing.
 std::string module_path(const std::vector<std::string>& hierarchy);
 
 // Bytes saved for backward during one forward, by the module that saved

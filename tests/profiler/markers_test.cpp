@@ -8,13 +8,17 @@
 #include <torch/csrc/autograd/function.h>
 
 #include <atomic>
+#include <cstdio>
 #include <set>
 
 #include "executor/data.h"
 #include "executor/memory.h"
+#include "executor/networks/source_for.h"
 #include "executor/networks/zoo.h"
+#include "executor/torchscript/imported_network.h"
 #include "model/catalog/network_config.h"
 #include "profiler/layer_recorder.h"
+#include "tests/executor/torchscript/fixtures.h"
 
 namespace papaya::profiler {
 namespace {
@@ -81,11 +85,10 @@ void tick_every_node(const torch::Tensor& loss, std::vector<NodeRun>& runs) {
 
 class Markers : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(Markers, BracketTheLayersOwnBackwardNodes) {
-  const auto config = model::load_network_config(GetParam());
-  auto data = executor::make_synthetic_data(config, torch::kCPU, 0);
+// One step of `network` on a batch of 2, checked node by node.
+void check_markers(const std::shared_ptr<executor::Network>& network) {
+  auto data = executor::make_synthetic_data(network->config(), torch::kCPU, 0);
   executor::MemoryTracker memory(torch::kCPU);
-  auto network = executor::build_network(config);
   const auto& layers = network->layers();
   SequenceTimer timer(static_cast<int>(layers.size()));
   LayerRecorder recorder(*network, timer, memory);
@@ -106,10 +109,10 @@ TEST_P(Markers, BracketTheLayersOwnBackwardNodes) {
     }
     return -1;
   };
-  // A layer's marker nodes: the view made of its output (numbered just after
+  // A layer's marker nodes: the alias made of its output (numbered just after
   // its nodes) and those made of its inputs (just before them).
   const auto is_marker_of = [&](const NodeRun& run, size_t i) {
-    return run.name.find("ViewBackward") == 0 &&
+    return run.name == "MarkerBackward" &&
            (run.sequence == timer.past[i] || (run.sequence < timer.first[i] && run.sequence >= timer.first[i] - 2));
   };
   int checked = 0;
@@ -132,6 +135,19 @@ TEST_P(Markers, BracketTheLayersOwnBackwardNodes) {
     EXPECT_GT(timer.begun[i], 0) << layers[i]->path();
     EXPECT_GT(timer.ended[i], timer.begun[i]) << layers[i]->path();
   }
+}
+
+TEST_P(Markers, BracketTheLayersOwnBackwardNodes) {
+  check_markers(executor::build_network(model::load_network_config(GetParam())));
+}
+
+// A TorchScript network whose ReLU and residual sum work in place: the
+// markers stay on the gradient's path.
+TEST(Markers, HoldAroundInPlaceOpsOfAnImportedNetwork) {
+  const std::string path = executor::torchscript::testing::saved(executor::torchscript::testing::small_cnn(true), "in-place");
+  const auto config = executor::torchscript::archive_config(path, {"float32[B,3,8,8]"}, "--input", std::nullopt);
+  check_markers(executor::source_for(config)->build());
+  std::remove(path.c_str());
 }
 
 INSTANTIATE_TEST_SUITE_P(Residual, Markers, ::testing::Values("gpt-tiny", "bert-tiny", "vit-tiny", "resnet-tiny", "mlp-tiny"),

@@ -31,7 +31,9 @@ inline std::string saved(const torch::jit::Module& m, const std::string& name, c
 // a stem convolution, a Sequential of two blocks (conv1, relu, conv2, the
 // same relu again after the residual sum: a module called twice), a head
 // (mean over the image, then a matrix product). Every weight trainable.
-inline torch::jit::Module small_cnn() {
+// `in_place`: the ReLU and the residual sum work in place (relu_, +=), as
+// torchvision's ResNet does.
+inline torch::jit::Module small_cnn(bool in_place = false) {
   const auto conv = [](int64_t in, int64_t out) {
     torch::jit::Module m("Conv");
     m.register_parameter("weight", (0.3 * torch::randn({out, in, 3, 3})).requires_grad_(), false);
@@ -43,13 +45,12 @@ inline torch::jit::Module small_cnn() {
     torch::jit::Module m("Block");
     m.register_module("conv1", conv(8, 8));
     torch::jit::Module relu("ReLU");
-    relu.define("def forward(self, x):\n  return torch.relu(x)\n");
+    relu.define(in_place ? "def forward(self, x):\n  return torch.relu_(x)\n" : "def forward(self, x):\n  return torch.relu(x)\n");
     m.register_module("relu", relu);
     m.register_module("conv2", conv(8, 8));
-    m.define(
-        "def forward(self, x):\n"
-        "  y = self.conv2.forward(self.relu.forward(self.conv1.forward(x)))\n"
-        "  return self.relu.forward(y + x)\n");
+    m.define(std::string("def forward(self, x):\n") +
+             "  y = self.conv2.forward(self.relu.forward(self.conv1.forward(x)))\n" +
+             (in_place ? "  y += x\n  return self.relu.forward(y)\n" : "  return self.relu.forward(y + x)\n"));
     return m;
   };
   torch::jit::Module layers("Sequential");

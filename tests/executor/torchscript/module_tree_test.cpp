@@ -95,6 +95,7 @@ TEST(ModuleTree, AModuleCalledTwiceAndSharedWeights) {
   const auto m = by_path(tree);
 
   EXPECT_EQ(m.at("twice").calls, 2);
+  EXPECT_EQ(tree.layers(), 3);  // each call of twice, and tied
   EXPECT_EQ(m.at("tied").calls, 1);
   EXPECT_EQ(tree.parameters, 3 * 3 + 3);  // the tied weight once
   EXPECT_FALSE(m.at("").layer);           // no ops of its own

@@ -13,6 +13,8 @@ using torch::jit::Module;
 TEST(SavedTensors, ModulePathFromTheHierarchy) {
   EXPECT_EQ(module_path({"TOP(Net)::forward"}), "");
   EXPECT_EQ(module_path({"TOP(Net)::forward", "layer1(Sequential)::forward", "0(Block)::forward"}), "layer1.0");
+  // A method calling another of its own module's (Conv2d's forward, _conv_forward).
+  EXPECT_EQ(module_path({"TOP(Net)::forward", "conv(Conv2d)::forward", "SELF(Conv2d)::_conv_forward"}), "conv");
 }
 
 // Two linears with a ReLU each; the network's input needs no gradient.
