@@ -27,17 +27,6 @@ struct CheckpointState : torch::CustomClassHolder {
   std::optional<RandomState> random;  // where the segment draws random numbers
 };
 
-// Whether the segment draws random numbers (a dropout): only then does its
-// recomputation need the generators' state of its forward, a few KB held
-// from forward to backward (3.7% of a small MLP's recompute-all peak).
-bool draws_random(Segment& segment) {
-  for (const auto& module : segment.modules(/*include_self=*/false)) {
-    const auto* layer = dynamic_cast<const Layer*>(module.get());
-    if (layer && layer->kind() == model::LayerKind::dropout) return true;
-  }
-  return false;
-}
-
 constexpr const char* state_key = "papaya_checkpoint";
 
 // The segment's buffers (batch-norm running statistics), put back after the
@@ -45,7 +34,7 @@ constexpr const char* state_key = "papaya_checkpoint";
 class BufferSnapshot {
  public:
   explicit BufferSnapshot(Segment& segment) {
-    for (auto& b : segment.buffers()) saved_.emplace_back(b, b.clone());
+    for (auto& b : segment.running_state()) saved_.emplace_back(b, b.clone());
   }
   ~BufferSnapshot() {
     const torch::NoGradGuard no_grad;
@@ -73,7 +62,7 @@ struct CheckpointFunction : Function<CheckpointFunction> {
   static at::Tensor forward(AutogradContext* ctx, Segment* segment, const at::Tensor& x, at::TensorList) {
     auto state = c10::make_intrusive<CheckpointState>();
     state->segment = segment;
-    if (draws_random(*segment)) state->random = RandomState::capture(x.device());
+    if (segment->draws_random()) state->random = RandomState::capture(x.device());
     const at::Tensor y = segment->run_layers(x);
     StoreSpec spec{segment->strategy().input, nullptr, -1, segment->strategy().name()};
     state->input = store(x, model::SlotKind::activation, spec);
@@ -109,6 +98,16 @@ torch::Tensor checkpoint(Segment& segment, const torch::Tensor& x) {
 }
 
 }  // namespace
+
+// A dropout layer's: the generators' state is a few KB held from forward to
+// backward (3.7% of a small MLP's recompute-all peak), kept only where needed.
+bool Segment::draws_random() {
+  for (const auto& module : modules(/*include_self=*/false)) {
+    const auto* layer = dynamic_cast<const Layer*>(module.get());
+    if (layer && layer->kind() == model::LayerKind::dropout) return true;
+  }
+  return false;
+}
 
 torch::Tensor Segment::run(torch::Tensor x) {
   if (strategy_.recompute && torch::GradMode::is_enabled()) return checkpoint(*this, x);

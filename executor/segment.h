@@ -24,6 +24,14 @@ class Segment : public torch::nn::Module {
   // The block's layers, as the network would run them without checkpointing.
   torch::Tensor run_layers(torch::Tensor x) { return forward(std::move(x)); }
 
+  // Whether the block draws random numbers (a dropout): only then does its
+  // recomputation need the generators' state of its forward.
+  virtual bool draws_random();
+  // The state its forward moves besides its outputs (batch-norm running
+  // statistics), put back after a recomputation so that it moves once per
+  // step, as without checkpointing.
+  virtual std::vector<torch::Tensor> running_state() { return buffers(); }
+
  protected:
   virtual torch::Tensor forward(torch::Tensor x) = 0;
 

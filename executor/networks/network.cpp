@@ -14,7 +14,10 @@ void Network::index_paths() {
       segments_.push_back(segment);
     }
   }
-  // A layer belongs to the innermost segment whose path prefixes its own.
+  assign_segments();
+}
+
+void Network::assign_segments() {
   for (auto* layer : layers_) {
     for (auto* segment : segments_) {
       const std::string prefix = segment->path() + ".";

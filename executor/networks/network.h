@@ -40,6 +40,10 @@ class Network : public torch::nn::Module {
   // Names every layer and segment by its module path; the derived
   // constructor calls it last, after registering modules in forward order.
   void index_paths();
+  // Puts each layer in the innermost segment whose path prefixes its own
+  // (index_paths does; a network whose paths are not its module names, after
+  // naming them).
+  void assign_segments();
 
  private:
   model::NetworkConfig config_;

@@ -2,6 +2,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/csrc/autograd/saved_variable_hooks.h>
+#include <torch/csrc/jit/api/function_impl.h>
 #include <torch/csrc/jit/runtime/graph_executor.h>
 
 #include <filesystem>
@@ -61,9 +62,17 @@ struct ImportedNetwork::Discovery {
     std::string path;
     std::vector<Slot> slots;
     std::vector<at::Tensor> inputs, saved;  // of the call, to name the slots by
+    const void* first_input = nullptr;      // the first tensor argument's storage
   };
   std::vector<Found> layers;
   Found* open = nullptr;
+  struct FoundSegment {
+    std::string path;
+    torch::jit::Module module;
+    size_t first_layer = 0;     // index of the first layer found inside it
+    const void* input = nullptr;  // its input's storage
+  };
+  std::vector<FoundSegment> segments;
 };
 
 // The tensors a layer saves: each slot reported to the observer and stored
@@ -180,15 +189,82 @@ ImportedNetwork::ImportedNetwork(model::NetworkConfig config)
   for (const auto& found : discovery_->layers) {
     owned_.push_back(std::make_shared<ModuleLayer>(found.slots, submodule(module_, found.path), *this));
   }
-  const std::vector<Discovery::Found> found = std::move(discovery_->layers);
+  const Discovery found = std::move(*discovery_);
   discovery_.reset();
   adopt_parameters();
   for (size_t i = 0; i < owned_.size(); ++i) register_module("layer" + std::to_string(i), owned_[i]);
+  // A segment keeps its input, which its first layer saves as "input":
+  // what the model counts a recomputed segment holding.
+  std::vector<std::string> segment_paths;
+  for (const auto& s : found.segments) {
+    const bool saves_input = s.first_layer < found.layers.size() && found.layers[s.first_layer].path.rfind(s.path + ".", 0) == 0 &&
+                             !found.layers[s.first_layer].slots.empty() && found.layers[s.first_layer].slots.front().name == "input" &&
+                             found.layers[s.first_layer].first_input == s.input;
+    if (!saves_input) continue;
+    owned_segments_.push_back(std::make_shared<ImportedSegment>(s.module, *this));
+    register_module("segment" + std::to_string(owned_segments_.size() - 1), owned_segments_.back());
+    segment_paths.push_back(s.path);
+  }
   index_paths();
   for (size_t i = 0; i < owned_.size(); ++i) {
-    owned_[i]->set_path(found[i].path);
-    by_path_[found[i].path] = owned_[i].get();
+    owned_[i]->set_path(found.layers[i].path);
+    by_path_[found.layers[i].path] = owned_[i].get();
   }
+  for (size_t i = 0; i < owned_segments_.size(); ++i) {
+    owned_segments_[i]->set_path(segment_paths[i]);
+    segments_by_path_[segment_paths[i]] = owned_segments_[i].get();
+  }
+  assign_segments();
+}
+
+namespace {
+
+bool nondeterministic(const torch::jit::Block& block, std::set<const torch::jit::Graph*>& seen);
+
+bool nondeterministic(torch::jit::Function* function, std::set<const torch::jit::Graph*>& seen) {
+  torch::jit::GraphFunction* graph = function ? torch::jit::tryToGraphFunction(*function) : nullptr;
+  return graph && seen.insert(graph->graph().get()).second && nondeterministic(*graph->graph()->block(), seen);
+}
+
+// Whether the code draws random numbers: a nondeterministic op (dropout in
+// training, rand, bernoulli, ...) here or in a function or method it calls.
+bool nondeterministic(const torch::jit::Block& block, std::set<const torch::jit::Graph*>& seen) {
+  for (const torch::jit::Node* n : block.nodes()) {
+    if (n->kind() == c10::prim::CallFunction) {
+      const auto type = n->input(0)->type()->cast<c10::FunctionType>();
+      if (type && nondeterministic(type->function(), seen)) return true;
+    } else if (n->kind() == c10::prim::CallMethod) {
+      const auto type = n->input(0)->type()->cast<c10::ClassType>();
+      if (type && nondeterministic(type->findMethod(n->s(c10::attr::name)), seen)) return true;
+    } else if (n->isNondeterministic()) {
+      return true;
+    }
+    for (const torch::jit::Block* sub : n->blocks()) {
+      if (nondeterministic(*sub, seen)) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+ImportedSegment::ImportedSegment(torch::jit::Module module, ImportedNetwork& network)
+    : module_(std::move(module)), network_(network) {
+  std::set<const torch::jit::Graph*> seen;
+  draws_random_ = nondeterministic(&module_.get_method("forward").function(), seen);
+}
+
+std::vector<torch::Tensor> ImportedSegment::running_state() {
+  std::vector<torch::Tensor> buffers;
+  for (const auto& b : module_.buffers()) buffers.push_back(b);
+  return buffers;
+}
+
+torch::Tensor ImportedSegment::forward(torch::Tensor x) {
+  torch::jit::GraphOptimizerEnabledGuard optimizer(false);
+  MarkerSinkGuard markers(&network_);
+  SaveHookGuard hooks(&network_);
+  return run_segment_body(path(), module_, x);
 }
 
 ImportedNetwork::~ImportedNetwork() = default;
@@ -288,7 +364,7 @@ std::vector<torch::Tensor> ImportedNetwork::layer_begin(const std::string& path,
                            "needs each to run once");
         }
       }
-      discovery_->layers.push_back({path, {}, inputs, {}});
+      discovery_->layers.push_back({path, {}, inputs, {}, inputs.empty() ? nullptr : storage_of(inputs.front())});
       discovery_->open = &discovery_->layers.back();
       return inputs;
     }
@@ -316,6 +392,16 @@ torch::Tensor ImportedNetwork::layer_end(const std::string& path, torch::Tensor 
     failure_ = std::current_exception();
     throw;
   }
+}
+
+torch::Tensor ImportedNetwork::segment(const std::string& path, const torch::jit::Module& module, torch::Tensor input) {
+  if (discovery_) {
+    discovery_->segments.push_back({path, module, discovery_->layers.size(), storage_of(input)});
+    return run_segment_body(path, module, input);
+  }
+  const auto segment = segments_by_path_.find(path);
+  if (segment == segments_by_path_.end()) return run_segment_body(path, module, input);  // not one papaya recomputes
+  return segment->second->run(std::move(input));
 }
 
 std::unique_ptr<torch::autograd::SavedVariableHooks> ImportedNetwork::hooks() {

@@ -11,7 +11,10 @@
 // (a residual sum, a functional activation) run between layers. The graph
 // executor's optimizer is off on every forward: with it, from the second
 // step the calls are fused into one differentiable graph and no saved
-// tensor would be charged to its module.
+// tensor would be charged to its module. Its segments are the calls of
+// container children that take one tensor and return one (layer_markers.h)
+// whose first layer saves the segment's input as its "input": what a
+// recomputed segment keeps.
 #include <torch/script.h>
 
 #include <map>
@@ -23,6 +26,7 @@
 
 #include "executor/networks/network.h"
 #include "executor/networks/network_source.h"
+#include "executor/segment.h"
 #include "executor/torchscript/layer_markers.h"
 #include "executor/torchscript/saved_tensors.h"
 #include "executor/torchscript/synthetic_data.h"
@@ -56,6 +60,25 @@ class ModuleLayer : public Layer {
   size_t saves_ = 0;            // slots saved in this call so far
 };
 
+// A container child's call, recomputed in backward where the plan says so
+// (executor::Segment's checkpoint, running the child's forward again).
+class ImportedSegment : public Segment {
+ public:
+  ImportedSegment(torch::jit::Module module, ImportedNetwork& network);
+  // Whether its code runs a nondeterministic op (a dropout in training).
+  bool draws_random() override { return draws_random_; }
+  // Its modules' buffers (registered with the layers that hold them).
+  std::vector<torch::Tensor> running_state() override;
+
+ protected:
+  torch::Tensor forward(torch::Tensor x) override;
+
+ private:
+  torch::jit::Module module_;
+  ImportedNetwork& network_;
+  bool draws_random_;
+};
+
 class ImportedNetwork : public Network, MarkerSink, SaveHook {
  public:
   // Loads config.torchscript().archive, marks its layers and runs one
@@ -76,12 +99,14 @@ class ImportedNetwork : public Network, MarkerSink, SaveHook {
 
   std::vector<torch::Tensor> layer_begin(const std::string& path, std::vector<torch::Tensor> inputs) override;
   torch::Tensor layer_end(const std::string& path, torch::Tensor output) override;
+  torch::Tensor segment(const std::string& path, const torch::jit::Module& module, torch::Tensor input) override;
   std::unique_ptr<torch::autograd::SavedVariableHooks> hooks() override;
 
   struct Discovery;  // what the first forward found (imported_network.cpp)
 
  private:
   friend class ModuleLayer;
+  friend class ImportedSegment;
   torch::jit::IValue forward(const Batch& batch);
   // The forward as a training step runs it, saving nothing for a backward,
   // the buffers and the random state put back after.
@@ -93,7 +118,9 @@ class ImportedNetwork : public Network, MarkerSink, SaveHook {
   LossKind loss_kind_ = LossKind::output;
   at::Generator labels_;  // the loss's synthetic targets
   std::vector<std::shared_ptr<ModuleLayer>> owned_;
+  std::vector<std::shared_ptr<ImportedSegment>> owned_segments_;
   std::map<std::string, ModuleLayer*> by_path_;
+  std::map<std::string, ImportedSegment*> segments_by_path_;
   std::set<const void*> held_;  // the storages of parameters and buffers
   std::unique_ptr<Discovery> discovery_;  // while the layers are being found
   ModuleLayer* open_ = nullptr;           // the layer whose forward runs

@@ -20,12 +20,20 @@ using torch::jit::Node;
 using torch::jit::Value;
 
 thread_local MarkerSink* sink = nullptr;
+// The path of the segment whose forward runs on this thread (the module
+// hierarchy of its forward starts at it), "" outside one.
+thread_local const std::string* prefix = nullptr;
 
 // The path of the module whose graph runs the marker, joined to the site.
-std::string callee_path(const std::string& site) { return child_path(module_path(torch::jit::currentModuleHierarchy()), site); }
+std::string callee_path(const std::string& site) {
+  const std::string inner = module_path(torch::jit::currentModuleHierarchy());
+  const std::string outer = prefix ? *prefix : "";
+  return child_path(inner.empty() ? outer : child_path(outer, inner), site);
+}
 
 const c10::Symbol begin_symbol = c10::Symbol::fromQualString("papaya::layer_begin");
 const c10::Symbol end_symbol = c10::Symbol::fromQualString("papaya::layer_end");
+const c10::Symbol segment_symbol = c10::Symbol::fromQualString("papaya::segment");
 
 // Conservative aliasing: the interpreter neither reorders nor drops them.
 torch::jit::RegisterOperators markers({
@@ -47,9 +55,25 @@ torch::jit::RegisterOperators markers({
           torch::jit::push(stack, std::move(output));
         },
         c10::AliasAnalysisKind::CONSERVATIVE),
+    torch::jit::Operator(
+        "papaya::segment(Any module, Tensor input, str site) -> Tensor",
+        [](torch::jit::Stack& stack) {
+          const std::string site = torch::jit::pop(stack).toStringRef();
+          at::Tensor input = torch::jit::pop(stack).toTensor();
+          const torch::jit::Module module(torch::jit::pop(stack).toObject());
+          const std::string path = callee_path(site);
+          torch::jit::push(stack, sink ? sink->segment(path, module, std::move(input)) : run_segment_body(path, module, input));
+        },
+        c10::AliasAnalysisKind::CONSERVATIVE),
 });
 
 bool is_tensor(const Value* v) { return v->type()->isSubtypeOf(*c10::TensorType::get()); }
+
+bool is_container(const torch::jit::Module& m) {
+  const auto name = m.type()->name();
+  const std::string type = name ? name->name() : "";
+  return type == "Sequential" || type == "ModuleList" || type == "ModuleDict";
+}
 
 // Whether the graph calls a method of a module other than its own.
 bool calls_modules(const Block& block, const Value* self) {
@@ -90,6 +114,15 @@ void mark(Graph& g, Node* call, const std::string& site) {
   call->output()->replaceAllUsesAfterNodeWith(end, end->output());
 }
 
+void mark_segment(Graph& g, Node* call, const std::string& site) {
+  torch::jit::WithInsertPoint point(call);
+  Value* name = g.insertConstant(site);
+  Node* segment = g.insertNode(g.create(segment_symbol, {call->input(0), call->input(1), name}, 1));
+  segment->output()->setType(call->output()->type());
+  call->output()->replaceAllUsesWith(segment->output());
+  call->destroy();
+}
+
 class Marker {
  public:
   explicit Marker(std::string label) : label_(std::move(label)) {}
@@ -102,6 +135,7 @@ class Marker {
     struct Attr {
       std::string site;
       torch::jit::Module module;
+      bool in_container = false;  // a child of a Sequential, ModuleList or ModuleDict
     };
     std::unordered_map<const Value*, Attr> module_of = {{g.inputs()[0], {"", self}}};
     std::map<std::string, int> sites;
@@ -112,9 +146,11 @@ class Marker {
         const auto owner = module_of.find(n->input(0));
         if (owner == module_of.end()) continue;
         const std::string name = n->s(c10::attr::name);
+        if (!owner->second.module.hasattr(name)) continue;
         const c10::IValue child = owner->second.module.attr(name);
         if (child.isObject() && child.toObject()->type()->is_module()) {
-          module_of[n->output()] = {child_path(owner->second.site, name), torch::jit::Module(child.toObject())};
+          module_of[n->output()] = {child_path(owner->second.site, name), torch::jit::Module(child.toObject()),
+                                    is_container(owner->second.module)};
         }
         continue;
       }
@@ -127,7 +163,14 @@ class Marker {
       if (name != "forward" || target.site.empty()) {
         walk(target.module, name, target_path);  // another method: its ops run in this module's call
       } else if (!is_leaf(target.module)) {
-        walk(target.module, "forward", target_path);
+        const bool one_tensor = n->inputs().size() == 2 && is_tensor(n->input(1)) && is_tensor(n->output());
+        if (target.in_container && one_tensor && !sites.count(target.site)) {
+          sites[target.site] = 1;
+          walk(target.module, "forward", target_path);  // its markers name paths from the segment (run_segment_body)
+          mark_segment(g, n, target.site);
+        } else {
+          walk(target.module, "forward", target_path);
+        }
       } else {
         if (!is_tensor(n->output())) {
           throw InputError(label_ + ": module " + target_path + " returns " + n->output()->type()->repr_str() +
@@ -152,6 +195,19 @@ class Marker {
 };
 
 }  // namespace
+
+at::Tensor run_segment_body(const std::string& path, const torch::jit::Module& module, const at::Tensor& input) {
+  const std::string* outer = prefix;
+  prefix = &path;
+  try {
+    at::Tensor output = torch::jit::Module(module).forward({input}).toTensor();
+    prefix = outer;
+    return output;
+  } catch (...) {
+    prefix = outer;
+    throw;
+  }
+}
 
 MarkerSinkGuard::MarkerSinkGuard(MarkerSink* next) : previous_(sink) { sink = next; }
 MarkerSinkGuard::~MarkerSinkGuard() { sink = previous_; }

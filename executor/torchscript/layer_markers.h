@@ -11,6 +11,12 @@
 // module in one graph ("relu#2"). Modules of one class share their graphs,
 // so the paths are made at run time, not written into the graph. The sink
 // may replace the tensors it is given (the profiler's backward markers).
+//
+// A call of a container's child (a Sequential's or ModuleList's: a ResNet
+// block, a transformer layer) that takes one tensor and returns one becomes
+//   output = papaya::segment(the child, its argument, site)
+// and the sink runs it (SegmentBody, or a recomputation of it): a segment.
+// Its calls are marked as well.
 #include <torch/script.h>
 
 #include <string>
@@ -23,7 +29,12 @@ class MarkerSink {
   virtual ~MarkerSink() = default;
   virtual std::vector<at::Tensor> layer_begin(const std::string& path, std::vector<at::Tensor> inputs) = 0;
   virtual at::Tensor layer_end(const std::string& path, at::Tensor output) = 0;
+  virtual at::Tensor segment(const std::string& path, const torch::jit::Module& module, at::Tensor input) = 0;
 };
+
+// The forward of the segment at `path`, run as the network's own forward
+// runs it: the paths inside named from `path`.
+at::Tensor run_segment_body(const std::string& path, const torch::jit::Module& module, const at::Tensor& input);
 
 // Installs `sink` on this thread, restoring the previous one when it goes.
 // Without one the markers pass their tensors through.

@@ -120,6 +120,52 @@ TEST(ImportedNetwork, GradientsAreThoseOfTheArchiveRunAsItIs) {
   }
 }
 
+// The parameters' gradients after one step; `saved`: the tensors the
+// layers saved in forward.
+std::vector<torch::Tensor> gradients(Network& network, const Batch& batch, int& saved) {
+  for (auto& p : network.parameters()) p.mutable_grad() = torch::Tensor();
+  Counter counter;
+  torch::Tensor loss;
+  {
+    ObserverGuard guard(&counter);
+    loss = network.loss(batch);
+  }
+  saved = counter.saved_tensors;
+  loss.backward();
+  std::vector<torch::Tensor> out;
+  for (const auto& p : network.parameters()) out.push_back(p.grad().clone());
+  return out;
+}
+
+// The Sequential's blocks are segments; recomputing them gives keep's
+// gradients bit for bit, in place or not. (Two networks from one archive:
+// each draws the same labels for its first loss.)
+TEST(ImportedNetwork, ASequentialsBlocksAreSegmentsThatRecomputeExactly) {
+  for (const bool in_place : {false, true}) {
+    const std::string path = testing::saved(testing::small_cnn(in_place), "segments");
+    const model::NetworkConfig config = archive_config(path, {"float32[B,3,8,8]"}, "--input", std::nullopt);
+    const auto kept = source_for(config)->build();
+    const auto recomputed = source_for(config)->build();
+    std::remove(path.c_str());
+    ASSERT_EQ(kept->segments().size(), 2u);
+    EXPECT_EQ(kept->segments()[0]->path(), "layers.b0");
+    EXPECT_EQ(kept->find_layer("layers.b1.relu#2")->segment(), "layers.b1");
+    EXPECT_EQ(kept->find_layer("stem")->segment(), "");
+    EXPECT_FALSE(kept->segments()[0]->draws_random());  // no dropout in it
+
+    for (auto* segment : recomputed->segments()) segment->set_strategy({true, {}});
+    const Batch batch = make_synthetic_data(config, torch::kCPU, 5)->next(3);
+    int saved_keep = 0, saved_recompute = 0;
+    const std::vector<torch::Tensor> keep = gradients(*kept, batch, saved_keep);
+    const std::vector<torch::Tensor> recompute = gradients(*recomputed, batch, saved_recompute);
+    EXPECT_EQ(saved_recompute, saved_keep - 8) << "the blocks' layers save nothing in forward";
+    ASSERT_EQ(keep.size(), recompute.size());
+    for (size_t i = 0; i < keep.size(); ++i) {
+      EXPECT_TRUE(torch::equal(keep[i], recompute[i])) << "in place " << in_place << ", parameter " << i;
+    }
+  }
+}
+
 TEST(ImportedNetwork, ALoopOverOneModuleIsNamed) {
   torch::jit::Module top("Net");
   top.register_module("a", testing::linear("Linear", 3, 3, true));
