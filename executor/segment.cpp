@@ -86,14 +86,14 @@ struct CheckpointFunction : Function<CheckpointFunction> {
       if (now) now->restore();
     }
     differentiate(std::move(y), grad[0]);
-    variable_list out(2 + segment.parameters().size());  // the parameters' gradients are in their .grad already
+    variable_list out(2 + segment.weights().size());  // the parameters' gradients are in their .grad already
     out[1] = ctx->needs_input_grad(0) ? x.grad() : at::Tensor();
     return out;
   }
 };
 
 torch::Tensor checkpoint(Segment& segment, const torch::Tensor& x) {
-  const std::vector<at::Tensor> params = segment.parameters();
+  const std::vector<at::Tensor> params = segment.weights();
   return CheckpointFunction::apply(&segment, x, at::TensorList(params));
 }
 

@@ -31,6 +31,10 @@ class Segment : public torch::nn::Module {
   // statistics), put back after a recomputation so that it moves once per
   // step, as without checkpointing.
   virtual std::vector<torch::Tensor> running_state() { return buffers(); }
+  // The parameters its layers compute with: a checkpoint's inputs, so that
+  // its backward runs even where the block's input needs no gradient (the
+  // first block of a network).
+  virtual std::vector<torch::Tensor> weights() { return parameters(); }
 
  protected:
   virtual torch::Tensor forward(torch::Tensor x) = 0;

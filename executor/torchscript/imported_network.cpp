@@ -5,6 +5,7 @@
 #include <torch/csrc/jit/api/function_impl.h>
 #include <torch/csrc/jit/runtime/graph_executor.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -62,10 +63,11 @@ struct ImportedNetwork::Discovery {
     std::string path;
     std::vector<Slot> slots;
     std::vector<at::Tensor> inputs, saved;  // of the call, to name the slots by
-    const void* first_input = nullptr;      // the first tensor argument's storage
+    at::Tensor output;
+    const void* first_input = nullptr;  // the first tensor argument's storage
   };
   std::vector<Found> layers;
-  Found* open = nullptr;
+  Found* open = nullptr;  // what saved tensors are charged to (saver_)
   struct FoundSegment {
     std::string path;
     torch::jit::Module module;
@@ -108,7 +110,8 @@ bool same_storage(const at::Tensor& a, const at::Tensor& b) { return b.defined()
 
 // "input", "input1", ... for a call's tensor arguments, "output" for its
 // result, else "t<k>" (a tensor saved twice: the second is t<k>).
-void name_slots(ImportedNetwork::Discovery::Found& layer, const at::Tensor& output) {
+void name_slots(ImportedNetwork::Discovery::Found& layer) {
+  const at::Tensor& output = layer.output;
   std::set<std::string> used;
   for (size_t k = 0; k < layer.slots.size(); ++k) {
     std::string name;
@@ -121,6 +124,7 @@ void name_slots(ImportedNetwork::Discovery::Found& layer, const at::Tensor& outp
   }
   layer.inputs.clear();
   layer.saved.clear();
+  layer.output = at::Tensor();
 }
 
 }  // namespace
@@ -131,7 +135,7 @@ ModuleLayer::ModuleLayer(std::vector<Slot> slots, torch::jit::Module module, Imp
 std::vector<torch::Tensor> ModuleLayer::begin(std::vector<torch::Tensor> inputs) {
   std::vector<torch::Tensor*> pointers;
   for (auto& input : inputs) pointers.push_back(&input);
-  network_.open_ = this;
+  network_.saver_ = this;
   saves_ = 0;
   scope_.emplace(*this, pointers);
   return inputs;
@@ -139,12 +143,8 @@ std::vector<torch::Tensor> ModuleLayer::begin(std::vector<torch::Tensor> inputs)
 
 void ModuleLayer::saved(size_t slot, const torch::Tensor& tensor) const { scope_->saved(slots().at(slot).name, tensor); }
 
-torch::Tensor ModuleLayer::end(torch::Tensor output) {
-  network_.open_ = nullptr;
-  output = scope_->finish(std::move(output));
-  scope_.reset();
-  return output;
-}
+// The scope stays: what the code after the layer saves is reported through it.
+torch::Tensor ModuleLayer::end(torch::Tensor output) { return scope_->finish(std::move(output)); }
 
 torch::Tensor ModuleLayer::run(const std::vector<torch::Tensor>& inputs, const Batch& /*batch*/) {
   torch::jit::GraphOptimizerEnabledGuard optimizer(false);
@@ -186,6 +186,7 @@ ImportedNetwork::ImportedNetwork(model::NetworkConfig config)
   discovery_ = std::make_unique<Discovery>();
   const Batch batch = make_synthetic_data(this->config(), torch::kCPU, 0)->next(1);
   loss_kind_ = torchscript::loss_kind(probe(batch), asked, label_);
+  close_found();
   for (const auto& found : discovery_->layers) {
     owned_.push_back(std::make_shared<ModuleLayer>(found.slots, submodule(module_, found.path), *this));
   }
@@ -194,9 +195,15 @@ ImportedNetwork::ImportedNetwork(model::NetworkConfig config)
   adopt_parameters();
   for (size_t i = 0; i < owned_.size(); ++i) register_module("layer" + std::to_string(i), owned_[i]);
   // A segment keeps its input, which its first layer saves as "input":
-  // what the model counts a recomputed segment holding.
+  // what the model counts a recomputed segment holding. Segments do not
+  // nest: one inside another (MobileNet's blocks in its features) is not one.
   std::vector<std::string> segment_paths;
+  const auto inside_another = [&](const std::string& path) {
+    return std::any_of(segment_paths.begin(), segment_paths.end(),
+                       [&](const std::string& outer) { return path.rfind(outer + ".", 0) == 0; });
+  };
   for (const auto& s : found.segments) {
+    if (inside_another(s.path)) continue;
     const bool saves_input = s.first_layer < found.layers.size() && found.layers[s.first_layer].path.rfind(s.path + ".", 0) == 0 &&
                              !found.layers[s.first_layer].slots.empty() && found.layers[s.first_layer].slots.front().name == "input" &&
                              found.layers[s.first_layer].first_input == s.input;
@@ -260,7 +267,14 @@ std::vector<torch::Tensor> ImportedSegment::running_state() {
   return buffers;
 }
 
+std::vector<torch::Tensor> ImportedSegment::weights() {
+  std::vector<torch::Tensor> parameters;
+  for (const auto& p : module_.parameters()) parameters.push_back(p);
+  return parameters;
+}
+
 torch::Tensor ImportedSegment::forward(torch::Tensor x) {
+  network_.saver_ = nullptr;  // what the segment's code saves before its first layer: LibTorch's
   torch::jit::GraphOptimizerEnabledGuard optimizer(false);
   MarkerSinkGuard markers(&network_);
   SaveHookGuard hooks(&network_);
@@ -299,7 +313,7 @@ torch::jit::IValue ImportedNetwork::forward(const Batch& batch) {
   torch::jit::GraphOptimizerEnabledGuard optimizer(false);
   MarkerSinkGuard markers(this);
   SaveHookGuard hooks(this);
-  open_ = nullptr;
+  saver_ = nullptr;
   failure_ = nullptr;
   torch::jit::IValue output;
   try {
@@ -308,7 +322,7 @@ torch::jit::IValue ImportedNetwork::forward(const Batch& batch) {
         [&] { output = module_.forward(std::vector<torch::jit::IValue>(batch.arguments.begin(), batch.arguments.end())); },
         [this](const std::exception& e) { return failure_ || is_allocator_out_of_memory(e); });
   } catch (...) {
-    open_ = nullptr;
+    saver_ = nullptr;
     if (failure_) std::rethrow_exception(std::exchange(failure_, nullptr));
     throw;
   }
@@ -357,6 +371,7 @@ void ImportedNetwork::train(bool on) {
 std::vector<torch::Tensor> ImportedNetwork::layer_begin(const std::string& path, std::vector<torch::Tensor> inputs) {
   try {
     if (discovery_) {
+      close_found();
       for (const auto& found : discovery_->layers) {
         if (found.path == path) {
           throw InputError(label_ + ": module " + path +
@@ -364,7 +379,7 @@ std::vector<torch::Tensor> ImportedNetwork::layer_begin(const std::string& path,
                            "needs each to run once");
         }
       }
-      discovery_->layers.push_back({path, {}, inputs, {}, inputs.empty() ? nullptr : storage_of(inputs.front())});
+      discovery_->layers.push_back({path, {}, inputs, {}, {}, inputs.empty() ? nullptr : storage_of(inputs.front())});
       discovery_->open = &discovery_->layers.back();
       return inputs;
     }
@@ -383,8 +398,7 @@ std::vector<torch::Tensor> ImportedNetwork::layer_begin(const std::string& path,
 torch::Tensor ImportedNetwork::layer_end(const std::string& path, torch::Tensor output) {
   try {
     if (discovery_) {
-      name_slots(*discovery_->open, output);
-      discovery_->open = nullptr;
+      discovery_->open->output = output;
       return output;
     }
     return by_path_.at(path)->end(std::move(output));
@@ -394,8 +408,15 @@ torch::Tensor ImportedNetwork::layer_end(const std::string& path, torch::Tensor 
   }
 }
 
+void ImportedNetwork::close_found() {
+  if (!discovery_->open) return;
+  name_slots(*discovery_->open);
+  discovery_->open = nullptr;
+}
+
 torch::Tensor ImportedNetwork::segment(const std::string& path, const torch::jit::Module& module, torch::Tensor input) {
   if (discovery_) {
+    close_found();
     discovery_->segments.push_back({path, module, discovery_->layers.size(), storage_of(input)});
     return run_segment_body(path, module, input);
   }
@@ -409,7 +430,7 @@ std::unique_ptr<torch::autograd::SavedVariableHooks> ImportedNetwork::hooks() {
     if (discovery_->open) return std::make_unique<DiscoveryHooks>(*discovery_->open, held_);
     return std::make_unique<KeptHooks>(false);
   }
-  if (open_) return std::make_unique<LayerHooks>(*open_, held_, keeps_saved_);
+  if (saver_) return std::make_unique<LayerHooks>(*saver_, held_, keeps_saved_);
   return keeps_saved_ ? nullptr : std::make_unique<KeptHooks>(false);
 }
 

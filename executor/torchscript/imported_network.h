@@ -7,8 +7,10 @@
 // aside), seen through the engine's saved-variable hooks (saved_tensors.h),
 // named "input" (its first tensor argument's storage; "input1", ... the
 // others'), "output", else "t<k>" by the order they are saved: an
-// activation, a mask (bool) or an index (integers). The ops of a module outside its children's calls
-// (a residual sum, a functional activation) run between layers. The graph
+// activation, a mask (bool) or an index (integers). The ops of a module
+// outside its children's calls (a residual sum, a functional activation)
+// run between layers, and what they save is charged to the layer before
+// them (in the same segment). The graph
 // executor's optimizer is off on every forward: with it, from the second
 // step the calls are fused into one differentiable graph and no saved
 // tensor would be charged to its module. Its segments are the calls of
@@ -69,6 +71,8 @@ class ImportedSegment : public Segment {
   bool draws_random() override { return draws_random_; }
   // Its modules' buffers (registered with the layers that hold them).
   std::vector<torch::Tensor> running_state() override;
+  // Its modules' parameters (registered with the layers that hold them).
+  std::vector<torch::Tensor> weights() override;
 
  protected:
   torch::Tensor forward(torch::Tensor x) override;
@@ -112,6 +116,9 @@ class ImportedNetwork : public Network, MarkerSink, SaveHook {
   // the buffers and the random state put back after.
   torch::jit::IValue probe(const Batch& batch);
   void adopt_parameters();
+  // Discovery: the slots of the layer saved tensors were charged to, named
+  // (a layer begins, a segment begins, the forward ends).
+  void close_found();
 
   torch::jit::Module module_;
   std::string label_;
@@ -123,7 +130,10 @@ class ImportedNetwork : public Network, MarkerSink, SaveHook {
   std::map<std::string, ImportedSegment*> segments_by_path_;
   std::set<const void*> held_;  // the storages of parameters and buffers
   std::unique_ptr<Discovery> discovery_;  // while the layers are being found
-  ModuleLayer* open_ = nullptr;           // the layer whose forward runs
+  // The layer the tensors autograd saves are charged to: the one running,
+  // else the last that ran in this forward or segment (the code between
+  // layers saves for its backward too: SqueezeExcitation's scale * input).
+  ModuleLayer* saver_ = nullptr;
   bool keeps_saved_ = true;               // false in a probe: nothing will run backward
   std::exception_ptr failure_;            // thrown in a marker, rethrown past the interpreter
 };

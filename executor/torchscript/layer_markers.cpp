@@ -75,23 +75,31 @@ bool is_container(const torch::jit::Module& m) {
   return type == "Sequential" || type == "ModuleList" || type == "ModuleDict";
 }
 
-// Whether the graph calls a method of a module other than its own.
-bool calls_modules(const Block& block, const Value* self) {
+// Whether `method` of `m` calls a method of another module, itself or
+// through another method of `m` (SqueezeExcitation's forward calls its
+// _scale, which calls fc1 and fc2).
+bool calls_modules(const torch::jit::Module& m, const std::string& method, int depth);
+
+bool calls_modules(const torch::jit::Module& m, const Block& block, const Value* self, int depth) {
   for (const Node* n : block.nodes()) {
-    if (n->kind() == c10::prim::CallMethod && n->input(0) != self) return true;
+    if (n->kind() == c10::prim::CallMethod) {
+      if (n->input(0) != self || calls_modules(m, n->s(c10::attr::name), depth + 1)) return true;
+    }
     for (const Block* sub : n->blocks()) {
-      if (calls_modules(*sub, self)) return true;
+      if (calls_modules(m, *sub, self, depth)) return true;
     }
   }
   return false;
 }
 
-bool is_leaf(const torch::jit::Module& m) {
-  const auto forward = m.find_method("forward");
-  if (!forward) return true;
-  const Graph& g = *forward->graph();
-  return !calls_modules(*g.block(), g.inputs()[0]);
+bool calls_modules(const torch::jit::Module& m, const std::string& method, int depth) {
+  const auto function = m.find_method(method);
+  if (!function || depth > 16) return false;
+  const Graph& g = *function->graph();
+  return calls_modules(m, *g.block(), g.inputs()[0], depth);
 }
+
+bool is_leaf(const torch::jit::Module& m) { return !calls_modules(m, "forward", 0); }
 
 void mark(Graph& g, Node* call, const std::string& site) {
   std::vector<Value*> tensors;

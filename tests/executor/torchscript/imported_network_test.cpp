@@ -133,7 +133,7 @@ std::vector<torch::Tensor> gradients(Network& network, const Batch& batch, int& 
   saved = counter.saved_tensors;
   loss.backward();
   std::vector<torch::Tensor> out;
-  for (const auto& p : network.parameters()) out.push_back(p.grad().clone());
+  for (const auto& p : network.parameters()) out.push_back(p.grad().defined() ? p.grad().clone() : torch::Tensor());
   return out;
 }
 
@@ -164,6 +164,72 @@ TEST(ImportedNetwork, ASequentialsBlocksAreSegmentsThatRecomputeExactly) {
       EXPECT_TRUE(torch::equal(keep[i], recompute[i])) << "in place " << in_place << ", parameter " << i;
     }
   }
+}
+
+// Segments do not nest: the children of a Sequential inside a segment run
+// as part of it.
+TEST(ImportedNetwork, ASegmentInsideASegmentIsNone) {
+  const auto inner = [] {
+    torch::jit::Module conv("Conv");
+    conv.register_parameter("weight", (0.3 * torch::randn({3, 3, 3, 3})).requires_grad_(), false);
+    conv.define("def forward(self, x):\n  return torch.conv2d(x, self.weight, None, [1, 1], [1, 1])\n");
+    torch::jit::Module m("Inner");
+    m.register_module("conv", conv);
+    m.define("def forward(self, x):\n  return torch.relu(self.conv.forward(x))\n");
+    return m;
+  };
+  torch::jit::Module body("Sequential");
+  body.register_module("c0", inner());
+  body.register_module("c1", inner());
+  body.define("def forward(self, x):\n  return self.c1.forward(self.c0.forward(x))\n");
+  torch::jit::Module block("Block");
+  block.register_module("body", body);
+  block.define("def forward(self, x):\n  return self.body.forward(x) + x\n");
+  torch::jit::Module features("Sequential");
+  features.register_module("b0", block);
+  features.define("def forward(self, x):\n  return self.b0.forward(x)\n");
+  torch::jit::Module top("Net");
+  top.register_module("features", features);
+  top.define("def forward(self, x):\n  return self.features.forward(x).sum()\n");
+  const std::string path = testing::saved(top, "nested");
+  const model::NetworkConfig config = archive_config(path, {"float32[B,3,4,4]"}, "--input", std::nullopt);
+  const auto network = source_for(config)->build();
+  const auto recomputed = source_for(config)->build();
+  std::remove(path.c_str());
+  ASSERT_EQ(network->segments().size(), 1u);
+  EXPECT_EQ(network->segments()[0]->path(), "features.b0");
+  EXPECT_EQ(network->find_layer("features.b0.body.c1.conv")->segment(), "features.b0");
+  EXPECT_EQ(dynamic_cast<const ImportedNetwork&>(*network).loss_kind(), LossKind::output);
+
+  // Recomputed, the first block (whose input, the batch, needs no gradient)
+  // still differentiates its weights.
+  recomputed->segments()[0]->set_strategy({true, {}});
+  const Batch batch = make_synthetic_data(config, torch::kCPU, 2)->next(2);
+  int saved = 0;
+  const std::vector<torch::Tensor> keep = gradients(*network, batch, saved), recompute = gradients(*recomputed, batch, saved);
+  ASSERT_EQ(keep.size(), recompute.size());
+  for (size_t i = 0; i < keep.size(); ++i) {
+    ASSERT_TRUE(recompute[i].defined()) << "parameter " << i;
+    EXPECT_TRUE(torch::equal(keep[i], recompute[i])) << "parameter " << i;
+  }
+}
+
+// The code between layers saves for its backward too (SqueezeExcitation's
+// scale * input): charged to the layer before it, so that a plan can store
+// it and the model counts it.
+TEST(ImportedNetwork, WhatTheCodeBetweenLayersSavesIsTheLayerBefores) {
+  torch::jit::Module top("Net");
+  top.register_module("a", testing::linear("Linear", 3, 3, true));
+  top.define("def forward(self, x):\n  y = self.a.forward(x)\n  return (y * torch.tanh(y)).sum()\n");
+  const std::string path = testing::saved(top, "between");
+  const auto network = source_for(archive_config(path, {"float32[B,3]"}, "--input", std::nullopt))->build();
+  std::remove(path.c_str());
+  // Its own input and output; then tanh's output, and y and tanh(y) for the product.
+  std::vector<std::string> names;
+  for (const auto& slot : network->find_layer("a")->slots()) names.push_back(slot.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"input", "output", "t2", "t3", "t4"}));
+  const model::NetworkLayout layout = probe_layout(*network);
+  EXPECT_EQ(layout.find_layer("a")->slots[3].storage, "a:output");  // y, saved again by the product
 }
 
 TEST(ImportedNetwork, ALoopOverOneModuleIsNamed) {
