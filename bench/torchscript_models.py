@@ -1,0 +1,73 @@
+#!/usr/bin/python3
+"""Real PyTorch models as TorchScript archives, for bench/torchscript_accuracy.sh.
+
+  torchscript_models.py save DIR          # DIR/<model>.pt with papaya.json, and DIR/parameters.csv
+  torchscript_models.py eager DIR B STEPS # PyTorch eager's training step on each archive's model, as CSV
+
+Needs Debian's python3-torch and python3-torchvision (a benchmark's
+reference, never papaya's dependency). The models are torchvision's, at
+64x64 images and 10 classes, scripted (torch.jit.script) and saved with
+their input spec in the extra file papaya.json. `eager` trains the same
+models in eager PyTorch as papaya trains the archives: AdamW (lr 1e-3,
+weight decay 0.01), cross-entropy against random labels, on as many threads
+as papaya uses (torch.get_num_threads()), and reports the median step.
+"""
+import csv
+import json
+import os
+import statistics
+import sys
+import time
+
+import torch
+import torchvision
+
+IMAGE = 64
+MODELS = {
+    "resnet18": lambda: torchvision.models.resnet18(num_classes=10),
+    "mobilenet_v3_small": lambda: torchvision.models.mobilenet_v3_small(num_classes=10),
+}
+
+
+def save(directory):
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, "parameters.csv"), "w", newline="") as f:
+        out = csv.writer(f)
+        out.writerow(["model", "parameters"])
+        for name, make in MODELS.items():
+            torch.manual_seed(0)
+            model = make()
+            spec = {"inputs": [f"float32[B,3,{IMAGE},{IMAGE}]"]}
+            torch.jit.save(torch.jit.script(model), os.path.join(directory, f"{name}.pt"),
+                           _extra_files={"papaya.json": json.dumps(spec)})
+            out.writerow([name, sum(p.numel() for p in model.parameters())])
+
+
+def eager(directory, batch, steps):
+    out = csv.writer(sys.stdout)
+    out.writerow(["model", "batch", "threads", "median_step_s", "samples_per_s"])
+    for name, make in MODELS.items():
+        torch.manual_seed(0)
+        model = make().train()
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
+        x = torch.randn(batch, 3, IMAGE, IMAGE)
+        labels = torch.randint(0, 10, (batch,))
+        times = []
+        for step in range(steps + 3):
+            start = time.perf_counter()
+            optimizer.zero_grad(set_to_none=False)
+            torch.nn.functional.cross_entropy(model(x), labels).backward()
+            optimizer.step()
+            if step >= 3:
+                times.append(time.perf_counter() - start)
+        median = statistics.median(times)
+        out.writerow([name, batch, torch.get_num_threads(), f"{median:.6f}", f"{batch / median:.1f}"])
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "save":
+        save(sys.argv[2])
+    elif len(sys.argv) == 5 and sys.argv[1] == "eager":
+        eager(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+    else:
+        sys.exit(__doc__)
