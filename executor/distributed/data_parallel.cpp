@@ -165,7 +165,11 @@ class RankSlice : public DataSource {
   Batch next(int64_t batch_size) override {
     const Batch global = source_->next(batch_size * world_.size);
     const int64_t first = batch_size * world_.rank;
-    return {global.input.narrow(0, first, batch_size).clone(), global.target.narrow(0, first, batch_size).clone()};
+    const auto slice = [&](const torch::Tensor& t) { return t.defined() ? t.narrow(0, first, batch_size).clone() : t; };
+    Batch batch{{}, slice(global.target), {}};
+    for (const auto& argument : global.arguments) batch.arguments.push_back(slice(argument));
+    batch.input = batch.arguments.empty() ? slice(global.input) : batch.arguments.front();  // one copy
+    return batch;
   }
   std::string describe() const override {
     return source_->describe() + ", rank " + std::to_string(world_.rank) + "'s slice of " + std::to_string(world_.size);

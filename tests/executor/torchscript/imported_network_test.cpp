@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "executor/data.h"
+#include "executor/distributed/data_parallel.h"
 #include "executor/layout.h"
 #include "executor/networks/source_for.h"
 #include "executor/torchscript/archive.h"
@@ -230,6 +231,21 @@ TEST(ImportedNetwork, WhatTheCodeBetweenLayersSavesIsTheLayerBefores) {
   EXPECT_EQ(names, (std::vector<std::string>{"input", "output", "t2", "t3", "t4"}));
   const model::NetworkLayout layout = probe_layout(*network);
   EXPECT_EQ(layout.find_layer("a")->slots[3].storage, "a:output");  // y, saved again by the product
+}
+
+// A data-parallel rank's slice holds its rows of every forward argument.
+TEST(ImportedNetwork, ARanksSliceHoldsItsRowsOfEveryArgument) {
+  const CnnArchive archive;
+  const model::NetworkConfig config = archive.config();
+  const Batch global = make_synthetic_data(config, torch::kCPU, 0)->next(4);
+  World world;
+  world.rank = 1;
+  world.size = 2;
+  const Batch slice = rank_slice(make_synthetic_data(config, torch::kCPU, 0), world)->next(2);
+  ASSERT_EQ(slice.arguments.size(), 1u);
+  EXPECT_TRUE(torch::equal(slice.arguments[0], global.arguments[0].narrow(0, 2, 2)));
+  EXPECT_TRUE(slice.input.is_same(slice.arguments[0]));  // one copy
+  EXPECT_FALSE(slice.target.defined());
 }
 
 TEST(ImportedNetwork, ALoopOverOneModuleIsNamed) {
