@@ -116,14 +116,15 @@ void print_text(std::ostream& out, const Limits& l) {
   }
 }
 
-// The model of --network: profiled quickly at batches 1 and 2, in part
-// where the network is large (pipeline/profile_and_fit.h).
+// The model of --network: profiled quickly at the two smallest default
+// batches, in part where the network is large (pipeline/profile_and_fit.h).
 model::LayerModel profiled_model(const LimitsArgs& args, const model::NetworkConfig& network) {
   pipeline::ProfileAndFitRequest request;
   request.network = network;
   request.device = args.device.empty() ? executor::default_device() : args.device;
   request.precision = args.precision;
-  request.batches = {1, 2};
+  const std::vector<int> batches = pipeline::default_profile_batches(network);
+  request.batches = {batches[0], batches[1]};
   request.quick = true;
   request.profile_blocks = args.profile_blocks;
   ProgressReporter reporter;

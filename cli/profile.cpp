@@ -26,7 +26,7 @@ struct ProfileArgs {
   std::optional<int> seq_len;
   ArchiveOptions archive;
   profiler::ProfileOptions options;
-  std::string batches;  // "1,2,4,8"
+  std::string batches;  // "1,2,4,8"; "": the profiler's default
   std::string memory_limit;
   int probe_batch = 0;
   CLI::Option* probe_option = nullptr;  // given: probe_batch is the user's
@@ -151,7 +151,11 @@ ProfileRun compute(const ProfileArgs& args) {
   check_writable(args.out);
   profiler::ProfileOptions options = args.options;
   options.network = load_network(args.network, args.seq_len, args.archive);
-  options.batches = model::parse_int_list(args.batches, "--batch");
+  if (args.batches.empty()) {  // the profiler's, times the smallest batch the network runs at
+    for (int& b : options.batches) b *= options.network.smallest_batch();
+  } else {
+    options.batches = model::parse_int_list(args.batches, "--batch");
+  }
   if (!args.memory_limit.empty()) options.memory_limit = model::parse_size(args.memory_limit, "--memory-limit");
   if (args.probe_option->count() > 0) options.probe_batch = args.probe_batch;
   options.on_warning = [](const std::string& message) { std::cerr << "papaya: warning: " << message << "\n"; };
@@ -176,10 +180,12 @@ void register_profile(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "profile", "Measure a network layer by layer (time, memory, saved tensors) at several batch sizes; write a profile.");
   profiler::ProfileOptions& o = args->options;
-  for (int b : o.batches) args->batches += (args->batches.empty() ? "" : ",") + std::to_string(b);
   add_network_options(cmd, args->network, args->seq_len);
   add_archive_options(cmd, args->archive);
-  cmd->add_option("--batch,-b", args->batches, "Batch sizes, comma-separated")->capture_default_str();
+  std::string defaults;
+  for (int b : o.batches) defaults += (defaults.empty() ? "" : ",") + std::to_string(b);
+  cmd->add_option("--batch,-b", args->batches,
+                  "Batch sizes, comma-separated; default: " + defaults + " (twice each for a TorchScript network)");
   cmd->add_option("--device,-d", o.device, "cpu, cuda or cuda:N")->capture_default_str();
   cmd->add_option("--steps,-s", o.steps, "Measured training steps per batch size")
       ->capture_default_str()

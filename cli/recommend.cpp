@@ -148,6 +148,7 @@ struct Recommendation {
   model::LayerModel model;
   std::string hardware;
   std::string profiled_how;        // Profiled::how
+  std::vector<int> profiled_batches;  // Profiled::batches
   std::vector<std::string> notes;  // the target's
   Budget budget;
   planner::PlanResult result;
@@ -170,7 +171,7 @@ void to_json(nlohmann::json& doc, const Recommendation& r) {
   }
   doc = result_json(r.model, r.result);
   doc.update({{"device", r.model.machine.device},
-              {"profiled_batches", pipeline::default_profile_batches()},
+              {"profiled_batches", r.profiled_batches},
               {"profiled", r.profiled_how},
               {"budget_source", r.budget.source},
               {"why", reasons},
@@ -231,6 +232,7 @@ Recommendation compute(const RecommendArgs& args) {
   pipeline::Profiled profiled = pipeline::profile_and_fit(profile, reporter);
   rec.model = profiled.model;
   rec.profiled_how = profiled.how;
+  rec.profiled_batches = profiled.batches;
   const std::vector<int> stages = args.data_parallel.stages(true);
   pipeline::apply_data_parallel(profiled.target, profiled.model, args.data_parallel, stages.front());
   rec.hardware = profiled.target.name;

@@ -94,6 +94,7 @@ void to_json(nlohmann::json& out, const Trained& t) {
          {"device_name", setup.device_name},
          {"precision", setup.precision},
          {"plan", setup.plan},
+         {"data", setup.data},
          {"batch", setup.batch},
          {"steps", t.run.steps},
          {"first_step", setup.first_step},
@@ -243,7 +244,7 @@ void stop_if_stopped(const Trained& t) {
 void register_train(CLI::App& app) {
   auto args = std::make_shared<TrainArgs>();
   auto* cmd =
-      app.add_subcommand("train", "Train a network (synthetic data, or a text file) and report samples/s, peak memory and loss.");
+      app.add_subcommand("train", "Train a network (synthetic data, or a data file) and report samples/s, peak memory and loss.");
   add_network_options(cmd, args->run.network, args->run.seq_len);
   add_archive_options(cmd, args->run.archive);
   auto* batch = cmd->add_option("--batch,-b", args->run.batch, "Samples per step (with --plan auto: default, the planned batch)")
@@ -253,7 +254,10 @@ void register_train(CLI::App& app) {
   cmd->add_option("--seed", args->run.seed, "Seed of weights and data")->capture_default_str();
   cmd->add_option("--device,-d", args->run.device, "cpu, cuda or cuda:N")->capture_default_str();
   add_precision_option(cmd, args->run.precision);
-  cmd->add_option("--data", args->run.data, "Text file to train a gpt network on as a character-level language model");
+  cmd->add_option("--data", args->run.data,
+                  "Data file: a text to train a gpt network on as a character-level language model, or for a TorchScript "
+                  "network the batches torch.save wrote (a list of tuples in the forward's order, the loss's target last "
+                  "if any), read in order and cycled");
   cmd->add_option("--lr", args->run.lr, "AdamW learning rate")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--plan", args->run.plan,
                   "Memory optimizations: a plan file, or a name: keep, recompute-all, quantize-{8,4,2}, adaptive-N, "

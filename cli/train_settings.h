@@ -22,7 +22,7 @@ struct TrainRun {
   std::optional<model::NetworkConfig> network_config;
   std::string device = "cpu";          // cpu, cuda, cuda:N
   std::string precision = "fp32";      // fp32, bf16, amp-bf16, amp-fp16
-  std::string data;                    // text file; "": synthetic data
+  std::string data;                    // a data file (text, or recorded batches); "": synthetic data
   std::string plan = "keep";           // plan name or file, read against the built network
   std::optional<model::Plan> planned;  // instead of `plan`: one already made for this network
   int64_t batch = 8;

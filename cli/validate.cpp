@@ -44,7 +44,7 @@ struct ValidateArgs {
   TrainRun run;  // each (plan, batch) trains as this, with its plan and batch
   std::vector<int64_t> batches = {8, 16, 32};
   std::vector<std::string> plans = {"keep", "recompute-all", "quantize-4", "invert"};
-  std::vector<int> profile_batches = pipeline::default_profile_batches();
+  std::vector<int> profile_batches;  // empty: pipeline::default_profile_batches
   std::string plot;
   ValidateArgs() { run.steps = 10; }  // a check, not a benchmark: quick
 };
@@ -120,6 +120,7 @@ void check(ValidateArgs& args) {
   if (args.batches.empty()) throw InputError("--batches: give at least one batch size");
   std::sort(args.batches.begin(), args.batches.end());
   args.batches.erase(std::unique(args.batches.begin(), args.batches.end()), args.batches.end());
+  if (args.profile_batches.empty()) args.profile_batches = pipeline::default_profile_batches(*args.run.network_config);
   std::sort(args.profile_batches.begin(), args.profile_batches.end());
   args.profile_batches.erase(std::unique(args.profile_batches.begin(), args.profile_batches.end()), args.profile_batches.end());
   if (args.profile_batches.size() < 2) throw InputError("--profile-batches: the fit needs two batch sizes or more");
@@ -326,9 +327,10 @@ void register_validate(CLI::App& app) {
                   "(CUDA), joined by '+'")
       ->delimiter(',')
       ->capture_default_str();
-  cmd->add_option("--profile-batches", args->profile_batches, "Batch sizes to profile and fit the model at, comma-separated")
+  cmd->add_option("--profile-batches", args->profile_batches,
+                  "Batch sizes to profile and fit the model at, comma-separated; default: 1,2,4 (2,4,8 for a TorchScript "
+                  "network)")
       ->delimiter(',')
-      ->capture_default_str()
       ->check(positive_whole_number);
   cmd->add_option("--device,-d", args->run.device, "cpu, cuda or cuda:N")->capture_default_str();
   add_precision_option(cmd, args->run.precision);

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "executor/random_state.h"
+#include "executor/torchscript/recorded_batches.h"
 #include "executor/torchscript/synthetic_data.h"
 #include "model/catalog/input_spec.h"
 #include "model/error.h"
@@ -191,6 +192,36 @@ class ArchiveData : public DataSource {
   at::Generator gen_;
 };
 
+// A TorchScript network's batches read from a file (torchscript::RecordedBatches):
+// `b` rows at a time from where the last batch ended, wrapping around.
+class RecordedData : public DataSource {
+ public:
+  RecordedData(const std::string& path, const model::NetworkConfig& config, torch::Device device)
+      : path_(path), recorded_(torchscript::load_recorded_batches(path, specs_of(config))), device_(device) {}
+
+  Batch next(int64_t b) override {
+    const torch::Tensor rows = (torch::arange(b, torch::kLong) + next_row_).remainder(recorded_.rows);
+    next_row_ = (next_row_ + b) % recorded_.rows;
+    Batch batch;
+    for (const auto& argument : recorded_.arguments) batch.arguments.push_back(argument.index_select(0, rows).to(device_));
+    batch.input = batch.arguments.front();
+    if (recorded_.target.defined()) batch.target = recorded_.target.index_select(0, rows).to(device_);
+    return batch;
+  }
+  std::string describe() const override {
+    return path_ + " (" + std::to_string(recorded_.batches) + " batches, " + std::to_string(recorded_.rows) + " rows" +
+           (recorded_.target.defined() ? ", with targets)" : ")");
+  }
+  torch::Tensor position() const override { return torch::tensor({next_row_}, torch::kLong); }
+  void seek(const torch::Tensor& position) override { next_row_ = position.item<int64_t>() % recorded_.rows; }
+
+ private:
+  std::string path_;
+  torchscript::RecordedBatches recorded_;
+  torch::Device device_;
+  int64_t next_row_ = 0;
+};
+
 }  // namespace
 
 std::unique_ptr<DataSource> make_synthetic_data(const model::NetworkConfig& config, torch::Device device, uint64_t seed) {
@@ -198,11 +229,12 @@ std::unique_ptr<DataSource> make_synthetic_data(const model::NetworkConfig& conf
   return std::make_unique<SyntheticData>(config, device, seed);
 }
 
-std::unique_ptr<DataSource> make_text_data(const std::string& path, const model::NetworkConfig& config, torch::Device device,
+std::unique_ptr<DataSource> make_file_data(const std::string& path, const model::NetworkConfig& config, torch::Device device,
                                            uint64_t seed) {
+  if (config.family == Family::torchscript) return std::make_unique<RecordedData>(path, config, device);
   if (config.family != Family::gpt) {
-    throw InputError("a data file trains a gpt network as a character-level language model; " + config.name + " is a " +
-                     model::to_string(config.family) + " network");
+    throw InputError("a data file trains a gpt network as a character-level language model, or a TorchScript network on "
+                     "its recorded batches; " + config.name + " is a " + model::to_string(config.family) + " network");
   }
   return std::make_unique<TextData>(path, config, device, seed);
 }

@@ -1,7 +1,8 @@
 #pragma once
 // Training data: synthetic batches with a learnable target for every family
 // of the zoo (a TorchScript network's inputs drawn from their specs), or a
-// text file read as a character-level language-modelling corpus (gpt).
+// file: a text read as a character-level language-modelling corpus (gpt), a
+// TorchScript network's recorded batches.
 #include <memory>
 #include <string>
 
@@ -25,10 +26,14 @@ class DataSource {
 // and a fainter pattern) plus unit noise.
 std::unique_ptr<DataSource> make_synthetic_data(const model::NetworkConfig& config, torch::Device device, uint64_t seed);
 
-// Random windows of the file's characters (each distinct byte one token).
-// Throws InputError if the file is unreadable, shorter than a window, has more
-// distinct characters than the vocabulary, or the network is not a gpt.
-std::unique_ptr<DataSource> make_text_data(const std::string& path, const model::NetworkConfig& config, torch::Device device,
+// Training data read from a file: for a gpt, random windows of a text file's
+// characters (each distinct byte one token); for a TorchScript network, the
+// batches torch.save wrote (torchscript/recorded_batches.h), their rows read in
+// order and cycled. Throws InputError if the file is unreadable or does not fit
+// the network (a text shorter than a window or with more distinct characters
+// than the vocabulary; batches unlike the forward's inputs), or the network is
+// of another family.
+std::unique_ptr<DataSource> make_file_data(const std::string& path, const model::NetworkConfig& config, torch::Device device,
                                            uint64_t seed);
 
 }  // namespace papaya::executor

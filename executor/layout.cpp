@@ -54,7 +54,7 @@ Batch probe_forward(Network& network, int64_t batch, LayerObserver& observer) {
 
 model::NetworkLayout probe_layout(Network& network) {
   StorageRecorder recorder;
-  probe_forward(network, 1, recorder);
+  probe_forward(network, network.config().smallest_batch(), recorder);
   model::NetworkLayout layout;
   for (const auto* segment : network.segments()) layout.segments.push_back(segment->path());
   for (const auto* layer : network.layers()) {

@@ -12,7 +12,7 @@ namespace papaya::executor {
 // batch it ran on.
 Batch probe_forward(Network& network, int64_t batch, LayerObserver& observer);
 
-// Runs one forward at batch 1 (no autograd, eval mode, so neither batch-norm
+// Runs one forward at the smallest batch (no autograd, eval mode, so neither batch-norm
 // statistics nor the random state move) to see which saved tensors share
 // storage and which slots save each layer's output.
 model::NetworkLayout probe_layout(Network& network);

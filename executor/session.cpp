@@ -12,7 +12,7 @@ namespace {
 std::unique_ptr<DataSource> make_data(const model::NetworkConfig& config, const torch::Device& device,
                                       const SessionOptions& options) {
   auto data = options.data.empty() ? make_synthetic_data(config, device, options.seed)
-                                   : make_text_data(options.data, config, device, options.seed);
+                                   : make_file_data(options.data, config, device, options.seed);
   return options.world ? rank_slice(std::move(data), *options.world) : std::move(data);
 }
 

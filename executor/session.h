@@ -26,7 +26,7 @@ namespace papaya::executor {
 struct SessionOptions {
   std::string device = "cpu";      // cpu, cuda, cuda:N
   std::string precision = "fp32";  // fp32, bf16, amp-bf16, amp-fp16
-  std::string data;                // text file; "": synthetic data
+  std::string data;                // a file (make_file_data); "": synthetic data
   std::optional<World> world;      // a data-parallel rank: its slice of each global batch
   int zero = 0;                    // 1: with `world`, AdamW steps this rank's shard only (ZeRO-1)
   uint64_t seed = 0;               // of the weights and the data

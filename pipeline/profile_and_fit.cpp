@@ -10,9 +10,9 @@
 
 namespace papaya::pipeline {
 
-const std::vector<int>& default_profile_batches() {
-  static const std::vector<int> batches = {1, 2, 4};
-  return batches;
+std::vector<int> default_profile_batches(const model::NetworkConfig& network) {
+  const int s = network.smallest_batch();
+  return {s, 2 * s, 4 * s};
 }
 
 namespace {
@@ -60,6 +60,7 @@ std::vector<int> short_lengths_of(const std::vector<model::ModelAtLength>& model
 
 Profiled profile_and_fit(const ProfileAndFitRequest& asked, Reporter& reporter) {
   ProfileAndFitRequest request = asked;
+  if (request.batches.empty()) request.batches = default_profile_batches(request.network);
   const std::vector<int> lengths = short_lengths(request, reporter);
   profiler::ProfileOptions options;
   options.profile_blocks = request.profile_blocks;
@@ -91,6 +92,7 @@ Profiled profile_and_fit(const ProfileAndFitRequest& asked, Reporter& reporter) 
   if (lengths.empty()) profile_and_fit_one(request.network, 0);
   for (int length : lengths) profile_and_fit_one(model::at_seq_len(request.network, length), length);
   Profiled out;
+  out.batches = options.batches;
   out.how = "at batches " + join(options.batches) +
             (models.size() > 1 ? " and " + join(short_lengths_of(models)) + " tokens" : "") + ", " +
             std::to_string(options.steps) + " steps each";

@@ -14,15 +14,15 @@
 namespace papaya::pipeline {
 
 // Small batches (with the profiler's default steps): enough for the layer
-// model, quick on a CPU.
-const std::vector<int>& default_profile_batches();
+// model, quick on a CPU: 1, 2 and 4 times the network's smallest batch.
+std::vector<int> default_profile_batches(const model::NetworkConfig& network);
 
 struct ProfileAndFitRequest {
   model::NetworkConfig network;                         // parsed once by the caller, at its sequence length
   std::string device = "cpu";                           // cpu, cuda, cuda:N
   std::string precision = "fp32";                       // fp32, bf16, amp-bf16, amp-fp16
   std::string hardware;                                 // the catalog entry to target; "": the profiled machine
-  std::vector<int> batches = default_profile_batches();  // to profile
+  std::vector<int> batches;                             // to profile; empty: default_profile_batches
   int profile_blocks = 0;                               // as profiler::ProfileOptions's (0: all if they fit)
   // One warm-up and two measured steps in one round, no probes (also chosen
   // where a step at the network's length would be slow).
@@ -35,6 +35,7 @@ struct Profiled {
   // How it was profiled, for people: "at batches 1, 2, 4, 5 steps each"
   // (and the token counts, where a long sequence is modelled from short ones).
   std::string how;
+  std::vector<int> batches;  // profiled
 };
 
 // Profiles and fits. A text network whose step at the largest batch would

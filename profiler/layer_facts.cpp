@@ -29,8 +29,12 @@ std::string dtype_name(torch::ScalarType type) {
 double nbytes(const torch::Tensor& t) { return t.defined() ? static_cast<double>(t.numel() * t.element_size()) : 0.0; }
 double storage_bytes(const torch::Tensor& t) { return static_cast<double>(t.storage().nbytes()); }
 
-// The per-sample part of a size measured at batch 1 and at batch 2.
-double growth(double at_1, double at_2) { return at_2 - at_1; }
+// Sizes measured at the smallest batch s and at 2s.
+struct Batches {
+  int64_t s;
+  // The per-sample part of a size.
+  double growth(double at_s, double at_2s) const { return (at_2s - at_s) / static_cast<double>(s); }
+};
 
 const torch::Tensor& saved_tensor(const LayerCall& call, const std::string& slot) {
   for (const auto& [name, tensor] : call.saved) {
@@ -39,31 +43,38 @@ const torch::Tensor& saved_tensor(const LayerCall& call, const std::string& slot
   throw std::logic_error("slot " + slot + " not saved");
 }
 
-model::SavedTensorProfile describe_saved(const model::SlotDesc& slot, const torch::Tensor& at_1, const torch::Tensor& at_2,
-                                         bool held_by_caller) {
+model::SavedTensorProfile describe_saved(const model::SlotDesc& slot, const torch::Tensor& at_s, const torch::Tensor& at_2s,
+                                         const Batches& b, bool held_by_caller) {
   model::SavedTensorProfile s;
   s.slot = slot.name;
   s.kind = slot.kind;
   s.storage = slot.storage;
-  s.dtype = dtype_name(at_1.scalar_type());
-  s.element_size = static_cast<int>(at_1.element_size());
-  s.per_sample = at_1.numel() != at_2.numel();
-  s.numel_per_sample = s.per_sample ? growth(at_1.numel(), at_2.numel()) : static_cast<double>(at_1.numel());
-  s.storage_bytes_per_sample = s.per_sample ? growth(storage_bytes(at_1), storage_bytes(at_2)) : storage_bytes(at_1);
+  s.dtype = dtype_name(at_s.scalar_type());
+  s.element_size = static_cast<int>(at_s.element_size());
+  s.per_sample = at_s.numel() != at_2s.numel();
+  s.numel_per_sample = s.per_sample ? b.growth(at_s.numel(), at_2s.numel()) : static_cast<double>(at_s.numel());
+  s.storage_bytes_per_sample = s.per_sample ? b.growth(storage_bytes(at_s), storage_bytes(at_2s)) : storage_bytes(at_s);
   s.held_by_caller = held_by_caller;
-  // The shape of one sample: the batch-1 shape, less its leading dimension
-  // when that is the batch (a flattened batch-by-token dimension stays).
-  s.sample_shape = at_1.sizes().vec();
-  if (s.per_sample && at_1.dim() > 0 && at_1.size(0) == 1 && at_2.size(0) == 2) s.sample_shape.erase(s.sample_shape.begin());
+  // The shape of one sample: less the leading dimension where that is the
+  // batch; a flattened batch-by-token dimension is one sample's tokens.
+  s.sample_shape = at_s.sizes().vec();
+  if (s.per_sample && at_s.dim() > 0 && at_2s.size(0) == 2 * at_s.size(0)) {
+    if (at_s.size(0) == b.s) {
+      s.sample_shape.erase(s.sample_shape.begin());
+    } else {
+      s.sample_shape.front() /= b.s;
+    }
+  }
   return s;
 }
 
 }  // namespace
 
 std::vector<model::LayerProfile> describe_layers(executor::Network& network, const model::NetworkLayout& layout) {
-  const std::vector<LayerCall> at_1 = record_calls(network, 1), at_2 = record_calls(network, 2);
-  const std::vector<std::map<std::string, int>> last_use = last_forward_uses(network, 2);
-  const std::vector<int64_t> copies = parameter_copy_bytes(network, 1);
+  const Batches b{network.config().smallest_batch()};
+  const std::vector<LayerCall> at_s = record_calls(network, b.s), at_2s = record_calls(network, 2 * b.s);
+  const std::vector<std::map<std::string, int>> last_use = last_forward_uses(network, 2 * b.s);
+  const std::vector<int64_t> copies = parameter_copy_bytes(network, b.s);
   std::vector<model::LayerProfile> out;
   for (size_t i = 0; i < network.layers().size(); ++i) {
     const executor::Layer& layer = *network.layers()[i];
@@ -75,18 +86,18 @@ std::vector<model::LayerProfile> describe_layers(executor::Network& network, con
     p.segment = layer.segment();
     p.output_saved_by = desc.output_saved_by;
     for (const auto& slot : desc.slots) {
-      const auto& data = at_1[i].data_slots;
-      p.saved.push_back(describe_saved(slot, saved_tensor(at_1[i], slot.name), saved_tensor(at_2[i], slot.name),
+      const auto& data = at_s[i].data_slots;
+      p.saved.push_back(describe_saved(slot, saved_tensor(at_s[i], slot.name), saved_tensor(at_2s[i], slot.name), b,
                                        std::find(data.begin(), data.end(), slot.name) != data.end()));
       p.saved.back().last_forward_use = network.layers().at(static_cast<size_t>(last_use[i].at(slot.name)))->path();
     }
-    p.output_bytes_per_sample = growth(nbytes(at_1[i].output), nbytes(at_2[i].output));
+    p.output_bytes_per_sample = b.growth(nbytes(at_s[i].output), nbytes(at_2s[i].output));
     for (const auto& parameter : layer.parameters(/*recurse=*/false))
       p.parameter_bytes += static_cast<int64_t>(nbytes(parameter));
     p.parameter_copy_bytes = copies.at(i);
-    const LayerCost cost_1 = forward_cost(layer, at_1[i]), cost_2 = forward_cost(layer, at_2[i]);
-    p.forward_flops_per_sample = growth(cost_1.flops, cost_2.flops);
-    p.forward_bytes_moved_per_sample = growth(cost_1.bytes_moved, cost_2.bytes_moved);
+    const LayerCost cost_s = forward_cost(layer, at_s[i]), cost_2s = forward_cost(layer, at_2s[i]);
+    p.forward_flops_per_sample = b.growth(cost_s.flops, cost_2s.flops);
+    p.forward_bytes_moved_per_sample = b.growth(cost_s.bytes_moved, cost_2s.bytes_moved);
     out.push_back(std::move(p));
   }
   return out;

@@ -184,7 +184,7 @@ ImportedNetwork::ImportedNetwork(model::NetworkConfig config)
   for (const auto& b : module_.buffers()) held_.insert(storage_of(b));
 
   discovery_ = std::make_unique<Discovery>();
-  const Batch batch = make_synthetic_data(this->config(), torch::kCPU, 0)->next(1);
+  const Batch batch = make_synthetic_data(this->config(), torch::kCPU, 0)->next(this->config().smallest_batch());
   loss_kind_ = torchscript::loss_kind(probe(batch), asked, label_);
   close_found();
   for (const auto& found : discovery_->layers) {
@@ -355,10 +355,10 @@ torch::jit::IValue ImportedNetwork::probe(const Batch& batch) {
 }
 
 torch::Tensor ImportedNetwork::loss(const Batch& batch) {
-  if (torch::GradMode::is_enabled()) return loss_of(forward(batch), loss_kind_, labels_);
+  if (torch::GradMode::is_enabled()) return loss_of(forward(batch), loss_kind_, labels_, batch.target, label_);
   const at::Tensor state = generator_state(labels_);
   torch::jit::IValue output = probe(batch);
-  torch::Tensor loss = loss_of(output, loss_kind_, labels_).detach();
+  torch::Tensor loss = loss_of(output, loss_kind_, labels_, batch.target, label_).detach();
   set_generator_state(labels_, state);
   return loss;
 }

@@ -86,8 +86,8 @@ class ImportedSegment : public Segment {
 class ImportedNetwork : public Network, MarkerSink, SaveHook {
  public:
   // Loads config.torchscript().archive, marks its layers and runs one
-  // forward at batch 1 to find them, their slots and the loss. InputError
-  // naming the archive for what papaya cannot train (see layer_markers.h,
+  // forward at its smallest batch (model::NetworkConfig) to find them, their
+  // slots and the loss. InputError naming the archive for what papaya cannot train (see layer_markers.h,
   // module_tree.h, synthetic_data.h), a layer run more than once in a forward.
   explicit ImportedNetwork(model::NetworkConfig config);
   ~ImportedNetwork() override;

@@ -5,9 +5,9 @@
 #include "model/error.h"
 
 namespace papaya::executor::torchscript {
-namespace {
 
-at::ScalarType dtype_of(const std::string& dtype) {
+at::ScalarType scalar_type(const model::InputSpec& spec) {
+  const std::string& dtype = spec.dtype;
   if (dtype == "float32") return at::kFloat;
   if (dtype == "float64") return at::kDouble;
   if (dtype == "float16") return at::kHalf;
@@ -24,14 +24,12 @@ std::string shape_text(const at::Tensor& t) {
   return out + "]";
 }
 
-}  // namespace
-
 std::vector<torch::jit::IValue> synthetic_inputs(const std::vector<model::InputSpec>& specs, int64_t batch,
                                                  at::Generator generator) {
   std::vector<torch::jit::IValue> inputs;
   for (const auto& spec : specs) {
     const auto shape = spec.shape(batch);
-    const at::ScalarType dtype = dtype_of(spec.dtype);
+    const at::ScalarType dtype = scalar_type(spec);
     if (at::isFloatingType(dtype)) {
       inputs.emplace_back(at::randn(shape, generator, at::TensorOptions().dtype(at::kFloat)).to(dtype));
     } else {
@@ -67,18 +65,39 @@ LossKind loss_kind(const torch::jit::IValue& output, std::optional<LossKind> ask
                    ": papaya makes a loss of a scalar, of logits [B, C] or [B, T, V]; ask for one (mse or cross-entropy)");
 }
 
-at::Tensor loss_of(const torch::jit::IValue& output, LossKind kind, at::Generator generator) {
+at::Tensor loss_of(const torch::jit::IValue& output, LossKind kind, at::Generator generator, const at::Tensor& target,
+                   const std::string& label) {
   const at::Tensor t = output.toTensor();
   switch (kind) {
     case LossKind::output: return t;
     case LossKind::cross_entropy: {
       const at::Tensor logits = t.reshape({-1, t.size(-1)});
-      const at::Tensor labels = at::randint(0, t.size(-1), {logits.size(0)}, generator, at::TensorOptions().dtype(at::kLong));
+      if (!target.defined()) {
+        const at::Tensor labels = at::randint(0, t.size(-1), {logits.size(0)}, generator, at::TensorOptions().dtype(at::kLong));
+        return at::cross_entropy_loss(logits.to(at::kFloat), labels);
+      }
+      if (at::isFloatingType(target.scalar_type()) || target.numel() != logits.size(0)) {
+        throw InputError(label + ": cross-entropy of logits " + shape_text(t) + " needs integer labels of " +
+                         std::to_string(logits.size(0)) + " values; the data's target is " +
+                         std::string(c10::toString(target.scalar_type())) + shape_text(target));
+      }
+      const at::Tensor labels = target.reshape({-1}).to(at::kLong);
+      const auto [low, high] = at::aminmax(labels);
+      if (low.item<int64_t>() < 0 || high.item<int64_t>() >= t.size(-1)) {
+        throw InputError(label + ": the data's labels span [" + std::to_string(low.item<int64_t>()) + ", " +
+                         std::to_string(high.item<int64_t>()) + "], outside the " + std::to_string(t.size(-1)) + " classes");
+      }
       return at::cross_entropy_loss(logits.to(at::kFloat), labels);
     }
     case LossKind::mse: {
-      const at::Tensor target = at::randn(t.sizes(), generator, at::TensorOptions().dtype(at::kFloat));
-      return at::mse_loss(t.to(at::kFloat), target);
+      if (!target.defined()) {
+        return at::mse_loss(t.to(at::kFloat), at::randn(t.sizes(), generator, at::TensorOptions().dtype(at::kFloat)));
+      }
+      if (!at::isFloatingType(target.scalar_type()) || target.sizes() != t.sizes()) {
+        throw InputError(label + ": mse of an output " + shape_text(t) + " needs a floating target of that shape; the data's is " +
+                         std::string(c10::toString(target.scalar_type())) + shape_text(target));
+      }
+      return at::mse_loss(t.to(at::kFloat), target.to(at::kFloat));
     }
   }
   TORCH_CHECK(false, "no such loss");

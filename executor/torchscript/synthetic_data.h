@@ -12,6 +12,9 @@
 
 namespace papaya::executor::torchscript {
 
+at::ScalarType scalar_type(const model::InputSpec& spec);
+std::string shape_text(const at::Tensor& t);  // "[2, 3, 64, 64]"
+
 // One batch of inputs: floats standard normal, integers uniform below their
 // bound (below 2 without one), bools either; drawn from `generator`.
 std::vector<torch::jit::IValue> synthetic_inputs(const std::vector<model::InputSpec>& specs, int64_t batch,
@@ -29,7 +32,11 @@ enum class LossKind {
 // scalar asked to be something else, a shape neither [B, C] nor [B, T, V]
 // without a loss asked.
 LossKind loss_kind(const torch::jit::IValue& output, std::optional<LossKind> asked, const std::string& label);
-at::Tensor loss_of(const torch::jit::IValue& output, LossKind kind, at::Generator generator);
+// The loss against `target` (the data's: labels, or the mse target) or, where
+// undefined, against one drawn from `generator`; an InputError naming `label`
+// where the target does not fit the output.
+at::Tensor loss_of(const torch::jit::IValue& output, LossKind kind, at::Generator generator, const at::Tensor& target,
+                   const std::string& label);
 
 // Runs `work` (a forward, a loss, a backward of the user's module): an error
 // LibTorch or its interpreter raises in it is the user's input, an InputError naming `label`,

@@ -21,6 +21,8 @@ int TransformerConfig::mlp_hidden() const {
 // As HuggingFace's GPT-NeoX: int(head_size · rotary_pct).
 int TransformerConfig::rotary_dims() const { return static_cast<int>(head_dim() * rotary_fraction); }
 
+int NetworkConfig::smallest_batch() const { return family == Family::torchscript ? 2 : 1; }
+
 int NetworkConfig::sequence_length() const {
   if (family == Family::vit) {
     const auto& t = transformer();

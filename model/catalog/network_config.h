@@ -90,6 +90,10 @@ struct NetworkConfig {
   int sequence_length() const;
   // Rows of the learned position table; 0 with rotary positions.
   int position_rows() const;
+  // The smallest batch a training-mode forward is run at: 1, or 2 for a
+  // TorchScript network, whose batch norms may see a 1x1 map (torchvision's
+  // ResNets at 32 pixels) and refuse one value per channel.
+  int smallest_batch() const;
 };
 
 std::string to_string(Family family);

@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "executor/layout.h"
-#include "executor/networks/zoo.h"
+#include "executor/networks/source_for.h"
 #include "model/plan.h"
 
 namespace papaya::executor::testing {
@@ -18,7 +18,7 @@ model::NetworkConfig tiny_config(const std::string& name, double dropout) {
 Planned planned(const model::NetworkConfig& config, const model::Plan& plan) {
   torch::manual_seed(0);
   Planned p;
-  p.network = build_network(config);
+  p.network = source_for(config)->build();
   p.layout = probe_layout(*p.network);
   p.applied = apply_plan(*p.network, plan, p.layout);
   return p;
@@ -26,7 +26,7 @@ Planned planned(const model::NetworkConfig& config, const model::Plan& plan) {
 
 Planned planned(const model::NetworkConfig& config, const std::string& plan) {
   torch::manual_seed(0);
-  auto network = build_network(config);
+  auto network = source_for(config)->build();
   return planned(config, model::load_plan(plan, probe_layout(*network), config.name));
 }
 

@@ -20,7 +20,8 @@ struct Planned {
   model::NetworkLayout layout;
   AppliedPlan applied;
 };
-// The network with weights from seed 0 and `plan` (a name or a file) applied.
+// The network (zoo or archive: executor::source_for) with weights from seed 0
+// and `plan` (a name or a file) applied.
 Planned planned(const model::NetworkConfig& config, const std::string& plan);
 Planned planned(const model::NetworkConfig& config, const model::Plan& plan);
 

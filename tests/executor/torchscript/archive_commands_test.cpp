@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <torch/serialize.h>
 
 #include "tests/cli/run_papaya.h"
 #include "tests/executor/torchscript/fixtures.h"
@@ -65,6 +66,52 @@ TEST(ArchiveCommands, ProfileWritesLayersByModulePath) {
   EXPECT_EQ(profile["layers"][0]["saved"][0]["storage_bytes_per_sample"], 3 * 8 * 8 * 4);
   const Outcome predict = run_papaya("fit " + out + " --out " + dir.path("cnn.model.json"));
   ASSERT_EQ(predict.code, 0) << predict.err;
+}
+
+// Batches saved by torch.save (here torch::pickle_save): training reads them
+// and takes the loss against their labels, so labels the head cannot produce
+// are named.
+TEST(ArchiveCommands, TrainsOnRecordedBatches) {
+  TempDir dir("papaya-archive-data");
+  const std::string cnn = saved_cnn(dir);
+  const auto save = [&](const std::string& name, const at::Tensor& labels) {
+    c10::impl::GenericList list(c10::AnyType::get());
+    list.push_back(c10::ivalue::Tuple::create({torch::randn({3, 3, 8, 8}), labels}));
+    const std::vector<char> bytes = torch::pickle_save(list);
+    const std::string path = dir.path(name);
+    std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    return path;
+  };
+  const Outcome train = run_papaya("train --network " + cnn + input + " --data " + save("ok.pt", torch::tensor({1, 9, 0}, at::kLong)) +
+                                   " --batch 4 --steps 3 --json");
+  ASSERT_EQ(train.code, 0) << train.err;
+  EXPECT_NE(nlohmann::json::parse(train.out).at("data").get<std::string>().find("1 batches, 3 rows, with targets"), std::string::npos)
+      << train.out;
+  expect_input_error("train --network " + cnn + input + " --data " + save("bad.pt", torch::tensor({1, 10, 0}, at::kLong)) +
+                         " --batch 2 --steps 2",
+                     "the data's labels span [1, 10], outside the 10 classes");
+}
+
+// A network whose forward refuses one sample (batch norm over a 1x1 map) is
+// found, profiled and trained from batch 2 up; asked for batch 1, its own
+// error is named.
+TEST(ArchiveCommands, ANetworkThatRefusesBatchOneIsProfiledFromTwo) {
+  TempDir dir("papaya-archive-batch-two");
+  const std::string net = dir.path("norm.pt");
+  executor::torchscript::testing::pooled_batch_norm().save(net);
+  const std::string shape = " --input 'float32[B,4,2,2]'";
+  const std::string profile = dir.path("norm.profile.json");
+  const Outcome run = run_papaya("profile --network " + net + shape + " --steps 2 --warmup 1 --probe-batch 0 --out " + profile);
+  ASSERT_EQ(run.code, 0) << run.err;
+  nlohmann::json written;
+  std::ifstream(profile) >> written;
+  EXPECT_EQ(written.at("batches").get<std::vector<int>>(), (std::vector<int>{2, 4, 8, 16}));
+  // Batch norm saves the pooled map, 4 floats a sample (measured at batches 2 and 4).
+  EXPECT_EQ(written["layers"][0]["saved"][0]["storage_bytes_per_sample"], 4 * 4);
+  const Outcome train = run_papaya("train --network " + net + shape + " --batch 3 --steps 2");
+  EXPECT_EQ(train.code, 0) << train.err;
+  expect_input_error("profile --network " + net + shape + " --batch 1,2 --out " + dir.path("p1.json"),
+                     "Expected more than 1 value per channel when training");
 }
 
 TEST(ArchiveCommands, BadInputIsNamed) {

@@ -6,6 +6,8 @@
 // type is what makes its children segments).
 #include <torch/script.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <string>
 
@@ -20,11 +22,25 @@ inline torch::jit::Module linear(const std::string& type, int64_t in, int64_t ou
   return m;
 }
 
-// The module saved where a test can load it: a temporary file named after `name`.
+// The module saved where a test can load it: a temporary file named after
+// `name`, the process and the call (tests run in parallel, each its own
+// process, and their fixtures' weights are random).
 inline std::string saved(const torch::jit::Module& m, const std::string& name, const torch::jit::ExtraFilesMap& extra = {}) {
-  const std::string path = (std::filesystem::temp_directory_path() / ("papaya-torchscript-" + name + ".pt")).string();
+  static int calls = 0;
+  const std::string file = "papaya-torchscript-" + name + "-" + std::to_string(::getpid()) + "-" + std::to_string(calls++) + ".pt";
+  const std::string path = (std::filesystem::temp_directory_path() / file).string();
   m.save(path, extra);
   return path;
+}
+
+// A Sequential of two children, named `first` and `second`, run in order.
+inline torch::jit::Module sequential(const torch::jit::Module& a, const torch::jit::Module& b, const std::string& first = "b0",
+                                     const std::string& second = "b1") {
+  torch::jit::Module m("Sequential");
+  m.register_module(first, a);
+  m.register_module(second, b);
+  m.define("def forward(self, x):\n  return self." + second + ".forward(self." + first + ".forward(x))\n");
+  return m;
 }
 
 // A small residual CNN on float32[B,3,8,8] images returning [B,10] logits:
@@ -53,10 +69,7 @@ inline torch::jit::Module small_cnn(bool in_place = false) {
              (in_place ? "  y += x\n  return self.relu.forward(y)\n" : "  return self.relu.forward(y + x)\n"));
     return m;
   };
-  torch::jit::Module layers("Sequential");
-  layers.register_module("b0", block());
-  layers.register_module("b1", block());
-  layers.define("def forward(self, x):\n  return self.b1.forward(self.b0.forward(x))\n");
+  const torch::jit::Module layers = sequential(block(), block());
   torch::jit::Module head("Head");
   head.register_parameter("weight", (0.3 * torch::randn({8, 10})).requires_grad_(), false);
   head.define("def forward(self, x):\n  return x.mean([2, 3]).mm(self.weight)\n");
@@ -65,6 +78,92 @@ inline torch::jit::Module small_cnn(bool in_place = false) {
   top.register_module("layers", layers);
   top.register_module("head", head);
   top.define("def forward(self, x):\n  return self.head.forward(self.layers.forward(self.stem.forward(x)))\n");
+  return top;
+}
+
+// A small pre-norm transformer language model on int64[B,6]<16 token ids: an
+// embedding, a Sequential of two blocks (one LayerNorm module run before the
+// attention and again before the MLP: a module called twice; single-head
+// attention whose scores are its own ops between its linears; an MLP with
+// GELU), a final norm and a head to [B,6,16] logits. `returns_loss`:
+// forward(ids, targets) returns the cross-entropy itself, a scalar.
+inline torch::jit::Module small_transformer(bool returns_loss = false) {
+  const auto dense = [](int64_t in, int64_t out) {
+    torch::jit::Module m("Dense");
+    m.register_parameter("weight", (0.3 * torch::randn({in, out})).requires_grad_(), false);
+    m.register_parameter("bias", (0.1 * torch::randn({out})).requires_grad_(), false);
+    m.define("def forward(self, x):\n  return x.matmul(self.weight) + self.bias\n");
+    return m;
+  };
+  const auto norm = [] {
+    torch::jit::Module m("Norm");
+    m.register_parameter("weight", torch::ones({8}).requires_grad_(), false);
+    m.register_parameter("bias", torch::zeros({8}).requires_grad_(), false);
+    m.define("def forward(self, x):\n  return torch.layer_norm(x, [8], self.weight, self.bias, 1e-5, False)\n");
+    return m;
+  };
+  const auto block = [&] {
+    torch::jit::Module attention("Attention");
+    attention.register_module("qkv", dense(8, 24));
+    attention.register_module("proj", dense(8, 8));
+    attention.define(R"(def forward(self, x):
+  q, k, v = self.qkv.forward(x).chunk(3, -1)
+  a = torch.softmax(q.matmul(k.transpose(1, 2)) * 0.35, -1)
+  return self.proj.forward(a.matmul(v))
+)");
+    torch::jit::Module gelu("GELU");
+    gelu.define("def forward(self, x):\n  return torch.gelu(x)\n");
+    torch::jit::Module m("Block");
+    m.register_module("norm", norm());
+    m.register_module("attn", attention);
+    m.register_module("fc1", dense(8, 16));
+    m.register_module("gelu", gelu);
+    m.register_module("fc2", dense(16, 8));
+    m.define(R"(def forward(self, x):
+  x = x + self.attn.forward(self.norm.forward(x))
+  return x + self.fc2.forward(self.gelu.forward(self.fc1.forward(self.norm.forward(x))))
+)");
+    return m;
+  };
+  torch::jit::Module embed("Embedding");
+  embed.register_parameter("weight", torch::randn({16, 8}).requires_grad_(), false);
+  embed.define("def forward(self, ids):\n  return torch.embedding(self.weight, ids)\n");
+  const torch::jit::Module blocks = sequential(block(), block());
+  torch::jit::Module top("LanguageModel");
+  top.register_module("embed", embed);
+  top.register_module("blocks", blocks);
+  top.register_module("norm", norm());
+  top.register_module("head", dense(8, 16));
+  const std::string logits = "self.head.forward(self.norm.forward(self.blocks.forward(self.embed.forward(ids))))";
+  top.define(returns_loss ? "def forward(self, ids, targets):\n  z = " + logits +
+                                "\n  return torch.cross_entropy_loss(z.reshape([-1, 16]), targets.reshape([-1]))\n"
+                          : "def forward(self, ids):\n  return " + logits + "\n");
+  return top;
+}
+
+// A network that refuses batch 1 in training mode, as torchvision's
+// BatchNorm2d does over a 1x1 map: float32[B,4,2,2] images pooled to one
+// value per channel, batch-normalized (the same check of the batch as
+// PyTorch's F.batch_norm), then [B,3] logits.
+inline torch::jit::Module pooled_batch_norm() {
+  torch::jit::Module norm("PooledNorm");
+  norm.register_parameter("weight", torch::ones({4}).requires_grad_(), false);
+  norm.register_parameter("bias", torch::zeros({4}).requires_grad_(), false);
+  norm.register_buffer("running_mean", torch::zeros({4}));
+  norm.register_buffer("running_var", torch::ones({4}));
+  norm.register_attribute("training", c10::BoolType::get(), true);  // as nn.Module's, which the C++ Module lacks
+  norm.define(R"(def forward(self, x):
+  p = x.mean([2, 3], True)
+  assert not self.training or p.size(0) * p.size(2) * p.size(3) > 1, "Expected more than 1 value per channel when training"
+  return torch.batch_norm(p, self.weight, self.bias, self.running_mean, self.running_var, self.training, 0.1, 1e-5, False)
+)");
+  torch::jit::Module head("Head");
+  head.register_parameter("weight", (0.3 * torch::randn({4, 3})).requires_grad_(), false);
+  head.define("def forward(self, x):\n  return x.flatten(1).mm(self.weight)\n");
+  torch::jit::Module top("Net");
+  top.register_module("norm", norm);
+  top.register_module("head", head);
+  top.define("def forward(self, x):\n  return self.head.forward(self.norm.forward(x))\n");
   return top;
 }
 

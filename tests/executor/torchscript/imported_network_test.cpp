@@ -35,7 +35,7 @@ TEST(ImportedNetwork, LayersAreTheLeafModulesCallsInTheOrderTheyRun) {
   const CnnArchive archive;
   const model::NetworkConfig config = archive.config();
   EXPECT_EQ(config.family, model::Family::torchscript);
-  EXPECT_EQ(config.name, "papaya-torchscript-cnn");
+  EXPECT_EQ(config.name, std::filesystem::path(archive.path).stem().string());  // the file's name
   const auto network = source_for(config)->build();
   const auto& imported = dynamic_cast<const ImportedNetwork&>(*network);
   EXPECT_EQ(imported.loss_kind(), LossKind::cross_entropy);  // [B, 10] logits
@@ -111,7 +111,7 @@ TEST(ImportedNetwork, GradientsAreThoseOfTheArchiveRunAsItIs) {
     EXPECT_EQ(counter.calls, static_cast<int>(network->layers().size())) << "step " << step;
     EXPECT_EQ(counter.saved_tensors, slots) << "step " << step;
     torch::jit::IValue out = plain.forward({batch.input});
-    loss_of(out, LossKind::cross_entropy, labels).backward();
+    loss_of(out, LossKind::cross_entropy, labels, {}, "").backward();
     // Same parameters (the network's are the archive's tensors), same gradients.
     std::vector<torch::Tensor> ours, theirs;
     for (const auto& p : network->parameters()) ours.push_back(p.grad());
@@ -179,10 +179,7 @@ TEST(ImportedNetwork, ASegmentInsideASegmentIsNone) {
     m.define("def forward(self, x):\n  return torch.relu(self.conv.forward(x))\n");
     return m;
   };
-  torch::jit::Module body("Sequential");
-  body.register_module("c0", inner());
-  body.register_module("c1", inner());
-  body.define("def forward(self, x):\n  return self.c1.forward(self.c0.forward(x))\n");
+  const torch::jit::Module body = testing::sequential(inner(), inner(), "c0", "c1");
   torch::jit::Module block("Block");
   block.register_module("body", body);
   block.define("def forward(self, x):\n  return self.body.forward(x) + x\n");

@@ -40,11 +40,35 @@ TEST(SyntheticData, LossesFromTheOutputsShape) {
   at::Generator a = at::detail::createCPUGenerator(3), b = at::detail::createCPUGenerator(3);
   const at::Tensor labels = at::randint(0, 7, {6}, a, at::TensorOptions().dtype(at::kLong));
   const at::Tensor expected = at::nll_loss(at::log_softmax(sequence.reshape({6, 7}), -1), labels);
-  EXPECT_TRUE(at::allclose(loss_of(sequence, LossKind::cross_entropy, b), expected));
+  EXPECT_TRUE(at::allclose(loss_of(sequence, LossKind::cross_entropy, b, {}, "m.pt"), expected));
 
   a = at::detail::createCPUGenerator(4), b = at::detail::createCPUGenerator(4);
   const at::Tensor target = at::randn(image.sizes(), a, at::TensorOptions().dtype(at::kFloat));
-  EXPECT_TRUE(at::allclose(loss_of(image, LossKind::mse, b), (image - target).pow(2).mean()));
+  EXPECT_TRUE(at::allclose(loss_of(image, LossKind::mse, b, {}, "m.pt"), (image - target).pow(2).mean()));
+}
+
+// A target the data holds is the one the loss is taken against; one unlike
+// the output is named.
+TEST(SyntheticData, LossesAgainstTheDatasTarget) {
+  at::Generator unused = at::detail::createCPUGenerator(0);
+  const at::Tensor logits = torch::randn({4, 10}), labels = torch::tensor({3, 0, 9, 9}, at::kLong);
+  EXPECT_TRUE(at::allclose(loss_of(logits, LossKind::cross_entropy, unused, labels, "m.pt"), at::cross_entropy_loss(logits, labels)));
+  const at::Tensor image = torch::randn({2, 3}), target = torch::randn({2, 3});
+  EXPECT_TRUE(at::allclose(loss_of(image, LossKind::mse, unused, target, "m.pt"), (image - target).pow(2).mean()));
+  const auto why = [&](const at::Tensor& output, LossKind kind, const at::Tensor& t) {
+    try {
+      loss_of(output, kind, unused, t, "m.pt");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(why(logits, LossKind::cross_entropy, torch::tensor({3, 0, 10, 1}, at::kLong)),
+            "m.pt: the data's labels span [0, 10], outside the 10 classes");
+  EXPECT_EQ(why(logits, LossKind::cross_entropy, torch::zeros({4})),
+            "m.pt: cross-entropy of logits [4, 10] needs integer labels of 4 values; the data's target is Float[4]");
+  EXPECT_EQ(why(image, LossKind::mse, torch::zeros({2, 4})),
+            "m.pt: mse of an output [2, 3] needs a floating target of that shape; the data's is Float[2, 4]");
 }
 
 TEST(SyntheticData, OutputsWithoutALossAreNamed) {
