@@ -163,9 +163,16 @@ void LayerHooks::call_pack_hook(const at::Tensor& tensor) {
     throw InputError("module " + layer.path() + " saved more tensors for backward than in the first forward (" +
                      std::to_string(layer.slots().size()) + "): papaya needs each module to save the same ones every step");
   }
-  layer.saved(slot, tensor);
-  if (!keeps) return;
   const StoreSpec& spec = layer.store_spec(slot);
+  if (!keeps || spec.strategy.is_keep()) {
+    // Reported as the zoo's layers report a tensor they keep (a stored form
+    // reports itself), and with grad mode back on: autograd packs with it
+    // off, and a save under it is one a backward will use (what
+    // StoredBytesRecorder counts).
+    const torch::AutoGradMode saving(true);
+    layer.saved(slot, tensor);
+  }
+  if (!keeps) return;
   if (spec.strategy.is_keep()) {
     kept = tensor.detach();
   } else {
@@ -179,13 +186,13 @@ ImportedNetwork::ImportedNetwork(model::NetworkConfig config)
   module_tree(module_, label_);  // refuses a module whose calls are inlined
   mark_leaf_calls(module_, label_);
   const std::string& loss = this->config().torchscript().loss;
-  const std::optional<LossKind> asked = loss.empty() ? std::nullopt : std::optional(parse_loss_kind(loss, label_ + ": loss"));
+  if (!loss.empty()) asked_loss_ = parse_loss_kind(loss, label_ + ": loss");
   for (const auto& p : module_.parameters()) held_.insert(storage_of(p));
   for (const auto& b : module_.buffers()) held_.insert(storage_of(b));
 
   discovery_ = std::make_unique<Discovery>();
   const Batch batch = make_synthetic_data(this->config(), torch::kCPU, 0)->next(this->config().smallest_batch());
-  loss_kind_ = torchscript::loss_kind(probe(batch), asked, label_);
+  probe(batch);  // finds the loss's kind too
   close_found();
   for (const auto& found : discovery_->layers) {
     owned_.push_back(std::make_shared<ModuleLayer>(found.slots, submodule(module_, found.path), *this));
@@ -309,7 +316,7 @@ void ImportedNetwork::adopt_parameters() {
   }
 }
 
-torch::jit::IValue ImportedNetwork::forward(const Batch& batch) {
+torch::Tensor ImportedNetwork::forward(const Batch& batch) {
   torch::jit::GraphOptimizerEnabledGuard optimizer(false);
   MarkerSinkGuard markers(this);
   SaveHookGuard hooks(this);
@@ -326,16 +333,21 @@ torch::jit::IValue ImportedNetwork::forward(const Batch& batch) {
     if (failure_) std::rethrow_exception(std::exchange(failure_, nullptr));
     throw;
   }
-  return output;
+  // Under the save hook still: what the loss saves (cross-entropy's
+  // log-probabilities) is the last layer's, as code between layers is.
+  if (!loss_kind_) loss_kind_ = torchscript::loss_kind(output, asked_loss_, label_);
+  return loss_of(output, *loss_kind_, labels_, batch.target, label_);
 }
 
-torch::jit::IValue ImportedNetwork::probe(const Batch& batch) {
+torch::Tensor ImportedNetwork::probe(const Batch& batch) {
   struct Restore {
     ImportedNetwork& network;
     bool training;
     std::vector<at::Tensor> buffers;
     RandomState random;
+    at::Tensor labels;
     ~Restore() {
+      set_generator_state(network.labels_, labels);
       torch::NoGradGuard no_grad;
       network.keeps_saved_ = true;
       network.module_.train(training);
@@ -347,7 +359,7 @@ torch::jit::IValue ImportedNetwork::probe(const Batch& batch) {
   std::vector<at::Tensor> buffers;
   for (const auto& b : module_.buffers()) buffers.push_back(b.clone());
   const at::Device device = batch.input.device();
-  Restore restore{*this, module_.is_training(), std::move(buffers), RandomState::capture(device)};
+  Restore restore{*this, module_.is_training(), std::move(buffers), RandomState::capture(device), generator_state(labels_)};
   torch::AutoGradMode grad(true);
   module_.train(true);
   keeps_saved_ = false;
@@ -355,12 +367,7 @@ torch::jit::IValue ImportedNetwork::probe(const Batch& batch) {
 }
 
 torch::Tensor ImportedNetwork::loss(const Batch& batch) {
-  if (torch::GradMode::is_enabled()) return loss_of(forward(batch), loss_kind_, labels_, batch.target, label_);
-  const at::Tensor state = generator_state(labels_);
-  torch::jit::IValue output = probe(batch);
-  torch::Tensor loss = loss_of(output, loss_kind_, labels_, batch.target, label_).detach();
-  set_generator_state(labels_, state);
-  return loss;
+  return torch::GradMode::is_enabled() ? forward(batch) : probe(batch).detach();
 }
 
 void ImportedNetwork::train(bool on) {

@@ -99,7 +99,7 @@ class ImportedNetwork : public Network, MarkerSink, SaveHook {
   torch::Tensor loss(const Batch& batch) override;
   void train(bool on = true) override;
 
-  LossKind loss_kind() const { return loss_kind_; }
+  LossKind loss_kind() const { return *loss_kind_; }
 
   std::vector<torch::Tensor> layer_begin(const std::string& path, std::vector<torch::Tensor> inputs) override;
   torch::Tensor layer_end(const std::string& path, torch::Tensor output) override;
@@ -111,10 +111,11 @@ class ImportedNetwork : public Network, MarkerSink, SaveHook {
  private:
   friend class ModuleLayer;
   friend class ImportedSegment;
-  torch::jit::IValue forward(const Batch& batch);
+  // The forward and its loss (of the kind found in the first forward).
+  torch::Tensor forward(const Batch& batch);
   // The forward as a training step runs it, saving nothing for a backward,
   // the buffers and the random state put back after.
-  torch::jit::IValue probe(const Batch& batch);
+  torch::Tensor probe(const Batch& batch);
   void adopt_parameters();
   // Discovery: the slots of the layer saved tensors were charged to, named
   // (a layer begins, a segment begins, the forward ends).
@@ -122,7 +123,8 @@ class ImportedNetwork : public Network, MarkerSink, SaveHook {
 
   torch::jit::Module module_;
   std::string label_;
-  LossKind loss_kind_ = LossKind::output;
+  std::optional<LossKind> asked_loss_;  // --loss
+  std::optional<LossKind> loss_kind_;   // set by the first forward
   at::Generator labels_;  // the loss's synthetic targets
   std::vector<std::shared_ptr<ModuleLayer>> owned_;
   std::vector<std::shared_ptr<ImportedSegment>> owned_segments_;
