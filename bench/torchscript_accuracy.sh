@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Issue 35's benchmark: real PyTorch models (torchvision's ResNet-18 and
-# MobileNetV3-Small at 64x64) scripted to TorchScript archives, then through
-# papaya as a user's network: parameters counted against PyTorch's,
+# Issue 35's benchmark: real PyTorch models (torchvision's ResNet-18,
+# MobileNetV3-Small and a small ViT at 64x64) scripted to TorchScript
+# archives, then through papaya as a user's network: parameters counted against PyTorch's,
 # predicted against measured peak and samples/s per plan and batch
 # (prediction_accuracy.sh: targets 3% and 15%), and papaya's keep step
 # against PyTorch eager's training step on the same model and threads, and
@@ -9,7 +9,7 @@
 # (cli/host_malloc.cpp: no mmap'd blocks, no trimming; without them eager
 # spends more than half its step in page faults on this machine).
 #
-#   bench/torchscript_accuracy.sh                       # batches 16 32, plans keep recompute-all quantize-8 quantize-4
+#   bench/torchscript_accuracy.sh                       # batches 16 32, plans keep recompute-all quantize-8 quantize-4 invert
 #   BATCHES=16 PLANS=keep bench/torchscript_accuracy.sh
 #
 # Needs Debian's python3-torch and python3-torchvision (the reference only:
@@ -20,7 +20,7 @@ cd "$(dirname "$0")/.."
 papaya=${PAPAYA:-build/papaya}
 out=${OUT:-build/bench/torchscript}
 batches=${BATCHES:-16 32}
-plans=${PLANS:-keep recompute-all quantize-8 quantize-4}
+plans=${PLANS:-keep recompute-all quantize-8 quantize-4 invert}
 steps=${STEPS:-20}
 python=${PYTHON:-/usr/bin/python3}
 

@@ -7,7 +7,8 @@
 Needs Debian's python3-torch and python3-torchvision (a benchmark's
 reference, never papaya's dependency). The models are torchvision's, at
 64x64 images and 10 classes, scripted (torch.jit.script) and saved with
-their input spec in the extra file papaya.json. `eager` trains the same
+their input spec in the extra file papaya.json (ViT: a small one of
+torchvision's VisionTransformer). `eager` trains the same
 models in eager PyTorch as papaya trains the archives: AdamW (lr 1e-3,
 weight decay 0.01), cross-entropy against random labels, on as many threads
 as papaya uses (torch.get_num_threads()), and reports the median step.
@@ -26,6 +27,10 @@ IMAGE = 64
 MODELS = {
     "resnet18": lambda: torchvision.models.resnet18(num_classes=10),
     "mobilenet_v3_small": lambda: torchvision.models.mobilenet_v3_small(num_classes=10),
+    # torchvision's ViT made small: 8x8 patches (64 tokens and a class token),
+    # 4 layers of width 128, 4 heads, MLP 512 with nn.GELU.
+    "vit_tiny": lambda: torchvision.models.VisionTransformer(image_size=IMAGE, patch_size=8, num_layers=4, num_heads=4,
+                                                             hidden_dim=128, mlp_dim=512, num_classes=10),
 }
 
 

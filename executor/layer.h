@@ -75,6 +75,10 @@ class Layer : public torch::nn::Module {
   const StoreSpec& store_spec(size_t slot) const { return specs_.at(slot); }
   void set_store_spec(size_t slot, StoreSpec spec);
   bool keeps_all() const;
+  // A GELU/SiLU's: how it stores its output when inverted (as the layer that
+  // saves the output stores it; executor/plan_apply.cpp sets it). nullptr
+  // for a layer that is no activation.
+  virtual StoreSpec* inverted_output_spec() { return nullptr; }
 
   // The layer alone: its forward on `inputs` (those it reports to the
   // observer, in that order) and, for a layer that reads the batch's token

@@ -2,7 +2,6 @@
 
 #include <map>
 
-#include "executor/layers/elementwise.h"
 #include "executor/storage/rounding.h"
 #include "model/error.h"
 
@@ -76,13 +75,13 @@ AppliedPlan apply_plan(Network& network, const model::Plan& plan, const model::N
   // Inverted activations store their output as its consumer does, now that
   // every consumer's spec is set.
   for (auto* layer : network.layers()) {
-    auto* activation = dynamic_cast<Activation*>(layer);
-    if (!activation) continue;
-    activation->output_spec = StoreSpec{};
-    if (activation->slots().empty() || !model::derives_from_output(activation->store_spec(0).strategy.form)) continue;
+    StoreSpec* output_spec = layer->inverted_output_spec();
+    if (!output_spec) continue;
+    *output_spec = StoreSpec{};
+    if (layer->slots().empty() || !model::derives_from_output(layer->store_spec(0).strategy.form)) continue;
     const model::LayerDesc* desc = layout.find_layer(layer->path());
     TORCH_CHECK(desc, "the layout has no layer ", layer->path());
-    activation->output_spec = consumer_spec(network, *desc);
+    *output_spec = consumer_spec(network, *desc);
   }
   return applied;
 }

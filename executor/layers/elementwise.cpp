@@ -17,7 +17,7 @@ using model::Form;
 using torch::autograd::Function;
 
 struct ActivationFunction : Function<ActivationFunction> {
-  static at::Tensor forward(AutogradContext* ctx, const Activation* layer, const at::Tensor& x) {
+  static at::Tensor forward(AutogradContext* ctx, const Layer* layer, const StoreSpec* output_spec, const at::Tensor& x) {
     const LayerKind kind = layer->kind();
     ctx->saved_data["kind"] = static_cast<int64_t>(kind);
     if (kind == LayerKind::relu || kind == LayerKind::tanh) {
@@ -31,7 +31,7 @@ struct ActivationFunction : Function<ActivationFunction> {
       // The output is stored as its consumer stores it: the consumer's
       // store finds this copy and shares it.
       stash(ctx, {store(x >= branch_point(kind), model::SlotKind::mask, spec),
-                  store(y, model::SlotKind::activation, layer->output_spec)});
+                  store(y, model::SlotKind::activation, *output_spec)});
     } else {
       stash(ctx, {store_slot(*layer, 0, x)});
     }
@@ -47,11 +47,11 @@ struct ActivationFunction : Function<ActivationFunction> {
       const at::Tensor& kept = saved.tensors[0];
       // Selected, not multiplied: on a CPU g * mask would first copy the mask
       // into g's dtype, a temporary as large as the gradient.
-      return {at::Tensor(),
+      return {at::Tensor(), at::Tensor(),
               kept.scalar_type() == at::kBool ? at::where(kept, g, at::Scalar(0.0)) : at::threshold_backward(g, kept, 0)};
     }
     if (saved.tensors.size() == 2) {
-      return {at::Tensor(), input_grad_from_output(kind, g, saved.tensors[1], saved.tensors[0])};
+      return {at::Tensor(), at::Tensor(), input_grad_from_output(kind, g, saved.tensors[1], saved.tensors[0])};
     }
     const auto gradients = [&](const std::vector<at::Tensor>& s) -> variable_list {
       if (kind == LayerKind::tanh) return {at::tanh_backward(g, s[0])};
@@ -59,7 +59,7 @@ struct ActivationFunction : Function<ActivationFunction> {
     };
     const variable_list out = gradients(saved.tensors);
     saved.estimate_sensitivity(gradients, out);
-    return {at::Tensor(), out[0]};
+    return {at::Tensor(), at::Tensor(), out[0]};
   }
 };
 
@@ -95,13 +95,16 @@ struct MulFunction : Function<MulFunction> {
   }
 };
 
-torch::Tensor activation(const Activation& layer, const torch::Tensor& x) { return ActivationFunction::apply(&layer, x); }
-
 torch::Tensor dropout(const Dropout& layer, const torch::Tensor& x) { return DropoutFunction::apply(&layer, x); }
 
 torch::Tensor mul(const Mul& layer, const torch::Tensor& a, const torch::Tensor& b) { return MulFunction::apply(&layer, a, b); }
 
 }  // namespace
+
+torch::Tensor activation(const Layer& layer, const StoreSpec& output_spec, const torch::Tensor& x) {
+  return ActivationFunction::apply(&layer, &output_spec, x);
+}
+
 }  // namespace moms
 
 namespace {
@@ -123,7 +126,7 @@ Activation::Activation(const std::string& kind) : Layer(activation_kind(kind), a
 
 torch::Tensor Activation::forward(torch::Tensor x) {
   Scope scope(*this, {&x});
-  if (uses_moms()) return scope.finish(moms::activation(*this, x));
+  if (uses_moms()) return scope.finish(moms::activation(*this, output_spec, x));
   if (kind() == LayerKind::relu || kind() == LayerKind::tanh) {
     torch::Tensor y = kind() == LayerKind::relu ? torch::relu(x) : torch::tanh(x);
     scope.saved("output", y);

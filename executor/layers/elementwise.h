@@ -13,7 +13,16 @@ class Activation : public Layer {
   // Inverted (GELU/SiLU): how the output is stored, as the layer that saves
   // it stores it, so that one copy serves both.
   StoreSpec output_spec;
+  StoreSpec* inverted_output_spec() override { return &output_spec; }
 };
+
+namespace moms {
+// The activation of `layer`'s kind (gelu, silu, relu, tanh) on `x`, its one
+// slot stored as the layer's spec says; an inverted GELU/SiLU stores its
+// output as `output_spec`. Activation's forward under a plan, and an imported
+// network's activation modules.
+torch::Tensor activation(const Layer& layer, const StoreSpec& output_spec, const torch::Tensor& x);
+}  // namespace moms
 
 // Inverted dropout; saves its boolean mask.
 class Dropout : public Layer {

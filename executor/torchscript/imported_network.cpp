@@ -11,6 +11,7 @@
 #include <set>
 
 #include "executor/data.h"
+#include "executor/layers/elementwise.h"
 #include "executor/memory.h"
 #include "executor/random_state.h"
 #include "executor/storage/stored.h"
@@ -129,8 +130,25 @@ void name_slots(ImportedNetwork::Discovery::Found& layer) {
 
 }  // namespace
 
-ModuleLayer::ModuleLayer(std::vector<Slot> slots, torch::jit::Module module, ImportedNetwork& network)
-    : Layer(model::LayerKind::module, std::move(slots)), module_(std::move(module)), network_(network) {}
+namespace {
+
+model::LayerKind kind_of(const torch::jit::Module& module, const std::vector<Slot>& slots) {
+  const std::string activation = routed_activation(module);
+  if (activation.empty() || slots.size() != 1 || slots[0].name != "input") return model::LayerKind::module;
+  return activation == "gelu" ? model::LayerKind::gelu : model::LayerKind::silu;
+}
+
+}  // namespace
+
+ModuleLayer::ModuleLayer(const std::vector<Slot>& slots, torch::jit::Module module, ImportedNetwork& network)
+    : Layer(kind_of(module, slots), slots), module_(std::move(module)), network_(network) {}
+
+StoreSpec* ModuleLayer::inverted_output_spec() { return kind() == model::LayerKind::module ? nullptr : &output_spec_; }
+
+torch::Tensor ModuleLayer::activation(const std::string& kind, const torch::Tensor& input) {
+  if (inverted_output_spec() && uses_moms()) return moms::activation(*this, output_spec_, input);
+  return plain_activation(kind, input);
+}
 
 std::vector<torch::Tensor> ModuleLayer::begin(std::vector<torch::Tensor> inputs) {
   std::vector<torch::Tensor*> pointers;
@@ -419,6 +437,12 @@ void ImportedNetwork::close_found() {
   if (!discovery_->open) return;
   name_slots(*discovery_->open);
   discovery_->open = nullptr;
+}
+
+// The running layer's (this is its module's forward); in a probe, which
+// stores nothing, LibTorch's.
+torch::Tensor ImportedNetwork::activation(const std::string& kind, torch::Tensor input) {
+  return saver_ && keeps_saved_ ? saver_->activation(kind, input) : plain_activation(kind, input);
 }
 
 torch::Tensor ImportedNetwork::segment(const std::string& path, const torch::jit::Module& module, torch::Tensor input) {

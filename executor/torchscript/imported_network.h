@@ -41,13 +41,16 @@ struct LayerHooks;
 // One leaf module's call. Its parameters are the module's own (shared with
 // the archive's module, registered here so that the optimizer, the device
 // moves and the profiler see them; a tensor shared with an earlier layer
-// belongs to that one).
+// belongs to that one). Its kind is module, or gelu or silu where its module
+// is that activation alone (layer_markers.h) and saves its input alone: then
+// a plan may invert it as the zoo's activations are.
 class ModuleLayer : public Layer {
  public:
-  ModuleLayer(std::vector<Slot> slots, torch::jit::Module module, ImportedNetwork& network);
+  ModuleLayer(const std::vector<Slot>& slots, torch::jit::Module module, ImportedNetwork& network);
 
   // The module's forward on `inputs`, as the network's forward calls it.
   torch::Tensor run(const std::vector<torch::Tensor>& inputs, const Batch& batch) override;
+  StoreSpec* inverted_output_spec() override;
 
  private:
   friend class ImportedNetwork;
@@ -55,8 +58,12 @@ class ModuleLayer : public Layer {
   std::vector<torch::Tensor> begin(std::vector<torch::Tensor> inputs);
   void saved(size_t slot, const torch::Tensor& tensor) const;
   torch::Tensor end(torch::Tensor output);
+  // Its module's activation op: papaya's (executor/layers/elementwise.h)
+  // where its input is stored other than kept, else LibTorch's.
+  torch::Tensor activation(const std::string& kind, const torch::Tensor& input);
 
   torch::jit::Module module_;
+  StoreSpec output_spec_;  // inverted: how its output is stored
   ImportedNetwork& network_;
   std::optional<Scope> scope_;  // while its forward runs
   size_t saves_ = 0;            // slots saved in this call so far
@@ -104,6 +111,7 @@ class ImportedNetwork : public Network, MarkerSink, SaveHook {
   std::vector<torch::Tensor> layer_begin(const std::string& path, std::vector<torch::Tensor> inputs) override;
   torch::Tensor layer_end(const std::string& path, torch::Tensor output) override;
   torch::Tensor segment(const std::string& path, const torch::jit::Module& module, torch::Tensor input) override;
+  torch::Tensor activation(const std::string& kind, torch::Tensor input) override;
   std::unique_ptr<torch::autograd::SavedVariableHooks> hooks() override;
 
   struct Discovery;  // what the first forward found (imported_network.cpp)

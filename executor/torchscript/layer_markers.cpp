@@ -34,6 +34,7 @@ std::string callee_path(const std::string& site) {
 const c10::Symbol begin_symbol = c10::Symbol::fromQualString("papaya::layer_begin");
 const c10::Symbol end_symbol = c10::Symbol::fromQualString("papaya::layer_end");
 const c10::Symbol segment_symbol = c10::Symbol::fromQualString("papaya::segment");
+const c10::Symbol activation_symbol = c10::Symbol::fromQualString("papaya::activation");
 
 // Conservative aliasing: the interpreter neither reorders nor drops them.
 torch::jit::RegisterOperators markers({
@@ -63,6 +64,14 @@ torch::jit::RegisterOperators markers({
           const torch::jit::Module module(torch::jit::pop(stack).toObject());
           const std::string path = callee_path(site);
           torch::jit::push(stack, sink ? sink->segment(path, module, std::move(input)) : run_segment_body(path, module, input));
+        },
+        c10::AliasAnalysisKind::CONSERVATIVE),
+    torch::jit::Operator(
+        "papaya::activation(Tensor input, str kind) -> Tensor",
+        [](torch::jit::Stack& stack) {
+          const std::string kind = torch::jit::pop(stack).toStringRef();
+          at::Tensor input = torch::jit::pop(stack).toTensor();
+          torch::jit::push(stack, sink ? sink->activation(kind, std::move(input)) : plain_activation(kind, input));
         },
         c10::AliasAnalysisKind::CONSERVATIVE),
 });
@@ -131,6 +140,46 @@ void mark_segment(Graph& g, Node* call, const std::string& site) {
   call->destroy();
 }
 
+// The activation a leaf module's forward is, and nothing more: "gelu" for
+// exact GELU of its input (aten::gelu, approximate "none", as nn.GELU
+// scripts), "silu" for SiLU (aten::silu, or nn.SiLU's call of F.silu not in
+// place), returned; "" for any other forward.
+std::string activation_of(const Graph& g) {
+  const Node* op = nullptr;
+  for (const Node* n : g.nodes()) {
+    if (n->kind() == c10::prim::Constant) continue;
+    if (op) return "";
+    op = n;
+  }
+  if (!op || g.inputs().size() != 2 || g.outputs().size() != 1 || op->output() != g.outputs()[0]) return "";
+  const Value* x = g.inputs()[1];
+  const auto constant = [](const Value* v) { return torch::jit::toIValue(v); };
+  if (op->kind() == c10::aten::gelu && op->inputs().size() == 2 && op->input(0) == x) {
+    const auto approximate = constant(op->input(1));
+    return approximate && approximate->isString() && approximate->toStringRef() == "none" ? "gelu" : "";
+  }
+  if (op->kind() == c10::aten::silu && op->inputs().size() == 1 && op->input(0) == x) return "silu";
+  if (op->kind() == c10::prim::CallFunction && op->inputs().size() == 3 && op->input(1) == x) {
+    const auto function = op->input(0)->type()->cast<c10::FunctionType>();
+    const auto in_place = constant(op->input(2));
+    const bool f_silu = function && function->function()->qualname().qualifiedName() == "__torch__.torch.nn.functional.silu";
+    return f_silu && in_place && in_place->isBool() && !in_place->toBool() ? "silu" : "";
+  }
+  return "";
+}
+
+// The activation op of a leaf module's forward replaced by
+// papaya::activation, which the sink runs as the plan says.
+void route_activation(Graph& g, const std::string& kind) {
+  Node* op = g.outputs()[0]->node();
+  torch::jit::WithInsertPoint point(op);
+  Value* name = g.insertConstant(kind);
+  Node* activation = g.insertNode(g.create(activation_symbol, {g.inputs()[1], name}, 1));
+  activation->output()->setType(op->output()->type());
+  op->output()->replaceAllUsesWith(activation->output());
+  op->destroy();
+}
+
 class Marker {
  public:
   explicit Marker(std::string label) : label_(std::move(label)) {}
@@ -186,6 +235,11 @@ class Marker {
         }
         const int k = ++sites[target.site];
         mark(g, n, target.site + (k > 1 ? "#" + std::to_string(k) : ""));
+        Graph& leaf = *target.module.get_method("forward").graph();
+        if (done_.insert(&leaf).second) {
+          const std::string kind = activation_of(leaf);
+          if (!kind.empty()) route_activation(leaf, kind);
+        }
       }
     }
   }
@@ -215,6 +269,19 @@ at::Tensor run_segment_body(const std::string& path, const torch::jit::Module& m
     prefix = outer;
     throw;
   }
+}
+
+at::Tensor plain_activation(const std::string& kind, const at::Tensor& input) {
+  return kind == "gelu" ? at::gelu(input) : at::silu(input);
+}
+
+std::string routed_activation(const torch::jit::Module& leaf) {
+  const auto forward = leaf.find_method("forward");
+  if (!forward) return "";
+  for (const Node* n : forward->graph()->nodes()) {
+    if (n->kind() == activation_symbol) return torch::jit::toIValue(n->input(1))->toStringRef();
+  }
+  return "";
 }
 
 MarkerSinkGuard::MarkerSinkGuard(MarkerSink* next) : previous_(sink) { sink = next; }

@@ -17,6 +17,12 @@
 //   output = papaya::segment(the child, its argument, site)
 // and the sink runs it (SegmentBody, or a recomputation of it): a segment.
 // Its calls are marked as well.
+//
+// A leaf module whose forward is exact GELU or SiLU of its input and nothing
+// more (nn.GELU, nn.SiLU) has that op replaced by
+//   output = papaya::activation(input, "gelu" | "silu")
+// which the sink runs: as LibTorch does, or inverted (stored from its output)
+// where the plan says so.
 #include <torch/script.h>
 
 #include <string>
@@ -30,7 +36,17 @@ class MarkerSink {
   virtual std::vector<at::Tensor> layer_begin(const std::string& path, std::vector<at::Tensor> inputs) = 0;
   virtual at::Tensor layer_end(const std::string& path, at::Tensor output) = 0;
   virtual at::Tensor segment(const std::string& path, const torch::jit::Module& module, at::Tensor input) = 0;
+  // A leaf module that is exact GELU or SiLU of its input runs this instead
+  // (`kind` "gelu" or "silu"), inside the layer's markers.
+  virtual at::Tensor activation(const std::string& kind, at::Tensor input) = 0;
 };
+
+// GELU or SiLU (`kind` as MarkerSink::activation's) as LibTorch computes it.
+at::Tensor plain_activation(const std::string& kind, const at::Tensor& input);
+
+// "gelu" or "silu" where mark_leaf_calls routed `leaf`'s forward through
+// MarkerSink::activation, else "".
+std::string routed_activation(const torch::jit::Module& leaf);
 
 // The forward of the segment at `path`, run as the network's own forward
 // runs it: the paths inside named from `path`.

@@ -9,6 +9,7 @@
 #include "executor/data.h"
 #include "executor/layout.h"
 #include "executor/networks/source_for.h"
+#include "executor/storage/stored_bytes.h"
 #include "executor/torchscript/archive.h"
 #include "executor/torchscript/imported_network.h"
 #include "tests/executor/moms_fixture.h"
@@ -85,6 +86,42 @@ TEST(ImportedTransformer, RecomputeIsExactAndQuantizedGradientsAreClose) {
   const double q8_error = executor::testing::relative_error(q8, exact), q2_error = executor::testing::relative_error(q2, exact);
   EXPECT_GT(q8_error, 0);
   EXPECT_LT(q8_error, q2_error / 8) << "8 bits " << q8_error << ", 2 bits " << q2_error;
+}
+
+// The GELU module alone is recognised as the zoo's gelu: inverted, it
+// stores a 1-bit mask of its input (its output is the next layer's input,
+// stored there once) and its gradients are keep's within the inverse's
+// precision (as the zoo's, executor/moms_test.cpp). A GELU with more in its
+// forward, or the tanh approximation, stays a module.
+TEST(ImportedTransformer, AGeluModuleIsInvertedAsTheZoosGelu) {
+  const LanguageModelArchive archive;
+  const model::NetworkConfig config = archive.config();
+  const auto keep = executor::testing::planned(config, "keep");
+  EXPECT_EQ(keep.network->find_layer("blocks.b0.gelu")->kind(), model::LayerKind::gelu);
+  EXPECT_EQ(keep.network->find_layer("blocks.b0.norm")->kind(), model::LayerKind::module);
+  const Batch batch = make_synthetic_data(config, torch::kCPU, 3)->next(4);
+  const auto exact = executor::testing::step(*keep.network, batch);
+  const auto inverted = executor::testing::planned(config, "invert");
+  EXPECT_LT(executor::testing::relative_error(executor::testing::step(*inverted.network, batch), exact), 1e-4);
+  StoredBytesRecorder recorder;
+  {
+    const StoredBytesGuard guard(&recorder);
+    inverted.network->loss(batch);
+  }
+  EXPECT_EQ(recorder.bytes().at("invert"), 2 * 4 * 6 * 16 / 8) << "two blocks' masks, one bit a value of [4, 6, 16]";
+
+  for (const std::string body : {"torch.gelu(x, approximate='tanh')", "torch.gelu(x) * 2.0", "torch.silu(x + 1.0)"}) {
+    torch::jit::Module act("Act");
+    act.define("def forward(self, x):\n  return " + body + "\n");
+    torch::jit::Module top("Net");
+    top.register_module("a", testing::linear("Linear", 3, 3, true));
+    top.register_module("act", act);
+    top.define("def forward(self, x):\n  return self.act.forward(self.a.forward(x)).sum()\n");
+    const std::string path = testing::saved(top, "not-an-activation");
+    const auto network = source_for(archive_config(path, {"float32[B,3]"}, "--input", std::nullopt))->build();
+    std::remove(path.c_str());
+    EXPECT_EQ(network->find_layer("act")->kind(), model::LayerKind::module) << body;
+  }
 }
 
 }  // namespace
