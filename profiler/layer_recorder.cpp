@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 
 #include "profiler/out_of_memory.h"
 
@@ -72,10 +73,18 @@ int64_t LayerRecorder::step_reserved_peak() { return reserved_peak_ = std::max(r
 
 void LayerRecorder::forward_begin(const executor::Layer& layer, std::vector<torch::Tensor*>& inputs) {
   const int i = index_.at(&layer);
+  // One tensor passed as several inputs gets one marked alias: a layer may
+  // test its inputs' identity (nn.MultiheadAttention's `query is key`,
+  // whose self-attention path saves other tensors).
+  std::map<const c10::TensorImpl*, torch::Tensor> aliases;
   for (torch::Tensor* input : inputs) {
     if (!input->defined() || !input->requires_grad()) continue;
-    *input = marked(*input, [this, i] { input_gradient_done(i); });
-    ++pending_inputs_[i];
+    torch::Tensor& alias = aliases[input->unsafeGetTensorImpl()];
+    if (!alias.defined()) {
+      alias = marked(*input, [this, i] { input_gradient_done(i); });
+      ++pending_inputs_[i];
+    }
+    *input = alias;
   }
   bytes_[i].forward_gap_peak_bytes = gap_peak();
   restart_peak();

@@ -168,7 +168,8 @@ torch::Tensor ModuleLayer::run(const std::vector<torch::Tensor>& inputs, const B
   torch::jit::GraphOptimizerEnabledGuard optimizer(false);
   SaveHookGuard hooks(&network_);
   const std::vector<torch::Tensor> in = begin(inputs);
-  return end(module_.forward(std::vector<torch::jit::IValue>(in.begin(), in.end())).toTensor());
+  const torch::jit::IValue output = module_.forward(std::vector<torch::jit::IValue>(in.begin(), in.end()));
+  return end(output.isTuple() ? output.toTupleRef().elements()[0].toTensor() : output.toTensor());  // its output (layer_markers.h)
 }
 
 void LayerHooks::call_pack_hook(const at::Tensor& tensor) {

@@ -78,6 +78,13 @@ torch::jit::RegisterOperators markers({
 
 bool is_tensor(const Value* v) { return v->type()->isSubtypeOf(*c10::TensorType::get()); }
 
+// A tuple whose first element is a tensor (nn.MultiheadAttention's output
+// and its optional weights).
+bool leads_with_tensor(const Value* v) {
+  const auto tuple = v->type()->cast<c10::TupleType>();
+  return tuple && !tuple->elements().empty() && tuple->elements()[0]->isSubtypeOf(*c10::TensorType::get());
+}
+
 bool is_container(const torch::jit::Module& m) {
   const auto name = m.type()->name();
   const std::string type = name ? name->name() : "";
@@ -125,10 +132,25 @@ void mark(Graph& g, Node* call, const std::string& site) {
   begin->output()->setType(c10::ListType::ofTensors());
   Node* unpack = g.insertNode(g.createListUnpack(begin->output(), tensors.size()));
   for (size_t k = 0; k < positions.size(); ++k) call->replaceInput(positions[k], unpack->output(k));
-  Node* end = g.create(end_symbol, {call->output(), name}, 1);
-  end->insertAfter(call);
-  end->output()->setType(call->output()->type());
-  call->output()->replaceAllUsesAfterNodeWith(end, end->output());
+  if (is_tensor(call->output())) {
+    Node* end = g.create(end_symbol, {call->output(), name}, 1);
+    end->insertAfter(call);
+    end->output()->setType(call->output()->type());
+    call->output()->replaceAllUsesAfterNodeWith(end, end->output());
+    return;
+  }
+  // A tuple: its first tensor is the layer's output, the tuple made again around it.
+  Node* elements = g.createTupleUnpack(call->output());
+  elements->insertAfter(call);
+  Node* end = g.create(end_symbol, {elements->output(0), name}, 1);
+  end->insertAfter(elements);
+  end->output()->setType(elements->output(0)->type());
+  std::vector<Value*> marked(elements->outputs().begin(), elements->outputs().end());
+  marked[0] = end->output();
+  const auto tuple = call->output()->type()->expect<c10::TupleType>();
+  Node* again = g.createTuple(marked, tuple->schema() ? tuple : nullptr);
+  again->insertAfter(end);
+  call->output()->replaceAllUsesAfterNodeWith(again, again->output());
 }
 
 void mark_segment(Graph& g, Node* call, const std::string& site) {
@@ -229,9 +251,10 @@ class Marker {
           walk(target.module, "forward", target_path);
         }
       } else {
-        if (!is_tensor(n->output())) {
+        if (!is_tensor(n->output()) && !leads_with_tensor(n->output())) {
           throw InputError(label_ + ": module " + target_path + " returns " + n->output()->type()->repr_str() +
-                           ": papaya makes a layer of each module that calls no other, and a layer returns one tensor");
+                           ": papaya makes a layer of each module that calls no other, and a layer returns a tensor "
+                           "(or a tuple led by one)");
         }
         const int k = ++sites[target.site];
         mark(g, n, target.site + (k > 1 ? "#" + std::to_string(k) : ""));

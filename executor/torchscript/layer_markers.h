@@ -11,6 +11,8 @@
 // module in one graph ("relu#2"). Modules of one class share their graphs,
 // so the paths are made at run time, not written into the graph. The sink
 // may replace the tensors it is given (the profiler's backward markers).
+// A leaf returning a tuple led by a tensor (nn.MultiheadAttention: its
+// output and optional weights) has that first tensor marked as its output.
 //
 // A call of a container's child (a Sequential's or ModuleList's: a ResNet
 // block, a transformer layer) that takes one tensor and returns one becomes
@@ -67,7 +69,7 @@ class MarkerSinkGuard {
 
 // Rewrites every graph reachable from `module`'s forward, once each, before
 // it first runs. InputError naming `label` and the module where a leaf
-// module's forward returns anything but one tensor.
+// module's forward returns anything but a tensor or a tuple led by one.
 void mark_leaf_calls(torch::jit::Module& module, const std::string& label);
 
 }  // namespace papaya::executor::torchscript

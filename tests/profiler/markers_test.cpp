@@ -150,6 +150,27 @@ TEST(Markers, HoldAroundInPlaceOpsOfAnImportedNetwork) {
   std::remove(path.c_str());
 }
 
+// One tensor passed to a layer as two arguments stays one tensor behind the
+// markers: nn.MultiheadAttention tests `query is key`, and its other path
+// saves other tensors than the first forward saw (which papaya refuses).
+TEST(Markers, KeepATensorPassedTwiceOneTensor) {
+  torch::jit::Module attention("Attention");
+  attention.register_parameter("weight", torch::randn({3, 3}).requires_grad_(), false);
+  attention.define(R"(def forward(self, q, k):
+  if q is k:
+    return torch.tanh(q.mm(self.weight))
+  return torch.tanh(q.mm(self.weight)) * torch.sigmoid(k)
+)");
+  torch::jit::Module top("Net");
+  top.register_module("stem", executor::torchscript::testing::linear("Linear", 3, 3, true));
+  top.register_module("att", attention);
+  top.define("def forward(self, x):\n  y = self.stem.forward(x)\n  return self.att.forward(y, y).sum()\n");
+  const std::string path = executor::torchscript::testing::saved(top, "same-tensor");
+  const auto config = executor::torchscript::archive_config(path, {"float32[B,3]"}, "--input", std::nullopt);
+  check_markers(executor::source_for(config)->build());
+  std::remove(path.c_str());
+}
+
 INSTANTIATE_TEST_SUITE_P(Residual, Markers, ::testing::Values("gpt-tiny", "bert-tiny", "vit-tiny", "resnet-tiny", "mlp-tiny"),
                          [](const auto& info) {
                            std::string name = info.param;

@@ -245,6 +245,37 @@ TEST(ImportedNetwork, ARanksSliceHoldsItsRowsOfEveryArgument) {
   EXPECT_FALSE(slice.target.defined());
 }
 
+// A leaf returning a tuple led by a tensor (as nn.MultiheadAttention returns
+// its output and optional weights) is a layer whose output is that tensor;
+// the gradients stay the archive's.
+TEST(ImportedNetwork, AModuleReturningATupleIsALayerOfItsFirstTensor) {
+  torch::jit::Module attention("Attention");
+  attention.register_parameter("weight", (0.3 * torch::randn({3, 3})).requires_grad_(), false);
+  attention.define(R"(def forward(self, x):
+  weights : Optional[Tensor] = None
+  return torch.tanh(x.mm(self.weight)), weights
+)");
+  torch::jit::Module top("Net");
+  top.register_module("att", attention);
+  top.register_module("head", testing::linear("Linear", 3, 3, true));
+  top.define(R"(def forward(self, x):
+  y, w = self.att.forward(x)
+  return self.head.forward(y).sum()
+)");
+  const std::string path = testing::saved(top, "tuple");
+  const auto network = source_for(archive_config(path, {"float32[B,3]"}, "--input", std::nullopt))->build();
+  torch::jit::Module plain = load_archive(path).module;
+  std::remove(path.c_str());
+  EXPECT_EQ(paths(*network), (std::vector<std::string>{"att", "head"}));
+  const Batch batch = make_synthetic_data(network->config(), torch::kCPU, 1)->next(4);
+  int saved = 0;
+  const std::vector<torch::Tensor> ours = gradients(*network, batch, saved);
+  EXPECT_EQ(saved, 4) << "its input and tanh's output, the head's input and ReLU's output";
+  plain.forward({batch.input}).toTensor().backward();
+  size_t i = 0;
+  for (const auto& p : plain.parameters()) EXPECT_TRUE(torch::equal(ours.at(i++), p.grad())) << "parameter " << i;
+}
+
 TEST(ImportedNetwork, ALoopOverOneModuleIsNamed) {
   torch::jit::Module top("Net");
   top.register_module("a", testing::linear("Linear", 3, 3, true));
