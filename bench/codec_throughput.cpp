@@ -1,7 +1,8 @@
 // The codec's throughput against this machine's memory copy, the physical
 // limit of a pass that reads the values once and writes less: quantize and
 // dequantize at 8, 4 and 2 bits, and the inverted GELU backward against the
-// native one, in GB/s of fp32 input, with 1 thread and with every core.
+// native one, in GB/s of fp32 input, with 1 thread and with every core, at
+// each instruction-set level this CPU has (storage/cpu_isa.h).
 // The values are 16 tensors of 4 MiB (64 MiB: past every cache), the size
 // of a layer's activations at small batches: a single 64 MiB tensor would
 // time the kernel's page faults, as glibc maps and unmaps each such block.
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "executor/storage/codec.h"
+#include "executor/storage/cpu_isa.h"
 #include "executor/storage/invert.h"
 #include "model/strategy.h"
 
@@ -56,25 +58,36 @@ int main() {
     };
   };
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  std::printf("%-28s %8s %10s\n", "pass", "threads", "GB/s");
+  const cpu_isa::Level cpu = cpu_isa::level();
+  std::printf("%-28s %8s %9s %10s\n", "pass", "threads", "level", "GB/s");
   for (const int threads : {1, cores}) {
     torch::set_num_threads(threads);
-    const auto report = [&](const char* what, double seconds) {
-      std::printf("%-28s %8d %10.2f\n", what, threads, bytes / seconds / 1e9);
+    cpu_isa::limit(cpu);
+    // `leveled`: a pass of papaya's compiled at each level, run at the one limit() set.
+    const auto report = [&](const char* what, double seconds, bool leveled = false) {
+      std::printf("%-28s %8d %9s %10.2f\n", what, threads, leveled ? cpu_isa::to_string(cpu_isa::level()) : "-",
+                  bytes / seconds / 1e9);
     };
     report("memory copy", fastest(each([&](int t) { copies[t].copy_(xs[t]); })));
+    report("GELU backward, native", fastest(each([&](int t) { torch::gelu_backward(grads[t], xs[t]); })));
+    for (int l = static_cast<int>(cpu); l >= 0; --l) {
+      cpu_isa::limit(static_cast<cpu_isa::Level>(l));
+      report(
+          "GELU backward, inverted",
+          fastest(each([&](int t) { input_grad_from_output(papaya::model::LayerKind::gelu, grads[t], outputs[t], rights[t]); })),
+          true);
+    }
     for (const int bits : {8, 4, 2}) {
       const QuantLayout layout{bits, papaya::model::default_group_size(bits), n, n};
       std::vector<torch::Tensor> buffers(tensors);
-      const double q = fastest(each([&](int t) { buffers[t] = quantize(xs[t], layout); }));
-      const double d = fastest(each([&](int t) { dequantize(buffers[t], layout, xs[t].sizes(), torch::kFloat); }));
-      report(("quantize " + std::to_string(bits) + " bits").c_str(), q);
-      report(("dequantize " + std::to_string(bits) + " bits").c_str(), d);
+      for (int l = static_cast<int>(cpu); l >= 0; --l) {
+        cpu_isa::limit(static_cast<cpu_isa::Level>(l));
+        report(("quantize " + std::to_string(bits) + " bits").c_str(),
+               fastest(each([&](int t) { buffers[t] = quantize(xs[t], layout); })), true);
+      }
+      report(("dequantize " + std::to_string(bits) + " bits").c_str(),
+             fastest(each([&](int t) { dequantize(buffers[t], layout, xs[t].sizes(), torch::kFloat); })));
     }
-    report("GELU backward, native", fastest(each([&](int t) { torch::gelu_backward(grads[t], xs[t]); })));
-    report("GELU backward, inverted", fastest(each([&](int t) {
-             input_grad_from_output(papaya::model::LayerKind::gelu, grads[t], outputs[t], rights[t]);
-           })));
   }
   return 0;
 }

@@ -130,8 +130,8 @@ std::vector<model::CodecMeasurement> measure_codecs(const torch::Device& device,
                       }};
     benchmarks.push_back([=, &memory] { return measure(bits, codec, x, small, memory); });
   }
-  // A mask as a ReLU output is stored: from the activation, to bools.
-  const Codec mask{[](const torch::Tensor& t) { return executor::pack_mask(t != 0); },
+  // A mask as a ReLU output is stored: from the activation's nonzero values, to bools.
+  const Codec mask{[](const torch::Tensor& t) { return executor::pack_mask(t); },
                    [](const torch::Tensor& p, const torch::Tensor& like) { return executor::unpack_mask(p, like.sizes()); }};
   const torch::Tensor relu_x = torch::relu(x), relu_small = torch::relu(small);
   benchmarks.push_back([=, &memory] { return measure(1, mask, relu_x, relu_small, memory); });

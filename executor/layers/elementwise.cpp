@@ -45,10 +45,8 @@ struct ActivationFunction : Function<ActivationFunction> {
     const at::Tensor& g = grad[0];
     if (kind == LayerKind::relu) {
       const at::Tensor& kept = saved.tensors[0];
-      // Selected, not multiplied: on a CPU g * mask would first copy the mask
-      // into g's dtype, a temporary as large as the gradient.
       return {at::Tensor(), at::Tensor(),
-              kept.scalar_type() == at::kBool ? at::where(kept, g, at::Scalar(0.0)) : at::threshold_backward(g, kept, 0)};
+              kept.scalar_type() == at::kBool ? input_grad_from_mask(g, kept) : at::threshold_backward(g, kept, 0)};
     }
     if (saved.tensors.size() == 2) {
       return {at::Tensor(), at::Tensor(), input_grad_from_output(kind, g, saved.tensors[1], saved.tensors[0])};

@@ -1,14 +1,17 @@
 #include "executor/storage/codec.h"
 
+#include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <limits>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "executor/storage/cpu_isa.h"
 #include "executor/storage/quant_math.h"
 #include "executor/storage/rounding.h"
 
@@ -33,72 +36,128 @@ struct GroupSpan {
 };
 GroupSpan span_of(const QuantLayout& l, int64_t g) {
   const int64_t per_head = l.groups_per_head(), in_head = g % per_head;
-  return {(g / per_head) * l.head_numel + in_head * l.group_size, std::min<int64_t>(l.group_size, l.head_numel - in_head * l.group_size)};
+  return {(g / per_head) * l.head_numel + in_head * l.group_size,
+          std::min<int64_t>(l.group_size, l.head_numel - in_head * l.group_size)};
 }
 
-// Each group in one pass over its values, in loops the compiler vectorizes:
-// the values (zero-padded at a head's tail) with their min and max, the bf16
-// range, the codes, then the codes packed, the first in the lowest bits.
+// GCC's and clang's vector extension: `Lanes` floats operated on as one
+// value, so that each instruction-set level's loop is as wide as its
+// registers (the baseline's 4 lanes, AVX2's 8, AVX-512's 16).
+template <int Lanes>
+struct FloatVector;
+template <>
+struct FloatVector<4> {
+  typedef float type __attribute__((vector_size(16)));
+};
+template <>
+struct FloatVector<8> {
+  typedef float type __attribute__((vector_size(32)));
+};
+template <>
+struct FloatVector<16> {
+  typedef float type __attribute__((vector_size(64)));
+};
+
 // The smallest and largest of n values; NaN is passed over, as fminf/fmaxf
-// do on CUDA. In independent lanes, each `v < low ? v : low` (what SSE's
-// minps computes), so that g++ and clang vectorize it without reordering
-// what the result depends on.
-std::pair<float, float> min_max(const float* v, int64_t n) {
-  constexpr int lanes = 16;
-  float low[lanes], high[lanes];
-  std::fill(low, low + lanes, std::numeric_limits<float>::infinity());
-  std::fill(high, high + lanes, -std::numeric_limits<float>::infinity());
+// do on CUDA. In lanes, each `v < low ? v : low` (what SSE's minps
+// computes), which neither compiler reorders.
+template <int Lanes>
+PAPAYA_CPU_KERNEL void min_max(const float* __restrict v, int64_t n, float& low, float& high) {
+  using Vector = typename FloatVector<Lanes>::type;
+  Vector lows, highs;
+  for (int k = 0; k < Lanes; ++k) {
+    lows[k] = std::numeric_limits<float>::infinity();
+    highs[k] = -std::numeric_limits<float>::infinity();
+  }
   int64_t i = 0;
-  for (; i + lanes <= n; i += lanes) {
-    for (int k = 0; k < lanes; ++k) {
-      low[k] = v[i + k] < low[k] ? v[i + k] : low[k];
-      high[k] = v[i + k] > high[k] ? v[i + k] : high[k];
+  for (; i + Lanes <= n; i += Lanes) {
+    Vector x;
+    std::memcpy(&x, v + i, sizeof x);
+    lows = x < lows ? x : lows;
+    highs = x > highs ? x : highs;
+  }
+  low = lows[0];
+  high = highs[0];
+  for (int k = 1; k < Lanes; ++k) {
+    low = lows[k] < low ? lows[k] : low;
+    high = highs[k] > high ? highs[k] : high;
+  }
+  for (; i < n; ++i) {
+    low = v[i] < low ? v[i] : low;
+    high = v[i] > high ? v[i] : high;
+  }
+}
+
+// Groups [begin, end), each in one pass over its values: their min and max
+// (read in place where a group is whole fp32 values, else converted and
+// zero-padded at a head's tail), the bf16 range, the codes, then the codes
+// packed, the first in the lowest bits.
+template <int Bits, typename T, int Lanes>
+PAPAYA_CPU_KERNEL void quantize_range(const T* x, const QuantLayout& l, uint32_t key, uint8_t* out, int64_t begin, int64_t end) {
+  constexpr int per_byte = 8 / Bits;
+  constexpr float levels = static_cast<float>((1 << Bits) - 1);
+  // Locals, not reads through `l`: the byte stores below could alias it,
+  // which would keep the loops from vectorizing.
+  const int64_t size = l.group_size, code_bytes = l.code_bytes_per_group(), groups = l.groups();
+  uint8_t* __restrict ranges = out + groups * code_bytes;
+  std::vector<float> padded(static_cast<size_t>(size));
+  std::vector<uint8_t> unpacked(static_cast<size_t>(size));
+  for (int64_t g = begin; g < end; ++g) {
+    const GroupSpan span = span_of(l, g);
+    const float* __restrict v = padded.data();
+    if (std::is_same_v<T, float> && span.count == size) {
+      v = reinterpret_cast<const float*>(x + span.first);
+    } else {
+      for (int64_t i = 0; i < span.count; ++i) padded[i] = static_cast<float>(x[span.first + i]);
+      std::fill(padded.begin() + span.count, padded.end(), 0.f);
+    }
+    float low, high;
+    min_max<Lanes>(v, size, low, high);
+    const quant::Range r = quant::range_of(low, high, Bits);
+    std::memcpy(ranges + 2 * g, &r.min_bits, 2);
+    std::memcpy(ranges + 2 * (groups + g), &r.scale_bits, 2);
+    const float mn = quant::from_bf16(r.min_bits), scale = quant::from_bf16(r.scale_bits);
+    const uint32_t index = static_cast<uint32_t>(g * size);
+    uint8_t* __restrict codes = out + g * code_bytes;
+    // 8-bit codes are their own bytes.
+    uint8_t* __restrict c = per_byte == 1 ? codes : unpacked.data();
+    for (int64_t i = 0; i < size; ++i) {
+      c[i] = static_cast<uint8_t>(quant::code_of(v[i], mn, scale, quant::uniform(key, index + static_cast<uint32_t>(i)), levels));
+    }
+    if (per_byte == 1) continue;
+    for (int64_t b = 0; b < code_bytes; ++b) {
+      unsigned byte = 0;
+      for (int j = 0; j < per_byte; ++j) byte |= static_cast<unsigned>(c[b * per_byte + j]) << (Bits * j);
+      codes[b] = static_cast<uint8_t>(byte);
     }
   }
-  for (int k = 0; i < n; ++i, ++k) {
-    low[k] = v[i] < low[k] ? v[i] : low[k];
-    high[k] = v[i] > high[k] ? v[i] : high[k];
-  }
-  float lo = low[0], hi = high[0];
-  for (int k = 1; k < lanes; ++k) {
-    lo = low[k] < lo ? low[k] : lo;
-    hi = high[k] > hi ? high[k] : hi;
-  }
-  return {lo, hi};
+}
+
+// quantize_range at each instruction-set level (cpu_isa.h).
+template <int Bits, typename T>
+void quantize_range_baseline(const T* x, const QuantLayout& l, uint32_t key, uint8_t* out, int64_t begin, int64_t end) {
+  quantize_range<Bits, T, 4>(x, l, key, out, begin, end);
+}
+template <int Bits, typename T>
+PAPAYA_TARGET_AVX2 void quantize_range_avx2(const T* x, const QuantLayout& l, uint32_t key, uint8_t* out, int64_t begin,
+                                            int64_t end) {
+  quantize_range<Bits, T, 8>(x, l, key, out, begin, end);
+}
+template <int Bits, typename T>
+PAPAYA_TARGET_AVX512 void quantize_range_avx512(const T* x, const QuantLayout& l, uint32_t key, uint8_t* out, int64_t begin,
+                                                int64_t end) {
+  quantize_range<Bits, T, 16>(x, l, key, out, begin, end);
 }
 
 template <int Bits, typename T>
 void quantize_groups(const T* x, const QuantLayout& l, uint64_t seed, uint8_t* out) {
-  constexpr int per_byte = 8 / Bits;
-  constexpr float levels = static_cast<float>((1 << Bits) - 1);
   const uint32_t key = quant::noise_key(seed);
-  uint8_t* ranges = out + l.groups() * l.code_bytes_per_group();
+  const cpu_isa::Level level = cpu_isa::level();
   at::parallel_for(0, l.groups(), grain(l), [&](int64_t begin, int64_t end) {
-    // Locals, not captures: the byte stores below could alias a capture,
-    // which would keep the loops from vectorizing.
-    const int64_t size = l.group_size, code_bytes = l.code_bytes_per_group();
-    std::vector<float> v(static_cast<size_t>(size));
-    std::vector<uint8_t> c(static_cast<size_t>(size));
-    for (int64_t g = begin; g < end; ++g) {
-      const GroupSpan span = span_of(l, g);
-      const T* in = x + span.first;
-      for (int64_t i = 0; i < span.count; ++i) v[i] = static_cast<float>(in[i]);
-      std::fill(v.begin() + span.count, v.end(), 0.f);
-      const auto [low, high] = min_max(v.data(), size);
-      const quant::Range r = quant::range_of(low, high, Bits);
-      std::memcpy(ranges + 2 * g, &r.min_bits, 2);
-      std::memcpy(ranges + 2 * (l.groups() + g), &r.scale_bits, 2);
-      const float mn = quant::from_bf16(r.min_bits), scale = quant::from_bf16(r.scale_bits);
-      const uint64_t index = static_cast<uint64_t>(g * size);
-      for (int64_t i = 0; i < size; ++i) {
-        c[i] = static_cast<uint8_t>(quant::code_of(v[i], mn, scale, quant::uniform(key, index + static_cast<uint64_t>(i)), levels));
-      }
-      uint8_t* codes = out + g * code_bytes;
-      for (int64_t b = 0; b < code_bytes; ++b) {
-        unsigned byte = 0;
-        for (int j = 0; j < per_byte; ++j) byte |= static_cast<unsigned>(c[b * per_byte + j]) << (Bits * j);
-        codes[b] = static_cast<uint8_t>(byte);
-      }
+    switch (level) {
+      case cpu_isa::Level::avx512: quantize_range_avx512<Bits>(x, l, key, out, begin, end); return;
+      case cpu_isa::Level::avx2: quantize_range_avx2<Bits>(x, l, key, out, begin, end); return;
+      case cpu_isa::Level::baseline: quantize_range_baseline<Bits>(x, l, key, out, begin, end); return;
     }
   });
 }
@@ -176,24 +235,92 @@ at::Tensor dequantize(const at::Tensor& buffer, const QuantLayout& l, at::IntArr
   return x.to(dtype);
 }
 
-// Masks in ATen passes: 8 bools (bytes 0 or 1) to a byte, the first in the
-// lowest bit.
+// Masks: 8 bools (bytes 0 or 1) to a byte, the first in the lowest bit. On
+// the CPU in one loop each way: a word of 8 bools packed by one multiply
+// (each bool lands on its bit of the top byte), a byte unpacked by a table
+// of 256 words. Elsewhere in ATen passes.
+namespace {
+
+constexpr uint64_t bool_lanes = 0x0101010101010101ull;  // bit 0 of each byte
+constexpr uint64_t gather_bits = 0x0102040810204080ull;  // byte j's bit 0 to bit 56 + j
+
+uint8_t packed_byte(uint64_t bools) { return static_cast<uint8_t>(((bools & bool_lanes) * gather_bits) >> 56); }
+
+const std::array<uint64_t, 256>& unpacked_bytes() {
+  static const std::array<uint64_t, 256> table = [] {
+    std::array<uint64_t, 256> t{};
+    for (unsigned byte = 0; byte < 256; ++byte) {
+      for (int j = 0; j < 8; ++j) t[byte] |= static_cast<uint64_t>((byte >> j) & 1) << (8 * j);
+    }
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace
+
+// Bit j of each byte: whether value j of its 8 is nonzero, over bytes
+// [begin, end) of n values.
+template <typename T>
+void pack_nonzero(const T* __restrict in, int64_t n, uint8_t* __restrict out, int64_t begin, int64_t end) {
+  for (int64_t b = begin; b < end; ++b) {
+    unsigned byte = 0;
+    for (int64_t j = 0; j < 8 && 8 * b + j < n; ++j) byte |= static_cast<unsigned>(in[8 * b + j] != T(0)) << j;
+    out[b] = static_cast<uint8_t>(byte);
+  }
+}
+
 at::Tensor pack_mask(const at::Tensor& mask) {
   const int64_t n = mask.numel();
-  at::Tensor bits = mask.reshape({-1}).view(at::kByte);  // bool is one byte, 0 or 1
-  if (n % 8) bits = at::constant_pad_nd(bits, {0, 8 - n % 8}, 0);
-  const at::Tensor c = bits.view({-1, 8});
-  at::Tensor packed = c.select(1, 0).clone();
-  for (int j = 1; j < 8; ++j) packed.bitwise_or_(at::bitwise_left_shift(c.select(1, j), j));
+  if (!mask.device().is_cpu()) {
+    at::Tensor bits = (mask.scalar_type() == at::kBool ? mask : mask != 0).reshape({-1}).view(at::kByte);
+    if (n % 8) bits = at::constant_pad_nd(bits, {0, 8 - n % 8}, 0);
+    const at::Tensor c = bits.view({-1, 8});
+    at::Tensor packed = c.select(1, 0).clone();
+    for (int j = 1; j < 8; ++j) packed.bitwise_or_(at::bitwise_left_shift(c.select(1, j), j));
+    return packed;
+  }
+  const at::Tensor values = mask.contiguous();
+  at::Tensor packed = at::empty({(n + 7) / 8}, mask.options().dtype(at::kByte));
+  uint8_t* out = packed.data_ptr<uint8_t>();
+  if (values.scalar_type() != at::kBool) {
+    AT_DISPATCH_ALL_TYPES_AND2(at::kBFloat16, at::kHalf, values.scalar_type(), "pack_mask", [&] {
+      pack_nonzero(values.data_ptr<scalar_t>(), n, out, 0, packed.numel());
+    });
+    return packed;
+  }
+  const uint8_t* in = reinterpret_cast<const uint8_t*>(values.data_ptr<bool>());
+  const int64_t whole = n / 8;
+  for (int64_t b = 0; b < whole; ++b) {
+    uint64_t word;
+    std::memcpy(&word, in + 8 * b, 8);
+    out[b] = packed_byte(word);
+  }
+  if (n % 8) {
+    uint64_t word = 0;
+    std::memcpy(&word, in + 8 * whole, static_cast<size_t>(n % 8));
+    out[whole] = packed_byte(word);
+  }
   return packed;
 }
 
 at::Tensor unpack_mask(const at::Tensor& packed, at::IntArrayRef shape) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
-  const at::Tensor shifts = at::arange(0, 8, packed.options());
-  const at::Tensor bits = at::bitwise_right_shift(packed.view({-1, 1}), shifts).bitwise_and_(1);
-  return bits.view({-1}).narrow(0, 0, n).view(at::kBool).view(shape);
+  if (!packed.device().is_cpu()) {
+    const at::Tensor shifts = at::arange(0, 8, packed.options());
+    const at::Tensor bits = at::bitwise_right_shift(packed.view({-1, 1}), shifts).bitwise_and_(1);
+    return bits.view({-1}).narrow(0, 0, n).view(at::kBool).view(shape);
+  }
+  const at::Tensor bytes = packed.contiguous();
+  const uint8_t* in = bytes.data_ptr<uint8_t>();
+  at::Tensor mask = at::empty(shape, packed.options().dtype(at::kBool));
+  uint8_t* out = reinterpret_cast<uint8_t*>(mask.data_ptr<bool>());
+  const std::array<uint64_t, 256>& table = unpacked_bytes();
+  const int64_t whole = n / 8;
+  for (int64_t b = 0; b < whole; ++b) std::memcpy(out + 8 * b, &table[in[b]], 8);
+  if (n % 8) std::memcpy(out + 8 * whole, &table[in[whole]], static_cast<size_t>(n % 8));
+  return mask;
 }
 
 }  // namespace papaya::executor

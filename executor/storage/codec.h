@@ -22,7 +22,8 @@ at::Tensor quantize(const at::Tensor& x, const QuantLayout& layout);
 // The buffer -> values of `shape` in `dtype`.
 at::Tensor dequantize(const at::Tensor& buffer, const QuantLayout& layout, at::IntArrayRef shape, at::ScalarType dtype);
 
-// A boolean mask -> ceil(numel/8) bytes, and back.
+// A mask (a bool tensor, or any tensor's nonzero values) -> ceil(numel/8)
+// bytes, and back to bools.
 at::Tensor pack_mask(const at::Tensor& mask);
 at::Tensor unpack_mask(const at::Tensor& packed, at::IntArrayRef shape);
 

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <vector>
 
+#include "executor/storage/cpu_isa.h"
 #include "executor/storage/invert_math.h"
 #ifdef PAPAYA_CUDA
 #include "executor/storage/invert_cuda.h"
@@ -111,25 +112,63 @@ invert::DerivativeTable derivative_table(const Table& t, const float* values) {
           static_cast<float>(table_size / t.left_span)};
 }
 
+// The derivative times the incoming gradient over values [begin, end), in a
+// loop that AVX2 vectorizes, gathering the table's entries (the baseline's
+// SSE2 has no gather). The AVX-512 level runs the AVX2 loop: 16-lane
+// gathers were the slower on the AMD EPYC (Zen 4) measured, bench/RESULTS.md.
+// The pointers are parameters: clang takes __restrict from parameters only.
+template <typename T>
+PAPAYA_CPU_KERNEL void input_grad_range(const invert::DerivativeTable table, const T* __restrict grad, const T* __restrict output,
+                                        const bool* __restrict right, T* __restrict out, int64_t begin, int64_t end) {
+  for (int64_t i = begin; i < end; ++i) {
+    out[i] = static_cast<T>(invert::derivative_from_output(table, static_cast<float>(output[i]), right[i]) *
+                            static_cast<float>(grad[i]));
+  }
+}
+
+// input_grad_range at the baseline and at AVX2 (cpu_isa.h).
+template <typename T>
+void input_grad_range_baseline(const invert::DerivativeTable& table, const T* grad, const T* output, const bool* right, T* out,
+                               int64_t begin, int64_t end) {
+  input_grad_range(table, grad, output, right, out, begin, end);
+}
+template <typename T>
+PAPAYA_TARGET_AVX2 void input_grad_range_avx2(const invert::DerivativeTable& table, const T* grad, const T* output,
+                                              const bool* right, T* out, int64_t begin, int64_t end) {
+  input_grad_range(table, grad, output, right, out, begin, end);
+}
+
 // On the CPU: one pass over the values, nothing allocated but the result.
 at::Tensor input_grad_on_cpu(const Table& t, const at::Tensor& grad, const at::Tensor& output, const at::Tensor& right) {
   const at::Tensor g = grad.contiguous(), y = output.to(grad.scalar_type()).contiguous(),
                    branch = right.to(at::kBool).contiguous();
   at::Tensor out = at::empty_like(g);
   const invert::DerivativeTable table = derivative_table(t, t.values.data());
+  const cpu_isa::Level level = cpu_isa::level();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, g.scalar_type(), "input_grad_from_output", [&] {
     const scalar_t* gp = g.data_ptr<scalar_t>();
     const scalar_t* yp = y.data_ptr<scalar_t>();
     const bool* rp = branch.data_ptr<bool>();
     scalar_t* op = out.data_ptr<scalar_t>();
     at::parallel_for(0, g.numel(), chunk_values, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        op[i] = static_cast<scalar_t>(invert::derivative_from_output(table, static_cast<float>(yp[i]), rp[i]) *
-                                      static_cast<float>(gp[i]));
+      switch (level) {
+        case cpu_isa::Level::avx512:
+        case cpu_isa::Level::avx2: input_grad_range_avx2(table, gp, yp, rp, op, begin, end); return;
+        case cpu_isa::Level::baseline: input_grad_range_baseline(table, gp, yp, rp, op, begin, end); return;
       }
     });
   });
   return out;
+}
+
+// grad where the mask is true, else 0, over [begin, end); every value read,
+// so that the loop vectorizes.
+template <typename T>
+void masked_range(const T* __restrict grad, const bool* __restrict mask, T* __restrict out, int64_t begin, int64_t end) {
+  for (int64_t i = begin; i < end; ++i) {
+    const T g = grad[i];
+    out[i] = mask[i] ? g : T(0);
+  }
 }
 
 }  // namespace
@@ -150,6 +189,20 @@ at::Tensor input_grad_from_output(model::LayerKind kind, const at::Tensor& grad,
   }
 #endif
   TORCH_CHECK(false, "inverted activations run on the CPU or a CUDA device, not on ", grad.device());
+}
+
+at::Tensor input_grad_from_mask(const at::Tensor& grad, const at::Tensor& positive) {
+  if (!grad.device().is_cpu()) return at::where(positive, grad, at::Scalar(0.0));
+  const at::Tensor g = grad.contiguous(), mask = positive.to(at::kBool).contiguous();
+  at::Tensor out = at::empty_like(g);
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, g.scalar_type(), "input_grad_from_mask", [&] {
+    const scalar_t* gp = g.data_ptr<scalar_t>();
+    const bool* mp = mask.data_ptr<bool>();
+    scalar_t* op = out.data_ptr<scalar_t>();
+    at::parallel_for(0, g.numel(), chunk_values,
+                     [&](int64_t begin, int64_t end) { masked_range(gp, mp, op, begin, end); });
+  });
+  return out;
 }
 
 }  // namespace papaya::executor

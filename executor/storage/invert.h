@@ -22,4 +22,10 @@ double branch_point(model::LayerKind kind);
 at::Tensor input_grad_from_output(model::LayerKind kind, const at::Tensor& grad, const at::Tensor& output,
                                   const at::Tensor& right);
 
+// A ReLU's input gradient from its mask (true where the input was positive;
+// its one stored form): `grad` where the mask is true, else 0. Selected, not
+// multiplied: on a CPU grad * mask would first copy the mask into grad's
+// dtype, a temporary as large as the gradient. One pass on the CPU.
+at::Tensor input_grad_from_mask(const at::Tensor& grad, const at::Tensor& positive);
+
 }  // namespace papaya::executor

@@ -53,10 +53,11 @@ PAPAYA_HOST_DEVICE Range range_of(float low, float high, int bits) {
 PAPAYA_HOST_DEVICE uint32_t noise_key(uint64_t seed) { return static_cast<uint32_t>(seed ^ (seed >> 32)); }
 
 // Uniform in [0, 1), 24 bits, from a hash of (key, value index): a
-// multiplicative step and Wellons' lowbias32 mixer. 32-bit arithmetic, so
-// that the CPU loop vectorizes; the noise repeats after 2^32 values.
-PAPAYA_HOST_DEVICE float uniform(uint32_t key, uint64_t index) {
-  uint32_t z = static_cast<uint32_t>(index) * 0x9E3779B9u + key;
+// multiplicative step and Wellons' lowbias32 mixer. 32-bit arithmetic, the
+// index too (a value's index modulo 2^32), so that the CPU loop vectorizes;
+// the noise repeats after 2^32 values.
+PAPAYA_HOST_DEVICE float uniform(uint32_t key, uint32_t index) {
+  uint32_t z = index * 0x9E3779B9u + key;
   z ^= z >> 16;
   z *= 0x7FEB352Du;
   z ^= z >> 15;

@@ -90,7 +90,7 @@ c10::intrusive_ptr<Stored> store(const at::Tensor& t, model::SlotKind kind, cons
       out->payload_ = t.detach();
       out->version_ = t._version();
       break;
-    case Encoding::mask: out->payload_ = pack_mask(t.scalar_type() == at::kBool ? t : t != 0); break;
+    case Encoding::mask: out->payload_ = pack_mask(t); break;
     case Encoding::quantized:
       out->layout_ = QuantLayout{s.bits, s.group(), t.numel(), head_numel(t, s)};
       out->payload_ = quantize(t, out->layout_);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "executor/storage/codec.h"
+#include "executor/storage/cpu_isa.h"
 #include "executor/storage/quant_math.h"
 #include "executor/storage/rounding.h"
 #include "model/strategy.h"
@@ -88,73 +89,92 @@ TEST(Codec, StochasticRoundingIsUnbiased) {
   EXPECT_LT(std::abs((sum / 400 - x).mean().item<double>()), 3e-3);
 }
 
+// Bit j of byte b is value 8b + j, the last byte's spare bits zero.
 TEST(Codec, MasksRoundTripExactly) {
   for (int64_t n : {1, 7, 8, 9, 1001}) {
     const torch::Tensor mask = (torch::rand({n}) < 0.3).view({n, 1});
-    EXPECT_TRUE(torch::equal(unpack_mask(pack_mask(mask), mask.sizes()), mask)) << n;
+    const torch::Tensor packed = pack_mask(mask);
+    ASSERT_EQ(packed.numel(), (n + 7) / 8);
+    const bool* m = mask.data_ptr<bool>();
+    for (int64_t i = 0; i < 8 * packed.numel(); ++i) {
+      const bool bit = (packed[i / 8].item<uint8_t>() >> (i % 8)) & 1;
+      ASSERT_EQ(bit, i < n && m[i]) << n << " values, bit " << i;
+    }
+    EXPECT_TRUE(torch::equal(unpack_mask(packed, mask.sizes()), mask)) << n;
   }
+}
+
+// The buffer as the layout defines it, built value by value: groups of 32
+// (or 20, not a whole number of any level's lanes) within heads of 100
+// values (the last group of each head padded with zeros), the range from
+// quant_math, codes packed first in the lowest bits, the noise from the one
+// seed the call takes.
+void expect_bytes_follow_the_layout(torch::ScalarType dtype, int bits, int group, bool headwise) {
+  const torch::Tensor x = (torch::randn({3, 5, 20}) * 3).to(dtype);
+  const QuantLayout l{bits, group, x.numel(), headwise ? 100 : x.numel()};
+  seed_rounding(9);
+  const uint64_t seed = next_rounding_seed();
+  seed_rounding(9);
+  const torch::Tensor buffer = quantize(x, l);
+  ASSERT_EQ(buffer.numel(), l.bytes());
+
+  const torch::Tensor values = x.to(torch::kFloat).contiguous();
+  const float* v = values.data_ptr<float>();
+  std::vector<uint8_t> expected(static_cast<size_t>(l.bytes()), 0);
+  const int per_byte = 8 / bits;
+  const float levels = static_cast<float>((1 << bits) - 1);
+  for (int64_t g = 0; g < l.groups(); ++g) {
+    const int64_t head = g / l.groups_per_head(), start = (g % l.groups_per_head()) * l.group_size;
+    const auto value = [&](int64_t i) { return start + i < l.head_numel ? v[head * l.head_numel + start + i] : 0.f; };
+    float low = value(0), high = value(0);
+    for (int64_t i = 1; i < l.group_size; ++i) {
+      low = std::min(low, value(i));
+      high = std::max(high, value(i));
+    }
+    const quant::Range r = quant::range_of(low, high, bits);
+    uint8_t* ranges = expected.data() + l.groups() * l.code_bytes_per_group();
+    std::memcpy(ranges + 2 * g, &r.min_bits, 2);
+    std::memcpy(ranges + 2 * (l.groups() + g), &r.scale_bits, 2);
+    for (int64_t i = 0; i < l.group_size; ++i) {
+      const unsigned code =
+          quant::code_of(value(i), quant::from_bf16(r.min_bits), quant::from_bf16(r.scale_bits),
+                         quant::uniform(quant::noise_key(seed), static_cast<uint32_t>(g * l.group_size + i)), levels);
+      expected[static_cast<size_t>(g * l.code_bytes_per_group() + i / per_byte)] |=
+          static_cast<uint8_t>(code << (bits * (i % per_byte)));
+    }
+  }
+  const uint8_t* got = buffer.data_ptr<uint8_t>();
+  EXPECT_TRUE(std::equal(expected.begin(), expected.end(), got))
+      << bits << " bits, groups of " << group << ", headwise " << headwise << ", " << cpu_isa::to_string(cpu_isa::level());
+  const torch::Tensor back = dequantize(buffer, l, x.sizes(), dtype);
+  EXPECT_EQ(back.scalar_type(), dtype);
+}
+
+// At every instruction-set level this CPU has (cpu_isa.h), on 2 threads, so
+// that the groups are split between tasks.
+TEST(Codec, BytesFollowTheLayoutValueByValue) {
+  const int threads = at::get_num_threads();
+  at::set_num_threads(2);
+  const cpu_isa::Level cpu = cpu_isa::level();
+  torch::manual_seed(1);
+  for (int level = 0; level <= static_cast<int>(cpu); ++level) {
+    cpu_isa::limit(static_cast<cpu_isa::Level>(level));
+    for (auto dtype : {torch::kFloat, torch::kBFloat16}) {
+      for (int bits : {8, 4, 2}) {
+        for (int group : {32, 20}) {
+          for (bool headwise : {false, true}) expect_bytes_follow_the_layout(dtype, bits, group, headwise);
+        }
+      }
+    }
+  }
+  cpu_isa::limit(cpu);
+  at::set_num_threads(threads);
 }
 
 // Heads of very different scales: headwise, each head's groups take their
 // own range, so the small head keeps its precision. Fixed values: with bf16
 // ranges, a mixed group's min and scale can put a code exactly on 0 (about
 // one draw in 40), and the small head would then decode well by luck.
-// The buffer as the layout defines it, built value by value: groups of 32
-// within heads of 100 values (the last group of each head padded with
-// zeros), the range from quant_math, codes packed first in the lowest bits,
-// the noise from the one seed the call takes. On 2 threads, so that the
-// groups are split between tasks.
-TEST(Codec, BytesFollowTheLayoutValueByValue) {
-  const int threads = at::get_num_threads();
-  at::set_num_threads(2);
-  torch::manual_seed(1);
-  for (auto dtype : {torch::kFloat, torch::kBFloat16}) {
-    for (int bits : {8, 4, 2}) {
-      for (bool headwise : {false, true}) {
-        const torch::Tensor x = (torch::randn({3, 5, 20}) * 3).to(dtype);
-        const QuantLayout l{bits, 32, x.numel(), headwise ? 100 : x.numel()};
-        seed_rounding(9);
-        const uint64_t seed = next_rounding_seed();
-        seed_rounding(9);
-        const torch::Tensor buffer = quantize(x, l);
-        ASSERT_EQ(buffer.numel(), l.bytes());
-
-        const torch::Tensor values = x.to(torch::kFloat).contiguous();
-        const float* v = values.data_ptr<float>();
-        std::vector<uint8_t> expected(static_cast<size_t>(l.bytes()), 0);
-        const int per_byte = 8 / bits;
-        const float levels = static_cast<float>((1 << bits) - 1);
-        for (int64_t g = 0; g < l.groups(); ++g) {
-          const int64_t head = g / l.groups_per_head(), start = (g % l.groups_per_head()) * l.group_size;
-          const auto value = [&](int64_t i) {
-            return start + i < l.head_numel ? v[head * l.head_numel + start + i] : 0.f;
-          };
-          float low = value(0), high = value(0);
-          for (int64_t i = 1; i < l.group_size; ++i) {
-            low = std::min(low, value(i));
-            high = std::max(high, value(i));
-          }
-          const quant::Range r = quant::range_of(low, high, bits);
-          uint8_t* ranges = expected.data() + l.groups() * l.code_bytes_per_group();
-          std::memcpy(ranges + 2 * g, &r.min_bits, 2);
-          std::memcpy(ranges + 2 * (l.groups() + g), &r.scale_bits, 2);
-          for (int64_t i = 0; i < l.group_size; ++i) {
-            const unsigned code = quant::code_of(value(i), quant::from_bf16(r.min_bits), quant::from_bf16(r.scale_bits),
-                                                 quant::uniform(quant::noise_key(seed), static_cast<uint64_t>(g * l.group_size + i)), levels);
-            expected[static_cast<size_t>(g * l.code_bytes_per_group() + i / per_byte)] |=
-                static_cast<uint8_t>(code << (bits * (i % per_byte)));
-          }
-        }
-        const uint8_t* got = buffer.data_ptr<uint8_t>();
-        EXPECT_TRUE(std::equal(expected.begin(), expected.end(), got)) << bits << " bits, headwise " << headwise;
-        const torch::Tensor back = dequantize(buffer, l, x.sizes(), dtype);
-        EXPECT_EQ(back.scalar_type(), dtype);
-      }
-    }
-  }
-  at::set_num_threads(threads);
-}
-
 TEST(Codec, HeadwiseGroupsStayInTheirHead) {
   torch::manual_seed(0);
   const torch::Tensor x = torch::randn({1, 2, 17, 16}) * torch::tensor({1000.0f, 0.001f}).view({1, 2, 1, 1});

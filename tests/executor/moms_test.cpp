@@ -8,6 +8,7 @@
 #include "executor/layers/dense.h"
 #include "executor/layers/elementwise.h"
 #include "executor/memory.h"
+#include "executor/storage/cpu_isa.h"
 #include "executor/storage/invert.h"
 #include "executor/storage/stored_bytes.h"
 #include "model/plan.h"
@@ -137,6 +138,36 @@ TEST(Invert, DerivativeFromOutputIsAccurate) {
                                     : torch::silu_backward(torch::ones_like(x).to(torch::kDouble), x.to(torch::kDouble));
     const torch::Tensor approx = input_grad_from_output(kind, torch::ones_like(x), y, x >= branch_point(kind));
     EXPECT_LT((approx.to(torch::kDouble) - exact).abs().max().item<double>(), 2e-4) << model::to_string(kind);
+  }
+}
+
+// Every instruction-set level (cpu_isa.h) gives the baseline's gradient to
+// the bit, fp32 and bf16, with a length no level's lanes divide.
+TEST(Invert, EveryInstructionSetLevelGivesTheSameGradient) {
+  const cpu_isa::Level cpu = cpu_isa::level();
+  if (cpu == cpu_isa::Level::baseline) GTEST_SKIP() << "this CPU runs the baseline loop only";
+  torch::manual_seed(4);
+  const torch::Tensor x = torch::randn({10007}) * 4;
+  for (const model::LayerKind kind : {model::LayerKind::gelu, model::LayerKind::silu}) {
+    for (const auto dtype : {torch::kFloat, torch::kBFloat16}) {
+      const torch::Tensor y = (kind == model::LayerKind::gelu ? torch::gelu(x) : torch::silu(x)).to(dtype);
+      const torch::Tensor right = x >= branch_point(kind), grad = torch::randn_like(x).to(dtype);
+      cpu_isa::limit(cpu_isa::Level::baseline);
+      const torch::Tensor baseline = input_grad_from_output(kind, grad, y, right);
+      cpu_isa::limit(cpu);
+      EXPECT_TRUE(torch::equal(input_grad_from_output(kind, grad, y, right), baseline))
+          << model::to_string(kind) << " " << dtype << " at " << cpu_isa::to_string(cpu);
+    }
+  }
+}
+
+// A ReLU's gradient from its mask is the native ReLU backward's, to the bit.
+TEST(Invert, ReluGradientFromTheMaskIsTheNativeOne) {
+  torch::manual_seed(5);
+  const torch::Tensor x = torch::randn({3, 10007});
+  for (const auto dtype : {torch::kFloat, torch::kBFloat16}) {
+    const torch::Tensor grad = torch::randn_like(x).to(dtype), y = torch::relu(x).to(dtype);
+    EXPECT_TRUE(torch::equal(input_grad_from_mask(grad, x > 0), torch::threshold_backward(grad, y, 0))) << dtype;
   }
 }
 

@@ -34,17 +34,10 @@ TEST(Codec, SpeedAndScratchAreMeasuredForEveryWidth) {
     // where a loaded machine hides it, never negative.
     EXPECT_GE(c.pack_seconds_per_call, 0) << c.bits;
     EXPECT_GE(c.unpack_seconds_per_call, 0) << c.bits;
-    if (c.bits == 1) {
-      // The mask's packing works in ATen passes: its scratch grows with
-      // small tensors and stays far below a large one.
-      EXPECT_GT(c.pack_scratch_per_byte, 0) << c.bits;
-      EXPECT_GT(c.pack_scratch_max, 0) << c.bits;
-    } else {
-      // The quantizer allocates nothing but its result (a group's values
-      // wait in a per-thread buffer of one group).
-      EXPECT_EQ(c.pack_scratch_per_byte, 0) << c.bits;
-      EXPECT_EQ(c.pack_scratch_max, 0) << c.bits;
-    }
+    // On the CPU the quantizer and the mask's packing allocate nothing but
+    // their result (a group's values wait in a per-thread buffer of one group).
+    EXPECT_EQ(c.pack_scratch_per_byte, 0) << c.bits;
+    EXPECT_EQ(c.pack_scratch_max, 0) << c.bits;
     EXPECT_LT(c.pack_scratch_max, 0.3 * raw) << c.bits;
     EXPECT_LT(c.unpack_scratch_max, 0.3 * raw) << c.bits;
   }
