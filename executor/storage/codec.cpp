@@ -58,6 +58,23 @@ struct FloatVector<16> {
   typedef float type __attribute__((vector_size(64)));
 };
 
+// The smallest of a vector's lanes, halving it: each half's lanes against
+// the other's, as wide as the level allows.
+template <int Lanes>
+PAPAYA_CPU_KERNEL float lowest(const typename FloatVector<Lanes>::type& v) {
+  if constexpr (Lanes == 4) {
+    const float a = v[0] < v[1] ? v[0] : v[1], b = v[2] < v[3] ? v[2] : v[3];
+    return a < b ? a : b;
+  } else {
+    using Half = typename FloatVector<Lanes / 2>::type;
+    Half low, high;
+    std::memcpy(&low, &v, sizeof low);
+    std::memcpy(&high, reinterpret_cast<const char*>(&v) + sizeof low, sizeof high);
+    const Half lower = high < low ? high : low;
+    return lowest<Lanes / 2>(lower);
+  }
+}
+
 // The smallest and largest of n values; NaN is passed over, as fminf/fmaxf
 // do on CUDA. In lanes, each `v < low ? v : low` (what SSE's minps
 // computes), which neither compiler reorders.
@@ -76,12 +93,9 @@ PAPAYA_CPU_KERNEL void min_max(const float* __restrict v, int64_t n, float& low,
     lows = x < lows ? x : lows;
     highs = x > highs ? x : highs;
   }
-  low = lows[0];
-  high = highs[0];
-  for (int k = 1; k < Lanes; ++k) {
-    low = lows[k] < low ? lows[k] : low;
-    high = highs[k] > high ? highs[k] : high;
-  }
+  const Vector negated = -highs;
+  low = lowest<Lanes>(lows);
+  high = -lowest<Lanes>(negated);
   for (; i < n; ++i) {
     low = v[i] < low ? v[i] : low;
     high = v[i] > high ? v[i] : high;
