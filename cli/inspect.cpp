@@ -65,7 +65,7 @@ Step run_step(const InspectArgs& args, ts::Archive& archive, const std::vector<m
     }
     const ts::LossKind kind = ts::loss_kind(output, asked, args.archive);
     step.loss = ts::to_string(kind);
-    ts::loss_of(output, kind, generator, {}, args.archive).backward();
+    ts::loss_of(output, kind, generator, {}, {}, args.archive).backward();
   }, profiler::is_out_of_memory);
   return step;
 }

@@ -13,6 +13,13 @@ namespace papaya::executor {
 struct Batch {
   torch::Tensor input, target;
   std::vector<torch::Tensor> arguments;
+  // Its rows within the batch it was sliced from (a data-parallel rank's
+  // share): [first, first + rows) of `of`; of == 0: it is a whole batch. A
+  // target the network draws itself is drawn for the whole batch and sliced,
+  // so that the ranks train as one process would.
+  struct Rows {
+    int64_t first = 0, of = 0;
+  } rows;
 };
 
 }  // namespace papaya::executor

@@ -20,6 +20,11 @@ size_t Layer::slot_index(const std::string& name) const { return static_cast<siz
 
 void Layer::set_store_spec(size_t slot, StoreSpec spec) { specs_.at(slot) = std::move(spec); }
 
+void Layer::reset_slots(std::vector<Slot> slots) {
+  slots_ = std::move(slots);
+  specs_.assign(slots_.size(), StoreSpec{});
+}
+
 bool Layer::keeps_all() const {
   for (const auto& spec : specs_) {
     if (!spec.strategy.is_keep()) return false;

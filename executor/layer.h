@@ -96,6 +96,10 @@ class Layer : public torch::nn::Module {
   // A parameter in the compute dtype (a cast that autograd differentiates).
   torch::Tensor cast(const torch::Tensor& parameter) const;
 
+  // The slots found again (a user's module saves what its device's kernels
+  // save: executor/torchscript), each kept until a plan says otherwise.
+  void reset_slots(std::vector<Slot> slots);
+
   // Whether forward runs the MOM-aware Function: a slot is not kept, and
   // autograd records (without it nothing is saved either way).
   bool uses_moms() const { return !keeps_all() && torch::GradMode::is_enabled(); }

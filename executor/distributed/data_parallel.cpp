@@ -166,7 +166,7 @@ class RankSlice : public DataSource {
     const Batch global = source_->next(batch_size * world_.size);
     const int64_t first = batch_size * world_.rank;
     const auto slice = [&](const torch::Tensor& t) { return t.defined() ? t.narrow(0, first, batch_size).clone() : t; };
-    Batch batch{{}, slice(global.target), {}};
+    Batch batch{{}, slice(global.target), {}, {first, batch_size * world_.size}};
     for (const auto& argument : global.arguments) batch.arguments.push_back(slice(argument));
     batch.input = batch.arguments.empty() ? slice(global.input) : batch.arguments.front();  // one copy
     return batch;

@@ -24,9 +24,14 @@ namespace {
 
 const void* storage_of(const at::Tensor& t) { return t.storage().unsafeGetStorageImpl(); }
 
+// What a saved tensor is, as the first forward on the device saw it. A
+// floating tensor holding an infinity is kept as it is, as the norms'
+// statistics are: a range codec cannot store it (GPU attention kernels save
+// a log-sum-exp per query row, padded with +inf).
 model::SlotKind slot_kind_of(const at::Tensor& t) {
   if (t.scalar_type() == at::kBool) return model::SlotKind::mask;
-  return at::isFloatingType(t.scalar_type()) ? model::SlotKind::activation : model::SlotKind::index;
+  if (!at::isFloatingType(t.scalar_type())) return model::SlotKind::index;
+  return at::isinf(t).any().item<bool>() ? model::SlotKind::stats : model::SlotKind::activation;
 }
 
 // The module a layer's path names ("layer1.0.relu#2": layer1.0.relu).
@@ -206,18 +211,10 @@ ImportedNetwork::ImportedNetwork(model::NetworkConfig config)
   mark_leaf_calls(module_, label_);
   const std::string& loss = this->config().torchscript().loss;
   if (!loss.empty()) asked_loss_ = parse_loss_kind(loss, label_ + ": loss");
-  for (const auto& p : module_.parameters()) held_.insert(storage_of(p));
-  for (const auto& b : module_.buffers()) held_.insert(storage_of(b));
-
-  discovery_ = std::make_unique<Discovery>();
-  const Batch batch = make_synthetic_data(this->config(), torch::kCPU, 0)->next(this->config().smallest_batch());
-  probe(batch);  // finds the loss's kind too
-  close_found();
-  for (const auto& found : discovery_->layers) {
-    owned_.push_back(std::make_shared<ModuleLayer>(found.slots, submodule(module_, found.path), *this));
+  const Discovery found = discover(torch::kCPU);  // finds the loss's kind too
+  for (const auto& layer : found.layers) {
+    owned_.push_back(std::make_shared<ModuleLayer>(layer.slots, submodule(module_, layer.path), *this));
   }
-  const Discovery found = std::move(*discovery_);
-  discovery_.reset();
   adopt_parameters();
   for (size_t i = 0; i < owned_.size(); ++i) register_module("layer" + std::to_string(i), owned_[i]);
   // A segment keeps its input, which its first layer saves as "input":
@@ -311,6 +308,34 @@ ImportedNetwork::~ImportedNetwork() = default;
 
 // Each tensor registered once, with the first layer that holds it, else
 // with the network (a parent module's own parameters).
+ImportedNetwork::Discovery ImportedNetwork::discover(torch::Device device) {
+  held_.clear();
+  for (const auto& p : module_.parameters()) held_.insert(storage_of(p));
+  for (const auto& b : module_.buffers()) held_.insert(storage_of(b));
+  discovery_ = std::make_unique<Discovery>();
+  probe(make_synthetic_data(config(), device, 0)->next(config().smallest_batch()));
+  close_found();
+  Discovery found = std::move(*discovery_);
+  discovery_.reset();
+  discovered_on_ = device;
+  return found;
+}
+
+void ImportedNetwork::to(torch::Device device, bool non_blocking) {
+  Network::to(device, non_blocking);
+  if (device == discovered_on_) return;
+  const torch::Device before = discovered_on_;
+  const Discovery found = discover(device);
+  for (size_t i = 0; i < std::max(found.layers.size(), owned_.size()); ++i) {
+    if (i >= found.layers.size() || i >= owned_.size() || found.layers[i].path != owned_[i]->path()) {
+      throw InputError(label_ + ": on " + device.str() + " its forward runs other modules than on " + before.str() +
+                       " (module " + (i < owned_.size() ? owned_[i]->path() : found.layers[i].path) +
+                       "): papaya needs the same modules to run on every device");
+    }
+    owned_[i]->reset_slots(found.layers[i].slots);
+  }
+}
+
 void ImportedNetwork::adopt_parameters() {
   std::set<const void*> adopted;
   const auto name_of = [](std::string name) {
@@ -355,7 +380,7 @@ torch::Tensor ImportedNetwork::forward(const Batch& batch) {
   // Under the save hook still: what the loss saves (cross-entropy's
   // log-probabilities) is the last layer's, as code between layers is.
   if (!loss_kind_) loss_kind_ = torchscript::loss_kind(output, asked_loss_, label_);
-  return loss_of(output, *loss_kind_, labels_, batch.target, label_);
+  return loss_of(output, *loss_kind_, labels_, batch.target, batch.rows, label_);
 }
 
 torch::Tensor ImportedNetwork::probe(const Batch& batch) {

@@ -105,6 +105,12 @@ class ImportedNetwork : public Network, MarkerSink, SaveHook {
   // buffers and the random state are put back after.
   torch::Tensor loss(const Batch& batch) override;
   void train(bool on = true) override;
+  // Moved as any module, then its layers found again on `device` (one
+  // forward at the smallest batch): kernels of another device save other
+  // tensors for backward (cuDNN's batch norm its workspace), and the
+  // parameters' storages are new. InputError where other modules run there.
+  using Network::to;
+  void to(torch::Device device, bool non_blocking = false) override;
 
   LossKind loss_kind() const { return *loss_kind_; }
 
@@ -124,6 +130,9 @@ class ImportedNetwork : public Network, MarkerSink, SaveHook {
   // The forward as a training step runs it, saving nothing for a backward,
   // the buffers and the random state put back after.
   torch::Tensor probe(const Batch& batch);
+  // One forward at the smallest batch on `device`, recording the layers
+  // and what each saves (the parameters' and buffers' storages first).
+  Discovery discover(torch::Device device);
   void adopt_parameters();
   // Discovery: the slots of the layer saved tensors were charged to, named
   // (a layer begins, a segment begins, the forward ends).
@@ -140,6 +149,7 @@ class ImportedNetwork : public Network, MarkerSink, SaveHook {
   std::map<std::string, ImportedSegment*> segments_by_path_;
   std::set<const void*> held_;  // the storages of parameters and buffers
   std::unique_ptr<Discovery> discovery_;  // while the layers are being found
+  torch::Device discovered_on_ = torch::kCPU;
   // The layer the tensors autograd saves are charged to: the one running,
   // else the last that ran in this forward or segment (the code between
   // layers saves for its backward too: SqueezeExcitation's scale * input).

@@ -64,6 +64,12 @@ void install_engine() {
   });
 }
 
+// Installed as the program starts, before any backward runs: LibTorch 2.x
+// starts autograd's GPU threads once per process, for the engine that runs
+// the first backward, and an engine installed after that has none (a
+// backward on the GPU fails in the engine's ready_queue).
+[[maybe_unused]] const bool engine_installed_at_start = (install_engine(), true);
+
 }  // namespace
 
 SaveHookGuard::SaveHookGuard(SaveHook* hook) : previous_(active) {

@@ -66,15 +66,26 @@ LossKind loss_kind(const torch::jit::IValue& output, std::optional<LossKind> ask
 }
 
 at::Tensor loss_of(const torch::jit::IValue& output, LossKind kind, at::Generator generator, const at::Tensor& target,
-                   const std::string& label) {
+                   const Batch::Rows& rows, const std::string& label) {
   const at::Tensor t = output.toTensor();
+  // A drawn target: the shape of the whole batch's output, drawn on the CPU
+  // whatever the device (the same on each), then this output's rows of it.
+  const auto whole = [&](at::IntArrayRef sizes) {
+    std::vector<int64_t> out = sizes.vec();
+    if (rows.of > 0) out.at(0) = rows.of;
+    return out;
+  };
+  const auto drawn = [&](const at::Tensor& all) {
+    return (rows.of > 0 ? all.narrow(0, rows.first, t.size(0)) : all).to(t.device());
+  };
   switch (kind) {
     case LossKind::output: return t;
     case LossKind::cross_entropy: {
       const at::Tensor logits = t.reshape({-1, t.size(-1)});
       if (!target.defined()) {
-        const at::Tensor labels = at::randint(0, t.size(-1), {logits.size(0)}, generator, at::TensorOptions().dtype(at::kLong));
-        return at::cross_entropy_loss(logits.to(at::kFloat), labels);
+        const at::Tensor labels = drawn(at::randint(0, t.size(-1), whole(t.sizes().slice(0, t.dim() - 1)), generator,
+                                                    at::TensorOptions().dtype(at::kLong)));
+        return at::cross_entropy_loss(logits.to(at::kFloat), labels.reshape({-1}));
       }
       if (at::isFloatingType(target.scalar_type()) || target.numel() != logits.size(0)) {
         throw InputError(label + ": cross-entropy of logits " + shape_text(t) + " needs integer labels of " +
@@ -91,7 +102,7 @@ at::Tensor loss_of(const torch::jit::IValue& output, LossKind kind, at::Generato
     }
     case LossKind::mse: {
       if (!target.defined()) {
-        return at::mse_loss(t.to(at::kFloat), at::randn(t.sizes(), generator, at::TensorOptions().dtype(at::kFloat)));
+        return at::mse_loss(t.to(at::kFloat), drawn(at::randn(whole(t.sizes()), generator, at::TensorOptions().dtype(at::kFloat))));
       }
       if (!at::isFloatingType(target.scalar_type()) || target.sizes() != t.sizes()) {
         throw InputError(label + ": mse of an output " + shape_text(t) + " needs a floating target of that shape; the data's is " +

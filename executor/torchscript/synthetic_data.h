@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "executor/batch.h"
 #include "model/catalog/input_spec.h"
 
 namespace papaya::executor::torchscript {
@@ -33,10 +34,11 @@ enum class LossKind {
 // without a loss asked.
 LossKind loss_kind(const torch::jit::IValue& output, std::optional<LossKind> asked, const std::string& label);
 // The loss against `target` (the data's: labels, or the mse target) or, where
-// undefined, against one drawn from `generator`; an InputError naming `label`
-// where the target does not fit the output.
+// undefined, against one drawn from `generator` (on the CPU, for the whole
+// batch `rows` says the output's rows are part of, and sliced); an
+// InputError naming `label` where the target does not fit the output.
 at::Tensor loss_of(const torch::jit::IValue& output, LossKind kind, at::Generator generator, const at::Tensor& target,
-                   const std::string& label);
+                   const Batch::Rows& rows, const std::string& label);
 
 // Runs `work` (a forward, a loss, a backward of the user's module): an error
 // LibTorch or its interpreter raises in it is the user's input, an InputError naming `label`,

@@ -5,6 +5,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <cstdio>
+#include <limits>
 
 #include "executor/data.h"
 #include "executor/distributed/data_parallel.h"
@@ -12,6 +13,7 @@
 #include "executor/networks/source_for.h"
 #include "executor/torchscript/archive.h"
 #include "model/error.h"
+#include "tests/executor/moms_fixture.h"
 #include "tests/executor/torchscript/fixtures.h"
 
 namespace papaya::executor::torchscript {
@@ -111,7 +113,7 @@ TEST(ImportedNetwork, GradientsAreThoseOfTheArchiveRunAsItIs) {
     EXPECT_EQ(counter.calls, static_cast<int>(network->layers().size())) << "step " << step;
     EXPECT_EQ(counter.saved_tensors, slots) << "step " << step;
     torch::jit::IValue out = plain.forward({batch.input});
-    loss_of(out, LossKind::cross_entropy, labels, {}, "").backward();
+    loss_of(out, LossKind::cross_entropy, labels, {}, {}, "").backward();
     // Same parameters (the network's are the archive's tensors), same gradients.
     std::vector<torch::Tensor> ours, theirs;
     for (const auto& p : network->parameters()) ours.push_back(p.grad());
@@ -243,6 +245,19 @@ TEST(ImportedNetwork, ARanksSliceHoldsItsRowsOfEveryArgument) {
   EXPECT_TRUE(torch::equal(slice.arguments[0], global.arguments[0].narrow(0, 2, 2)));
   EXPECT_TRUE(slice.input.is_same(slice.arguments[0]));  // one copy
   EXPECT_FALSE(slice.target.defined());
+  EXPECT_EQ(slice.rows.first, 2);
+  EXPECT_EQ(slice.rows.of, 4);
+  // The labels each rank's network draws are its rows of the whole batch's:
+  // the ranks' losses average to the one process's (networks built alike
+  // draw alike for their first loss).
+  const auto loss = [&](const Batch& batch) {
+    torch::NoGradGuard probe;  // a probe's forward: the network puts its state back
+    return source_for(config)->build()->loss(batch).item<double>();
+  };
+  world.rank = 0;
+  const Batch first = rank_slice(make_synthetic_data(config, torch::kCPU, 0), world)->next(2);
+  const double whole = loss(global);
+  EXPECT_NEAR((loss(first) + loss(slice)) / 2, whole, 16 * std::numeric_limits<float>::epsilon() * std::abs(whole));
 }
 
 // A leaf returning a tuple led by a tensor (as nn.MultiheadAttention returns
@@ -274,6 +289,39 @@ TEST(ImportedNetwork, AModuleReturningATupleIsALayerOfItsFirstTensor) {
   plain.forward({batch.input}).toTensor().backward();
   size_t i = 0;
   for (const auto& p : plain.parameters()) EXPECT_TRUE(torch::equal(ours.at(i++), p.grad())) << "parameter " << i;
+}
+
+// A tensor an op saves holding an infinity (here minimum's other operand,
+// +inf where the input is not capped; a GPU attention kernel's padded
+// log-sum-exp) is kept as it is under quantization: a range codec would
+// turn the whole group into NaN, and with it every gradient.
+TEST(ImportedNetwork, ATensorHoldingAnInfinityIsKeptAsItIs) {
+  torch::jit::Module cap("Cap");
+  cap.define(R"(def forward(self, x):
+  limit = torch.where(x > 1.0, torch.full_like(x, 0.5), torch.full_like(x, float("inf")))
+  return torch.minimum(x, limit)
+)");
+  torch::jit::Module top("Net");
+  top.register_module("lin", testing::linear("Linear", 4, 6, true));
+  top.register_module("cap", cap);
+  top.define("def forward(self, x):\n  return self.cap.forward(self.lin.forward(x))\n");
+  const std::string path = testing::saved(top, "infinity");
+  const model::NetworkConfig config = archive_config(path, {"float32[B,4]"}, "--input", std::nullopt);
+  const auto keep = executor::testing::planned(config, "keep");
+  const auto quantized = executor::testing::planned(config, "quantize-4");
+  std::remove(path.c_str());
+  int stats = 0;
+  for (const auto& slot : quantized.network->find_layer("cap")->slots()) {
+    if (slot.name == "input") EXPECT_EQ(slot.kind, model::SlotKind::activation);
+    stats += slot.kind == model::SlotKind::stats;
+  }
+  EXPECT_EQ(stats, 1) << "the limit, and nothing else";
+
+  const Batch batch = make_synthetic_data(config, torch::kCPU, 2)->next(16);
+  const auto exact = executor::testing::step(*keep.network, batch);
+  const auto approx = executor::testing::step(*quantized.network, batch);
+  for (const auto& [name, grad] : approx.grads) EXPECT_TRUE(torch::isfinite(grad).all().item<bool>()) << name;
+  EXPECT_LT(executor::testing::relative_error(approx, exact), 1.0);
 }
 
 TEST(ImportedNetwork, ALoopOverOneModuleIsNamed) {

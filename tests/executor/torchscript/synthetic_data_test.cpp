@@ -3,6 +3,8 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "model/error.h"
 
 namespace papaya::executor::torchscript {
@@ -40,11 +42,30 @@ TEST(SyntheticData, LossesFromTheOutputsShape) {
   at::Generator a = at::detail::createCPUGenerator(3), b = at::detail::createCPUGenerator(3);
   const at::Tensor labels = at::randint(0, 7, {6}, a, at::TensorOptions().dtype(at::kLong));
   const at::Tensor expected = at::nll_loss(at::log_softmax(sequence.reshape({6, 7}), -1), labels);
-  EXPECT_TRUE(at::allclose(loss_of(sequence, LossKind::cross_entropy, b, {}, "m.pt"), expected));
+  EXPECT_TRUE(at::allclose(loss_of(sequence, LossKind::cross_entropy, b, {}, {}, "m.pt"), expected));
 
   a = at::detail::createCPUGenerator(4), b = at::detail::createCPUGenerator(4);
   const at::Tensor target = at::randn(image.sizes(), a, at::TensorOptions().dtype(at::kFloat));
-  EXPECT_TRUE(at::allclose(loss_of(image, LossKind::mse, b, {}, "m.pt"), (image - target).pow(2).mean()));
+  EXPECT_TRUE(at::allclose(loss_of(image, LossKind::mse, b, {}, {}, "m.pt"), (image - target).pow(2).mean()));
+}
+
+// A rank's output is its rows of the whole batch's: the target it draws is
+// those rows of the whole batch's target (the same generator state), so the
+// ranks' losses average to the one process's.
+TEST(SyntheticData, ARanksDrawnTargetIsItsRowsOfTheWholeBatchs) {
+  const at::Tensor sequence = torch::randn({4, 3, 7}), image = torch::randn({4, 2, 5});
+  for (const auto& [output, loss_kind] : {std::pair{sequence, LossKind::cross_entropy}, std::pair{image, LossKind::mse}}) {
+    const LossKind kind = loss_kind;  // a lambda cannot capture a structured binding in C++17
+    const auto loss = [&](const at::Tensor& rows_of_output, const Batch::Rows& rows) {
+      return loss_of(rows_of_output, kind, at::detail::createCPUGenerator(5), {}, rows, "m.pt").item<double>();
+    };
+    const double whole = loss(output, {});
+    const double ranks = (loss(output.narrow(0, 0, 2), {0, 4}) + loss(output.narrow(0, 2, 2), {2, 4})) / 2;
+    // Means of six values and of twelve: a few float roundings apart.
+    EXPECT_NEAR(ranks, whole, 8 * std::numeric_limits<float>::epsilon() * std::abs(whole)) << to_string(kind);
+    EXPECT_GT(std::abs(loss(output.narrow(0, 2, 2), {0, 4}) - loss(output.narrow(0, 2, 2), {2, 4})), 0)
+        << "rows 2-3 drawn as rows 0-1: " << to_string(kind);
+  }
 }
 
 // A target the data holds is the one the loss is taken against; one unlike
@@ -52,12 +73,12 @@ TEST(SyntheticData, LossesFromTheOutputsShape) {
 TEST(SyntheticData, LossesAgainstTheDatasTarget) {
   at::Generator unused = at::detail::createCPUGenerator(0);
   const at::Tensor logits = torch::randn({4, 10}), labels = torch::tensor({3, 0, 9, 9}, at::kLong);
-  EXPECT_TRUE(at::allclose(loss_of(logits, LossKind::cross_entropy, unused, labels, "m.pt"), at::cross_entropy_loss(logits, labels)));
+  EXPECT_TRUE(at::allclose(loss_of(logits, LossKind::cross_entropy, unused, labels, {}, "m.pt"), at::cross_entropy_loss(logits, labels)));
   const at::Tensor image = torch::randn({2, 3}), target = torch::randn({2, 3});
-  EXPECT_TRUE(at::allclose(loss_of(image, LossKind::mse, unused, target, "m.pt"), (image - target).pow(2).mean()));
+  EXPECT_TRUE(at::allclose(loss_of(image, LossKind::mse, unused, target, {}, "m.pt"), (image - target).pow(2).mean()));
   const auto why = [&](const at::Tensor& output, LossKind kind, const at::Tensor& t) {
     try {
-      loss_of(output, kind, unused, t, "m.pt");
+      loss_of(output, kind, unused, t, {}, "m.pt");
     } catch (const InputError& e) {
       return std::string(e.what());
     }
