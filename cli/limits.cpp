@@ -31,7 +31,7 @@ struct LimitsArgs {
   std::string model;
   std::string network;  // instead of a model: profile it here
   std::optional<int> seq_len;
-  ArchiveOptions archive;
+  NetworkOptions network_options;
   int profile_blocks = 0;
   std::string precision = "fp32";
   std::string device;  // empty: cuda where there is one, else cpu
@@ -145,7 +145,7 @@ Limits compute(const LimitsArgs& args) {
   if (args.network.empty()) {
     m = model::read_layer_model(args.model);
   } else {
-    const model::NetworkConfig network = load_network(args.network, args.seq_len, args.archive);
+    const model::NetworkConfig network = load_network(args.network, args.seq_len, args.network_options);
     l.parameters = model::parameter_count(network);
     m = profiled_model(args, network);
   }
@@ -204,7 +204,8 @@ void register_limits(CLI::App& app) {
                   "Model (JSON): a layer model (papaya fit PROFILE), or a global model (papaya fit --measurements --out): "
                   "each measured series' largest batch under --budget; or --network");
   add_network_options(cmd, args->network, args->seq_len);
-  add_archive_options(cmd, args->archive);
+  add_archive_options(cmd, args->network_options);
+  add_lora_options(cmd, args->network_options);
   add_profile_blocks_option(cmd, args->profile_blocks);
   add_precision_option(cmd, args->precision);
   cmd->add_option("--device,-d", args->device,

@@ -8,7 +8,7 @@ namespace papaya::cli {
 
 namespace ts = executor::torchscript;
 
-void add_archive_options(CLI::App* cmd, ArchiveOptions& options) {
+void add_archive_options(CLI::App* cmd, NetworkOptions& options) {
   cmd->add_option("--input", options.inputs,
                   "A TorchScript network's forward argument, once per argument in order: dtype[shape] with B for the batch, "
                   "e.g. 'float32[B,3,224,224]', 'int64[B,128]<50257' for ids below a bound; default: the archive's "
@@ -18,18 +18,57 @@ void add_archive_options(CLI::App* cmd, ArchiveOptions& options) {
                   "[B,T,V] against the next token), mse; default: from the output's shape");
 }
 
-model::NetworkConfig load_network(const std::string& network, std::optional<int> seq_len, const ArchiveOptions& archive) {
+void add_lora_options(CLI::App* cmd, NetworkOptions& options) {
+  cmd->add_option("--lora", options.lora_rank,
+                  "Fine-tune with LoRA adapters of this rank beside the --lora-targets projections, every other weight "
+                  "frozen (as PEFT does); 0: train every weight")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--lora-alpha", options.lora_alpha, "With --lora: the adapters' output is scaled by alpha / rank [default: 8]")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--lora-dropout", options.lora_dropout, "With --lora: dropout on the adapters' input, below 1 [default: 0]")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--lora-targets", options.lora_targets,
+                  "With --lora: the projections adapted, comma-separated roles: q, k, v (or qkv where one projection makes "
+                  "them), o, gate, up, down (SwiGLU) or fc1, fc2 [default: q,v, or qkv]")
+      ->delimiter(',');
+}
+
+namespace {
+
+// The config fine-tuned as the LoRA flags say, or as it is without --lora.
+model::NetworkConfig with_lora_options(const model::NetworkConfig& config, const NetworkOptions& options) {
+  if (options.lora_rank == 0) {
+    if (options.lora_alpha || options.lora_dropout || !options.lora_targets.empty()) {
+      throw InputError(std::string(options.lora_alpha     ? "--lora-alpha"
+                                   : options.lora_dropout ? "--lora-dropout"
+                                                          : "--lora-targets") +
+                       " applies with --lora RANK");
+    }
+    return config;
+  }
+  model::LoraConfig lora;
+  lora.rank = options.lora_rank;
+  lora.alpha = options.lora_alpha.value_or(lora.alpha);
+  lora.dropout = options.lora_dropout.value_or(lora.dropout);
+  lora.targets = options.lora_targets;
+  return model::with_lora(config, lora);
+}
+
+}  // namespace
+
+model::NetworkConfig load_network(const std::string& network, std::optional<int> seq_len, const NetworkOptions& options) {
   if (!ts::looks_like_archive(network)) {
-    if (!archive.inputs.empty() || !archive.loss.empty()) {
-      throw InputError(std::string(archive.inputs.empty() ? "--loss" : "--input") + " applies to a TorchScript archive; " +
+    if (!options.inputs.empty() || !options.loss.empty()) {
+      throw InputError(std::string(options.inputs.empty() ? "--loss" : "--input") + " applies to a TorchScript archive; " +
                        network + " is a network config");
     }
-    return model::load_network_config(network, seq_len);
+    return with_lora_options(model::load_network_config(network, seq_len), options);
   }
   if (seq_len) throw InputError("--seq-len: " + network + " is a TorchScript archive: its inputs' shapes are given by --input");
+  if (options.lora_rank > 0) throw InputError("--lora: " + network + " is a TorchScript archive: LoRA adapts papaya's transformers");
   std::optional<ts::LossKind> loss;
-  if (!archive.loss.empty()) loss = ts::parse_loss_kind(archive.loss, "--loss");
-  return ts::archive_config(network, archive.inputs, "--input", loss);
+  if (!options.loss.empty()) loss = ts::parse_loss_kind(options.loss, "--loss");
+  return ts::archive_config(network, options.inputs, "--input", loss);
 }
 
 }  // namespace papaya::cli

@@ -13,17 +13,25 @@
 
 namespace papaya::cli {
 
-struct ArchiveOptions {
+// What the flags beside --network say of the network: a TorchScript
+// archive's inputs and loss; a transformer fine-tuned with LoRA.
+struct NetworkOptions {
   std::vector<std::string> inputs;  // --input, in the forward's order
   std::string loss;                 // --loss; "": from the output's shape
+  int lora_rank = 0;                // --lora; 0: trained whole
+  std::optional<double> lora_alpha, lora_dropout;
+  std::vector<std::string> lora_targets;
 };
 
 // --input (repeatable) and --loss.
-void add_archive_options(CLI::App* cmd, ArchiveOptions& options);
+void add_archive_options(CLI::App* cmd, NetworkOptions& options);
+// --lora, --lora-alpha, --lora-dropout, --lora-targets.
+void add_lora_options(CLI::App* cmd, NetworkOptions& options);
 
 // InputError naming the flag where one does not apply to what `network` is
-// (--seq-len to an archive, --input or --loss to a config), and as
-// model::load_network_config or executor::torchscript::archive_config.
-model::NetworkConfig load_network(const std::string& network, std::optional<int> seq_len, const ArchiveOptions& archive);
+// (--seq-len or --lora to an archive, --input or --loss to a config, a LoRA
+// flag without --lora), and as model::load_network_config,
+// model::with_lora or executor::torchscript::archive_config.
+model::NetworkConfig load_network(const std::string& network, std::optional<int> seq_len, const NetworkOptions& options);
 
 }  // namespace papaya::cli

@@ -24,7 +24,7 @@ namespace {
 struct ProfileArgs {
   std::string network = default_network;
   std::optional<int> seq_len;
-  ArchiveOptions archive;
+  NetworkOptions network_options;
   profiler::ProfileOptions options;
   std::string batches;  // "1,2,4,8"; "": the profiler's default
   std::string memory_limit;
@@ -150,7 +150,7 @@ void print_text(std::ostream& out, const ProfileRun& run) {
 ProfileRun compute(const ProfileArgs& args) {
   check_writable(args.out);
   profiler::ProfileOptions options = args.options;
-  options.network = load_network(args.network, args.seq_len, args.archive);
+  options.network = load_network(args.network, args.seq_len, args.network_options);
   if (args.batches.empty()) {  // the profiler's, times the smallest batch the network runs at
     for (int& b : options.batches) b *= options.network.smallest_batch();
   } else {
@@ -181,7 +181,8 @@ void register_profile(CLI::App& app) {
       "profile", "Measure a network layer by layer (time, memory, saved tensors) at several batch sizes; write a profile.");
   profiler::ProfileOptions& o = args->options;
   add_network_options(cmd, args->network, args->seq_len);
-  add_archive_options(cmd, args->archive);
+  add_archive_options(cmd, args->network_options);
+  add_lora_options(cmd, args->network_options);
   std::string defaults;
   for (int b : o.batches) defaults += (defaults.empty() ? "" : ",") + std::to_string(b);
   cmd->add_option("--batch,-b", args->batches,

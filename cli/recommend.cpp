@@ -39,7 +39,7 @@ std::vector<std::string> single_optimizations() {
 struct RecommendArgs {
   std::string network = default_network;
   std::optional<int> seq_len;
-  ArchiveOptions archive;
+  NetworkOptions network_options;
   int profile_blocks = 0;  // 0: all if they fit
   std::string precision = "fp32";
   std::string device;  // empty: cuda where there is one, else cpu
@@ -208,7 +208,7 @@ void print_text(std::ostream& out, const Recommendation& rec) {
 
 Recommendation compute(const RecommendArgs& args) {
   const auto start = std::chrono::steady_clock::now();
-  const model::NetworkConfig network = load_network(args.network, args.seq_len, args.archive);
+  const model::NetworkConfig network = load_network(args.network, args.seq_len, args.network_options);
   Recommendation rec;
   rec.out = args.out.empty() ? network.name + ".plan.json" : args.out;
   const std::string& out = rec.out;
@@ -258,7 +258,8 @@ void register_recommend(CLI::App& app) {
       "recommend",
       "Profile a network, fit its model and plan within a memory budget: which optimizations to train with, and why.");
   add_network_options(cmd, args->network, args->seq_len);
-  add_archive_options(cmd, args->archive);
+  add_archive_options(cmd, args->network_options);
+  add_lora_options(cmd, args->network_options);
   add_profile_blocks_option(cmd, args->profile_blocks);
   add_precision_option(cmd, args->precision);
   cmd->add_option("--device,-d", args->device, "cpu, cuda or cuda:N to profile on; default: cuda where there is one, else cpu");

@@ -90,6 +90,7 @@ void to_json(nlohmann::json& out, const Trained& t) {
   const executor::TrainReport& report = t.report;
   out = {{"network", setup.network},
          {"parameters", setup.parameters},
+         {"trainable_parameters", setup.trainable_parameters},
          {"device", setup.device},
          {"device_name", setup.device_name},
          {"precision", setup.precision},
@@ -194,8 +195,11 @@ void print_text(std::ostream& out, const Trained& t) {
 }
 
 std::string headline(const TrainSetup& setup, const TrainRun& run) {
+  const std::string trainable = setup.trainable_parameters == setup.parameters
+                                    ? ""
+                                    : ", " + model::format_si(static_cast<double>(setup.trainable_parameters)) + " trainable";
   return "papaya train: " + setup.network + " (" + setup.family + ", " + model::format_si(static_cast<double>(setup.parameters)) +
-         " parameters) on " + setup.device_name + ", " + setup.precision + ", batch " + std::to_string(setup.batch) +
+         " parameters" + trainable + ") on " + setup.device_name + ", " + setup.precision + ", batch " + std::to_string(setup.batch) +
          (run.world ? " per rank x " + std::to_string(run.world->size) + " ranks" : "") + ", " + std::to_string(run.steps) +
          " steps" + (setup.first_step > 0 ? " (from step " + std::to_string(setup.first_step) + ", " + run.resume + ")" : "") +
          ", plan " + setup.plan + "\n" + "data: " + setup.data + "\n";
@@ -246,7 +250,8 @@ void register_train(CLI::App& app) {
   auto* cmd =
       app.add_subcommand("train", "Train a network (synthetic data, or a data file) and report samples/s, peak memory and loss.");
   add_network_options(cmd, args->run.network, args->run.seq_len);
-  add_archive_options(cmd, args->run.archive);
+  add_archive_options(cmd, args->run.network_options);
+  add_lora_options(cmd, args->run.network_options);
   auto* batch = cmd->add_option("--batch,-b", args->run.batch, "Samples per step (with --plan auto: default, the planned batch)")
                     ->capture_default_str()
                     ->check(CLI::PositiveNumber);

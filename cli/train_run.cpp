@@ -29,7 +29,7 @@ void prepare_train_run(TrainRun& run) {
     if (!run.given.count("--network") && !run.given.count("--seq-len")) return;  // the state's network
   }
   executor::resolve_precision(run.precision, device);
-  run.network_config = load_network(run.network, run.seq_len, run.archive);
+  run.network_config = load_network(run.network, run.seq_len, run.network_options);
 }
 
 void check_rank_devices(const TrainRun& run, int ranks_here) {
@@ -111,7 +111,8 @@ executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& cal
   const bool saves = !run.save.empty() && (!run.world || run.world->rank == 0);
 
   if (callbacks.on_start) {
-    callbacks.on_start({config.name, model::to_string(config.family), network.parameter_count(), device.str(),
+    callbacks.on_start({config.name, model::to_string(config.family), network.parameter_count(),
+                        network.trainable_parameter_count(), device.str(),
                         executor::device_name(device), plan.name, session.data->describe(), run.precision, run.batch, run.seed,
                         progress.steps_done});
   }

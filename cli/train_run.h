@@ -22,6 +22,7 @@ struct TrainSetup {
   std::string network;  // the config's name
   std::string family;   // gpt, bert, vit, resnet, mlp
   int64_t parameters = 0;
+  int64_t trainable_parameters = 0;  // fewer where fine-tuning freezes some
   std::string device;       // "cpu", "cuda:0"
   std::string device_name;  // executor::device_name
   std::string plan;         // the plan's name

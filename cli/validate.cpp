@@ -317,7 +317,8 @@ void register_validate(CLI::App& app) {
       "Check the performance model here: profile at small batches and fit, predict each plan at larger batches, train each "
       "and compare (R², median and largest error of peak memory and samples/s).");
   add_network_options(cmd, args->run.network, args->run.seq_len);
-  add_archive_options(cmd, args->run.archive);
+  add_archive_options(cmd, args->run.network_options);
+  add_lora_options(cmd, args->run.network_options);
   cmd->add_option("--batches,-b", args->batches, "Batch sizes to predict and train at, comma-separated")
       ->delimiter(',')
       ->capture_default_str()

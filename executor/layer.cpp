@@ -25,6 +25,15 @@ void Layer::reset_slots(std::vector<Slot> slots) {
   specs_.assign(slots_.size(), StoreSpec{});
 }
 
+void Layer::set_differentiated(bool on) {
+  differentiated_ = on;
+  if (!on) reset_slots({});
+}
+
+void Layer::freeze() {
+  for (auto& p : parameters(/*recurse=*/false)) p.requires_grad_(false);
+}
+
 bool Layer::keeps_all() const {
   for (const auto& spec : specs_) {
     if (!spec.strategy.is_keep()) return false;
@@ -53,7 +62,7 @@ Layer::Scope::Scope(const Layer& layer, std::vector<torch::Tensor*> inputs) : la
 }
 
 void Layer::Scope::saved(const std::string& slot, const torch::Tensor& tensor) const {
-  if (observer_) observer_->saved(layer_, layer_.slot(slot), tensor);
+  if (observer_ && layer_.differentiated_) observer_->saved(layer_, layer_.slot(slot), tensor);
 }
 
 torch::Tensor Layer::Scope::finish(torch::Tensor output) const {

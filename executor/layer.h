@@ -92,6 +92,16 @@ class Layer : public torch::nn::Module {
   void set_compute_dtype(torch::ScalarType dtype, bool casts_inputs);
   torch::ScalarType compute_dtype() const { return compute_dtype_; }
 
+  // Whether a backward runs through it in training: it has a trainable
+  // parameter or an input that depends on one. A layer of a fine-tuned
+  // network's frozen front (the embeddings, a first norm) is not, and
+  // autograd saves nothing for it: it has no slots.
+  bool differentiated() const { return differentiated_; }
+  void set_differentiated(bool on);
+  // Its parameters are no longer trained (a fine-tuned network's base); a
+  // layer whose slot serves only its weight's gradient drops that slot.
+  virtual void freeze();
+
  protected:
   // A parameter in the compute dtype (a cast that autograd differentiates).
   torch::Tensor cast(const torch::Tensor& parameter) const;
@@ -102,7 +112,7 @@ class Layer : public torch::nn::Module {
 
   // Whether forward runs the MOM-aware Function: a slot is not kept, and
   // autograd records (without it nothing is saved either way).
-  bool uses_moms() const { return !keeps_all() && torch::GradMode::is_enabled(); }
+  bool uses_moms() const { return !keeps_all() && torch::GradMode::is_enabled() && differentiated_; }
 
   // Brackets a forward: reports it to the observer, if any, then casts the
   // inputs if the layer casts them (inside the layer's time and memory).
@@ -125,6 +135,7 @@ class Layer : public torch::nn::Module {
   std::string segment_;
   torch::ScalarType compute_dtype_ = torch::kFloat;
   bool casts_inputs_ = false;
+  bool differentiated_ = true;
 };
 
 }  // namespace papaya::executor

@@ -7,11 +7,11 @@ int64_t nbytes(const torch::Tensor& t) { return t.defined() ? static_cast<int64_
 
 std::unique_ptr<torch::optim::AdamW> make_optimizer(Network& network, double lr, double weight_decay,
                                                     const std::optional<std::vector<torch::Tensor>>& shard) {
-  auto optimizer = std::make_unique<torch::optim::AdamW>(shard.value_or(network.parameters()),
+  auto optimizer = std::make_unique<torch::optim::AdamW>(shard.value_or(network.trainable_parameters()),
                                                          torch::optim::AdamWOptions(lr).weight_decay(weight_decay));
   {
     const torch::NoGradGuard no_grad;
-    for (auto& p : network.parameters()) {
+    for (auto& p : network.trainable_parameters()) {
       if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
     }
   }

@@ -41,6 +41,10 @@ struct LayerDescription {
   std::vector<std::string> output_saved_by;  // "path:slot" of the slots that save this layer's output
   double output_bytes_per_sample = 0;
   int64_t parameter_bytes = 0;
+  // Of those, the bytes training does not update (a fine-tuned network's
+  // frozen weights): they have no gradients nor optimizer state.
+  int64_t frozen_bytes = 0;
+  int64_t trainable_bytes() const { return parameter_bytes - frozen_bytes; }
   // The compute-dtype (bf16) copies of parameters that its keep path holds
   // from forward to backward; a MOM path casts again in backward instead
   // (executor Layer::parameter_copy_bytes). 0 in fp32.

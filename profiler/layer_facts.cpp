@@ -92,8 +92,10 @@ std::vector<model::LayerProfile> describe_layers(executor::Network& network, con
       p.saved.back().last_forward_use = network.layers().at(static_cast<size_t>(last_use[i].at(slot.name)))->path();
     }
     p.output_bytes_per_sample = b.growth(nbytes(at_s[i].output), nbytes(at_2s[i].output));
-    for (const auto& parameter : layer.parameters(/*recurse=*/false))
+    for (const auto& parameter : layer.parameters(/*recurse=*/false)) {
       p.parameter_bytes += static_cast<int64_t>(nbytes(parameter));
+      if (!parameter.requires_grad()) p.frozen_bytes += static_cast<int64_t>(nbytes(parameter));
+    }
     p.parameter_copy_bytes = copies.at(i);
     const LayerCost cost_s = forward_cost(layer, at_s[i]), cost_2s = forward_cost(layer, at_2s[i]);
     p.forward_flops_per_sample = b.growth(cost_s.flops, cost_2s.flops);

@@ -6,7 +6,7 @@
 namespace papaya::executor {
 
 DataParallel::DataParallel(Collectives& collectives, Network& network, int64_t bucket_bytes) : collectives_(collectives) {
-  const auto parameters = network.parameters();
+  const auto parameters = network.trainable_parameters();
   int64_t bytes = bucket_bytes;
   for (auto it = parameters.rbegin(); it != parameters.rend(); ++it) {
     if (bytes >= bucket_bytes) {
@@ -121,7 +121,7 @@ void DataParallel::average_gradients() {
 void DataParallel::gather_shards() { broadcast_values(true); }
 
 std::vector<std::vector<torch::Tensor>> shards(const Network& network, int ranks) {
-  const auto parameters = network.parameters();
+  const auto parameters = network.trainable_parameters();
   int64_t total = 0;
   for (const auto& p : parameters) total += p.numel();
   std::vector<std::vector<torch::Tensor>> out(static_cast<size_t>(ranks));

@@ -53,10 +53,16 @@ Linear::Linear(int64_t in, int64_t out, bool with_bias) : Layer(LayerKind::linea
   if (with_bias) bias = register_parameter("bias", torch::empty({out}).uniform_(-bound, bound));
 }
 
+void Linear::freeze() {
+  Layer::freeze();
+  reset_slots({});
+  frozen_ = true;
+}
+
 torch::Tensor Linear::forward(torch::Tensor x) {
   Scope scope(*this, {&x});
   if (uses_moms()) return scope.finish(moms::linear(*this, x, weight, bias));
-  scope.saved("input", x);
+  if (!frozen_) scope.saved("input", x);
   return scope.finish(torch::linear(x, cast(weight), bias.defined() ? cast(bias) : torch::Tensor()));
 }
 

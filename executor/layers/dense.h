@@ -4,13 +4,19 @@
 
 namespace papaya::executor {
 
-// y = x W^T + b. Saves its input.
+// y = x W^T + b. Saves its input, which only its weight's gradient needs:
+// frozen, it saves nothing.
 class Linear : public Layer {
  public:
   Linear(int64_t in, int64_t out, bool bias = true);
   torch::Tensor forward(torch::Tensor x);
   torch::Tensor run(const std::vector<torch::Tensor>& in, const Batch&) override { return forward(in.at(0)); }
+  void freeze() override;
+  bool frozen() const { return frozen_; }
   torch::Tensor weight, bias;  // bias undefined without one
+
+ private:
+  bool frozen_ = false;
 };
 
 // Token ids (int64) -> vectors. Saves the ids.

@@ -41,7 +41,11 @@ struct RmsNormFunction : Function<RmsNormFunction> {
   static at::Tensor forward(AutogradContext* ctx, const Norm* layer, const at::Tensor& x, const at::Tensor& weight) {
     const at::Tensor rstd = Norm::rms_rstd(x);
     const at::Tensor normalized = x * rstd;
-    stash(ctx, {store_slot(*layer, 0, x), store_slot(*layer, 1, rstd), store_slot(*layer, 2, normalized)});
+    if (layer->slots().size() == 3) {
+      stash(ctx, {store_slot(*layer, 0, x), store_slot(*layer, 1, rstd), store_slot(*layer, 2, normalized)});
+    } else {  // frozen: no weight gradient
+      stash(ctx, {store_slot(*layer, 0, x), store_slot(*layer, 1, rstd)});
+    }
     ctx->save_for_backward({weight});
     return normalized * computed_as(weight, x);
   }
@@ -55,8 +59,9 @@ struct RmsNormFunction : Function<RmsNormFunction> {
     // than the native backward takes, which is what the model prices this
     // Function's working memory as (tests/executor/mom_scratch_test.cpp).
     const auto gradients = [&](const std::vector<at::Tensor>& s) -> variable_list {
-      const at::Tensor &x = s[0], &rstd = s[1], &normalized = s[2];
-      const at::Tensor gw = gradient_for(weight, (g * normalized).reshape({-1, g.size(-1)}).sum(0));
+      const at::Tensor &x = s[0], &rstd = s[1];
+      const at::Tensor gw =
+          s.size() == 3 ? gradient_for(weight, (g * s[2]).reshape({-1, g.size(-1)}).sum(0)) : at::Tensor();
       at::Tensor gx = g * computed_as(weight, g);
       const at::Tensor c = (gx * x).mean(-1, /*keepdim=*/true).mul_(rstd.pow(3));
       gx.mul_(rstd).addcmul_(x, c, /*value=*/-1);
@@ -147,8 +152,13 @@ torch::Tensor Norm::forward(torch::Tensor x) {
   const torch::Tensor normalized = x * rstd;
   scope.saved("input", x);
   scope.saved("rstd", rstd);
-  scope.saved("normalized", normalized);
+  if (slots().size() == 3) scope.saved("normalized", normalized);
   return scope.finish(normalized * cast(weight));
+}
+
+void Norm::freeze() {
+  Layer::freeze();
+  if (kind() == LayerKind::rmsnorm) reset_slots({slots()[0], slots()[1]});
 }
 
 BatchNorm2d::BatchNorm2d(int64_t channels) : Layer(LayerKind::batchnorm, {{"input", SlotKind::activation}}) {

@@ -13,6 +13,9 @@ class Norm : public Layer {
   Norm(const std::string& kind, int64_t dim);  // kind: layernorm | rmsnorm
   torch::Tensor forward(torch::Tensor x);
   torch::Tensor run(const std::vector<torch::Tensor>& in, const Batch&) override { return forward(in.at(0)); }
+  // Frozen, RMSNorm saves no normalized input (only its weight's gradient
+  // reads it).
+  void freeze() override;
   torch::Tensor weight, bias;  // no bias for rmsnorm
   static constexpr double eps = 1e-5;
   // RMSNorm's per-row 1/sqrt(mean(x^2) + eps), as a sum and a division:

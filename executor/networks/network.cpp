@@ -1,5 +1,7 @@
 #include "executor/networks/network.h"
 
+#include <algorithm>
+
 namespace papaya::executor {
 
 void Network::index_paths() {
@@ -28,6 +30,23 @@ void Network::assign_segments() {
   }
 }
 
+void Network::drop_segments_without_input() {
+  std::vector<Segment*> kept;
+  for (auto* segment : segments_) {
+    const auto first = std::find_if(layers_.begin(), layers_.end(), [&](Layer* l) { return l->segment() == segment->path(); });
+    const bool saves_input = first != layers_.end() && std::any_of((*first)->slots().begin(), (*first)->slots().end(),
+                                                                   [](const Slot& s) { return s.name == "input"; });
+    if (saves_input) {
+      kept.push_back(segment);
+      continue;
+    }
+    for (auto* layer : layers_) {
+      if (layer->segment() == segment->path()) layer->set_segment("");
+    }
+  }
+  segments_ = std::move(kept);
+}
+
 Layer* Network::find_layer(const std::string& path) const {
   for (auto* layer : layers_) {
     if (layer->path() == path) return layer;
@@ -54,6 +73,20 @@ void Network::set_precision(const Precision& precision) {
 int64_t Network::parameter_count() const {
   int64_t n = 0;
   for (const auto& p : parameters()) n += p.numel();
+  return n;
+}
+
+std::vector<torch::Tensor> Network::trainable_parameters() const {
+  std::vector<torch::Tensor> out;
+  for (const auto& p : parameters()) {
+    if (p.requires_grad()) out.push_back(p);
+  }
+  return out;
+}
+
+int64_t Network::trainable_parameter_count() const {
+  int64_t n = 0;
+  for (const auto& p : trainable_parameters()) n += p.numel();
   return n;
 }
 

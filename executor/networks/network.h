@@ -36,6 +36,15 @@ class Network : public torch::nn::Module {
 
   int64_t parameter_count() const;
 
+  // Stops recomputing the segments whose first layer saves no input (a
+  // fine-tuned network's frozen front: nothing a recomputation could start
+  // from is kept); their layers belong to no segment.
+  void drop_segments_without_input();
+  // The parameters training updates (all but a fine-tuned network's frozen
+  // ones), in registration order.
+  std::vector<torch::Tensor> trainable_parameters() const;
+  int64_t trainable_parameter_count() const;
+
  protected:
   // Names every layer and segment by its module path; the derived
   // constructor calls it last, after registering modules in forward order.

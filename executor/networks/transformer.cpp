@@ -9,6 +9,7 @@
 #include "executor/layers/loss.h"
 #include "executor/layers/norm.h"
 #include "executor/layers/rotary.h"
+#include "executor/networks/lora.h"
 #include "executor/networks/zoo.h"
 
 namespace papaya::executor {
@@ -32,11 +33,11 @@ class Attention : public torch::nn::Module {
   Attention(const TransformerConfig& c, bool causal, const std::shared_ptr<SequenceTables>& tables)
       : heads_(c.heads), kv_heads_(c.kv_heads), head_dim_(c.head_dim()) {
     if (c.fused_qkv) {
-      qkv = register_module("qkv", std::make_shared<Linear>(c.d_model, (c.heads + 2 * c.kv_heads) * c.head_dim(), c.qkv_bias));
+      qkv = Projection(*this, "qkv", c.d_model, (c.heads + 2 * c.kv_heads) * c.head_dim(), c.qkv_bias, c, "qkv");
     } else {
-      q_proj = register_module("q", std::make_shared<Linear>(c.d_model, c.heads * c.head_dim(), c.qkv_bias));
-      k_proj = register_module("k", std::make_shared<Linear>(c.d_model, c.kv_heads * c.head_dim(), c.qkv_bias));
-      v_proj = register_module("v", std::make_shared<Linear>(c.d_model, c.kv_heads * c.head_dim(), c.qkv_bias));
+      q_proj = Projection(*this, "q", c.d_model, c.heads * c.head_dim(), c.qkv_bias, c, "q");
+      k_proj = Projection(*this, "k", c.d_model, c.kv_heads * c.head_dim(), c.qkv_bias, c, "k");
+      v_proj = Projection(*this, "v", c.d_model, c.kv_heads * c.head_dim(), c.qkv_bias, c, "v");
     }
     if (c.rotary()) {
       rope_q = register_module("rope_q", std::make_shared<Rotary>(c.rotary_dims(), c.rotary_base, tables));
@@ -46,7 +47,7 @@ class Attention : public torch::nn::Module {
     softmax = register_module("softmax", std::make_shared<Softmax>());
     drop = maybe_dropout(*this, "drop", c.attention_dropout);
     context = register_module("context", std::make_shared<AttentionContext>());
-    proj = register_module("proj", std::make_shared<Linear>(c.d_model, c.d_model, c.proj_bias));
+    proj = Projection(*this, "proj", c.d_model, c.d_model, c.proj_bias, c, "o");
     proj_drop = maybe_dropout(*this, "proj_drop", c.dropout);
   }
 
@@ -62,14 +63,14 @@ class Attention : public torch::nn::Module {
     };
     torch::Tensor q, k, v;
     if (qkv) {
-      const torch::Tensor qkv_out = qkv->forward(x);
+      const torch::Tensor qkv_out = qkv.forward(x);
       q = heads_of(qkv_out, 0, heads_);
       k = heads_of(qkv_out, heads_, kv_heads_);
       v = heads_of(qkv_out, heads_ + kv_heads_, kv_heads_);
     } else {
-      q = heads_of(q_proj->forward(x), 0, heads_);
-      k = heads_of(k_proj->forward(x), 0, kv_heads_);
-      v = heads_of(v_proj->forward(x), 0, kv_heads_);
+      q = heads_of(q_proj.forward(x), 0, heads_);
+      k = heads_of(k_proj.forward(x), 0, kv_heads_);
+      v = heads_of(v_proj.forward(x), 0, kv_heads_);
     }
     if (rope_q) {
       q = rope_q->forward(q);
@@ -85,11 +86,11 @@ class Attention : public torch::nn::Module {
     h = context->forward(h, v);
     v.reset();
     h = h.transpose(1, 2).reshape({b, s, d});
-    h = proj->forward(h);
+    h = proj.forward(h);
     return drop_or_pass(proj_drop, std::move(h));
   }
 
-  std::shared_ptr<Linear> qkv, q_proj, k_proj, v_proj, proj;  // qkv, or q, k and v
+  Projection qkv, q_proj, k_proj, v_proj, proj;  // qkv, or q, k and v
   std::shared_ptr<Rotary> rope_q, rope_k;
   std::shared_ptr<AttentionScores> scores;
   std::shared_ptr<Softmax> softmax;
@@ -106,23 +107,23 @@ class Mlp : public torch::nn::Module {
   explicit Mlp(const TransformerConfig& c) {
     const int64_t hidden = c.mlp_hidden();
     const bool swiglu = c.activation == "swiglu";
-    fc1 = register_module("fc1", std::make_shared<Linear>(c.d_model, hidden, c.mlp_bias));
+    fc1 = Projection(*this, "fc1", c.d_model, hidden, c.mlp_bias, c, swiglu ? "gate" : "fc1");
     act = register_module("act", std::make_shared<Activation>(swiglu ? "silu" : c.activation));
     if (swiglu) {
-      up = register_module("up", std::make_shared<Linear>(c.d_model, hidden, c.mlp_bias));
+      up = Projection(*this, "up", c.d_model, hidden, c.mlp_bias, c, "up");
       gate = register_module("gate", std::make_shared<Mul>());
     }
-    fc2 = register_module("fc2", std::make_shared<Linear>(hidden, c.d_model, c.mlp_bias));
+    fc2 = Projection(*this, "fc2", hidden, c.d_model, c.mlp_bias, c, swiglu ? "down" : "fc2");
     drop = maybe_dropout(*this, "drop", c.dropout);
   }
 
   torch::Tensor forward(const torch::Tensor& x) {
-    torch::Tensor h = act->forward(fc1->forward(x));
-    if (gate) h = gate->forward(h, up->forward(x));
-    return drop_or_pass(drop, fc2->forward(h));
+    torch::Tensor h = act->forward(fc1.forward(x));
+    if (gate) h = gate->forward(h, up.forward(x));
+    return drop_or_pass(drop, fc2.forward(h));
   }
 
-  std::shared_ptr<Linear> fc1, up, fc2;
+  Projection fc1, up, fc2;  // HuggingFace's gate_proj, up_proj, down_proj in a SwiGLU MLP
   std::shared_ptr<Activation> act;
   std::shared_ptr<Mul> gate;
   std::shared_ptr<Dropout> drop;
@@ -243,6 +244,10 @@ class Transformer : public Network {
 
 }  // namespace
 
-std::shared_ptr<Network> build_transformer(const model::NetworkConfig& config) { return std::make_shared<Transformer>(config); }
+std::shared_ptr<Network> build_transformer(const model::NetworkConfig& config) {
+  auto network = std::make_shared<Transformer>(config);
+  if (config.transformer().lora) freeze_all_but_adapters(*network);
+  return network;
+}
 
 }  // namespace papaya::executor

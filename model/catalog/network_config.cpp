@@ -115,6 +115,35 @@ void reject_foreign_keys(const json& doc, Family family, const std::string& labe
   }
 }
 
+// The roles a network's projections answer to: q, k, v or qkv; o; gate,
+// up, down (SwiGLU) or fc1, fc2.
+std::vector<std::string> projection_roles(const TransformerConfig& t) {
+  std::vector<std::string> roles = t.fused_qkv ? std::vector<std::string>{"qkv"} : std::vector<std::string>{"q", "k", "v"};
+  roles.push_back("o");
+  for (const char* role : t.activation == "swiglu" ? std::vector<const char*>{"gate", "up", "down"}
+                                                   : std::vector<const char*>{"fc1", "fc2"}) {
+    roles.push_back(role);
+  }
+  return roles;
+}
+
+LoraConfig parse_lora(const json& doc, const TransformerConfig& t, const std::string& label) {
+  LoraConfig lora;
+  lora.rank = doc.at("rank");
+  lora.alpha = doc.value("alpha", lora.alpha);
+  lora.dropout = doc.value("dropout", lora.dropout);
+  lora.targets = doc.contains("targets") ? doc.at("targets").get<std::vector<std::string>>()
+                                         : (t.fused_qkv ? std::vector<std::string>{"qkv"} : std::vector<std::string>{"q", "v"});
+  const std::vector<std::string> roles = projection_roles(t);
+  std::string known;
+  for (const auto& role : roles) known += (known.empty() ? "" : ", ") + role;
+  for (size_t i = 0; i < lora.targets.size(); ++i) {
+    require(std::find(roles.begin(), roles.end(), lora.targets[i]) != roles.end(), label, "/lora/targets/" + std::to_string(i),
+            "'" + lora.targets[i] + "' names no projection of this network (its projections: " + known + ")");
+  }
+  return lora;
+}
+
 TransformerConfig parse_transformer(const json& doc, Family family, const std::string& label) {
   TransformerConfig t;
   t.layers = doc.at("layers");
@@ -169,6 +198,7 @@ TransformerConfig parse_transformer(const json& doc, Family family, const std::s
             std::to_string(t.max_positions) + " positions are fewer than seq_len " + std::to_string(t.seq_len));
     if (family == Family::bert) t.classes = doc.at("classes");
   }
+  if (doc.contains("lora")) t.lora = parse_lora(doc.at("lora"), t, label);
   return t;
 }
 
@@ -296,6 +326,17 @@ NetworkConfig reparsed(const NetworkConfig& config, const json& doc, const std::
 
 NetworkConfig at_seq_len(const NetworkConfig& config, int seq_len) {
   return reparsed(config, with_seq_len(config.document, seq_len, origin(config)), origin(config));
+}
+
+NetworkConfig with_lora(const NetworkConfig& config, const LoraConfig& lora) {
+  const std::string where = origin(config) + ": --lora";
+  if (!std::holds_alternative<TransformerConfig>(config.body)) {
+    throw InputError(where + ": LoRA adapts a transformer's projections; a " + to_string(config.family) + " network has none");
+  }
+  json doc = config.document;
+  doc["lora"] = {{"rank", lora.rank}, {"alpha", lora.alpha}, {"dropout", lora.dropout}};
+  if (!lora.targets.empty()) doc["lora"]["targets"] = lora.targets;
+  return reparsed(config, doc, origin(config));
 }
 
 NetworkConfig with_blocks(const NetworkConfig& config, int blocks) {

@@ -11,6 +11,20 @@ namespace papaya::model {
 
 enum class Family { gpt, bert, vit, resnet, mlp, torchscript };
 
+// LoRA fine-tuning (Hu et al.; PEFT's LoraConfig): beside each targeted
+// projection, x -> B A dropout(x) scaled by alpha / rank, A (rank x in)
+// and B (out x rank, zero at the start) trained, every other weight frozen.
+// Roles name projections: q, k, v (or qkv, one projection for the three), o
+// (attention's output), gate, up, down (a SwiGLU MLP's), fc1, fc2 (another
+// MLP's).
+struct LoraConfig {
+  int rank = 0;
+  double alpha = 8;  // PEFT's default
+  double dropout = 0;
+  std::vector<std::string> targets;
+  double scale() const { return alpha / rank; }
+};
+
 struct TransformerConfig {
   int layers = 0;
   int d_model = 0;
@@ -39,6 +53,7 @@ struct TransformerConfig {
   int token_types = 0;                          // bert: rows of a token-type table added to the input (0: none)
   bool pooler = false;                          // bert: dense + tanh on the first token before the classifier
   int image_size = 0, patch = 0, channels = 3;  // vit
+  std::optional<LoraConfig> lora;               // fine-tuned with LoRA adapters, else trained whole
 
   int mlp_hidden() const;
   int head_dim() const { return d_model / heads; }
@@ -109,6 +124,11 @@ NetworkConfig load_network_config(const std::string& name_or_path, std::optional
 // naming --seq-len for another family or a length past a learned position
 // table.
 NetworkConfig at_seq_len(const NetworkConfig& config, int seq_len);
+
+// `config` (a transformer) fine-tuned with `lora`. Throws InputError naming
+// --lora for another family, and the target where a role names no
+// projection of this network.
+NetworkConfig with_lora(const NetworkConfig& config, const LoraConfig& lora);
 
 // `config` (a transformer) with its first `blocks` blocks only: what
 // `papaya profile --profile-blocks` measures. Throws InputError naming

@@ -1,5 +1,8 @@
 #include "model/catalog/parameter_count.h"
 
+#include <string>
+#include <utility>
+
 namespace papaya::model {
 namespace {
 
@@ -49,14 +52,36 @@ int64_t mlp_count(const MlpConfig& m) {
   return n + in * m.classes + m.classes;
 }
 
+// A projection's inputs and outputs by its role (model/catalog/network_config.h).
+std::pair<int64_t, int64_t> projection_shape(const TransformerConfig& t, const std::string& role) {
+  const int64_t d = t.d_model, h = t.mlp_hidden(), kv = static_cast<int64_t>(t.kv_heads) * t.head_dim();
+  if (role == "q" || role == "o") return {d, d};
+  if (role == "k" || role == "v") return {d, kv};
+  if (role == "qkv") return {d, d + 2 * kv};
+  if (role == "down" || role == "fc2") return {h, d};
+  return {d, h};  // gate, up, fc1
+}
+
 }  // namespace
+
+int64_t trainable_parameter_count(const NetworkConfig& config) {
+  if (!std::holds_alternative<TransformerConfig>(config.body) || !config.transformer().lora) return parameter_count(config);
+  const TransformerConfig& t = config.transformer();
+  int64_t per_block = 0;
+  for (const auto& role : t.lora->targets) {
+    const auto [in, out] = projection_shape(t, role);
+    per_block += static_cast<int64_t>(t.lora->rank) * (in + out);
+  }
+  return per_block * t.layers;
+}
 
 int64_t parameter_count(const NetworkConfig& config) {
   switch (config.family) {
     case Family::resnet: return resnet_count(config.resnet());
     case Family::mlp: return mlp_count(config.mlp());
     case Family::torchscript: return config.torchscript().parameters;
-    default: return transformer_count(config);
+    default:  // the base network and its adapters, as PEFT counts "all params"
+      return transformer_count(config) + (config.transformer().lora ? trainable_parameter_count(config) : 0);
   }
 }
 

@@ -8,5 +8,9 @@
 namespace papaya::model {
 
 int64_t parameter_count(const NetworkConfig& config);
+// The parameters training updates: the LoRA adapters' where the config
+// fine-tunes with LoRA (rank x (in + out) per targeted projection and
+// block, as PEFT counts them), else all of them.
+int64_t trainable_parameter_count(const NetworkConfig& config);
 
 }  // namespace papaya::model

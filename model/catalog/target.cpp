@@ -197,14 +197,15 @@ Target catalog_target(const LayerModel& m, const HardwareSpec& hw) {
   if (source) {
     t.optimizer_seconds = scaled(m.optimizer_seconds, source->memory_bandwidth / bandwidth);
   } else {
-    // AdamW reads weights, gradients and two moments and writes three of them.
-    double parameter_bytes = 0, with_parameters = 0;
+    // AdamW reads the trained weights, their gradients and two moments and
+    // writes three of them.
+    double trained_bytes = 0, with_parameters = 0;
     for (const auto& l : m.layers) {
-      parameter_bytes += static_cast<double>(l.parameter_bytes);
-      with_parameters += l.parameter_bytes > 0;
+      trained_bytes += static_cast<double>(l.trainable_bytes());
+      with_parameters += l.trainable_bytes() > 0;
     }
     t.optimizer_seconds = {
-        0, 0, 7 * parameter_bytes / (bandwidth * eta.forward_memory) + typical_optimizer_overhead_s * with_parameters};
+        0, 0, 7 * trained_bytes / (bandwidth * eta.forward_memory) + typical_optimizer_overhead_s * with_parameters};
   }
 
   if (source && !m.codecs.empty()) {

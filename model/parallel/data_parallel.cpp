@@ -5,9 +5,12 @@
 namespace papaya::model {
 
 RankStatic whole_static(const LayerModel& model) {
-  double parameters = 0;
-  for (const LayerFit& layer : model.layers) parameters += static_cast<double>(layer.parameter_bytes);
-  return whole_static(parameters, model.static_bytes);
+  double parameters = 0, trainable = 0;
+  for (const LayerFit& layer : model.layers) {
+    parameters += static_cast<double>(layer.parameter_bytes);
+    trainable += static_cast<double>(layer.trainable_bytes());
+  }
+  return whole_static(parameters, trainable, model.static_bytes);
 }
 
 double static_bytes_per_rank(const LayerModel& model, const DataParallel& world) {

@@ -7,9 +7,10 @@
 
 namespace papaya::model {
 
-RankStatic whole_static(double parameter_bytes, double static_bytes) {
-  const double weights = std::min(parameter_bytes, static_bytes / 2);
-  return {weights, weights, static_bytes - 2 * weights};
+RankStatic whole_static(double parameter_bytes, double trainable_bytes, double static_bytes) {
+  const double trained = parameter_bytes > 0 ? std::min(1.0, trainable_bytes / parameter_bytes) : 1.0;
+  const double weights = std::min(parameter_bytes, static_bytes / (1 + trained));
+  return {weights, weights * trained, static_bytes - weights * (1 + trained)};
 }
 
 RankStatic shard(const RankStatic& whole, int ranks, int zero_stage) {

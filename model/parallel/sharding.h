@@ -10,11 +10,12 @@ struct RankStatic {
   double total() const { return weights + gradients + optimizer; }
 };
 
-// One process's static bytes taken apart: weights and gradients of
-// `parameter_bytes` each (at most half of `static_bytes`: a tied weight is
-// counted once), the rest the optimizer's state (fp32 AdamW: 4 + 4 + 8 bytes
-// a parameter).
-RankStatic whole_static(double parameter_bytes, double static_bytes);
+// One process's static bytes taken apart: weights of `parameter_bytes`,
+// gradients of the `trainable_bytes` among them (the same share of the
+// weights, all of them unless fine-tuning freezes some; the two together at
+// most `static_bytes`: a tied weight is counted once), the rest the
+// optimizer's state (fp32 AdamW: 4 + 4 + 8 bytes a trained parameter).
+RankStatic whole_static(double parameter_bytes, double trainable_bytes, double static_bytes);
 
 // What each of `ranks` holds of `whole`. Throws InputError for a stage
 // outside 0-3 or fewer than one rank.

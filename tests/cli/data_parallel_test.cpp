@@ -73,7 +73,7 @@ TEST(DataParallel, ZeroOneTrainsAsPlainDataParallelismWithLessStaticMemory) {
     EXPECT_NEAR(b["losses"][i].get<double>(), a["losses"][i].get<double>(), 1e-5 * a["losses"][i].get<double>()) << i;
   }
   const double parameters = a["parameters"];
-  const model::RankStatic whole = model::whole_static(4 * parameters, 16 * parameters);  // fp32 AdamW
+  const model::RankStatic whole = model::whole_static(4 * parameters, 4 * parameters, 16 * parameters);  // fp32 AdamW
   for (const auto& rank : a["ranks"]) EXPECT_EQ(rank["static_bytes"].get<double>(), model::shard(whole, 2, 0).total());
   const double zero0 = b["ranks"][0]["static_bytes"], zero1 = b["ranks"][1]["static_bytes"];
   EXPECT_EQ(zero0 + zero1, 2 * model::shard(whole, 2, 1).total());

@@ -121,8 +121,8 @@ TEST_P(EveryNetwork, StoredBytesAreTheModelsDeviceBytes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Zoo, EveryNetwork,
-                         ::testing::Values("gpt-tiny", "llama-tiny", "bert-tiny", "bert-hf-tiny", "vit-tiny", "resnet-tiny",
-                                           "mlp-tiny"),
+                         ::testing::Values("gpt-tiny", "llama-tiny", "llama-tiny-lora", "bert-tiny", "bert-hf-tiny", "vit-tiny",
+                                           "resnet-tiny", "mlp-tiny"),
                          [](const auto& info) {
                            std::string name = info.param;
                            std::replace(name.begin(), name.end(), '-', '_');

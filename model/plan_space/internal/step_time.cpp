@@ -12,7 +12,8 @@ namespace {
 struct LayerStep {
   double forward_s = 0, backward_s = 0;           // compute, codecs included
   double to_host_bytes = 0, from_host_bytes = 0;  // the swapped copies it stores and fetches
-  double parameter_bytes = 0;                     // its gradients' too
+  double parameter_bytes = 0;                     // its weights (gathered under ZeRO-3)
+  double gradient_bytes = 0;                      // of those trained: exchanged
 };
 
 // The network link between data-parallel ranks: one collective at a time.
@@ -84,7 +85,7 @@ double overlapped_seconds(const Target& target, const std::vector<LayerStep>& la
     next_started = clock;
     if (j > 0) parameters_ready = gathered(j - 1, clock);
     clock += layers[j].backward_s;
-    if (exchange.active()) exchange.gradients(clock, layers[j].parameter_bytes);
+    if (exchange.active()) exchange.gradients(clock, layers[j].gradient_bytes);
   }
   return exchange.active() ? std::max(clock, exchange.drain(clock)) : clock;
 }
@@ -95,8 +96,9 @@ double step_seconds(const AtBatch& at, const Held& h) {
   const Index& ix = *at.index;
   std::vector<LayerStep> layers;
   for (size_t j = 0; j < at.layers.size(); ++j) {
-    layers.push_back(
-        {at.layers[j].forward_s, at.layers[j].backward_s, 0, 0, static_cast<double>(ix.model->layers[j].parameter_bytes)});
+    const LayerFit& layer = ix.model->layers[j];
+    layers.push_back({at.layers[j].forward_s, at.layers[j].backward_s, 0, 0, static_cast<double>(layer.parameter_bytes),
+                      static_cast<double>(layer.trainable_bytes())});
   }
   const auto step = [&](int layer) -> LayerStep& { return layers[static_cast<size_t>(layer)]; };
   for (const StorageHeld& held : h.storages) {

@@ -10,7 +10,7 @@ namespace {
 
 TEST(Sharding, EachStageSplitsOneMoreStateNWays) {
   const double p = 1e9;  // parameters, fp32 AdamW
-  const RankStatic whole = whole_static(4 * p, 16 * p);
+  const RankStatic whole = whole_static(4 * p, 4 * p, 16 * p);
   EXPECT_DOUBLE_EQ(whole.optimizer, 8 * p);
   EXPECT_DOUBLE_EQ(shard(whole, 8, 0).total(), 16 * p);
   EXPECT_DOUBLE_EQ(shard(whole, 8, 1).total(), 8 * p + 1 * p);
@@ -23,20 +23,32 @@ TEST(Sharding, EachStageSplitsOneMoreStateNWays) {
 
 TEST(Sharding, ATiedWeightIsCountedOnce) {
   // Layers report a shared weight twice; weights and gradients are never more than the static bytes hold.
-  const RankStatic whole = whole_static(10.0, 16.0);
+  const RankStatic whole = whole_static(10.0, 10.0, 16.0);
   EXPECT_DOUBLE_EQ(whole.weights, 8.0);
   EXPECT_DOUBLE_EQ(whole.optimizer, 0.0);
 }
 
+// LoRA: 13.5 GB of frozen bf16 weights (2 bytes each), 4 M fp32 adapters
+// (16 bytes each with their gradients and AdamW moments): the weights are
+// all of the first, the gradients and the optimizer's state the adapters'.
+TEST(Sharding, FrozenWeightsHaveNoGradientsNorOptimizerState) {
+  const double frozen = 13.5e9, adapters = 4 * 4.2e6;
+  const RankStatic whole = whole_static(frozen + adapters, adapters, frozen + 4 * adapters);
+  EXPECT_DOUBLE_EQ(whole.weights, frozen + adapters);
+  EXPECT_NEAR(whole.gradients, adapters, 1e-6 * adapters);
+  EXPECT_NEAR(whole.optimizer, 2 * adapters, 1e-6 * adapters);
+  EXPECT_NEAR(shard(whole, 8, 3).total(), (frozen + 4 * adapters) / 8, 1e-3);
+}
+
 TEST(Sharding, TheExchangeHoldsAGradientCopyUnlessGradientsAreSharded) {
-  const RankStatic whole = whole_static(400e6, 1600e6);
+  const RankStatic whole = whole_static(400e6, 400e6, 1600e6);
   const double bucket = 25e6, layer = 10e6;
   EXPECT_DOUBLE_EQ(exchange_buffer_bytes(whole, 1, 0, bucket, layer), 0.0);  // one process exchanges nothing
   EXPECT_DOUBLE_EQ(exchange_buffer_bytes(whole, 4, 0, bucket, layer), 400e6);
   EXPECT_DOUBLE_EQ(exchange_buffer_bytes(whole, 4, 1, bucket, layer), 400e6);
   EXPECT_DOUBLE_EQ(exchange_buffer_bytes(whole, 4, 2, bucket, layer), 50e6);
   EXPECT_DOUBLE_EQ(exchange_buffer_bytes(whole, 4, 3, bucket, layer), 70e6);
-  EXPECT_DOUBLE_EQ(exchange_buffer_bytes(whole_static(4e6, 16e6), 4, 2, bucket, layer), 4e6);  // less than a bucket
+  EXPECT_DOUBLE_EQ(exchange_buffer_bytes(whole_static(4e6, 4e6, 16e6), 4, 2, bucket, layer), 4e6);  // less than a bucket
 }
 
 }  // namespace
