@@ -89,7 +89,9 @@ TEST(Lora, OnlyTheAdaptersTrainAndTheNetworkStartsAsItsBase) {
   for (const auto& p : network->named_parameters()) {
     const bool adapter = p.key().find("_lora_") != std::string::npos;
     EXPECT_EQ(p.value().grad().defined(), adapter) << p.key();
-    if (p.key().find("_lora_b") != std::string::npos) EXPECT_GT(p.value().grad().abs().sum().item<double>(), 0) << p.key();
+    if (p.key().find("_lora_b") != std::string::npos) {
+      EXPECT_GT(p.value().grad().abs().sum().item<double>(), 0) << p.key();
+    }
   }
 }
 

@@ -312,7 +312,9 @@ TEST(ImportedNetwork, ATensorHoldingAnInfinityIsKeptAsItIs) {
   std::remove(path.c_str());
   int stats = 0;
   for (const auto& slot : quantized.network->find_layer("cap")->slots()) {
-    if (slot.name == "input") EXPECT_EQ(slot.kind, model::SlotKind::activation);
+    if (slot.name == "input") {
+      EXPECT_EQ(slot.kind, model::SlotKind::activation);
+    }
     stats += slot.kind == model::SlotKind::stats;
   }
   EXPECT_EQ(stats, 1) << "the limit, and nothing else";
