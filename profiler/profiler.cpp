@@ -107,9 +107,7 @@ int blocks_to_profile(const model::NetworkConfig& whole, const ProfileOptions& o
   if (!std::holds_alternative<model::TransformerConfig>(whole.body) || whole.transformer().layers <= 2) return 0;
   const double memory = static_cast<double>(options.memory_limit > 0 ? options.memory_limit
                                                                      : memory_bytes(executor::resolve_device(options.device)));
-  // fp32 weights, and the trained ones' gradients and AdamW moments.
-  const double state = 4.0 * static_cast<double>(model::parameter_count(whole)) +
-                       12.0 * static_cast<double>(model::trainable_parameter_count(whole));
+  const double state = model::static_state_bytes(whole);
   if (state <= memory / 2) return 0;
   if (options.on_warning) {
     const int all = whole.transformer().layers;

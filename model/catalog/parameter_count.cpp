@@ -75,6 +75,10 @@ int64_t trainable_parameter_count(const NetworkConfig& config) {
   return per_block * t.layers;
 }
 
+double static_state_bytes(const NetworkConfig& config) {
+  return 4.0 * static_cast<double>(parameter_count(config)) + 12.0 * static_cast<double>(trainable_parameter_count(config));
+}
+
 int64_t parameter_count(const NetworkConfig& config) {
   switch (config.family) {
     case Family::resnet: return resnet_count(config.resnet());

@@ -12,5 +12,8 @@ int64_t parameter_count(const NetworkConfig& config);
 // fine-tunes with LoRA (rank x (in + out) per targeted projection and
 // block, as PEFT counts them), else all of them.
 int64_t trainable_parameter_count(const NetworkConfig& config);
+// Bytes of the static state training holds: fp32 weights (4 a parameter),
+// and the trained ones' gradients and AdamW moments (12 more each).
+double static_state_bytes(const NetworkConfig& config);
 
 }  // namespace papaya::model

@@ -343,11 +343,7 @@ ProfileFit fit_profile(const Profile& p, const std::string& label) {
   if (p.profiled_blocks > 0) {
     const NetworkConfig whole = parse_network_config(p.network_config, label + ": network_config");
     const int blocks = whole.transformer().layers;
-    // fp32 weights, and the trained ones' gradients and AdamW moments.
-    const auto state = [](const NetworkConfig& c) {
-      return 4.0 * static_cast<double>(parameter_count(c)) + 12.0 * static_cast<double>(trainable_parameter_count(c));
-    };
-    const double ratio = state(whole) / state(with_blocks(whole, p.profiled_blocks));
+    const double ratio = static_state_bytes(whole) / static_state_bytes(with_blocks(whole, p.profiled_blocks));
     out.model = scale_blocks(out.model, blocks, out.model.static_bytes * ratio, label);
     out.quality.notes.push_back("profiled " + std::to_string(p.profiled_blocks) + " of the " + std::to_string(blocks) +
                                 " blocks; the model holds all " + std::to_string(blocks) +

@@ -31,6 +31,9 @@ TEST(LoraConfig, CountsPeftsTrainableParametersOnLlama2_7B) {
   const NetworkConfig all = with_lora(llama_2_7b(), lora(16, {"q", "k", "v", "o", "gate", "up", "down"}));
   EXPECT_EQ(trainable_parameter_count(all), 39976960);
   EXPECT_EQ(trainable_parameter_count(llama_2_7b()), parameter_count(llama_2_7b()));  // no adapters: all trained
+  // fp32 AdamW: 16 bytes a trained parameter, 4 a frozen one.
+  EXPECT_DOUBLE_EQ(static_state_bytes(llama_2_7b()), 16.0 * 6738415616);
+  EXPECT_DOUBLE_EQ(static_state_bytes(q_v), 4.0 * 6738415616 + 16.0 * 4194304);
   EXPECT_DOUBLE_EQ(q_v.transformer().lora->scale(), 1.0);  // PEFT's default alpha 8 over rank 8
   EXPECT_EQ(q_v.document.at("lora").at("rank"), 8);          // what profiles record
 }
