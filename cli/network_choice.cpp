@@ -31,26 +31,34 @@ void add_lora_options(CLI::App* cmd, NetworkOptions& options) {
                   "With --lora: the projections adapted, comma-separated roles: q, k, v (or qkv where one projection makes "
                   "them), o, gate, up, down (SwiGLU) or fc1, fc2 [default: q,v, or qkv]")
       ->delimiter(',');
+  cmd->add_option("--base-weights", options.base_weights,
+                  "With --lora: how the frozen projections' weights are stored: fp32, bf16, int8 (a byte a weight and "
+                  "an absmax a row, LLM.int8's) or nf4 (QLoRA's 4-bit NormalFloat, 4.127 bits a weight) [default: fp32]");
 }
 
 namespace {
 
-// The config fine-tuned as the LoRA flags say, or as it is without --lora.
+// The config fine-tuned as the LoRA flags say: with --lora, or changing
+// the "lora" of a config that has one; as it is without either.
 model::NetworkConfig with_lora_options(const model::NetworkConfig& config, const NetworkOptions& options) {
-  if (options.lora_rank == 0) {
-    if (options.lora_alpha || options.lora_dropout || !options.lora_targets.empty()) {
+  const bool flags = options.lora_alpha || options.lora_dropout || !options.lora_targets.empty() || options.base_weights;
+  const bool configured = std::holds_alternative<model::TransformerConfig>(config.body) && config.transformer().lora;
+  if (options.lora_rank == 0 && !(flags && configured)) {
+    if (flags) {
       throw InputError(std::string(options.lora_alpha     ? "--lora-alpha"
                                    : options.lora_dropout ? "--lora-dropout"
+                                   : options.base_weights ? "--base-weights"
                                                           : "--lora-targets") +
-                       " applies with --lora RANK");
+                       " applies with --lora RANK (or a config with \"lora\")");
     }
     return config;
   }
-  model::LoraConfig lora;
-  lora.rank = options.lora_rank;
+  model::LoraConfig lora = configured ? *config.transformer().lora : model::LoraConfig{};
+  if (options.lora_rank > 0) lora.rank = options.lora_rank;
   lora.alpha = options.lora_alpha.value_or(lora.alpha);
   lora.dropout = options.lora_dropout.value_or(lora.dropout);
-  lora.targets = options.lora_targets;
+  if (!options.lora_targets.empty() || !configured) lora.targets = options.lora_targets;
+  if (options.base_weights) lora.base_weights = model::parse_weight_format(*options.base_weights, "--base-weights");
   return model::with_lora(config, lora);
 }
 

@@ -16,6 +16,7 @@
 
 #include "executor/batch.h"
 #include "executor/storage/store_spec.h"
+#include "executor/storage/weight_codec.h"
 #include "model/layout.h"
 
 namespace papaya::executor {
@@ -101,6 +102,9 @@ class Layer : public torch::nn::Module {
   // Its parameters are no longer trained (a fine-tuned network's base); a
   // layer whose slot serves only its weight's gradient drops that slot.
   virtual void freeze();
+  // A frozen weight it stores other than as a parameter (a QLoRA base's
+  // nf4 codes), nullptr if none.
+  virtual const StoredWeight* stored_weight() const { return nullptr; }
 
  protected:
   // A parameter in the compute dtype (a cast that autograd differentiates).

@@ -27,7 +27,7 @@ std::unique_ptr<torch::optim::AdamW> make_optimizer(Network& network, double lr,
 }
 
 int64_t static_bytes(const Network& network, const torch::optim::Optimizer& optimizer) {
-  int64_t total = 0;
+  int64_t total = network.stored_weight_bytes();
   for (const auto& p : network.parameters()) total += nbytes(p) + nbytes(p.grad());
   for (const auto& [key, state] : optimizer.state()) {
     const auto& s = static_cast<const torch::optim::AdamWParamState&>(*state);

@@ -96,6 +96,10 @@ std::vector<model::LayerProfile> describe_layers(executor::Network& network, con
       p.parameter_bytes += static_cast<int64_t>(nbytes(parameter));
       if (!parameter.requires_grad()) p.frozen_bytes += static_cast<int64_t>(nbytes(parameter));
     }
+    if (const executor::StoredWeight* stored = layer.stored_weight()) {
+      p.parameter_bytes += stored->bytes();
+      p.frozen_bytes += stored->bytes();
+    }
     p.parameter_copy_bytes = copies.at(i);
     const LayerCost cost_s = forward_cost(layer, at_s[i]), cost_2s = forward_cost(layer, at_2s[i]);
     p.forward_flops_per_sample = b.growth(cost_s.flops, cost_2s.flops);

@@ -43,14 +43,47 @@ torch::Tensor linear(const Linear& layer, const torch::Tensor& x, const torch::T
   return LinearFunction::apply(&layer, x, weight, bias.defined() ? c10::optional<at::Tensor>(bias) : c10::nullopt);
 }
 
+// A stored weight's linear: nothing saved but the layer, whose weight is
+// loaded again in backward (QLoRA's), so that no loaded copy lives between.
+struct StoredLinearFunction : Function<StoredLinearFunction> {
+  static at::Tensor forward(AutogradContext* ctx, const Linear* layer, const at::Tensor& x, const c10::optional<at::Tensor>& bias) {
+    ctx->saved_data["layer"] = reinterpret_cast<int64_t>(layer);
+    ctx->saved_data["bias_trained"] = bias && bias->requires_grad();
+    const at::Tensor w = load_weight(*layer->stored_weight(), x.scalar_type());
+    return at::linear(x, w, bias ? computed_as(*bias, x) : at::Tensor());
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    const auto* layer = reinterpret_cast<const Linear*>(ctx->saved_data["layer"].toInt());
+    const at::Tensor& g = grad[0];
+    const at::Tensor dx = g.matmul(load_weight(*layer->stored_weight(), g.scalar_type()));
+    const at::Tensor db = ctx->saved_data["bias_trained"].toBool()
+                              ? gradient_for(layer->bias, g.reshape({-1, g.size(-1)}).sum(0))
+                              : at::Tensor();
+    return {at::Tensor(), dx, db};
+  }
+};
+
+torch::Tensor stored_linear(const Linear& layer, const torch::Tensor& x, const torch::Tensor& bias) {
+  return StoredLinearFunction::apply(&layer, x, bias.defined() ? c10::optional<at::Tensor>(bias) : c10::nullopt);
+}
+
 }  // namespace
 }  // namespace moms
 
-Linear::Linear(int64_t in, int64_t out, bool with_bias) : Layer(LayerKind::linear, {{"input", SlotKind::activation}}) {
+Linear::Linear(int64_t in, int64_t out, bool with_bias, model::WeightFormat stored)
+    : Layer(LayerKind::linear, {{"input", SlotKind::activation}}) {
   // torch.nn.Linear's initialisation: U(-1/sqrt(in), 1/sqrt(in)).
   const double bound = 1.0 / std::sqrt(static_cast<double>(in));
-  weight = register_parameter("weight", torch::empty({out, in}).uniform_(-bound, bound));
+  const torch::Tensor initial = torch::empty({out, in}).uniform_(-bound, bound);
+  if (stored == model::WeightFormat::fp32) {
+    weight = register_parameter("weight", initial);
+  } else {
+    stored_ = store_weight(initial, stored);
+    for (auto [name, tensor] : stored_->tensors()) *tensor = register_buffer(name, *tensor);
+  }
   if (with_bias) bias = register_parameter("bias", torch::empty({out}).uniform_(-bound, bound));
+  if (stored_) Linear::freeze();
 }
 
 void Linear::freeze() {
@@ -61,6 +94,7 @@ void Linear::freeze() {
 
 torch::Tensor Linear::forward(torch::Tensor x) {
   Scope scope(*this, {&x});
+  if (stored_) return scope.finish(moms::stored_linear(*this, x, bias));
   if (uses_moms()) return scope.finish(moms::linear(*this, x, weight, bias));
   if (!frozen_) scope.saved("input", x);
   return scope.finish(torch::linear(x, cast(weight), bias.defined() ? cast(bias) : torch::Tensor()));

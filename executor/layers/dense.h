@@ -1,22 +1,28 @@
 #pragma once
 // Layers with weight matrices or tables: linear, embeddings, class token.
+#include <optional>
+
 #include "executor/layer.h"
 
 namespace papaya::executor {
 
 // y = x W^T + b. Saves its input, which only its weight's gradient needs:
-// frozen, it saves nothing.
+// frozen, it saves nothing. With a stored weight other than fp32 it is
+// frozen from the start and its weight is no parameter: it is loaded in the
+// compute dtype for the forward's matmul and again for the backward's.
 class Linear : public Layer {
  public:
-  Linear(int64_t in, int64_t out, bool bias = true);
+  Linear(int64_t in, int64_t out, bool bias = true, model::WeightFormat stored = model::WeightFormat::fp32);
   torch::Tensor forward(torch::Tensor x);
   torch::Tensor run(const std::vector<torch::Tensor>& in, const Batch&) override { return forward(in.at(0)); }
   void freeze() override;
   bool frozen() const { return frozen_; }
-  torch::Tensor weight, bias;  // bias undefined without one
+  const StoredWeight* stored_weight() const override { return stored_ ? &*stored_ : nullptr; }
+  torch::Tensor weight, bias;  // weight undefined when stored, bias without one
 
  private:
   bool frozen_ = false;
+  std::optional<StoredWeight> stored_;
 };
 
 // Token ids (int64) -> vectors. Saves the ids.

@@ -17,6 +17,8 @@ namespace papaya::executor {
 // (in -> rank, no bias, torch.nn.Linear's initialisation, which is PEFT's
 // kaiming_uniform(a=sqrt(5))), `name`_lora_b (rank -> out, zero: the network
 // starts as its base), whose output, scaled by alpha / rank, is added.
+// Under LoRA the base Linear stores its weight as the config's base_weights
+// say (nf4: QLoRA), targeted or not.
 class Projection {
  public:
   Projection() = default;

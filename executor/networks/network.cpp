@@ -73,6 +73,13 @@ void Network::set_precision(const Precision& precision) {
 int64_t Network::parameter_count() const {
   int64_t n = 0;
   for (const auto& p : parameters()) n += p.numel();
+  for (const Layer* layer : layers_) n += layer->stored_weight() ? layer->stored_weight()->numel() : 0;
+  return n;
+}
+
+int64_t Network::stored_weight_bytes() const {
+  int64_t n = 0;
+  for (const Layer* layer : layers_) n += layer->stored_weight() ? layer->stored_weight()->bytes() : 0;
   return n;
 }
 

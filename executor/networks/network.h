@@ -34,7 +34,10 @@ class Network : public torch::nn::Module {
   torch::ScalarType compute_dtype() const { return compute_dtype_; }
   const Precision& precision() const { return precision_; }
 
+  // Its weights, stored ones (StoredWeight) among them.
   int64_t parameter_count() const;
+  // Bytes of the weights layers store other than as parameters.
+  int64_t stored_weight_bytes() const;
 
   // Stops recomputing the segments whose first layer saves no input (a
   // fine-tuned network's frozen front: nothing a recomputation could start

@@ -117,21 +117,13 @@ void reject_foreign_keys(const json& doc, Family family, const std::string& labe
 
 // The roles a network's projections answer to: q, k, v or qkv; o; gate,
 // up, down (SwiGLU) or fc1, fc2.
-std::vector<std::string> projection_roles(const TransformerConfig& t) {
-  std::vector<std::string> roles = t.fused_qkv ? std::vector<std::string>{"qkv"} : std::vector<std::string>{"q", "k", "v"};
-  roles.push_back("o");
-  for (const char* role : t.activation == "swiglu" ? std::vector<const char*>{"gate", "up", "down"}
-                                                   : std::vector<const char*>{"fc1", "fc2"}) {
-    roles.push_back(role);
-  }
-  return roles;
-}
 
 LoraConfig parse_lora(const json& doc, const TransformerConfig& t, const std::string& label) {
   LoraConfig lora;
   lora.rank = doc.at("rank");
   lora.alpha = doc.value("alpha", lora.alpha);
   lora.dropout = doc.value("dropout", lora.dropout);
+  lora.base_weights = parse_weight_format(doc.value("base_weights", std::string("fp32")), label + ": /lora/base_weights");
   lora.targets = doc.contains("targets") ? doc.at("targets").get<std::vector<std::string>>()
                                          : (t.fused_qkv ? std::vector<std::string>{"qkv"} : std::vector<std::string>{"q", "v"});
   const std::vector<std::string> roles = projection_roles(t);
@@ -258,6 +250,16 @@ json with_seq_len(json doc, int seq_len, const std::string& label) {
 
 }  // namespace
 
+std::vector<std::string> projection_roles(const TransformerConfig& t) {
+  std::vector<std::string> roles = t.fused_qkv ? std::vector<std::string>{"qkv"} : std::vector<std::string>{"q", "k", "v"};
+  roles.push_back("o");
+  for (const char* role : t.activation == "swiglu" ? std::vector<const char*>{"gate", "up", "down"}
+                                                   : std::vector<const char*>{"fc1", "fc2"}) {
+    roles.push_back(role);
+  }
+  return roles;
+}
+
 NetworkConfig parse_network_config(const json& doc, const std::string& label) {
   if (is_hf_config(doc)) return parse_network_config(network_config_from_hf(doc, fs::path(label).stem().string(), label), label);
   NetworkConfig config;
@@ -334,7 +336,7 @@ NetworkConfig with_lora(const NetworkConfig& config, const LoraConfig& lora) {
     throw InputError(where + ": LoRA adapts a transformer's projections; a " + to_string(config.family) + " network has none");
   }
   json doc = config.document;
-  doc["lora"] = {{"rank", lora.rank}, {"alpha", lora.alpha}, {"dropout", lora.dropout}};
+  doc["lora"] = {{"rank", lora.rank}, {"alpha", lora.alpha}, {"dropout", lora.dropout}, {"base_weights", to_string(lora.base_weights)}};
   if (!lora.targets.empty()) doc["lora"]["targets"] = lora.targets;
   return reparsed(config, doc, origin(config));
 }

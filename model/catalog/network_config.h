@@ -7,6 +7,8 @@
 #include <variant>
 #include <vector>
 
+#include "model/catalog/weight_format.h"
+
 namespace papaya::model {
 
 enum class Family { gpt, bert, vit, resnet, mlp, torchscript };
@@ -16,12 +18,14 @@ enum class Family { gpt, bert, vit, resnet, mlp, torchscript };
 // and B (out x rank, zero at the start) trained, every other weight frozen.
 // Roles name projections: q, k, v (or qkv, one projection for the three), o
 // (attention's output), gate, up, down (a SwiGLU MLP's), fc1, fc2 (another
-// MLP's).
+// MLP's). Every projection's frozen weight is stored as `base_weights`
+// says (nf4: QLoRA), and loaded in the compute dtype for each matmul.
 struct LoraConfig {
   int rank = 0;
   double alpha = 8;  // PEFT's default
   double dropout = 0;
   std::vector<std::string> targets;
+  WeightFormat base_weights = WeightFormat::fp32;
   double scale() const { return alpha / rank; }
 };
 
@@ -61,6 +65,10 @@ struct TransformerConfig {
   // The leading dimensions of each head that rotary embeddings rotate.
   int rotary_dims() const;
 };
+
+// The roles of a block's projections: q, k, v (or qkv), o, then gate, up,
+// down (SwiGLU) or fc1, fc2.
+std::vector<std::string> projection_roles(const TransformerConfig& t);
 
 struct ResNetConfig {
   std::string block = "bottleneck";  // basic | bottleneck

@@ -12,8 +12,9 @@ int64_t parameter_count(const NetworkConfig& config);
 // fine-tunes with LoRA (rank x (in + out) per targeted projection and
 // block, as PEFT counts them), else all of them.
 int64_t trainable_parameter_count(const NetworkConfig& config);
-// Bytes of the static state training holds: fp32 weights (4 a parameter),
-// and the trained ones' gradients and AdamW moments (12 more each).
+// Bytes of the static state training holds: fp32 weights (4 a parameter;
+// a LoRA base's projections as its base_weights stores them), and the
+// trained ones' gradients and AdamW moments (12 more each).
 double static_state_bytes(const NetworkConfig& config);
 
 }  // namespace papaya::model

@@ -173,6 +173,20 @@ TEST(Cli, BadInputExitsTwoWithOneLine) {
   expect_input_error("frobnicate", "frobnicate");
 }
 
+// QLoRA from the command line: a Llama fine-tuned with rank-4 adapters on
+// nf4 weights trains, its trainable count beside the total; the flags that
+// cannot apply are named.
+TEST(Cli, QloraTrainsAndItsFlagsAreChecked) {
+  const Outcome run = run_papaya("train --network llama-tiny --lora 4 --base-weights nf4 --batch 2 --steps 2 --json");
+  ASSERT_EQ(run.code, 0) << run.err;
+  const json out = json::parse(run.out);
+  EXPECT_GT(out.at("parameters").get<double>(), out.at("trainable_parameters").get<double>());
+  expect_input_error("train --network llama-tiny --base-weights nf4", "--base-weights applies with --lora RANK");
+  expect_input_error("train --network llama-tiny --lora 4 --base-weights nf5",
+                     "--base-weights: 'nf5' is no weight format (fp32, bf16, int8, nf4)");
+  expect_input_error("recommend --network resnet-tiny --lora 4 --base-weights nf4", "a resnet network has none");
+}
+
 TEST(Cli, BadConfigFilesNameTheProblem) {
   // One folder per process: other checkouts may run these tests at the same time.
   const auto dir = std::filesystem::temp_directory_path() / ("papaya-cli-test-" + std::to_string(::getpid()));

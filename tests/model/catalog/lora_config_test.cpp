@@ -38,6 +38,27 @@ TEST(LoraConfig, CountsPeftsTrainableParametersOnLlama2_7B) {
   EXPECT_EQ(q_v.document.at("lora").at("rank"), 8);          // what profiles record
 }
 
+// QLoRA on Llama-2-7B: every block's seven projections stored as
+// bitsandbytes stores nf4 with its absmaxes quantized again (4.127 bits a
+// weight), int8 at a byte a weight and an fp32 absmax a row; the embedding,
+// head and norms stay fp32, the adapters train.
+TEST(LoraConfig, PricesTheBaseWeightsAsStored) {
+  const double projections = 32.0 * (4 * 4096.0 * 4096 + 3 * 4096.0 * 11008), adapters = 4194304;
+  const auto stored_bits = [&](WeightFormat format) {
+    LoraConfig l = lora(8);
+    l.base_weights = format;
+    const NetworkConfig config = with_lora(llama_2_7b(), l);
+    EXPECT_EQ(config.document.at("lora").at("base_weights"), to_string(format));
+    const double rest = 4 * (6738415616 + adapters - projections) + 12 * adapters;
+    return (static_state_bytes(config) - rest) * 8 / projections;
+  };
+  EXPECT_NEAR(stored_bits(WeightFormat::nf4), 4.127, 5e-4);
+  EXPECT_NEAR(stored_bits(WeightFormat::int8), 8 + 32.0 * 32 * (4 * 4096 + 2 * 11008 + 4096) / projections, 1e-9);
+  EXPECT_DOUBLE_EQ(stored_bits(WeightFormat::bf16), 16);
+  EXPECT_DOUBLE_EQ(stored_bits(WeightFormat::fp32), 32);
+  EXPECT_EQ(stored_weight_bytes(4096, 4096, WeightFormat::nf4), 4096 * 4096 / 2 + 4096 * 64 + 4 * 1024 + 4);
+}
+
 std::string error_of(const NetworkConfig& config, const LoraConfig& l) {
   try {
     with_lora(config, l);
@@ -60,6 +81,14 @@ TEST(LoraConfig, TargetsTheNetworkLacksAreNamed) {
   dropout_one.dropout = 1;
   EXPECT_NE(error_of(llama_2_7b(), dropout_one).find("/lora/dropout"), std::string::npos) << error_of(llama_2_7b(), dropout_one);
   EXPECT_NE(error_of(load_network_config("resnet-tiny"), lora(4)).find("a resnet network has none"), std::string::npos);
+  nlohmann::json doc = with_lora(llama_2_7b(), lora(4)).document;
+  doc["lora"]["base_weights"] = "nf5";
+  try {
+    parse_network_config(doc, "llama.json");
+    ADD_FAILURE() << "nf5 accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("/lora/base_weights"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

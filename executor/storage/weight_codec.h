@@ -1,0 +1,35 @@
+#pragma once
+// A frozen weight stored in fewer bytes (model::WeightFormat: bf16, LLM.int8's
+// rows, QLoRA's nf4 blocks with their absmaxes quantized again) and loaded
+// back in a compute dtype for each matmul that reads it.
+#include <torch/torch.h>
+
+#include <vector>
+
+#include "model/catalog/weight_format.h"
+
+namespace papaya::executor {
+
+struct StoredWeight {
+  model::WeightFormat format = model::WeightFormat::fp32;
+  std::vector<int64_t> shape;
+  at::Tensor codes;          // fp32 or bf16 values; int8: int8 codes; nf4: uint8, two codes a byte (high nibble first)
+  at::Tensor scales;         // int8: fp32 absmax / 127 a row; nf4: int8 codes of each block's absmax less their mean
+  at::Tensor scale_scales;   // nf4: fp32, what one step of those codes is worth, a group of 256 blocks
+  at::Tensor scale_offset;   // nf4: fp32, the absmaxes' mean (one value)
+
+  // The tensors that hold it, by name, as its layer registers them.
+  std::vector<std::pair<const char*, at::Tensor*>> tensors();
+  int64_t bytes() const;
+  int64_t numel() const;
+};
+
+// `weight` (2-D, floating) stored in `format`: each value rounded to the
+// format's nearest (nf4: to the nearest of its 16 levels of the block's
+// absmax).
+StoredWeight store_weight(const at::Tensor& weight, model::WeightFormat format);
+
+// The weight as stored, in `dtype`, on the device it is stored on.
+at::Tensor load_weight(const StoredWeight& stored, at::ScalarType dtype);
+
+}  // namespace papaya::executor
