@@ -1,5 +1,7 @@
 #include "executor/layer.h"
 
+#include <algorithm>
+
 namespace papaya::executor {
 
 namespace {
@@ -17,6 +19,19 @@ const Slot& Layer::slot(const std::string& name) const {
 }
 
 size_t Layer::slot_index(const std::string& name) const { return static_cast<size_t>(&slot(name) - slots_.data()); }
+
+bool Layer::has_slot(const std::string& name) const {
+  return std::any_of(slots_.begin(), slots_.end(), [&](const Slot& s) { return s.name == name; });
+}
+
+void Layer::set_input_gradients(const std::vector<bool>& needed) {
+  if (!product_of_inputs_ || needed.size() != 2 || slots_.size() < 2) return;
+  std::vector<Slot> kept;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    if (i >= 2 || needed[1 - i]) kept.push_back(slots_[i]);
+  }
+  if (kept.size() != slots_.size()) reset_slots(std::move(kept));
+}
 
 void Layer::set_store_spec(size_t slot, StoreSpec spec) { specs_.at(slot) = std::move(spec); }
 

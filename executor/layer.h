@@ -70,6 +70,7 @@ class Layer : public torch::nn::Module {
   const std::vector<Slot>& slots() const { return slots_; }
   const Slot& slot(const std::string& name) const;
   size_t slot_index(const std::string& name) const;
+  bool has_slot(const std::string& name) const;
 
   // How each slot is stored, by index: kept as LibTorch keeps it unless a
   // plan says otherwise.
@@ -105,6 +106,11 @@ class Layer : public torch::nn::Module {
   // A frozen weight it stores other than as a parameter (a QLoRA base's
   // nf4 codes), nullptr if none.
   virtual const StoredWeight* stored_weight() const { return nullptr; }
+  // Which of its inputs need a gradient in training (a fine-tuned network
+  // finds it by a forward with autograd). A product of two inputs drops the
+  // slot of each whose partner needs none: autograd keeps an operand only for
+  // the other's gradient.
+  void set_input_gradients(const std::vector<bool>& needed);
 
  protected:
   // A parameter in the compute dtype (a cast that autograd differentiates).
@@ -113,6 +119,9 @@ class Layer : public torch::nn::Module {
   // The slots found again (a user's module saves what its device's kernels
   // save: executor/torchscript), each kept until a plan says otherwise.
   void reset_slots(std::vector<Slot> slots);
+  // Its output is the product of its two inputs (q k^T, probs v, a * b),
+  // which it saves as its first two slots: set_input_gradients may drop them.
+  void set_product_of_inputs() { product_of_inputs_ = true; }
 
   // Whether forward runs the MOM-aware Function: a slot is not kept, and
   // autograd records (without it nothing is saved either way).
@@ -140,6 +149,7 @@ class Layer : public torch::nn::Module {
   torch::ScalarType compute_dtype_ = torch::kFloat;
   bool casts_inputs_ = false;
   bool differentiated_ = true;
+  bool product_of_inputs_ = false;
 };
 
 }  // namespace papaya::executor

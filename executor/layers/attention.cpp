@@ -15,8 +15,9 @@ using torch::autograd::Function;
 
 struct ScoresFunction : Function<ScoresFunction> {
   static at::Tensor forward(AutogradContext* ctx, AttentionScores* layer, const at::Tensor& q, const at::Tensor& k) {
-    stash(ctx, {store_slot(*layer, 0, q), store_slot(*layer, 1, k)});
+    stash(ctx, {store_operand(*layer, "q", q), store_operand(*layer, "k", k)});
     ctx->saved_data["scale"] = layer->scale;
+    ctx->saved_data["kv"] = k.size(1);
     at::Tensor scores =
         at::matmul(by_kv_group(q, k.size(1)), k.transpose(-2, -1)).view({q.size(0), q.size(1), q.size(2), k.size(2)}) *
         layer->scale;
@@ -29,17 +30,18 @@ struct ScoresFunction : Function<ScoresFunction> {
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
     const Unstashed saved = unstash(ctx);
     const double scale = ctx->saved_data["scale"].toDouble();
-    ctx->saved_data.erase("scale");
+    const int64_t kv = ctx->saved_data["kv"].toInt();
     const auto kept = ctx->get_saved_variables();
     // One scores-sized temporary, as the native backward takes: scaled, then
     // masked in place; and k's gradient as (q^T g)^T, which reads g as it is
-    // where g^T q would copy it transposed.
+    // where g^T q would copy it transposed. Each operand's gradient reads the
+    // other (a frozen one's partner is not kept).
     at::Tensor g = grad[0] * scale;
     if (!kept.empty()) g.masked_fill_(kept[0], 0);
     const auto gradients = [&](const std::vector<at::Tensor>& s) -> variable_list {
-      const int64_t kv = s[1].size(1);
       const at::Tensor grouped = by_kv_group(g, kv);
-      return {grouped.matmul(s[1]).view(s[0].sizes()), by_kv_group(s[0], kv).transpose(-2, -1).matmul(grouped).transpose(-2, -1)};
+      return {s[1].defined() ? grouped.matmul(s[1]).view({g.size(0), g.size(1), g.size(2), s[1].size(-1)}) : at::Tensor(),
+              s[0].defined() ? by_kv_group(s[0], kv).transpose(-2, -1).matmul(grouped).transpose(-2, -1) : at::Tensor()};
     };
     const variable_list out = gradients(saved.tensors);
     saved.estimate_sensitivity(gradients, out);
@@ -67,17 +69,20 @@ struct SoftmaxFunction : Function<SoftmaxFunction> {
 
 struct ContextFunction : Function<ContextFunction> {
   static at::Tensor forward(AutogradContext* ctx, const AttentionContext* layer, const at::Tensor& probs, const at::Tensor& v) {
-    stash(ctx, {store_slot(*layer, 0, probs), store_slot(*layer, 1, v)});
+    stash(ctx, {store_operand(*layer, "probs", probs), store_operand(*layer, "v", v)});
+    ctx->saved_data["kv"] = v.size(1);
     return at::matmul(by_kv_group(probs, v.size(1)), v).view({probs.size(0), probs.size(1), probs.size(2), v.size(3)});
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
     const Unstashed saved = unstash(ctx);
     const at::Tensor& g = grad[0];
+    const int64_t kv = ctx->saved_data["kv"].toInt();
     const auto gradients = [&](const std::vector<at::Tensor>& s) -> variable_list {
-      const int64_t kv = s[1].size(1);
       const at::Tensor grouped = by_kv_group(g, kv);
-      return {grouped.matmul(s[1].transpose(-2, -1)).view(s[0].sizes()), by_kv_group(s[0], kv).transpose(-2, -1).matmul(grouped)};
+      return {s[1].defined() ? grouped.matmul(s[1].transpose(-2, -1)).view({g.size(0), g.size(1), g.size(2), s[1].size(2)})
+                             : at::Tensor(),
+              s[0].defined() ? by_kv_group(s[0], kv).transpose(-2, -1).matmul(grouped) : at::Tensor()};
     };
     const variable_list out = gradients(saved.tensors);
     saved.estimate_sensitivity(gradients, out);
@@ -104,13 +109,15 @@ AttentionScores::AttentionScores(int64_t head_dim, bool causal, std::shared_ptr<
     : Layer(LayerKind::attention_scores, {{"q", SlotKind::activation}, {"k", SlotKind::activation}}),
       scale(1.0 / std::sqrt(static_cast<double>(head_dim))),
       causal(causal),
-      tables_(std::move(tables)) {}
+      tables_(std::move(tables)) {
+  set_product_of_inputs();
+}
 
 torch::Tensor AttentionScores::forward(torch::Tensor q, torch::Tensor k) {
   Scope scope(*this, {&q, &k});
   if (uses_moms()) return scope.finish(moms::attention_scores(*this, q, k));
-  scope.saved("q", q);
-  scope.saved("k", k);
+  if (has_slot("q")) scope.saved("q", q);
+  if (has_slot("k")) scope.saved("k", k);
   torch::Tensor scores =
       torch::matmul(by_kv_group(q, k.size(1)), k.transpose(-2, -1)).view({q.size(0), q.size(1), q.size(2), k.size(2)}) * scale;
   if (causal) scores = scores.masked_fill(causal_mask(q.size(-2), q.device()), -std::numeric_limits<double>::infinity());
@@ -128,13 +135,15 @@ torch::Tensor Softmax::forward(torch::Tensor x) {
 }
 
 AttentionContext::AttentionContext()
-    : Layer(LayerKind::attention_context, {{"probs", SlotKind::activation}, {"v", SlotKind::activation}}) {}
+    : Layer(LayerKind::attention_context, {{"probs", SlotKind::activation}, {"v", SlotKind::activation}}) {
+  set_product_of_inputs();
+}
 
 torch::Tensor AttentionContext::forward(torch::Tensor probs, torch::Tensor v) {
   Scope scope(*this, {&probs, &v});
   if (uses_moms()) return scope.finish(moms::attention_context(*this, probs, v));
-  scope.saved("probs", probs);
-  scope.saved("v", v);
+  if (has_slot("probs")) scope.saved("probs", probs);
+  if (has_slot("v")) scope.saved("v", v);
   return scope.finish(
       torch::matmul(by_kv_group(probs, v.size(1)), v).view({probs.size(0), probs.size(1), probs.size(2), v.size(3)}));
 }

@@ -94,10 +94,16 @@ void Linear::freeze() {
 
 torch::Tensor Linear::forward(torch::Tensor x) {
   Scope scope(*this, {&x});
-  if (stored_) return scope.finish(moms::stored_linear(*this, x, bias));
-  if (uses_moms()) return scope.finish(moms::linear(*this, x, weight, bias));
-  if (!frozen_) scope.saved("input", x);
-  return scope.finish(torch::linear(x, cast(weight), bias.defined() ? cast(bias) : torch::Tensor()));
+  torch::Tensor y;
+  if (stored_) {
+    y = moms::stored_linear(*this, x, bias);
+  } else if (uses_moms()) {
+    y = moms::linear(*this, x, weight, bias);
+  } else {
+    if (!frozen_) scope.saved("input", x);
+    y = torch::linear(x, cast(weight), bias.defined() ? cast(bias) : torch::Tensor());
+  }
+  return scope.finish(output_scale == 1 ? y : y * output_scale);
 }
 
 Embedding::Embedding(int64_t count, int64_t dim) : Layer(LayerKind::embedding, {{"ids", SlotKind::index}}) {

@@ -19,6 +19,9 @@ class Linear : public Layer {
   bool frozen() const { return frozen_; }
   const StoredWeight* stored_weight() const override { return stored_ ? &*stored_ : nullptr; }
   torch::Tensor weight, bias;  // weight undefined when stored, bias without one
+  // Multiplies the output (a LoRA adapter's alpha / rank): inside the layer,
+  // so that no op between it and what follows makes a gradient of its own.
+  double output_scale = 1;
 
  private:
   bool frozen_ = false;

@@ -79,14 +79,16 @@ struct DropoutFunction : Function<DropoutFunction> {
 
 struct MulFunction : Function<MulFunction> {
   static at::Tensor forward(AutogradContext* ctx, const Mul* layer, const at::Tensor& a, const at::Tensor& b) {
-    stash(ctx, {store_slot(*layer, 0, a), store_slot(*layer, 1, b)});
+    stash(ctx, {store_operand(*layer, "a", a), store_operand(*layer, "b", b)});
     return a * b;
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
     const Unstashed saved = unstash(ctx);
     const at::Tensor& g = grad[0];
-    const auto gradients = [&](const std::vector<at::Tensor>& s) -> variable_list { return {g * s[1], g * s[0]}; };
+    const auto gradients = [&](const std::vector<at::Tensor>& s) -> variable_list {
+      return {s[1].defined() ? g * s[1] : at::Tensor(), s[0].defined() ? g * s[0] : at::Tensor()};
+    };
     const variable_list out = gradients(saved.tensors);
     saved.estimate_sensitivity(gradients, out);
     return {at::Tensor(), out[0], out[1]};
@@ -144,13 +146,13 @@ torch::Tensor Dropout::forward(torch::Tensor x) {
   return scope.finish(y);
 }
 
-Mul::Mul() : Layer(LayerKind::mul, {{"a", SlotKind::activation}, {"b", SlotKind::activation}}) {}
+Mul::Mul() : Layer(LayerKind::mul, {{"a", SlotKind::activation}, {"b", SlotKind::activation}}) { set_product_of_inputs(); }
 
 torch::Tensor Mul::forward(torch::Tensor a, torch::Tensor b) {
   Scope scope(*this, {&a, &b});
   if (uses_moms()) return scope.finish(moms::mul(*this, a, b));
-  scope.saved("a", a);
-  scope.saved("b", b);
+  if (has_slot("a")) scope.saved("a", a);
+  if (has_slot("b")) scope.saved("b", b);
   return scope.finish(a * b);
 }
 

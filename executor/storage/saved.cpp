@@ -18,6 +18,10 @@ c10::intrusive_ptr<Stored> store_slot(const Layer& layer, size_t index, const at
   return store(t, layer.slots().at(index).kind, layer.store_spec(index));
 }
 
+c10::intrusive_ptr<Stored> store_operand(const Layer& layer, const std::string& name, const at::Tensor& t) {
+  return layer.has_slot(name) ? store_slot(layer, layer.slot_index(name), t) : c10::intrusive_ptr<Stored>();
+}
+
 void stash(AutogradContext* ctx, std::vector<c10::intrusive_ptr<Stored>> slots) {
   auto holder = c10::make_intrusive<StoredSlots>();
   holder->slots = std::move(slots);
@@ -36,13 +40,13 @@ Unstashed unstash(AutogradContext* ctx) {
   const auto holder = c10::static_intrusive_pointer_cast<StoredSlots>(take_capsule(ctx, slots_key));
   Unstashed out;
   out.stored = holder->slots;
-  for (const auto& s : out.stored) out.tensors.push_back(s->restore());
+  for (const auto& s : out.stored) out.tensors.push_back(s ? s->restore() : at::Tensor());
   return out;
 }
 
 void Unstashed::estimate_sensitivity(const Gradients& gradients, const variable_list& exact) const {
   for (size_t i = 0; i < stored.size(); ++i) {
-    AdaptiveBits* adaptive = stored[i]->adaptive();
+    AdaptiveBits* adaptive = stored[i] ? stored[i]->adaptive() : nullptr;
     if (!adaptive || !adaptive->estimating()) continue;
     const at::Tensor& t = tensors[i];
     const QuantLayout probe{probe_bits, stored[i]->layout().group_size, t.numel(), stored[i]->layout().head_numel};

@@ -18,7 +18,11 @@ using torch::autograd::variable_list;
 // Slot `index` of `layer`, stored as the layer's plan says.
 c10::intrusive_ptr<Stored> store_slot(const Layer& layer, size_t index, const at::Tensor& t);
 
-// Forward: keeps the stored slots.
+// The operand `name` of a product of two inputs (Layer::set_input_gradients),
+// stored as its slot says; nullptr where the layer keeps no such slot.
+c10::intrusive_ptr<Stored> store_operand(const Layer& layer, const std::string& name, const at::Tensor& t);
+
+// Forward: keeps the stored slots (a nullptr one restores as undefined).
 void stash(AutogradContext* ctx, std::vector<c10::intrusive_ptr<Stored>> slots);
 
 // Backward: the stored slots, restored, in the order stashed.

@@ -113,6 +113,31 @@ TEST(Lora, FrozenLayersSaveOnlyWhatTheirInputsGradientNeeds) {
   EXPECT_EQ(network->find_layer("blocks.0.ln2")->segment(), "");
 }
 
+// Autograd keeps an operand of a product for the other operand's gradient
+// only: in the first block, where only q has an adapter, the scores keep k
+// (for q's gradient) and not q, the context neither probs nor v beyond what
+// a gradient reads; the second block, whose every input needs a gradient,
+// keeps both. Stored otherwise, the operands left give keep's gradients.
+TEST(Lora, AProductKeepsOnlyTheOperandsAGradientReads) {
+  const model::NetworkConfig config = lora_config(2, {"q"});
+  const auto network = build_network(config);
+  const auto slot_names = [&](const std::string& path) {
+    std::vector<std::string> names;
+    for (const auto& slot : network->find_layer(path)->slots()) names.push_back(slot.name);
+    return names;
+  };
+  EXPECT_EQ(slot_names("blocks.0.attn.scores"), (std::vector<std::string>{"k"}));
+  EXPECT_EQ(slot_names("blocks.0.attn.context"), (std::vector<std::string>{"v"}));
+  EXPECT_EQ(slot_names("blocks.1.attn.scores"), (std::vector<std::string>{"q", "k"}));
+  EXPECT_EQ(slot_names("blocks.1.attn.context"), (std::vector<std::string>{"probs", "v"}));
+  EXPECT_EQ(slot_names("blocks.0.mlp.gate"), (std::vector<std::string>{"a", "b"}));
+  const Batch batch = make_synthetic_data(config, torch::kCPU, 1)->next(2);
+  const auto keep = testing::step(*testing::planned(config, "keep").network, batch);
+  const auto quantized = testing::step(*testing::planned(config, "quantize-8").network, batch);
+  ASSERT_EQ(quantized.grads.size(), keep.grads.size());
+  EXPECT_LT(testing::relative_error(quantized, keep), 0.05);
+}
+
 // Recomputing the block and quantizing the adapters' inputs work on the
 // adapters as on any layer: recompute-all's gradients are keep's.
 TEST(Lora, RecomputingGivesKeepsGradients) {

@@ -206,6 +206,27 @@ struct Builder {
   }
 };
 
+
+// Per layer, the bytes of the storages that a recomputed segment's layers
+// save first at it (its input's storage aside, which the segment keeps), as
+// keep's figures hold them: what the recompute has made again by then.
+std::vector<double> remade_by_recompute(const AtBatch& at) {
+  const Index& ix = *at.index;
+  std::vector<double> out(ix.layers.size(), 0.0);
+  for (size_t g = 0; g < ix.storages.size(); ++g) {
+    for (int slot : ix.storages[g].slots) {
+      const int layer = ix.slot(slot).layer, segment = ix.layer(layer).segment;
+      if (segment < 0) continue;
+      if (ix.segment(segment).input_storage != static_cast<int>(g)) {
+        const double whole = at.storage_bytes(static_cast<int>(g));
+        out[static_cast<size_t>(layer)] += ix.target.round_keep ? whole : ix.target.allocated(whole);
+      }
+      break;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 Index::Index(const LayerModel& m, const Target& t) : model(&m), target(t), layers(m.layers.size()) {
@@ -226,24 +247,6 @@ AtBatch::AtBatch(std::shared_ptr<const Index> shared, int64_t batch_size) : inde
   const LayerModel& model = *ix.model;
   const double b = static_cast<double>(batch);
 
-  keep_bytes.resize(ix.points.size());
-  for (size_t p = 0; p < ix.points.size(); ++p) {
-    const TimelinePoint& point = ix.points[p];
-    const LayerFit& layer = ix.fit(point.layer);
-    switch (point.phase) {
-      case Phase::forward_gap: keep_bytes[p] = layer.forward_gap_peak.at(b); break;
-      case Phase::forward: keep_bytes[p] = layer.forward_peak.at(b); break;
-      case Phase::backward_gap: keep_bytes[p] = layer.backward_gap_peak.at(b); break;
-      case Phase::backward: keep_bytes[p] = layer.backward_peak.at(b); break;
-      case Phase::recompute: {
-        // The segment's backward starts with all its tensors live again; the
-        // layer recomputing adds what its forward grows by.
-        const LayerFit& last = ix.fit(ix.segment(point.segment).last_layer);
-        keep_bytes[p] = last.backward_start.at(b) + layer.forward_peak.at(b) - layer.forward_start.at(b);
-        break;
-      }
-    }
-  }
   for (const StorageEntry& facts : ix.storage_entries) {
     storage_sizes.push_back(scaled_by(facts.bytes_per_sample, facts.grows, b));
   }
@@ -253,6 +256,33 @@ AtBatch::AtBatch(std::shared_ptr<const Index> shared, int64_t batch_size) : inde
     slots.push_back({numel, static_cast<double>(numel) * t.element_size});
     double& whole = storage_sizes[static_cast<size_t>(ix.slots[i].storage)];
     whole = std::max(whole, slots.back().bytes);
+  }
+  keep_bytes.resize(ix.points.size());
+  const std::vector<double> remade = remade_by_recompute(*this);
+  for (size_t p = 0; p < ix.points.size(); ++p) {
+    const TimelinePoint& point = ix.points[p];
+    const LayerFit& layer = ix.fit(point.layer);
+    switch (point.phase) {
+      case Phase::forward_gap: keep_bytes[p] = layer.forward_gap_peak.at(b); break;
+      case Phase::forward: keep_bytes[p] = layer.forward_peak.at(b); break;
+      case Phase::backward_gap: keep_bytes[p] = layer.backward_gap_peak.at(b); break;
+      case Phase::backward: keep_bytes[p] = layer.backward_peak.at(b); break;
+      case Phase::recompute: {
+        // The recompute runs the segment's forward again from the start of
+        // its backward: what keep's forward held at the layer beyond its
+        // start, less the storages its layers save so far, which the plan's
+        // timeline makes again at their savers (and keep's figures hold all
+        // of from the segment's start). What remains is what no slot saves
+        // yet is still live: a frozen projection's input, read again by the
+        // adapter beside it.
+        const Segment& seg = ix.segment(point.segment);
+        double saved = 0;
+        for (int l = seg.first_layer; l <= point.layer; ++l) saved += remade[static_cast<size_t>(l)];
+        keep_bytes[p] = ix.fit(seg.last_layer).backward_start.at(b) + layer.forward_peak.at(b) -
+                        ix.fit(seg.first_layer).forward_start.at(b) - saved;
+        break;
+      }
+    }
   }
   lm_head_chunk_batch = std::min(b, static_cast<double>(lm_head_chunk_rows(ix.lm_head.vocab)) / ix.lm_head.rows_per_sample);
   // A layer stores its tensors once its output is there.
