@@ -205,7 +205,7 @@ void register_limits(CLI::App& app) {
                   "each measured series' largest batch under --budget; or --network");
   add_network_options(cmd, args->network, args->seq_len);
   add_archive_options(cmd, args->network_options);
-  add_lora_options(cmd, args->network_options);
+  add_fine_tuning_options(cmd, args->network_options);
   add_profile_blocks_option(cmd, args->profile_blocks);
   add_precision_option(cmd, args->precision);
   cmd->add_option("--device,-d", args->device,

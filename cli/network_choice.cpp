@@ -1,7 +1,11 @@
 #include "cli/network_choice.h"
 
+#include <algorithm>
+
 #include "executor/torchscript/archive.h"
 #include "executor/torchscript/imported_network.h"
+#include "model/catalog/layer_parameters.h"
+#include "model/catalog/layer_pattern.h"
 #include "model/error.h"
 
 namespace papaya::cli {
@@ -18,7 +22,7 @@ void add_archive_options(CLI::App* cmd, NetworkOptions& options) {
                   "[B,T,V] against the next token), mse; default: from the output's shape");
 }
 
-void add_lora_options(CLI::App* cmd, NetworkOptions& options) {
+void add_fine_tuning_options(CLI::App* cmd, NetworkOptions& options) {
   cmd->add_option("--lora", options.lora_rank,
                   "Fine-tune with LoRA adapters of this rank beside the --lora-targets projections, every other weight "
                   "frozen (as PEFT does); 0: train every weight")
@@ -34,6 +38,10 @@ void add_lora_options(CLI::App* cmd, NetworkOptions& options) {
   cmd->add_option("--base-weights", options.base_weights,
                   "With --lora: how the frozen projections' weights are stored: fp32, bf16, int8 (a byte a weight and "
                   "an absmax a row, LLM.int8's) or nf4 (QLoRA's 4-bit NormalFloat, 4.127 bits a weight) [default: fp32]");
+  cmd->add_option("--freeze", options.freeze,
+                  "Fine-tune with the layers these comma-separated patterns name frozen (no gradient, no optimizer "
+                  "state): '*' any characters, '?' one, '[a-b]' a number from a to b, e.g. 'tok_emb,blocks.[0-5].*'")
+      ->delimiter(',');
 }
 
 namespace {
@@ -58,6 +66,17 @@ model::NetworkConfig with_lora_options(const model::NetworkConfig& config, const
   lora.alpha = options.lora_alpha.value_or(lora.alpha);
   lora.dropout = options.lora_dropout.value_or(lora.dropout);
   if (!options.lora_targets.empty() || !configured) lora.targets = options.lora_targets;
+  if (std::holds_alternative<model::TransformerConfig>(config.body)) {
+    const std::vector<std::string> roles = model::projection_roles(config.transformer());
+    for (const std::string& target : options.lora_targets) {
+      if (std::find(roles.begin(), roles.end(), target) == roles.end()) {
+        std::string known;
+        for (const auto& role : roles) known += (known.empty() ? "" : ", ") + role;
+        throw InputError("--lora-targets: '" + target + "' names no projection of " + config.name + " (its projections: " +
+                         known + ")");
+      }
+    }
+  }
   if (options.base_weights) lora.base_weights = model::parse_weight_format(*options.base_weights, "--base-weights");
   return model::with_lora(config, lora);
 }
@@ -70,10 +89,19 @@ model::NetworkConfig load_network(const std::string& network, std::optional<int>
       throw InputError(std::string(options.inputs.empty() ? "--loss" : "--input") + " applies to a TorchScript archive; " +
                        network + " is a network config");
     }
-    return with_lora_options(model::load_network_config(network, seq_len), options);
+    model::NetworkConfig config = with_lora_options(model::load_network_config(network, seq_len), options);
+    if (!options.freeze.empty()) {
+      for (size_t i = 0; i < options.freeze.size(); ++i) model::check_layer_pattern(options.freeze[i], "--freeze");
+      config = model::with_freeze(config, options.freeze);
+    }
+    model::check_frozen_layers(config, options.freeze.empty() ? config.name + ": freeze" : "--freeze");
+    return config;
   }
   if (seq_len) throw InputError("--seq-len: " + network + " is a TorchScript archive: its inputs' shapes are given by --input");
   if (options.lora_rank > 0) throw InputError("--lora: " + network + " is a TorchScript archive: LoRA adapts papaya's transformers");
+  if (!options.freeze.empty()) {
+    throw InputError("--freeze: " + network + " is a TorchScript archive: its frozen weights are those saved without requires_grad");
+  }
   std::optional<ts::LossKind> loss;
   if (!options.loss.empty()) loss = ts::parse_loss_kind(options.loss, "--loss");
   return ts::archive_config(network, options.inputs, "--input", loss);

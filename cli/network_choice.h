@@ -22,16 +22,19 @@ struct NetworkOptions {
   std::optional<double> lora_alpha, lora_dropout;
   std::vector<std::string> lora_targets;
   std::optional<std::string> base_weights;  // --base-weights
+  std::vector<std::string> freeze;          // --freeze
 };
 
 // --input (repeatable) and --loss.
 void add_archive_options(CLI::App* cmd, NetworkOptions& options);
-// --lora, --lora-alpha, --lora-dropout, --lora-targets, --base-weights.
-void add_lora_options(CLI::App* cmd, NetworkOptions& options);
+// --lora, --lora-alpha, --lora-dropout, --lora-targets, --base-weights, --freeze.
+void add_fine_tuning_options(CLI::App* cmd, NetworkOptions& options);
 
 // InputError naming the flag where one does not apply to what `network` is
-// (--seq-len or --lora to an archive, --input or --loss to a config, a LoRA
-// flag without --lora for a config without "lora"), and as model::load_network_config,
+// (--seq-len, --lora or --freeze to an archive, --input or --loss to a
+// config, a LoRA flag without --lora for a config without "lora", a
+// --freeze pattern that matches no layer or leaves nothing to train), and as
+// model::load_network_config,
 // model::with_lora or executor::torchscript::archive_config.
 model::NetworkConfig load_network(const std::string& network, std::optional<int> seq_len, const NetworkOptions& options);
 

@@ -182,7 +182,7 @@ void register_profile(CLI::App& app) {
   profiler::ProfileOptions& o = args->options;
   add_network_options(cmd, args->network, args->seq_len);
   add_archive_options(cmd, args->network_options);
-  add_lora_options(cmd, args->network_options);
+  add_fine_tuning_options(cmd, args->network_options);
   std::string defaults;
   for (int b : o.batches) defaults += (defaults.empty() ? "" : ",") + std::to_string(b);
   cmd->add_option("--batch,-b", args->batches,

@@ -251,7 +251,7 @@ void register_train(CLI::App& app) {
       app.add_subcommand("train", "Train a network (synthetic data, or a data file) and report samples/s, peak memory and loss.");
   add_network_options(cmd, args->run.network, args->run.seq_len);
   add_archive_options(cmd, args->run.network_options);
-  add_lora_options(cmd, args->run.network_options);
+  add_fine_tuning_options(cmd, args->run.network_options);
   auto* batch = cmd->add_option("--batch,-b", args->run.batch, "Samples per step (with --plan auto: default, the planned batch)")
                     ->capture_default_str()
                     ->check(CLI::PositiveNumber);

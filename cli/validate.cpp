@@ -318,7 +318,7 @@ void register_validate(CLI::App& app) {
       "and compare (R², median and largest error of peak memory and samples/s).");
   add_network_options(cmd, args->run.network, args->run.seq_len);
   add_archive_options(cmd, args->run.network_options);
-  add_lora_options(cmd, args->run.network_options);
+  add_fine_tuning_options(cmd, args->run.network_options);
   cmd->add_option("--batches,-b", args->batches, "Batch sizes to predict and train at, comma-separated")
       ->delimiter(',')
       ->capture_default_str()

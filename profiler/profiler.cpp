@@ -13,6 +13,7 @@
 #include "executor/plan_apply.h"
 #include "executor/session.h"
 #include "model/error.h"
+#include "model/catalog/layer_parameters.h"
 #include "model/catalog/network_config.h"
 #include "model/catalog/parameter_count.h"
 #include "model/fit/plan_step_calibration.h"
@@ -166,6 +167,7 @@ model::Profile profile_network(const ProfileOptions& options) {
   session_options.seed = options.seed;
   const model::NetworkConfig& whole = options.network;
   const int blocks = blocks_to_profile(whole, options);
+  if (blocks > 0) model::check_blocks_frozen_alike(whole, blocks, whole.name + ": " + std::to_string(blocks) + " blocks profiled");
   executor::Session session(*executor::source_for(blocks > 0 ? model::with_blocks(whole, blocks) : whole), session_options);
   const torch::Device& device = session.device;
   executor::Network& network = *session.network;

@@ -34,12 +34,4 @@ class Projection {
   std::shared_ptr<Linear> a_, b_;  // b_ scales its output by alpha / rank
 };
 
-// Freezes every parameter of `network` but its LoRA adapters' (each frozen
-// Linear then saves nothing), and marks which layers a backward runs
-// through (Layer::differentiated) and which of their inputs need a gradient
-// (Layer::set_input_gradients: the first block's attention scores keep no q
-// where k comes from a frozen projection), from one forward with autograd
-// at the network's smallest batch.
-void freeze_all_but_adapters(Network& network);
-
 }  // namespace papaya::executor

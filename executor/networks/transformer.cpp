@@ -245,9 +245,7 @@ class Transformer : public Network {
 }  // namespace
 
 std::shared_ptr<Network> build_transformer(const model::NetworkConfig& config) {
-  auto network = std::make_shared<Transformer>(config);
-  if (config.transformer().lora) freeze_all_but_adapters(*network);
-  return network;
+  return std::make_shared<Transformer>(config);
 }
 
 }  // namespace papaya::executor

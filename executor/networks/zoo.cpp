@@ -1,8 +1,11 @@
 #include "executor/networks/zoo.h"
 
+#include "executor/networks/fine_tuning.h"
+
 namespace papaya::executor {
 
-std::shared_ptr<Network> build_network(const model::NetworkConfig& config) {
+namespace {
+std::shared_ptr<Network> build_body(const model::NetworkConfig& config) {
   switch (config.family) {
     case model::Family::gpt:
     case model::Family::bert:
@@ -12,6 +15,13 @@ std::shared_ptr<Network> build_network(const model::NetworkConfig& config) {
     case model::Family::torchscript: break;  // not the zoo's: executor/torchscript/imported_network.h
   }
   TORCH_CHECK(false, "unknown network family");
+}
+}  // namespace
+
+std::shared_ptr<Network> build_network(const model::NetworkConfig& config) {
+  std::shared_ptr<Network> network = build_body(config);
+  freeze_for_fine_tuning(*network);
+  return network;
 }
 
 }  // namespace papaya::executor

@@ -7,6 +7,7 @@
 
 namespace papaya::executor {
 
+// With what its config fine-tunes without frozen (fine_tuning.h).
 std::shared_ptr<Network> build_network(const model::NetworkConfig& config);
 
 std::shared_ptr<Network> build_transformer(const model::NetworkConfig& config);  // gpt, bert, vit

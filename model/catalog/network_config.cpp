@@ -8,6 +8,7 @@
 #include "model/error.h"
 #include "model/catalog/hf_config.h"
 #include "model/catalog/input_spec.h"
+#include "model/catalog/layer_pattern.h"
 #include "model/json_file.h"
 
 namespace papaya::model {
@@ -289,6 +290,10 @@ NetworkConfig parse_network_config(const json& doc, const std::string& label) {
   }
   config.name = doc.at("name");
   config.description = doc.value("description", "");
+  if (doc.contains("freeze")) {
+    config.freeze = doc.at("freeze").get<std::vector<std::string>>();
+    for (size_t i = 0; i < config.freeze.size(); ++i) check_layer_pattern(config.freeze[i], label + ": /freeze/" + std::to_string(i));
+  }
   return config;
 }
 
@@ -338,6 +343,16 @@ NetworkConfig with_lora(const NetworkConfig& config, const LoraConfig& lora) {
   json doc = config.document;
   doc["lora"] = {{"rank", lora.rank}, {"alpha", lora.alpha}, {"dropout", lora.dropout}, {"base_weights", to_string(lora.base_weights)}};
   if (!lora.targets.empty()) doc["lora"]["targets"] = lora.targets;
+  return reparsed(config, doc, origin(config));
+}
+
+NetworkConfig with_freeze(const NetworkConfig& config, const std::vector<std::string>& patterns) {
+  if (config.family == Family::torchscript) {
+    throw InputError(origin(config) + ": freezing layers by name applies to papaya's networks; a TorchScript archive's "
+                     "frozen weights are those without requires_grad");
+  }
+  json doc = config.document;
+  doc["freeze"] = patterns;
   return reparsed(config, doc, origin(config));
 }
 

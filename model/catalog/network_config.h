@@ -104,6 +104,9 @@ struct NetworkConfig {
   nlohmann::json document;
   Family family = Family::mlp;
   std::variant<TransformerConfig, ResNetConfig, MlpConfig, TorchScriptConfig> body;
+  // Fine-tuned with the layers these patterns match frozen
+  // (model/catalog/layer_pattern.h); empty: as the body says.
+  std::vector<std::string> freeze;
 
   const TransformerConfig& transformer() const { return std::get<TransformerConfig>(body); }
   const ResNetConfig& resnet() const { return std::get<ResNetConfig>(body); }
@@ -137,6 +140,11 @@ NetworkConfig at_seq_len(const NetworkConfig& config, int seq_len);
 // --lora for another family, and the target where a role names no
 // projection of this network.
 NetworkConfig with_lora(const NetworkConfig& config, const LoraConfig& lora);
+
+// `config` with the layers `patterns` match frozen (checked against its
+// layers by model::check_frozen_layers). Throws InputError for a TorchScript
+// network and as parse_network_config for a malformed pattern.
+NetworkConfig with_freeze(const NetworkConfig& config, const std::vector<std::string>& patterns);
 
 // `config` (a transformer) with its first `blocks` blocks only: what
 // `papaya profile --profile-blocks` measures. Throws InputError naming

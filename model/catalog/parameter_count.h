@@ -8,9 +8,9 @@
 namespace papaya::model {
 
 int64_t parameter_count(const NetworkConfig& config);
-// The parameters training updates: the LoRA adapters' where the config
-// fine-tunes with LoRA (rank x (in + out) per targeted projection and
-// block, as PEFT counts them), else all of them.
+// The parameters training updates: all of them but a LoRA base's (rank x
+// (in + out) per targeted projection and block, as PEFT counts them) and
+// those of the layers the config's "freeze" patterns match.
 int64_t trainable_parameter_count(const NetworkConfig& config);
 // Bytes of the static state training holds: fp32 weights (4 a parameter;
 // a LoRA base's projections as its base_weights stores them), and the

@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <set>
 
 #include "model/fit/block_scaling.h"
 #include "model/error.h"
 #include "model/median.h"
+#include "model/catalog/layer_parameters.h"
 #include "model/catalog/network_config.h"
 #include "model/catalog/parameter_count.h"
 #include "model/plan.h"
@@ -345,6 +347,14 @@ ProfileFit fit_profile(const Profile& p, const std::string& label) {
     const int blocks = whole.transformer().layers;
     const double ratio = static_state_bytes(whole) / static_state_bytes(with_blocks(whole, p.profiled_blocks));
     out.model = scale_blocks(out.model, blocks, out.model.static_bytes * ratio, label);
+    // The blocks past the profiled ones copy the last: each is frozen as the
+    // whole network's config says (--freeze may name blocks).
+    std::map<std::string, bool> trained;
+    for (const LayerParameters& l : layer_parameters(whole)) trained[l.path] = l.trained;
+    for (LayerFit& layer : out.model.layers) {
+      const auto it = trained.find(layer.path);
+      if (it != trained.end()) layer.frozen_bytes = it->second ? 0 : layer.parameter_bytes;
+    }
     out.quality.notes.push_back("profiled " + std::to_string(p.profiled_blocks) + " of the " + std::to_string(blocks) +
                                 " blocks; the model holds all " + std::to_string(blocks) +
                                 " (each past the profiled ones as the last of them, weights, gradients and optimizer "

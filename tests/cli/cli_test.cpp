@@ -185,6 +185,21 @@ TEST(Cli, QloraTrainsAndItsFlagsAreChecked) {
   expect_input_error("train --network llama-tiny --lora 4 --base-weights nf5",
                      "--base-weights: 'nf5' is no weight format (fp32, bf16, int8, nf4)");
   expect_input_error("recommend --network resnet-tiny --lora 4 --base-weights nf4", "a resnet network has none");
+  expect_input_error("train --network llama-tiny --lora 4 --lora-targets qkv,fc1",
+                     "--lora-targets: 'fc1' names no projection of llama-tiny (its projections: qkv, o, gate, up, down)");
+}
+
+// --freeze: the layers named train not (the count printed beside the
+// total), and patterns that name nothing, everything, or no range are named.
+TEST(Cli, FreezeNamesTheLayersThatTrainNot) {
+  const Outcome run = run_papaya("train --network gpt-tiny --freeze 'tok_emb,pos_emb,blocks.[0-0].*' --batch 2 --steps 2 --json");
+  ASSERT_EQ(run.code, 0) << run.err;
+  const json out = json::parse(run.out);
+  EXPECT_GT(out.at("trainable_parameters").get<double>(), 0);
+  EXPECT_LT(out.at("trainable_parameters").get<double>(), out.at("parameters").get<double>() / 2);
+  expect_input_error("train --network gpt-tiny --freeze 'embed*'", "--freeze: 'embed*' matches no layer with weights of gpt-tiny");
+  expect_input_error("train --network mlp-tiny --freeze '*'", "--freeze: freezes every layer with weights of mlp-tiny: nothing would train");
+  expect_input_error("recommend --network gpt-tiny --freeze 'blocks.[1-0].*'", "--freeze: 'blocks.[1-0].*': a bracket is a range");
 }
 
 TEST(Cli, BadConfigFilesNameTheProblem) {

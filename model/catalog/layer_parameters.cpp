@@ -1,0 +1,170 @@
+#include "model/catalog/layer_parameters.h"
+
+#include <algorithm>
+#include <map>
+
+#include "model/catalog/layer_pattern.h"
+#include "model/error.h"
+
+namespace papaya::model {
+namespace {
+
+struct Layers {
+  void add(const std::string& path, int64_t count) {
+    if (count > 0) out.push_back({path, count, true});
+  }
+  std::vector<LayerParameters> out;
+};
+
+int64_t norm_count(const TransformerConfig& t) { return t.norm == "rmsnorm" ? t.d_model : 2 * static_cast<int64_t>(t.d_model); }
+
+// A projection of `role` named `name` under `prefix`, and its LoRA adapter.
+void add_projection(Layers& layers, const TransformerConfig& t, const std::string& prefix, const std::string& name,
+                    const std::string& role, int64_t in, int64_t out, bool bias) {
+  layers.add(prefix + name, in * out + (bias ? out : 0));
+  const auto& lora = t.lora;
+  if (!lora || std::find(lora->targets.begin(), lora->targets.end(), role) == lora->targets.end()) return;
+  layers.add(prefix + name + "_lora_a", in * lora->rank);
+  layers.add(prefix + name + "_lora_b", static_cast<int64_t>(lora->rank) * out);
+}
+
+void add_transformer(Layers& layers, const NetworkConfig& config) {
+  const TransformerConfig& t = config.transformer();
+  const int64_t d = t.d_model, h = t.mlp_hidden(), kv = static_cast<int64_t>(t.kv_heads) * t.head_dim();
+  if (config.family == Family::vit) {
+    layers.add("patch_emb", t.channels * t.patch * t.patch * d + d);
+    layers.add("cls_token", d);
+  } else {
+    layers.add("tok_emb", t.vocab * d);
+  }
+  layers.add("type_emb", t.token_types * d);
+  layers.add("pos_emb", config.position_rows() * d);
+  if (config.family == Family::bert) layers.add("emb_norm", norm_count(t));
+  const bool post_norm = config.family == Family::bert;
+  for (int i = 0; i < t.layers; ++i) {
+    const std::string block = "blocks." + std::to_string(i) + ".";
+    if (!post_norm) layers.add(block + "ln1", norm_count(t));
+    if (t.fused_qkv) {
+      add_projection(layers, t, block + "attn.", "qkv", "qkv", d, d + 2 * kv, t.qkv_bias);
+    } else {
+      add_projection(layers, t, block + "attn.", "q", "q", d, d, t.qkv_bias);
+      add_projection(layers, t, block + "attn.", "k", "k", d, kv, t.qkv_bias);
+      add_projection(layers, t, block + "attn.", "v", "v", d, kv, t.qkv_bias);
+    }
+    add_projection(layers, t, block + "attn.", "proj", "o", d, d, t.proj_bias);
+    if (post_norm) layers.add(block + "ln1", norm_count(t));
+    if (!post_norm) layers.add(block + "ln2", norm_count(t));
+    const bool swiglu = t.activation == "swiglu";
+    add_projection(layers, t, block + "mlp.", "fc1", swiglu ? "gate" : "fc1", d, h, t.mlp_bias);
+    if (swiglu) add_projection(layers, t, block + "mlp.", "up", "up", d, h, t.mlp_bias);
+    add_projection(layers, t, block + "mlp.", "fc2", swiglu ? "down" : "fc2", h, d, t.mlp_bias);
+    if (post_norm) layers.add(block + "ln2", norm_count(t));
+  }
+  if (config.family != Family::bert) layers.add("ln_f", norm_count(t));
+  if (config.family == Family::gpt) {
+    if (!t.tied_head) layers.add("lm_head", t.vocab * d);
+    return;
+  }
+  if (t.pooler) layers.add("pooler", d * d + d);
+  layers.add("head", d * t.classes + t.classes);
+}
+
+void add_resnet(Layers& layers, const ResNetConfig& r) {
+  const auto conv = [](int64_t in, int64_t out, int64_t k) { return in * out * k * k; };
+  layers.add("conv1", conv(r.channels, r.width, 7));
+  layers.add("bn1", 2 * static_cast<int64_t>(r.width));
+  const bool bottleneck = r.block == "bottleneck";
+  int64_t in = r.width;
+  for (size_t stage = 0; stage < r.stages.size(); ++stage) {
+    const int64_t width = static_cast<int64_t>(r.width) << stage;
+    const int64_t out = bottleneck ? 4 * width : width;
+    for (int i = 0; i < r.stages[stage]; ++i) {
+      const std::string block = "layer" + std::to_string(stage + 1) + "." + std::to_string(i) + ".";
+      const bool downsample = (stage > 0 && i == 0) || in != out;
+      const std::vector<std::pair<int64_t, int64_t>> units =
+          bottleneck ? std::vector<std::pair<int64_t, int64_t>>{{in, width}, {width, width}, {width, out}}
+                     : std::vector<std::pair<int64_t, int64_t>>{{in, width}, {width, out}};
+      for (size_t u = 0; u < units.size(); ++u) {
+        const int64_t kernel = bottleneck && u != 1 ? 1 : 3;
+        layers.add(block + "conv" + std::to_string(u + 1), conv(units[u].first, units[u].second, kernel));
+        layers.add(block + "bn" + std::to_string(u + 1), 2 * units[u].second);
+      }
+      if (downsample) {
+        layers.add(block + "downsample.conv", conv(in, out, 1));
+        layers.add(block + "downsample.bn", 2 * out);
+      }
+      in = out;
+    }
+  }
+  layers.add("fc", in * r.classes + r.classes);
+}
+
+void add_mlp(Layers& layers, const MlpConfig& m) {
+  int64_t in = m.input;
+  for (size_t i = 0; i < m.hidden.size(); ++i) {
+    layers.add("blocks." + std::to_string(i) + ".fc", in * m.hidden[i] + m.hidden[i]);
+    in = m.hidden[i];
+  }
+  layers.add("head", in * m.classes + m.classes);
+}
+
+}  // namespace
+
+bool frozen_layer(const NetworkConfig& config, const std::string& path) {
+  const bool lora = std::holds_alternative<TransformerConfig>(config.body) && config.transformer().lora;
+  if (lora && path.find("_lora_") == std::string::npos) return true;
+  return std::any_of(config.freeze.begin(), config.freeze.end(),
+                     [&](const std::string& pattern) { return matches_layer_pattern(pattern, path); });
+}
+
+std::vector<LayerParameters> layer_parameters(const NetworkConfig& config) {
+  Layers layers;
+  switch (config.family) {
+    case Family::resnet: add_resnet(layers, config.resnet()); break;
+    case Family::mlp: add_mlp(layers, config.mlp()); break;
+    case Family::torchscript: return {};
+    default: add_transformer(layers, config); break;
+  }
+  for (LayerParameters& l : layers.out) l.trained = !frozen_layer(config, l.path);
+  return layers.out;
+}
+
+void check_frozen_layers(const NetworkConfig& config, const std::string& where) {
+  const std::vector<LayerParameters> layers = layer_parameters(config);
+  for (const std::string& pattern : config.freeze) {
+    const bool any = std::any_of(layers.begin(), layers.end(),
+                                 [&](const LayerParameters& l) { return matches_layer_pattern(pattern, l.path); });
+    if (!any) {
+      std::string names;
+      for (size_t i = 0; i < layers.size() && i < 6; ++i) names += (i ? ", " : "") + layers[i].path;
+      throw InputError(where + ": '" + pattern + "' matches no layer with weights of " + config.name + " (its layers: " + names +
+                       (layers.size() > 6 ? ", ...)" : ")"));
+    }
+  }
+  if (!config.freeze.empty() &&
+      std::none_of(layers.begin(), layers.end(), [](const LayerParameters& l) { return l.trained; })) {
+    throw InputError(where + ": freezes every layer with weights of " + config.name + ": nothing would train");
+  }
+}
+
+void check_blocks_frozen_alike(const NetworkConfig& config, int profiled, const std::string& where) {
+  const std::string last = "blocks." + std::to_string(profiled - 1) + ".";
+  std::map<std::string, bool> pattern;  // the last profiled block's, by the path within a block
+  const std::vector<LayerParameters> layers = layer_parameters(config);
+  for (const LayerParameters& l : layers) {
+    if (l.path.rfind(last, 0) == 0) pattern[l.path.substr(last.size())] = l.trained;
+  }
+  for (const LayerParameters& l : layers) {
+    if (l.path.rfind("blocks.", 0) != 0) continue;
+    const size_t dot = l.path.find('.', 7);
+    if (std::stoi(l.path.substr(7, dot - 7)) < profiled) continue;
+    const auto it = pattern.find(l.path.substr(dot + 1));
+    if (it != pattern.end() && it->second != l.trained) {
+      throw InputError(where + ": " + l.path + " is " + (l.trained ? "trained" : "frozen") + " where " + last +
+                       l.path.substr(dot + 1) + ", the last of the " + std::to_string(profiled) +
+                       " blocks profiled, is not: freeze the blocks past them alike, or profile them all");
+    }
+  }
+}
+
+}  // namespace papaya::model
