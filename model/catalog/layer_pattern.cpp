@@ -1,6 +1,7 @@
 #include "model/catalog/layer_pattern.h"
 
 #include <cctype>
+#include <vector>
 
 #include "model/error.h"
 
@@ -30,31 +31,29 @@ Range parse_range(const std::string& pattern, size_t open) {
   return r;
 }
 
-bool match(const std::string& pattern, size_t p, const std::string& path, size_t s) {
-  while (p < pattern.size()) {
-    const char c = pattern[p];
-    if (c == '*') {
-      for (size_t k = s; k <= path.size(); ++k) {
-        if (match(pattern, p + 1, path, k)) return true;
-      }
-      return false;
-    }
-    if (c == '[') {
-      const Range r = parse_range(pattern, p);
-      size_t k = s;
-      while (k < path.size() && std::isdigit(static_cast<unsigned char>(path[k]))) ++k;
-      if (k == s || k - s > 12) return false;
+// Whether pattern[p..] matches path[s..], each (p, s) decided once (`memo`:
+// 0 unknown, 1 no, 2 yes), so that stars cost |pattern| x |path| at most.
+bool match(const std::string& pattern, size_t p, const std::string& path, size_t s, std::vector<char>& memo) {
+  char& known = memo[p * (path.size() + 1) + s];
+  if (known != 0) return known == 2;
+  bool out = false;
+  if (p == pattern.size()) {
+    out = s == path.size();
+  } else if (pattern[p] == '*') {
+    out = match(pattern, p + 1, path, s, memo) || (s < path.size() && match(pattern, p, path, s + 1, memo));
+  } else if (pattern[p] == '[') {
+    const Range r = parse_range(pattern, p);
+    size_t k = s;
+    while (k < path.size() && std::isdigit(static_cast<unsigned char>(path[k]))) ++k;
+    if (k > s && k - s <= 12) {
       const long long value = std::stoll(path.substr(s, k - s));
-      if (value < r.low || value > r.high) return false;
-      p = r.end;
-      s = k;
-      continue;
+      out = value >= r.low && value <= r.high && match(pattern, r.end, path, k, memo);
     }
-    if (s >= path.size() || (c != '?' && c != path[s])) return false;
-    ++p;
-    ++s;
+  } else {
+    out = s < path.size() && (pattern[p] == '?' || pattern[p] == path[s]) && match(pattern, p + 1, path, s + 1, memo);
   }
-  return s == path.size();
+  known = out ? 2 : 1;
+  return out;
 }
 
 }  // namespace
@@ -72,6 +71,9 @@ void check_layer_pattern(const std::string& pattern, const std::string& where) {
   }
 }
 
-bool matches_layer_pattern(const std::string& pattern, const std::string& path) { return match(pattern, 0, path, 0); }
+bool matches_layer_pattern(const std::string& pattern, const std::string& path) {
+  std::vector<char> memo((pattern.size() + 1) * (path.size() + 1), 0);
+  return match(pattern, 0, path, 0, memo);
+}
 
 }  // namespace papaya::model

@@ -20,6 +20,11 @@ TEST(LayerPattern, MatchesGlobsAndNumberRanges) {
   EXPECT_FALSE(matches_layer_pattern("blocks.[0-11].*", "blocks.x.mlp.fc1"));
   EXPECT_TRUE(matches_layer_pattern("blocks.[2-3].attn.*", "blocks.2.attn.proj"));
   EXPECT_FALSE(matches_layer_pattern("blocks.[2-3].attn.*", "blocks.2.mlp.fc2"));
+  // Each star tries every split once: no backtracking blow-up.
+  std::string stars;
+  for (int i = 0; i < 30; ++i) stars += "*a";
+  EXPECT_FALSE(matches_layer_pattern(stars + "*b", std::string(200, 'a')));
+  EXPECT_TRUE(matches_layer_pattern(stars + "*", std::string(200, 'a')));
 }
 
 std::string error_of(const std::string& pattern) {
