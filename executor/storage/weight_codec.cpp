@@ -1,5 +1,8 @@
 #include "executor/storage/weight_codec.h"
 
+#include <ATen/Parallel.h>
+
+#include <algorithm>
 #include <array>
 #include <cfloat>
 
@@ -26,34 +29,76 @@ at::Tensor padded_rows(const at::Tensor& flat, int64_t width) {
   return out.view({rows, width});
 }
 
+// Blocks coded or loaded at a time: the temporaries of a step stay a few MB
+// whatever the weight's size (glibc keeps freed heap memory for reuse,
+// cli/host_malloc.h, so large temporaries of many sizes would pile up).
+constexpr int64_t kBlocksAtOnce = 1 << 14;
+
 void store_nf4(const at::Tensor& flat, StoredWeight& s) {
-  const at::Tensor blocks = padded_rows(flat, model::nf4_block);
-  const at::Tensor absmax = blocks.abs().amax(1);
+  const int64_t blocks = (flat.numel() + model::nf4_block - 1) / model::nf4_block;
   const at::Tensor level = levels(flat.device());
   const at::Tensor midpoints = (level.narrow(0, 1, 15) + level.narrow(0, 0, 15)) / 2;
-  const at::Tensor index = at::bucketize(blocks / absmax.clamp_min(FLT_MIN).unsqueeze(1), midpoints).view({-1, 2});
-  s.codes = (index.select(1, 0) * 16 + index.select(1, 1)).to(at::kByte);
+  s.codes = at::empty({blocks * model::nf4_block / 2}, flat.options().dtype(at::kByte));
+  at::Tensor absmax = at::empty({blocks}, flat.options());
+  for (int64_t first = 0; first < blocks; first += kBlocksAtOnce) {
+    const int64_t count = std::min(kBlocksAtOnce, blocks - first);
+    const int64_t from = first * model::nf4_block, values = std::min(count * model::nf4_block, flat.numel() - from);
+    const at::Tensor chunk = padded_rows(flat.narrow(0, from, values), model::nf4_block);
+    const at::Tensor chunk_absmax = chunk.abs().amax(1);
+    absmax.narrow(0, first, count).copy_(chunk_absmax);
+    const at::Tensor index =
+        at::bucketize(chunk / chunk_absmax.clamp_min(FLT_MIN).unsqueeze(1), midpoints).view({-1, 2});
+    s.codes.narrow(0, first * model::nf4_block / 2, count * model::nf4_block / 2)
+        .copy_(index.select(1, 0) * 16 + index.select(1, 1));
+  }
   // The absmaxes, less their mean, as int8 codes of a step per 256.
   s.scale_offset = absmax.mean().reshape({1});
   const at::Tensor centered = padded_rows(absmax - s.scale_offset, model::nf4_absmax_block);
   s.scale_scales = (centered.abs().amax(1) / 127).clamp_min(FLT_MIN);
-  s.scales = (centered / s.scale_scales.unsqueeze(1)).round().clamp(-127, 127).to(at::kChar).flatten().narrow(0, 0,
-                                                                                                         absmax.numel());
+  s.scales = (centered / s.scale_scales.unsqueeze(1)).round().clamp(-127, 127).to(at::kChar).flatten().narrow(0, 0, blocks);
   s.scales = s.scales.contiguous();
+}
+
+// On the CPU: each byte's two levels times its block's absmax, in one pass.
+void load_nf4_cpu(const at::Tensor& codes, const at::Tensor& absmax, at::Tensor& values) {
+  const uint8_t* in = codes.data_ptr<uint8_t>();
+  const float* scale = absmax.data_ptr<float>();
+  float* out = values.data_ptr<float>();
+  at::parallel_for(0, absmax.numel(), 256, [&](int64_t begin, int64_t end) {
+    for (int64_t b = begin; b < end; ++b) {
+      const float a = scale[b];
+      for (int64_t i = b * model::nf4_block / 2; i < (b + 1) * model::nf4_block / 2; ++i) {
+        out[2 * i] = kNf4Levels[in[i] >> 4] * a;
+        out[2 * i + 1] = kNf4Levels[in[i] & 15] * a;
+      }
+    }
+  });
 }
 
 at::Tensor load_nf4(const StoredWeight& s) {
   const int64_t blocks = s.scales.numel();
-  const at::Tensor absmax = s.scales.to(at::kFloat) *
-                                s.scale_scales.repeat_interleave(model::nf4_absmax_block).narrow(0, 0, blocks) +
-                            s.scale_offset;
+  const at::Tensor absmax = (s.scales.to(at::kFloat) *
+                                 s.scale_scales.repeat_interleave(model::nf4_absmax_block).narrow(0, 0, blocks) +
+                             s.scale_offset)
+                                .contiguous();
+  if (s.codes.device().is_cpu()) {
+    at::Tensor values = at::empty({blocks * model::nf4_block}, absmax.options());
+    load_nf4_cpu(s.codes.contiguous(), absmax, values);
+    return values.narrow(0, 0, s.numel());
+  }
   // Each byte's two levels at once: a 256 x 2 table indexed by the byte.
   const at::Tensor level = levels(s.codes.device());
   const at::Tensor byte = at::arange(256, at::TensorOptions().dtype(at::kLong).device(s.codes.device()));
   const at::Tensor pairs = at::stack({level.index_select(0, byte.div(16, "floor")), level.index_select(0, byte.remainder(16))}, 1);
-  at::Tensor values = pairs.index_select(0, s.codes.to(at::kInt)).view({blocks, model::nf4_block});
-  values.mul_(absmax.unsqueeze(1));
-  return values.view({-1}).narrow(0, 0, s.numel());
+  at::Tensor values = at::empty({blocks * model::nf4_block}, absmax.options());
+  for (int64_t first = 0; first < blocks; first += kBlocksAtOnce) {
+    const int64_t count = std::min(kBlocksAtOnce, blocks - first);
+    at::Tensor out = values.narrow(0, first * model::nf4_block, count * model::nf4_block);
+    at::Tensor pair_view = out.view({-1, 2});
+    at::index_select_out(pair_view, pairs, 0, s.codes.narrow(0, first * model::nf4_block / 2, count * model::nf4_block / 2).to(at::kLong));
+    out.view({count, model::nf4_block}).mul_(absmax.narrow(0, first, count).unsqueeze(1));
+  }
+  return values.narrow(0, 0, s.numel());
 }
 
 }  // namespace

@@ -71,6 +71,24 @@ TEST(WeightCodec, Nf4IsEachBlocksNearestLevelOfItsAbsmax) {
   }
 }
 
+// A weight of 17,188 blocks, coded and loaded 16,384 blocks at a time, is
+// each block's nearest level of its stored absmax all through.
+TEST(WeightCodec, Nf4CodesEveryPartOfALargeWeight) {
+  torch::manual_seed(5);
+  const torch::Tensor w = torch::randn({1100, 1000});
+  const StoredWeight s = store_weight(w, WeightFormat::nf4);
+  EXPECT_EQ(s.bytes(), model::stored_weight_bytes(1100, 1000, WeightFormat::nf4));
+  const int64_t blocks = 1100 * 1000 / 64 + 1;
+  const torch::Tensor padded = torch::cat({w.flatten(), torch::zeros({blocks * 64 - 1100 * 1000})}).view({blocks, 64});
+  const torch::Tensor absmax = padded.abs().amax(1, /*keepdim=*/true);
+  const torch::Tensor level = torch::tensor(std::vector<double>(kLevels.begin(), kLevels.end()), torch::kFloat);
+  const torch::Tensor nearest = level.index_select(0, (padded / absmax).unsqueeze(-1).sub(level).abs().argmin(-1).flatten());
+  const torch::Tensor groups = s.scale_scales.repeat_interleave(256).narrow(0, 0, blocks);
+  const torch::Tensor stored = (s.scales.to(torch::kFloat) * groups + s.scale_offset).unsqueeze(1);
+  const torch::Tensor expected = (nearest.view({blocks, 64}) * stored).flatten().narrow(0, 0, 1100 * 1000).view({1100, 1000});
+  EXPECT_LT((load_weight(s, torch::kFloat) - expected).abs().max().item<double>(), 1e-6 * absmax.max().item<double>());
+}
+
 // int8: a code a weight, the row's absmax / 127 a row; bf16: a rounding.
 TEST(WeightCodec, Int8RoundsEachRowToItsAbsmaxOver127AndBf16ToBf16) {
   torch::manual_seed(4);
