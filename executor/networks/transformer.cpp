@@ -11,6 +11,7 @@
 #include "executor/layers/rotary.h"
 #include "executor/networks/lora.h"
 #include "executor/networks/zoo.h"
+#include "model/error.h"
 
 namespace papaya::executor {
 namespace {
@@ -245,6 +246,12 @@ class Transformer : public Network {
 }  // namespace
 
 std::shared_ptr<Network> build_transformer(const model::NetworkConfig& config) {
+  const auto& c = config.transformer();
+  if (c.moe || c.qk_norm) {
+    throw InputError(config.name + ": " + (c.moe ? "mixture-of-experts blocks" : "q and k norms") +
+                     " are counted and priced from the config, not built by papaya's executor yet: it cannot train or "
+                     "profile " + config.name);
+  }
   return std::make_shared<Transformer>(config);
 }
 

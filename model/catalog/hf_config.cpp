@@ -162,6 +162,58 @@ json qwen2(const json& hf, json out, const std::string& label, std::optional<int
   return net;
 }
 
+// The routed experts of a HuggingFace MoE config: `experts_key` of them,
+// num_experts_per_tok a token, each of `hidden_key`'s width.
+json moe_of(const json& hf, const char* experts_key, int experts, int per_token, const char* hidden_key, int hidden,
+            bool normalize, double aux_loss, const std::string& label) {
+  const int n = field(hf, experts_key, experts, label), k = field(hf, "num_experts_per_tok", per_token, label);
+  if (k > n) {
+    throw InputError(label + ": /num_experts_per_tok: " + std::to_string(k) + " experts a token, of the " + std::to_string(n) +
+                     " there are (/" + experts_key + ")");
+  }
+  return {{"experts", n},
+          {"experts_per_token", k},
+          {"expert_hidden", field(hf, hidden_key, hidden, label)},
+          {"normalize_top_k", field(hf, "norm_topk_prob", normalize, label)},
+          {"aux_loss", field(hf, "router_aux_loss_coef", aux_loss, label)}};
+}
+
+// MixtralConfig: as Mistral's, 8 local experts of intermediate_size 14336,
+// 2 a token (renormalized), router_aux_loss_coef 0.001, sliding_window null.
+json mixtral(const json& hf, json out, const std::string& label, std::optional<int> seq_len) {
+  json net = llama_like(hf, std::move(out), label, seq_len, {32000, 4096, 14336, 32, 32, 8, 131072}, false);
+  if (hf.contains("sliding_window") && !hf.at("sliding_window").is_null()) require_within_window(hf, net, 4096, label);
+  net["moe"] = moe_of(hf, "num_local_experts", 8, 2, "intermediate_size", 14336, true, 0.001, label);
+  return net;
+}
+
+// Qwen2MoeConfig: as Qwen2's (2048 wide, 24 layers, 16 heads, 5632 dense
+// MLP, 8192 positions), 60 experts of moe_intermediate_size 1408, 4 a token
+// (not renormalized), a shared expert of 5632 with its sigmoid gate, every
+// decoder_sparse_step-th layer sparse but mlp_only_layers,
+// router_aux_loss_coef 0.001.
+json qwen2_moe(const json& hf, json out, const std::string& label, std::optional<int> seq_len) {
+  json net = llama_like(hf, std::move(out), label, seq_len, {151936, 2048, 5632, 24, 16, 16, 8192}, true);
+  if (field(hf, "use_sliding_window", false, label)) require_within_window(hf, net, 4096, label);
+  json moe = moe_of(hf, "num_experts", 60, 4, "moe_intermediate_size", 1408, false, 0.001, label);
+  moe["shared_hidden"] = field(hf, "shared_expert_intermediate_size", 5632, label);
+  moe["shared_gate"] = moe["shared_hidden"].get<int>() > 0;
+  moe["sparse_step"] = field(hf, "decoder_sparse_step", 1, label);
+  moe["dense_blocks"] = field(hf, "mlp_only_layers", std::vector<int>{}, label);
+  net["moe"] = moe;
+  return net;
+}
+
+// OlmoeConfig: 50304 tokens, 2048 wide, 16 layers and heads, 64 experts of
+// intermediate_size 1024, 8 a token (not renormalized), q and k
+// RMS-normalized, router_aux_loss_coef 0.01, 4096 positions.
+json olmoe(const json& hf, json out, const std::string& label, std::optional<int> seq_len) {
+  json net = llama_like(hf, std::move(out), label, seq_len, {50304, 2048, 1024, 16, 16, 0, 4096}, false);
+  net["qk_norm"] = true;
+  net["moe"] = moe_of(hf, "num_experts", 64, 8, "intermediate_size", 1024, false, 0.01, label);
+  return net;
+}
+
 // GPTNeoXConfig: vocab_size 50432, hidden_size 6144, 44 layers, 64 heads,
 // intermediate_size 24576, hidden_act gelu, rotary_pct 0.25,
 // rotary_emb_base 10000, max_position_embeddings 2048,
@@ -297,7 +349,9 @@ json vit(const json& hf, json out, const std::string& label, std::optional<int> 
 
 bool is_hf_config(const json& doc) { return doc.is_object() && doc.contains("model_type") && !doc.contains("family"); }
 
-const char* supported_hf_model_types() { return "gpt2, bert, roberta, vit, llama, mistral, qwen2, gpt_neox, opt"; }
+const char* supported_hf_model_types() {
+  return "gpt2, bert, roberta, vit, llama, mistral, mixtral, qwen2, qwen2_moe, olmoe, gpt_neox, opt";
+}
 
 json network_config_from_hf(const json& hf, const std::string& name, const std::string& label, std::optional<int> seq_len) {
   const auto type_field = hf.find("model_type");
@@ -310,7 +364,10 @@ json network_config_from_hf(const json& hf, const std::string& name, const std::
   if (type == "vit") return vit(hf, std::move(out), label, seq_len);
   if (type == "llama") return llama(hf, std::move(out), label, seq_len);
   if (type == "mistral") return mistral(hf, std::move(out), label, seq_len);
+  if (type == "mixtral") return mixtral(hf, std::move(out), label, seq_len);
   if (type == "qwen2") return qwen2(hf, std::move(out), label, seq_len);
+  if (type == "qwen2_moe") return qwen2_moe(hf, std::move(out), label, seq_len);
+  if (type == "olmoe") return olmoe(hf, std::move(out), label, seq_len);
   if (type == "gpt_neox") return gpt_neox(hf, std::move(out), label, seq_len);
   if (type == "opt") return opt(hf, std::move(out), label, seq_len);
   throw InputError(label + ": /model_type: '" + type +

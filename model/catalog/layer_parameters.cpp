@@ -28,6 +28,25 @@ void add_projection(Layers& layers, const TransformerConfig& t, const std::strin
   layers.add(prefix + name + "_lora_b", static_cast<int64_t>(lora->rank) * out);
 }
 
+// A mixture of experts: its router, each expert's SwiGLU (gate fc1, up,
+// down fc2, no biases), and the shared expert with its gate.
+void add_experts(Layers& layers, const TransformerConfig& t, const std::string& prefix) {
+  const MoeConfig& moe = *t.moe;
+  const int64_t d = t.d_model;
+  layers.add(prefix + "router", d * moe.experts);
+  for (int e = 0; e < moe.experts; ++e) {
+    const std::string expert = prefix + "experts." + std::to_string(e) + ".";
+    layers.add(expert + "fc1", d * moe.expert_hidden);
+    layers.add(expert + "up", d * moe.expert_hidden);
+    layers.add(expert + "fc2", d * moe.expert_hidden);
+  }
+  if (moe.shared_hidden == 0) return;
+  layers.add(prefix + "shared.fc1", d * moe.shared_hidden);
+  layers.add(prefix + "shared.up", d * moe.shared_hidden);
+  layers.add(prefix + "shared.fc2", d * moe.shared_hidden);
+  if (moe.shared_gate) layers.add(prefix + "shared_gate", d);
+}
+
 void add_transformer(Layers& layers, const NetworkConfig& config) {
   const TransformerConfig& t = config.transformer();
   const int64_t d = t.d_model, h = t.mlp_hidden(), kv = static_cast<int64_t>(t.kv_heads) * t.head_dim();
@@ -51,13 +70,21 @@ void add_transformer(Layers& layers, const NetworkConfig& config) {
       add_projection(layers, t, block + "attn.", "k", "k", d, kv, t.qkv_bias);
       add_projection(layers, t, block + "attn.", "v", "v", d, kv, t.qkv_bias);
     }
+    if (t.qk_norm) {
+      layers.add(block + "attn.q_norm", d);
+      layers.add(block + "attn.k_norm", kv);
+    }
     add_projection(layers, t, block + "attn.", "proj", "o", d, d, t.proj_bias);
     if (post_norm) layers.add(block + "ln1", norm_count(t));
     if (!post_norm) layers.add(block + "ln2", norm_count(t));
-    const bool swiglu = t.activation == "swiglu";
-    add_projection(layers, t, block + "mlp.", "fc1", swiglu ? "gate" : "fc1", d, h, t.mlp_bias);
-    if (swiglu) add_projection(layers, t, block + "mlp.", "up", "up", d, h, t.mlp_bias);
-    add_projection(layers, t, block + "mlp.", "fc2", swiglu ? "down" : "fc2", h, d, t.mlp_bias);
+    if (t.is_moe_block(i)) {
+      add_experts(layers, t, block + "moe.");
+    } else {
+      const bool swiglu = t.activation == "swiglu";
+      add_projection(layers, t, block + "mlp.", "fc1", swiglu ? "gate" : "fc1", d, h, t.mlp_bias);
+      if (swiglu) add_projection(layers, t, block + "mlp.", "up", "up", d, h, t.mlp_bias);
+      add_projection(layers, t, block + "mlp.", "fc2", swiglu ? "down" : "fc2", h, d, t.mlp_bias);
+    }
     if (post_norm) layers.add(block + "ln2", norm_count(t));
   }
   if (config.family != Family::bert) layers.add("ln_f", norm_count(t));

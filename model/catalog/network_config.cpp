@@ -22,6 +22,11 @@ int TransformerConfig::mlp_hidden() const {
 // As HuggingFace's GPT-NeoX: int(head_size · rotary_pct).
 int TransformerConfig::rotary_dims() const { return static_cast<int>(head_dim() * rotary_fraction); }
 
+bool TransformerConfig::is_moe_block(int i) const {
+  return moe && (i + 1) % moe->sparse_step == 0 &&
+         std::find(moe->dense_blocks.begin(), moe->dense_blocks.end(), i) == moe->dense_blocks.end();
+}
+
 int NetworkConfig::smallest_batch() const { return family == Family::torchscript ? 2 : 1; }
 
 int NetworkConfig::sequence_length() const {
@@ -119,6 +124,24 @@ void reject_foreign_keys(const json& doc, Family family, const std::string& labe
 // The roles a network's projections answer to: q, k, v or qkv; o; gate,
 // up, down (SwiGLU) or fc1, fc2.
 
+MoeConfig parse_moe(const json& doc, const TransformerConfig& t, const std::string& label) {
+  MoeConfig moe;
+  moe.experts = doc.at("experts");
+  moe.experts_per_token = doc.at("experts_per_token");
+  moe.expert_hidden = doc.at("expert_hidden");
+  moe.shared_hidden = doc.value("shared_hidden", 0);
+  moe.shared_gate = doc.value("shared_gate", false);
+  moe.sparse_step = doc.value("sparse_step", 1);
+  moe.dense_blocks = doc.value("dense_blocks", std::vector<int>{});
+  moe.normalize_top_k = doc.value("normalize_top_k", true);
+  moe.aux_loss = doc.value("aux_loss", moe.aux_loss);
+  require(moe.experts_per_token <= moe.experts, label, "/moe/experts_per_token",
+          std::to_string(moe.experts_per_token) + " experts a token, of the " + std::to_string(moe.experts) + " there are");
+  require(t.activation == "swiglu", label, "/moe", "experts are SwiGLU MLPs: \"activation\": \"swiglu\"");
+  require(!moe.shared_gate || moe.shared_hidden > 0, label, "/moe/shared_gate", "gates a shared expert: give shared_hidden");
+  return moe;
+}
+
 LoraConfig parse_lora(const json& doc, const TransformerConfig& t, const std::string& label) {
   LoraConfig lora;
   lora.rank = doc.at("rank");
@@ -191,6 +214,9 @@ TransformerConfig parse_transformer(const json& doc, Family family, const std::s
             std::to_string(t.max_positions) + " positions are fewer than seq_len " + std::to_string(t.seq_len));
     if (family == Family::bert) t.classes = doc.at("classes");
   }
+  if (doc.contains("moe")) t.moe = parse_moe(doc.at("moe"), t, label);
+  t.qk_norm = doc.value("qk_norm", false);
+  require(!(t.moe && doc.contains("lora")), label, "/lora", "LoRA of a mixture of experts' experts is not modelled yet");
   if (doc.contains("lora")) t.lora = parse_lora(doc.at("lora"), t, label);
   return t;
 }

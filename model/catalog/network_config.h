@@ -29,6 +29,26 @@ struct LoraConfig {
   double scale() const { return alpha / rank; }
 };
 
+// A mixture of experts in place of the MLP (Mixtral, Qwen2-MoE, OLMoE): a
+// router (d -> experts) sends each token to its `experts_per_token` best
+// experts, SwiGLU MLPs of width `expert_hidden`, whose outputs it weighs by
+// the router's softmax (over the chosen ones again where normalize_top_k);
+// beside them, a shared expert every token goes through (Qwen2-MoE: width
+// `shared_hidden`, scaled by a sigmoid gate d -> 1). Block i is one where
+// (i + 1) % sparse_step == 0 and i is not in dense_blocks; the others keep
+// the dense MLP. The router's load-balancing loss is weighted aux_loss.
+struct MoeConfig {
+  int experts = 0;
+  int experts_per_token = 0;
+  int expert_hidden = 0;
+  int shared_hidden = 0;  // 0: no shared expert
+  bool shared_gate = false;
+  int sparse_step = 1;
+  std::vector<int> dense_blocks;
+  bool normalize_top_k = true;
+  double aux_loss = 0.01;
+};
+
 struct TransformerConfig {
   int layers = 0;
   int d_model = 0;
@@ -58,12 +78,16 @@ struct TransformerConfig {
   bool pooler = false;                          // bert: dense + tanh on the first token before the classifier
   int image_size = 0, patch = 0, channels = 3;  // vit
   std::optional<LoraConfig> lora;               // fine-tuned with LoRA adapters, else trained whole
+  std::optional<MoeConfig> moe;                 // mixture-of-experts blocks
+  bool qk_norm = false;                         // q and k RMS-normalized after their projections (OLMoE)
 
   int mlp_hidden() const;
   int head_dim() const { return d_model / heads; }
   bool rotary() const { return positions == "rotary"; }
   // The leading dimensions of each head that rotary embeddings rotate.
   int rotary_dims() const;
+  // Whether block `i` is a mixture of experts.
+  bool is_moe_block(int i) const;
 };
 
 // The roles of a block's projections: q, k, v (or qkv), o, then gate, up,

@@ -202,6 +202,19 @@ TEST(Cli, FreezeNamesTheLayersThatTrainNot) {
   expect_input_error("recommend --network gpt-tiny --freeze 'blocks.[1-0].*'", "--freeze: 'blocks.[1-0].*': a bracket is a range");
 }
 
+// A mixture of experts is imported and counted, and what cannot run it yet
+// says so (exit 2), as does a config routing a token to more experts than
+// it has.
+TEST(Cli, MixturesOfExpertsAreCountedAndNotTrainedYet) {
+  const std::string mixtral = std::string(PAPAYA_SOURCE_DIR) + "/configs/hf/mixtral-8x7b.json";
+  const Outcome run = run_papaya("import-hf " + mixtral + " --json");
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_NE(run.out.find("46702792704"), std::string::npos) << run.out;
+  expect_input_error("train --network " + mixtral + " --seq-len 16 --steps 1",
+                     "mixtral-8x7b: mixture-of-experts blocks are counted and priced from the config, not built by papaya's "
+                     "executor yet");
+}
+
 TEST(Cli, BadConfigFilesNameTheProblem) {
   // One folder per process: other checkouts may run these tests at the same time.
   const auto dir = std::filesystem::temp_directory_path() / ("papaya-cli-test-" + std::to_string(::getpid()));

@@ -4,6 +4,8 @@
 // is refused naming the field.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "model/error.h"
 #include "model/catalog/hf_config.h"
 #include "model/json_file.h"
@@ -128,7 +130,7 @@ TEST(HfConfig, WhatPapayaCannotBuildIsRefusedNamingTheField) {
   EXPECT_NE(error_of({{"model_type", "opt"}, {"word_embed_proj_dim", 512}}).find("/word_embed_proj_dim"), std::string::npos);
   EXPECT_NE(error_of({{"model_type", "t5"}})
                 .find("config.json: /model_type: 't5' is not a supported model type (supported: gpt2, bert, roberta, vit, "
-                      "llama, mistral, qwen2, gpt_neox, opt)"),
+                      "llama, mistral, mixtral, qwen2, qwen2_moe, olmoe, gpt_neox, opt)"),
             std::string::npos);
   EXPECT_NE(error_of({{"model_type", "gpt2"}, {"activation_function", "tanh"}}).find("/activation_function: 'tanh'"),
             std::string::npos);
@@ -136,6 +138,42 @@ TEST(HfConfig, WhatPapayaCannotBuildIsRefusedNamingTheField) {
   EXPECT_NE(error_of({{"model_type", "gpt2"}, {"n_layer", "twelve"}}).find("/n_layer: \"twelve\""), std::string::npos);
   EXPECT_NE(error_of({{"model_type", "gpt2"}}, 4096).find("sequence length 4096 is past the 1024 positions"), std::string::npos);
   EXPECT_NE(error_of({{"model_type", 3}}).find("/model_type: expected a string"), std::string::npos);
+}
+
+// MixtralForCausalLM ("mistralai/Mixtral-8x7B-v0.1"): num_parameters()
+// 46,702,792,704. Qwen2MoeForCausalLM ("Qwen/Qwen1.5-MoE-A2.7B") and
+// OlmoeForCausalLM ("allenai/OLMoE-1B-7B-0924"), counted module by module as
+// HuggingFace builds them: 14.3 B and 6.9 B as their cards say (60 experts
+// of 1,408 and a gated shared expert of 5,632 a layer, q/k/v biases; 64
+// experts of 1,024 and q and k norms).
+TEST(HfConfig, MixturesOfExpertsCountHuggingFacesParameters) {
+  const NetworkConfig mixtral = shipped("mixtral-8x7b");
+  EXPECT_EQ(parameter_count(mixtral), 46702792704);
+  ASSERT_TRUE(mixtral.transformer().moe);
+  EXPECT_EQ(mixtral.transformer().moe->experts, 8);
+  EXPECT_EQ(mixtral.transformer().moe->experts_per_token, 2);
+  EXPECT_TRUE(mixtral.transformer().moe->normalize_top_k);
+  EXPECT_DOUBLE_EQ(mixtral.transformer().moe->aux_loss, 0.02);
+  const NetworkConfig qwen = shipped("qwen1.5-moe-a2.7b");
+  const int64_t qwen_layer = 3 * (2048 * 2048 + 2048) + 2048 * 2048 + 2 * 2048 + 2048 * 60 + 60 * 3 * 2048 * 1408 +
+                             3 * 2048 * 5632 + 2048;
+  EXPECT_EQ(parameter_count(qwen), 24 * qwen_layer + 2 * 151936 * 2048 + 2048);
+  EXPECT_EQ(parameter_count(qwen), 14315784192);
+  EXPECT_FALSE(qwen.transformer().moe->normalize_top_k);
+  const NetworkConfig olmoe = shipped("olmoe-1b-7b");
+  EXPECT_EQ(parameter_count(olmoe), 6919161856);
+  EXPECT_TRUE(olmoe.transformer().qk_norm);
+  // Only every second block sparse, and block 0 dense by name.
+  json sparse = json::parse(std::ifstream(config_dir() + "/hf/qwen1.5-moe-a2.7b.json"));
+  sparse["decoder_sparse_step"] = 2;
+  sparse["mlp_only_layers"] = {1};
+  const TransformerConfig t = parse_network_config(sparse, "qwen.json").transformer();
+  EXPECT_FALSE(t.is_moe_block(0));
+  EXPECT_FALSE(t.is_moe_block(1));
+  EXPECT_FALSE(t.is_moe_block(2));
+  EXPECT_TRUE(t.is_moe_block(3));
+  sparse["num_experts_per_tok"] = 61;
+  EXPECT_EQ(error_of(sparse), "config.json: /num_experts_per_tok: 61 experts a token, of the 60 there are (/num_experts)");
 }
 
 }  // namespace
