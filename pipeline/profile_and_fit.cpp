@@ -17,16 +17,25 @@ std::vector<int> default_profile_batches(const model::NetworkConfig& network) {
 
 namespace {
 
-constexpr double slow_step_flops = 1e12;
-constexpr double large_attention_bytes = 1 << 30;
 constexpr int longest_short_sequence = 64;
 
+// What is slow to profile on the device: a CPU takes seconds a TFLOP and
+// holds a few GiB; a GPU steps a PFLOP in seconds and holds tens of GiB.
+struct SlowStep {
+  double flops, attention_bytes;
+};
+SlowStep slow_step(const std::string& device) {
+  if (device.rfind("cuda", 0) == 0) return {1e15, 16.0 * (1 << 30)};
+  return {1e12, 1 << 30};
+}
+
 // The lengths to profile at (empty: the network's own); sets quick where
-// the network is slow to step. Slow: over a TFLOP a step, or attention's
-// token-by-token squares over a GiB (which grow past this machine's memory
-// long before the FLOPs are many).
+// the network is slow to step. Slow: over slow_step's FLOPs a step, or
+// attention's token-by-token squares over its bytes (which grow past the
+// device's memory long before the FLOPs are many).
 std::vector<int> short_lengths(ProfileAndFitRequest& request, Reporter& reporter) {
   const model::NetworkConfig& config = request.network;
+  const SlowStep slow = slow_step(request.device);
   const bool text = config.family == model::Family::gpt || config.family == model::Family::bert;
   const int tokens = config.sequence_length();
   const double batch = request.batches.back(), square = static_cast<double>(tokens) * tokens;
@@ -34,7 +43,7 @@ std::vector<int> short_lengths(ProfileAndFitRequest& request, Reporter& reporter
   const double step_flops = 6.0 * static_cast<double>(model::parameter_count(config)) * tokens * batch;
   // Scores, probabilities and what dropout or the context keeps of them, fp32.
   const double attention_bytes = text ? 3.0 * 4 * square * config.transformer().heads * config.transformer().layers * batch : 0;
-  if (step_flops <= slow_step_flops && attention_bytes <= large_attention_bytes) return {};
+  if (step_flops <= slow.flops && attention_bytes <= slow.attention_bytes) return {};
   request.quick = true;
   if (!text || tokens <= longest_short_sequence) return {};
   reporter.notice("a step of " + config.name + " at " + std::to_string(tokens) + " tokens and batch " +

@@ -8,12 +8,17 @@
 #
 # On the GPU machine, in the project root, with the Debian packages it lacks
 # carried in .deps (scripts/gpu/pack-deps.sh .deps):
-#   scripts/gpu/check.sh OUT_DIR
+#   scripts/gpu/check.sh OUT_DIR [CHECKS]
+# CHECKS picks the `validate` runs, comma-separated: zoo (gpt2-small),
+# archives (torchvision's models scripted), fine-tuning (LoRA and QLoRA);
+# all by default. The GPU tests and the main job always run.
 # Every log, JSON answer and the build's errors land in OUT_DIR; a summary is
 # printed. Each step has its own time limit, so one that hangs costs only its
 # share; a step that fails does not stop the next.
 set -uo pipefail
-out=${1:?usage: scripts/gpu/check.sh OUT_DIR}
+out=${1:?usage: scripts/gpu/check.sh OUT_DIR [zoo,archives,fine-tuning]}
+checks=",${2:-zoo,archives,fine-tuning},"
+wanted() { [[ $checks == *",$1,"* ]]; }
 build=${PAPAYA_GPU_BUILD:-build-gpu}
 mkdir -p "$out"
 started=$(date +%s)
@@ -59,11 +64,22 @@ if [ -x "$papaya" ]; then
   step recommend 90 "$papaya" recommend --device cuda
   tail -25 "$out/recommend.log"
   # The fused inverted backward against keep (it ran as ATen passes before).
-  step validate-gpt2-small 150 "$papaya" validate --network gpt2-small --seq-len 256 --device cuda \
+  wanted zoo && step validate-gpt2-small 150 "$papaya" validate --network gpt2-small --seq-len 256 --device cuda \
     --profile-batches 1,2,4 --batches 8,32 --plans keep,invert,quantize-4 --steps 6 --json
+  # Fine-tuning: the frozen base stored in nf4 and loaded for each matmul on
+  # the GPU, LoRA on all seven projections, under keep, recompute and quantize.
+  if wanted fine-tuning; then
+    step validate-llama-tiny-qlora 120 "$papaya" validate --network llama-tiny-lora --base-weights nf4 --device cuda \
+      --profile-batches 2,4,8 --batches 16,64 --plans keep,recompute-all,quantize-4 --steps 6 --json
+    step validate-qwen2-qlora 240 "$papaya" validate --network configs/hf/qwen2-0.5b.json --seq-len 512 \
+      --lora 16 --lora-targets q,k,v,o,gate,up,down --base-weights nf4 --device cuda \
+      --profile-batches 1,2,4 --batches 8,16 --plans keep,recompute-all,quantize-4 --steps 4 --json
+  fi
   # A user's network: torchvision's models scripted here (python3-torchvision
   # is on that machine), profiled and trained through the archive.
-  if timeout 120 python3 bench/torchscript_models.py save "$out/models" > "$out/models.log" 2>&1; then
+  if ! wanted archives; then
+    :
+  elif timeout 120 python3 bench/torchscript_models.py save "$out/models" > "$out/models.log" 2>&1; then
     step validate-resnet18-archive 150 "$papaya" validate --network "$out/models/resnet18.pt" --device cuda \
       --profile-batches 4,8,16 --batches 32,128 --plans keep,recompute-all,quantize-4,swap --steps 6 --json
     step validate-vit-archive 150 "$papaya" validate --network "$out/models/vit_tiny.pt" --device cuda \
