@@ -106,6 +106,9 @@ class Layer : public torch::nn::Module {
   // A frozen weight it stores other than as a parameter (a QLoRA base's
   // nf4 codes), nullptr if none.
   virtual const StoredWeight* stored_weight() const { return nullptr; }
+  // Parameters it computes with that another layer owns and registers (a
+  // tied LM head's embedding weight): its backward makes their gradient too.
+  virtual std::vector<torch::Tensor> shared_parameters() const { return {}; }
   // Which of its inputs need a gradient in training (a fine-tuned network
   // finds it by a forward with autograd). A product of two inputs drops the
   // slot of each whose partner needs none: autograd keeps an operand only for

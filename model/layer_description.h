@@ -45,6 +45,9 @@ struct LayerDescription {
   // frozen weights): they have no gradients nor optimizer state.
   int64_t frozen_bytes = 0;
   int64_t trainable_bytes() const { return parameter_bytes - frozen_bytes; }
+  // Trained weights it computes with that another layer owns (a tied LM
+  // head's, the token embedding's): its backward makes their gradient too.
+  int64_t shared_trainable_bytes = 0;
   // The compute-dtype (bf16) copies of parameters that its keep path holds
   // from forward to backward; a MOM path casts again in backward instead
   // (executor Layer::parameter_copy_bytes). 0 in fp32.

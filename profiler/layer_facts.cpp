@@ -96,6 +96,9 @@ std::vector<model::LayerProfile> describe_layers(executor::Network& network, con
       p.parameter_bytes += static_cast<int64_t>(nbytes(parameter));
       if (!parameter.requires_grad()) p.frozen_bytes += static_cast<int64_t>(nbytes(parameter));
     }
+    for (const auto& parameter : layer.shared_parameters()) {
+      if (parameter.requires_grad()) p.shared_trainable_bytes += static_cast<int64_t>(nbytes(parameter));
+    }
     if (const executor::StoredWeight* stored = layer.stored_weight()) {
       p.parameter_bytes += stored->bytes();
       p.frozen_bytes += stored->bytes();

@@ -54,9 +54,10 @@ struct CrossEntropyFunction : Function<CrossEntropyFunction> {
 };
 
 // The LM head's gradients with the log-probabilities recomputed chunk by
-// chunk: {d x rows, d weight (accumulated and returned in fp32)}.
+// chunk: {d x rows, d weight (accumulated and returned in fp32; undefined
+// for a frozen weight, which then takes no vocabulary-sized buffer)}.
 variable_list recomputed_gradients(const at::Tensor& grad, const at::Tensor& rows, const at::Tensor& weight,
-                                   const at::Tensor& targets) {
+                                   const at::Tensor& targets, bool weight_trained) {
   at::Tensor grad_rows, grad_weight;
   const int64_t n = rows.size(0), step = model::lm_head_chunk_rows(weight.size(0));
   const at::Tensor per_token = grad.to(at::kFloat).div(n).neg();  // d loss / d logprob of each target
@@ -72,10 +73,10 @@ variable_list recomputed_gradients(const at::Tensor& grad, const at::Tensor& row
     g.reset();
     if (!grad_rows.defined()) {
       grad_rows = at::empty_like(rows);
-      grad_weight = at::zeros(weight.sizes(), weight.options().dtype(at::kFloat));
+      if (weight_trained) grad_weight = at::zeros(weight.sizes(), weight.options().dtype(at::kFloat));
     }
     grad_rows.narrow(0, start, count).copy_(logits.to(rows.scalar_type()).mm(weight));
-    grad_weight.addmm_(logits.t(), x.to(at::kFloat));  // in place: no vocabulary-sized temporary
+    if (weight_trained) grad_weight.addmm_(logits.t(), x.to(at::kFloat));  // in place: no vocabulary-sized temporary
   }
   return {grad_rows, grad_weight};
 }
@@ -109,14 +110,15 @@ struct LMHeadFunction : Function<LMHeadFunction> {
     const auto kept = ctx->get_saved_variables();
     const at::Tensor &weight = kept[0], &targets = kept[1];
     const at::Tensor w = computed_as(weight, saved.tensors[0]);
+    const bool weight_trained = ctx->needs_input_grad(1);  // of x, weight, target
     const auto gradients = [&](const std::vector<at::Tensor>& s) -> variable_list {
       const at::Tensor rows = s[0].reshape({-1, s[0].size(-1)});
       if (s.size() == 1) {
-        const variable_list g = recomputed_gradients(grad[0], rows, w, targets);
+        const variable_list g = recomputed_gradients(grad[0], rows, w, targets, weight_trained);
         return {g[0].view_as(s[0]), gradient_for(weight, g[1])};
       }
       const at::Tensor g = logits_grad(grad[0], s[1].flatten(0, 1), targets, kept[2], rows.scalar_type());
-      return {g.mm(w).view_as(s[0]), gradient_for(weight, g.t().mm(rows))};
+      return {g.mm(w).view_as(s[0]), weight_trained ? gradient_for(weight, g.t().mm(rows)) : at::Tensor()};
     };
     const variable_list out = gradients(saved.tensors);
     saved.estimate_sensitivity(gradients, out);
@@ -152,6 +154,11 @@ LMHead::LMHead(torch::Tensor tied_weight)
 LMHead::LMHead(int64_t vocab, int64_t dim)
     : Layer(LayerKind::lm_head, {{"input", SlotKind::activation}, {"logprobs", SlotKind::activation}}) {
   weight = register_parameter("weight", torch::randn({vocab, dim}) * 0.02);
+}
+
+std::vector<torch::Tensor> LMHead::shared_parameters() const {
+  if (parameters(/*recurse=*/false).empty()) return {weight};  // tied
+  return {};
 }
 
 torch::Tensor LMHead::forward(torch::Tensor x, torch::Tensor target) {

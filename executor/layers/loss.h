@@ -23,6 +23,7 @@ class LMHead : public Layer {
   LMHead(int64_t vocab, int64_t dim);  // untied
   torch::Tensor forward(torch::Tensor x, torch::Tensor target);
   torch::Tensor run(const std::vector<torch::Tensor>& in, const Batch& batch) override { return forward(in.at(0), batch.target); }
+  std::vector<torch::Tensor> shared_parameters() const override;
   torch::Tensor weight;  // tied: not registered, owned by the embedding
 };
 

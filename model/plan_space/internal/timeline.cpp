@@ -95,7 +95,17 @@ void add_lm_head_chunks(const AtBatch& at, Changes& out) {
   const int f = ix.layer(ix.lm_head.layer).forward_at, b = ix.layer(ix.lm_head.layer).backward_at;
   const double chunk_logprobs = at.slot(ix.lm_head.logprobs_slot).bytes * at.lm_head_chunk_batch / batch;
   out.push_back({f, f, forward_slope * fewer});
-  out.push_back({b, b, backward_slope * fewer + at.target().allocated(chunk_logprobs)});
+  // Keep's backward starts before the head's own window: the loss's
+  // gradient of all the logprobs at once (autograd's first node); the
+  // chunked backward makes a chunk's at a time, inside the window.
+  if (b > 0 && ix.points[static_cast<size_t>(b - 1)].phase == Phase::backward_gap &&
+      ix.points[static_cast<size_t>(b - 1)].layer == ix.lm_head.layer) {
+    out.push_back({b - 1, b - 1, std::max(0.0, head.backward_gap_peak.per_sample - head.backward_start.per_sample) * fewer});
+  }
+  // The chunked backward sums the trained weight's fp32 gradient in place
+  // from its first chunk on; keep's makes it after its peak.
+  const double weight_gradient = static_cast<double>(head.trainable_bytes() + head.shared_trainable_bytes);
+  out.push_back({b, b, backward_slope * fewer + at.target().allocated(chunk_logprobs) + at.target().allocated(weight_gradient)});
 }
 
 std::vector<double> bytes_at(const AtBatch& at, const Held& h) {
