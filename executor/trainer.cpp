@@ -60,6 +60,7 @@ TrainReport train(Network& network, torch::optim::Optimizer& optimizer, DataSour
     } else {
       loss = network.loss(batch);
     }
+    network.set_loss_scale(loss_scale.value());  // before backward, which reads it
     if (measured) {
       synchronize(device);
       report.forward_end_bytes = std::max(report.forward_end_bytes, memory.current());

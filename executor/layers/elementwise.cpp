@@ -80,14 +80,18 @@ struct DropoutFunction : Function<DropoutFunction> {
 struct MulFunction : Function<MulFunction> {
   static at::Tensor forward(AutogradContext* ctx, const Mul* layer, const at::Tensor& a, const at::Tensor& b) {
     stash(ctx, {store_operand(*layer, "a", a), store_operand(*layer, "b", b)});
+    ctx->saved_data["a_shape"] = a.sizes().vec();  // a broadcast operand's gradient is summed back to its shape
+    ctx->saved_data["b_shape"] = b.sizes().vec();
     return a * b;
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
     const Unstashed saved = unstash(ctx);
     const at::Tensor& g = grad[0];
+    const std::vector<int64_t> a_shape = ctx->saved_data["a_shape"].toIntVector(), b_shape = ctx->saved_data["b_shape"].toIntVector();
     const auto gradients = [&](const std::vector<at::Tensor>& s) -> variable_list {
-      return {s[1].defined() ? g * s[1] : at::Tensor(), s[0].defined() ? g * s[0] : at::Tensor()};
+      return {s[1].defined() ? (g * s[1]).sum_to_size(a_shape) : at::Tensor(),
+              s[0].defined() ? (g * s[0]).sum_to_size(b_shape) : at::Tensor()};
     };
     const variable_list out = gradients(saved.tensors);
     saved.estimate_sensitivity(gradients, out);

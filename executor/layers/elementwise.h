@@ -33,7 +33,8 @@ class Dropout : public Layer {
   double p;
 };
 
-// a * b (the gate of SwiGLU); saves both.
+// a * b (the gate of SwiGLU; an expert's output times its routing weight,
+// which broadcasts); saves both.
 class Mul : public Layer {
  public:
   Mul();

@@ -48,6 +48,12 @@ class Network : public torch::nn::Module {
   std::vector<torch::Tensor> trainable_parameters() const;
   int64_t trainable_parameter_count() const;
 
+  // What the step's loss is multiplied by before backward (a fp16 loss
+  // scale; 1 otherwise): a loss whose gradient a layer adds in backward
+  // alone, the experts' balancing loss, is multiplied alike.
+  double loss_scale() const { return loss_scale_; }
+  void set_loss_scale(double scale) { loss_scale_ = scale; }
+
  protected:
   // Names every layer and segment by its module path; the derived
   // constructor calls it last, after registering modules in forward order.
@@ -63,6 +69,7 @@ class Network : public torch::nn::Module {
   std::vector<Segment*> segments_;
   Precision precision_;
   torch::ScalarType compute_dtype_ = torch::kFloat;
+  double loss_scale_ = 1;
 };
 
 }  // namespace papaya::executor

@@ -9,7 +9,9 @@
 #include "executor/layers/loss.h"
 #include "executor/layers/norm.h"
 #include "executor/layers/rotary.h"
+#include "executor/networks/feed_forward.h"
 #include "executor/networks/lora.h"
+#include "executor/networks/moe.h"
 #include "executor/networks/zoo.h"
 #include "model/error.h"
 
@@ -102,68 +104,57 @@ class Attention : public torch::nn::Module {
   int64_t heads_, kv_heads_, head_dim_;
 };
 
-// fc1 -> act -> fc2, or for SwiGLU fc2(silu(fc1 x) * up x).
-class Mlp : public torch::nn::Module {
- public:
-  explicit Mlp(const TransformerConfig& c) {
-    const int64_t hidden = c.mlp_hidden();
-    const bool swiglu = c.activation == "swiglu";
-    fc1 = Projection(*this, "fc1", c.d_model, hidden, c.mlp_bias, c, swiglu ? "gate" : "fc1");
-    act = register_module("act", std::make_shared<Activation>(swiglu ? "silu" : c.activation));
-    if (swiglu) {
-      up = Projection(*this, "up", c.d_model, hidden, c.mlp_bias, c, "up");
-      gate = register_module("gate", std::make_shared<Mul>());
-    }
-    fc2 = Projection(*this, "fc2", hidden, c.d_model, c.mlp_bias, c, swiglu ? "down" : "fc2");
-    drop = maybe_dropout(*this, "drop", c.dropout);
-  }
-
-  torch::Tensor forward(const torch::Tensor& x) {
-    torch::Tensor h = act->forward(fc1.forward(x));
-    if (gate) h = gate->forward(h, up.forward(x));
-    return drop_or_pass(drop, fc2.forward(h));
-  }
-
-  Projection fc1, up, fc2;  // HuggingFace's gate_proj, up_proj, down_proj in a SwiGLU MLP
-  std::shared_ptr<Activation> act;
-  std::shared_ptr<Mul> gate;
-  std::shared_ptr<Dropout> drop;
+// The experts of a mixture block, or its MLP.
+struct BlockMlp {
+  const TransformerConfig& c;
+  int mixture_blocks;         // 0: no block is one
+  const Network& network;     // its loss scale, read in backward
 };
 
 class Block : public Segment {
  public:
-  Block(const TransformerConfig& c, bool causal, bool pre_norm, const std::shared_ptr<SequenceTables>& tables)
+  Block(const TransformerConfig& c, bool causal, bool pre_norm, const std::shared_ptr<SequenceTables>& tables,
+        const BlockMlp* mixture)
       : pre_norm_(pre_norm), parallel_(c.parallel_residual) {
+    const auto add_mlp = [&] {
+      if (mixture) {
+        moe = register_module("moe", std::make_shared<MixtureOfExperts>(c, mixture->mixture_blocks, mixture->network));
+      } else {
+        mlp = register_module("mlp", std::make_shared<FeedForward>(c, c.mlp_hidden(), c.mlp_bias, c.activation, c.dropout));
+      }
+    };
     if (pre_norm) {
       ln1 = register_module("ln1", std::make_shared<Norm>(c.norm, c.d_model));
       attn = register_module("attn", std::make_shared<Attention>(c, causal, tables));
       ln2 = register_module("ln2", std::make_shared<Norm>(c.norm, c.d_model));
-      mlp = register_module("mlp", std::make_shared<Mlp>(c));
+      add_mlp();
     } else {
       attn = register_module("attn", std::make_shared<Attention>(c, causal, tables));
       ln1 = register_module("ln1", std::make_shared<Norm>(c.norm, c.d_model));
-      mlp = register_module("mlp", std::make_shared<Mlp>(c));
+      add_mlp();
       ln2 = register_module("ln2", std::make_shared<Norm>(c.norm, c.d_model));
     }
   }
 
   std::shared_ptr<Norm> ln1, ln2;
   std::shared_ptr<Attention> attn;
-  std::shared_ptr<Mlp> mlp;
+  std::shared_ptr<FeedForward> mlp;      // or
+  std::shared_ptr<MixtureOfExperts> moe;
 
  protected:
   torch::Tensor forward(torch::Tensor x) override {
+    const auto mlp_of = [&](const torch::Tensor& h) { return moe ? moe->forward(h) : mlp->forward(h); };
     if (parallel_) {  // GPT-NeoX: both branches read the block's input
       torch::Tensor branches = attn->forward(ln1->forward(x));
-      branches = branches + mlp->forward(ln2->forward(x));
+      branches = branches + mlp_of(ln2->forward(x));
       return x + branches;
     }
     if (pre_norm_) {
       x = x + attn->forward(ln1->forward(x));
-      return x + mlp->forward(ln2->forward(x));
+      return x + mlp_of(ln2->forward(x));
     }
     x = ln1->forward(x + attn->forward(x));
-    return ln2->forward(x + mlp->forward(x));
+    return ln2->forward(x + mlp_of(x));
   }
 
  private:
@@ -189,8 +180,12 @@ class Transformer : public Network {
     emb_drop = maybe_dropout(*this, "emb_drop", c.dropout);
     blocks = register_module("blocks", torch::nn::ModuleList());
     const auto tables = std::make_shared<SequenceTables>();
+    int mixture_blocks = 0;
+    for (int i = 0; i < c.layers; ++i) mixture_blocks += c.is_moe_block(i) ? 1 : 0;
+    const BlockMlp mixture{c, mixture_blocks, *this};
     for (int i = 0; i < c.layers; ++i) {
-      blocks->push_back(std::make_shared<Block>(c, family == Family::gpt, family != Family::bert, tables));
+      blocks->push_back(std::make_shared<Block>(c, family == Family::gpt, family != Family::bert, tables,
+                                                c.is_moe_block(i) ? &mixture : nullptr));
     }
     if (family != Family::bert) ln_f = register_module("ln_f", std::make_shared<Norm>(c.norm, c.d_model));
     if (family == Family::gpt) {
@@ -247,10 +242,9 @@ class Transformer : public Network {
 
 std::shared_ptr<Network> build_transformer(const model::NetworkConfig& config) {
   const auto& c = config.transformer();
-  if (c.moe || c.qk_norm) {
-    throw InputError(config.name + ": " + (c.moe ? "mixture-of-experts blocks" : "q and k norms") +
-                     " are counted and priced from the config, not built by papaya's executor yet: it cannot train or "
-                     "profile " + config.name);
+  if (c.qk_norm) {
+    throw InputError(config.name + ": q and k norms are counted and priced from the config, not built by papaya's "
+                     "executor yet: it cannot train or profile " + config.name);
   }
   return std::make_shared<Transformer>(config);
 }

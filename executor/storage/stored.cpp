@@ -67,8 +67,9 @@ model::TensorStrategy effective_strategy(const StoreSpec& spec) {
 
 c10::intrusive_ptr<Stored> store(const at::Tensor& t, model::SlotKind kind, const StoreSpec& spec) {
   const model::TensorStrategy s = effective_strategy(spec);
-  const Encoding encoding = model::encoding(kind, s);
+  Encoding encoding = model::encoding(kind, s);
   TORCH_CHECK(encoding != Encoding::none, "a recomputed tensor is not stored");
+  if (t.numel() == 0) encoding = Encoding::raw;  // an expert routed no token: nothing to code
   // Raw tensors share their storage anyway; only copies need the cache.
   const bool copied = encoding != Encoding::raw || s.swap;
   const std::string key = cache_key(s);

@@ -41,10 +41,10 @@ void add_experts(Layers& layers, const TransformerConfig& t, const std::string& 
     layers.add(expert + "fc2", d * moe.expert_hidden);
   }
   if (moe.shared_hidden == 0) return;
+  if (moe.shared_gate) layers.add(prefix + "shared_gate", d);  // weights the shared expert: computed first
   layers.add(prefix + "shared.fc1", d * moe.shared_hidden);
   layers.add(prefix + "shared.up", d * moe.shared_hidden);
   layers.add(prefix + "shared.fc2", d * moe.shared_hidden);
-  if (moe.shared_gate) layers.add(prefix + "shared_gate", d);
 }
 
 void add_transformer(Layers& layers, const NetworkConfig& config) {

@@ -92,6 +92,7 @@ TEST_P(EveryNetwork, StoredBytesAreTheModelsDeviceBytes) {
   {
     auto keep = planned(config, "keep");
     const ObserverGuard guard(&shapes);
+    torch::manual_seed(7);  // the dropout masks of the runs below: an expert's tokens depend on them
     keep.network->loss(batch);
   }
   for (const std::string name : {"quantize-8", "quantize-4", "quantize-2", "quantize-2+invert"}) {
@@ -121,8 +122,8 @@ TEST_P(EveryNetwork, StoredBytesAreTheModelsDeviceBytes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Zoo, EveryNetwork,
-                         ::testing::Values("gpt-tiny", "llama-tiny", "llama-tiny-lora", "bert-tiny", "bert-hf-tiny", "vit-tiny",
-                                           "resnet-tiny", "mlp-tiny"),
+                         ::testing::Values("gpt-tiny", "llama-tiny", "llama-tiny-lora", "mixtral-tiny", "qwen-moe-tiny", "bert-tiny",
+                                           "bert-hf-tiny", "vit-tiny", "resnet-tiny", "mlp-tiny"),
                          [](const auto& info) {
                            std::string name = info.param;
                            std::replace(name.begin(), name.end(), '-', '_');

@@ -63,6 +63,10 @@ double layer_seconds(const model::Profile& p, size_t index) {
 
 class TinyProfile : public ::testing::TestWithParam<std::string> {};
 
+// An expert's layer: the tokens it gets depend on the data (at batch 1 it
+// may get none, and a probe's batch routes otherwise than the whole step's).
+bool routed_tokens(const std::string& path) { return path.find(".experts.") != std::string::npos; }
+
 TEST_P(TinyProfile, IsAValidProfileOfEveryLayer) {
   const model::Profile& p = tiny_profile(GetParam());
   EXPECT_EQ(p.batches, (std::vector<int>{small, large}));
@@ -82,6 +86,7 @@ TEST_P(TinyProfile, IsAValidProfileOfEveryLayer) {
   }
   for (const auto& l : p.layers) {
     EXPECT_GE(l.forward_flops_per_sample, 0) << l.path;
+    if (routed_tokens(l.path)) continue;
     EXPECT_GT(l.forward_bytes_moved_per_sample, 0) << l.path;
     for (const auto& s : l.saved) {
       EXPECT_GT(s.numel_per_sample, 0) << l.path << ":" << s.slot;
@@ -247,7 +252,7 @@ TEST_P(TinyProfile, ABlockLayersScratchAtTheProbeBatchIsTheWholeStepsThere) {
   int compared = 0;
   for (size_t i = 0; i < probed.layers.size(); ++i) {
     const model::LayerProfile& l = probed.layers[i];
-    if (l.segment.empty()) continue;
+    if (l.segment.empty() || routed_tokens(l.path)) continue;
     ASSERT_TRUE(l.probe) << l.path;
     const model::LayerMeasurement& m = whole.layers.at(i).measured.at(0);
     EXPECT_EQ(l.probe->forward_headroom_bytes, m.forward_peak_bytes - m.forward_start_bytes) << l.path;
@@ -445,7 +450,8 @@ TEST(MedianRun, TakesMediansOverEveryStepAndTheLargestBytes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cpu, TinyProfile,
-                         ::testing::Values("gpt-tiny", "llama-tiny", "llama-tiny-lora", "vit-tiny", "resnet-tiny", "mlp-tiny"),
+                         ::testing::Values("gpt-tiny", "llama-tiny", "llama-tiny-lora", "mixtral-tiny", "vit-tiny", "resnet-tiny",
+                                           "mlp-tiny"),
                          [](const auto& info) {
                            std::string name = info.param;
                            for (char& c : name) c = c == '-' ? '_' : c;

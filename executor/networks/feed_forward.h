@@ -1,0 +1,26 @@
+#pragma once
+// A transformer block's MLP, and each expert of a mixture: fc1 -> act -> fc2,
+// or for SwiGLU fc2(silu(fc1 x) * up x); an expert's output weighted by its
+// tokens' routing weights (a layer, so that plans store what it saves);
+// then the residual dropout if any.
+#include <memory>
+#include <string>
+
+#include "executor/networks/lora.h"
+
+namespace papaya::executor {
+
+class FeedForward : public torch::nn::Module {
+ public:
+  FeedForward(const model::TransformerConfig& c, int64_t hidden, bool bias, const std::string& activation, double dropout,
+              bool weighted = false);
+  // `weight`: with `weighted`, a weight a row of x's (rows, 1).
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& weight = {});
+
+  Projection fc1, up, fc2;  // HuggingFace's gate_proj, up_proj, down_proj in a SwiGLU MLP
+  std::shared_ptr<Activation> act;
+  std::shared_ptr<Mul> gate, weighted;
+  std::shared_ptr<Dropout> drop;
+};
+
+}  // namespace papaya::executor

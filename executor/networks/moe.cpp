@@ -1,0 +1,73 @@
+#include "executor/networks/moe.h"
+
+namespace papaya::executor {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::Function;
+using torch::autograd::variable_list;
+
+// Passes `out` on; in backward, gives `loss` (fp32) the gradient `weight`
+// x the network's loss scale, as if it had been added to the step's loss.
+struct AddedLoss : Function<AddedLoss> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& out, const at::Tensor& /*loss*/, double weight,
+                            const Network* network) {
+    ctx->saved_data["weight"] = weight;
+    ctx->saved_data["network"] = reinterpret_cast<int64_t>(network);
+    return out;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    const double scale = reinterpret_cast<const Network*>(ctx->saved_data["network"].toInt())->loss_scale();
+    const at::Tensor loss_grad = at::full({}, ctx->saved_data["weight"].toDouble() * scale, grad[0].options().dtype(at::kFloat));
+    return {grad[0], loss_grad, at::Tensor(), at::Tensor()};
+  }
+};
+
+}  // namespace
+
+MixtureOfExperts::MixtureOfExperts(const model::TransformerConfig& c, int mixture_blocks, const Network& network)
+    : chosen_per_token_(c.moe->experts_per_token),
+      normalize_(c.moe->normalize_top_k),
+      balancing_weight_(c.moe->aux_loss / mixture_blocks),
+      network_(network) {
+  const model::MoeConfig& moe = *c.moe;
+  router = register_module("router", std::make_shared<Linear>(c.d_model, moe.experts, false));
+  probs = register_module("probs", std::make_shared<Softmax>());
+  experts = register_module("experts", torch::nn::ModuleList());
+  for (int e = 0; e < moe.experts; ++e) {
+    experts->push_back(std::make_shared<FeedForward>(c, moe.expert_hidden, false, "swiglu", 0.0, /*weighted=*/true));
+  }
+  if (moe.shared_hidden > 0) {
+    if (moe.shared_gate) shared_gate = register_module("shared_gate", std::make_shared<Linear>(c.d_model, 1, false));
+    shared = register_module("shared", std::make_shared<FeedForward>(c, moe.shared_hidden, false, "swiglu", 0.0, moe.shared_gate));
+  }
+}
+
+torch::Tensor MixtureOfExperts::forward(const torch::Tensor& x) {
+  const torch::Tensor tokens = x.reshape({-1, x.size(-1)});
+  const int64_t n = tokens.size(0), count = static_cast<int64_t>(experts->size());
+  const torch::Tensor p = probs->forward(router->forward(tokens).to(torch::kFloat));  // (n, experts)
+  auto [weights, chosen] = p.topk(chosen_per_token_, -1);                            // (n, k)
+  if (normalize_) weights = weights / weights.sum(-1, /*keepdim=*/true);
+  weights = weights.to(x.scalar_type());
+  torch::Tensor out = torch::zeros_like(tokens);
+  for (int64_t e = 0; e < count; ++e) {
+    const torch::Tensor hit = (chosen == e).nonzero();  // (tokens routed to e, [token, rank])
+    const torch::Tensor routed = hit.select(1, 0);
+    const torch::Tensor weight = weights.index({routed, hit.select(1, 1)}).unsqueeze(1);
+    // Summed into place by index_put_, which keeps only the indices for
+    // backward (index_add_ would keep the expert's whole output too).
+    out.index_put_({routed}, experts[e]->as<FeedForward>()->forward(tokens.index_select(0, routed), weight), /*accumulate=*/true);
+  }
+  if (shared) out = out + shared->forward(tokens, shared_gate ? torch::sigmoid(shared_gate->forward(tokens)) : torch::Tensor());
+  out = out.view(x.sizes());
+  if (balancing_weight_ == 0 || !torch::GradMode::is_enabled() || !p.requires_grad()) return out;
+  // The share of the n k routings each expert got (no gradient), and the
+  // tokens' mean probability of it.
+  const torch::Tensor share = torch::bincount(chosen.flatten(), {}, count).to(torch::kFloat) / static_cast<double>(n * chosen_per_token_);
+  const torch::Tensor balancing = static_cast<double>(count) * chosen_per_token_ * (p.mean(0) * share).sum();
+  return AddedLoss::apply(out, balancing, balancing_weight_, &network_);
+}
+
+}  // namespace papaya::executor

@@ -1,0 +1,45 @@
+#pragma once
+// A mixture of experts in place of a block's MLP (Mixtral, Qwen-MoE, OLMoE):
+// a router scores each token for every expert; the token goes to its
+// experts_per_token best, each a SwiGLU MLP of papaya layers that runs on the
+// tokens routed to it and no others (dropless); their outputs, weighted by
+// the routing probabilities (renormalized over the chosen where the config
+// says), are summed back per token, with a shared expert's beside them
+// (sigmoid-gated where the config says).
+//
+// The load-balancing loss, Switch Transformer's as HuggingFace writes it
+// (experts x the sum over experts of the tokens' mean probability times the
+// share of routings it got), is taken per block and averaged over the
+// mixture blocks, its weight the config's aux_loss, as Megatron-LM does: its
+// gradient joins the block's backward (recomputed blocks too), its value is
+// not in the reported loss. HuggingFace pools the blocks' tokens first.
+#include <memory>
+#include <vector>
+
+#include "executor/layers/attention.h"
+#include "executor/networks/feed_forward.h"
+#include "executor/networks/network.h"
+
+namespace papaya::executor {
+
+class MixtureOfExperts : public torch::nn::Module {
+ public:
+  // `mixture_blocks`: how many blocks hold one (the balancing loss's mean);
+  // `network`: its loss scale is read in backward (Network::loss_scale).
+  MixtureOfExperts(const model::TransformerConfig& c, int mixture_blocks, const Network& network);
+  torch::Tensor forward(const torch::Tensor& x);
+
+  std::shared_ptr<Linear> router;  // d -> experts, no bias
+  std::shared_ptr<Softmax> probs;  // over the experts, in fp32
+  torch::nn::ModuleList experts{nullptr};
+  std::shared_ptr<Linear> shared_gate;  // d -> 1, or none (it runs before the shared expert, which it weights)
+  std::shared_ptr<FeedForward> shared;  // or none
+
+ private:
+  int64_t chosen_per_token_;
+  bool normalize_;
+  double balancing_weight_;  // aux_loss / mixture blocks
+  const Network& network_;
+};
+
+}  // namespace papaya::executor

@@ -1,0 +1,106 @@
+// A mixture of experts (executor/networks/moe.h) against a dense reference
+// written here: every expert on every token, weighted by a routing matrix
+// that is zero but for each token's chosen experts, and the balancing loss
+// as HuggingFace writes it added to the loss.
+#include <gtest/gtest.h>
+
+#include "executor/networks/moe.h"
+#include "executor/networks/zoo.h"
+
+namespace papaya::executor {
+namespace {
+
+MixtureOfExperts& mixture_of(Network& network, const std::string& block) {
+  return *network.named_modules()[block + ".moe"]->as<MixtureOfExperts>();
+}
+
+torch::Tensor swiglu(const FeedForward& f, const torch::Tensor& t) {
+  return torch::linear(torch::silu(torch::linear(t, f.fc1.base->weight)) * torch::linear(t, f.up.base->weight), f.fc2.base->weight);
+}
+
+struct Dense {
+  torch::Tensor out, balancing;
+};
+
+Dense dense(const MixtureOfExperts& m, const model::MoeConfig& moe, const torch::Tensor& x) {
+  const torch::Tensor t = x.reshape({-1, x.size(-1)});
+  const int64_t n = t.size(0);
+  const torch::Tensor p = torch::softmax(torch::linear(t, m.router->weight), -1);
+  auto [top, chosen] = p.topk(moe.experts_per_token, -1);
+  const torch::Tensor routing = torch::zeros_like(p).scatter(1, chosen, moe.normalize_top_k ? top / top.sum(-1, true) : top);
+  torch::Tensor out = torch::zeros_like(t);
+  for (int e = 0; e < moe.experts; ++e) out = out + swiglu(*m.experts->ptr(e)->as<FeedForward>(), t) * routing.select(1, e).unsqueeze(1);
+  if (m.shared) {
+    torch::Tensor s = swiglu(*m.shared, t);
+    if (m.shared_gate) s = s * torch::sigmoid(torch::linear(t, m.shared_gate->weight));
+    out = out + s;
+  }
+  const torch::Tensor routed = torch::one_hot(chosen, moe.experts).sum(std::vector<int64_t>{0, 1}).to(torch::kFloat);
+  return {out.view_as(x), moe.experts * (p.mean(0) * routed / static_cast<double>(n)).sum()};
+}
+
+std::vector<torch::Tensor> gradients(const torch::Tensor& loss, const std::vector<torch::Tensor>& of) {
+  std::vector<torch::Tensor> g = torch::autograd::grad({loss}, of, {}, /*retain_graph=*/false, /*create_graph=*/false,
+                                                       /*allow_unused=*/true);
+  for (size_t i = 0; i < g.size(); ++i) {
+    if (!g[i].defined()) g[i] = torch::zeros_like(of[i]);
+  }
+  return g;
+}
+
+class Mixture : public ::testing::TestWithParam<const char*> {};
+
+// Outputs equal; every gradient (input, router, each expert's and the
+// shared expert's weights) that of the reference's loss plus the balancing
+// loss at the config's weight over the mixture blocks.
+TEST_P(Mixture, IsTheDenseReferenceWithItsBalancingLoss) {
+  torch::manual_seed(1);
+  const model::NetworkConfig config = model::load_network_config(GetParam());
+  const model::MoeConfig& moe = *config.transformer().moe;
+  int blocks = 0;
+  for (int i = 0; i < config.transformer().layers; ++i) blocks += config.transformer().is_moe_block(i) ? 1 : 0;
+  const auto network = build_network(config);
+  MixtureOfExperts& m = mixture_of(*network, "blocks." + std::to_string(config.transformer().layers - 1));
+  std::vector<torch::Tensor> of;
+  const torch::Tensor x = torch::randn({3, 7, config.transformer().d_model}).requires_grad_();
+  of.push_back(x);
+  for (const auto& p : m.parameters()) of.push_back(p);
+
+  const torch::Tensor r = torch::randn({3, 7, config.transformer().d_model});
+  const torch::Tensor out = m.forward(x);
+  const std::vector<torch::Tensor> got = gradients((out * r).sum(), of);
+  const Dense ref = dense(m, moe, x);
+  EXPECT_TRUE(torch::allclose(out, ref.out, 1e-5, 1e-6));
+  const std::vector<torch::Tensor> want = gradients((ref.out * r).sum() + moe.aux_loss / blocks * ref.balancing, of);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_TRUE(torch::allclose(got[i], want[i], 1e-4, 1e-6)) << "gradient " << i << ": off by "
+                                                              << (got[i] - want[i]).abs().max().item<double>();
+  }
+}
+
+// With no gradient from the output, the router's is the balancing loss's
+// alone, and the network's loss scale multiplies it as it does the loss.
+TEST_P(Mixture, TheBalancingGradientIsScaledAsTheLoss) {
+  torch::manual_seed(2);
+  const model::NetworkConfig config = model::load_network_config(GetParam());
+  const auto network = build_network(config);
+  MixtureOfExperts& m = mixture_of(*network, "blocks." + std::to_string(config.transformer().layers - 1));
+  const torch::Tensor x = torch::randn({2, 5, config.transformer().d_model});
+  const auto router_gradient = [&](double scale) {
+    network->set_loss_scale(scale);
+    return gradients((m.forward(x) * 0).sum(), {m.router->weight})[0];
+  };
+  const torch::Tensor once = router_gradient(1);
+  EXPECT_GT(once.abs().max().item<double>(), 0);
+  EXPECT_TRUE(torch::allclose(router_gradient(8), 8 * once));
+}
+
+INSTANTIATE_TEST_SUITE_P(Tiny, Mixture, ::testing::Values("mixtral-tiny", "qwen-moe-tiny"), [](const auto& info) {
+  std::string name = info.param;
+  std::replace(name.begin(), name.end(), '-', '_');
+  return name;
+});
+
+}  // namespace
+}  // namespace papaya::executor
