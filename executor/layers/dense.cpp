@@ -49,14 +49,14 @@ struct StoredLinearFunction : Function<StoredLinearFunction> {
   static at::Tensor forward(AutogradContext* ctx, const Linear* layer, const at::Tensor& x, const c10::optional<at::Tensor>& bias) {
     ctx->saved_data["layer"] = reinterpret_cast<int64_t>(layer);
     ctx->saved_data["bias_trained"] = bias && bias->requires_grad();
-    const at::Tensor w = load_weight(*layer->stored_weight(), x.scalar_type());
+    const at::Tensor w = layer->loaded_weight(x.scalar_type());
     return at::linear(x, w, bias ? computed_as(*bias, x) : at::Tensor());
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
     const auto* layer = reinterpret_cast<const Linear*>(ctx->saved_data["layer"].toInt());
     const at::Tensor& g = grad[0];
-    const at::Tensor dx = g.matmul(load_weight(*layer->stored_weight(), g.scalar_type()));
+    const at::Tensor dx = g.matmul(layer->loaded_weight(g.scalar_type()));
     const at::Tensor db = ctx->saved_data["bias_trained"].toBool()
                               ? gradient_for(layer->bias, g.reshape({-1, g.size(-1)}).sum(0))
                               : at::Tensor();
@@ -84,6 +84,10 @@ Linear::Linear(int64_t in, int64_t out, bool with_bias, model::WeightFormat stor
   }
   if (with_bias) bias = register_parameter("bias", torch::empty({out}).uniform_(-bound, bound));
   if (stored_) Linear::freeze();
+}
+
+torch::Tensor Linear::loaded_weight(torch::ScalarType dtype) const {
+  return load_scratch ? load_scratch->load(*stored_, dtype) : load_weight(*stored_, dtype);
 }
 
 void Linear::freeze() {

@@ -18,6 +18,10 @@ class Linear : public Layer {
   void freeze() override;
   bool frozen() const { return frozen_; }
   const StoredWeight* stored_weight() const override { return stored_ ? &*stored_ : nullptr; }
+  // The stored weight in `dtype`, for one matmul: into load_scratch where
+  // the network gave one (valid until its next load), else a tensor of its own.
+  torch::Tensor loaded_weight(torch::ScalarType dtype) const;
+  std::shared_ptr<LoadScratch> load_scratch;
   torch::Tensor weight, bias;  // weight undefined when stored, bias without one
   // Multiplies the output (a LoRA adapter's alpha / rank): inside the layer,
   // so that no op between it and what follows makes a gradient of its own.

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "executor/data.h"
+#include "executor/layers/dense.h"
 #include "model/catalog/layer_parameters.h"
 
 namespace papaya::executor {
@@ -50,6 +51,14 @@ void freeze_for_fine_tuning(Network& network) {
     layer->set_input_gradients(marker.inputs_needed[layer]);
   }
   network.drop_segments_without_input();
+}
+
+void share_load_scratch(Network& network) {
+  const auto scratch = std::make_shared<LoadScratch>();
+  for (Layer* layer : network.layers()) {
+    auto* linear = dynamic_cast<Linear*>(layer);
+    if (linear && linear->stored_weight()) linear->load_scratch = scratch;
+  }
 }
 
 }  // namespace papaya::executor

@@ -13,4 +13,8 @@ namespace papaya::executor {
 // at the network's smallest batch. Nothing where every weight trains.
 void freeze_for_fine_tuning(Network& network);
 
+// Gives the layers whose frozen weights are stored quantized (QLoRA's base)
+// one LoadScratch to load them into for each matmul.
+void share_load_scratch(Network& network);
+
 }  // namespace papaya::executor

@@ -21,6 +21,7 @@ std::shared_ptr<Network> build_body(const model::NetworkConfig& config) {
 std::shared_ptr<Network> build_network(const model::NetworkConfig& config) {
   std::shared_ptr<Network> network = build_body(config);
   freeze_for_fine_tuning(*network);
+  share_load_scratch(*network);
   return network;
 }
 

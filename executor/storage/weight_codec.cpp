@@ -59,32 +59,41 @@ void store_nf4(const at::Tensor& flat, StoredWeight& s) {
   s.scales = s.scales.contiguous();
 }
 
-// On the CPU: each byte's two levels times its block's absmax, in one pass.
-void load_nf4_cpu(const at::Tensor& codes, const at::Tensor& absmax, at::Tensor& values) {
+// On the CPU: each byte's two levels times its block's absmax, in one pass,
+// written in the output's type; the last block's padding is not written.
+template <typename T>
+void load_nf4_cpu(const at::Tensor& codes, const at::Tensor& absmax, T* out, int64_t numel) {
   const uint8_t* in = codes.data_ptr<uint8_t>();
   const float* scale = absmax.data_ptr<float>();
-  float* out = values.data_ptr<float>();
   at::parallel_for(0, absmax.numel(), 256, [&](int64_t begin, int64_t end) {
     for (int64_t b = begin; b < end; ++b) {
       const float a = scale[b];
-      for (int64_t i = b * model::nf4_block / 2; i < (b + 1) * model::nf4_block / 2; ++i) {
-        out[2 * i] = kNf4Levels[in[i] >> 4] * a;
-        out[2 * i + 1] = kNf4Levels[in[i] & 15] * a;
+      const int64_t last = std::min((b + 1) * model::nf4_block, numel);
+      for (int64_t v = b * model::nf4_block; v < last; v += 2) {
+        const uint8_t byte = in[v / 2];
+        out[v] = static_cast<T>(kNf4Levels[byte >> 4] * a);
+        if (v + 1 < last) out[v + 1] = static_cast<T>(kNf4Levels[byte & 15] * a);
       }
     }
   });
 }
 
-at::Tensor load_nf4(const StoredWeight& s) {
+// The stored nf4 weight into `out` (its numel values, contiguous).
+void load_nf4(const StoredWeight& s, at::Tensor& out) {
   const int64_t blocks = s.scales.numel();
   const at::Tensor absmax = (s.scales.to(at::kFloat) *
                                  s.scale_scales.repeat_interleave(model::nf4_absmax_block).narrow(0, 0, blocks) +
                              s.scale_offset)
                                 .contiguous();
   if (s.codes.device().is_cpu()) {
-    at::Tensor values = at::empty({blocks * model::nf4_block}, absmax.options());
-    load_nf4_cpu(s.codes.contiguous(), absmax, values);
-    return values.narrow(0, 0, s.numel());
+    const at::Tensor codes = s.codes.contiguous();
+    if (out.scalar_type() == at::kBFloat16) {
+      load_nf4_cpu(codes, absmax, out.data_ptr<at::BFloat16>(), out.numel());
+    } else {
+      TORCH_CHECK(out.scalar_type() == at::kFloat, "nf4 weights load in fp32 or bf16 on the CPU");
+      load_nf4_cpu(codes, absmax, out.data_ptr<float>(), out.numel());
+    }
+    return;
   }
   // Each byte's two levels at once: a 256 x 2 table indexed by the byte.
   const at::Tensor level = levels(s.codes.device());
@@ -93,12 +102,32 @@ at::Tensor load_nf4(const StoredWeight& s) {
   at::Tensor values = at::empty({blocks * model::nf4_block}, absmax.options());
   for (int64_t first = 0; first < blocks; first += kBlocksAtOnce) {
     const int64_t count = std::min(kBlocksAtOnce, blocks - first);
-    at::Tensor out = values.narrow(0, first * model::nf4_block, count * model::nf4_block);
-    at::Tensor pair_view = out.view({-1, 2});
+    at::Tensor chunk = values.narrow(0, first * model::nf4_block, count * model::nf4_block);
+    at::Tensor pair_view = chunk.view({-1, 2});
     at::index_select_out(pair_view, pairs, 0, s.codes.narrow(0, first * model::nf4_block / 2, count * model::nf4_block / 2).to(at::kLong));
-    out.view({count, model::nf4_block}).mul_(absmax.narrow(0, first, count).unsqueeze(1));
+    chunk.view({count, model::nf4_block}).mul_(absmax.narrow(0, first, count).unsqueeze(1));
   }
-  return values.narrow(0, 0, s.numel());
+  out.copy_(values.narrow(0, 0, out.numel()));
+}
+
+// The stored weight into `out` (its numel values in the load's type).
+void load_into(const StoredWeight& s, at::Tensor& out) {
+  const torch::NoGradGuard no_grad;
+  switch (s.format) {
+    case WeightFormat::int8: {
+      // A few rows at a time: no fp32 temporary of the whole weight.
+      const int64_t rows = s.shape.at(0), cols = s.numel() / rows, step = std::max<int64_t>(1, (int64_t{1} << 20) / cols);
+      const at::Tensor matrix = out.view({rows, cols});
+      for (int64_t first = 0; first < rows; first += step) {
+        const int64_t count = std::min(step, rows - first);
+        matrix.narrow(0, first, count)
+            .copy_(s.codes.narrow(0, first, count).to(at::kFloat).mul_(s.scales.narrow(0, first, count).unsqueeze(1)));
+      }
+      break;
+    }
+    case WeightFormat::nf4: load_nf4(s, out); break;
+    default: out.copy_(s.codes.flatten()); break;
+  }
 }
 
 }  // namespace
@@ -144,12 +173,20 @@ StoredWeight store_weight(const at::Tensor& weight, WeightFormat format) {
 }
 
 at::Tensor load_weight(const StoredWeight& s, at::ScalarType dtype) {
-  const torch::NoGradGuard no_grad;
-  switch (s.format) {
-    case WeightFormat::int8: return (s.codes.to(at::kFloat) * s.scales.unsqueeze(1)).to(dtype);
-    case WeightFormat::nf4: return load_nf4(s).view(s.shape).to(dtype);
-    default: return s.codes.to(dtype);
+  at::Tensor out = at::empty({s.numel()}, s.codes.options().dtype(dtype));
+  load_into(s, out);
+  return out.view(s.shape);
+}
+
+at::Tensor LoadScratch::load(const StoredWeight& s, at::ScalarType dtype) {
+  const int64_t bytes = s.numel() * static_cast<int64_t>(c10::elementSize(dtype));
+  if (!buffer_.defined() || buffer_.numel() < bytes || buffer_.device() != s.codes.device()) {
+    buffer_ = at::Tensor();  // the old one goes first
+    buffer_ = at::empty({bytes}, s.codes.options().dtype(at::kByte));
   }
+  at::Tensor out = buffer_.narrow(0, 0, bytes).view(dtype);
+  load_into(s, out);
+  return out.view(s.shape);
 }
 
 }  // namespace papaya::executor

@@ -32,4 +32,21 @@ StoredWeight store_weight(const at::Tensor& weight, model::WeightFormat format);
 // The weight as stored, in `dtype`, on the device it is stored on.
 at::Tensor load_weight(const StoredWeight& stored, at::ScalarType dtype);
 
+// Where a network's stored weights are loaded for their matmuls: one
+// buffer, grown to the largest load, reused by every one. A load per matmul
+// then allocates nothing of the weight's size: glibc keeps freed heap memory
+// for reuse (cli/host_malloc.h), and loaded weights of several sizes made
+// and freed among the step's tensors fragmented it (a QLoRA Llama-2-7B
+// profile's resident memory grew 1.4 GB every 30 s).
+class LoadScratch {
+ public:
+  // `stored` loaded as load_weight loads it, into the buffer: valid until
+  // the next load.
+  at::Tensor load(const StoredWeight& stored, at::ScalarType dtype);
+  int64_t bytes() const { return buffer_.defined() ? buffer_.numel() : 0; }
+
+ private:
+  at::Tensor buffer_;
+};
+
 }  // namespace papaya::executor

@@ -104,6 +104,27 @@ TEST(WeightCodec, Int8RoundsEachRowToItsAbsmaxOver127AndBf16ToBf16) {
   EXPECT_TRUE(torch::equal(load_weight(half, torch::kFloat), w.to(torch::kBFloat16).to(torch::kFloat)));
 }
 
+// A scratch loads what load_weight loads, in fp32 and bf16, every format,
+// the largest weight first and a smaller one into the same buffer after.
+TEST(WeightCodec, AScratchLoadsAsLoadWeightIntoOneBuffer) {
+  torch::manual_seed(6);
+  const torch::Tensor large = torch::randn({1100, 1000}), small = torch::randn({30, 70});
+  for (WeightFormat format : {WeightFormat::bf16, WeightFormat::int8, WeightFormat::nf4}) {
+    LoadScratch scratch;
+    for (auto dtype : {torch::kFloat, torch::kBFloat16}) {
+      const StoredWeight big = store_weight(large, format), little = store_weight(small, format);
+      const torch::Tensor first = scratch.load(big, dtype);
+      EXPECT_TRUE(torch::equal(first, load_weight(big, dtype))) << to_string(format);
+      const void* buffer = first.data_ptr();
+      const torch::Tensor second = scratch.load(little, dtype);
+      EXPECT_TRUE(torch::equal(second, load_weight(little, dtype))) << to_string(format);
+      EXPECT_EQ(second.data_ptr(), buffer) << to_string(format);
+      EXPECT_EQ(second.scalar_type(), dtype);
+    }
+    EXPECT_EQ(scratch.bytes(), 1100 * 1000 * 4) << to_string(format);
+  }
+}
+
 model::NetworkConfig qlora(WeightFormat format) {
   model::NetworkConfig config = model::load_network_config("llama-tiny-lora");
   model::LoraConfig lora = *config.transformer().lora;
