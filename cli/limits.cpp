@@ -206,6 +206,7 @@ void register_limits(CLI::App& app) {
   add_network_options(cmd, args->network, args->seq_len);
   add_archive_options(cmd, args->network_options);
   add_fine_tuning_options(cmd, args->network_options);
+  add_expert_routing_option(cmd, args->network_options, /*models=*/true);
   add_profile_blocks_option(cmd, args->profile_blocks);
   add_precision_option(cmd, args->precision);
   cmd->add_option("--device,-d", args->device,

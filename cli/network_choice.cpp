@@ -1,6 +1,7 @@
 #include "cli/network_choice.h"
 
 #include <algorithm>
+#include <sstream>
 
 #include "executor/torchscript/archive.h"
 #include "executor/torchscript/imported_network.h"
@@ -44,6 +45,15 @@ void add_fine_tuning_options(CLI::App* cmd, NetworkOptions& options) {
       ->delimiter(',');
 }
 
+void add_expert_routing_option(CLI::App* cmd, NetworkOptions& options, bool models) {
+  options.experts_balanced_by_default = models;
+  cmd->add_option("--moe-imbalance", options.moe_imbalance,
+                  std::string("A mixture of experts' routing forced: the busiest expert of each block gets this share of its "
+                              "routings, from 1/experts (balanced) to 1/experts_per_token, the others the rest alike; ") +
+                      (models ? "default: balanced (a trained router's aim)" : "default: the router's choice"))
+      ->check(CLI::Range(0.0, 1.0));
+}
+
 namespace {
 
 // The config fine-tuned as the LoRA flags say: with --lora, or changing
@@ -81,6 +91,20 @@ model::NetworkConfig with_lora_options(const model::NetworkConfig& config, const
   return model::with_lora(config, lora);
 }
 
+// The routing forced as --moe-imbalance says, its range checked in the
+// flag's words.
+model::NetworkConfig with_expert_routing_flag(const model::NetworkConfig& config, double share) {
+  const model::MoeConfig& moe = *config.transformer().moe;
+  if (share * moe.experts < 1 - 1e-9 || share * moe.experts_per_token > 1 + 1e-9) {
+    std::ostringstream given;
+    given << share;
+    throw InputError("--moe-imbalance: " + given.str() + " is not a busiest expert's share of " + config.name +
+                     "'s routings (from 1/" + std::to_string(moe.experts) + ", balanced, to 1/" +
+                     std::to_string(moe.experts_per_token) + ", every token)");
+  }
+  return model::with_expert_routing(config, share);
+}
+
 }  // namespace
 
 model::NetworkConfig load_network(const std::string& network, std::optional<int> seq_len, const NetworkOptions& options) {
@@ -95,6 +119,13 @@ model::NetworkConfig load_network(const std::string& network, std::optional<int>
       config = model::with_freeze(config, options.freeze);
     }
     model::check_frozen_layers(config, options.freeze.empty() ? config.name + ": freeze" : "--freeze");
+    const bool mixture = std::holds_alternative<model::TransformerConfig>(config.body) && config.transformer().moe;
+    if (options.moe_imbalance && !mixture) throw InputError("--moe-imbalance: " + config.name + " has no mixture of experts");
+    if (options.moe_imbalance) {
+      config = with_expert_routing_flag(config, *options.moe_imbalance);
+    } else if (mixture && options.experts_balanced_by_default && !config.transformer().moe->busiest_share) {
+      config = model::with_expert_routing(config, 1.0 / config.transformer().moe->experts);
+    }
     return config;
   }
   if (seq_len) throw InputError("--seq-len: " + network + " is a TorchScript archive: its inputs' shapes are given by --input");

@@ -23,12 +23,18 @@ struct NetworkOptions {
   std::vector<std::string> lora_targets;
   std::optional<std::string> base_weights;  // --base-weights
   std::vector<std::string> freeze;          // --freeze
+  std::optional<double> moe_imbalance;      // --moe-imbalance
+  bool experts_balanced_by_default = false;  // a command that models: routing forced balanced unless the flag says
 };
 
 // --input (repeatable) and --loss.
 void add_archive_options(CLI::App* cmd, NetworkOptions& options);
 // --lora, --lora-alpha, --lora-dropout, --lora-targets, --base-weights, --freeze.
 void add_fine_tuning_options(CLI::App* cmd, NetworkOptions& options);
+// --moe-imbalance; `models`: the command builds or checks the performance
+// model, whose experts are then balanced by default (a training run's are
+// the router's).
+void add_expert_routing_option(CLI::App* cmd, NetworkOptions& options, bool models);
 
 // InputError naming the flag where one does not apply to what `network` is
 // (--seq-len, --lora or --freeze to an archive, --input or --loss to a

@@ -1,5 +1,8 @@
 #include "executor/networks/moe.h"
 
+#include <algorithm>
+#include <cmath>
+
 namespace papaya::executor {
 namespace {
 
@@ -28,6 +31,7 @@ struct AddedLoss : Function<AddedLoss> {
 
 MixtureOfExperts::MixtureOfExperts(const model::TransformerConfig& c, int mixture_blocks, const Network& network)
     : chosen_per_token_(c.moe->experts_per_token),
+      busiest_share_(c.moe->busiest_share),
       normalize_(c.moe->normalize_top_k),
       balancing_weight_(c.moe->aux_loss / mixture_blocks),
       network_(network) {
@@ -44,11 +48,33 @@ MixtureOfExperts::MixtureOfExperts(const model::TransformerConfig& c, int mixtur
   }
 }
 
+torch::Tensor MixtureOfExperts::forced_choice(int64_t tokens, const torch::Device& device) const {
+  // The n k routings as expert ids in runs, expert by expert (the last's run
+  // its share of them, the others the rest alike); routing r goes to token
+  // r mod n: a run no longer than n (share x k <= 1) gives no token an
+  // expert twice.
+  const int64_t count = static_cast<int64_t>(experts->size()), routings = tokens * chosen_per_token_;
+  const int64_t busiest = std::min(tokens, static_cast<int64_t>(std::llround(*busiest_share_ * static_cast<double>(routings))));
+  std::vector<int64_t> ids;
+  ids.reserve(static_cast<size_t>(routings));
+  const int64_t rest = routings - busiest, others = count - 1;
+  for (int64_t e = 0; e < others; ++e) {
+    const int64_t run = rest / others + (e < rest % others ? 1 : 0);
+    ids.insert(ids.end(), static_cast<size_t>(run), e);
+  }
+  ids.insert(ids.end(), static_cast<size_t>(busiest), count - 1);
+  return torch::tensor(ids, torch::kLong).view({chosen_per_token_, tokens}).t().contiguous().to(device);
+}
+
 torch::Tensor MixtureOfExperts::forward(const torch::Tensor& x) {
   const torch::Tensor tokens = x.reshape({-1, x.size(-1)});
   const int64_t n = tokens.size(0), count = static_cast<int64_t>(experts->size());
   const torch::Tensor p = probs->forward(router->forward(tokens).to(torch::kFloat));  // (n, experts)
   auto [weights, chosen] = p.topk(chosen_per_token_, -1);                            // (n, k)
+  if (busiest_share_) {
+    chosen = forced_choice(n, p.device());
+    weights = p.gather(1, chosen);
+  }
   if (normalize_) weights = weights / weights.sum(-1, /*keepdim=*/true);
   weights = weights.to(x.scalar_type());
   torch::Tensor out = torch::zeros_like(tokens);

@@ -13,6 +13,11 @@
 // mixture blocks, its weight the config's aux_loss, as Megatron-LM does: its
 // gradient joins the block's backward (recomputed blocks too), its value is
 // not in the reported loss. HuggingFace pools the blocks' tokens first.
+//
+// With the config's busiest_share, the experts are not the router's choice
+// but forced: the last gets that share of the routings, the others the rest
+// alike, each token distinct experts; the router's probabilities of them
+// weight their outputs as the chosen's would (so the router still trains).
 #include <memory>
 #include <vector>
 
@@ -36,7 +41,11 @@ class MixtureOfExperts : public torch::nn::Module {
   std::shared_ptr<FeedForward> shared;  // or none
 
  private:
+  // Each token's experts, forced by busiest_share: (tokens, k).
+  torch::Tensor forced_choice(int64_t tokens, const torch::Device& device) const;
+
   int64_t chosen_per_token_;
+  std::optional<double> busiest_share_;
   bool normalize_;
   double balancing_weight_;  // aux_loss / mixture blocks
   const Network& network_;

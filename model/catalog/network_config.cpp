@@ -135,6 +135,14 @@ MoeConfig parse_moe(const json& doc, const TransformerConfig& t, const std::stri
   moe.dense_blocks = doc.value("dense_blocks", std::vector<int>{});
   moe.normalize_top_k = doc.value("normalize_top_k", true);
   moe.aux_loss = doc.value("aux_loss", moe.aux_loss);
+  if (doc.contains("busiest_share")) {
+    const double share = doc.at("busiest_share");
+    // Below the mean is no busiest; above 1 / k an expert would take a token twice.
+    require(share * moe.experts >= 1 - 1e-9 && share * moe.experts_per_token <= 1 + 1e-9, label, "/moe/busiest_share",
+            "a share from 1/" + std::to_string(moe.experts) + " (balanced) to 1/" + std::to_string(moe.experts_per_token) +
+                " (every token)");
+    moe.busiest_share = share;
+  }
   require(moe.experts_per_token <= moe.experts, label, "/moe/experts_per_token",
           std::to_string(moe.experts_per_token) + " experts a token, of the " + std::to_string(moe.experts) + " there are");
   require(t.activation == "swiglu", label, "/moe", "experts are SwiGLU MLPs: \"activation\": \"swiglu\"");
@@ -369,6 +377,15 @@ NetworkConfig with_lora(const NetworkConfig& config, const LoraConfig& lora) {
   json doc = config.document;
   doc["lora"] = {{"rank", lora.rank}, {"alpha", lora.alpha}, {"dropout", lora.dropout}, {"base_weights", to_string(lora.base_weights)}};
   if (!lora.targets.empty()) doc["lora"]["targets"] = lora.targets;
+  return reparsed(config, doc, origin(config));
+}
+
+NetworkConfig with_expert_routing(const NetworkConfig& config, double busiest_share) {
+  if (!std::holds_alternative<TransformerConfig>(config.body) || !config.transformer().moe) {
+    throw InputError(origin(config) + ": no mixture of experts to route");
+  }
+  json doc = config.document;
+  doc["moe"]["busiest_share"] = busiest_share;
   return reparsed(config, doc, origin(config));
 }
 

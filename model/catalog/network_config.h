@@ -47,6 +47,12 @@ struct MoeConfig {
   std::vector<int> dense_blocks;
   bool normalize_top_k = true;
   double aux_loss = 0.01;
+  // Routing forced as a benchmark forces it (Megatron-LM's
+  // --moe-router-force-load-balancing): the last expert of a block gets this
+  // share of its routings, the others the rest alike (1 / experts:
+  // balanced); the router's probabilities still weight them. None: the
+  // router decides, as in training.
+  std::optional<double> busiest_share;
 };
 
 struct TransformerConfig {
@@ -169,6 +175,10 @@ NetworkConfig with_lora(const NetworkConfig& config, const LoraConfig& lora);
 // layers by model::check_frozen_layers). Throws InputError for a TorchScript
 // network and as parse_network_config for a malformed pattern.
 NetworkConfig with_freeze(const NetworkConfig& config, const std::vector<std::string>& patterns);
+// `config`'s mixture of experts routed with the busiest expert's share forced
+// (MoeConfig::busiest_share). Throws InputError where it has no mixture or
+// the share is not from 1 / experts to 1 / experts_per_token.
+NetworkConfig with_expert_routing(const NetworkConfig& config, double busiest_share);
 
 // `config` (a transformer) with its first `blocks` blocks only: what
 // `papaya profile --profile-blocks` measures. Throws InputError naming

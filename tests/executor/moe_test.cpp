@@ -4,6 +4,9 @@
 // as HuggingFace writes it added to the loss.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <map>
+
 #include "executor/networks/moe.h"
 #include "executor/networks/zoo.h"
 
@@ -94,6 +97,53 @@ TEST_P(Mixture, TheBalancingGradientIsScaledAsTheLoss) {
   const torch::Tensor once = router_gradient(1);
   EXPECT_GT(once.abs().max().item<double>(), 0);
   EXPECT_TRUE(torch::allclose(router_gradient(8), 8 * once));
+}
+
+// Forced routing (MoeConfig::busiest_share) gives the last expert of each
+// block its share of the n k routings and the others the rest alike (their
+// rows add up to n k); the router's probabilities still weight them, so the
+// router has a gradient.
+TEST_P(Mixture, ForcedRoutingGivesEachExpertItsShare) {
+  const model::NetworkConfig base = model::load_network_config(GetParam());
+  const model::MoeConfig& moe = *base.transformer().moe;
+  for (double share : {1.0 / moe.experts, 1.0 / moe.experts_per_token}) {
+    const model::NetworkConfig config = model::with_expert_routing(base, share);
+    torch::manual_seed(3);
+    const auto network = build_network(config);
+    const std::string block = "blocks." + std::to_string(config.transformer().layers - 1);
+    MixtureOfExperts& m = mixture_of(*network, block);
+    struct Rows : LayerObserver {
+      void forward_begin(const Layer& layer, std::vector<torch::Tensor*>& inputs) override {
+        if (layer.path().size() > 4 && layer.path().compare(layer.path().size() - 4, 4, ".fc1") == 0) {
+          rows[layer.path()] = inputs.at(0)->size(0);
+        }
+      }
+      void saved(const Layer&, const Slot&, const torch::Tensor&) override {}
+      void forward_end(const Layer&, torch::Tensor&) override {}
+      std::map<std::string, int64_t> rows;
+    } seen;
+    const int64_t n = 3 * 10, routings = n * moe.experts_per_token;
+    const torch::Tensor x = torch::randn({3, 10, config.transformer().d_model});
+    torch::Tensor out;
+    {
+      const ObserverGuard guard(&seen);
+      out = m.forward(x);
+    }
+    const int64_t busiest = std::llround(share * static_cast<double>(routings));
+    int64_t total = 0;
+    for (int e = 0; e < moe.experts; ++e) {
+      const int64_t rows = seen.rows.at(block + ".moe.experts." + std::to_string(e) + ".fc1");
+      total += rows;
+      if (e == moe.experts - 1) {
+        EXPECT_EQ(rows, busiest) << "share " << share;
+      } else {
+        EXPECT_LE(std::abs(rows - (routings - busiest) / (moe.experts - 1)), 1) << "expert " << e << ", share " << share;
+      }
+    }
+    EXPECT_EQ(total, routings);
+    const torch::Tensor router_gradient = gradients(out.sum(), {m.router->weight})[0];
+    EXPECT_GT(router_gradient.abs().max().item<double>(), 0);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Tiny, Mixture, ::testing::Values("mixtral-tiny", "qwen-moe-tiny"), [](const auto& info) {

@@ -138,6 +138,20 @@ TEST(NetworkConfig, ForeignKeyOfAnotherFamily) {
   EXPECT_EQ(error_of(doc), "t.json: /image_size: not an option of a gpt network");
 }
 
+// A forced routing's busiest share lies from balanced (1 / experts) to one
+// routing of every token (1 / experts_per_token).
+TEST(NetworkConfig, ABusiestExpertsShareIsWithinItsRange) {
+  json doc = gpt();
+  doc["activation"] = "swiglu";
+  doc["moe"] = {{"experts", 4}, {"experts_per_token", 2}, {"expert_hidden", 32}, {"busiest_share", 0.25}};
+  EXPECT_EQ(error_of(doc), "");
+  EXPECT_DOUBLE_EQ(*parse_network_config(doc, "t.json").transformer().moe->busiest_share, 0.25);
+  for (double share : {0.2, 0.6}) {
+    doc["moe"]["busiest_share"] = share;
+    EXPECT_EQ(error_of(doc), "t.json: /moe/busiest_share: a share from 1/4 (balanced) to 1/2 (every token)") << share;
+  }
+}
+
 TEST(NetworkConfig, UnknownFamily) {
   json doc = gpt();
   doc["family"] = "lstm";
