@@ -75,11 +75,11 @@ Linear::Linear(int64_t in, int64_t out, bool with_bias, model::WeightFormat stor
     : Layer(LayerKind::linear, {{"input", SlotKind::activation}}) {
   // torch.nn.Linear's initialisation: U(-1/sqrt(in), 1/sqrt(in)).
   const double bound = 1.0 / std::sqrt(static_cast<double>(in));
-  const torch::Tensor initial = torch::empty({out, in}).uniform_(-bound, bound);
   if (stored == model::WeightFormat::fp32) {
-    weight = register_parameter("weight", initial);
+    weight = register_parameter("weight", torch::empty({out, in}).uniform_(-bound, bound));
   } else {
-    stored_ = store_weight(initial, stored);
+    // Drawn a few rows at a time: the same values, in the same order.
+    stored_ = store_weight(out, in, stored, [&](int64_t, int64_t rows) { return torch::empty({rows, in}).uniform_(-bound, bound); });
     for (auto [name, tensor] : stored_->tensors()) *tensor = register_buffer(name, *tensor);
   }
   if (with_bias) bias = register_parameter("bias", torch::empty({out}).uniform_(-bound, bound));

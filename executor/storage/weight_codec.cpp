@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cfloat>
+#include <numeric>
 
 namespace papaya::executor {
 namespace {
@@ -34,24 +35,28 @@ at::Tensor padded_rows(const at::Tensor& flat, int64_t width) {
 // cli/host_malloc.h, so large temporaries of many sizes would pile up).
 constexpr int64_t kBlocksAtOnce = 1 << 14;
 
-void store_nf4(const at::Tensor& flat, StoredWeight& s) {
+// The nf4 codes and absmaxes of the blocks from `first_block` on, whose
+// values `flat` holds (the weight's last block padded with zeros).
+void code_nf4_blocks(const at::Tensor& flat, int64_t first_block, at::Tensor& codes, at::Tensor& absmax) {
   const int64_t blocks = (flat.numel() + model::nf4_block - 1) / model::nf4_block;
   const at::Tensor level = levels(flat.device());
   const at::Tensor midpoints = (level.narrow(0, 1, 15) + level.narrow(0, 0, 15)) / 2;
-  s.codes = at::empty({blocks * model::nf4_block / 2}, flat.options().dtype(at::kByte));
-  at::Tensor absmax = at::empty({blocks}, flat.options());
   for (int64_t first = 0; first < blocks; first += kBlocksAtOnce) {
     const int64_t count = std::min(kBlocksAtOnce, blocks - first);
     const int64_t from = first * model::nf4_block, values = std::min(count * model::nf4_block, flat.numel() - from);
     const at::Tensor chunk = padded_rows(flat.narrow(0, from, values), model::nf4_block);
     const at::Tensor chunk_absmax = chunk.abs().amax(1);
-    absmax.narrow(0, first, count).copy_(chunk_absmax);
+    absmax.narrow(0, first_block + first, count).copy_(chunk_absmax);
     const at::Tensor index =
         at::bucketize(chunk / chunk_absmax.clamp_min(FLT_MIN).unsqueeze(1), midpoints).view({-1, 2});
-    s.codes.narrow(0, first * model::nf4_block / 2, count * model::nf4_block / 2)
+    codes.narrow(0, (first_block + first) * model::nf4_block / 2, count * model::nf4_block / 2)
         .copy_(index.select(1, 0) * 16 + index.select(1, 1));
   }
-  // The absmaxes, less their mean, as int8 codes of a step per 256.
+}
+
+// The absmaxes, less their mean, as int8 codes of a step per 256.
+void quantize_absmax(const at::Tensor& absmax, StoredWeight& s) {
+  const int64_t blocks = absmax.numel();
   s.scale_offset = absmax.mean().reshape({1});
   const at::Tensor centered = padded_rows(absmax - s.scale_offset, model::nf4_absmax_block);
   s.scale_scales = (centered.abs().amax(1) / 127).clamp_min(FLT_MIN);
@@ -154,22 +159,53 @@ int64_t StoredWeight::numel() const {
   return n;
 }
 
-StoredWeight store_weight(const at::Tensor& weight, WeightFormat format) {
+StoredWeight store_weight(int64_t rows, int64_t cols, WeightFormat format, const RowsOf& rows_of) {
   const torch::NoGradGuard no_grad;
   StoredWeight s;
   s.format = format;
-  s.shape = weight.sizes().vec();
-  const at::Tensor w = weight.detach().to(at::kFloat);
-  switch (format) {
-    case WeightFormat::fp32: s.codes = w.clone(); break;
-    case WeightFormat::bf16: s.codes = w.to(at::kBFloat16); break;
-    case WeightFormat::int8:
-      s.scales = (w.abs().amax(1) / 127).clamp_min(FLT_MIN);
-      s.codes = (w / s.scales.unsqueeze(1)).round().clamp(-127, 127).to(at::kChar);
-      break;
-    case WeightFormat::nf4: store_nf4(w.flatten(), s); break;
+  s.shape = {rows, cols};
+  // About 2^20 values a chunk, in whole nf4 blocks.
+  const int64_t aligned = model::nf4_block / std::gcd(cols, model::nf4_block);
+  const int64_t step = std::max<int64_t>(1, (int64_t{1} << 20) / cols / aligned) * aligned;
+  at::Tensor absmax;  // nf4: each block's
+  for (int64_t first = 0; first < rows; first += step) {
+    const int64_t count = std::min(step, rows - first);
+    const at::Tensor w = rows_of(first, count).detach().to(at::kFloat);
+    const at::TensorOptions on = w.options();
+    switch (format) {
+      case WeightFormat::fp32:
+      case WeightFormat::bf16:
+        if (!s.codes.defined()) s.codes = at::empty({rows, cols}, on.dtype(format == WeightFormat::bf16 ? at::kBFloat16 : at::kFloat));
+        s.codes.narrow(0, first, count).copy_(w);
+        break;
+      case WeightFormat::int8: {
+        if (!s.codes.defined()) {
+          s.codes = at::empty({rows, cols}, on.dtype(at::kChar));
+          s.scales = at::empty({rows}, on);
+        }
+        const at::Tensor scale = (w.abs().amax(1) / 127).clamp_min(FLT_MIN);
+        s.scales.narrow(0, first, count).copy_(scale);
+        s.codes.narrow(0, first, count).copy_((w / scale.unsqueeze(1)).round().clamp(-127, 127));
+        break;
+      }
+      case WeightFormat::nf4: {
+        const int64_t blocks = (rows * cols + model::nf4_block - 1) / model::nf4_block;
+        if (!s.codes.defined()) {
+          s.codes = at::empty({blocks * model::nf4_block / 2}, on.dtype(at::kByte));
+          absmax = at::empty({blocks}, on);
+        }
+        code_nf4_blocks(w.flatten(), first * cols / model::nf4_block, s.codes, absmax);
+        break;
+      }
+    }
   }
+  if (format == WeightFormat::nf4) quantize_absmax(absmax, s);
   return s;
+}
+
+StoredWeight store_weight(const at::Tensor& weight, WeightFormat format) {
+  return store_weight(weight.size(0), weight.size(1), format,
+                      [&](int64_t first, int64_t count) { return weight.narrow(0, first, count); });
 }
 
 at::Tensor load_weight(const StoredWeight& s, at::ScalarType dtype) {

@@ -4,6 +4,7 @@
 // back in a compute dtype for each matmul that reads it.
 #include <torch/torch.h>
 
+#include <functional>
 #include <vector>
 
 #include "model/catalog/weight_format.h"
@@ -28,6 +29,13 @@ struct StoredWeight {
 // format's nearest (nf4: to the nearest of its 16 levels of the block's
 // absmax).
 StoredWeight store_weight(const at::Tensor& weight, model::WeightFormat format);
+
+// A weight of `rows` x `cols` stored as store_weight stores it, given a few
+// rows at a time by `rows_of(first, count)` (about 2^20 values): never whole
+// in fp32, which for a 7B base made and freed 200 MB a projection while the
+// network was built, and glibc's kept heap fragmented around the stored codes.
+using RowsOf = std::function<at::Tensor(int64_t first, int64_t count)>;
+StoredWeight store_weight(int64_t rows, int64_t cols, model::WeightFormat format, const RowsOf& rows_of);
 
 // The weight as stored, in `dtype`, on the device it is stored on.
 at::Tensor load_weight(const StoredWeight& stored, at::ScalarType dtype);

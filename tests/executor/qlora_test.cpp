@@ -125,6 +125,21 @@ TEST(WeightCodec, AScratchLoadsAsLoadWeightIntoOneBuffer) {
   }
 }
 
+// A stored Linear draws its weight a few rows at a time (3 chunks here):
+// the values the fp32 Linear draws whole from the same seed, stored.
+TEST(WeightCodec, AStoredLinearDrawsTheFp32LinearsWeight) {
+  for (WeightFormat format : {WeightFormat::int8, WeightFormat::nf4}) {
+    torch::manual_seed(9);
+    const Linear exact(1000, 3000, true);
+    torch::manual_seed(9);
+    const Linear stored(1000, 3000, true, format);
+    const StoredWeight expected = store_weight(exact.weight, format);
+    EXPECT_TRUE(torch::equal(stored.stored_weight()->codes, expected.codes)) << to_string(format);
+    EXPECT_TRUE(torch::equal(stored.stored_weight()->scales, expected.scales)) << to_string(format);
+    EXPECT_TRUE(torch::equal(stored.bias, exact.bias)) << to_string(format);
+  }
+}
+
 model::NetworkConfig qlora(WeightFormat format) {
   model::NetworkConfig config = model::load_network_config("llama-tiny-lora");
   model::LoraConfig lora = *config.transformer().lora;
