@@ -20,7 +20,8 @@ int64_t norm_count(const TransformerConfig& t) { return t.norm == "rmsnorm" ? t.
 
 // A projection of `role` named `name` under `prefix`, and its LoRA adapter.
 void add_projection(Layers& layers, const TransformerConfig& t, const std::string& prefix, const std::string& name,
-                    const std::string& role, int64_t in, int64_t out, bool bias) {
+                    const std::string& role, bool bias) {
+  const auto [in, out] = projection_shape(t, role);
   layers.add(prefix + name, in * out + (bias ? out : 0));
   const auto& lora = t.lora;
   if (!lora || std::find(lora->targets.begin(), lora->targets.end(), role) == lora->targets.end()) return;
@@ -49,7 +50,7 @@ void add_experts(Layers& layers, const TransformerConfig& t, const std::string& 
 
 void add_transformer(Layers& layers, const NetworkConfig& config) {
   const TransformerConfig& t = config.transformer();
-  const int64_t d = t.d_model, h = t.mlp_hidden(), kv = static_cast<int64_t>(t.kv_heads) * t.head_dim();
+  const int64_t d = t.d_model, kv = static_cast<int64_t>(t.kv_heads) * t.head_dim();
   if (config.family == Family::vit) {
     layers.add("patch_emb", t.channels * t.patch * t.patch * d + d);
     layers.add("cls_token", d);
@@ -64,26 +65,26 @@ void add_transformer(Layers& layers, const NetworkConfig& config) {
     const std::string block = "blocks." + std::to_string(i) + ".";
     if (!post_norm) layers.add(block + "ln1", norm_count(t));
     if (t.fused_qkv) {
-      add_projection(layers, t, block + "attn.", "qkv", "qkv", d, d + 2 * kv, t.qkv_bias);
+      add_projection(layers, t, block + "attn.", "qkv", "qkv", t.qkv_bias);
     } else {
-      add_projection(layers, t, block + "attn.", "q", "q", d, d, t.qkv_bias);
-      add_projection(layers, t, block + "attn.", "k", "k", d, kv, t.qkv_bias);
-      add_projection(layers, t, block + "attn.", "v", "v", d, kv, t.qkv_bias);
+      add_projection(layers, t, block + "attn.", "q", "q", t.qkv_bias);
+      add_projection(layers, t, block + "attn.", "k", "k", t.qkv_bias);
+      add_projection(layers, t, block + "attn.", "v", "v", t.qkv_bias);
     }
     if (t.qk_norm) {
       layers.add(block + "attn.q_norm", d);
       layers.add(block + "attn.k_norm", kv);
     }
-    add_projection(layers, t, block + "attn.", "proj", "o", d, d, t.proj_bias);
+    add_projection(layers, t, block + "attn.", "proj", "o", t.proj_bias);
     if (post_norm) layers.add(block + "ln1", norm_count(t));
     if (!post_norm) layers.add(block + "ln2", norm_count(t));
     if (t.is_moe_block(i)) {
       add_experts(layers, t, block + "moe.");
     } else {
       const bool swiglu = t.activation == "swiglu";
-      add_projection(layers, t, block + "mlp.", "fc1", swiglu ? "gate" : "fc1", d, h, t.mlp_bias);
-      if (swiglu) add_projection(layers, t, block + "mlp.", "up", "up", d, h, t.mlp_bias);
-      add_projection(layers, t, block + "mlp.", "fc2", swiglu ? "down" : "fc2", h, d, t.mlp_bias);
+      add_projection(layers, t, block + "mlp.", "fc1", swiglu ? "gate" : "fc1", t.mlp_bias);
+      if (swiglu) add_projection(layers, t, block + "mlp.", "up", "up", t.mlp_bias);
+      add_projection(layers, t, block + "mlp.", "fc2", swiglu ? "down" : "fc2", t.mlp_bias);
     }
     if (post_norm) layers.add(block + "ln2", norm_count(t));
   }

@@ -295,6 +295,15 @@ std::vector<std::string> projection_roles(const TransformerConfig& t) {
   return roles;
 }
 
+std::pair<int64_t, int64_t> projection_shape(const TransformerConfig& t, const std::string& role) {
+  const int64_t d = t.d_model, h = t.mlp_hidden(), kv = static_cast<int64_t>(t.kv_heads) * t.head_dim();
+  if (role == "q" || role == "o") return {d, d};
+  if (role == "k" || role == "v") return {d, kv};
+  if (role == "qkv") return {d, d + 2 * kv};
+  if (role == "down" || role == "fc2") return {h, d};
+  return {d, h};  // gate, up, fc1
+}
+
 NetworkConfig parse_network_config(const json& doc, const std::string& label) {
   if (is_hf_config(doc)) return parse_network_config(network_config_from_hf(doc, fs::path(label).stem().string(), label), label);
   NetworkConfig config;

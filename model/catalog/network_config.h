@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -99,6 +100,8 @@ struct TransformerConfig {
 // The roles of a block's projections: q, k, v (or qkv), o, then gate, up,
 // down (SwiGLU) or fc1, fc2.
 std::vector<std::string> projection_roles(const TransformerConfig& t);
+// A projection's inputs and outputs by its role.
+std::pair<int64_t, int64_t> projection_shape(const TransformerConfig& t, const std::string& role);
 
 struct ResNetConfig {
   std::string block = "bottleneck";  // basic | bottleneck

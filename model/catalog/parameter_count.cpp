@@ -1,24 +1,8 @@
 #include "model/catalog/parameter_count.h"
 
-#include <string>
-#include <utility>
-
 #include "model/catalog/layer_parameters.h"
 
 namespace papaya::model {
-namespace {
-
-// A projection's inputs and outputs by its role (model/catalog/network_config.h).
-std::pair<int64_t, int64_t> projection_shape(const TransformerConfig& t, const std::string& role) {
-  const int64_t d = t.d_model, h = t.mlp_hidden(), kv = static_cast<int64_t>(t.kv_heads) * t.head_dim();
-  if (role == "q" || role == "o") return {d, d};
-  if (role == "k" || role == "v") return {d, kv};
-  if (role == "qkv") return {d, d + 2 * kv};
-  if (role == "down" || role == "fc2") return {h, d};
-  return {d, h};  // gate, up, fc1
-}
-
-}  // namespace
 
 int64_t trainable_parameter_count(const NetworkConfig& config) {
   if (config.family == Family::torchscript) return config.torchscript().parameters;
