@@ -10,42 +10,52 @@ namespace papaya::model {
 namespace {
 
 struct Layers {
-  void add(const std::string& path, int64_t count) {
-    if (count > 0) out.push_back({path, count, true});
+  void add(const std::string& path, int64_t count) { add(path, count, 4 * count); }
+  void add(const std::string& path, int64_t count, int64_t stored_bytes) {
+    if (count > 0) out.push_back({path, count, true, stored_bytes});
   }
   std::vector<LayerParameters> out;
 };
 
 int64_t norm_count(const TransformerConfig& t) { return t.norm == "rmsnorm" ? t.d_model : 2 * static_cast<int64_t>(t.d_model); }
 
-// A projection of `role` named `name` under `prefix`, and its LoRA adapter.
-void add_projection(Layers& layers, const TransformerConfig& t, const std::string& prefix, const std::string& name,
-                    const std::string& role, bool bias) {
-  const auto [in, out] = projection_shape(t, role);
-  layers.add(prefix + name, in * out + (bias ? out : 0));
+// A linear of `role` (in -> out) named `name` under `prefix`, its weight
+// stored as a LoRA base's are, and its LoRA adapter where targeted.
+void add_linear(Layers& layers, const TransformerConfig& t, const std::string& prefix, const std::string& name,
+                const std::string& role, int64_t in, int64_t out, bool bias) {
   const auto& lora = t.lora;
+  const int64_t weight_bytes = lora ? stored_weight_bytes(out, in, lora->base_weights) : 4 * in * out;
+  layers.add(prefix + name, in * out + (bias ? out : 0), weight_bytes + (bias ? 4 * out : 0));
   if (!lora || std::find(lora->targets.begin(), lora->targets.end(), role) == lora->targets.end()) return;
   layers.add(prefix + name + "_lora_a", in * lora->rank);
   layers.add(prefix + name + "_lora_b", static_cast<int64_t>(lora->rank) * out);
 }
 
-// A mixture of experts: its router, each expert's SwiGLU (gate fc1, up,
-// down fc2, no biases), and the shared expert with its gate.
+// A projection of `role` named `name` under `prefix`, and its LoRA adapter.
+void add_projection(Layers& layers, const TransformerConfig& t, const std::string& prefix, const std::string& name,
+                    const std::string& role, bool bias) {
+  const auto [in, out] = projection_shape(t, role);
+  add_linear(layers, t, prefix, name, role, in, out, bias);
+}
+
+// A SwiGLU expert of `hidden` under `prefix`: gate (fc1), up, down (fc2),
+// no biases, each a projection of its role.
+void add_expert(Layers& layers, const TransformerConfig& t, const std::string& prefix, int64_t hidden) {
+  add_linear(layers, t, prefix, "fc1", "gate", t.d_model, hidden, false);
+  add_linear(layers, t, prefix, "up", "up", t.d_model, hidden, false);
+  add_linear(layers, t, prefix, "fc2", "down", hidden, t.d_model, false);
+}
+
+// A mixture of experts: its router, each expert, and the shared expert with
+// its gate.
 void add_experts(Layers& layers, const TransformerConfig& t, const std::string& prefix) {
   const MoeConfig& moe = *t.moe;
   const int64_t d = t.d_model;
   layers.add(prefix + "router", d * moe.experts);
-  for (int e = 0; e < moe.experts; ++e) {
-    const std::string expert = prefix + "experts." + std::to_string(e) + ".";
-    layers.add(expert + "fc1", d * moe.expert_hidden);
-    layers.add(expert + "up", d * moe.expert_hidden);
-    layers.add(expert + "fc2", d * moe.expert_hidden);
-  }
+  for (int e = 0; e < moe.experts; ++e) add_expert(layers, t, prefix + "experts." + std::to_string(e) + ".", moe.expert_hidden);
   if (moe.shared_hidden == 0) return;
   if (moe.shared_gate) layers.add(prefix + "shared_gate", d);  // weights the shared expert: computed first
-  layers.add(prefix + "shared.fc1", d * moe.shared_hidden);
-  layers.add(prefix + "shared.up", d * moe.shared_hidden);
-  layers.add(prefix + "shared.fc2", d * moe.shared_hidden);
+  add_expert(layers, t, prefix + "shared.", moe.shared_hidden);
 }
 
 void add_transformer(Layers& layers, const NetworkConfig& config) {

@@ -16,6 +16,9 @@ struct LayerParameters {
   std::string path;  // "blocks.3.attn.q"
   int64_t count = 0;
   bool trained = true;
+  // Its weights' bytes as stored: 4 a parameter, but a quantized LoRA base's
+  // projection as its format stores it (stored_weight_bytes).
+  int64_t stored_bytes = 0;
 };
 
 // Whether fine-tuning as `config` says leaves the layer at `path` untrained:

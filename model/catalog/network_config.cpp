@@ -224,7 +224,6 @@ TransformerConfig parse_transformer(const json& doc, Family family, const std::s
   }
   if (doc.contains("moe")) t.moe = parse_moe(doc.at("moe"), t, label);
   t.qk_norm = doc.value("qk_norm", false);
-  require(!(t.moe && doc.contains("lora")), label, "/lora", "LoRA of a mixture of experts' experts is not modelled yet");
   if (doc.contains("lora")) t.lora = parse_lora(doc.at("lora"), t, label);
   return t;
 }

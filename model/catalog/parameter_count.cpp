@@ -12,15 +12,9 @@ int64_t trainable_parameter_count(const NetworkConfig& config) {
 }
 
 double static_state_bytes(const NetworkConfig& config) {
-  double weights = 4.0 * static_cast<double>(parameter_count(config));
-  if (std::holds_alternative<TransformerConfig>(config.body) && config.transformer().lora) {
-    const TransformerConfig& t = config.transformer();
-    for (const auto& role : projection_roles(t)) {  // every block's frozen projections, as stored
-      const auto [in, out] = projection_shape(t, role);
-      weights += static_cast<double>(t.layers) *
-                 static_cast<double>(stored_weight_bytes(out, in, t.lora->base_weights) - 4 * in * out);
-    }
-  }
+  if (config.family == Family::torchscript) return 16.0 * static_cast<double>(config.torchscript().parameters);
+  double weights = 0;
+  for (const LayerParameters& l : layer_parameters(config)) weights += static_cast<double>(l.stored_bytes);
   return weights + 12.0 * static_cast<double>(trainable_parameter_count(config));
 }
 

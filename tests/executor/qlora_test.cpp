@@ -164,6 +164,26 @@ TEST(Qlora, AStoredBaseIsPricedAsTheModelPricesIt) {
   }
 }
 
+// A mixture's experts under QLoRA: every expert's (and the shared
+// expert's) projections stored, adapters where targeted, the router frozen
+// in fp32; the static bytes are what the model prices from the config.
+TEST(Qlora, AMixturesStoredExpertsArePricedAsTheModelPricesThem) {
+  model::NetworkConfig config = model::load_network_config("qwen-moe-tiny");
+  model::LoraConfig lora;
+  lora.rank = 4;
+  lora.targets = {"qkv", "gate", "up", "down"};
+  for (WeightFormat format : {WeightFormat::fp32, WeightFormat::nf4}) {
+    lora.base_weights = format;
+    const model::NetworkConfig tuned = model::with_lora(config, lora);
+    const auto network = build_network(tuned);
+    const auto optimizer = make_optimizer(*network, 1e-3, 0.01);
+    EXPECT_DOUBLE_EQ(static_cast<double>(static_bytes(*network, *optimizer)), model::static_state_bytes(tuned)) << to_string(format);
+    EXPECT_EQ(network->trainable_parameter_count(), model::trainable_parameter_count(tuned)) << to_string(format);
+    const testing::Step step = testing::step(*network, make_synthetic_data(tuned, torch::kCPU, 1)->next(2));
+    EXPECT_TRUE(std::isfinite(step.loss)) << to_string(format);
+  }
+}
+
 // The stored network and the fp32 one built from the same seed, its
 // adapters' B drawn non-zero in both (so that A has gradients).
 struct Pair {

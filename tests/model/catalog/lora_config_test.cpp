@@ -59,6 +59,23 @@ TEST(LoraConfig, PricesTheBaseWeightsAsStored) {
   EXPECT_EQ(stored_weight_bytes(4096, 4096, WeightFormat::nf4), 4096 * 4096 / 2 + 4096 * 64 + 4 * 1024 + 4);
 }
 
+// Mixtral-8x7B under QLoRA, r = 16 on attention and on every expert's three
+// projections (PEFT's all-linear targets), the base in nf4: its 768 expert
+// and 128 attention matrices at 4.127 bits a weight; the router, the norms
+// and the embeddings in fp32 (bench/RESULTS.md sets it beside published
+// figures).
+TEST(LoraConfig, PricesAMixtureOfExpertsBaseAsStored) {
+  LoraConfig l = lora(16, {"q", "k", "v", "o", "gate", "up", "down"});
+  l.base_weights = WeightFormat::nf4;
+  const NetworkConfig config = with_lora(load_network_config(config_dir() + "/hf/mixtral-8x7b.json"), l);
+  const double attention = 32.0 * (2 * 4096.0 * 4096 + 2 * 4096.0 * 1024), experts = 32.0 * 8 * 3 * 4096 * 14336;
+  const double adapters = 16.0 * 32 * (2 * (4096 + 4096) + 2 * (4096 + 1024) + 8 * 3 * (4096 + 14336));
+  EXPECT_EQ(trainable_parameter_count(config), static_cast<int64_t>(adapters));
+  EXPECT_EQ(parameter_count(config), 46702792704 + static_cast<int64_t>(adapters));
+  const double rest = 4 * (46702792704 - attention - experts) + 16 * adapters;
+  EXPECT_NEAR((static_state_bytes(config) - rest) * 8 / (attention + experts), 4.127, 5e-4);
+}
+
 std::string error_of(const NetworkConfig& config, const LoraConfig& l) {
   try {
     with_lora(config, l);
