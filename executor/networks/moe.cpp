@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 namespace papaya::executor {
 namespace {
@@ -70,10 +71,12 @@ torch::Tensor MixtureOfExperts::forward(const torch::Tensor& x) {
   const torch::Tensor tokens = x.reshape({-1, x.size(-1)});
   const int64_t n = tokens.size(0), count = static_cast<int64_t>(experts->size());
   const torch::Tensor p = probs->forward(router->forward(tokens).to(torch::kFloat));  // (n, experts)
-  auto [weights, chosen] = p.topk(chosen_per_token_, -1);                            // (n, k)
+  torch::Tensor weights, chosen;  // (n, k)
   if (busiest_share_) {
     chosen = forced_choice(n, p.device());
     weights = p.gather(1, chosen);
+  } else {
+    std::tie(weights, chosen) = p.topk(chosen_per_token_, -1);
   }
   if (normalize_) weights = weights / weights.sum(-1, /*keepdim=*/true);
   weights = weights.to(x.scalar_type());
