@@ -95,12 +95,11 @@ model::NetworkConfig with_lora_options(const model::NetworkConfig& config, const
 // flag's words.
 model::NetworkConfig with_expert_routing_flag(const model::NetworkConfig& config, double share) {
   const model::MoeConfig& moe = *config.transformer().moe;
-  if (share * moe.experts < 1 - 1e-9 || share * moe.experts_per_token > 1 + 1e-9) {
+  if (!model::busiest_share_fits(moe, share)) {
     std::ostringstream given;
     given << share;
     throw InputError("--moe-imbalance: " + given.str() + " is not a busiest expert's share of " + config.name +
-                     "'s routings (from 1/" + std::to_string(moe.experts) + ", balanced, to 1/" +
-                     std::to_string(moe.experts_per_token) + ", every token)");
+                     "'s routings: a share " + model::busiest_share_range(moe));
   }
   return model::with_expert_routing(config, share);
 }

@@ -124,6 +124,18 @@ void reject_foreign_keys(const json& doc, Family family, const std::string& labe
 // The roles a network's projections answer to: q, k, v or qkv; o; gate,
 // up, down (SwiGLU) or fc1, fc2.
 
+}  // namespace
+
+bool busiest_share_fits(const MoeConfig& moe, double share) {
+  return share * moe.experts >= 1 - 1e-9 && share * moe.experts_per_token <= 1 + 1e-9;
+}
+
+std::string busiest_share_range(const MoeConfig& moe) {
+  return "from 1/" + std::to_string(moe.experts) + " (balanced) to 1/" + std::to_string(moe.experts_per_token) + " (every token)";
+}
+
+namespace {
+
 MoeConfig parse_moe(const json& doc, const TransformerConfig& t, const std::string& label) {
   MoeConfig moe;
   moe.experts = doc.at("experts");
@@ -137,10 +149,7 @@ MoeConfig parse_moe(const json& doc, const TransformerConfig& t, const std::stri
   moe.aux_loss = doc.value("aux_loss", moe.aux_loss);
   if (doc.contains("busiest_share")) {
     const double share = doc.at("busiest_share");
-    // Below the mean is no busiest; above 1 / k an expert would take a token twice.
-    require(share * moe.experts >= 1 - 1e-9 && share * moe.experts_per_token <= 1 + 1e-9, label, "/moe/busiest_share",
-            "a share from 1/" + std::to_string(moe.experts) + " (balanced) to 1/" + std::to_string(moe.experts_per_token) +
-                " (every token)");
+    require(busiest_share_fits(moe, share), label, "/moe/busiest_share", "a share " + busiest_share_range(moe));
     moe.busiest_share = share;
   }
   require(moe.experts_per_token <= moe.experts, label, "/moe/experts_per_token",

@@ -178,9 +178,14 @@ NetworkConfig with_lora(const NetworkConfig& config, const LoraConfig& lora);
 // layers by model::check_frozen_layers). Throws InputError for a TorchScript
 // network and as parse_network_config for a malformed pattern.
 NetworkConfig with_freeze(const NetworkConfig& config, const std::vector<std::string>& patterns);
+// Whether `share` can be the busiest expert's: from 1 / experts (below the
+// mean is no busiest) to 1 / experts_per_token (above, an expert would take
+// a token twice); the range in words for an error.
+bool busiest_share_fits(const MoeConfig& moe, double share);
+std::string busiest_share_range(const MoeConfig& moe);
 // `config`'s mixture of experts routed with the busiest expert's share forced
 // (MoeConfig::busiest_share). Throws InputError where it has no mixture or
-// the share is not from 1 / experts to 1 / experts_per_token.
+// the share does not fit.
 NetworkConfig with_expert_routing(const NetworkConfig& config, double busiest_share);
 
 // `config` (a transformer) with its first `blocks` blocks only: what

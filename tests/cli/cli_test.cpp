@@ -218,8 +218,8 @@ TEST(Cli, MixturesOfExpertsAreCountedAndTrained) {
                      "olmoe-1b-7b: q and k norms are counted and priced from the config, not built by papaya's executor yet");
   // A busiest expert's share: from balanced (1/4) to every token (1/2).
   expect_input_error("train --network mixtral-tiny --moe-imbalance 0.7 --steps 1",
-                     "--moe-imbalance: 0.7 is not a busiest expert's share of mixtral-tiny's routings (from 1/4, balanced, "
-                     "to 1/2, every token)");
+                     "--moe-imbalance: 0.7 is not a busiest expert's share of mixtral-tiny's routings: a share from 1/4 "
+                     "(balanced) to 1/2 (every token)");
   expect_input_error("profile --network mixtral-tiny --moe-imbalance 0.2 --out x.json", "--moe-imbalance: 0.2 is not");
   expect_input_error("train --network gpt-tiny --moe-imbalance 0.5 --steps 1", "--moe-imbalance: gpt-tiny has no mixture of experts");
 }
