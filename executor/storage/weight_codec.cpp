@@ -100,19 +100,19 @@ void load_nf4(const StoredWeight& s, at::Tensor& out) {
     }
     return;
   }
-  // Each byte's two levels at once: a 256 x 2 table indexed by the byte.
+  // Each byte's two levels at once: a 256 x 2 table indexed by the byte; a
+  // chunk's values made in fp32, then written into `out` (its padding not).
   const at::Tensor level = levels(s.codes.device());
   const at::Tensor byte = at::arange(256, at::TensorOptions().dtype(at::kLong).device(s.codes.device()));
   const at::Tensor pairs = at::stack({level.index_select(0, byte.div(16, "floor")), level.index_select(0, byte.remainder(16))}, 1);
-  at::Tensor values = at::empty({blocks * model::nf4_block}, absmax.options());
   for (int64_t first = 0; first < blocks; first += kBlocksAtOnce) {
-    const int64_t count = std::min(kBlocksAtOnce, blocks - first);
-    at::Tensor chunk = values.narrow(0, first * model::nf4_block, count * model::nf4_block);
-    at::Tensor pair_view = chunk.view({-1, 2});
-    at::index_select_out(pair_view, pairs, 0, s.codes.narrow(0, first * model::nf4_block / 2, count * model::nf4_block / 2).to(at::kLong));
-    chunk.view({count, model::nf4_block}).mul_(absmax.narrow(0, first, count).unsqueeze(1));
+    const int64_t count = std::min(kBlocksAtOnce, blocks - first), from = first * model::nf4_block;
+    const at::Tensor chunk =
+        pairs.index_select(0, s.codes.narrow(0, from / 2, count * model::nf4_block / 2).to(at::kLong)).view({count, model::nf4_block});
+    chunk.mul_(absmax.narrow(0, first, count).unsqueeze(1));
+    const int64_t valid = std::min(count * model::nf4_block, out.numel() - from);
+    out.narrow(0, from, valid).copy_(chunk.view(-1).narrow(0, 0, valid));
   }
-  out.copy_(values.narrow(0, 0, out.numel()));
 }
 
 // The stored weight into `out` (its numel values in the load's type).
