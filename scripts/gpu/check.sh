@@ -77,16 +77,16 @@ if [ -x "$papaya" ]; then
   fi
   # A user's network: torchvision's models scripted here (python3-torchvision
   # is on that machine), profiled and trained through the archive.
-  if ! wanted archives; then
-    :
-  elif timeout 120 python3 bench/torchscript_models.py save "$out/models" > "$out/models.log" 2>&1; then
-    step validate-resnet18-archive 150 "$papaya" validate --network "$out/models/resnet18.pt" --device cuda \
-      --profile-batches 4,8,16 --batches 32,128 --plans keep,recompute-all,quantize-4,swap --steps 6 --json
-    step validate-vit-archive 150 "$papaya" validate --network "$out/models/vit_tiny.pt" --device cuda \
-      --profile-batches 4,8,16 --batches 32,128 --plans keep,recompute-all,quantize-4,invert,swap --steps 6 --json
-    rm -f "$out"/models/*.pt  # the archives stay behind: what comes back is the logs
-  else
-    echo "scripting the models FAILED"; tail -5 "$out/models.log"
+  if wanted archives; then
+    if timeout 120 python3 bench/torchscript_models.py save "$out/models" > "$out/models.log" 2>&1; then
+      step validate-resnet18-archive 150 "$papaya" validate --network "$out/models/resnet18.pt" --device cuda \
+        --profile-batches 4,8,16 --batches 32,128 --plans keep,recompute-all,quantize-4,swap --steps 6 --json
+      step validate-vit-archive 150 "$papaya" validate --network "$out/models/vit_tiny.pt" --device cuda \
+        --profile-batches 4,8,16 --batches 32,128 --plans keep,recompute-all,quantize-4,invert,swap --steps 6 --json
+      rm -f "$out"/models/*.pt  # the archives stay behind: what comes back is the logs
+    else
+      echo "scripting the models FAILED"; tail -5 "$out/models.log"
+    fi
   fi
   for f in "$out"/validate-*.log; do echo "== $f"; head -c 3000 "$f"; echo; done
 fi
