@@ -33,6 +33,7 @@ struct LimitsArgs {
   std::optional<int> seq_len;
   NetworkOptions network_options;
   int profile_blocks = 0;
+  int profile_parts = 0;
   std::string precision = "fp32";
   std::string device;  // empty: cuda where there is one, else cpu
   std::string hardware;
@@ -127,15 +128,17 @@ model::LayerModel profiled_model(const LimitsArgs& args, const model::NetworkCon
   request.batches = {batches[0], batches[1]};
   request.quick = true;
   request.profile_blocks = args.profile_blocks;
+  request.shape_parts = args.profile_parts;
   ProgressReporter reporter;
   return pipeline::profile_and_fit(request, reporter).model;
 }
 
 Limits compute(const LimitsArgs& args) {
   if (args.model.empty() == args.network.empty()) throw InputError("limits: give a model file or --network, one of them");
-  if (!args.model.empty() && (args.seq_len || args.profile_blocks > 0 || args.precision != "fp32")) {
+  if (!args.model.empty() && (args.seq_len || args.profile_blocks > 0 || args.profile_parts > 0 || args.precision != "fp32")) {
     throw InputError("limits " + args.model +
-                     ": --seq-len, --profile-blocks and --precision go with --network (a model is fitted already)");
+                     ": --seq-len, --profile-blocks, --profile-parts and --precision go with --network (a model is "
+                     "fitted already)");
   }
   if (args.hardware.empty()) throw InputError("limits: --hardware is needed: the catalog entries to size the batch for");
   for (const auto& name : split_commas(args.hardware)) model::load_hardware(name);  // before minutes of profiling
@@ -198,8 +201,8 @@ void register_limits(CLI::App& app) {
   auto args = std::make_shared<LimitsArgs>();
   auto* cmd = app.add_subcommand("limits",
                                  "The largest batch of each memory optimization on each hardware, from a model (papaya fit) or a "
-                                 "network profiled here (--network: quickly, 2 of its blocks where it is large, a long sequence "
-                                 "modelled from three short ones).");
+                                 "network profiled here (--network: quickly; a large transformer 2 of its blocks at three small "
+                                 "fractions of its shape, modelled whole).");
   cmd->add_option("model", args->model,
                   "Model (JSON): a layer model (papaya fit PROFILE), or a global model (papaya fit --measurements --out): "
                   "each measured series' largest batch under --budget; or --network");
@@ -208,6 +211,7 @@ void register_limits(CLI::App& app) {
   add_fine_tuning_options(cmd, args->network_options);
   add_expert_routing_option(cmd, args->network_options, /*models=*/true);
   add_profile_blocks_option(cmd, args->profile_blocks);
+  add_profile_parts_option(cmd, args->profile_parts);
   add_precision_option(cmd, args->precision);
   cmd->add_option("--device,-d", args->device,
                   "With --network: cpu, cuda or cuda:N to profile on; default: cuda where there is one, else cpu");

@@ -26,4 +26,19 @@ void add_profile_blocks_option(CLI::App* cmd, int& blocks) {
       ->check(CLI::PositiveNumber);
 }
 
+void add_profile_parts_option(CLI::App* cmd, int& parts) {
+  cmd->add_option("--profile-parts", parts,
+                  "Profile a text transformer at 1/N, 2/N and 3/N of its shape (its tokens, head and MLP widths and "
+                  "vocabulary; heads, blocks and experts as they are) and model it whole from them, N a power of two "
+                  "that divides its tokens and head dimensions; 1: at its own shape; default: where a step would be "
+                  "slow to profile, the fewest parts that make each profile quick")
+      ->check(CLI::Validator(
+          [](const std::string& value) -> std::string {
+            const int n = std::stoi(value);
+            if (n == 0 || n == 1 || (n >= 4 && (n & (n - 1)) == 0)) return "";
+            return "must be 1 or a power of two from 4 (got " + value + ")";
+          },
+          "PARTS"));
+}
+
 }  // namespace papaya::cli

@@ -41,6 +41,7 @@ struct RecommendArgs {
   std::optional<int> seq_len;
   NetworkOptions network_options;
   int profile_blocks = 0;  // 0: all if they fit
+  int profile_parts = 0;   // 0: chosen
   std::string precision = "fp32";
   std::string device;  // empty: cuda where there is one, else cpu
   std::string hardware;
@@ -227,6 +228,7 @@ Recommendation compute(const RecommendArgs& args) {
   profile.precision = args.precision;
   profile.hardware = args.hardware;
   profile.profile_blocks = args.profile_blocks;
+  profile.shape_parts = args.profile_parts;
   if (args.hardware.empty() && profile.device == "cpu") args.data_parallel.require_link("this CPU");  // before profiling
   ProgressReporter reporter;
   pipeline::Profiled profiled = pipeline::profile_and_fit(profile, reporter);
@@ -262,6 +264,7 @@ void register_recommend(CLI::App& app) {
   add_fine_tuning_options(cmd, args->network_options);
   add_expert_routing_option(cmd, args->network_options, /*models=*/true);
   add_profile_blocks_option(cmd, args->profile_blocks);
+  add_profile_parts_option(cmd, args->profile_parts);
   add_precision_option(cmd, args->precision);
   cmd->add_option("--device,-d", args->device, "cpu, cuda or cuda:N to profile on; default: cuda where there is one, else cpu");
   cmd->add_option("--hardware", args->hardware, "Catalog entry to plan for (papaya hardware); default: the profiled machine");

@@ -45,6 +45,7 @@ struct ValidateArgs {
   std::vector<int64_t> batches = {8, 16, 32};
   std::vector<std::string> plans = {"keep", "recompute-all", "quantize-4", "invert"};
   std::vector<int> profile_batches;  // empty: pipeline::default_profile_batches
+  int profile_parts = 0;             // 0: chosen
   std::string plot;
   ValidateArgs() { run.steps = 10; }  // a check, not a benchmark: quick
 };
@@ -275,6 +276,7 @@ Validation compute(const ValidateArgs& given) {
   request.device = args.run.device;
   request.precision = args.run.precision;
   request.batches = args.profile_batches;
+  request.shape_parts = args.profile_parts;
   ProgressReporter reporter;
   const pipeline::Profiled profiled = pipeline::profile_and_fit(request, reporter);
   const model::LayerModel& m = profiled.model;
@@ -334,6 +336,7 @@ void register_validate(CLI::App& app) {
                   "network)")
       ->delimiter(',')
       ->check(positive_whole_number);
+  add_profile_parts_option(cmd, args->profile_parts);
   cmd->add_option("--device,-d", args->run.device, "cpu, cuda or cuda:N")->capture_default_str();
   add_precision_option(cmd, args->run.precision);
   cmd->add_option("--steps,-s", args->run.steps, "Training steps per (plan, batch), the first 2 left out")

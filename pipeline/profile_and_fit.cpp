@@ -3,8 +3,11 @@
 #include <utility>
 
 #include "model/catalog/parameter_count.h"
+#include "model/catalog/shape_fraction.h"
+#include "model/error.h"
 #include "model/fit/fit_profile.h"
 #include "model/fit/sequence_scaling.h"
+#include "model/fit/shape_scaling.h"
 #include "model/units.h"
 #include "profiler/profiler.h"
 
@@ -18,39 +21,142 @@ std::vector<int> default_profile_batches(const model::NetworkConfig& network) {
 namespace {
 
 constexpr int longest_short_sequence = 64;
+// A fraction of a network's shape profiles quickly where its widest step
+// takes this share of a slow step (slow_step): a few seconds.
+constexpr double quick_share = 1.0 / 50;
 
 // What is slow to profile on the device: a CPU takes seconds a TFLOP and
 // holds a few GiB; a GPU steps a PFLOP in seconds and holds tens of GiB.
-struct SlowStep {
+struct StepSize {
   double flops, attention_bytes;
 };
-SlowStep slow_step(const std::string& device) {
+StepSize slow_step(const std::string& device) {
   if (device.rfind("cuda", 0) == 0) return {1e15, 16.0 * (1 << 30)};
   return {1e12, 1 << 30};
 }
 
-// The lengths to profile at (empty: the network's own); sets quick where
-// the network is slow to step. Slow: over slow_step's FLOPs a step, or
-// attention's token-by-token squares over its bytes (which grow past the
-// device's memory long before the FLOPs are many).
-std::vector<int> short_lengths(ProfileAndFitRequest& request, Reporter& reporter) {
+bool text(const model::NetworkConfig& config) {
+  return config.family == model::Family::gpt || config.family == model::Family::bert;
+}
+
+// A step of `config` at `batch`: the matrix products' forward and backward
+// (two and four FLOPs per parameter and token), and attention's scores,
+// probabilities and what dropout or the context keeps of them (fp32), which
+// grow past the device's memory long before the FLOPs are many.
+StepSize step_size(const model::NetworkConfig& config, int batch) {
+  const double tokens = config.sequence_length(), square = tokens * tokens;
+  return {6.0 * static_cast<double>(model::parameter_count(config)) * tokens * batch,
+          text(config) ? 3.0 * 4 * square * config.transformer().heads * config.transformer().layers * batch : 0};
+}
+
+bool within(const StepSize& step, const StepSize& bound, double share) {
+  return step.flops <= bound.flops * share && step.attention_bytes <= bound.attention_bytes * share;
+}
+
+// How a network is profiled: at fractions of its shape, at short lengths, or
+// as it is (neither).
+struct Scaling {
+  int parts = 0;             // the fractions 1/parts, 2/parts, 3/parts
+  int blocks = 0;            // with parts: the blocks profiled (0: the profiler's choice)
+  std::vector<int> lengths;  // short lengths to model the network's from
+};
+
+model::NetworkConfig fraction(const model::NetworkConfig& config, int k, int parts, int blocks) {
+  const model::NetworkConfig cut = model::at_shape_fraction(config, k, parts);
+  return blocks > 0 ? model::with_blocks(cut, blocks) : cut;
+}
+
+// The fewest parts (4 at least: three fractions and the whole) whose widest
+// fraction profiles quickly, or the most the network divides into.
+int quick_parts(const model::NetworkConfig& config, int blocks, int batch, const StepSize& slow) {
+  const int limit = model::shape_parts_limit(config);
+  int parts = 4;
+  while (parts < limit && !within(step_size(fraction(config, 3, parts, blocks), batch), slow, quick_share)) parts *= 2;
+  return parts;
+}
+
+// Whether the network is slow for its sequence alone: at the longest short
+// length it steps quickly (then that length is the quicker cut).
+bool short_lengths_quick(const ProfileAndFitRequest& request, int batch, const StepSize& slow) {
   const model::NetworkConfig& config = request.network;
-  const SlowStep slow = slow_step(request.device);
-  const bool text = config.family == model::Family::gpt || config.family == model::Family::bert;
-  const int tokens = config.sequence_length();
-  const double batch = request.batches.back(), square = static_cast<double>(tokens) * tokens;
-  // Forward and backward of the matrix products, two and four FLOPs per parameter and token.
-  const double step_flops = 6.0 * static_cast<double>(model::parameter_count(config)) * tokens * batch;
-  // Scores, probabilities and what dropout or the context keeps of them, fp32.
-  const double attention_bytes = text ? 3.0 * 4 * square * config.transformer().heads * config.transformer().layers * batch : 0;
-  if (step_flops <= slow.flops && attention_bytes <= slow.attention_bytes) return {};
-  request.quick = true;
-  if (!text || tokens <= longest_short_sequence) return {};
-  reporter.notice("a step of " + config.name + " at " + std::to_string(tokens) + " tokens and batch " +
-                  std::to_string(request.batches.back()) + " takes about " + model::format_si(step_flops) + "FLOP and " +
-                  model::format_bytes(attention_bytes) + " of attention: profiling at 16, 32 and 64 tokens and modelling " +
-                  std::to_string(tokens) + " from them");
-  return {longest_short_sequence / 4, longest_short_sequence / 2, longest_short_sequence};
+  if (config.sequence_length() <= longest_short_sequence) return false;
+  const model::NetworkConfig shorter = model::at_seq_len(config, longest_short_sequence);
+  const int blocks = request.profile_blocks;
+  return within(step_size(blocks > 0 ? model::with_blocks(shorter, blocks) : shorter, batch), slow, quick_share);
+}
+
+std::string with_commas(int64_t n) {
+  std::string digits = std::to_string(n);
+  for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) digits.insert(static_cast<size_t>(i), ",");
+  return digits;
+}
+
+// The sizes `parts` does not divide, as the network modelled has them.
+std::string rounded_sizes(const model::NetworkConfig& config, int parts) {
+  const model::TransformerConfig& t = config.transformer();
+  const model::TransformerConfig whole = model::at_shape_fraction(config, parts, parts).transformer();
+  std::string out;
+  const auto note = [&](const std::string& name, int64_t was, int64_t is) {
+    if (was != is) out += (out.empty() ? "" : ", ") + name + " " + with_commas(was) + " as " + with_commas(is);
+  };
+  note("vocabulary", t.vocab, whole.vocab);
+  note("MLP width", t.mlp_hidden(), whole.mlp_hidden());
+  if (t.moe) {
+    note("experts' width", t.moe->expert_hidden, whole.moe->expert_hidden);
+    note("shared expert's width", t.moe->shared_hidden, whole.moe->shared_hidden);
+  }
+  return out.empty() ? "" : " (modelled with its " + out + ", multiples of " + std::to_string(parts) + ")";
+}
+
+std::string shape_notice(const model::NetworkConfig& config, const Scaling& s) {
+  const model::TransformerConfig narrow = fraction(config, 1, s.parts, 0).transformer();
+  const model::TransformerConfig wide = fraction(config, 3, s.parts, 0).transformer();
+  const std::string blocks = s.blocks > 0 ? std::to_string(s.blocks) + " of its " +
+                                                std::to_string(config.transformer().layers) + " blocks "
+                                          : "";
+  const std::string of = "/" + std::to_string(s.parts);
+  return "profiling " + blocks + "at 1" + of + ", 2" + of + " and 3" + of + " of its shape (" +
+         std::to_string(narrow.seq_len) + " to " + std::to_string(wide.seq_len) + " tokens, head dimensions " +
+         std::to_string(narrow.head_dim()) + " to " + std::to_string(wide.head_dim()) + ", vocabulary " +
+         with_commas(narrow.vocab) + " to " + with_commas(wide.vocab) + ") and modelling it whole from them" +
+         rounded_sizes(config, s.parts);
+}
+
+// How to profile the network of `request`; sets quick where it is slow to step.
+Scaling scaling_for(ProfileAndFitRequest& request, Reporter& reporter) {
+  const model::NetworkConfig& config = request.network;
+  const int batch = request.batches.back();
+  const StepSize slow = slow_step(request.device), step = step_size(config, batch);
+  const bool is_slow = !within(step, slow, 1.0);
+  const std::string why = "a step of " + config.name + " at " + std::to_string(config.sequence_length()) +
+                          " tokens and batch " + std::to_string(batch) + " takes about " + model::format_si(step.flops) +
+                          "FLOP and " + model::format_bytes(step.attention_bytes) + " of attention: ";
+  request.quick = request.quick || is_slow;
+  Scaling s;
+  if (request.shape_parts > 1) {
+    if (request.shape_parts < 4) {
+      throw InputError(config.name + ": its shape in " + std::to_string(request.shape_parts) +
+                       " parts: three fractions and the whole need 4 parts or more");
+    }
+    s.parts = request.shape_parts;
+    s.blocks = request.profile_blocks;
+  } else if (is_slow && text(config) && request.shape_parts == 0 && model::shape_parts_limit(config) >= 4 &&
+             !short_lengths_quick(request, batch, slow)) {
+    const int layers = config.transformer().layers;
+    const int blocks = request.profile_blocks > 0 ? request.profile_blocks : (layers > 2 ? 2 : 0);
+    const int parts = quick_parts(config, blocks, batch, slow);
+    // Cut as finely as it divides, a sequence may stay too long: then only it is shortened (below).
+    if (within(step_size(fraction(config, 3, parts, blocks), batch), slow, 1.0)) s = {parts, blocks, {}};
+  }
+  if (s.parts > 0) {
+    reporter.notice((is_slow ? why : "") + shape_notice(config, s));
+    return s;
+  }
+  if (!is_slow || !text(config) || config.sequence_length() <= longest_short_sequence) return s;
+  reporter.notice(why + "profiling at 16, 32 and 64 tokens and modelling " + std::to_string(config.sequence_length()) +
+                  " from them");
+  s.lengths = {longest_short_sequence / 4, longest_short_sequence / 2, longest_short_sequence};
+  return s;
 }
 
 std::string join(const std::vector<int>& values) {
@@ -59,20 +165,14 @@ std::string join(const std::vector<int>& values) {
   return text;
 }
 
-std::vector<int> short_lengths_of(const std::vector<model::ModelAtLength>& models) {
-  std::vector<int> lengths;
-  for (const auto& m : models) lengths.push_back(m.seq_len);
-  return lengths;
-}
-
 }  // namespace
 
 Profiled profile_and_fit(const ProfileAndFitRequest& asked, Reporter& reporter) {
   ProfileAndFitRequest request = asked;
   if (request.batches.empty()) request.batches = default_profile_batches(request.network);
-  const std::vector<int> lengths = short_lengths(request, reporter);
+  const Scaling scaling = scaling_for(request, reporter);
   profiler::ProfileOptions options;
-  options.profile_blocks = request.profile_blocks;
+  options.profile_blocks = scaling.parts > 0 ? scaling.blocks : request.profile_blocks;
   options.device = request.device;
   options.precision = request.precision;
   options.batches = request.batches;
@@ -87,27 +187,43 @@ Profiled profile_and_fit(const ProfileAndFitRequest& asked, Reporter& reporter) 
     if (!std::exchange(warned, true)) reporter.warning(message);
   };
   options.on_progress = [&](int done, int total, const std::string& note) { reporter.update(done, total, note); };
-  std::vector<model::ModelAtLength> models;
-  const auto profile_and_fit_one = [&](const model::NetworkConfig& network, int length) {
+  const auto profile_and_fit_one = [&](const model::NetworkConfig& network, const std::string& stage) {
     options.network = network;
-    reporter.begin(lengths.size() > 1 ? "profiling at " + std::to_string(length) + " tokens" : "profiling");
+    reporter.begin(stage);
     const model::Profile profile = profiler::profile_network(options);
     reporter.begin("fitting");
     reporter.update(0, 1, "per-layer curves");
-    models.push_back({length, model::fit_profile(profile, "profile of " + profile.network).model});
+    model::LayerModel fitted = model::fit_profile(profile, "profile of " + profile.network).model;
     reporter.update(1, 1);
     reporter.end();
+    return fitted;
   };
-  if (lengths.empty()) profile_and_fit_one(request.network, 0);
-  for (int length : lengths) profile_and_fit_one(model::at_seq_len(request.network, length), length);
   Profiled out;
   out.batches = options.batches;
-  out.how = "at batches " + join(options.batches) +
-            (models.size() > 1 ? " and " + join(short_lengths_of(models)) + " tokens" : "") + ", " +
-            std::to_string(options.steps) + " steps each";
-  out.model = models.size() > 1 ? model::at_sequence_length(models, request.network.sequence_length(),
-                                                            "profiles of " + request.network.name)
-                                : models.front().model;
+  const std::string label = "profiles of " + request.network.name;
+  std::string scaled;
+  if (scaling.parts > 0) {
+    std::vector<model::ModelAtFraction> models;
+    const std::string of = "/" + std::to_string(scaling.parts);
+    for (int k = 1; k <= 3; ++k) {
+      const std::string part = std::to_string(k) + of;
+      models.push_back(
+          {k, profile_and_fit_one(model::at_shape_fraction(request.network, k, scaling.parts), "profiling at " + part)});
+    }
+    out.model = model::at_full_shape(models, scaling.parts, label);
+    scaled = " and 1" + of + ", 2" + of + ", 3" + of + " of its shape";
+  } else if (!scaling.lengths.empty()) {
+    std::vector<model::ModelAtLength> models;
+    for (int length : scaling.lengths) {
+      models.push_back({length, profile_and_fit_one(model::at_seq_len(request.network, length),
+                                                    "profiling at " + std::to_string(length) + " tokens")});
+    }
+    out.model = model::at_sequence_length(models, request.network.sequence_length(), label);
+    scaled = " and " + join(scaling.lengths) + " tokens";
+  } else {
+    out.model = profile_and_fit_one(request.network, "profiling");
+  }
+  out.how = "at batches " + join(options.batches) + scaled + ", " + std::to_string(options.steps) + " steps each";
   out.target = model::make_target(out.model, request.hardware);
   return out;
 }

@@ -24,6 +24,10 @@ struct ProfileAndFitRequest {
   std::string hardware;                                 // the catalog entry to target; "": the profiled machine
   std::vector<int> batches;                             // to profile; empty: default_profile_batches
   int profile_blocks = 0;                               // as profiler::ProfileOptions's (0: all if they fit)
+  // A text transformer profiled at 1, 2 and 3 of this many parts of its
+  // shape and modelled whole (model/catalog/shape_fraction.h); 1: at its own
+  // shape; 0: chosen (below).
+  int shape_parts = 0;
   // One warm-up and two measured steps in one round, no probes (also chosen
   // where a step at the network's length would be slow).
   bool quick = false;
@@ -38,11 +42,16 @@ struct Profiled {
   std::vector<int> batches;  // profiled
 };
 
-// Profiles and fits. A text network whose step at the largest batch would
-// take over a TFLOP (a minute or more on a CPU), or whose attention squares
-// pass a GiB, is profiled quickly, at 16, 32 and 64 tokens where it is
-// longer, and modelled at its length (model/fit/sequence_scaling.h), as a
-// notice says. Throws InputError for what the profiler refuses.
+// Profiles and fits. A network whose step at the largest batch would take
+// over a TFLOP (a minute or more on a CPU), or whose attention squares pass
+// a GiB, is profiled quickly; a text transformer then at three fractions of
+// its shape, the fewest parts that make each profile a matter of seconds,
+// 2 of its blocks (unless asked otherwise), and modelled whole
+// (model/fit/shape_scaling.h); one that is slow for its sequence alone (at
+// 64 tokens it steps in seconds), or whose shape does not divide finely
+// enough, at 16, 32 and 64 tokens, and modelled at its length
+// (model/fit/sequence_scaling.h). A notice says which. Throws InputError for
+// what the profiler refuses.
 Profiled profile_and_fit(const ProfileAndFitRequest& request, Reporter& reporter);
 
 }  // namespace papaya::pipeline

@@ -5,11 +5,8 @@
 // polynomial of degree at most 2 in the tokens (most tensors hold a row per
 // token; attention's scores and probabilities a token by token square; the
 // causal mask too), so the three profiles' models give each figure's
-// quadratic exactly, and it is read at N. Times follow the work instead: each
-// layer's cost per sample is the longest profile's, times its FLOPs at N over
-// its FLOPs there (the same for its segment's recompute, and for the rest of
-// the step with the whole network's FLOPs); fixed costs and the optimizer
-// step do not grow with the sequence.
+// quadratic exactly, and it is read at N; times follow the FLOPs
+// (model/fit/extrapolation.h).
 #include <string>
 #include <vector>
 

@@ -10,14 +10,15 @@
 # carried in .deps (scripts/gpu/pack-deps.sh .deps):
 #   scripts/gpu/check.sh OUT_DIR [CHECKS]
 # CHECKS picks the `validate` runs, comma-separated: zoo (gpt2-small),
-# archives (torchvision's models scripted), fine-tuning (LoRA and QLoRA);
-# all by default. The GPU tests and the main job always run.
+# archives (torchvision's models scripted), fine-tuning (LoRA and QLoRA),
+# shape (Qwen2-0.5B profiled whole, and at fractions of its shape); all by
+# default. The GPU tests and the main job always run.
 # Every log, JSON answer and the build's errors land in OUT_DIR; a summary is
 # printed. Each step has its own time limit, so one that hangs costs only its
 # share; a step that fails does not stop the next.
 set -uo pipefail
-out=${1:?usage: scripts/gpu/check.sh OUT_DIR [zoo,archives,fine-tuning]}
-checks=",${2:-zoo,archives,fine-tuning},"
+out=${1:?usage: scripts/gpu/check.sh OUT_DIR [zoo,archives,fine-tuning,shape]}
+checks=",${2:-zoo,archives,fine-tuning,shape},"
 wanted() { [[ $checks == *",$1,"* ]]; }
 build=${PAPAYA_GPU_BUILD:-build-gpu}
 mkdir -p "$out"
@@ -74,6 +75,16 @@ if [ -x "$papaya" ]; then
     step validate-qwen2-qlora 240 "$papaya" validate --network configs/hf/qwen2-0.5b.json --seq-len 512 \
       --lora 16 --lora-targets q,k,v,o,gate,up,down --base-weights nf4 --device cuda \
       --profile-batches 1,2,4 --batches 8,16 --plans keep,recompute-all,quantize-4 --steps 4 --json
+  fi
+  # The shape axis on a GPU: the same network and runs, modelled from its own
+  # shape and from 1/16, 2/16 and 3/16 of it (the CUDA allocator's 512-byte
+  # blocks are not a polynomial of the shape: what they cost here).
+  if wanted shape; then
+    for parts in 1 16; do
+      step "validate-qwen2-parts$parts" 200 "$papaya" validate --network configs/hf/qwen2-0.5b.json --seq-len 1024 \
+        --profile-parts "$parts" --device cuda --profile-batches 1,2,4 --batches 8,16 \
+        --plans keep,recompute-all,quantize-4 --steps 4 --json
+    done
   fi
   # A user's network: torchvision's models scripted here (python3-torchvision
   # is on that machine), profiled and trained through the archive.

@@ -177,6 +177,28 @@ TEST(Limits, ProfileTheNetworkGivenAndSayWhatItsStateTakes) {
   expect_input_error("limits --hardware h100", "give a model file or --network");
 }
 
+// --profile-parts: the model from three fractions of the shape answers as the
+// one from the network itself (the bytes are exact: model/fit/shape_scaling.h);
+// parts the shape does not divide into are refused before profiling.
+TEST(Limits, FractionsOfTheShapeGiveTheWholeNetworksBatches) {
+  const std::string limits = "limits --network llama-tiny --seq-len 48 --hardware h100,A10 --json --profile-parts ";
+  const Outcome whole = run_papaya(limits + "1");
+  ASSERT_EQ(whole.code, 0) << whole.err;
+  const Outcome cut = run_papaya(limits + "4");
+  ASSERT_EQ(cut.code, 0) << cut.err;
+  EXPECT_NE(cut.err.find("at 1/4, 2/4 and 3/4 of its shape (12 to 36 tokens, head dimensions 4 to 12"), std::string::npos)
+      << cut.err;
+  const json w = json::parse(whole.out), c = json::parse(cut.out);
+  ASSERT_EQ(w.size(), c.size());
+  for (size_t i = 0; i < w.size(); ++i) {
+    EXPECT_EQ(c[i].at("max_batch"), w[i].at("max_batch")) << w[i].at("strategy") << " on " << w[i].at("hardware");
+    EXPECT_NEAR(c[i].at("peak_bytes").get<double>(), w[i].at("peak_bytes").get<double>(), 1.0) << w[i].at("strategy");
+  }
+  expect_input_error(limits + "3", "--profile-parts: must be 1 or a power of two from 4 (got 3)");
+  expect_input_error(limits + "16", "divide into 8 parts or a power of two fewer, not 16");
+  expect_input_error("limits --network resnet-tiny --hardware h100 --profile-parts 4", "no tokens and heads to cut");
+}
+
 TEST_F(ModelCommands, BadInputExitsTwo) {
   expect_input_error("fit " + path("absent.json") + " --out " + path("m.json"), "absent.json");
   expect_input_error("fit " + write("broken.json", "{") + " --out " + path("m.json"), "malformed JSON");

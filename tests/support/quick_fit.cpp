@@ -8,15 +8,19 @@
 namespace papaya::profiler {
 
 model::LayerModel quick_fit(const std::string& network, std::optional<int> seq_len, int profile_blocks) {
+  return quick_fit(model::load_network_config(network, seq_len), profile_blocks);
+}
+
+model::LayerModel quick_fit(const model::NetworkConfig& network, int profile_blocks) {
   ProfileOptions options;
-  options.network = model::load_network_config(network, seq_len);
+  options.network = network;
   options.profile_blocks = profile_blocks;
   options.batches = {1, 2, 4};
   options.warmup = 1;
   options.steps = 2;
   options.rounds = 1;
   options.probe_batch = 0;
-  return model::fit_profile(profile_network(options), "profile of " + network).model;
+  return model::fit_profile(profile_network(options), "profile of " + network.name).model;
 }
 
 bool same_layer_descriptions(const model::LayerModel& scaled, const model::LayerModel& whole) {

@@ -1,0 +1,160 @@
+#include "model/fit/extrapolation.h"
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "model/error.h"
+
+namespace papaya::model {
+namespace {
+
+using nlohmann::json;
+
+// The quadratic through (x[i], v[i]), i = 0..2, at `at` (Lagrange's form).
+double quadratic_at(const double x[3], const double v[3], double at) {
+  double sum = 0;
+  for (int i = 0; i < 3; ++i) {
+    double term = v[i];
+    for (int j = 0; j < 3; ++j) {
+      if (j != i) term *= (at - x[j]) / (x[i] - x[j]);
+    }
+    sum += term;
+  }
+  return sum;
+}
+
+// A cubic without a constant term through the three points: v / x is a
+// quadratic.
+double cubic_from_zero_at(const double x[3], const double v[3], double at) {
+  const double per_x[3] = {v[0] / x[0], v[1] / x[1], v[2] / x[2]};
+  return at * quadratic_at(x, per_x, at);
+}
+
+// Figures that are rates or times, not sizes: the largest model's stand
+// (times are then scaled by the work, extrapolated).
+bool measured_not_sized(const std::string& key) {
+  return key.find("seconds") != std::string::npos || key == "codecs" || key == "inverts" || key == "h2d_bytes_per_s" ||
+         key == "d2h_bytes_per_s" || key == "machine" || key == "roofline";
+}
+
+struct Walk {
+  const double* x;
+  double at;
+  FlopsGrowth flops;
+
+  // The three documents walked together: numbers that differ become their
+  // polynomial at `at` (integers rounded), anything else must be equal.
+  json operator()(const json* docs[3], const std::string& key, const std::string& where) const {
+    const json& first = *docs[0];
+    if (first.is_number()) return number(docs, key, where);
+    if (first.is_object()) {
+      json out = json::object();
+      for (auto it = first.begin(); it != first.end(); ++it) {
+        if (measured_not_sized(it.key()) && docs[2]->contains(it.key())) {
+          out[it.key()] = docs[2]->at(it.key());
+          continue;
+        }
+        const json* parts[3];
+        for (int i = 0; i < 3; ++i) {
+          const auto found = docs[i]->find(it.key());
+          if (found == docs[i]->end()) throw InputError(where + "/" + it.key() + ": missing from one model");
+          parts[i] = &*found;
+        }
+        out[it.key()] = (*this)(parts, it.key(), where + "/" + it.key());
+      }
+      return out;
+    }
+    if (first.is_array()) {
+      json out = json::array();
+      for (size_t k = 0; k < first.size(); ++k) {
+        const json* parts[3];
+        for (int i = 0; i < 3; ++i) {
+          if (!docs[i]->is_array() || docs[i]->size() != first.size()) {
+            throw InputError(where + ": " + std::to_string(first.size()) + " entries in one model, not in another");
+          }
+          parts[i] = &(*docs[i])[k];
+        }
+        out.push_back((*this)(parts, key, where + "/" + std::to_string(k)));
+      }
+      return out;
+    }
+    for (int i = 1; i < 3; ++i) {
+      if (*docs[i] != first) throw InputError(where + ": " + first.dump() + " in one model, " + docs[i]->dump() + " in another");
+    }
+    return first;
+  }
+
+  json number(const json* docs[3], const std::string& key, const std::string& where) const {
+    double v[3];
+    bool integers = true, whole = true;  // integer numbers; whole values (byte counts held as doubles)
+    for (int i = 0; i < 3; ++i) {
+      if (!docs[i]->is_number()) throw InputError(where + ": a number in one model, not in another");
+      v[i] = docs[i]->get<double>();
+      integers = integers && docs[i]->is_number_integer();
+      whole = whole && std::abs(v[i] - std::round(v[i])) < 1e-6;
+    }
+    if (v[0] == v[1] && v[1] == v[2]) return *docs[0];
+    const double value = flops == FlopsGrowth::cubic_from_zero && key == "forward_flops_per_sample"
+                             ? cubic_from_zero_at(x, v, at)
+                             : quadratic_at(x, v, at);
+    if (integers) return static_cast<int64_t>(std::llround(value));
+    return whole ? std::round(value) : value;
+  }
+};
+
+// `c` with its cost per sample times `ratio`.
+SaturatingCurve scaled(SaturatingCurve c, double ratio) {
+  c.per_sample *= ratio;
+  return c;
+}
+
+double ratio_of(double at, double there) { return there > 0 ? at / there : 1.0; }
+
+double total_flops(const LayerModel& m) {
+  double sum = 0;
+  for (const auto& l : m.layers) sum += l.forward_flops_per_sample;
+  return sum;
+}
+
+double segment_flops(const LayerModel& m, const std::string& segment) {
+  double sum = 0;
+  for (const auto& l : m.layers) sum += l.segment == segment ? l.forward_flops_per_sample : 0;
+  return sum;
+}
+
+}  // namespace
+
+LayerModel extrapolated(const ModelAtSize (&models)[3], double size, FlopsGrowth flops, const std::string& label) {
+  if (!(models[0].size < models[1].size && models[1].size < models[2].size)) {
+    throw std::logic_error("extrapolated: sizes not distinct and ascending");
+  }
+  const json docs[3] = {layer_model_to_json(models[0].model), layer_model_to_json(models[1].model),
+                        layer_model_to_json(models[2].model)};
+  const json* parts[3] = {&docs[0], &docs[1], &docs[2]};
+  const double x[3] = {models[0].size, models[1].size, models[2].size};
+  LayerModel out = layer_model_from_json(Walk{x, size, flops}(parts, "", label + ": the models differ at "), label);
+
+  const LayerModel& largest = models[2].model;
+  for (size_t j = 0; j < out.layers.size(); ++j) {
+    const LayerFit& there = largest.layers[j];
+    const double ratio = ratio_of(out.layers[j].forward_flops_per_sample, there.forward_flops_per_sample);
+    out.layers[j].forward_seconds = scaled(there.forward_seconds, ratio);
+    out.layers[j].backward_seconds = scaled(there.backward_seconds, ratio);
+  }
+  for (size_t j = 0; j < out.segments.size(); ++j) {
+    const std::string& path = out.segments[j].path;
+    out.segments[j].recompute_seconds =
+        scaled(largest.segments[j].recompute_seconds, ratio_of(segment_flops(out, path), segment_flops(largest, path)));
+  }
+  out.rest_seconds = scaled(largest.rest_seconds, ratio_of(total_flops(out), total_flops(largest)));
+  // A pass over the state, of any batch: every term grows with it.
+  const double state = ratio_of(out.static_bytes, largest.static_bytes);
+  out.optimizer_seconds = largest.optimizer_seconds;
+  out.optimizer_seconds.floor *= state;
+  out.optimizer_seconds.per_sample *= state;
+  out.optimizer_seconds.fixed *= state;
+  return out;
+}
+
+}  // namespace papaya::model
