@@ -67,15 +67,6 @@ if [ -x "$papaya" ]; then
   # The fused inverted backward against keep (it ran as ATen passes before).
   wanted zoo && step validate-gpt2-small 150 "$papaya" validate --network gpt2-small --seq-len 256 --device cuda \
     --profile-batches 1,2,4 --batches 8,32 --plans keep,invert,quantize-4 --steps 6 --json
-  # Fine-tuning: the frozen base stored in nf4 and loaded for each matmul on
-  # the GPU, LoRA on all seven projections, under keep, recompute and quantize.
-  if wanted fine-tuning; then
-    step validate-llama-tiny-qlora 120 "$papaya" validate --network llama-tiny-lora --base-weights nf4 --device cuda \
-      --profile-batches 2,4,8 --batches 16,64 --plans keep,recompute-all,quantize-4 --steps 6 --json
-    step validate-qwen2-qlora 240 "$papaya" validate --network configs/hf/qwen2-0.5b.json --seq-len 512 \
-      --lora 16 --lora-targets q,k,v,o,gate,up,down --base-weights nf4 --device cuda \
-      --profile-batches 1,2,4 --batches 8,16 --plans keep,recompute-all,quantize-4 --steps 4 --json
-  fi
   # The shape axis on a GPU: the same network and runs, modelled from its own
   # shape and from 1/16, 2/16 and 3/16 of it (the CUDA allocator's 512-byte
   # blocks are not a polynomial of the shape: what they cost here).
@@ -85,6 +76,15 @@ if [ -x "$papaya" ]; then
         --profile-parts "$parts" --device cuda --profile-batches 1,2,4 --batches 8,16 \
         --plans keep,recompute-all,quantize-4 --steps 4 --json
     done
+  fi
+  # Fine-tuning: the frozen base stored in nf4 and loaded for each matmul on
+  # the GPU, LoRA on all seven projections, under keep, recompute and quantize.
+  if wanted fine-tuning; then
+    step validate-llama-tiny-qlora 120 "$papaya" validate --network llama-tiny-lora --base-weights nf4 --device cuda \
+      --profile-batches 2,4,8 --batches 16,64 --plans keep,recompute-all,quantize-4 --steps 6 --json
+    step validate-qwen2-qlora 240 "$papaya" validate --network configs/hf/qwen2-0.5b.json --seq-len 512 \
+      --lora 16 --lora-targets q,k,v,o,gate,up,down --base-weights nf4 --device cuda \
+      --profile-batches 1,2,4 --batches 8,16 --plans keep,recompute-all,quantize-4 --steps 4 --json
   fi
   # A user's network: torchvision's models scripted here (python3-torchvision
   # is on that machine), profiled and trained through the archive.
