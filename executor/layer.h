@@ -106,6 +106,9 @@ class Layer : public torch::nn::Module {
   // A frozen weight it stores other than as a parameter (a QLoRA base's
   // nf4 codes), nullptr if none.
   virtual const StoredWeight* stored_weight() const { return nullptr; }
+  // Buffers its forward moves in training (a batch norm's running
+  // statistics), which a recomputed segment puts back after recomputing.
+  virtual std::vector<torch::Tensor> running_state() { return {}; }
   // Parameters it computes with that another layer owns and registers (a
   // tied LM head's embedding weight): its backward makes their gradient too.
   virtual std::vector<torch::Tensor> shared_parameters() const { return {}; }

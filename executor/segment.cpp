@@ -109,6 +109,16 @@ bool Segment::draws_random() {
   return false;
 }
 
+std::vector<torch::Tensor> Segment::running_state() {
+  std::vector<torch::Tensor> state;
+  for (const auto& module : modules(/*include_self=*/false)) {
+    if (auto* layer = dynamic_cast<Layer*>(module.get())) {
+      for (auto& tensor : layer->running_state()) state.push_back(tensor);
+    }
+  }
+  return state;
+}
+
 torch::Tensor Segment::run(torch::Tensor x) {
   if (strategy_.recompute && torch::GradMode::is_enabled()) return checkpoint(*this, x);
   return forward(std::move(x));

@@ -27,10 +27,12 @@ class Segment : public torch::nn::Module {
   // Whether the block draws random numbers (a dropout): only then does its
   // recomputation need the generators' state of its forward.
   virtual bool draws_random();
-  // The state its forward moves besides its outputs (batch-norm running
-  // statistics), put back after a recomputation so that it moves once per
-  // step, as without checkpointing.
-  virtual std::vector<torch::Tensor> running_state() { return buffers(); }
+  // The state its forward moves besides its outputs, put back after a
+  // recomputation so that it moves once per step, as without checkpointing:
+  // its layers' running_state() (batch-norm running statistics), not every
+  // buffer (a QLoRA base's codes are buffers: a copy of them was held
+  // through each recomputation).
+  virtual std::vector<torch::Tensor> running_state();
   // The parameters its layers compute with: a checkpoint's inputs, so that
   // its backward runs even where the block's input needs no gradient (the
   // first block of a network).

@@ -31,6 +31,7 @@ class BatchNorm2d : public Layer {
   explicit BatchNorm2d(int64_t channels);
   torch::Tensor forward(torch::Tensor x);
   torch::Tensor run(const std::vector<torch::Tensor>& in, const Batch&) override { return forward(in.at(0)); }
+  std::vector<torch::Tensor> running_state() override { return {running_mean, running_var}; }
   torch::Tensor weight, bias, running_mean, running_var;
   static constexpr double eps = 1e-5, momentum = 0.1;
 };
