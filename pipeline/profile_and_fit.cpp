@@ -66,12 +66,24 @@ model::NetworkConfig fraction(const model::NetworkConfig& config, int k, int par
   return blocks > 0 ? model::with_blocks(cut, blocks) : cut;
 }
 
+// The most parts a network is cut into: as many as its shape divides into,
+// its smallest fraction holding min_fraction_tokens or more (a step of a
+// few tokens of a few values each runs other kernels, whose scratch is no
+// polynomial of the shape: 4 tokens of Llama-2-7B's shape put its
+// projections' peaks 0.7 % off).
+constexpr int min_fraction_tokens = 16;
+int most_parts(const model::NetworkConfig& config) {
+  int most = model::shape_parts_limit(config);
+  while (most > 1 && config.sequence_length() / most < min_fraction_tokens) most /= 2;
+  return most;
+}
+
 // The fewest parts (4 at least: three fractions and the whole) whose widest
-// fraction profiles quickly, or the most the network divides into.
+// fraction profiles quickly, or the most.
 int quick_parts(const model::NetworkConfig& config, int blocks, int batch, const StepSize& slow) {
-  const int limit = model::shape_parts_limit(config);
+  const int most = most_parts(config);
   int parts = 4;
-  while (parts < limit && !within(step_size(fraction(config, 3, parts, blocks), batch), slow, quick_share)) parts *= 2;
+  while (parts < most && !within(step_size(fraction(config, 3, parts, blocks), batch), slow, quick_share)) parts *= 2;
   return parts;
 }
 
@@ -140,7 +152,7 @@ Scaling scaling_for(ProfileAndFitRequest& request, Reporter& reporter) {
     }
     s.parts = request.shape_parts;
     s.blocks = request.profile_blocks;
-  } else if (is_slow && text(config) && request.shape_parts == 0 && model::shape_parts_limit(config) >= 4 &&
+  } else if (is_slow && text(config) && request.shape_parts == 0 && most_parts(config) >= 4 &&
              !short_lengths_quick(request, batch, slow)) {
     const int layers = config.transformer().layers;
     const int blocks = request.profile_blocks > 0 ? request.profile_blocks : (layers > 2 ? 2 : 0);
