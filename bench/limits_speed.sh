@@ -29,7 +29,7 @@ for config in $configs; do
   if "$build/papaya" limits --network "$config" ${SEQ_LEN:+--seq-len "$SEQ_LEN"} --hardware "$hardware" --json \
        > "$out/$name.json" 2> "$out/$name.err"; then
     end=$(date +%s.%N)
-    how=$(grep -o 'profiling [^(]*' "$out/$name.err" | head -1 | sed 's/ *$//')
+    how=$(grep -o 'profiling [^(]*' "$out/$name.err" | head -1 | sed 's/ *$//' || true)
     first=${hardware%%,*}
     keep=$(jq -r --arg h "$first" '[.[] | select(.hardware == $h and .strategy == "keep")][0].max_batch' "$out/$name.json")
     best=$(jq -r --arg h "$first" '[.[] | select(.hardware == $h) | .max_batch] | max' "$out/$name.json")

@@ -25,6 +25,11 @@ constexpr int longest_short_sequence = 64;
 // takes this share of a slow step (slow_step): a few seconds.
 constexpr double quick_share = 1.0 / 50;
 
+// An answer asked for quickly (limits: memory priced on other hardware) is
+// slow already where a step takes this share of a slow step (seconds on a
+// CPU): profiling the whole network at its shape would take minutes.
+constexpr double quick_answer_share = 1.0 / 10;
+
 // What is slow to profile on the device: a CPU takes seconds a TFLOP and
 // holds a few GiB; a GPU steps a PFLOP in seconds and holds tens of GiB.
 struct StepSize {
@@ -56,14 +61,20 @@ bool within(const StepSize& step, const StepSize& bound, double share) {
 // How a network is profiled: at fractions of its shape, at short lengths, or
 // as it is (neither).
 struct Scaling {
-  int parts = 0;             // the fractions 1/parts, 2/parts, 3/parts
+  int parts = 0;  // the fractions 1/parts, 2/parts, 3/parts
+  model::ShapeCut cut = model::ShapeCut::tokens_and_widths;
   int blocks = 0;            // with parts: the blocks profiled (0: the profiler's choice)
   std::vector<int> lengths;  // short lengths to model the network's from
 };
 
-model::NetworkConfig fraction(const model::NetworkConfig& config, int k, int parts, int blocks) {
-  const model::NetworkConfig cut = model::at_shape_fraction(config, k, parts);
-  return blocks > 0 ? model::with_blocks(cut, blocks) : cut;
+model::NetworkConfig fraction(const model::NetworkConfig& config, int k, int parts, model::ShapeCut cut, int blocks) {
+  const model::NetworkConfig narrow = model::at_shape_fraction(config, k, parts, cut);
+  return blocks > 0 ? model::with_blocks(narrow, blocks) : narrow;
+}
+
+// Tokens and widths where that routes experts whole tokens, else widths.
+model::ShapeCut cut_for(const model::NetworkConfig& config, int parts) {
+  return model::routes_whole_tokens(config, parts) ? model::ShapeCut::tokens_and_widths : model::ShapeCut::widths;
 }
 
 // The most parts a network is cut into: as many as its shape divides into,
@@ -72,18 +83,22 @@ model::NetworkConfig fraction(const model::NetworkConfig& config, int k, int par
 // polynomial of the shape: 4 tokens of Llama-2-7B's shape put its
 // projections' peaks 0.7 % off).
 constexpr int min_fraction_tokens = 16;
-int most_parts(const model::NetworkConfig& config) {
-  int most = model::shape_parts_limit(config);
-  while (most > 1 && config.sequence_length() / most < min_fraction_tokens) most /= 2;
+int most_parts(const model::NetworkConfig& config, model::ShapeCut cut) {
+  int most = model::shape_parts_limit(config, cut);
+  while (cut == model::ShapeCut::tokens_and_widths && most > 1 && config.sequence_length() / most < min_fraction_tokens) {
+    most /= 2;
+  }
   return most;
 }
 
 // The fewest parts (4 at least: three fractions and the whole) whose widest
-// fraction profiles quickly, or the most.
-int quick_parts(const model::NetworkConfig& config, int blocks, int batch, const StepSize& slow) {
-  const int most = most_parts(config);
+// fraction profiles quickly, or the most; 0 where the network is not cut
+// into 4.
+int quick_parts(const model::NetworkConfig& config, model::ShapeCut cut, int blocks, int batch, const StepSize& slow) {
+  const int most = most_parts(config, cut);
+  if (most < 4) return 0;
   int parts = 4;
-  while (parts < most && !within(step_size(fraction(config, 3, parts, blocks), batch), slow, quick_share)) parts *= 2;
+  while (parts < most && !within(step_size(fraction(config, 3, parts, cut, blocks), batch), slow, quick_share)) parts *= 2;
   return parts;
 }
 
@@ -104,9 +119,9 @@ std::string with_commas(int64_t n) {
 }
 
 // The sizes `parts` does not divide, as the network modelled has them.
-std::string rounded_sizes(const model::NetworkConfig& config, int parts) {
+std::string rounded_sizes(const model::NetworkConfig& config, int parts, model::ShapeCut cut) {
   const model::TransformerConfig& t = config.transformer();
-  const model::TransformerConfig whole = model::at_shape_fraction(config, parts, parts).transformer();
+  const model::TransformerConfig whole = model::at_shape_fraction(config, parts, parts, cut).transformer();
   std::string out;
   const auto note = [&](const std::string& name, int64_t was, int64_t is) {
     if (was != is) out += (out.empty() ? "" : ", ") + name + " " + with_commas(was) + " as " + with_commas(is);
@@ -121,17 +136,22 @@ std::string rounded_sizes(const model::NetworkConfig& config, int parts) {
 }
 
 std::string shape_notice(const model::NetworkConfig& config, const Scaling& s) {
-  const model::TransformerConfig narrow = fraction(config, 1, s.parts, 0).transformer();
-  const model::TransformerConfig wide = fraction(config, 3, s.parts, 0).transformer();
+  const model::TransformerConfig narrow = fraction(config, 1, s.parts, s.cut, 0).transformer();
+  const model::TransformerConfig wide = fraction(config, 3, s.parts, s.cut, 0).transformer();
   const std::string blocks = s.blocks > 0 ? std::to_string(s.blocks) + " of its " +
                                                 std::to_string(config.transformer().layers) + " blocks "
                                           : "";
   const std::string of = "/" + std::to_string(s.parts);
-  return "profiling " + blocks + "at 1" + of + ", 2" + of + " and 3" + of + " of its shape (" +
-         std::to_string(narrow.seq_len) + " to " + std::to_string(wide.seq_len) + " tokens, head dimensions " +
+  const std::string tokens =
+      s.cut == model::ShapeCut::widths
+          ? "its widths (its " + std::to_string(wide.seq_len) +
+                " tokens kept: fewer would route its experts parts of tokens; head dimensions "
+          : "its shape (" + std::to_string(narrow.seq_len) + " to " + std::to_string(wide.seq_len) +
+                " tokens, head dimensions ";
+  return "profiling " + blocks + "at 1" + of + ", 2" + of + " and 3" + of + " of " + tokens +
          std::to_string(narrow.head_dim()) + " to " + std::to_string(wide.head_dim()) + ", vocabulary " +
          with_commas(narrow.vocab) + " to " + with_commas(wide.vocab) + ") and modelling it whole from them" +
-         rounded_sizes(config, s.parts);
+         rounded_sizes(config, s.parts, s.cut);
 }
 
 // How to profile the network of `request`; sets quick where it is slow to step.
@@ -139,7 +159,7 @@ Scaling scaling_for(ProfileAndFitRequest& request, Reporter& reporter) {
   const model::NetworkConfig& config = request.network;
   const int batch = request.batches.back();
   const StepSize slow = slow_step(request.device), step = step_size(config, batch);
-  const bool is_slow = !within(step, slow, 1.0);
+  const bool is_slow = !within(step, slow, request.quick ? quick_answer_share : 1.0);
   const std::string why = "a step of " + config.name + " at " + std::to_string(config.sequence_length()) +
                           " tokens and batch " + std::to_string(batch) + " takes about " + model::format_si(step.flops) +
                           "FLOP and " + model::format_bytes(step.attention_bytes) + " of attention: ";
@@ -151,14 +171,24 @@ Scaling scaling_for(ProfileAndFitRequest& request, Reporter& reporter) {
                        " parts: three fractions and the whole need 4 parts or more");
     }
     s.parts = request.shape_parts;
+    s.cut = cut_for(config, s.parts);
     s.blocks = request.profile_blocks;
-  } else if (is_slow && text(config) && request.shape_parts == 0 && most_parts(config) >= 4 &&
-             !short_lengths_quick(request, batch, slow)) {
+  } else if (is_slow && text(config) && request.shape_parts == 0 && !short_lengths_quick(request, batch, slow)) {
     const int layers = config.transformer().layers;
     const int blocks = request.profile_blocks > 0 ? request.profile_blocks : (layers > 2 ? 2 : 0);
-    const int parts = quick_parts(config, blocks, batch, slow);
-    // Cut as finely as it divides, a sequence may stay too long: then only it is shortened (below).
-    if (within(step_size(fraction(config, 3, parts, blocks), batch), slow, 1.0)) s = {parts, blocks, {}};
+    model::ShapeCut cut = model::ShapeCut::tokens_and_widths;
+    int parts = quick_parts(config, cut, blocks, batch, slow);
+    if (parts > 0 && !model::routes_whole_tokens(config, parts)) {
+      cut = model::ShapeCut::widths;
+      parts = quick_parts(config, cut, blocks, batch, slow);
+    }
+    // Cut as finely as it divides, a sequence may stay too long: then only it
+    // is shortened (below). The widths alone keep attention's squares whole:
+    // they may take a few GiB where the rest is small.
+    const StepSize bound = {slow.flops, slow.attention_bytes * (cut == model::ShapeCut::widths ? 4 : 1)};
+    if (parts > 0 && within(step_size(fraction(config, 3, parts, cut, blocks), batch), bound, 1.0)) {
+      s = {parts, cut, blocks, {}};
+    }
   }
   if (s.parts > 0) {
     reporter.notice((is_slow ? why : "") + shape_notice(config, s));
@@ -219,11 +249,12 @@ Profiled profile_and_fit(const ProfileAndFitRequest& asked, Reporter& reporter) 
     const std::string of = "/" + std::to_string(scaling.parts);
     for (int k = 1; k <= 3; ++k) {
       const std::string part = std::to_string(k) + of;
-      models.push_back(
-          {k, profile_and_fit_one(model::at_shape_fraction(request.network, k, scaling.parts), "profiling at " + part)});
+      models.push_back({k, profile_and_fit_one(model::at_shape_fraction(request.network, k, scaling.parts, scaling.cut),
+                                               "profiling at " + part)});
     }
-    out.model = model::at_full_shape(models, scaling.parts, label);
-    scaled = " and 1" + of + ", 2" + of + ", 3" + of + " of its shape";
+    out.model = model::at_full_shape(models, scaling.parts, scaling.cut, label);
+    scaled = " and 1" + of + ", 2" + of + ", 3" + of + " of its " +
+             (scaling.cut == model::ShapeCut::widths ? "widths" : "shape");
   } else if (!scaling.lengths.empty()) {
     std::vector<model::ModelAtLength> models;
     for (int length : scaling.lengths) {

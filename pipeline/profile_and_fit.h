@@ -29,7 +29,8 @@ struct ProfileAndFitRequest {
   // shape; 0: chosen (below).
   int shape_parts = 0;
   // One warm-up and two measured steps in one round, no probes (also chosen
-  // where a step at the network's length would be slow).
+  // where a step at the network's length would be slow); and the network
+  // cut into fractions of its shape where a step takes a tenth of a slow one.
   bool quick = false;
 };
 

@@ -17,7 +17,7 @@
 namespace papaya::model {
 
 enum class FlopsGrowth {
-  quadratic,        // in the tokens: a row per token, attention's token-by-token products
+  quadratic,        // in the tokens (a row per token, attention's token-by-token products), or in the widths alone
   cubic_from_zero,  // in a shape scaled whole: tokens times width times width, none at zero
 };
 

@@ -7,7 +7,7 @@
 
 namespace papaya::model {
 
-LayerModel at_full_shape(const std::vector<ModelAtFraction>& profiled, int parts, const std::string& label) {
+LayerModel at_full_shape(const std::vector<ModelAtFraction>& profiled, int parts, ShapeCut cut, const std::string& label) {
   std::vector<ModelAtFraction> sorted = profiled;
   std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.k < b.k; });
   if (sorted.size() != 3 || sorted[0].k == sorted[1].k || sorted[1].k == sorted[2].k) {
@@ -17,7 +17,8 @@ LayerModel at_full_shape(const std::vector<ModelAtFraction>& profiled, int parts
   const ModelAtSize models[3] = {{static_cast<double>(sorted[0].k), sorted[0].model},
                                  {static_cast<double>(sorted[1].k), sorted[1].model},
                                  {static_cast<double>(sorted[2].k), sorted[2].model}};
-  return extrapolated(models, parts, FlopsGrowth::cubic_from_zero, label);
+  return extrapolated(models, parts, cut == ShapeCut::widths ? FlopsGrowth::quadratic : FlopsGrowth::cubic_from_zero,
+                      label);
 }
 
 }  // namespace papaya::model

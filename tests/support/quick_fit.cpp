@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "model/fit/fit_profile.h"
 #include "profiler/profiler.h"
 
@@ -38,6 +40,15 @@ bool same_layer_descriptions(const model::LayerModel& scaled, const model::Layer
     }
   }
   return true;
+}
+
+double largest_scratch(const model::LayerModel& m, int batch) {
+  double largest = 0;
+  for (const auto& l : m.layers) {
+    largest = std::max(
+        {largest, l.forward_peak.at(batch) - l.forward_start.at(batch), l.backward_peak.at(batch) - l.backward_start.at(batch)});
+  }
+  return largest;
 }
 
 }  // namespace papaya::profiler

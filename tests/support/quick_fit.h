@@ -18,4 +18,10 @@ model::LayerModel quick_fit(const model::NetworkConfig& network, int profile_blo
 // Returns false (and has failed the test) where they differ.
 bool same_layer_descriptions(const model::LayerModel& scaled, const model::LayerModel& whole);
 
+// The largest scratch a layer takes above the bytes held when it starts, at
+// `batch`: a kernel's own (one may pick its algorithm by the sizes), which
+// need not be a polynomial of a scaled size, and bounds what a scaled
+// model's peaks may miss.
+double largest_scratch(const model::LayerModel& m, int batch);
+
 }  // namespace papaya::profiler

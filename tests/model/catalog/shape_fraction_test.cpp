@@ -11,9 +11,11 @@
 namespace papaya::model {
 namespace {
 
+constexpr ShapeCut both = ShapeCut::tokens_and_widths;
+
 TEST(ShapeFraction, CutsTheSizesAndKeepsTheCounts) {
   const NetworkConfig whole = load_network_config("qwen-moe-tiny");
-  const NetworkConfig cut = at_shape_fraction(whole, 3, 4);
+  const NetworkConfig cut = at_shape_fraction(whole, 3, 4, both);
   const TransformerConfig& w = whole.transformer();
   const TransformerConfig& c = cut.transformer();
   EXPECT_EQ(c.seq_len, 24);
@@ -31,36 +33,54 @@ TEST(ShapeFraction, CutsTheSizesAndKeepsTheCounts) {
   EXPECT_EQ(c.rotary_dims(), 12);
   EXPECT_EQ(cut.name, whole.name);
   // The whole shape is the network itself where every size divides.
-  EXPECT_EQ(at_shape_fraction(whole, 4, 4).document, whole.document);
+  EXPECT_EQ(at_shape_fraction(whole, 4, 4, both).document, whole.document);
 }
 
 TEST(ShapeFraction, RoundsUpWhatAPartDoesNotDivide) {
   // GPT-2's vocabulary, 50,257, is odd: modelled as 50,272 with 32 parts.
   const NetworkConfig gpt2 = load_network_config("gpt2-small");
   ASSERT_EQ(gpt2.transformer().vocab, 50257);
-  EXPECT_EQ(at_shape_fraction(gpt2, 1, 32).transformer().vocab, 1571);
-  EXPECT_EQ(at_shape_fraction(gpt2, 32, 32).transformer().vocab, 50272);
+  EXPECT_EQ(at_shape_fraction(gpt2, 1, 32, both).transformer().vocab, 1571);
+  EXPECT_EQ(at_shape_fraction(gpt2, 32, 32, both).transformer().vocab, 50272);
   // A learned position table keeps its rows.
-  EXPECT_EQ(at_shape_fraction(gpt2, 1, 32).transformer().max_positions, gpt2.transformer().max_positions);
+  EXPECT_EQ(at_shape_fraction(gpt2, 1, 32, both).transformer().max_positions, gpt2.transformer().max_positions);
 }
 
 TEST(ShapeFraction, PartsDivideTheTokensHeadsAndRotatedPairs) {
   // Llama-2-7B at 4096 tokens: 128 dimensions a head, all 128 rotated in 64 pairs.
   const std::string llama_2_7b = config_dir() + "/hf/llama-2-7b.json";
-  EXPECT_EQ(shape_parts_limit(load_network_config(llama_2_7b, 4096)), 64);
-  EXPECT_EQ(shape_parts_limit(load_network_config(llama_2_7b, 1000)), 8);
-  EXPECT_EQ(shape_parts_limit(load_network_config("llama-tiny")), 8);  // 16 dimensions a head, 8 pairs
-  EXPECT_EQ(shape_parts_limit(load_network_config("resnet-tiny")), 1);
-  EXPECT_EQ(shape_parts_limit(load_network_config("vit-tiny")), 1);
+  EXPECT_EQ(shape_parts_limit(load_network_config(llama_2_7b, 4096), both), 64);
+  EXPECT_EQ(shape_parts_limit(load_network_config(llama_2_7b, 1000), both), 8);
+  EXPECT_EQ(shape_parts_limit(load_network_config("llama-tiny"), both), 8);  // 16 dimensions a head, 8 pairs
+  EXPECT_EQ(shape_parts_limit(load_network_config("resnet-tiny"), both), 1);
+  EXPECT_EQ(shape_parts_limit(load_network_config("vit-tiny"), both), 1);
   const NetworkConfig llama = load_network_config("llama-tiny");
-  EXPECT_THROW(at_shape_fraction(llama, 1, 16), InputError);
-  EXPECT_THROW(at_shape_fraction(llama, 5, 4), InputError);
-  EXPECT_THROW(at_shape_fraction(load_network_config("resnet-tiny"), 1, 4), InputError);
+  EXPECT_THROW(at_shape_fraction(llama, 1, 16, both), InputError);
+  EXPECT_THROW(at_shape_fraction(llama, 5, 4, both), InputError);
+  EXPECT_THROW(at_shape_fraction(load_network_config("resnet-tiny"), 1, 4, both), InputError);
   try {
-    at_shape_fraction(llama, 1, 16);
+    at_shape_fraction(llama, 1, 16, both);
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("divide into 8 parts"), std::string::npos) << e.what();
   }
+}
+
+// The widths alone keep the tokens, so that experts get whole tokens: a
+// fraction of a sequence of 2,048 routed top-4 to 60 experts never does.
+TEST(ShapeFraction, TheWidthsAloneKeepTheTokens) {
+  const NetworkConfig qwen_moe = load_network_config(config_dir() + "/hf/qwen1.5-moe-a2.7b.json");
+  const NetworkConfig mixtral = load_network_config(config_dir() + "/hf/mixtral-8x7b.json");
+  EXPECT_FALSE(routes_whole_tokens(qwen_moe, 4));
+  EXPECT_TRUE(routes_whole_tokens(mixtral, 64));  // 32 tokens x 2 experts each, over 8
+  EXPECT_FALSE(routes_whole_tokens(with_expert_routing(mixtral, 0.3), 4));
+  EXPECT_TRUE(routes_whole_tokens(load_network_config("llama-tiny"), 8));
+  const NetworkConfig cut = at_shape_fraction(qwen_moe, 1, 16, ShapeCut::widths);
+  EXPECT_EQ(cut.transformer().seq_len, qwen_moe.transformer().seq_len);
+  EXPECT_EQ(cut.transformer().d_model * 16, qwen_moe.transformer().d_model);
+  // 2,048 tokens limit the parts to 128 and the head's 128 dimensions, 64 rotated pairs, to 64.
+  EXPECT_EQ(shape_parts_limit(qwen_moe, ShapeCut::widths), 64);
+  EXPECT_EQ(shape_parts_limit(load_network_config("llama-tiny", 12), ShapeCut::widths), 8);
+  EXPECT_EQ(shape_parts_limit(load_network_config("llama-tiny", 12), both), 4);
 }
 
 }  // namespace

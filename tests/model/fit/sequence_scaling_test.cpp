@@ -22,17 +22,6 @@ namespace {
 
 constexpr int batch = 16;
 
-// The largest scratch a layer takes above the bytes held when it starts, at
-// `batch`: what a transient may be off by.
-double largest_scratch(const model::LayerModel& m) {
-  double largest = 0;
-  for (const auto& l : m.layers) {
-    largest = std::max(
-        {largest, l.forward_peak.at(batch) - l.forward_start.at(batch), l.backward_peak.at(batch) - l.backward_start.at(batch)});
-  }
-  return largest;
-}
-
 struct Lengths {
   std::string network;
   int short_lengths[3];
@@ -58,7 +47,7 @@ TEST_P(SequenceLength, ThreeShortProfilesGiveTheLongOnesBytes) {
       EXPECT_NEAR((s.*figure).at(batch), (w.*figure).at(batch), 1.0) << w.path << " " << name;
     }
   }
-  const double scratch = largest_scratch(whole);
+  const double scratch = largest_scratch(whole, batch);
   for (const std::string name : {"keep", "recompute-all", "quantize-4", "recompute-all+quantize-4+invert"}) {
     const model::Plan plan = model::expand_plan_name(name, whole.layout());
     const double s = model::predict(scaled, model::profiled_target(scaled), plan, batch).peak_bytes;
