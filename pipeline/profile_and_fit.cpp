@@ -72,9 +72,11 @@ model::NetworkConfig fraction(const model::NetworkConfig& config, int k, int par
   return blocks > 0 ? model::with_blocks(narrow, blocks) : narrow;
 }
 
-// Tokens and widths where that routes experts whole tokens, else widths.
+// Tokens and widths where that routes experts whole tokens, else (and for a
+// ViT, whose patches are its image's) widths.
 model::ShapeCut cut_for(const model::NetworkConfig& config, int parts) {
-  return model::routes_whole_tokens(config, parts) ? model::ShapeCut::tokens_and_widths : model::ShapeCut::widths;
+  return text(config) && model::routes_whole_tokens(config, parts) ? model::ShapeCut::tokens_and_widths
+                                                                   : model::ShapeCut::widths;
 }
 
 // The most parts a network is cut into: as many as its shape divides into,
@@ -106,7 +108,7 @@ int quick_parts(const model::NetworkConfig& config, model::ShapeCut cut, int blo
 // length it steps quickly (then that length is the quicker cut).
 bool short_lengths_quick(const ProfileAndFitRequest& request, int batch, const StepSize& slow) {
   const model::NetworkConfig& config = request.network;
-  if (config.sequence_length() <= longest_short_sequence) return false;
+  if (!text(config) || config.sequence_length() <= longest_short_sequence) return false;
   const model::NetworkConfig shorter = model::at_seq_len(config, longest_short_sequence);
   const int blocks = request.profile_blocks;
   return within(step_size(blocks > 0 ? model::with_blocks(shorter, blocks) : shorter, batch), slow, quick_share);
@@ -142,16 +144,17 @@ std::string shape_notice(const model::NetworkConfig& config, const Scaling& s) {
                                                 std::to_string(config.transformer().layers) + " blocks "
                                           : "";
   const std::string of = "/" + std::to_string(s.parts);
-  const std::string tokens =
-      s.cut == model::ShapeCut::widths
-          ? "its widths (its " + std::to_string(wide.seq_len) +
-                " tokens kept: fewer would route its experts parts of tokens; head dimensions "
-          : "its shape (" + std::to_string(narrow.seq_len) + " to " + std::to_string(wide.seq_len) +
-                " tokens, head dimensions ";
+  const std::string kept = std::to_string(config.sequence_length()) +
+                           (text(config) ? " tokens kept: fewer would route its experts parts of tokens"
+                                         : " patches kept: they are its image's");
+  const std::string tokens = s.cut == model::ShapeCut::widths ? "its widths (its " + kept + "; head dimensions "
+                                                              : "its shape (" + std::to_string(narrow.seq_len) + " to " +
+                                                                    std::to_string(wide.seq_len) + " tokens, head dimensions ";
+  const std::string vocabulary =
+      text(config) ? ", vocabulary " + with_commas(narrow.vocab) + " to " + with_commas(wide.vocab) : "";
   return "profiling " + blocks + "at 1" + of + ", 2" + of + " and 3" + of + " of " + tokens +
-         std::to_string(narrow.head_dim()) + " to " + std::to_string(wide.head_dim()) + ", vocabulary " +
-         with_commas(narrow.vocab) + " to " + with_commas(wide.vocab) + ") and modelling it whole from them" +
-         rounded_sizes(config, s.parts, s.cut);
+         std::to_string(narrow.head_dim()) + " to " + std::to_string(wide.head_dim()) + vocabulary +
+         ") and modelling it whole from them" + rounded_sizes(config, s.parts, s.cut);
 }
 
 // How to profile the network of `request`; sets quick where it is slow to step.
@@ -173,12 +176,13 @@ Scaling scaling_for(ProfileAndFitRequest& request, Reporter& reporter) {
     s.parts = request.shape_parts;
     s.cut = cut_for(config, s.parts);
     s.blocks = request.profile_blocks;
-  } else if (is_slow && text(config) && request.shape_parts == 0 && !short_lengths_quick(request, batch, slow)) {
+  } else if (is_slow && (text(config) || config.family == model::Family::vit) && request.shape_parts == 0 &&
+             !short_lengths_quick(request, batch, slow)) {
     const int layers = config.transformer().layers;
     const int blocks = request.profile_blocks > 0 ? request.profile_blocks : (layers > 2 ? 2 : 0);
-    model::ShapeCut cut = model::ShapeCut::tokens_and_widths;
+    model::ShapeCut cut = text(config) ? model::ShapeCut::tokens_and_widths : model::ShapeCut::widths;
     int parts = quick_parts(config, cut, blocks, batch, slow);
-    if (parts > 0 && !model::routes_whole_tokens(config, parts)) {
+    if (parts > 0 && cut != model::ShapeCut::widths && !model::routes_whole_tokens(config, parts)) {
       cut = model::ShapeCut::widths;
       parts = quick_parts(config, cut, blocks, batch, slow);
     }

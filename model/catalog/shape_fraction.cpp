@@ -10,13 +10,18 @@ namespace {
 
 bool text(const NetworkConfig& config) { return config.family == Family::gpt || config.family == Family::bert; }
 
+// A ViT's patches are its image's: only its widths are cut.
+bool cuttable(const NetworkConfig& config, ShapeCut cut) {
+  return text(config) || (config.family == Family::vit && cut == ShapeCut::widths);
+}
+
 // k/parts of `size`, rounded up to a whole part.
 int64_t fraction_of(int64_t size, int k, int parts) { return k * ((size + parts - 1) / parts); }
 
 }  // namespace
 
 int shape_parts_limit(const NetworkConfig& config, ShapeCut cut) {
-  if (!text(config)) return 1;
+  if (!cuttable(config, cut)) return 1;
   const TransformerConfig& t = config.transformer();
   int divisible = t.head_dim();
   if (cut == ShapeCut::tokens_and_widths) divisible = std::gcd(divisible, t.seq_len);
@@ -38,7 +43,11 @@ bool routes_whole_tokens(const NetworkConfig& config, int parts) {
 NetworkConfig at_shape_fraction(const NetworkConfig& config, int k, int parts, ShapeCut cut) {
   const std::string where = (config.source.empty() ? config.name : config.source) + ": " + std::to_string(k) + "/" +
                             std::to_string(parts) + " of its " + (cut == ShapeCut::widths ? "widths" : "shape");
-  if (!text(config)) throw InputError(where + ": a " + to_string(config.family) + " network has no tokens and heads to cut");
+  if (!cuttable(config, cut)) {
+    throw InputError(where + ": a " + to_string(config.family) + " network has no " +
+                     (config.family == Family::vit ? "tokens to cut but its patches: its widths alone are"
+                                                   : "tokens and heads to cut"));
+  }
   const int limit = shape_parts_limit(config, cut);
   if (parts < 1 || limit % parts != 0) {
     throw InputError(where + ": its " + (cut == ShapeCut::widths ? "" : "tokens and ") + "head dimensions divide into " +
@@ -49,11 +58,11 @@ NetworkConfig at_shape_fraction(const NetworkConfig& config, int k, int parts, S
   nlohmann::json doc = config.document;
   if (cut == ShapeCut::tokens_and_widths) doc["seq_len"] = fraction_of(t.seq_len, k, parts);
   // The position table keeps its rows (a learned one names them where the config did not).
-  if (!t.rotary() && !doc.contains("max_positions")) doc["max_positions"] = t.max_positions;
+  if (text(config) && !t.rotary() && !doc.contains("max_positions")) doc["max_positions"] = t.max_positions;
   doc["d_model"] = t.heads * fraction_of(t.head_dim(), k, parts);
   doc.erase("mlp_ratio");
   doc["mlp_hidden"] = fraction_of(t.mlp_hidden(), k, parts);
-  doc["vocab"] = fraction_of(t.vocab, k, parts);
+  if (text(config)) doc["vocab"] = fraction_of(t.vocab, k, parts);
   if (t.moe) {
     doc["moe"]["expert_hidden"] = fraction_of(t.moe->expert_hidden, k, parts);
     if (t.moe->shared_hidden > 0) doc["moe"]["shared_hidden"] = fraction_of(t.moe->shared_hidden, k, parts);

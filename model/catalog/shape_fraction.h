@@ -1,8 +1,8 @@
 #pragma once
-// A text transformer at a fraction of its shape, to profile one too large or
-// too slow to profile whole: at k/parts, each head's dimensions, its MLP's
-// and experts' widths, its vocabulary and (as `cut` says) its tokens are
-// k/parts of the network's; its heads, k/v heads, blocks, experts, position
+// A transformer at a fraction of its shape, to profile one too large or too
+// slow to profile whole: at k/parts, each head's dimensions, its MLP's and
+// experts' widths, a text network's vocabulary and (as `cut` says) its
+// tokens are k/parts of the network's (a ViT's widths alone); its heads, k/v heads, blocks, experts, position
 // rows and LoRA rank are the network's. Every byte a training step holds is
 // then a quadratic in k (a token's row of a width, attention's squares of
 // tokens for each head, weights of a width by a width), so the models at
@@ -16,13 +16,13 @@ namespace papaya::model {
 
 enum class ShapeCut {
   tokens_and_widths,  // the sequence too: the cheapest profiles
-  widths,             // the sequence kept whole (a mixture of experts whose shares of fewer tokens are not whole tokens)
+  widths,             // the sequence kept whole (a ViT's patches; experts whose shares of fewer tokens are not whole)
 };
 
 // The most parts (a power of two) `config` can be cut into: the largest
 // that divides its head dimensions, with rotary positions half the
 // dimensions rotated (they rotate in pairs), and its tokens where they are
-// cut; 1 for a network that is not a gpt or bert.
+// cut; 1 for a network that is not a gpt or bert (or a ViT cut in its widths).
 int shape_parts_limit(const NetworkConfig& config, ShapeCut cut);
 
 // Whether cutting the tokens into `parts` leaves each expert of a balanced

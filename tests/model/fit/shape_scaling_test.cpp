@@ -56,7 +56,12 @@ TEST_P(ShapeScaling, ThreeFractionsGiveTheWholeNetworksBytes) {
   }
   ASSERT_TRUE(same_layer_descriptions(scaled, measured));
   EXPECT_NEAR(scaled.static_bytes, measured.static_bytes, 1.0);
-  EXPECT_NEAR(scaled.optimizer_peak.at(batch), measured.optimizer_peak.at(batch), 1.0);
+  // AdamW's step takes temporaries of its largest parameter's size, and which
+  // is largest may change with the width (a ViT's patch embedding grows as
+  // the width, its MLP as its square).
+  int64_t largest_parameter = 0;
+  for (const auto& l : measured.layers) largest_parameter = std::max(largest_parameter, l.parameter_bytes);
+  EXPECT_NEAR(scaled.optimizer_peak.at(batch), measured.optimizer_peak.at(batch), static_cast<double>(largest_parameter));
   const double scratch = largest_scratch(measured, batch);
   for (size_t j = 0; j < measured.layers.size(); ++j) {
     const model::LayerFit& s = scaled.layers[j];
@@ -85,7 +90,8 @@ TEST_P(ShapeScaling, ThreeFractionsGiveTheWholeNetworksBytes) {
 // token types, a pooler, dropout; llama-tiny-lora: frozen projections with
 // adapters of a fixed rank; mixtral-tiny: experts' tokens routed. The widths
 // alone: qwen-moe-tiny, whose 6 experts would get 8 x 2 / 6 tokens of a
-// quarter of its 32; llama-tiny, FLOPs a quadratic then.
+// quarter of its 32; llama-tiny, FLOPs a quadratic then; vit-tiny, whose
+// patches are its image's (a patch embedding, a class token, a classifier).
 INSTANTIATE_TEST_SUITE_P(Cpu, ShapeScaling,
                          ::testing::Values(Cut{"llama-tiny", model::ShapeCut::tokens_and_widths},
                                            Cut{"gpt-tiny", model::ShapeCut::tokens_and_widths},
@@ -93,7 +99,8 @@ INSTANTIATE_TEST_SUITE_P(Cpu, ShapeScaling,
                                            Cut{"llama-tiny-lora", model::ShapeCut::tokens_and_widths},
                                            Cut{"mixtral-tiny", model::ShapeCut::tokens_and_widths},
                                            Cut{"qwen-moe-tiny", model::ShapeCut::widths},
-                                           Cut{"llama-tiny", model::ShapeCut::widths}),
+                                           Cut{"llama-tiny", model::ShapeCut::widths},
+                                           Cut{"vit-tiny", model::ShapeCut::widths}),
                          [](const auto& info) {
                            std::string name = info.param.network;
                            for (char& c : name) c = c == '-' ? '_' : c;
