@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <ostream>
 
 #include "model/catalog/network_config.h"
 #include "model/catalog/shape_fraction.h"
@@ -34,6 +35,10 @@ struct Cut {
   std::string network;
   model::ShapeCut cut;
 };
+
+void PrintTo(const Cut& c, std::ostream* out) {
+  *out << c.network << (c.cut == model::ShapeCut::widths ? " (widths)" : " (tokens and widths)");
+}
 
 class ShapeScaling : public ::testing::TestWithParam<Cut> {};
 
