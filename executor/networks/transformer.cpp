@@ -13,7 +13,6 @@
 #include "executor/networks/lora.h"
 #include "executor/networks/moe.h"
 #include "executor/networks/zoo.h"
-#include "model/error.h"
 
 namespace papaya::executor {
 namespace {
@@ -41,6 +40,10 @@ class Attention : public torch::nn::Module {
       q_proj = Projection(*this, "q", c.d_model, c.heads * c.head_dim(), c.qkv_bias, c, "q");
       k_proj = Projection(*this, "k", c.d_model, c.kv_heads * c.head_dim(), c.qkv_bias, c, "k");
       v_proj = Projection(*this, "v", c.d_model, c.kv_heads * c.head_dim(), c.qkv_bias, c, "v");
+    }
+    if (c.qk_norm) {  // OLMoE's: over each projection's whole output
+      q_norm = register_module("q_norm", std::make_shared<Norm>(c.norm, c.heads * c.head_dim()));
+      k_norm = register_module("k_norm", std::make_shared<Norm>(c.norm, c.kv_heads * c.head_dim()));
     }
     if (c.rotary()) {
       rope_q = register_module("rope_q", std::make_shared<Rotary>(c.rotary_dims(), c.rotary_base, tables));
@@ -71,9 +74,15 @@ class Attention : public torch::nn::Module {
       k = heads_of(qkv_out, heads_, kv_heads_);
       v = heads_of(qkv_out, heads_ + kv_heads_, kv_heads_);
     } else {
-      q = heads_of(q_proj.forward(x), 0, heads_);
-      k = heads_of(k_proj.forward(x), 0, kv_heads_);
+      // In the layers' order: the projections, then the norms.
+      torch::Tensor q_out = q_proj.forward(x), k_out = k_proj.forward(x);
       v = heads_of(v_proj.forward(x), 0, kv_heads_);
+      if (q_norm) {
+        q_out = q_norm->forward(q_out);
+        k_out = k_norm->forward(k_out);
+      }
+      q = heads_of(q_out, 0, heads_);
+      k = heads_of(k_out, 0, kv_heads_);
     }
     if (rope_q) {
       q = rope_q->forward(q);
@@ -94,6 +103,7 @@ class Attention : public torch::nn::Module {
   }
 
   Projection qkv, q_proj, k_proj, v_proj, proj;  // qkv, or q, k and v
+  std::shared_ptr<Norm> q_norm, k_norm;  // OLMoE's, or none
   std::shared_ptr<Rotary> rope_q, rope_k;
   std::shared_ptr<AttentionScores> scores;
   std::shared_ptr<Softmax> softmax;
@@ -241,11 +251,6 @@ class Transformer : public Network {
 }  // namespace
 
 std::shared_ptr<Network> build_transformer(const model::NetworkConfig& config) {
-  const auto& c = config.transformer();
-  if (c.qk_norm) {
-    throw InputError(config.name + ": q and k norms are counted and priced from the config, not built by papaya's "
-                     "executor yet: it cannot train or profile " + config.name);
-  }
   return std::make_shared<Transformer>(config);
 }
 

@@ -233,6 +233,7 @@ TransformerConfig parse_transformer(const json& doc, Family family, const std::s
   }
   if (doc.contains("moe")) t.moe = parse_moe(doc.at("moe"), t, label);
   t.qk_norm = doc.value("qk_norm", false);
+  require(!t.qk_norm || !t.fused_qkv, label, "/qk_norm", "normalizes q and k projections: \"fused_qkv\": false");
   if (doc.contains("lora")) t.lora = parse_lora(doc.at("lora"), t, label);
   return t;
 }

@@ -51,7 +51,7 @@ TEST_P(LayerParametersOf, AreTheExecutorsLayerByLayer) {
 INSTANTIATE_TEST_SUITE_P(
     EveryFamily, LayerParametersOf,
     ::testing::Values(
-        "gpt-tiny", "llama-tiny", "llama-tiny-lora", "mixtral-tiny", "qwen-moe-tiny", "bert-tiny", "vit-tiny", "resnet-tiny",
+        "gpt-tiny", "llama-tiny", "llama-tiny-lora", "mixtral-tiny", "qwen-moe-tiny", "olmoe-tiny", "bert-tiny", "vit-tiny", "resnet-tiny",
         "mlp-tiny",
         R"({"name": "untied", "family": "gpt", "layers": 2, "d_model": 16, "heads": 4, "kv_heads": 2, "seq_len": 8, "vocab": 20,
             "activation": "swiglu", "norm": "rmsnorm", "positions": "rotary", "tied_head": false, "fused_qkv": false,

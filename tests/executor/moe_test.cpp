@@ -146,7 +146,7 @@ TEST_P(Mixture, ForcedRoutingGivesEachExpertItsShare) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Tiny, Mixture, ::testing::Values("mixtral-tiny", "qwen-moe-tiny"), [](const auto& info) {
+INSTANTIATE_TEST_SUITE_P(Tiny, Mixture, ::testing::Values("mixtral-tiny", "qwen-moe-tiny", "olmoe-tiny"), [](const auto& info) {
   std::string name = info.param;
   std::replace(name.begin(), name.end(), '-', '_');
   return name;

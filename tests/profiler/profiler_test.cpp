@@ -472,7 +472,7 @@ TEST(MedianRun, TakesMediansOverEveryStepAndTheLargestBytes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cpu, TinyProfile,
-                         ::testing::Values("gpt-tiny", "llama-tiny", "llama-tiny-lora", "mixtral-tiny", "vit-tiny", "resnet-tiny",
+                         ::testing::Values("gpt-tiny", "llama-tiny", "llama-tiny-lora", "mixtral-tiny", "olmoe-tiny", "vit-tiny", "resnet-tiny",
                                            "mlp-tiny"),
                          [](const auto& info) {
                            std::string name = info.param;

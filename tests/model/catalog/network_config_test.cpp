@@ -93,6 +93,15 @@ TEST(NetworkConfig, WrongTypeNamesThePath) {
   EXPECT_NE(error_of(doc).find("/heads"), std::string::npos) << error_of(doc);
 }
 
+// OLMoE's q and k norms act on the q and k projections, so they need them apart.
+TEST(NetworkConfig, QkNormsNeedSeparateProjections) {
+  json doc = gpt();
+  doc["qk_norm"] = true;
+  EXPECT_NE(error_of(doc).find("/qk_norm: normalizes q and k projections"), std::string::npos) << error_of(doc);
+  doc["fused_qkv"] = false;
+  EXPECT_EQ(error_of(doc), "");
+}
+
 TEST(NetworkConfig, NonPositiveSizeIsRejected) {
   json doc = gpt();
   doc["d_model"] = 0;
