@@ -46,11 +46,12 @@ struct Profiled {
 // Profiles and fits. A network whose step at the largest batch would take
 // over a TFLOP (a minute or more on a CPU), or whose attention squares pass
 // a GiB, is profiled quickly; a text transformer then at three fractions of
-// its shape, the fewest parts that make each profile a matter of seconds,
-// 2 of its blocks (unless asked otherwise), and modelled whole
-// (model/fit/shape_scaling.h); one that is slow for its sequence alone (at
-// 64 tokens it steps in seconds), or whose shape does not divide finely
-// enough, at 16, 32 and 64 tokens, and modelled at its length
+// its shape (a ViT, and experts that fewer tokens would split, of its
+// widths), the fewest parts that make each profile a matter of seconds, 2
+// of its blocks (unless asked otherwise), and modelled whole
+// (model/fit/shape_scaling.h); a text network that is slow for its sequence
+// alone (at 64 tokens it steps in seconds), or whose shape does not divide
+// finely enough, at 16, 32 and 64 tokens, and modelled at its length
 // (model/fit/sequence_scaling.h). A notice says which. Throws InputError for
 // what the profiler refuses.
 Profiled profile_and_fit(const ProfileAndFitRequest& request, Reporter& reporter);
