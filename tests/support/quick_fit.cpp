@@ -4,7 +4,10 @@
 
 #include <algorithm>
 
+#include "model/catalog/target.h"
 #include "model/fit/fit_profile.h"
+#include "model/plan.h"
+#include "model/plan_space/predict.h"
 #include "profiler/profiler.h"
 
 namespace papaya::profiler {
@@ -49,6 +52,26 @@ double largest_scratch(const model::LayerModel& m, int batch) {
         {largest, l.forward_peak.at(batch) - l.forward_start.at(batch), l.backward_peak.at(batch) - l.backward_start.at(batch)});
   }
   return largest;
+}
+
+void expect_bytes_as_profiled(const model::LayerModel& scaled, const model::LayerModel& whole, int batch) {
+  EXPECT_NEAR(scaled.static_bytes, whole.static_bytes, 1.0);
+  ASSERT_EQ(scaled.layers.size(), whole.layers.size());
+  for (size_t j = 0; j < whole.layers.size(); ++j) {
+    const model::LayerFit& s = scaled.layers[j];
+    const model::LayerFit& w = whole.layers[j];
+    for (const auto& [name, figure] :
+         {std::pair{"forward start", &model::LayerFit::forward_start}, {"backward start", &model::LayerFit::backward_start}}) {
+      EXPECT_NEAR((s.*figure).at(batch), (w.*figure).at(batch), 1.0) << w.path << " " << name;
+    }
+  }
+  const double scratch = largest_scratch(whole, batch);
+  for (const std::string name : {"keep", "recompute-all", "quantize-4", "recompute-all+quantize-4+invert"}) {
+    const model::Plan plan = model::expand_plan_name(name, whole.layout());
+    const double s = model::predict(scaled, model::profiled_target(scaled), plan, batch).peak_bytes;
+    const double w = model::predict(whole, model::profiled_target(whole), plan, batch).peak_bytes;
+    EXPECT_NEAR(s, w, scratch) << name;
+  }
 }
 
 }  // namespace papaya::profiler

@@ -24,4 +24,10 @@ bool same_layer_descriptions(const model::LayerModel& scaled, const model::Layer
 // model's peaks may miss.
 double largest_scratch(const model::LayerModel& m, int batch);
 
+// A scaled model's bytes against a profiled one's at `batch`: the static
+// bytes and the bytes held at every layer's start to the byte, the peaks of
+// keep, recompute-all, quantize-4 and recompute-all+quantize-4+invert within
+// the profiled model's largest scratch.
+void expect_bytes_as_profiled(const model::LayerModel& scaled, const model::LayerModel& whole, int batch);
+
 }  // namespace papaya::profiler

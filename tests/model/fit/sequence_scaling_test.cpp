@@ -6,15 +6,10 @@
 // (an algorithm's workspace) need not, and bounds what the peaks may miss.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 
 #include "model/error.h"
-#include "model/fit/fit_profile.h"
 #include "model/catalog/network_config.h"
-#include "model/plan.h"
-#include "model/plan_space/predict.h"
 #include "model/fit/sequence_scaling.h"
-#include "model/catalog/target.h"
 #include "tests/support/quick_fit.h"
 
 namespace papaya::profiler {
@@ -38,22 +33,7 @@ TEST_P(SequenceLength, ThreeShortProfilesGiveTheLongOnesBytes) {
   const model::LayerModel whole = quick_fit(p.network, p.target);
 
   ASSERT_TRUE(same_layer_descriptions(scaled, whole));
-  EXPECT_NEAR(scaled.static_bytes, whole.static_bytes, 1.0);
-  for (size_t j = 0; j < whole.layers.size(); ++j) {
-    const model::LayerFit& s = scaled.layers[j];
-    const model::LayerFit& w = whole.layers[j];
-    for (const auto& [name, figure] :
-         {std::pair{"forward start", &model::LayerFit::forward_start}, {"backward start", &model::LayerFit::backward_start}}) {
-      EXPECT_NEAR((s.*figure).at(batch), (w.*figure).at(batch), 1.0) << w.path << " " << name;
-    }
-  }
-  const double scratch = largest_scratch(whole, batch);
-  for (const std::string name : {"keep", "recompute-all", "quantize-4", "recompute-all+quantize-4+invert"}) {
-    const model::Plan plan = model::expand_plan_name(name, whole.layout());
-    const double s = model::predict(scaled, model::profiled_target(scaled), plan, batch).peak_bytes;
-    const double w = model::predict(whole, model::profiled_target(whole), plan, batch).peak_bytes;
-    EXPECT_NEAR(s, w, scratch) << name;
-  }
+  expect_bytes_as_profiled(scaled, whole, batch);
 }
 
 // llama-tiny: rotary positions, any length; bert-hf-tiny: a learned table of
