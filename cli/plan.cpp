@@ -5,6 +5,7 @@
 // --plan FILE` runs.
 #include "cli/commands.h"
 #include "cli/data_parallel_options.h"
+#include "cli/layout_options.h"
 #include "cli/plan_report.h"
 #include "cli/plot.h"
 #include "cli/report.h"
@@ -25,6 +26,7 @@ struct PlanArgs {
   double variance = -1;  // < 0: no variance budget
   std::string plot;
   pipeline::DataParallelRequest data_parallel;
+  LayoutOptions layout;
 };
 
 struct Planned {
@@ -98,8 +100,15 @@ void register_plan(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--plot", args->plot, "Figure of memory and samples/s against the batch (.svg or .png)");
   add_data_parallel_options(cmd, args->data_parallel, true);
+  add_layout_options(cmd, args->layout);
   const auto output = add_output_options(cmd, "One JSON document instead of tables");
-  cmd->callback([args, output] { show(compute(*args), *output); });
+  cmd->callback([args, output] {
+    if (!args->layout.requested()) return show(compute(*args), *output);
+    args->data_parallel.validate();
+    const double budget = static_cast<double>(model::parse_size(args->budget, "--budget"));
+    show_layouts(model::read_layer_model(args->model), args->layout,
+                 layout_request(args->layout, args->data_parallel, args->hardware, budget), *output);
+  });
 }
 
 }  // namespace papaya::cli

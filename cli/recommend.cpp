@@ -8,6 +8,7 @@
 #include "cli/network_choice.h"
 #include "cli/commands.h"
 #include "cli/data_parallel_options.h"
+#include "cli/layout_options.h"
 #include "cli/network_option.h"
 #include "cli/output_file.h"
 #include "cli/progress.h"
@@ -49,6 +50,7 @@ struct RecommendArgs {
   int64_t batch = 0;  // 0: choose it
   std::string out;
   pipeline::DataParallelRequest data_parallel;
+  LayoutOptions layout;
 };
 
 struct Budget {
@@ -207,6 +209,29 @@ void print_text(std::ostream& out, const Recommendation& rec) {
       << " (papaya plan " << rec.model_path << " --budget SIZE)\n";
 }
 
+pipeline::Profiled profile(const RecommendArgs& args, const model::NetworkConfig& network, pipeline::Reporter& reporter) {
+  pipeline::ProfileAndFitRequest profile;
+  profile.network = network;
+  profile.device = args.device.empty() ? executor::default_device() : args.device;
+  profile.precision = args.precision;
+  profile.hardware = args.hardware;
+  profile.profile_blocks = args.profile_blocks;
+  profile.shape_parts = args.profile_parts;
+  return pipeline::profile_and_fit(profile, reporter);
+}
+
+// --gpus N --gpus-per-node G: the network laid out over many GPUs.
+void recommend_layouts(const RecommendArgs& args, const Output& output) {
+  const model::NetworkConfig network = load_network(args.network, args.seq_len, args.network_options);
+  args.data_parallel.validate();
+  std::optional<double> budget;
+  if (!args.budget.empty()) budget = static_cast<double>(model::parse_size(args.budget, "--budget"));
+  const pipeline::LayoutPlanRequest request = layout_request(args.layout, args.data_parallel, args.hardware, budget);
+  ProgressReporter reporter;
+  const pipeline::Profiled profiled = profile(args, network, reporter);
+  show_layouts(profiled.model, args.layout, request, output);
+}
+
 Recommendation compute(const RecommendArgs& args) {
   const auto start = std::chrono::steady_clock::now();
   const model::NetworkConfig network = load_network(args.network, args.seq_len, args.network_options);
@@ -222,16 +247,11 @@ Recommendation compute(const RecommendArgs& args) {
   check_writable(out);
   args.data_parallel.validate();
 
-  pipeline::ProfileAndFitRequest profile;
-  profile.network = network;
-  profile.device = args.device.empty() ? executor::default_device() : args.device;
-  profile.precision = args.precision;
-  profile.hardware = args.hardware;
-  profile.profile_blocks = args.profile_blocks;
-  profile.shape_parts = args.profile_parts;
-  if (args.hardware.empty() && profile.device == "cpu") args.data_parallel.require_link("this CPU");  // before profiling
+  if (args.hardware.empty() && (args.device.empty() ? executor::default_device() : args.device) == "cpu") {
+    args.data_parallel.require_link("this CPU");  // before profiling
+  }
   ProgressReporter reporter;
-  pipeline::Profiled profiled = pipeline::profile_and_fit(profile, reporter);
+  pipeline::Profiled profiled = profile(args, network, reporter);
   rec.model = profiled.model;
   rec.profiled_how = profiled.how;
   rec.profiled_batches = profiled.batches;
@@ -276,8 +296,12 @@ void register_recommend(CLI::App& app) {
   cmd->add_option("--out,-o", args->out,
                   "Plan file to write; default: NETWORK.plan.json (the model goes beside it: NETWORK.model.json)");
   add_data_parallel_options(cmd, args->data_parallel, true);
+  add_layout_options(cmd, args->layout);
   const auto output = add_output_options(cmd, "One JSON document instead of tables");
-  cmd->callback([args, output] { show(compute(*args), *output); });
+  cmd->callback([args, output] {
+    if (args->layout.requested()) return recommend_layouts(*args, *output);
+    show(compute(*args), *output);
+  });
 }
 
 }  // namespace papaya::cli

@@ -1,5 +1,7 @@
 #include "model/layout.h"
 
+#include <stdexcept>
+
 namespace papaya::model {
 
 const SlotDesc* LayerDesc::find_slot(const std::string& name) const {
@@ -14,6 +16,16 @@ const LayerDesc* NetworkLayout::find_layer(const std::string& path) const {
     if (l.path == path) return &l;
   }
   return nullptr;
+}
+
+int block_of_path(const std::string& path) {
+  if (path.rfind("blocks.", 0) != 0) return -1;
+  const size_t dot = path.find('.', 7);
+  try {
+    return std::stoi(path.substr(7, dot == std::string::npos ? std::string::npos : dot - 7));
+  } catch (const std::exception&) {
+    return -1;
+  }
 }
 
 std::string tensor_key(const std::string& path, const std::string& slot) { return path + ":" + slot; }

@@ -56,6 +56,9 @@ NetworkLayout layout_of(const Segments& segments, const Layers& layers) {
   return layout;
 }
 
+// The transformer block a layer path lies in ("blocks.3.mlp.fc1": 3), -1 if none.
+int block_of_path(const std::string& path);
+
 // "path:slot": a saved tensor's key in plans, profiles and models.
 std::string tensor_key(const std::string& path, const std::string& slot);
 

@@ -9,17 +9,6 @@ namespace {
 
 std::string block_prefix(int i) { return "blocks." + std::to_string(i) + "."; }
 
-// The block a path lies in, -1 if none.
-int block_of(const std::string& path) {
-  if (path.rfind("blocks.", 0) != 0) return -1;
-  const size_t dot = path.find('.', 7);
-  try {
-    return std::stoi(path.substr(7, dot == std::string::npos ? std::string::npos : dot - 7));
-  } catch (const std::exception&) {
-    return -1;
-  }
-}
-
 // `text` with the names of block `from` (and of the one before it) made those
 // of block `to` (and of the one before it): paths, storages, segments.
 std::string renamed(const std::string& text, int from, int to) {
@@ -70,7 +59,7 @@ void shift_all(LayerFit& layer, const LinearCurve& step, double times, double sh
 
 int block_count(const LayerModel& model) {
   int count = 0;
-  for (const auto& l : model.layers) count = std::max(count, block_of(l.path) + 1);
+  for (const auto& l : model.layers) count = std::max(count, block_of_path(l.path) + 1);
   return count;
 }
 
@@ -83,7 +72,7 @@ LayerModel scale_blocks(const LayerModel& profiled, int blocks, double static_by
   std::vector<std::vector<size_t>> of_block(static_cast<size_t>(k));
   size_t first = profiled.layers.size(), last = 0;
   for (size_t j = 0; j < profiled.layers.size(); ++j) {
-    const int b = block_of(profiled.layers[j].path);
+    const int b = block_of_path(profiled.layers[j].path);
     if (b < 0) continue;
     of_block[static_cast<size_t>(b)].push_back(j);
     first = std::min(first, j);
@@ -133,7 +122,7 @@ LayerModel scale_blocks(const LayerModel& profiled, int blocks, double static_by
   out.segments.clear();
   for (const auto& s : profiled.segments) {
     out.segments.push_back(s);
-    if (block_of(s.path) != k - 1) continue;
+    if (block_of_path(s.path) != k - 1) continue;
     for (int b = k; b < blocks; ++b) {
       SegmentFit copy = s;
       copy.path = renamed(s.path, k - 1, b);

@@ -17,6 +17,8 @@ double LinkFit::gather_seconds(double bytes, int ranks) const {
   return latency_s + ring_allreduce_wire_bytes(bytes, ranks) / 2 / bytes_per_s;
 }
 
+double LinkFit::send_seconds(double bytes) const { return latency_s + bytes / bytes_per_s; }
+
 LinkFit fit_link(const std::vector<CommSample>& samples, int ranks) {
   // Least squares of the relative residuals (weights 1/t²): the sizes span
   // four orders of magnitude, and the small ones alone show the latency.

@@ -21,6 +21,8 @@ struct LinkFit {
   // One allgather (or reduce-scatter) of `bytes` in all, a 1/ranks share of
   // them on each rank: (N-1)/N x B on each rank's wire, half an allreduce's.
   double gather_seconds(double bytes, int ranks) const;
+  // One send of `bytes` from one rank to another (a pipeline stage's output).
+  double send_seconds(double bytes) const;
 };
 
 double ring_allreduce_wire_bytes(double bytes, int ranks);

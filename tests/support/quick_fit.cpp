@@ -16,10 +16,11 @@ model::LayerModel quick_fit(const std::string& network, std::optional<int> seq_l
   return quick_fit(model::load_network_config(network, seq_len), profile_blocks);
 }
 
-model::LayerModel quick_fit(const model::NetworkConfig& network, int profile_blocks) {
+model::LayerModel quick_fit(const model::NetworkConfig& network, int profile_blocks, const std::string& precision) {
   ProfileOptions options;
   options.network = network;
   options.profile_blocks = profile_blocks;
+  options.precision = precision;
   options.batches = {1, 2, 4};
   options.warmup = 1;
   options.steps = 2;

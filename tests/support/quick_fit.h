@@ -11,7 +11,7 @@
 namespace papaya::profiler {
 
 model::LayerModel quick_fit(const std::string& network, std::optional<int> seq_len = std::nullopt, int profile_blocks = 0);
-model::LayerModel quick_fit(const model::NetworkConfig& network, int profile_blocks = 0);
+model::LayerModel quick_fit(const model::NetworkConfig& network, int profile_blocks = 0, const std::string& precision = "fp32");
 
 // A scaled model's layers, one by one, against a profiled one's: the same
 // descriptions (paths, kinds, saved tensors and their sizes, FLOPs).

@@ -1,0 +1,78 @@
+#include "cli/engine_arguments.h"
+
+#include <sstream>
+
+#include "model/error.h"
+
+namespace papaya::cli {
+namespace {
+
+bool half(const std::string& precision) { return precision == "bf16" || precision == "amp-bf16"; }
+
+}  // namespace
+
+EngineLimits engine_limits(const std::string& engine) {
+  if (engine == "megatron") return {{"keep", "recompute-all"}, {0, 1}, true, false, true};
+  if (engine == "torchtitan") return {{"keep", "recompute-all"}, {0, 2, 3}, false, true, true};
+  throw InputError("engine '" + engine + "': megatron or torchtitan");
+}
+
+std::string megatron_arguments(const model::LayoutEstimate& e, const model::TransformerShape& shape, const std::string& precision) {
+  const model::ParallelLayout& l = e.layout;
+  std::ostringstream out;
+  const auto arg = [&](const std::string& text) { out << text << " \\\n"; };
+  arg("--tensor-model-parallel-size " + std::to_string(l.tensor));
+  arg("--pipeline-model-parallel-size " + std::to_string(l.pipeline));
+  if (l.virtual_stages > 1) {
+    arg("--num-layers-per-virtual-pipeline-stage " + std::to_string(shape.blocks / (l.pipeline * l.virtual_stages)));
+  }
+  arg("--context-parallel-size " + std::to_string(l.context));
+  if (shape.experts > 0) arg("--expert-model-parallel-size " + std::to_string(l.expert));
+  if (l.sequence) arg("--sequence-parallel");
+  if (e.plan == "recompute-all") {
+    arg("--recompute-granularity full");
+    arg("--recompute-method uniform");
+    arg("--recompute-num-layers 1");
+  }
+  arg("--micro-batch-size " + std::to_string(l.micro_batch));
+  arg("--global-batch-size " + std::to_string(l.global_batch()));
+  arg("--seq-length " + std::to_string(shape.tokens));
+  if (l.zero_stage >= 1) arg("--use-distributed-optimizer");
+  if (l.offload_optimizer) {
+    arg("--optimizer-cpu-offload");
+    arg("--use-precision-aware-optimizer");  // which --optimizer-cpu-offload requires
+  }
+  if (half(precision)) arg("--bf16");
+  return out.str();
+}
+
+std::string torchtitan_config(const model::LayoutEstimate& e, const model::TransformerShape& shape, const std::string& precision) {
+  const model::ParallelLayout& l = e.layout;
+  const bool fsdp = l.zero_stage >= 2;
+  std::ostringstream out;
+  out << "[parallelism]\n";
+  out << "data_parallel_replicate_degree = " << (fsdp ? 1 : l.data) << "\n";
+  out << "data_parallel_shard_degree = " << (fsdp ? l.data : 1) << "\n";
+  // FSDP2 that keeps the gathered weights from forward to backward shards what ZeRO-2 does.
+  if (fsdp) out << "fsdp_reshard_after_forward = \"" << (l.zero_stage == 3 ? "always" : "never") << "\"\n";
+  out << "tensor_parallel_degree = " << l.tensor << "\n";
+  out << "pipeline_parallel_degree = " << l.pipeline << "\n";
+  if (l.pipeline > 1) {
+    out << "pipeline_parallel_schedule = \"" << (l.virtual_stages > 1 ? "Interleaved1F1B" : "1F1B") << "\"\n";
+    out << "pipeline_parallel_microbatch_size = " << l.micro_batch << "\n";
+    out << "pipeline_parallel_layers_per_stage = " << shape.blocks / (l.pipeline * l.virtual_stages) << "\n";
+    out << "pipeline_parallel_first_stage_less_layers = 0\n";
+    out << "pipeline_parallel_last_stage_less_layers = 0\n";
+  }
+  out << "context_parallel_degree = " << l.context << "\n";
+  if (shape.experts > 0) out << "expert_parallel_degree = " << l.expert << "\n";
+  out << "\n[activation_checkpoint]\nmode = \"" << (e.plan == "recompute-all" ? "full" : "none") << "\"\n";
+  out << "\n[training]\n";
+  out << "local_batch_size = " << l.micro_batch * l.micro_batches << "\n";
+  out << "global_batch_size = " << l.global_batch() << "\n";
+  out << "seq_len = " << shape.tokens << "\n";
+  out << "mixed_precision_param = \"" << (half(precision) ? "bfloat16" : "float32") << "\"\n";
+  return out.str();
+}
+
+}  // namespace papaya::cli

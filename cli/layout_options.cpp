@@ -1,0 +1,89 @@
+#include "cli/layout_options.h"
+
+#include <algorithm>
+
+#include "model/error.h"
+#include "cli/engine_arguments.h"
+
+namespace papaya::cli {
+
+bool LayoutOptions::requested() const {
+  return gpus_per_node > 0 || tensor || pipeline || virtual_stages || context || expert || micro_batch || global_batch ||
+         !sequence.empty() || !offload.empty() || !inter_node_link.empty() || !emit.empty();
+}
+
+void add_layout_options(CLI::App* cmd, LayoutOptions& o) {
+  const std::string with = "With --gpus: ";
+  cmd->add_option("--gpus-per-node", o.gpus_per_node,
+                  "Lay a transformer out over --gpus GPUs, this many a node, as LLM training does: tensor, sequence, "
+                  "pipeline, context, expert and data parallelism with ZeRO, each chosen for the most tokens/s within "
+                  "the memory of each GPU unless fixed below [default: 8 where any option below is given]")
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--tp", o.tensor, with + "tensor-parallel GPUs (Megatron's column/row-parallel projections)")->check(CLI::Range(1, 65536));
+  cmd->add_option("--pp", o.pipeline, with + "pipeline stages (1F1B)")->check(CLI::Range(1, 65536));
+  cmd->add_option("--vp", o.virtual_stages, with + "model chunks a pipeline stage (interleaved 1F1B)")->check(CLI::Range(1, 64));
+  cmd->add_option("--cp", o.context, with + "context-parallel GPUs (ring attention)")->check(CLI::Range(1, 65536));
+  cmd->add_option("--ep", o.expert, with + "expert-parallel GPUs (a mixture of experts' experts split)")->check(CLI::Range(1, 65536));
+  cmd->add_option("--sp", o.sequence, with + "sequence parallelism beside tensor parallelism, on or off [default: on where --tp > 1]")
+      ->check(CLI::IsMember({"on", "off"}));
+  cmd->add_option("--offload-optimizer", o.offload,
+                  with + "the optimizer's state and step on the host (ZeRO-Offload), on or off [default: chosen]")
+      ->check(CLI::IsMember({"on", "off"}));
+  cmd->add_option("--micro-batch", o.micro_batch, with + "samples a micro-batch [default: chosen]")->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--global-batch", o.global_batch,
+                  with + "samples an iteration, a multiple of the data-parallel GPUs x the micro-batch [default: about 4M tokens]")
+      ->check(CLI::Range(1, 1 << 30));
+  cmd->add_option("--inter-node-link", o.inter_node_link,
+                  with + "the link between nodes (papaya hardware lists them) [default: InfiniBand-HDR beside NVLink-3, else "
+                         "InfiniBand-NDR]; --link names the one within a node [default: the hardware's interconnect]");
+  cmd->add_option("--emit", o.emit, with + "print the best layout as an engine's arguments: megatron (Megatron-LM's "
+                                           "command line) or torchtitan (a TOML job config)")
+      ->check(CLI::IsMember({"megatron", "torchtitan"}));
+  cmd->add_option("--layouts", o.shown, with + "layouts shown, best first")->capture_default_str()->check(CLI::Range(1, 1000));
+}
+
+namespace {
+
+// Only what the engine can run; a fixed choice it cannot is an error.
+void keep_to_engine(model::LayoutQuestion& q, const std::string& engine) {
+  const EngineLimits limits = engine_limits(engine);
+  const std::string with = "--emit " + engine + ": ";
+  q.plans = limits.plans;
+  q.zero_stages = limits.zero_stages;
+  q.even_stages = limits.even_stages;
+  if (q.zero_stage && std::find(q.zero_stages.begin(), q.zero_stages.end(), *q.zero_stage) == q.zero_stages.end()) {
+    throw InputError(with + "--zero " + std::to_string(*q.zero_stage) + " has no " + engine + " argument");
+  }
+  if (!limits.offloads_optimizer) {
+    if (q.offload_optimizer.value_or(false)) throw InputError(with + "--offload-optimizer on has no " + engine + " argument");
+    q.offload_optimizer = false;
+  }
+  if (limits.sequence_with_tensor) {
+    if (q.sequence && !*q.sequence) throw InputError(with + "--sp off: its tensor parallelism always splits the norms' tokens");
+    q.sequence.reset();  // on wherever t > 1
+  }
+}
+
+}  // namespace
+
+pipeline::LayoutPlanRequest layout_request(const LayoutOptions& o, const pipeline::DataParallelRequest& dp,
+                                           const std::string& hardware, std::optional<double> budget_bytes) {
+  pipeline::LayoutPlanRequest r;
+  r.hardware = hardware;
+  r.intra_node_link = dp.link;
+  r.inter_node_link = o.inter_node_link;
+  r.gpus_per_node = o.gpus_per_node > 0 ? o.gpus_per_node : 8;
+  r.budget_bytes = budget_bytes;
+  r.keep = static_cast<size_t>(o.shown);
+  model::LayoutQuestion& q = r.question;
+  q.gpus = dp.gpus;
+  q.global_batch = o.global_batch.value_or(0);
+  q.tensor = o.tensor, q.pipeline = o.pipeline, q.virtual_stages = o.virtual_stages, q.context = o.context;
+  q.expert = o.expert, q.micro_batch = o.micro_batch, q.zero_stage = dp.zero;
+  if (!o.sequence.empty()) q.sequence = o.sequence == "on";
+  if (!o.offload.empty()) q.offload_optimizer = o.offload == "on";
+  if (!o.emit.empty()) keep_to_engine(q, o.emit);
+  return r;
+}
+
+}  // namespace papaya::cli

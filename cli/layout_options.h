@@ -1,0 +1,44 @@
+#pragma once
+// --gpus N --gpus-per-node G on plan and recommend: a transformer laid out
+// over N GPUs as LLM training lays it out (model/per_rank/), each degree
+// chosen unless fixed (--tp, --pp, --vp, --cp, --ep, --sp, --zero,
+// --offload-optimizer, --micro-batch), at --global-batch; the best layouts
+// as a table, as JSON, or (--emit) as the arguments of the engines that run
+// them.
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "cli/report.h"
+#include "model/layer_model.h"
+#include "pipeline/data_parallel.h"
+#include "pipeline/layout_plan.h"
+
+namespace papaya::cli {
+
+struct LayoutOptions {
+  int gpus_per_node = 0;  // 0: not asked for
+  std::optional<int> tensor, pipeline, virtual_stages, context, expert, micro_batch, global_batch;
+  std::string sequence, offload;  // "on", "off", "": chosen
+  std::string inter_node_link;
+  std::string emit;  // "", megatron, torchtitan
+  int shown = 5;
+
+  // Whether a layout was asked for (--gpus-per-node or any degree).
+  bool requested() const;
+};
+
+void add_layout_options(CLI::App* cmd, LayoutOptions& options);
+
+// The layout search's request from the options and --gpus/--zero/--link
+// (`data_parallel`), --hardware and --budget (nullopt: the default).
+pipeline::LayoutPlanRequest layout_request(const LayoutOptions& options, const pipeline::DataParallelRequest& data_parallel,
+                                           const std::string& hardware, std::optional<double> budget_bytes);
+
+// Plans the layouts of `model` and shows them (tables, --json, or --emit's
+// arguments). Throws InputError where none fits the budget.
+void show_layouts(const model::LayerModel& model, const LayoutOptions& options, const pipeline::LayoutPlanRequest& request,
+                  const Output& output);
+
+}  // namespace papaya::cli

@@ -1,0 +1,135 @@
+#include "model/per_rank/layout_search.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "model/error.h"
+
+namespace papaya::model {
+namespace {
+
+std::vector<int> divisors(int n) {
+  std::vector<int> out;
+  for (int k = 1; k <= n; ++k) {
+    if (n % k == 0) out.push_back(k);
+  }
+  return out;
+}
+
+std::vector<int> choices(const std::optional<int>& fixed, const std::vector<int>& all) {
+  return fixed ? std::vector<int>{*fixed} : all;
+}
+
+constexpr double tokens_a_batch = 4.0 * 1024 * 1024;
+
+}  // namespace
+
+int default_global_batch(int tokens, int multiple) {
+  const int samples = std::max(1, static_cast<int>(std::lround(tokens_a_batch / std::max(1, tokens))));
+  return (samples + multiple - 1) / multiple * multiple;
+}
+
+LayoutAnswer search_layouts(const LayoutPricer& pricer, const LayoutQuestion& q, size_t keep) {
+  const TransformerShape& shape = pricer.shape();
+  LayoutAnswer answer;
+  std::optional<std::string> first_reason;
+  const auto valid = [&](const ParallelLayout& l) {
+    try {
+      check_layout(l, shape, q.gpus);
+      return true;
+    } catch (const InputError& e) {
+      if (!first_reason) first_reason = e.what();
+      return false;
+    }
+  };
+  int fixed = 1;
+  for (const auto& [degree, name] : {std::pair{q.tensor, "tensor"}, {q.context, "context"}, {q.pipeline, "pipeline"}}) {
+    if (!degree) continue;
+    fixed *= *degree;
+    if (*degree < 1 || q.gpus % fixed != 0) {
+      throw InputError("layout: " + std::string(name) + " parallelism " + std::to_string(*degree) + " with the degrees fixed before it (" +
+                       std::to_string(fixed) + " GPUs) does not divide " + std::to_string(q.gpus) + " GPUs");
+    }
+  }
+  const int per_node = pricer.request().links.gpus_per_node;
+  std::vector<int> tensors;
+  for (int t : divisors(q.gpus)) {
+    if (t <= per_node || q.tensor) tensors.push_back(t);
+  }
+  for (int t : choices(q.tensor, tensors)) {
+    for (int c : choices(q.context, divisors(q.gpus / std::max(1, t)))) {
+      if (q.gpus % (t * c) != 0) continue;
+      for (int p : choices(q.pipeline, divisors(q.gpus / (t * c)))) {
+        if (q.gpus % (t * c * p) != 0) continue;
+        const int d = q.gpus / (t * c * p);
+        const int global = q.global_batch > 0 ? q.global_batch : default_global_batch(shape.tokens, q.gpus);
+        std::vector<int> chunk_counts{1};
+        if (p > 1) chunk_counts = {1, 2, 4};
+        for (int v : choices(q.virtual_stages, chunk_counts)) {
+          if (q.even_stages && shape.blocks % (p * v) != 0) continue;
+          std::vector<int> experts{1};
+          if (shape.experts > 0) experts = divisors(shape.experts);
+          for (int e : choices(q.expert, experts)) {
+            ParallelLayout l;
+            l.tensor = t, l.context = c, l.pipeline = p, l.virtual_stages = v, l.expert = e, l.data = d;
+            l.sequence = q.sequence.value_or(t > 1);
+            l.micro_batch = 1;
+            l.micro_batches = std::max(1, global / d);
+            if (!valid(l)) continue;
+            // The ZeRO stages and offloading that might fit: their weights, gradients and optimizer state do.
+            std::vector<std::pair<int, bool>> variants;
+            for (int zero : choices(q.zero_stage, q.zero_stages)) {
+              if (d * c == 1 && zero > 0) continue;  // nothing to shard over
+              const std::vector<bool> offloads = q.offload_optimizer ? std::vector<bool>{*q.offload_optimizer}
+                                                 : pricer.can_offload() ? std::vector<bool>{false, true}
+                                                                        : std::vector<bool>{false};
+              for (bool offload : offloads) {
+                l.zero_stage = zero, l.offload_optimizer = offload;
+                if (!valid(l)) continue;
+                if (pricer.static_floor(l) > q.budget_bytes) {
+                  ++answer.pruned;
+                } else {
+                  variants.emplace_back(zero, offload);
+                }
+              }
+            }
+            for (int mb : choices(q.micro_batch, {1, 2, 4, 8, 16, 32})) {
+              if (variants.empty() || global % (mb * d) != 0) continue;
+              l.micro_batch = mb;
+              l.micro_batches = global / (mb * d);
+              l.zero_stage = variants.front().first, l.offload_optimizer = variants.front().second;
+              if (!valid(l)) continue;
+              // The plans in turn, each adding to keep's time: the first under which some variant fits.
+              bool any_fits = false;
+              for (const std::string& plan : q.plans) {
+                for (auto [zero, offload] : variants) {
+                  l.zero_stage = zero, l.offload_optimizer = offload;
+                  LayoutEstimate estimate = pricer.estimate(l, plan);
+                  ++answer.priced;
+                  if (estimate.peak_bytes <= q.budget_bytes) {
+                    any_fits = true;
+                    answer.best.push_back(std::move(estimate));
+                  } else if (!answer.nearest || estimate.peak_bytes < answer.nearest->peak_bytes) {
+                    answer.nearest = std::move(estimate);
+                  }
+                }
+                if (any_fits) break;
+              }
+              if (!any_fits) break;  // larger micro-batches hold more
+            }
+          }
+        }
+      }
+    }
+  }
+  if (answer.priced == 0 && answer.pruned == 0) {
+    throw InputError(first_reason ? *first_reason : "layout: no layout of " + std::to_string(q.gpus) + " GPUs");
+  }
+  std::sort(answer.best.begin(), answer.best.end(),
+            [](const LayoutEstimate& a, const LayoutEstimate& b) { return a.tokens_per_s > b.tokens_per_s; });
+  if (answer.best.size() > keep) answer.best.resize(keep);
+  if (!answer.best.empty()) answer.nearest.reset();
+  return answer;
+}
+
+}  // namespace papaya::model

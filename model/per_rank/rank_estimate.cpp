@@ -1,0 +1,270 @@
+#include "model/per_rank/rank_estimate.h"
+
+#include <algorithm>
+#include <map>
+
+#include "model/catalog/hardware.h"
+#include "model/catalog/target.h"
+#include "model/error.h"
+#include "model/parallel/data_parallel.h"
+#include "model/parallel/sharding.h"
+#include "model/parallel/tensor_split.h"
+#include "model/plan.h"
+#include "model/plan_space/plan_space.h"
+#include "model/plan_space/predict.h"
+
+namespace papaya::model {
+// The links each group of a layout exchanges over: within a node where the
+// group's GPUs (consecutive ranks, t fastest, then c, then d) fit in one.
+struct GroupLinks {
+  const LinkFit *tensor, *context, *expert, *data, *pipeline;
+  std::string data_name;
+};
+
+static GroupLinks group_links(const ParallelLayout& l, const ClusterLinks& links) {
+  const auto over = [&](int span) { return span <= links.gpus_per_node ? &links.intra : &links.inter; };
+  return {over(l.tensor), over(l.tensor * l.context), over(l.tensor * l.expert), over(l.tensor * l.context * l.data),
+          over(l.gpus()),
+          l.tensor * l.context * l.data <= links.gpus_per_node ? links.intra_name : links.inter_name};
+}
+
+namespace {
+
+std::string last_name(const std::string& path) {
+  const size_t dot = path.rfind('.');
+  return dot == std::string::npos ? path : path.substr(dot + 1);
+}
+
+bool in_experts(const std::string& path) { return path.find(".moe.experts.") != std::string::npos; }
+
+// Bytes held at the start of the stage's backward beyond the start of its forward, one micro-batch.
+double activation_bytes(const PlanSpace& space, const Assignment& assignment) {
+  const std::vector<double> timeline = space.timeline(assignment);
+  const auto& points = space.points();
+  for (size_t i = 0; i < points.size(); ++i) {
+    if (points[i].phase == Phase::backward || points[i].phase == Phase::backward_gap) return timeline[i] - timeline.front();
+  }
+  return 0;
+}
+
+struct StageComm {
+  double tensor = 0, pipeline = 0, context = 0, expert = 0;
+  double context_buffer_bytes = 0;
+};
+
+StageComm stage_comm(const LayerModel& stage, const Target& target, const Plan& plan, const ParallelLayout& l,
+                     const GroupLinks& links, const std::map<std::string, double>& whole_output, const StageSpan& span) {
+  StageComm out;
+  const double mb = l.micro_batch;
+  const auto tensor_collectives = [&](double bytes, int count) {
+    if (l.tensor < 2) return 0.0;
+    // An all-reduce, or under sequence parallelism its reduce-scatter and all-gather halves.
+    const double one = l.sequence ? 2 * links.tensor->gather_seconds(bytes, l.tensor) : links.tensor->seconds(bytes, l.tensor);
+    return count * one;
+  };
+  double attention_s = 0, kv_bytes = 0, normalized = 0;
+  for (size_t j = 0; j < stage.layers.size(); ++j) {
+    const LayerFit& layer = stage.layers[j];
+    const std::string name = last_name(layer.path);
+    const double stream = mb * whole_output.at(layer.path) / l.context;  // the whole stream of the rank's tokens
+    const bool recomputed = !layer.segment.empty() && plan.segment(layer.segment).recompute;
+    if (layer.kind == LayerKind::layernorm || layer.kind == LayerKind::rmsnorm) normalized = whole_output.at(layer.path);
+    if (!in_experts(layer.path) && (name == "proj" || name == "o" || name == "fc2" || name == "down")) {
+      out.tensor += tensor_collectives(stream, recomputed ? 3 : 2);  // forward's, backward's, a recompute's
+    } else if (name == "router") {
+      // A mixture of experts' output is all-reduced once, after its experts: the stream its norm made.
+      out.tensor += tensor_collectives(mb * normalized / l.context, recomputed ? 3 : 2);
+    } else if (layer.kind == LayerKind::embedding) {
+      out.tensor += tensor_collectives(stream, 1);
+    }
+    if (in_experts(layer.path) && l.expert > 1 && name == "fc1") {
+      for (const auto& t : layer.saved) {
+        // Dispatch and combine, in forward and in backward.
+        if (t.slot == "input") out.expert += 4 * links.expert->gather_seconds(mb * t.storage_bytes_per_sample, l.expert);
+      }
+    }
+    if (layer.kind == LayerKind::attention_scores || layer.kind == LayerKind::softmax ||
+        layer.kind == LayerKind::attention_context) {
+      attention_s += target.forward_seconds[j].at(mb) + target.backward_seconds[j].at(mb);
+      for (const auto& t : layer.saved) {
+        if (t.slot == "k" || t.slot == "v") kv_bytes += mb * t.storage_bytes_per_sample;
+      }
+    }
+  }
+  if (l.context > 1) {
+    // Each rank's k and v go around the ring: c - 1 sends in forward, twice that in backward (and their gradients).
+    const double ring = 3.0 * (l.context - 1) * links.context->send_seconds(kv_bytes);
+    out.context = std::max(0.0, ring - attention_s);
+    const int blocks = std::max(1, span.end_block - span.first_block);
+    out.context_buffer_bytes = 2 * kv_bytes / blocks;  // the blocks in flight, one layer's
+  }
+  if (l.pipeline > 1) {
+    double boundary = 0;
+    for (const LayerFit& layer : stage.layers) {
+      if (block_of_path(layer.path) >= 0) boundary = whole_output.at(layer.path);
+    }
+    const double bytes = mb * boundary / l.context / (l.sequence ? l.tensor : 1);
+    out.pipeline = ((span.last ? 0 : 1) + (span.first ? 0 : 1)) * links.pipeline->send_seconds(bytes);
+  }
+  return out;
+}
+
+std::string rank_key(const ParallelLayout& l) {
+  return std::to_string(l.tensor) + (l.sequence ? "s" : "") + "/" + std::to_string(l.context) + "/" + std::to_string(l.expert);
+}
+
+}  // namespace
+
+// What one stage's evaluation at a micro-batch under a plan gives, for its
+// data-parallel ranks and ZeRO stage.
+struct LayoutPricer::StagePrice {
+  double peak = 0, activations = 0, micro_batch_seconds = 0, exchange = 0, optimizer = 0;
+  RankStatic held;  // weights, gradients and optimizer state on the GPU
+  StageComm comm;
+  std::string peak_at;
+};
+
+struct LayoutPricer::Stage {
+  LayerModel model;
+  Target alone;
+  std::map<std::string, std::unique_ptr<PlanSpace>> spaces;  // by data-parallel ranks and ZeRO stage, at batch 1
+  std::map<std::string, StagePrice> prices;
+};
+
+LayoutPricer::LayoutPricer(const LayerModel& whole, LayoutRequest request)
+    : whole_(whole), request_(std::move(request)), shape_(transformer_shape(whole, whole.network)) {
+  if (!request_.hardware.empty()) peak_flops_ = load_hardware(request_.hardware).peak_for(whole.precision);
+  host_link_ = make_target(whole, request_.hardware).has_host_link();
+  for (const LayerFit& l : whole.layers) {
+    model_flops_ += l.forward_flops_per_sample;
+    whole_output_[l.path] = l.output_bytes_per_sample;
+  }
+}
+
+LayoutPricer::~LayoutPricer() = default;
+
+LayoutPricer::Stage& LayoutPricer::stage(const ParallelLayout& layout, const StageSpan& span) const {
+  const std::string key = rank_key(layout);
+  const std::string stage_key =
+      key + "/" + std::to_string(span.end_block - span.first_block) + (span.first ? "f" : "") + (span.last ? "l" : "");
+  auto found = stages_.find(stage_key);
+  if (found != stages_.end()) return *found->second;
+  auto rank = ranks_.find(key);
+  if (rank == ranks_.end()) rank = ranks_.emplace(key, split_across_ranks(whole_, shape_, layout)).first;
+  auto stage = std::make_unique<Stage>();
+  stage->model = stage_model(rank->second, span);
+  stage->alone = make_target(stage->model, request_.hardware);
+  return *stages_.emplace(stage_key, std::move(stage)).first->second;
+}
+
+const PlanSpace& LayoutPricer::space(Stage& st, int data_ranks, int zero_stage, const GroupLinks& links) const {
+  const std::string key = std::to_string(data_ranks) + "/" + std::to_string(zero_stage) + "/" + links.data_name;
+  auto found = st.spaces.find(key);
+  if (found != st.spaces.end()) return *found->second;
+  Target target = st.alone;
+  if (data_ranks > 1) set_data_parallel(target, {data_ranks, zero_stage, links.data_name, *links.data});
+  return *st.spaces.emplace(key, std::make_unique<PlanSpace>(st.model, target, 1)).first->second;
+}
+
+const LayoutPricer::StagePrice& LayoutPricer::price(Stage& st, const ParallelLayout& layout, const std::string& plan_name,
+                                                    const GroupLinks& links, const StageSpan& span) const {
+  const int data_ranks = layout.data * layout.context;  // gradients are reduced over both
+  const std::string key = std::to_string(layout.micro_batch) + "/" + plan_name + "/" + std::to_string(data_ranks) + "/" +
+                          std::to_string(layout.zero_stage) + "/" + std::to_string(layout.micro_batches) + "/" +
+                          links.data_name;
+  auto found = st.prices.find(key);
+  if (found != st.prices.end()) return found->second;
+  const Plan plan = expand_plan_name(plan_name, st.model.layout());
+  const PlanSpace with_data = space(st, data_ranks, layout.zero_stage, links).at_batch(layout.micro_batch);
+  const PlanSpace alone = space(st, 1, 0, links).at_batch(layout.micro_batch);
+  const Assignment assignment = with_data.assignment(plan);
+  const Estimate estimate = with_data.evaluate(assignment), by_itself = alone.evaluate(alone.assignment(plan));
+  StagePrice p;
+  p.comm = stage_comm(st.model, st.alone, plan, layout, links, whole_output_, span);
+  p.peak = estimate.peak_bytes + p.comm.context_buffer_bytes;
+  p.peak_at = peak_location(st.model, estimate);
+  p.activations = activation_bytes(with_data, assignment);
+  p.held = shard(whole_static(st.model), data_ranks, layout.zero_stage);
+  const double optimizer_whole = st.alone.optimizer_seconds.at(layout.micro_batch);
+  p.optimizer = layout.zero_stage >= 1 ? optimizer_whole / data_ranks : optimizer_whole;
+  p.micro_batch_seconds = by_itself.seconds - optimizer_whole + p.comm.tensor + p.comm.pipeline + p.comm.context + p.comm.expert;
+  const double exchange = std::max(0.0, estimate.seconds - by_itself.seconds + optimizer_whole - p.optimizer);
+  p.exchange = layout.zero_stage == 3 ? exchange * layout.micro_batches : exchange;  // gathers every micro-batch
+  return st.prices.emplace(key, std::move(p)).first->second;
+}
+
+double LayoutPricer::static_floor(const ParallelLayout& layout) const {
+  const int data_ranks = layout.data * layout.context;
+  double floor = 0;
+  for (const StageSpan& span : pipeline_stages(shape_.blocks, layout.pipeline)) {
+    RankStatic held = shard(whole_static(stage(layout, span).model), data_ranks, layout.zero_stage);
+    if (layout.offload_optimizer) held.optimizer = 0;
+    floor = std::max(floor, held.total());
+  }
+  return floor;
+}
+
+LayoutEstimate LayoutPricer::estimate(const ParallelLayout& layout, const std::string& plan_name) const {
+  check_layout(layout, shape_);
+  const GroupLinks links = group_links(layout, request_.links);
+  LayoutEstimate out;
+  out.layout = layout;
+  out.plan = plan_name;
+  double slowest = 0;
+  const std::vector<StageSpan> spans = pipeline_stages(shape_.blocks, layout.pipeline);
+  for (size_t index = 0; index < spans.size(); ++index) {
+    const StageSpan& span = spans[index];
+    Stage& st = stage(layout, span);
+    if (layout.offload_optimizer && !st.alone.has_host_link()) {
+      throw InputError(st.alone.name + " has no host link: the optimizer cannot be offloaded");
+    }
+    const StagePrice& p = price(st, layout, plan_name, links, span);
+    StageEstimate s;
+    s.span = span;
+    s.activation_bytes = p.activations;
+    s.in_flight = in_flight_micro_batches(static_cast<int>(index), layout);
+    // Offloaded, the optimizer's state is on the host all step: every point holds that much less.
+    const double offloaded = layout.offload_optimizer ? p.held.optimizer : 0;
+    s.peak_bytes = p.peak - offloaded + (s.in_flight - 1) * p.activations;
+    s.peak_at = p.peak_at;
+    s.static_bytes = p.held.total() - offloaded;
+    s.optimizer_seconds = p.optimizer;
+    s.tensor_comm_seconds = p.comm.tensor, s.pipeline_comm_seconds = p.comm.pipeline;
+    s.context_comm_seconds = p.comm.context, s.expert_comm_seconds = p.comm.expert;
+    s.micro_batch_seconds = p.micro_batch_seconds;
+    s.data_comm_seconds = p.exchange;
+    if (layout.offload_optimizer) {
+      // Gradients to the host, updated weights back.
+      out.offload_seconds = std::max(out.offload_seconds, p.held.gradients / st.alone.d2h_bytes_per_s +
+                                                              p.held.weights / st.alone.h2d_bytes_per_s);
+    }
+    slowest = std::max(slowest, s.micro_batch_seconds);
+    if (s.peak_bytes > out.peak_bytes) out.peak_bytes = s.peak_bytes, out.peak_stage = static_cast<int>(index);
+    out.stages.push_back(s);
+  }
+  double last = 0, per_micro_batch_comm = 0, data_comm = 0;
+  for (const StageEstimate& s : out.stages) {
+    last = std::max(last, s.data_comm_seconds + s.optimizer_seconds);
+    data_comm = std::max(data_comm, s.data_comm_seconds);
+    if (s.micro_batch_seconds == slowest) {
+      per_micro_batch_comm = s.tensor_comm_seconds + s.pipeline_comm_seconds + s.context_comm_seconds + s.expert_comm_seconds;
+    }
+  }
+  const double steps = layout.micro_batches + (layout.pipeline - 1.0) / layout.virtual_stages;
+  out.bubble_seconds = (layout.pipeline - 1.0) / layout.virtual_stages * slowest;
+  out.iteration_seconds = steps * slowest + last + out.offload_seconds;
+  out.exposed_comm_seconds = steps * per_micro_batch_comm + data_comm;
+  out.tokens_per_s = static_cast<double>(layout.global_batch()) * shape_.tokens / out.iteration_seconds;
+  if (peak_flops_ > 0) {
+    out.model_flops_utilization =
+        3 * model_flops_ * layout.global_batch() / (out.iteration_seconds * layout.gpus() * peak_flops_);
+  }
+  return out;
+}
+
+LayoutEstimate estimate_layout(const LayerModel& whole, const ParallelLayout& layout, const LayoutRequest& request,
+                               const std::string& plan) {
+  return LayoutPricer(whole, request).estimate(layout, plan);
+}
+
+}  // namespace papaya::model

@@ -1,0 +1,123 @@
+#pragma once
+// A transformer trained over many GPUs (model/parallel/layout.h), priced per
+// GPU from the per-layer model of one process: each pipeline stage is the
+// model of one rank of its tensor/context/expert group holding the stage's
+// blocks (tensor_split.h, pipeline_stages.h), evaluated as one process at
+// the micro-batch under a plan of memory optimizations (PlanSpace), on the
+// target GPU, as one of d data-parallel ranks with its ZeRO stage (the
+// gradient exchange, overlapped with backward, and ZeRO's sharding as for
+// data parallelism alone: model/parallel/data_parallel.h).
+//
+// Memory per GPU of stage s: the one-micro-batch peak plus, for each more
+// micro-batch it holds in flight, what a micro-batch holds from its forward
+// to its backward (the plan's timeline at the start of the stage's backward
+// less at the start of its forward). With the optimizer offloaded, its
+// state lives on the host.
+//
+// Time per iteration: the slowest stage's micro-batch (forward, backward,
+// recompute and codecs as the plan has them, with its tensor-parallel
+// collectives on the tensor group's link — two all-reduces of the stream
+// per row-parallel projection, or their all-gather/reduce-scatter halves
+// under sequence parallelism, once more for a recomputed one — its sends to
+// the next stage, ring attention's k/v beyond the attention's compute, and
+// experts' all-to-alls) times micro-batches plus the bubble ((p-1)/v of
+// them), then the exchange's exposed part and the optimizer step, and with
+// offload the gradients and weights crossing the host link.
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/catalog/target.h"
+#include "model/plan_space/plan_space.h"
+#include "model/layer_model.h"
+#include "model/parallel/layout.h"
+#include "model/parallel/link.h"
+#include "model/parallel/pipeline_stages.h"
+
+namespace papaya::model {
+
+// The links a layout's groups exchange over: within a node, across nodes.
+struct ClusterLinks {
+  int gpus_per_node = 8;
+  std::string intra_name, inter_name;
+  LinkFit intra, inter;
+};
+
+struct StageEstimate {
+  StageSpan span;
+  double peak_bytes = 0;        // per GPU
+  std::string peak_at;          // where in the step ("backward blocks.3.mlp.fc2")
+  double static_bytes = 0;      // weights, gradients and optimizer state on the GPU (after ZeRO)
+  double activation_bytes = 0;  // one micro-batch's, from its forward to its backward
+  double in_flight = 1;         // micro-batches held at once
+  double micro_batch_seconds = 0;  // one micro-batch, its communication included
+  double tensor_comm_seconds = 0, pipeline_comm_seconds = 0, context_comm_seconds = 0, expert_comm_seconds = 0;
+  double data_comm_seconds = 0;  // the gradient exchange's exposed part, once an iteration
+  double optimizer_seconds = 0;
+};
+
+struct LayoutEstimate {
+  ParallelLayout layout;
+  std::string plan;
+  std::vector<StageEstimate> stages;
+  int peak_stage = 0;  // the pipeline rank with the largest peak
+  double peak_bytes = 0;
+  double iteration_seconds = 0;
+  double bubble_seconds = 0;
+  double exposed_comm_seconds = 0;  // communication on the critical path, in all
+  double offload_seconds = 0;
+  double tokens_per_s = 0;
+  double model_flops_utilization = 0;  // 0 where the target's peak is unknown (a CPU)
+};
+
+struct LayoutRequest {
+  std::string hardware;  // a catalog entry; "": the profiled machine
+  ClusterLinks links;
+};
+
+struct GroupLinks;  // the links of a layout's groups (rank_estimate.cpp)
+
+// Prices layouts of one network on one request, keeping what layouts share
+// (the split models of each tensor/context/expert group, each pipeline
+// stage's model and target), so that a search prices thousands quickly.
+class LayoutPricer {
+ public:
+  // `whole` must outlive the pricer. Throws InputError where the model is
+  // not a transformer's (transformer_shape) or the hardware is not known.
+  LayoutPricer(const LayerModel& whole, LayoutRequest request);
+  ~LayoutPricer();
+  const TransformerShape& shape() const { return shape_; }
+  const LayoutRequest& request() const { return request_; }
+  // Whether the target has a host link to offload the optimizer over.
+  bool can_offload() const { return host_link_; }
+  // Throws InputError (check_layout's, a plan that is not known, or a
+  // target without a host link under offload).
+  LayoutEstimate estimate(const ParallelLayout& layout, const std::string& plan) const;
+  // The peak of each stage's weights, gradients and optimizer state alone:
+  // a floor of estimate()'s peak, for pruning.
+  double static_floor(const ParallelLayout& layout) const;
+
+ private:
+  struct Stage;
+  struct StagePrice;
+  Stage& stage(const ParallelLayout& layout, const StageSpan& span) const;
+  const PlanSpace& space(Stage& stage, int data_ranks, int zero_stage, const GroupLinks& links) const;
+  const StagePrice& price(Stage& stage, const ParallelLayout& layout, const std::string& plan, const GroupLinks& links,
+                          const StageSpan& span) const;
+  const LayerModel& whole_;
+  LayoutRequest request_;
+  TransformerShape shape_;
+  bool host_link_ = false;
+  double peak_flops_ = 0;   // the target's; 0: unknown (a CPU)
+  double model_flops_ = 0;  // forward FLOPs a sample
+  std::map<std::string, double> whole_output_;  // each layer's output bytes a sample, before any split
+  mutable std::map<std::string, LayerModel> ranks_;
+  mutable std::map<std::string, std::unique_ptr<Stage>> stages_;
+};
+
+// One layout under a plan, as LayoutPricer prices it.
+LayoutEstimate estimate_layout(const LayerModel& whole, const ParallelLayout& layout, const LayoutRequest& request,
+                               const std::string& plan = "keep");
+
+}  // namespace papaya::model

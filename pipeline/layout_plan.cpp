@@ -1,0 +1,51 @@
+#include "pipeline/layout_plan.h"
+
+#include "model/catalog/hardware.h"
+#include "model/catalog/link_catalog.h"
+#include "model/catalog/target.h"
+#include "model/error.h"
+#include "model/plan_space/predict.h"
+
+namespace papaya::pipeline {
+
+std::string inter_node_default(const std::string& interconnect) {
+  return interconnect == "NVLink-3" ? "InfiniBand-HDR" : "InfiniBand-NDR";
+}
+
+LayoutPlanned plan_layouts(const model::LayerModel& model, LayoutPlanRequest request) {
+  if (request.gpus_per_node < 1) throw InputError(std::to_string(request.gpus_per_node) + " GPUs a node: at least 1");
+  LayoutPlanned out;
+  out.network = model.network;
+  out.precision = model.precision;
+  const model::Target target = model::make_target(model, request.hardware);
+  out.hardware = target.name;
+  out.notes = target.notes;
+  std::string interconnect;
+  if (const auto spec = request.hardware.empty() ? model::catalog_entry_for(model.machine) : model::find_hardware(request.hardware)) {
+    interconnect = spec->interconnect;
+  }
+  std::string intra = request.intra_node_link.empty() ? interconnect : request.intra_node_link;
+  if (intra.empty()) {
+    throw InputError(target.name + " has no interconnect known: name the link within a node (" + model::link_names() + ")");
+  }
+  const std::string inter = request.inter_node_link.empty() ? inter_node_default(intra) : request.inter_node_link;
+  const model::LinkSpec intra_spec = model::load_link(intra), inter_spec = model::load_link(inter);
+  out.links = {request.gpus_per_node, intra_spec.name, inter_spec.name, intra_spec.fit, inter_spec.fit};
+  if (request.inter_node_link.empty()) {
+    out.notes.push_back("between nodes: " + inter_spec.name + " assumed (one port a GPU); name another with the link option");
+  }
+
+  out.budget_bytes = request.budget_bytes.value_or(model::default_budget(target));
+  target.check_budget(out.budget_bytes);
+  model::LayoutQuestion& q = request.question;
+  q.budget_bytes = out.budget_bytes;
+  if (q.plans.empty()) q.plans = model::plan_names(target);
+  const model::LayoutPricer pricer(model, {request.hardware, out.links});
+  out.shape = pricer.shape();
+  if (q.global_batch == 0) q.global_batch = model::default_global_batch(out.shape.tokens, q.gpus);
+  out.global_batch = q.global_batch;
+  out.answer = model::search_layouts(pricer, q, request.keep);
+  return out;
+}
+
+}  // namespace papaya::pipeline

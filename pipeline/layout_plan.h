@@ -1,0 +1,42 @@
+#pragma once
+// Many GPUs laid out for a transformer, as `plan` and `recommend` ask with
+// --gpus N --gpus-per-node G: the links of the nodes and between them, the
+// budget per GPU, the plans to weigh, and the search
+// (model/per_rank/layout_search.h).
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/layer_model.h"
+#include "model/per_rank/layout_search.h"
+
+namespace papaya::pipeline {
+
+struct LayoutPlanRequest {
+  std::string hardware;         // a catalog entry (the GPUs); "": the profiled machine
+  std::string intra_node_link;  // "": the hardware's interconnect
+  std::string inter_node_link;  // "": InfiniBand of the hardware's generation (inter_node_default)
+  int gpus_per_node = 8;
+  std::optional<double> budget_bytes;  // per GPU; default: 80% of the hardware's memory
+  model::LayoutQuestion question;      // budget_bytes and plans filled in here
+  size_t keep = 5;
+};
+
+struct LayoutPlanned {
+  std::string network, precision, hardware;
+  model::ClusterLinks links;
+  model::TransformerShape shape;
+  double budget_bytes = 0;
+  int global_batch = 0;
+  model::LayoutAnswer answer;
+  std::vector<std::string> notes;  // what was assumed
+};
+
+// InfiniBand-HDR beside NVLink-3 (A100 systems), else InfiniBand-NDR.
+std::string inter_node_default(const std::string& interconnect);
+
+// Throws InputError: a hardware, link or layout that is not known or cannot
+// be, a budget above the GPU's memory.
+LayoutPlanned plan_layouts(const model::LayerModel& model, LayoutPlanRequest request);
+
+}  // namespace papaya::pipeline

@@ -1,0 +1,67 @@
+// A layout as Megatron-LM's arguments and a torchtitan job config, in the
+// engines' own names (Megatron-LM core_v0.15.0 megatron/training/arguments.py,
+// torchtitan 238fa99 torchtitan/config/job_config.py).
+#include "cli/engine_arguments.h"
+
+#include <gtest/gtest.h>
+
+#include "model/error.h"
+
+namespace papaya::cli {
+namespace {
+
+model::LayoutEstimate layout(int zero, const std::string& plan) {
+  model::LayoutEstimate e;
+  model::ParallelLayout& l = e.layout;
+  l.tensor = 2, l.sequence = true, l.pipeline = 2, l.virtual_stages = 2, l.data = 2, l.zero_stage = zero;
+  l.micro_batch = 2, l.micro_batches = 4;
+  e.plan = plan;
+  return e;
+}
+
+const model::TransformerShape shape{8, 4, 2, 0, 32};
+
+void expect_lines(const std::string& text, const std::vector<std::string>& lines) {
+  for (const auto& line : lines) EXPECT_NE(text.find(line), std::string::npos) << line << " in\n" << text;
+}
+
+TEST(EngineArguments, MegatronGetsItsOwnArgumentNames) {
+  const std::string args = megatron_arguments(layout(1, "recompute-all"), shape, "bf16");
+  expect_lines(args, {"--tensor-model-parallel-size 2 \\\n", "--pipeline-model-parallel-size 2 \\\n",
+                      "--num-layers-per-virtual-pipeline-stage 2 \\\n", "--context-parallel-size 1 \\\n",
+                      "--sequence-parallel \\\n", "--recompute-granularity full \\\n", "--recompute-method uniform \\\n",
+                      "--recompute-num-layers 1 \\\n", "--micro-batch-size 2 \\\n", "--global-batch-size 16 \\\n",
+                      "--seq-length 32 \\\n", "--use-distributed-optimizer \\\n", "--bf16 \\\n"});
+  EXPECT_EQ(args.find("--expert-model-parallel-size"), std::string::npos);  // no experts
+  model::LayoutEstimate offloaded = layout(1, "keep");
+  offloaded.layout.offload_optimizer = true;
+  expect_lines(megatron_arguments(offloaded, shape, "fp32"),
+               {"--optimizer-cpu-offload \\\n", "--use-precision-aware-optimizer \\\n"});
+  EXPECT_EQ(megatron_arguments(offloaded, shape, "fp32").find("--recompute"), std::string::npos);
+}
+
+TEST(EngineArguments, TorchtitanGetsItsOwnConfigKeys) {
+  expect_lines(torchtitan_config(layout(3, "keep"), shape, "fp32"),
+               {"[parallelism]\n", "data_parallel_replicate_degree = 1\n", "data_parallel_shard_degree = 2\n",
+                "fsdp_reshard_after_forward = \"always\"\n", "tensor_parallel_degree = 2\n", "pipeline_parallel_degree = 2\n",
+                "pipeline_parallel_schedule = \"Interleaved1F1B\"\n", "pipeline_parallel_microbatch_size = 2\n",
+                "pipeline_parallel_layers_per_stage = 2\n", "context_parallel_degree = 1\n",
+                "[activation_checkpoint]\nmode = \"none\"\n", "[training]\n", "local_batch_size = 8\n",
+                "global_batch_size = 16\n", "seq_len = 32\n", "mixed_precision_param = \"float32\"\n"});
+  expect_lines(torchtitan_config(layout(0, "recompute-all"), shape, "bf16"),
+               {"data_parallel_replicate_degree = 2\n", "data_parallel_shard_degree = 1\n", "mode = \"full\"\n",
+                "mixed_precision_param = \"bfloat16\"\n"});
+  expect_lines(torchtitan_config(layout(2, "keep"), shape, "bf16"), {"fsdp_reshard_after_forward = \"never\"\n"});
+}
+
+TEST(EngineArguments, EachEngineRunsWhatItHasArgumentsFor) {
+  EXPECT_EQ(engine_limits("megatron").zero_stages, (std::vector<int>{0, 1}));
+  EXPECT_EQ(engine_limits("torchtitan").zero_stages, (std::vector<int>{0, 2, 3}));
+  EXPECT_TRUE(engine_limits("megatron").offloads_optimizer);
+  EXPECT_FALSE(engine_limits("torchtitan").offloads_optimizer);
+  EXPECT_EQ(engine_limits("torchtitan").plans, (std::vector<std::string>{"keep", "recompute-all"}));
+  EXPECT_THROW(engine_limits("deepspeed"), InputError);
+}
+
+}  // namespace
+}  // namespace papaya::cli

@@ -1,0 +1,166 @@
+// Many GPUs priced from the model of one process: a layout of one GPU is
+// the network trained alone, data parallelism alone is the data-parallel
+// model, pipeline stages hold their blocks, and the search keeps to memory
+// and to what an engine can run (tests/cli/engine_arguments_test.cpp: their names).
+#include "model/per_rank/rank_estimate.h"
+
+#include <gtest/gtest.h>
+
+#include "model/catalog/network_config.h"
+#include "model/catalog/target.h"
+#include "model/error.h"
+#include "model/parallel/data_parallel.h"
+#include "model/parallel/sharding.h"
+#include "model/parallel/tensor_split.h"
+#include "model/per_rank/layout_search.h"
+#include "model/plan.h"
+#include "model/plan_space/predict.h"
+#include "tests/support/quick_fit.h"
+
+namespace papaya::model {
+namespace {
+
+// A 4-block Llama-style network: stages of whole blocks, k/v heads fewer than the heads.
+LayerModel llama_four_blocks() {
+  NetworkConfig config = load_network_config("llama-tiny");
+  std::get<TransformerConfig>(config.body).layers = 4;
+  return profiler::quick_fit(config);
+}
+
+ClusterLinks links() {
+  return {8, "NVLink-4", "InfiniBand-NDR", LinkFit{10e-6, 300e9, std::nullopt}, LinkFit{30e-6, 50e9, std::nullopt}};
+}
+
+class RankEstimate : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { model_ = new LayerModel(llama_four_blocks()); }
+  static void TearDownTestSuite() { delete model_; }
+  static LayerModel* model_;
+};
+LayerModel* RankEstimate::model_ = nullptr;
+
+TEST_F(RankEstimate, OneGpuIsTheNetworkTrainedAlone) {
+  for (const std::string plan : {"keep", "recompute-all", "quantize-4"}) {
+    ParallelLayout one;
+    one.micro_batch = 4;
+    const LayoutEstimate e = estimate_layout(*model_, one, {"", links()}, plan);
+    const Estimate alone = predict(*model_, profiled_target(*model_), expand_plan_name(plan, model_->layout()), 4);
+    EXPECT_DOUBLE_EQ(e.peak_bytes, alone.peak_bytes) << plan;
+    EXPECT_NEAR(e.iteration_seconds, alone.seconds, 1e-12 * alone.seconds) << plan;
+    EXPECT_EQ(e.bubble_seconds, 0);
+    EXPECT_EQ(e.exposed_comm_seconds, 0);
+    EXPECT_NEAR(e.tokens_per_s, 4 * 32 / alone.seconds, 1e-9 * e.tokens_per_s);
+  }
+}
+
+TEST_F(RankEstimate, DataParallelismAloneIsTheDataParallelModel) {
+  for (int zero : {0, 1, 2, 3}) {
+    ParallelLayout l;
+    l.data = 4, l.zero_stage = zero, l.micro_batch = 2;
+    const LayoutEstimate e = estimate_layout(*model_, l, {"", links()}, "keep");
+    Target target = profiled_target(*model_);
+    set_data_parallel(target, {4, zero, "InfiniBand-NDR", links().intra});  // 4 GPUs: within a node
+    const Estimate ranks = predict(*model_, target, expand_plan_name("keep", model_->layout()), 2);
+    EXPECT_DOUBLE_EQ(e.peak_bytes, ranks.peak_bytes) << "ZeRO-" << zero;
+    EXPECT_NEAR(e.iteration_seconds, ranks.seconds, 1e-9 * ranks.seconds) << "ZeRO-" << zero;
+    EXPECT_NEAR(e.stages[0].static_bytes, static_bytes_per_rank(*model_, {4, zero, "", links().intra}), 1);
+  }
+}
+
+TEST_F(RankEstimate, PipelineStagesHoldTheirBlocksAndTheirMicroBatchesInFlight) {
+  ParallelLayout l;
+  l.pipeline = 2, l.micro_batches = 4, l.micro_batch = 2;
+  const LayoutEstimate e = estimate_layout(*model_, l, {"", links()}, "keep");
+  ASSERT_EQ(e.stages.size(), 2u);
+  EXPECT_EQ(e.stages[0].span.first_block, 0);
+  EXPECT_EQ(e.stages[1].span.first_block, 2);
+  // The weights are split between the stages (llama-tiny's head is its own).
+  EXPECT_NEAR(e.stages[0].static_bytes + e.stages[1].static_bytes, model_->static_bytes, 1);
+  // 1F1B: the first stage holds two micro-batches, the last one; each what its blocks save.
+  EXPECT_EQ(e.stages[0].in_flight, 2);
+  EXPECT_EQ(e.stages[1].in_flight, 1);
+  EXPECT_GT(e.stages[0].activation_bytes, 0);
+  // The stages' micro-batch activations add up to the whole network's, less the stream handed between them.
+  ParallelLayout one = l;
+  one.pipeline = 1, one.micro_batches = 1;
+  const LayoutEstimate whole = estimate_layout(*model_, one, {"", links()}, "keep");
+  const double stream = 2 * model_->layers[0].output_bytes_per_sample;
+  EXPECT_NEAR(e.stages[0].activation_bytes + e.stages[1].activation_bytes, whole.stages[0].activation_bytes,
+              2 * stream);
+  // The iteration: the slower stage's micro-batch four times, and once more for the bubble.
+  const double slowest = std::max(e.stages[0].micro_batch_seconds, e.stages[1].micro_batch_seconds);
+  EXPECT_NEAR(e.bubble_seconds, slowest, 1e-12);
+  EXPECT_GT(e.iteration_seconds, 5 * slowest);
+}
+
+TEST(PipelineSchedule, MicroBatchesInFlightAreMegatronsSchedules) {
+  ParallelLayout l;
+  l.pipeline = 4, l.micro_batches = 16;
+  for (int s = 0; s < 4; ++s) EXPECT_EQ(in_flight_micro_batches(s, l), 4 - s);
+  // Interleaved: the first stage holds p(1 + (p-1)/(pv)) micro-batches' worth (Megatron's memory report).
+  l.virtual_stages = 2;
+  EXPECT_DOUBLE_EQ(in_flight_micro_batches(0, l), 4 * (1 + 3.0 / 8));
+  l.micro_batches = 2, l.virtual_stages = 1;
+  EXPECT_EQ(in_flight_micro_batches(0, l), 2);  // never more than the iteration's
+  // Blocks p does not divide go to the stages before the last, from the second-to-last back.
+  const auto spans = pipeline_stages(10, 4);
+  EXPECT_EQ(spans[0].end_block - spans[0].first_block, 2);
+  EXPECT_EQ(spans[1].end_block - spans[1].first_block, 3);
+  EXPECT_EQ(spans[2].end_block - spans[2].first_block, 3);
+  EXPECT_EQ(spans[3].end_block - spans[3].first_block, 2);
+  EXPECT_THROW(pipeline_stages(3, 4), InputError);
+}
+
+TEST_F(RankEstimate, TensorParallelismCostsItsCollectivesOnTheLink) {
+  ParallelLayout l;
+  l.tensor = 2, l.sequence = true, l.micro_batch = 4;
+  const LayoutEstimate e = estimate_layout(*model_, l, {"", links()}, "keep");
+  // Two all-reduces of the stream a row-parallel projection (proj, fc2) and one for the embedding,
+  // as reduce-scatter/all-gather halves: 4 blocks x 2 x 2 + 1.
+  const double stream = 4 * model_->layers[0].output_bytes_per_sample;
+  const double one = 2 * links().intra.gather_seconds(stream, 2);
+  EXPECT_NEAR(e.stages[0].tensor_comm_seconds, (4 * 2 * 2 + 1) * one, 1e-12);
+  ParallelLayout recomputed = l;
+  const LayoutEstimate r = estimate_layout(*model_, recomputed, {"", links()}, "recompute-all");
+  EXPECT_NEAR(r.stages[0].tensor_comm_seconds, (4 * 2 * 3 + 1) * one, 1e-12);  // the recompute's forward again
+}
+
+TEST_F(RankEstimate, TheSearchKeepsToTheBudgetAndFindsTheFastest) {
+  const LayoutPricer pricer(*model_, {"", links()});
+  ParallelLayout one;
+  one.micro_batch = 4;
+  const double alone = pricer.estimate(one, "keep").peak_bytes;
+  LayoutQuestion q;
+  q.gpus = 4;
+  q.global_batch = 16;
+  q.budget_bytes = 0.9 * alone;
+  q.plans = {"keep", "recompute-all"};
+  const LayoutAnswer a = search_layouts(pricer, q, 1000);
+  ASSERT_FALSE(a.best.empty());
+  for (size_t i = 0; i < a.best.size(); ++i) {
+    EXPECT_LE(a.best[i].peak_bytes, q.budget_bytes);
+    EXPECT_EQ(a.best[i].layout.gpus(), 4);
+    EXPECT_EQ(a.best[i].layout.global_batch(), 16);
+    if (i > 0) EXPECT_GE(a.best[i - 1].tokens_per_s, a.best[i].tokens_per_s);
+  }
+  // Nothing fits below a rank's least static bytes: every choice pruned or over.
+  q.budget_bytes = 1000;
+  const LayoutAnswer none = search_layouts(pricer, q);
+  EXPECT_TRUE(none.best.empty());
+  EXPECT_GT(none.pruned, 0);
+  // An engine's limits: Megatron's ZeRO stages (0, its distributed optimizer's 1), even stages.
+  q.budget_bytes = 0.9 * alone;
+  q.zero_stages = {0, 1};
+  q.even_stages = true;
+  for (const auto& e : search_layouts(pricer, q, 1000).best) {
+    EXPECT_LE(e.layout.zero_stage, 1);
+    EXPECT_EQ(4 % (e.layout.pipeline * e.layout.virtual_stages), 0);
+  }
+  // A fixed degree the network cannot take is the layout's error.
+  q.tensor = 3;
+  q.gpus = 3;
+  EXPECT_THROW(search_layouts(pricer, q), InputError);
+}
+
+}  // namespace
+}  // namespace papaya::model

@@ -1,0 +1,158 @@
+// One rank of a tensor-, sequence- and context-parallel group, as the model
+// of one process: Megatron's GPT block holds Korthikanti et al.'s bytes
+// (2022, "Reducing Activation Recomputation in Large Transformer Models",
+// section 4), and every degree 1 is the network trained alone.
+#include "model/parallel/tensor_split.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "model/catalog/network_config.h"
+#include "model/error.h"
+#include "tests/support/quick_fit.h"
+
+namespace papaya::model {
+namespace {
+
+// GPT with dropout, every activation in bf16: the block the paper counts.
+LayerModel gpt_with_dropout() {
+  NetworkConfig config = load_network_config("gpt-tiny");
+  auto& t = std::get<TransformerConfig>(config.body);
+  t.dropout = t.attention_dropout = 0.1;
+  return profiler::quick_fit(config, 0, "bf16");
+}
+
+// Bytes per sample of the storages block 0 saves, each counted once.
+double block_bytes(const LayerModel& m) {
+  double bytes = 0;
+  for (const LayerFit& l : m.layers) {
+    if (block_of_path(l.path) != 0) continue;
+    for (const auto& t : l.saved) {
+      if (t.per_sample && t.storage == tensor_key(l.path, t.slot)) bytes += t.storage_bytes_per_sample;
+    }
+  }
+  return bytes;
+}
+
+class TensorSplit : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { whole_ = new LayerModel(gpt_with_dropout()); }
+  static void TearDownTestSuite() { delete whole_; }
+  static LayerModel split(int t, bool sequence, int c = 1) {
+    ParallelLayout layout;
+    layout.tensor = t, layout.sequence = sequence, layout.context = c;
+    return split_across_ranks(*whole_, transformer_shape(*whole_, "gpt"), layout);
+  }
+  // s, b (one sample), h, a of the paper; bf16 (2 bytes).
+  static constexpr double s = 32, h = 64, a = 4;
+  // The layer norms' mean and rstd the paper does not count: 2 a norm, 2 bytes a token each.
+  static constexpr double norm_statistics = 2 * 2 * 2 * s;
+  static LayerModel* whole_;
+};
+LayerModel* TensorSplit::whole_ = nullptr;
+
+TEST_F(TensorSplit, TheShapeIsReadOffTheLayers) {
+  const TransformerShape shape = transformer_shape(*whole_, "gpt");
+  EXPECT_EQ(shape.blocks, 2);
+  EXPECT_EQ(shape.heads, 4);
+  EXPECT_EQ(shape.kv_heads, 4);
+  EXPECT_EQ(shape.tokens, 32);
+  EXPECT_EQ(shape.experts, 0);
+}
+
+TEST_F(TensorSplit, ABlockHoldsThePapersBytesUnderEachSplit) {
+  // Without parallelism: sbh(34 + 5as/h).
+  EXPECT_DOUBLE_EQ(block_bytes(*whole_), s * h * (34 + 5 * a * s / h) + norm_statistics);
+  for (int t : {2, 4}) {
+    SCOPED_TRACE("t = " + std::to_string(t));
+    // Tensor parallelism: sbh(10 + 24/t + 5as/(ht)); the norms are copied on every rank.
+    EXPECT_DOUBLE_EQ(block_bytes(split(t, false)), s * h * (10 + 24.0 / t + 5 * a * s / (h * t)) + norm_statistics);
+    // Sequence parallelism as well: sbh(34/t + 5as/(ht)).
+    EXPECT_DOUBLE_EQ(block_bytes(split(t, true)), s * h * (34.0 / t + 5 * a * s / (h * t)) + norm_statistics / t);
+  }
+  // Context parallelism splits every token's tensors, and attention's rows.
+  EXPECT_DOUBLE_EQ(block_bytes(split(1, false, 2)), block_bytes(*whole_) / 2);
+}
+
+TEST_F(TensorSplit, TheKeepStepHoldsWhatTheSplitTensorsHold) {
+  // What one more block holds in the fitted keep step, against the paper's bytes a block.
+  const auto one_block = [](const LayerModel& m) {
+    double first = 0, second = 0;
+    for (const LayerFit& l : m.layers) {
+      if (l.path == "blocks.0.ln1") first = l.forward_start.per_sample;
+      if (l.path == "blocks.1.ln1") second = l.forward_start.per_sample;
+    }
+    return second - first;
+  };
+  const double measured = one_block(*whole_);
+  ASSERT_NEAR(measured, block_bytes(*whole_), 0.01 * block_bytes(*whole_));
+  for (int t : {2, 4}) {
+    for (bool sequence : {false, true}) {
+      const LayerModel rank = split(t, sequence);
+      EXPECT_NEAR(one_block(rank), block_bytes(rank), 0.01 * block_bytes(rank)) << "t = " << t << ", sp " << sequence;
+    }
+  }
+}
+
+TEST_F(TensorSplit, WeightsAndFlopsSplitAsMegatronSplitsThem) {
+  const LayerModel rank = split(4, true);
+  double weights = 0, norms = 0, flops = 0, flops_rank = 0;
+  for (size_t j = 0; j < whole_->layers.size(); ++j) {
+    const LayerFit& w = whole_->layers[j];
+    const LayerFit& r = rank.layers[j];
+    flops += w.forward_flops_per_sample, flops_rank += r.forward_flops_per_sample;
+    if (w.kind == LayerKind::layernorm || w.kind == LayerKind::position) {
+      EXPECT_EQ(r.parameter_bytes, w.parameter_bytes) << w.path;  // copied on every rank
+      norms += static_cast<double>(w.parameter_bytes);
+    } else {
+      EXPECT_NEAR(static_cast<double>(r.parameter_bytes), static_cast<double>(w.parameter_bytes) / 4, 1) << w.path;
+      weights += static_cast<double>(w.parameter_bytes);
+    }
+  }
+  // Static state: each weight's share of the whole's bytes a weight.
+  EXPECT_NEAR(rank.static_bytes / whole_->static_bytes, (weights / 4 + norms) / (weights + norms), 1e-9);
+  EXPECT_NEAR(flops_rank, flops / 4, 1e-6 * flops);  // every FLOP a quarter (norms too, on a quarter of the tokens)
+}
+
+TEST_F(TensorSplit, EveryDegreeOneIsTheNetworkAlone) {
+  const LayerModel rank = split(1, false);
+  EXPECT_EQ(layer_model_to_json(rank), layer_model_to_json(*whole_));
+}
+
+TEST(Layout, AnImpossibleSplitNamesItsConstraint) {
+  TransformerShape shape{8, 12, 4, 0, 1024};
+  const auto error = [&](ParallelLayout l) -> std::string {
+    try {
+      check_layout(l, shape, 0);
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  ParallelLayout ok;
+  ok.tensor = 4, ok.pipeline = 2, ok.micro_batches = 4, ok.data = 2;
+  EXPECT_EQ(error(ok), "");
+  ParallelLayout l = ok;
+  l.tensor = 8;
+  EXPECT_EQ(error(l), "layout: 12 heads do not split over tensor parallelism 8");
+  l = ok, l.tensor = 3;
+  EXPECT_NE(error(l).find("4 k/v heads do not split over tensor parallelism 3"), std::string::npos);
+  l = ok, l.pipeline = 16, l.micro_batches = 16;
+  EXPECT_EQ(error(l), "layout: 8 blocks for 16 pipeline stages x 1 chunks: a chunk needs a block");
+  l = ok, l.micro_batches = 1;
+  EXPECT_EQ(error(l), "layout: 1 micro-batches for 2 pipeline stages: 1F1B needs at least one a stage");
+  l = ok, l.context = 3;
+  EXPECT_EQ(error(l), "layout: 1024 tokens do not split into 2 x 3 halves for context parallelism 3");
+  l = ok, l.expert = 2;
+  EXPECT_EQ(error(l), "layout: expert parallelism 2 on a network without experts");
+  EXPECT_THROW(check_layout(ok, shape, 12), InputError);
+  try {
+    check_layout(ok, shape, 12);
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "layout: t x p x c x d = 16 GPUs, not the 12 asked for");
+  }
+}
+
+}  // namespace
+}  // namespace papaya::model
