@@ -4,15 +4,16 @@
 
 #include "model/error.h"
 #include "cli/engine_arguments.h"
+#include "model/plan.h"
 
 namespace papaya::cli {
 
 bool LayoutOptions::requested() const {
-  return gpus_per_node > 0 || tensor || pipeline || virtual_stages || context || expert || micro_batch || global_batch ||
+  return gpus_per_node > 0 || compute_efficiency || tensor || pipeline || virtual_stages || context || expert || micro_batch || global_batch ||
          !sequence.empty() || !offload.empty() || !inter_node_link.empty() || !emit.empty();
 }
 
-void add_layout_options(CLI::App* cmd, LayoutOptions& o) {
+void add_layout_options(CLI::App* cmd, LayoutOptions& o, bool search) {
   const std::string with = "With --gpus: ";
   cmd->add_option("--gpus-per-node", o.gpus_per_node,
                   "Lay a transformer out over --gpus GPUs, this many a node, as LLM training does: tensor, sequence, "
@@ -29,17 +30,30 @@ void add_layout_options(CLI::App* cmd, LayoutOptions& o) {
   cmd->add_option("--offload-optimizer", o.offload,
                   with + "the optimizer's state and step on the host (ZeRO-Offload), on or off [default: chosen]")
       ->check(CLI::IsMember({"on", "off"}));
-  cmd->add_option("--micro-batch", o.micro_batch, with + "samples a micro-batch [default: chosen]")->check(CLI::Range(1, 1 << 20));
+  if (search) {
+    cmd->add_option("--micro-batch", o.micro_batch, with + "samples a micro-batch [default: chosen]")->check(CLI::Range(1, 1 << 20));
+    cmd->add_option("--plans", o.plans,
+                    with + "the whole-network plans of memory optimizations weighed, comma-separated (keep, recompute-all, "
+                           "quantize-4, ...) [default: every one]")
+        ->delimiter(',');
+  }
   cmd->add_option("--global-batch", o.global_batch,
-                  with + "samples an iteration, a multiple of the data-parallel GPUs x the micro-batch [default: about 4M tokens]")
+                  with + "samples an iteration, a multiple of the data-parallel GPUs x the micro-batch [default: " +
+                      (search ? "about 4M tokens]" : "micro-batch x data-parallel GPUs x pipeline stages]"))
       ->check(CLI::Range(1, 1 << 30));
   cmd->add_option("--inter-node-link", o.inter_node_link,
                   with + "the link between nodes (papaya hardware lists them) [default: InfiniBand-HDR beside NVLink-3, else "
                          "InfiniBand-NDR]; --link names the one within a node [default: the hardware's interconnect]");
+  cmd->add_option("--compute-efficiency", o.compute_efficiency,
+                  with + "the share of the GPU's peak FLOP/s its matmuls reach, where the profile is from another machine "
+                         "[default: 0.5, a typical one]")
+      ->check(CLI::Range(0.01, 1.0));
   cmd->add_option("--emit", o.emit, with + "print the best layout as an engine's arguments: megatron (Megatron-LM's "
                                            "command line) or torchtitan (a TOML job config)")
       ->check(CLI::IsMember({"megatron", "torchtitan"}));
-  cmd->add_option("--layouts", o.shown, with + "layouts shown, best first")->capture_default_str()->check(CLI::Range(1, 1000));
+  if (search) {
+    cmd->add_option("--layouts", o.shown, with + "layouts shown, best first")->capture_default_str()->check(CLI::Range(1, 1000));
+  }
 }
 
 namespace {
@@ -73,6 +87,7 @@ pipeline::LayoutPlanRequest layout_request(const LayoutOptions& o, const pipelin
   r.intra_node_link = dp.link;
   r.inter_node_link = o.inter_node_link;
   r.gpus_per_node = o.gpus_per_node > 0 ? o.gpus_per_node : 8;
+  r.compute_efficiency = o.compute_efficiency;
   r.budget_bytes = budget_bytes;
   r.keep = static_cast<size_t>(o.shown);
   model::LayoutQuestion& q = r.question;
@@ -82,8 +97,34 @@ pipeline::LayoutPlanRequest layout_request(const LayoutOptions& o, const pipelin
   q.expert = o.expert, q.micro_batch = o.micro_batch, q.zero_stage = dp.zero;
   if (!o.sequence.empty()) q.sequence = o.sequence == "on";
   if (!o.offload.empty()) q.offload_optimizer = o.offload == "on";
+  for (const std::string& plan : o.plans) {
+    if (!model::is_plan_name(plan)) throw InputError("--plans: '" + plan + "' is not a whole-network plan name");
+  }
+  q.plans = o.plans;
   if (!o.emit.empty()) keep_to_engine(q, o.emit);
   return r;
+}
+
+model::ParallelLayout given_layout(const LayoutOptions& o, const pipeline::DataParallelRequest& dp, int micro_batch) {
+  model::ParallelLayout l;
+  l.tensor = o.tensor.value_or(1), l.pipeline = o.pipeline.value_or(1), l.virtual_stages = o.virtual_stages.value_or(1);
+  l.context = o.context.value_or(1), l.expert = o.expert.value_or(1);
+  const int split = l.tensor * l.pipeline * l.context;
+  if (dp.gpus % split != 0) {
+    throw InputError("--tp x --pp x --cp = " + std::to_string(split) + " does not divide --gpus " + std::to_string(dp.gpus));
+  }
+  l.data = dp.gpus / split;
+  l.sequence = o.sequence.empty() ? l.tensor > 1 : o.sequence == "on";
+  l.zero_stage = dp.zero.value_or(0);
+  l.offload_optimizer = o.offload == "on";
+  l.micro_batch = micro_batch;
+  const int global = o.global_batch.value_or(micro_batch * l.data * l.pipeline);
+  if (global % (micro_batch * l.data) != 0) {
+    throw InputError("--global-batch " + std::to_string(global) + " is not whole micro-batches of " + std::to_string(micro_batch) +
+                     " on each of " + std::to_string(l.data) + " data-parallel GPUs");
+  }
+  l.micro_batches = global / (micro_batch * l.data);
+  return l;
 }
 
 }  // namespace papaya::cli

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "cli/report.h"
 #include "model/layer_model.h"
@@ -22,14 +23,27 @@ struct LayoutOptions {
   std::optional<int> tensor, pipeline, virtual_stages, context, expert, micro_batch, global_batch;
   std::string sequence, offload;  // "on", "off", "": chosen
   std::string inter_node_link;
+  std::optional<double> compute_efficiency;
   std::string emit;  // "", megatron, torchtitan
+  std::vector<std::string> plans;  // the whole-network plans weighed; empty: every one
   int shown = 5;
 
   // Whether a layout was asked for (--gpus-per-node or any degree).
   bool requested() const;
 };
 
-void add_layout_options(CLI::App* cmd, LayoutOptions& options);
+// `search`: the command chooses what is not fixed (plan, recommend), with
+// --micro-batch, --plans and --layouts; else (predict) the layout is given
+// whole, its micro-batch the command's --batch.
+void add_layout_options(CLI::App* cmd, LayoutOptions& options, bool search = true);
+
+// The one layout predict prices: each degree given or 1, d the rest of the
+// GPUs, sequence parallelism on with tensor parallelism unless off, the
+// global batch given or micro_batch·d·p (each pipeline stage a micro-batch
+// in flight). InputError where the degrees do not divide the GPUs or the
+// global batch is not whole micro-batches of every data-parallel GPU.
+model::ParallelLayout given_layout(const LayoutOptions& options, const pipeline::DataParallelRequest& data_parallel,
+                                   int micro_batch);
 
 // The layout search's request from the options and --gpus/--zero/--link
 // (`data_parallel`), --hardware and --budget (nullopt: the default).
@@ -37,8 +51,15 @@ pipeline::LayoutPlanRequest layout_request(const LayoutOptions& options, const p
                                            const std::string& hardware, std::optional<double> budget_bytes);
 
 // Plans the layouts of `model` and shows them (tables, --json, or --emit's
-// arguments). Throws InputError where none fits the budget.
+// arguments; `model_path`: where the model was written, said at the end).
+// Throws InputError where none fits the budget.
 void show_layouts(const model::LayerModel& model, const LayoutOptions& options, const pipeline::LayoutPlanRequest& request,
-                  const Output& output);
+                  const Output& output, const std::string& model_path = "");
+
+// predict with a layout: the layout under each plan (`plan`, or every
+// whole-network plan), whatever its peak, and its stages under the first.
+void show_layout_prediction(const model::LayerModel& model, const LayoutOptions& options,
+                            const pipeline::LayoutPlanRequest& request, const model::ParallelLayout& layout,
+                            const std::string& plan, const Output& output);
 
 }  // namespace papaya::cli

@@ -14,6 +14,7 @@ namespace {
 struct Laid {
   pipeline::LayoutPlanned planned;
   int gpus = 0;
+  std::string model_path;  // where the model was written ("": not)
   std::string emit, emitted;  // the engine, its arguments for the best layout
 };
 
@@ -27,6 +28,7 @@ nlohmann::json stage_json(const model::StageEstimate& s) {
           {"peak_at", s.peak_at},
           {"static_bytes", s.static_bytes},
           {"activation_bytes", s.activation_bytes},
+          {"weight_copies_bytes", s.weight_copies_bytes},
           {"in_flight", s.in_flight},
           {"micro_batch_s", s.micro_batch_seconds},
           {"tensor_comm_s", s.tensor_comm_seconds},
@@ -65,26 +67,62 @@ nlohmann::json layout_json(const model::LayoutEstimate& e) {
           {"stages", stages}};
 }
 
+nlohmann::json setting_json(const pipeline::LayoutSetting& s, int gpus) {
+  return {{"network", s.network},
+          {"precision", s.precision},
+          {"hardware", s.hardware},
+          {"gpus", gpus},
+          {"gpus_per_node", s.links.gpus_per_node},
+          {"intra_node_link", s.links.intra_name},
+          {"inter_node_link", s.links.inter_name},
+          {"tokens", s.shape.tokens},
+          {"notes", s.notes}};
+}
+
 void to_json(nlohmann::json& doc, const Laid& r) {
   const pipeline::LayoutPlanned& p = r.planned;
   nlohmann::json layouts = nlohmann::json::array();
   for (const auto& e : p.answer.best) layouts.push_back(layout_json(e));
-  doc = {{"network", p.network},
-         {"precision", p.precision},
-         {"hardware", p.hardware},
-         {"gpus", r.gpus},
-         {"gpus_per_node", p.links.gpus_per_node},
-         {"intra_node_link", p.links.intra_name},
-         {"inter_node_link", p.links.inter_name},
-         {"budget_bytes", p.budget_bytes},
-         {"global_batch", p.global_batch},
-         {"tokens", p.shape.tokens},
-         {"layouts", layouts},
-         {"priced", p.answer.priced},
-         {"pruned", p.answer.pruned},
-         {"notes", p.notes}};
+  doc = setting_json(p.setting, r.gpus);
+  doc.update({{"budget_bytes", p.budget_bytes},
+              {"global_batch", p.global_batch},
+              {"layouts", layouts},
+              {"priced", p.answer.priced},
+              {"pruned", p.answer.pruned}});
   if (!r.emit.empty()) doc["emit"] = {{"engine", r.emit}, {"text", r.emitted}};
+  if (!r.model_path.empty()) doc["model"] = r.model_path;
 }
+
+void print_stages(std::ostream& out, const model::LayoutEstimate& e) {
+  Table stages({"stage", "blocks", "peak a GPU", "where", "weights+grads+optimizer", "a micro-batch holds", "in flight",
+                "micro-batch", "TP comm", "PP comm"});
+  for (size_t i = 0; i < e.stages.size(); ++i) {
+    const auto& s = e.stages[i];
+    stages.add_row({std::to_string(i), std::to_string(s.span.first_block) + "-" + std::to_string(s.span.end_block - 1),
+                    model::format_bytes(s.peak_bytes), s.peak_at, model::format_bytes(s.static_bytes),
+                    model::format_bytes(s.activation_bytes), fixed(s.in_flight, 2), seconds_text(s.micro_batch_seconds),
+                    seconds_text(s.tensor_comm_seconds), seconds_text(s.pipeline_comm_seconds)});
+  }
+  stages.print(out);
+}
+
+std::vector<std::string> summary_cells(const model::LayoutEstimate& e) {
+  return {model::format_bytes(e.peak_bytes), std::to_string(e.peak_stage), seconds_text(e.iteration_seconds),
+          seconds_text(e.bubble_seconds), seconds_text(e.exposed_comm_seconds), per_second(e.tokens_per_s),
+          e.model_flops_utilization > 0 ? percent(e.model_flops_utilization) : "-"};
+}
+
+const std::vector<std::string> summary_header{"peak a GPU", "on stage", "iteration", "bubble", "exposed comm", "tokens/s", "MFU"};
+
+std::string setting_text(const pipeline::LayoutSetting& s, int gpus) {
+  return s.network + " (" + s.precision + ", " + std::to_string(s.shape.tokens) + " tokens a sample) on " +
+         std::to_string(gpus) + " x " + s.hardware + ", " + std::to_string(s.links.gpus_per_node) + " a node (" +
+         s.links.intra_name + " within, " + s.links.inter_name + " between)";
+}
+
+const char* layout_legend =
+    "layout: t tensor-parallel (s: with sequence parallelism), p pipeline stages, v chunks a stage, c context-parallel, "
+    "e expert-parallel, d data-parallel GPUs, z the ZeRO stage, mb micro-batch x micro-batches\n";
 
 void print_text(std::ostream& out, const Laid& r) {
   if (!r.emit.empty()) {
@@ -92,41 +130,94 @@ void print_text(std::ostream& out, const Laid& r) {
     return;
   }
   const pipeline::LayoutPlanned& p = r.planned;
-  out << "papaya: " << p.network << " (" << p.precision << ", " << p.shape.tokens << " tokens a sample) on " << r.gpus << " x "
-      << p.hardware << ", " << p.links.gpus_per_node << " a node (" << p.links.intra_name << " within, " << p.links.inter_name
-      << " between); budget " << model::format_bytes(p.budget_bytes) << " a GPU; global batch " << p.global_batch << "\n\n";
-  Table table({"layout", "plan", "peak a GPU", "on stage", "iteration", "bubble", "exposed comm", "tokens/s", "MFU"});
+  out << "papaya: " << setting_text(p.setting, r.gpus) << "; budget " << model::format_bytes(p.budget_bytes)
+      << " a GPU; global batch " << p.global_batch << "\n\n";
+  std::vector<std::string> header{"layout", "plan"};
+  header.insert(header.end(), summary_header.begin(), summary_header.end());
+  Table table(header);
   for (const auto& e : p.answer.best) {
-    table.add_row({e.layout.label(), e.plan, model::format_bytes(e.peak_bytes), std::to_string(e.peak_stage),
-                   seconds_text(e.iteration_seconds), seconds_text(e.bubble_seconds), seconds_text(e.exposed_comm_seconds),
-                   per_second(e.tokens_per_s), e.model_flops_utilization > 0 ? percent(e.model_flops_utilization) : "-"});
+    std::vector<std::string> row{e.layout.label(), e.plan};
+    for (auto& cell : summary_cells(e)) row.push_back(cell);
+    table.add_row(row);
   }
   table.print(out);
-  out << "layout: t tensor-parallel (s: with sequence parallelism), p pipeline stages, v chunks a stage, c context-parallel, "
-         "e expert-parallel, d data-parallel GPUs, z the ZeRO stage, mb micro-batch x micro-batches\n\n";
+  out << layout_legend << "\n";
   const model::LayoutEstimate& best = p.answer.best.front();
   out << "best: " << best.layout.label() << " under " << best.plan << ", each pipeline stage:\n";
-  Table stages({"stage", "blocks", "peak a GPU", "where", "weights+grads+optimizer", "a micro-batch holds", "in flight",
-                "micro-batch", "TP comm", "PP comm"});
-  for (size_t i = 0; i < best.stages.size(); ++i) {
-    const auto& s = best.stages[i];
-    stages.add_row({std::to_string(i), std::to_string(s.span.first_block) + "-" + std::to_string(s.span.end_block - 1),
-                    model::format_bytes(s.peak_bytes), s.peak_at, model::format_bytes(s.static_bytes),
-                    model::format_bytes(s.activation_bytes), fixed(s.in_flight, 2), seconds_text(s.micro_batch_seconds),
-                    seconds_text(s.tensor_comm_seconds), seconds_text(s.pipeline_comm_seconds)});
-  }
-  stages.print(out);
+  print_stages(out, best);
   out << "searched: " << p.answer.priced << " layouts priced; " << p.answer.pruned
       << " pruned by their weights, gradients and optimizer state alone\n";
-  for (const auto& note : p.notes) out << "note: " << note << "\n";
+  for (const auto& note : p.setting.notes) out << "note: " << note << "\n";
   out << "(--emit megatron or --emit torchtitan writes the best layout for those engines)\n";
+  if (!r.model_path.empty()) {
+    out << "model written to " << r.model_path << " (papaya predict " << r.model_path
+        << " --batch MICRO-BATCH --gpus N --tp T ... prices one layout)\n";
+  }
+}
+
+struct LayoutPrediction {
+  pipeline::LayoutPredicted predicted;
+  int gpus = 0;
+  std::string emit, emitted;
+};
+
+void to_json(nlohmann::json& doc, const LayoutPrediction& r) {
+  const pipeline::LayoutPredicted& p = r.predicted;
+  nlohmann::json plans = nlohmann::json::array();
+  for (const auto& e : p.estimates) plans.push_back(layout_json(e));
+  doc = setting_json(p.setting, r.gpus);
+  doc["plans"] = plans;
+  if (!r.emit.empty()) doc["emit"] = {{"engine", r.emit}, {"text", r.emitted}};
+}
+
+void print_text(std::ostream& out, const LayoutPrediction& r) {
+  if (!r.emit.empty()) {
+    out << r.emitted;
+    return;
+  }
+  const pipeline::LayoutPredicted& p = r.predicted;
+  const model::LayoutEstimate& first = p.estimates.front();
+  out << "papaya predict: " << setting_text(p.setting, r.gpus) << " as " << first.layout.label() << "\n\n";
+  std::vector<std::string> header{"plan"};
+  header.insert(header.end(), summary_header.begin(), summary_header.end());
+  Table table(header);
+  for (const auto& e : p.estimates) {
+    std::vector<std::string> row{e.plan};
+    for (auto& cell : summary_cells(e)) row.push_back(cell);
+    table.add_row(row);
+  }
+  table.print(out);
+  out << layout_legend << "\n" << first.plan << ", each pipeline stage:\n";
+  print_stages(out, first);
+  for (const auto& note : p.setting.notes) out << "note: " << note << "\n";
+}
+
+std::string emitted(const std::string& engine, const model::LayoutEstimate& e, const model::TransformerShape& shape,
+                    const std::string& precision) {
+  if (engine == "megatron") return megatron_arguments(e, shape, precision);
+  if (engine == "torchtitan") return torchtitan_config(e, shape, precision);
+  return "";
 }
 
 }  // namespace
 
+void show_layout_prediction(const model::LayerModel& model, const LayoutOptions& options,
+                            const pipeline::LayoutPlanRequest& request, const model::ParallelLayout& layout,
+                            const std::string& plan, const Output& output) {
+  LayoutPrediction r;
+  r.gpus = layout.gpus();
+  std::vector<std::string> plans;
+  if (!plan.empty()) plans.push_back(plan);
+  r.predicted = pipeline::predict_layout(model, request, layout, plans);
+  r.emit = options.emit;
+  r.emitted = emitted(r.emit, r.predicted.estimates.front(), r.predicted.setting.shape, r.predicted.setting.precision);
+  show(r, output);
+}
+
 void show_layouts(const model::LayerModel& model, const LayoutOptions& options, const pipeline::LayoutPlanRequest& request,
-                  const Output& output) {
+                  const Output& output, const std::string& model_path) {
   Laid r;
+  r.model_path = model_path;
   r.gpus = request.question.gpus;
   r.planned = pipeline::plan_layouts(model, request);
   const model::LayoutAnswer& a = r.planned.answer;
@@ -141,8 +232,7 @@ void show_layouts(const model::LayerModel& model, const LayoutOptions& options, 
                      model::format_bytes(a.nearest->peak_bytes) + " on pipeline stage " + std::to_string(a.nearest->peak_stage));
   }
   r.emit = options.emit;
-  if (r.emit == "megatron") r.emitted = megatron_arguments(a.best.front(), r.planned.shape, r.planned.precision);
-  if (r.emit == "torchtitan") r.emitted = torchtitan_config(a.best.front(), r.planned.shape, r.planned.precision);
+  r.emitted = emitted(r.emit, a.best.front(), r.planned.setting.shape, r.planned.setting.precision);
   show(r, output);
 }
 

@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "cli/data_parallel_options.h"
 #include "cli/global_prediction.h"
+#include "cli/layout_options.h"
 #include "cli/plot.h"
 #include "cli/prediction_plot.h"
 #include "cli/report.h"
@@ -27,6 +28,7 @@ struct PredictArgs {
   std::string budget;
   std::string plot;
   pipeline::DataParallelRequest data_parallel;
+  LayoutOptions layout;
 };
 
 // Peak memory and samples/s against the batch of keep and the plans shown
@@ -188,8 +190,17 @@ void register_predict(CLI::App& app) {
       "--plot", args->plot,
       "Figure of memory and samples/s against the batch (.svg or .png): keep and the fastest plans that fit at --batch");
   add_data_parallel_options(cmd, args->data_parallel);
+  add_layout_options(cmd, args->layout, /*search=*/false);
   const auto output = add_output_options(cmd);
   cmd->callback([args, output] {
+    if (args->layout.requested()) {
+      // --batch is each GPU's micro-batch.
+      args->data_parallel.validate();
+      const model::ParallelLayout layout = given_layout(args->layout, args->data_parallel, static_cast<int>(args->batch));
+      return show_layout_prediction(model::read_layer_model(args->model), args->layout,
+                                    layout_request(args->layout, args->data_parallel, args->hardware, std::nullopt), layout,
+                                    args->plan, *output);
+    }
     if (model::is_global_model_file(args->model)) {
       show(predict_from_global(*args), *output);
     } else {

@@ -209,6 +209,14 @@ void print_text(std::ostream& out, const Recommendation& rec) {
       << " (papaya plan " << rec.model_path << " --budget SIZE)\n";
 }
 
+// The model beside the plan: x.plan.json -> x.model.json, x.json -> x.model.json.
+std::string model_path_beside(const std::string& out) {
+  const auto ends_with = [&](const std::string& tail) {
+    return out.size() > tail.size() && out.substr(out.size() - tail.size()) == tail;
+  };
+  return out.substr(0, out.size() - (ends_with(".plan.json") ? 10 : ends_with(".json") ? 5 : 0)) + ".model.json";
+}
+
 pipeline::Profiled profile(const RecommendArgs& args, const model::NetworkConfig& network, pipeline::Reporter& reporter) {
   pipeline::ProfileAndFitRequest profile;
   profile.network = network;
@@ -227,9 +235,12 @@ void recommend_layouts(const RecommendArgs& args, const Output& output) {
   std::optional<double> budget;
   if (!args.budget.empty()) budget = static_cast<double>(model::parse_size(args.budget, "--budget"));
   const pipeline::LayoutPlanRequest request = layout_request(args.layout, args.data_parallel, args.hardware, budget);
+  const std::string model_path = model_path_beside(args.out.empty() ? network.name + ".plan.json" : args.out);
+  check_writable(model_path);
   ProgressReporter reporter;
   const pipeline::Profiled profiled = profile(args, network, reporter);
-  show_layouts(profiled.model, args.layout, request, output);
+  model::write_layer_model(model_path, profiled.model);
+  show_layouts(profiled.model, args.layout, request, output, model_path);
 }
 
 Recommendation compute(const RecommendArgs& args) {
@@ -238,12 +249,7 @@ Recommendation compute(const RecommendArgs& args) {
   Recommendation rec;
   rec.out = args.out.empty() ? network.name + ".plan.json" : args.out;
   const std::string& out = rec.out;
-  // The model beside the plan: x.plan.json -> x.model.json, x.json -> x.model.json.
-  const auto ends_with = [&](const std::string& tail) {
-    return out.size() > tail.size() && out.substr(out.size() - tail.size()) == tail;
-  };
-  const std::string stem = out.substr(0, out.size() - (ends_with(".plan.json") ? 10 : ends_with(".json") ? 5 : 0));
-  rec.model_path = stem + ".model.json";
+  rec.model_path = model_path_beside(out);
   check_writable(out);
   args.data_parallel.validate();
 

@@ -12,14 +12,12 @@ std::string inter_node_default(const std::string& interconnect) {
   return interconnect == "NVLink-3" ? "InfiniBand-HDR" : "InfiniBand-NDR";
 }
 
-LayoutPlanned plan_layouts(const model::LayerModel& model, LayoutPlanRequest request) {
+namespace {
+
+// The links within a node and between nodes; notes what was assumed.
+model::ClusterLinks cluster_links(const model::LayerModel& model, const LayoutPlanRequest& request,
+                                  const model::Target& target, std::vector<std::string>& notes) {
   if (request.gpus_per_node < 1) throw InputError(std::to_string(request.gpus_per_node) + " GPUs a node: at least 1");
-  LayoutPlanned out;
-  out.network = model.network;
-  out.precision = model.precision;
-  const model::Target target = model::make_target(model, request.hardware);
-  out.hardware = target.name;
-  out.notes = target.notes;
   std::string interconnect;
   if (const auto spec = request.hardware.empty() ? model::catalog_entry_for(model.machine) : model::find_hardware(request.hardware)) {
     interconnect = spec->interconnect;
@@ -30,21 +28,51 @@ LayoutPlanned plan_layouts(const model::LayerModel& model, LayoutPlanRequest req
   }
   const std::string inter = request.inter_node_link.empty() ? inter_node_default(intra) : request.inter_node_link;
   const model::LinkSpec intra_spec = model::load_link(intra), inter_spec = model::load_link(inter);
-  out.links = {request.gpus_per_node, intra_spec.name, inter_spec.name, intra_spec.fit, inter_spec.fit};
   if (request.inter_node_link.empty()) {
-    out.notes.push_back("between nodes: " + inter_spec.name + " assumed (one port a GPU); name another with the link option");
+    notes.push_back("between nodes: " + inter_spec.name + " assumed (one port a GPU); name another with the link option");
   }
+  return {request.gpus_per_node, intra_spec.name, inter_spec.name, intra_spec.fit, inter_spec.fit};
+}
+
+LayoutSetting setting_of(const model::LayerModel& model, const LayoutPlanRequest& request, const model::Target& target) {
+  LayoutSetting s;
+  s.network = model.network;
+  s.precision = model.precision;
+  s.hardware = target.name;
+  s.notes = target.notes;
+  s.links = cluster_links(model, request, target, s.notes);
+  return s;
+}
+
+}  // namespace
+
+LayoutPlanned plan_layouts(const model::LayerModel& model, LayoutPlanRequest request) {
+  LayoutPlanned out;
+  const model::Target target = model::make_target(model, request.hardware, request.compute_efficiency);
+  out.setting = setting_of(model, request, target);
 
   out.budget_bytes = request.budget_bytes.value_or(model::default_budget(target));
   target.check_budget(out.budget_bytes);
   model::LayoutQuestion& q = request.question;
   q.budget_bytes = out.budget_bytes;
   if (q.plans.empty()) q.plans = model::plan_names(target);
-  const model::LayoutPricer pricer(model, {request.hardware, out.links});
-  out.shape = pricer.shape();
-  if (q.global_batch == 0) q.global_batch = model::default_global_batch(out.shape.tokens, q.gpus);
+  const model::LayoutPricer pricer(model, {request.hardware, out.setting.links, request.compute_efficiency});
+  out.setting.shape = pricer.shape();
+  if (q.global_batch == 0) q.global_batch = model::default_global_batch(out.setting.shape.tokens, q.gpus);
   out.global_batch = q.global_batch;
   out.answer = model::search_layouts(pricer, q, request.keep);
+  return out;
+}
+
+LayoutPredicted predict_layout(const model::LayerModel& model, const LayoutPlanRequest& request,
+                               const model::ParallelLayout& layout, std::vector<std::string> plans) {
+  LayoutPredicted out;
+  const model::Target target = model::make_target(model, request.hardware, request.compute_efficiency);
+  out.setting = setting_of(model, request, target);
+  const model::LayoutPricer pricer(model, {request.hardware, out.setting.links, request.compute_efficiency});
+  out.setting.shape = pricer.shape();
+  if (plans.empty()) plans = model::plan_names(target);
+  for (const std::string& plan : plans) out.estimates.push_back(pricer.estimate(layout, plan));
   return out;
 }
 

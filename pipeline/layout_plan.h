@@ -17,19 +17,25 @@ struct LayoutPlanRequest {
   std::string intra_node_link;  // "": the hardware's interconnect
   std::string inter_node_link;  // "": InfiniBand of the hardware's generation (inter_node_default)
   int gpus_per_node = 8;
+  std::optional<double> compute_efficiency;  // model::catalog_target's
   std::optional<double> budget_bytes;  // per GPU; default: 80% of the hardware's memory
   model::LayoutQuestion question;      // budget_bytes and plans filled in here
   size_t keep = 5;
 };
 
-struct LayoutPlanned {
+// What every layout of a request shares: the network, the GPUs and their links.
+struct LayoutSetting {
   std::string network, precision, hardware;
   model::ClusterLinks links;
   model::TransformerShape shape;
+  std::vector<std::string> notes;  // what was assumed
+};
+
+struct LayoutPlanned {
+  LayoutSetting setting;
   double budget_bytes = 0;
   int global_batch = 0;
   model::LayoutAnswer answer;
-  std::vector<std::string> notes;  // what was assumed
 };
 
 // InfiniBand-HDR beside NVLink-3 (A100 systems), else InfiniBand-NDR.
@@ -38,5 +44,15 @@ std::string inter_node_default(const std::string& interconnect);
 // Throws InputError: a hardware, link or layout that is not known or cannot
 // be, a budget above the GPU's memory.
 LayoutPlanned plan_layouts(const model::LayerModel& model, LayoutPlanRequest request);
+
+// One layout priced under each of `plans` (every whole-network plan of the
+// target where empty), whatever its peak: `papaya predict` with a layout.
+// The request's question is not used but for its plans.
+struct LayoutPredicted {
+  LayoutSetting setting;
+  std::vector<model::LayoutEstimate> estimates;  // one a plan
+};
+LayoutPredicted predict_layout(const model::LayerModel& model, const LayoutPlanRequest& request,
+                               const model::ParallelLayout& layout, std::vector<std::string> plans);
 
 }  // namespace papaya::pipeline

@@ -186,12 +186,17 @@ Scaling scaling_for(ProfileAndFitRequest& request, Reporter& reporter) {
       cut = model::ShapeCut::widths;
       parts = quick_parts(config, cut, blocks, batch, slow);
     }
-    // Cut as finely as it divides, a sequence may stay too long: then only it
-    // is shortened (below). The widths alone keep attention's squares whole:
-    // they may take a few GiB where the rest is small.
+    // The widths alone keep attention's squares whole: they may take a few
+    // GiB where the rest is small.
     const StepSize bound = {slow.flops, slow.attention_bytes * (cut == model::ShapeCut::widths ? 4 : 1)};
-    if (parts > 0 && within(step_size(fraction(config, 3, parts, cut, blocks), batch), bound, 1.0)) {
-      s = {parts, cut, blocks, {}};
+    // Cut as finely as it divides, a step may stay slow: the fractions are
+    // still taken where the short lengths' step, at the network's widths, is
+    // larger still (a 175B-class network's two blocks at 64 tokens).
+    if (parts > 0) {
+      const StepSize widest = step_size(fraction(config, 3, parts, cut, blocks), batch);
+      const model::NetworkConfig shortest = model::at_seq_len(config, longest_short_sequence);
+      const StepSize short_lengths = step_size(blocks > 0 ? model::with_blocks(shortest, blocks) : shortest, batch);
+      if (within(widest, bound, 1.0) || (text(config) && widest.flops < short_lengths.flops)) s = {parts, cut, blocks, {}};
     }
   }
   if (s.parts > 0) {

@@ -25,7 +25,9 @@ int shape_parts_limit(const NetworkConfig& config, ShapeCut cut) {
   const TransformerConfig& t = config.transformer();
   int divisible = t.head_dim();
   if (cut == ShapeCut::tokens_and_widths) divisible = std::gcd(divisible, t.seq_len);
-  if (t.rotary()) divisible = std::gcd(divisible, t.rotary_dims() / 2);
+  // Two dimensions a head at least: rotary positions rotate pairs, and a
+  // head of one dimension takes other kernels (its tensors saved otherwise).
+  divisible = std::gcd(divisible, t.rotary() ? t.rotary_dims() / 2 : std::max(1, t.head_dim() / 2));
   return divisible & -divisible;  // its largest power of two
 }
 

@@ -134,7 +134,7 @@ std::string precision_on(const HardwareSpec& hw, const std::string& precision, s
   return other;
 }
 
-Target catalog_target(const LayerModel& m, const HardwareSpec& hw) {
+Target catalog_target(const LayerModel& m, const HardwareSpec& hw, std::optional<double> compute_efficiency) {
   const auto source = catalog_entry_for(m.machine);
   if (source && source->name == hw.name) {
     Target t = profiled_target(m);
@@ -152,8 +152,8 @@ Target catalog_target(const LayerModel& m, const HardwareSpec& hw) {
   const double peak = hw.peak_for(precision_on(hw, m.precision, t.notes));
   const double bandwidth = hw.memory_bandwidth;
 
-  RooflineFit eta{"", typical_compute_efficiency, typical_memory_efficiency, typical_compute_efficiency,
-                  typical_memory_efficiency};
+  const double compute = compute_efficiency.value_or(typical_compute_efficiency);
+  RooflineFit eta{"", compute, typical_memory_efficiency, compute, typical_memory_efficiency};
   const bool fitted = m.roofline.has_value();
   if (fitted) {
     eta = *m.roofline;
@@ -162,7 +162,8 @@ Target catalog_target(const LayerModel& m, const HardwareSpec& hw) {
     note << (!m.on_gpu() ? "the profile is from a CPU"
              : source    ? "no roofline efficiencies could be fitted to the profile"
                          : "the profiled GPU is not in the catalog")
-         << ": typical GPU efficiencies assumed (compute " << typical_compute_efficiency << ", memory "
+         << ": " << (compute_efficiency ? "GPU efficiencies assumed (compute " : "typical GPU efficiencies assumed (compute ")
+         << compute << (compute_efficiency ? " as given" : "") << ", memory "
          << typical_memory_efficiency << ", " << typical_forward_overhead_s * 1e6 << "/" << typical_backward_overhead_s * 1e6
          << " us per layer forward/backward)";
     t.notes.push_back(note.str());
@@ -235,8 +236,8 @@ void set_data_parallel(Target& target, const DataParallel& world) {
   target.data_parallel = world;
 }
 
-Target make_target(const LayerModel& model, const std::string& name) {
-  return name.empty() ? profiled_target(model) : catalog_target(model, load_hardware(name));
+Target make_target(const LayerModel& model, const std::string& name, std::optional<double> compute_efficiency) {
+  return name.empty() ? profiled_target(model) : catalog_target(model, load_hardware(name), compute_efficiency);
 }
 
 }  // namespace papaya::model

@@ -76,9 +76,12 @@ struct Target {
 Target profiled_target(const LayerModel& model);
 // A catalog entry; the profiled machine itself if the profile was taken on it.
 // Throws InputError if the entry has no compute path for the model's precision.
-Target catalog_target(const LayerModel& model, const HardwareSpec& hardware);
+// `compute_efficiency`: the matmuls' share of the peak to assume in place of
+// the typical one, where the profile fitted none (a CPU profile).
+Target catalog_target(const LayerModel& model, const HardwareSpec& hardware,
+                      std::optional<double> compute_efficiency = std::nullopt);
 // By catalog name, or the profiled machine when `name` is empty.
-Target make_target(const LayerModel& model, const std::string& name);
+Target make_target(const LayerModel& model, const std::string& name, std::optional<double> compute_efficiency = std::nullopt);
 
 // `target` as each of `world.ranks` data-parallel devices, exchanging over
 // world.link: every prediction on it is per rank, its samples/s global.

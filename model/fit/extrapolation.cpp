@@ -117,9 +117,10 @@ double total_flops(const LayerModel& m) {
   return sum;
 }
 
-double segment_flops(const LayerModel& m, const std::string& segment) {
+// Its layers' forward time per sample.
+double segment_forward(const LayerModel& m, const std::string& segment) {
   double sum = 0;
-  for (const auto& l : m.layers) sum += l.segment == segment ? l.forward_flops_per_sample : 0;
+  for (const auto& l : m.layers) sum += l.segment == segment ? l.forward_seconds.per_sample : 0;
   return sum;
 }
 
@@ -142,10 +143,13 @@ LayerModel extrapolated(const ModelAtSize (&models)[3], double size, FlopsGrowth
     out.layers[j].forward_seconds = scaled(there.forward_seconds, ratio);
     out.layers[j].backward_seconds = scaled(there.backward_seconds, ratio);
   }
+  // A recompute is its layers' forward again: it grows as their times do
+  // (each by its own FLOPs), not by their FLOPs together, which the matmuls
+  // lead while small fractions' time goes to the other kernels.
   for (size_t j = 0; j < out.segments.size(); ++j) {
     const std::string& path = out.segments[j].path;
-    out.segments[j].recompute_seconds =
-        scaled(largest.segments[j].recompute_seconds, ratio_of(segment_flops(out, path), segment_flops(largest, path)));
+    out.segments[j].recompute_seconds = scaled(largest.segments[j].recompute_seconds,
+                                               ratio_of(segment_forward(out, path), segment_forward(largest, path)));
   }
   out.rest_seconds = scaled(largest.rest_seconds, ratio_of(total_flops(out), total_flops(largest)));
   // A pass over the state, of any batch: every term grows with it.

@@ -37,14 +37,22 @@ std::string last_name(const std::string& path) {
 
 bool in_experts(const std::string& path) { return path.find(".moe.experts.") != std::string::npos; }
 
-// Bytes held at the start of the stage's backward beyond the start of its forward, one micro-batch.
-double activation_bytes(const PlanSpace& space, const Assignment& assignment) {
-  const std::vector<double> timeline = space.timeline(assignment);
+// Bytes held at the start of the stage's backward beyond the start of its forward.
+double held_through_forward(const PlanSpace& space, const Plan& plan) {
+  const std::vector<double> timeline = space.timeline(space.assignment(plan));
   const auto& points = space.points();
   for (size_t i = 0; i < points.size(); ++i) {
     if (points[i].phase == Phase::backward || points[i].phase == Phase::backward_gap) return timeline[i] - timeline.front();
   }
   return 0;
+}
+
+// What one more micro-batch in flight holds: the part of the above that
+// grows with the batch (one micro-batch's more at twice the micro-batch),
+// not what a stage holds once whatever it runs (its layers' half-precision
+// copies of the weights).
+double activation_bytes(const PlanSpace& space, const Plan& plan) {
+  return held_through_forward(space.at_batch(2 * space.batch()), plan) - held_through_forward(space, plan);
 }
 
 struct StageComm {
@@ -134,7 +142,7 @@ struct LayoutPricer::Stage {
 LayoutPricer::LayoutPricer(const LayerModel& whole, LayoutRequest request)
     : whole_(whole), request_(std::move(request)), shape_(transformer_shape(whole, whole.network)) {
   if (!request_.hardware.empty()) peak_flops_ = load_hardware(request_.hardware).peak_for(whole.precision);
-  host_link_ = make_target(whole, request_.hardware).has_host_link();
+  host_link_ = make_target(whole, request_.hardware, request_.compute_efficiency).has_host_link();
   for (const LayerFit& l : whole.layers) {
     model_flops_ += l.forward_flops_per_sample;
     whole_output_[l.path] = l.output_bytes_per_sample;
@@ -153,7 +161,7 @@ LayoutPricer::Stage& LayoutPricer::stage(const ParallelLayout& layout, const Sta
   if (rank == ranks_.end()) rank = ranks_.emplace(key, split_across_ranks(whole_, shape_, layout)).first;
   auto stage = std::make_unique<Stage>();
   stage->model = stage_model(rank->second, span);
-  stage->alone = make_target(stage->model, request_.hardware);
+  stage->alone = make_target(stage->model, request_.hardware, request_.compute_efficiency);
   return *stages_.emplace(stage_key, std::move(stage)).first->second;
 }
 
@@ -183,7 +191,7 @@ const LayoutPricer::StagePrice& LayoutPricer::price(Stage& st, const ParallelLay
   p.comm = stage_comm(st.model, st.alone, plan, layout, links, whole_output_, span);
   p.peak = estimate.peak_bytes + p.comm.context_buffer_bytes;
   p.peak_at = peak_location(st.model, estimate);
-  p.activations = activation_bytes(with_data, assignment);
+  p.activations = activation_bytes(with_data, plan);
   p.held = shard(whole_static(st.model), data_ranks, layout.zero_stage);
   const double optimizer_whole = st.alone.optimizer_seconds.at(layout.micro_batch);
   p.optimizer = layout.zero_stage >= 1 ? optimizer_whole / data_ranks : optimizer_whole;
@@ -222,6 +230,7 @@ LayoutEstimate LayoutPricer::estimate(const ParallelLayout& layout, const std::s
     StageEstimate s;
     s.span = span;
     s.activation_bytes = p.activations;
+    for (const LayerFit& layer : st.model.layers) s.weight_copies_bytes += static_cast<double>(layer.parameter_copy_bytes);
     s.in_flight = in_flight_micro_batches(static_cast<int>(index), layout);
     // Offloaded, the optimizer's state is on the host all step: every point holds that much less.
     const double offloaded = layout.offload_optimizer ? p.held.optimizer : 0;

@@ -10,9 +10,10 @@
 //
 // Memory per GPU of stage s: the one-micro-batch peak plus, for each more
 // micro-batch it holds in flight, what a micro-batch holds from its forward
-// to its backward (the plan's timeline at the start of the stage's backward
-// less at the start of its forward). With the optimizer offloaded, its
-// state lives on the host.
+// to its backward (the part of the plan's timeline at the start of the
+// stage's backward, less at the start of its forward, that grows with the
+// batch: not the weights' half-precision copies, held once). With the
+// optimizer offloaded, its state lives on the host.
 //
 // Time per iteration: the slowest stage's micro-batch (forward, backward,
 // recompute and codecs as the plan has them, with its tensor-parallel
@@ -25,6 +26,7 @@
 // offload the gradients and weights crossing the host link.
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,6 +52,7 @@ struct StageEstimate {
   std::string peak_at;          // where in the step ("backward blocks.3.mlp.fc2")
   double static_bytes = 0;      // weights, gradients and optimizer state on the GPU (after ZeRO)
   double activation_bytes = 0;  // one micro-batch's, from its forward to its backward
+  double weight_copies_bytes = 0;  // its layers' half-precision weight copies, held from forward to backward (keep)
   double in_flight = 1;         // micro-batches held at once
   double micro_batch_seconds = 0;  // one micro-batch, its communication included
   double tensor_comm_seconds = 0, pipeline_comm_seconds = 0, context_comm_seconds = 0, expert_comm_seconds = 0;
@@ -74,6 +77,7 @@ struct LayoutEstimate {
 struct LayoutRequest {
   std::string hardware;  // a catalog entry; "": the profiled machine
   ClusterLinks links;
+  std::optional<double> compute_efficiency;  // catalog_target's
 };
 
 struct GroupLinks;  // the links of a layout's groups (rank_estimate.cpp)

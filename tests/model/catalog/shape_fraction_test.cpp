@@ -81,9 +81,9 @@ TEST(ShapeFraction, TheWidthsAloneKeepTheTokens) {
   EXPECT_EQ(shape_parts_limit(qwen_moe, ShapeCut::widths), 64);
   EXPECT_EQ(shape_parts_limit(load_network_config("llama-tiny", 12), ShapeCut::widths), 8);
   EXPECT_EQ(shape_parts_limit(load_network_config("llama-tiny", 12), both), 4);
-  // A ViT's patches are its image's: its widths alone are cut.
+  // A ViT's patches are its image's: its widths alone are cut, to two of each head's 16 dimensions.
   const NetworkConfig vit = load_network_config("vit-tiny");
-  EXPECT_EQ(shape_parts_limit(vit, ShapeCut::widths), 16);
+  EXPECT_EQ(shape_parts_limit(vit, ShapeCut::widths), 8);
   EXPECT_EQ(at_shape_fraction(vit, 1, 4, ShapeCut::widths).transformer().d_model, 16);
   EXPECT_EQ(at_shape_fraction(vit, 1, 4, ShapeCut::widths).sequence_length(), vit.sequence_length());
   EXPECT_THROW(at_shape_fraction(vit, 1, 4, both), InputError);

@@ -93,6 +93,40 @@ TEST_F(RankEstimate, PipelineStagesHoldTheirBlocksAndTheirMicroBatchesInFlight) 
   EXPECT_GT(e.iteration_seconds, 5 * slowest);
 }
 
+TEST(ExpertParallelism, EachRankHoldsItsExpertsAndSendsTheirTokens) {
+  const LayerModel whole = profiler::quick_fit("mixtral-tiny");
+  const TransformerShape shape = transformer_shape(whole, "mixtral");
+  EXPECT_EQ(shape.experts, 4);
+  ParallelLayout l;
+  l.expert = 2, l.data = 2, l.micro_batch = 2;
+  const LayerModel rank = split_across_ranks(whole, shape, l);
+  double dispatched = 0;
+  for (size_t j = 0; j < whole.layers.size(); ++j) {
+    const LayerFit& w = whole.layers[j];
+    const LayerFit& r = rank.layers[j];
+    const bool expert = w.path.find(".moe.experts.") != std::string::npos;
+    // Half the experts a rank, each with twice the tokens: its weights halved, its activations as they were.
+    EXPECT_EQ(r.parameter_bytes, expert ? w.parameter_bytes / 2 : w.parameter_bytes) << w.path;
+    EXPECT_EQ(r.output_bytes_per_sample, w.output_bytes_per_sample) << w.path;
+    if (expert && w.path.size() > 4 && w.path.compare(w.path.size() - 4, 4, ".fc1") == 0) {
+      dispatched += w.saved.front().storage_bytes_per_sample;
+    }
+  }
+  // Each expert's tokens leave and come back in forward and again in backward, over the expert group.
+  const LayoutEstimate e = estimate_layout(whole, l, {"", links()}, "keep");
+  double expected = 0;
+  for (size_t j = 0; j < whole.layers.size(); ++j) {
+    const LayerFit& w = whole.layers[j];
+    if (w.path.find(".moe.experts.") != std::string::npos && w.path.compare(w.path.size() - 4, 4, ".fc1") == 0) {
+      expected += 4 * links().intra.gather_seconds(2 * w.saved.front().storage_bytes_per_sample, 2);
+    }
+  }
+  EXPECT_GT(dispatched, 0);
+  EXPECT_NEAR(e.stages[0].expert_comm_seconds, expected, 1e-12);
+  l.expert = 3;
+  EXPECT_THROW(estimate_layout(whole, l, {"", links()}, "keep"), InputError);  // 4 experts do not split 3 ways
+}
+
 TEST(PipelineSchedule, MicroBatchesInFlightAreMegatronsSchedules) {
   ParallelLayout l;
   l.pipeline = 4, l.micro_batches = 16;

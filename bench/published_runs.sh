@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Issue 39, item 6: papaya's per-GPU model of Megatron-LM runs against the
+# published figures of Korthikanti et al. 2022 ("Reducing Activation
+# Recomputation in Large Transformer Models", arXiv 2205.05198): GPT 22B,
+# 175B, 530B and 1T on A100-80GB with tensor parallelism 8, sequence 2048,
+# the paper's pipeline and micro-batches (bench/networks/megatron-*.json).
+# Each network is profiled on this CPU at three fractions of its shape (2 of
+# its blocks) and modelled whole; `papaya predict` prices the paper's layout.
+#
+# Printed (Markdown): activation memory per GPU of the first pipeline stage
+# (a micro-batch's times those in flight) under tensor parallelism alone,
+# with sequence parallelism, and with full recompute (Figure 1 and the
+# percentages of Figure 7); weights + gradients + optimizer state of a stage
+# past the embedding, with papaya's half-precision weight copies (18 bytes a
+# parameter either way); the iteration's time with full recompute (Table 5)
+# at papaya's typical GPU efficiency (0.5) and at the A100 matmul efficiency
+# that makes the 22B run's time the paper's (the three larger runs held out).
+# The paper's figures are transcribed in calculon-ai/calculon @ caa4b11f,
+# calculon/llm/validation.py.
+#
+#   bench/published_runs.sh [build folder]     (default build)
+#   MODELS=DIR keeps the profiled models there, and uses those it finds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+command -v jq >/dev/null || { echo "published_runs: needs jq (apt-get install jq)" >&2; exit 2; }
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+models=${MODELS:-$out}
+
+# name gpus p v micro-batch global-batch | paper: weights+optimizer GiB, TP activations GiB (Figure 1),
+# +SP and full recompute as % of TP (Figure 7), full-recompute iteration s (Table 5)
+runs="22b 8 1 1 4 4 45.5625 59.25 66.84 7.64 1.42
+175b 64 8 3 1 64 45.5625 66.84375 62.04 8.71 18.13
+530b 280 35 3 1 280 31.640625 114.0234375 58.31 9.42 49.05
+1t 512 64 1 1 512 32.958984375 131.25 58.31 9.42 94.42"
+
+layout() {  # the paper's layout of run $@
+  echo "--hardware A100-80GB --gpus $2 --gpus-per-node 8 --tp 8 --pp $3 --vp $4 --global-batch $6"
+}
+while read -r name gpus p v mb gb _; do
+  [ -f "$models/$name.model.json" ] && continue
+  "$build/papaya" recommend --network "bench/networks/megatron-$name.json" --precision bf16 \
+    $(layout "$name" "$gpus" "$p" "$v" "$mb" "$gb") --micro-batch "$mb" --plans recompute-all --budget 80GiB \
+    --out "$models/$name.plan.json" --json > /dev/null 2> "$out/$name.err" || true
+  [ -f "$models/$name.model.json" ] || { echo "published_runs: $name: $(tail -1 "$out/$name.err")" >&2; exit 1; }
+done <<< "$runs"
+
+predict() {  # name gpus p v mb gb, then predict's own options
+  local name=$1 gpus=$2 p=$3 v=$4 mb=$5 gb=$6
+  shift 6
+  "$build/papaya" predict "$models/$name.model.json" --batch "$mb" $(layout "$name" "$gpus" "$p" "$v" "$mb" "$gb") --json "$@"
+}
+full_time() { predict "$@" --sp off --plan recompute-all | jq '.plans[0].iteration_s'; }
+
+# The efficiency at which the 22B run takes the paper's 1.42 s (time falls as it grows).
+read -r name gpus p v mb gb _ _ _ _ paper_time <<< "$(head -1 <<< "$runs")"
+low=0.3 high=1.0
+for _ in $(seq 14); do
+  mid=$(python3 -c "print(($low + $high) / 2)")
+  if python3 -c "import sys; sys.exit(0 if $(full_time "$name" "$gpus" "$p" "$v" "$mb" "$gb" --compute-efficiency "$mid") > $paper_time else 1)"; then
+    low=$mid
+  else
+    high=$mid
+  fi
+done
+fitted=$(python3 -c "print(round(($low + $high) / 2, 3))")
+
+echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores"
+echo "profile: $build/papaya recommend --network bench/networks/megatron-NAME.json --precision bf16 LAYOUT --micro-batch B --plans recompute-all --budget 80GiB"
+echo "predict: $build/papaya predict NAME.model.json --batch B LAYOUT --sp off|on --plan keep|recompute-all [--compute-efficiency E] --json"
+echo "LAYOUT: --hardware A100-80GB --gpus N --gpus-per-node 8 --tp 8 --pp P --vp V --global-batch G (the paper's)"
+echo "A100 matmul efficiency fitted to the 22B run's time: $fitted"
+echo
+echo "| model | weights+grads+optimizer GiB | activations, TP GiB | with SP GiB | full recompute GiB | iteration s, full recompute, efficiency 0.5 | at $fitted |"
+echo "|---|---|---|---|---|---|---|"
+while read -r name gpus p v mb gb paper_static paper_tp paper_sp paper_full paper_time; do
+  run="$name $gpus $p $v $mb $gb"
+  predict $run --sp off --plan keep > "$out/tp.json"
+  predict $run --sp on --plan keep > "$out/sp.json"
+  predict $run --sp off --plan recompute-all > "$out/full.json"
+  acts() { jq '.plans[0].stages[0] | .activation_bytes * .in_flight / 1073741824' "$1"; }
+  # A stage past the embedding: the paper counts the blocks' weights alone.
+  static=$(jq '.plans[0].stages | (if length > 1 then .[1] else .[0] end) | (.static_bytes + .weight_copies_bytes) / 1073741824' "$out/tp.json")
+  python3 - "$name" "$static" "$(acts "$out/tp.json")" "$(acts "$out/sp.json")" "$(acts "$out/full.json")" \
+    "$(jq '.plans[0].iteration_s' "$out/full.json")" "$(full_time $run --compute-efficiency "$fitted")" \
+    "$paper_static" "$paper_tp" "$paper_sp" "$paper_full" "$paper_time" <<'PY'
+import sys
+name = sys.argv[1]
+static, tp, sp, full, time, fitted, p_static, p_tp, p_sp, p_full, p_time = map(float, sys.argv[2:])
+p_sp, p_full = p_sp / 100 * p_tp, p_full / 100 * p_tp
+cell = lambda ours, theirs: f"{ours:.2f} ({theirs:.2f}) {100 * (ours / theirs - 1):+.1f}%"
+print(f"| {name.upper()} | {cell(static, p_static)} | {cell(tp, p_tp)} | {cell(sp, p_sp)} | {cell(full, p_full)} | "
+      f"{cell(time, p_time)} | {cell(fitted, p_time)} |")
+PY
+done <<< "$runs"
+echo
+echo "each cell: papaya (paper) error"
