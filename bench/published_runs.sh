@@ -6,6 +6,8 @@
 # the paper's pipeline and micro-batches (bench/networks/megatron-*.json).
 # Each network is profiled on this CPU at three fractions of its shape (2 of
 # its blocks) and modelled whole; `papaya predict` prices the paper's layout.
+# Then Narayanan et al. 2021's weak-scaling runs (1.7B-1T, up to 3,072
+# GPUs, data parallelism too), all held out: teraFLOP/s a GPU.
 #
 # Printed (Markdown): activation memory per GPU of the first pipeline stage
 # (a micro-batch's times those in flight) under tensor parallelism alone,
@@ -35,21 +37,37 @@ runs="22b 8 1 1 4 4 45.5625 59.25 66.84 7.64 1.42
 530b 280 35 3 1 280 31.640625 114.0234375 58.31 9.42 49.05
 1t 512 64 1 1 512 32.958984375 131.25 58.31 9.42 94.42"
 
-layout() {  # the paper's layout of run $@
-  echo "--hardware A100-80GB --gpus $2 --gpus-per-node 8 --tp 8 --pp $3 --vp $4 --global-batch $6"
-}
-while read -r name gpus p v mb gb _; do
-  [ -f "$models/$name.model.json" ] && continue
-  "$build/papaya" recommend --network "bench/networks/megatron-$name.json" --precision bf16 \
-    $(layout "$name" "$gpus" "$p" "$v" "$mb" "$gb") --micro-batch "$mb" --plans recompute-all --budget 80GiB \
-    --out "$models/$name.plan.json" --json > /dev/null 2> "$out/$name.err" || true
-  [ -f "$models/$name.model.json" ] || { echo "published_runs: $name: $(tail -1 "$out/$name.err")" >&2; exit 1; }
-done <<< "$runs"
+# Narayanan et al. 2021 (arXiv 2104.04473), Table 1, weak scaling with full recompute: name gpus t p v
+# micro-batch global-batch | paper: teraFLOP/s a GPU (their count, recompute's FLOPs included). Layouts
+# from Megatron-LM's examples/sc21/run_table_1.sh @ 6985e589; throughput from its README's table
+# (images/cases_april2021.png).
+weak="1.7b 32 1 1 1 16 512 137
+3.6b 64 2 1 1 16 512 138
+7.5b 128 4 1 1 16 512 142
+18.4b 256 8 1 1 8 1024 135
+39.1b 512 8 2 1 4 1536 138
+76.1b 1024 8 4 3 2 1792 140
+145.6b 1536 8 8 2 2 2304 148
+310.1b 1920 8 16 2 1 2160 155
+530b 2520 8 35 3 1 2520 163
+1t 3072 8 64 1 1 3072 163"
 
-predict() {  # name gpus p v mb gb, then predict's own options
-  local name=$1 gpus=$2 p=$3 v=$4 mb=$5 gb=$6
-  shift 6
-  "$build/papaya" predict "$models/$name.model.json" --batch "$mb" $(layout "$name" "$gpus" "$p" "$v" "$mb" "$gb") --json "$@"
+layout() {  # gpus t p v global-batch: a layout on A100-80GB, 8 a node
+  echo "--hardware A100-80GB --gpus $1 --gpus-per-node 8 --tp $2 --pp $3 --vp $4 --global-batch $5"
+}
+profile() {  # name gpus t p v micro-batch global-batch: its model, once
+  [ -f "$models/$1.model.json" ] && return
+  "$build/papaya" recommend --network "bench/networks/megatron-$1.json" --precision bf16 $(layout "$2" "$3" "$4" "$5" "$7") \
+    --micro-batch "$6" --plans recompute-all --budget 80GiB --out "$models/$1.plan.json" --json > /dev/null 2> "$out/$1.err" || true
+  [ -f "$models/$1.model.json" ] || { echo "published_runs: $1: $(tail -1 "$out/$1.err")" >&2; exit 1; }
+}
+while read -r name gpus p v mb gb _; do profile "$name" "$gpus" 8 "$p" "$v" "$mb" "$gb"; done <<< "$runs"
+while read -r name gpus t p v mb gb _; do profile "$name" "$gpus" "$t" "$p" "$v" "$mb" "$gb"; done <<< "$weak"
+
+predict() {  # name gpus t p v mb gb, then predict's own options
+  local name=$1 gpus=$2 t=$3 p=$4 v=$5 mb=$6 gb=$7
+  shift 7
+  "$build/papaya" predict "$models/$name.model.json" --batch "$mb" $(layout "$gpus" "$t" "$p" "$v" "$gb") --json "$@"
 }
 full_time() { predict "$@" --sp off --plan recompute-all | jq '.plans[0].iteration_s'; }
 
@@ -58,7 +76,7 @@ read -r name gpus p v mb gb _ _ _ _ paper_time <<< "$(head -1 <<< "$runs")"
 low=0.3 high=1.0
 for _ in $(seq 14); do
   mid=$(python3 -c "print(($low + $high) / 2)")
-  if python3 -c "import sys; sys.exit(0 if $(full_time "$name" "$gpus" "$p" "$v" "$mb" "$gb" --compute-efficiency "$mid") > $paper_time else 1)"; then
+  if python3 -c "import sys; sys.exit(0 if $(full_time "$name" "$gpus" 8 "$p" "$v" "$mb" "$gb" --compute-efficiency "$mid") > $paper_time else 1)"; then
     low=$mid
   else
     high=$mid
@@ -75,7 +93,7 @@ echo
 echo "| model | weights+grads+optimizer GiB | activations, TP GiB | with SP GiB | full recompute GiB | iteration s, full recompute, efficiency 0.5 | at $fitted |"
 echo "|---|---|---|---|---|---|---|"
 while read -r name gpus p v mb gb paper_static paper_tp paper_sp paper_full paper_time; do
-  run="$name $gpus $p $v $mb $gb"
+  run="$name $gpus 8 $p $v $mb $gb"
   predict $run --sp off --plan keep > "$out/tp.json"
   predict $run --sp on --plan keep > "$out/sp.json"
   predict $run --sp off --plan recompute-all > "$out/full.json"
@@ -96,3 +114,26 @@ PY
 done <<< "$runs"
 echo
 echo "each cell: papaya (paper) error"
+echo
+echo "Narayanan et al. 2021, Table 1 (full recompute), teraFLOP/s a GPU by the paper's count 96BsLh^2(1 + s/6h + V/16Lh) over papaya's iteration time:"
+echo
+echo "| model | GPUs | t x p (v) | d | iteration s at 0.5 | TFLOP/s a GPU at 0.5 | iteration s at $fitted | TFLOP/s a GPU at $fitted |"
+echo "|---|---|---|---|---|---|---|---|"
+while read -r name gpus t p v mb gb paper; do
+  run="$name $gpus $t $p $v $mb $gb"
+  layers=$(jq .layers "bench/networks/megatron-$name.json")
+  hidden=$(jq .d_model "bench/networks/megatron-$name.json")
+  python3 - "$name" "$gpus" "$t" "$p" "$v" "$gb" "$layers" "$hidden" "$paper" "$(full_time $run)" \
+    "$(full_time $run --compute-efficiency "$fitted")" <<'PY'
+import sys
+name, gpus, t, p, v, gb, layers, hidden = sys.argv[1:9]
+gpus, t, p, v, gb, L, h = map(int, (gpus, t, p, v, gb, layers, hidden))
+paper, typical, fitted = map(float, sys.argv[9:])
+s, vocab = 2048, 51200
+flops = 96 * gb * s * L * h * h * (1 + s / (6 * h) + vocab / (16 * L * h))
+rate = lambda seconds: flops / (seconds * gpus) / 1e12
+cell = lambda ours: f"{ours:.0f} ({paper:.0f}) {100 * (ours / paper - 1):+.1f}%"
+print(f"| {name.upper()} | {gpus} | {t} x {p}" + (f" ({v})" if v > 1 else "") + f" | {gpus // (t * p)} | "
+      f"{typical:.2f} | {cell(rate(typical))} | {fitted:.2f} | {cell(rate(fitted))} |")
+PY
+done <<< "$weak"

@@ -111,9 +111,9 @@ SaturatingCurve scaled(SaturatingCurve c, double ratio) {
 
 double ratio_of(double at, double there) { return there > 0 ? at / there : 1.0; }
 
-double total_flops(const LayerModel& m) {
+double total_bytes_moved(const LayerModel& m) {
   double sum = 0;
-  for (const auto& l : m.layers) sum += l.forward_flops_per_sample;
+  for (const auto& l : m.layers) sum += l.forward_bytes_moved_per_sample;
   return sum;
 }
 
@@ -151,7 +151,10 @@ LayerModel extrapolated(const ModelAtSize (&models)[3], double size, FlopsGrowth
     out.segments[j].recompute_seconds = scaled(largest.segments[j].recompute_seconds,
                                                ratio_of(segment_forward(out, path), segment_forward(largest, path)));
   }
-  out.rest_seconds = scaled(largest.rest_seconds, ratio_of(total_flops(out), total_flops(largest)));
+  // The rest of the step is the glue between layers (sums, splits, copies):
+  // it moves bytes, which grow as a quadratic, where the FLOPs grow as a
+  // cubic (by FLOPs a few ms at 3/64 of a 310B network became 13 minutes).
+  out.rest_seconds = scaled(largest.rest_seconds, ratio_of(total_bytes_moved(out), total_bytes_moved(largest)));
   // A pass over the state, of any batch: every term grows with it.
   const double state = ratio_of(out.static_bytes, largest.static_bytes);
   out.optimizer_seconds = largest.optimizer_seconds;

@@ -54,7 +54,6 @@ LayerShare share_of(const LayerDescription& layer, const Shares& s, bool& in_wid
   const std::string name = last_name(layer.path);
   const bool expert = layer.path.find(".moe.experts.") != std::string::npos;
   const double state = in_width ? s.width : s.hidden;
-  double slot_share = state;
   const auto per_slot = [&](const std::function<double(const SavedTensorProfile&)>& f) {
     for (const auto& t : layer.saved) out.slots.push_back(t.per_sample ? f(t) : 1.0);
   };
@@ -97,8 +96,8 @@ LayerShare share_of(const LayerDescription& layer, const Shares& s, bool& in_wid
     per_slot([&](const SavedTensorProfile&) { return s.tokens; });  // every rank looks up its tokens' ids
   } else if (is_norm(layer.kind) || layer.kind == LayerKind::position || layer.kind == LayerKind::class_token) {
     in_width = false;
-    out.output = out.compute = slot_share = s.hidden;
-    per_slot([&](const SavedTensorProfile&) { return slot_share; });
+    out.output = out.compute = s.hidden;
+    per_slot([&](const SavedTensorProfile&) { return s.hidden; });
   } else {
     // Between the projections: attention, activations, gates, dropout;
     // k/v tensors by the k/v heads a rank holds.
