@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <ostream>
 
 #include "model/catalog/network_config.h"
@@ -97,6 +98,38 @@ INSTANTIATE_TEST_SUITE_P(Cpu, ShapeScaling,
                            for (char& c : name) c = c == '-' ? '_' : c;
                            return name + (info.param.cut == model::ShapeCut::widths ? "_widths" : "");
                          });
+
+// Times grow with the work that takes them: each layer's by its FLOPs, a
+// segment's recompute as its layers' forward (not by their FLOPs together,
+// which the matmuls lead), the rest of the step (the glue between layers)
+// by the bytes the layers move (not by the FLOPs' cubic).
+TEST(ShapeScaling, TimesGrowWithTheirWork) {
+  const model::NetworkConfig llama = model::load_network_config("llama-tiny");
+  const model::ShapeCut cut = model::ShapeCut::tokens_and_widths;
+  std::vector<model::ModelAtFraction> fractions;
+  for (int k = 1; k <= 3; ++k) {
+    fractions.push_back({k, quick_fit(model::at_shape_fraction(llama, k, parts, cut))});
+    fractions.back().model.rest_seconds.per_sample = 1e-3 * k;  // what a CPU measures of it is noise
+  }
+  const model::LayerModel whole = model::at_full_shape(fractions, parts, cut, "test");
+  const model::LayerModel& largest = fractions.back().model;
+  const auto sum = [](const model::LayerModel& m, const auto& of, const std::string& segment) {
+    double total = 0;
+    for (const auto& l : m.layers) total += segment.empty() || l.segment == segment ? of(l) : 0;
+    return total;
+  };
+  const auto forward = [](const model::LayerFit& l) { return l.forward_seconds.per_sample; };
+  const auto moved = [](const model::LayerFit& l) { return l.forward_bytes_moved_per_sample; };
+  for (size_t s = 0; s < whole.segments.size(); ++s) {
+    const std::string& path = whole.segments[s].path;
+    EXPECT_NEAR(whole.segments[s].recompute_seconds.per_sample / sum(whole, forward, path),
+                largest.segments[s].recompute_seconds.per_sample / sum(largest, forward, path), 1e-9)
+        << path;
+  }
+  EXPECT_NEAR(whole.rest_seconds.per_sample,
+              largest.rest_seconds.per_sample * sum(whole, moved, "") / sum(largest, moved, ""),
+              1e-9 * whole.rest_seconds.per_sample);
+}
 
 TEST(ShapeScaling, ThreeDistinctFractions) {
   const model::NetworkConfig llama = model::load_network_config("llama-tiny");
