@@ -56,6 +56,12 @@ pipeline::LayoutPlanRequest layout_request(const LayoutOptions& options, const p
 void show_layouts(const model::LayerModel& model, const LayoutOptions& options, const pipeline::LayoutPlanRequest& request,
                   const Output& output, const std::string& model_path = "");
 
+// limits with a layout: the best layout of the GPUs on each catalog entry
+// of `hardware` (`request`'s hardware ignored), or what the nearest needs
+// where none fits.
+void show_layout_limits(const model::LayerModel& model, const LayoutOptions& options, pipeline::LayoutPlanRequest request,
+                        const std::vector<std::string>& hardware, const Output& output);
+
 // predict with a layout: the layout under each plan (`plan`, or every
 // whole-network plan), whatever its peak, and its stages under the first.
 void show_layout_prediction(const model::LayerModel& model, const LayoutOptions& options,

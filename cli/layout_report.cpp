@@ -192,6 +192,51 @@ void print_text(std::ostream& out, const LayoutPrediction& r) {
   for (const auto& note : p.setting.notes) out << "note: " << note << "\n";
 }
 
+// The best layout on each of several GPUs.
+struct LayoutLimits {
+  int gpus = 0;
+  std::vector<pipeline::LayoutPlanned> planned;  // one a hardware entry
+};
+
+void to_json(nlohmann::json& doc, const LayoutLimits& r) {
+  doc = nlohmann::json::array();
+  for (const auto& p : r.planned) {
+    nlohmann::json entry = setting_json(p.setting, r.gpus);
+    entry.update({{"budget_bytes", p.budget_bytes},
+                  {"global_batch", p.global_batch},
+                  {"best", p.answer.best.empty() ? nlohmann::json() : layout_json(p.answer.best.front())},
+                  {"nearest_peak_bytes", p.answer.nearest ? nlohmann::json(p.answer.nearest->peak_bytes) : nlohmann::json()}});
+    doc.push_back(entry);
+  }
+}
+
+void print_text(std::ostream& out, const LayoutLimits& r) {
+  const pipeline::LayoutSetting& first = r.planned.front().setting;
+  out << "papaya limits: " << first.network << " (" << first.precision << ", " << first.shape.tokens << " tokens a sample) on "
+      << r.gpus << " GPUs, " << first.links.gpus_per_node << " a node; global batch " << r.planned.front().global_batch
+      << "; the best layout on each\n\n";
+  std::vector<std::string> header{"hardware", "budget", "layout", "plan"};
+  header.insert(header.end(), summary_header.begin(), summary_header.end());
+  Table table(header);
+  for (const auto& p : r.planned) {
+    std::vector<std::string> row{p.setting.hardware, model::format_bytes(p.budget_bytes)};
+    if (p.answer.best.empty()) {
+      row.push_back("none fits");
+      row.push_back(p.answer.nearest ? "the nearest needs " + model::format_bytes(p.answer.nearest->peak_bytes) : "-");
+      for (size_t i = 0; i < summary_header.size(); ++i) row.push_back("-");
+    } else {
+      const model::LayoutEstimate& e = p.answer.best.front();
+      row.push_back(e.layout.label());
+      row.push_back(e.plan);
+      for (auto& cell : summary_cells(e)) row.push_back(cell);
+    }
+    table.add_row(row);
+  }
+  table.print(out);
+  out << layout_legend;
+  for (const auto& note : first.notes) out << "note: " << note << "\n";
+}
+
 std::string emitted(const std::string& engine, const model::LayoutEstimate& e, const model::TransformerShape& shape,
                     const std::string& precision) {
   if (engine == "megatron") return megatron_arguments(e, shape, precision);
@@ -211,6 +256,19 @@ void show_layout_prediction(const model::LayerModel& model, const LayoutOptions&
   r.predicted = pipeline::predict_layout(model, request, layout, plans);
   r.emit = options.emit;
   r.emitted = emitted(r.emit, r.predicted.estimates.front(), r.predicted.setting.shape, r.predicted.setting.precision);
+  show(r, output);
+}
+
+void show_layout_limits(const model::LayerModel& model, const LayoutOptions& options, pipeline::LayoutPlanRequest request,
+                        const std::vector<std::string>& hardware, const Output& output) {
+  if (!options.emit.empty()) throw InputError("--emit writes one layout: give it to plan or recommend, on one --hardware");
+  LayoutLimits r;
+  r.gpus = request.question.gpus;
+  request.keep = 1;
+  for (const std::string& name : hardware) {
+    request.hardware = name;
+    r.planned.push_back(pipeline::plan_layouts(model, request));
+  }
   show(r, output);
 }
 

@@ -7,6 +7,7 @@
 #include "cli/network_choice.h"
 #include "cli/commands.h"
 #include "cli/data_parallel_options.h"
+#include "cli/layout_options.h"
 #include "cli/global_prediction.h"
 #include "cli/progress.h"
 #include "cli/network_option.h"
@@ -39,6 +40,7 @@ struct LimitsArgs {
   std::string hardware;
   std::string budget;
   pipeline::DataParallelRequest data_parallel;
+  LayoutOptions layout;
 };
 
 std::vector<std::string> split_commas(const std::string& text) {
@@ -133,7 +135,7 @@ model::LayerModel profiled_model(const LimitsArgs& args, const model::NetworkCon
   return pipeline::profile_and_fit(request, reporter).model;
 }
 
-Limits compute(const LimitsArgs& args) {
+void check_sources(const LimitsArgs& args) {
   if (args.model.empty() == args.network.empty()) throw InputError("limits: give a model file or --network, one of them");
   if (!args.model.empty() && (args.seq_len || args.profile_blocks > 0 || args.profile_parts > 0 || args.precision != "fp32")) {
     throw InputError("limits " + args.model +
@@ -143,15 +145,29 @@ Limits compute(const LimitsArgs& args) {
   if (args.hardware.empty()) throw InputError("limits: --hardware is needed: the catalog entries to size the batch for");
   for (const auto& name : split_commas(args.hardware)) model::load_hardware(name);  // before minutes of profiling
   args.data_parallel.validate();
+}
+
+// The model: read, or the network profiled here.
+model::LayerModel limits_model(const LimitsArgs& args, std::optional<int64_t>* parameters) {
+  if (args.network.empty()) return model::read_layer_model(args.model);
+  const model::NetworkConfig network = load_network(args.network, args.seq_len, args.network_options);
+  if (parameters) *parameters = model::parameter_count(network);
+  return profiled_model(args, network);
+}
+
+// --gpus N --gpus-per-node G: the best layout on each hardware entry.
+void layout_limits(const LimitsArgs& args, const Output& output) {
+  check_sources(args);
+  std::optional<double> budget;
+  if (!args.budget.empty()) budget = static_cast<double>(model::parse_size(args.budget, "--budget"));
+  const pipeline::LayoutPlanRequest request = layout_request(args.layout, args.data_parallel, "", budget);
+  show_layout_limits(limits_model(args, nullptr), args.layout, request, split_commas(args.hardware), output);
+}
+
+Limits compute(const LimitsArgs& args) {
+  check_sources(args);
   Limits l;
-  model::LayerModel m;
-  if (args.network.empty()) {
-    m = model::read_layer_model(args.model);
-  } else {
-    const model::NetworkConfig network = load_network(args.network, args.seq_len, args.network_options);
-    l.parameters = model::parameter_count(network);
-    m = profiled_model(args, network);
-  }
+  const model::LayerModel m = limits_model(args, &l.parameters);
   l.static_bytes = m.static_bytes;
   l.network = m.network;
   l.precision = m.precision;
@@ -220,8 +236,10 @@ void register_limits(CLI::App& app) {
   cmd->add_option("--budget", args->budget,
                   "Memory budget (e.g. 24GiB); default: 80% of each device's memory (a global model: each GPU's memory)");
   add_data_parallel_options(cmd, args->data_parallel);
+  add_layout_options(cmd, args->layout);
   const auto output = add_output_options(cmd);
   cmd->callback([args, output] {
+    if (args->layout.requested()) return layout_limits(*args, *output);
     if (!args->model.empty() && args->network.empty() && model::is_global_model_file(args->model)) {
       show(limits_from_global(*args), *output);
     } else {

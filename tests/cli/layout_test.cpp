@@ -39,6 +39,29 @@ TEST(Layouts, RecommendLaysATransformerOutOverGpus) {
   }
 }
 
+TEST(Layouts, LimitsGivesTheBestLayoutOnEachGpu) {
+  const Outcome run = run_papaya(
+      "limits --network llama-tiny --hardware H100-SXM-80GB,T4 --gpus 8 --gpus-per-node 4 --global-batch 32 --json");
+  ASSERT_EQ(run.code, 0) << run.err;
+  const json doc = json::parse(run.out);
+  ASSERT_EQ(doc.size(), 2u);
+  EXPECT_EQ(doc[0]["hardware"], "H100-SXM-80GB");
+  EXPECT_EQ(doc[1]["hardware"], "T4");
+  for (const json& entry : doc) {
+    ASSERT_FALSE(entry["best"].is_null()) << entry.dump();
+    const json& l = entry["best"];
+    EXPECT_EQ(l["tensor"].get<int>() * l["pipeline"].get<int>() * l["context"].get<int>() * l["data"].get<int>(), 8);
+    EXPECT_LE(l["peak_bytes"].get<double>(), entry["budget_bytes"].get<double>());
+  }
+  // Where nothing fits, the row says what the nearest needs; --emit is for one layout.
+  const Outcome tight = run_papaya("limits --network llama-tiny --hardware T4 --gpus 8 --gpus-per-node 4 --budget 1KiB");
+  ASSERT_EQ(tight.code, 0) << tight.err;
+  EXPECT_NE(tight.out.find("none fits"), std::string::npos) << tight.out;
+  const Outcome emit = run_papaya("limits --network llama-tiny --hardware T4 --gpus 8 --emit megatron");
+  EXPECT_EQ(emit.code, 2);
+  EXPECT_NE(emit.err.find("--emit writes one layout"), std::string::npos) << emit.err;
+}
+
 TEST(Layouts, EmitWritesTheBestLayoutForEachEngine) {
   const Outcome megatron = run_papaya(recommend + "--gpus 4 --tp 2 --global-batch 16 --emit megatron");
   ASSERT_EQ(megatron.code, 0) << megatron.err;
