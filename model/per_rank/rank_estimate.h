@@ -4,7 +4,8 @@
 // model of one rank of its tensor/context/expert group holding the stage's
 // blocks (tensor_split.h, pipeline_stages.h), evaluated as one process at
 // the micro-batch under a plan of memory optimizations (PlanSpace), on the
-// target GPU, as one of d data-parallel ranks with its ZeRO stage (the
+// target GPU, as one of the d·c ranks that reduce its gradients (data and
+// context parallelism) with their ZeRO stage (the
 // gradient exchange, overlapped with backward, and ZeRO's sharding as for
 // data parallelism alone: model/parallel/data_parallel.h).
 //
