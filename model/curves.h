@@ -26,6 +26,7 @@ struct SaturatingCurve {
   double fixed = 0;       // c
   double at(double batch) const { return (per_sample * batch > floor ? per_sample * batch : floor) + fixed; }
   double floor_level() const { return floor + fixed; }  // the value up to the knee
+  SaturatingCurve times(double factor) const { return {floor * factor, per_sample * factor, fixed * factor}; }
 };
 
 struct Sample {

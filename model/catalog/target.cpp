@@ -37,10 +37,6 @@ std::vector<CodecMeasurement> default_codecs(double bytes_per_s) {
   return codecs;
 }
 
-SaturatingCurve scaled(const SaturatingCurve& c, double factor) {
-  return {c.floor * factor, c.per_sample * factor, c.fixed * factor};
-}
-
 double largest_batch(const LayerModel& m) { return *std::max_element(m.batches.begin(), m.batches.end()); }
 
 std::string rate(double bytes_per_s) { return format_si(bytes_per_s) + "B/s"; }
@@ -191,12 +187,12 @@ Target catalog_target(const LayerModel& m, const HardwareSpec& hw, std::optional
       profiled += m.layers[i].forward_seconds.at(b);
       target += t.forward_seconds[i].at(b);
     }
-    t.recompute_seconds.push_back(scaled(s.recompute_seconds, profiled > 0 ? target / profiled : 1));
+    t.recompute_seconds.push_back(s.recompute_seconds.times(profiled > 0 ? target / profiled : 1));
   }
-  t.rest_seconds = scaled(m.rest_seconds, profiled_sum > 0 ? target_sum / profiled_sum : 1);
+  t.rest_seconds = m.rest_seconds.times(profiled_sum > 0 ? target_sum / profiled_sum : 1);
 
   if (source) {
-    t.optimizer_seconds = scaled(m.optimizer_seconds, source->memory_bandwidth / bandwidth);
+    t.optimizer_seconds = m.optimizer_seconds.times(source->memory_bandwidth / bandwidth);
   } else {
     // AdamW reads the trained weights, their gradients and two moments and
     // writes three of them.

@@ -157,10 +157,7 @@ LayerModel extrapolated(const ModelAtSize (&models)[3], double size, FlopsGrowth
   out.rest_seconds = scaled(largest.rest_seconds, ratio_of(total_bytes_moved(out), total_bytes_moved(largest)));
   // A pass over the state, of any batch: every term grows with it.
   const double state = ratio_of(out.static_bytes, largest.static_bytes);
-  out.optimizer_seconds = largest.optimizer_seconds;
-  out.optimizer_seconds.floor *= state;
-  out.optimizer_seconds.per_sample *= state;
-  out.optimizer_seconds.fixed *= state;
+  out.optimizer_seconds = largest.optimizer_seconds.times(state);
   return out;
 }
 

@@ -89,7 +89,6 @@ LayerModel stage_model(const LayerModel& rank, const StageSpan& span) {
   stage.layers.clear();
   stage.segments.clear();
   double parameters = 0, trainable = 0, all_parameters = 0, all_trainable = 0;
-  std::vector<std::string> owned;
   for (size_t j = 0; j < rank.layers.size(); ++j) {
     const LayerFit& l = rank.layers[j];
     all_parameters += static_cast<double>(l.parameter_bytes);
@@ -101,11 +100,15 @@ LayerModel stage_model(const LayerModel& rank, const StageSpan& span) {
   }
   // A tied LM head's weights: a copy on the last stage when the embedding is elsewhere.
   if (span.last && !span.first) {
-    for (const LayerFit& l : stage.layers) parameters += static_cast<double>(l.shared_trainable_bytes), trainable += static_cast<double>(l.shared_trainable_bytes);
+    for (const LayerFit& l : stage.layers) {
+      parameters += static_cast<double>(l.shared_trainable_bytes);
+      trainable += static_cast<double>(l.shared_trainable_bytes);
+    }
   }
-  const RankStatic whole = whole_static(all_parameters, all_trainable, rank.static_bytes);
-  stage.static_bytes = whole.weights * (all_parameters > 0 ? parameters / all_parameters : 1) +
-                       (whole.gradients + whole.optimizer) * (all_trainable > 0 ? trainable / all_trainable : 1);
+  stage.static_bytes = whole_static(all_parameters, all_trainable, rank.static_bytes)
+                           .share(all_parameters > 0 ? parameters / all_parameters : 1,
+                                  all_trainable > 0 ? trainable / all_trainable : 1)
+                           .total();
   const double static_shift = stage.static_bytes - rank.static_bytes;
   for (LayerFit& l : stage.layers) {
     for (LinearCurve* c : {&l.forward_start, &l.forward_peak, &l.forward_gap_peak, &l.backward_start, &l.backward_peak,
@@ -124,9 +127,8 @@ LayerModel stage_model(const LayerModel& rank, const StageSpan& span) {
   keep_references_within(stage);
   const double static_share = rank.static_bytes > 0 ? stage.static_bytes / rank.static_bytes : 1;
   stage.optimizer_peak.fixed = stage.static_bytes + (rank.optimizer_peak.fixed - rank.static_bytes) * static_share;
-  for (SaturatingCurve* c : {&stage.optimizer_seconds}) c->floor *= static_share, c->per_sample *= static_share, c->fixed *= static_share;
-  const double layer_share = static_cast<double>(stage.layers.size()) / static_cast<double>(rank.layers.size());
-  stage.rest_seconds.floor *= layer_share, stage.rest_seconds.per_sample *= layer_share, stage.rest_seconds.fixed *= layer_share;
+  stage.optimizer_seconds = rank.optimizer_seconds.times(static_share);
+  stage.rest_seconds = rank.rest_seconds.times(static_cast<double>(stage.layers.size()) / static_cast<double>(rank.layers.size()));
   return stage;
 }
 

@@ -8,6 +8,11 @@ namespace papaya::model {
 struct RankStatic {
   double weights = 0, gradients = 0, optimizer = 0;
   double total() const { return weights + gradients + optimizer; }
+  // Of these, `weight_share` of the weights and `trained_share` of the
+  // gradients and optimizer state (a rank's or a stage's layers').
+  RankStatic share(double weight_share, double trained_share) const {
+    return {weights * weight_share, gradients * trained_share, optimizer * trained_share};
+  }
 };
 
 // One process's static bytes taken apart: weights of `parameter_bytes`,

@@ -12,18 +12,13 @@
 namespace papaya::model {
 namespace {
 
-std::string last_name(const std::string& path) {
-  const size_t dot = path.rfind('.');
-  return dot == std::string::npos ? path : path.substr(dot + 1);
-}
-
 // How Megatron-LM splits a linear layer across tensor-parallel ranks.
 enum class Split { column, row, replicated };
 
 Split split_of(const std::string& name) {
-  static const std::set<std::string> column{"qkv", "q", "k", "v", "fc1", "up"}, row{"proj", "o", "fc2", "down"};
+  static const std::set<std::string> column{"qkv", "q", "k", "v", "fc1", "up"};
   if (column.count(name)) return Split::column;
-  if (row.count(name)) return Split::row;
+  if (row_parallel(name)) return Split::row;
   return Split::replicated;  // a router, a shared expert's gate, a classifier
 }
 
@@ -51,8 +46,8 @@ bool is_norm(LayerKind kind) { return kind == LayerKind::layernorm || kind == La
 // One layer's share, and whether the stream leaves it at a block's width.
 LayerShare share_of(const LayerDescription& layer, const Shares& s, bool& in_width) {
   LayerShare out;
-  const std::string name = last_name(layer.path);
-  const bool expert = layer.path.find(".moe.experts.") != std::string::npos;
+  const std::string name = layer_role(layer.path);
+  const bool expert = in_expert(layer.path);
   const double state = in_width ? s.width : s.hidden;
   const auto per_slot = [&](const std::function<double(const SavedTensorProfile&)>& f) {
     for (const auto& t : layer.saved) out.slots.push_back(t.per_sample ? f(t) : 1.0);
@@ -150,6 +145,19 @@ int64_t scaled(int64_t bytes, double share) { return static_cast<int64_t>(std::l
 
 }  // namespace
 
+std::string layer_role(const std::string& path) {
+  const size_t dot = path.rfind('.');
+  return dot == std::string::npos ? path : path.substr(dot + 1);
+}
+
+bool row_parallel(const std::string& path) {
+  static const std::set<std::string> row{"proj", "o", "fc2", "down"};
+  return row.count(layer_role(path)) > 0;
+}
+
+bool in_mixture_of_experts(const std::string& path) { return path.find(".moe.") != std::string::npos; }
+bool in_expert(const std::string& path) { return path.find(".moe.experts.") != std::string::npos; }
+
 TransformerShape transformer_shape(const LayerModel& model, const std::string& label) {
   TransformerShape shape;
   std::set<std::string> experts;
@@ -217,10 +225,9 @@ LayerModel split_across_ranks(const LayerModel& whole, const TransformerShape& s
     trainable += static_cast<double>(l.trainable_bytes());
     trainable_rank += static_cast<double>(l.trainable_bytes()) * shares[j].parameters;
   }
-  const RankStatic state = whole_static(parameters, trainable, whole.static_bytes);
-  const double weight_share = parameters > 0 ? parameters_rank / parameters : 1;
-  const double trained_share = trainable > 0 ? trainable_rank / trainable : 1;
-  rank.static_bytes = state.weights * weight_share + (state.gradients + state.optimizer) * trained_share;
+  rank.static_bytes = whole_static(parameters, trainable, whole.static_bytes)
+                          .share(parameters > 0 ? parameters_rank / parameters : 1, trainable > 0 ? trainable_rank / trainable : 1)
+                          .total();
   const double static_shift = rank.static_bytes - whole.static_bytes;
 
   double before = 0, before_rank = 0, copies_before = 0, copies_before_rank = 0;
@@ -284,9 +291,7 @@ LayerModel split_across_ranks(const LayerModel& whole, const TransformerShape& s
   rank.unattributed_peak.per_sample *= all_share;
   rank.optimizer_peak = {whole.optimizer_peak.per_sample * all_share,
                          rank.static_bytes + (whole.optimizer_peak.fixed - whole.static_bytes) * static_share};
-  rank.optimizer_seconds.floor *= static_share;
-  rank.optimizer_seconds.per_sample *= static_share;
-  rank.optimizer_seconds.fixed *= static_share;
+  rank.optimizer_seconds = rank.optimizer_seconds.times(static_share);
   return rank;
 }
 

@@ -30,13 +30,6 @@ static GroupLinks group_links(const ParallelLayout& l, const ClusterLinks& links
 
 namespace {
 
-std::string last_name(const std::string& path) {
-  const size_t dot = path.rfind('.');
-  return dot == std::string::npos ? path : path.substr(dot + 1);
-}
-
-bool in_experts(const std::string& path) { return path.find(".moe.experts.") != std::string::npos; }
-
 // Bytes held at the start of the stage's backward beyond the start of its forward.
 double held_through_forward(const PlanSpace& space, const Plan& plan) {
   const std::vector<double> timeline = space.timeline(space.assignment(plan));
@@ -73,19 +66,20 @@ StageComm stage_comm(const LayerModel& stage, const Target& target, const Plan& 
   double attention_s = 0, kv_bytes = 0, normalized = 0;
   for (size_t j = 0; j < stage.layers.size(); ++j) {
     const LayerFit& layer = stage.layers[j];
-    const std::string name = last_name(layer.path);
+    const std::string name = layer_role(layer.path);
     const double stream = mb * whole_output.at(layer.path) / l.context;  // the whole stream of the rank's tokens
     const bool recomputed = !layer.segment.empty() && plan.segment(layer.segment).recompute;
     if (layer.kind == LayerKind::layernorm || layer.kind == LayerKind::rmsnorm) normalized = whole_output.at(layer.path);
-    if (!in_experts(layer.path) && (name == "proj" || name == "o" || name == "fc2" || name == "down")) {
+    if (!in_mixture_of_experts(layer.path) && row_parallel(layer.path)) {
       out.tensor += tensor_collectives(stream, recomputed ? 3 : 2);  // forward's, backward's, a recompute's
     } else if (name == "router") {
-      // A mixture of experts' output is all-reduced once, after its experts: the stream its norm made.
+      // A mixture of experts' output (its experts' and a shared expert's) is
+      // all-reduced once: the stream its norm made.
       out.tensor += tensor_collectives(mb * normalized / l.context, recomputed ? 3 : 2);
     } else if (layer.kind == LayerKind::embedding) {
       out.tensor += tensor_collectives(stream, 1);
     }
-    if (in_experts(layer.path) && l.expert > 1 && name == "fc1") {
+    if (in_expert(layer.path) && l.expert > 1 && name == "fc1") {
       for (const auto& t : layer.saved) {
         // Dispatch and combine, in forward and in backward.
         if (t.slot == "input") out.expert += 4 * links.expert->gather_seconds(mb * t.storage_bytes_per_sample, l.expert);
@@ -135,6 +129,7 @@ struct LayoutPricer::StagePrice {
 struct LayoutPricer::Stage {
   LayerModel model;
   Target alone;
+  double weight_copies = 0;  // its layers' half-precision weight copies
   std::map<std::string, std::unique_ptr<PlanSpace>> spaces;  // by data-parallel ranks and ZeRO stage, at batch 1
   std::map<std::string, StagePrice> prices;
 };
@@ -162,6 +157,7 @@ LayoutPricer::Stage& LayoutPricer::stage(const ParallelLayout& layout, const Sta
   auto stage = std::make_unique<Stage>();
   stage->model = stage_model(rank->second, span);
   stage->alone = make_target(stage->model, request_.hardware, request_.compute_efficiency);
+  for (const LayerFit& layer : stage->model.layers) stage->weight_copies += static_cast<double>(layer.parameter_copy_bytes);
   return *stages_.emplace(stage_key, std::move(stage)).first->second;
 }
 
@@ -230,7 +226,7 @@ LayoutEstimate LayoutPricer::estimate(const ParallelLayout& layout, const std::s
     StageEstimate s;
     s.span = span;
     s.activation_bytes = p.activations;
-    for (const LayerFit& layer : st.model.layers) s.weight_copies_bytes += static_cast<double>(layer.parameter_copy_bytes);
+    s.weight_copies_bytes = st.weight_copies;
     s.in_flight = in_flight_micro_batches(static_cast<int>(index), layout);
     // Offloaded, the optimizer's state is on the host all step: every point holds that much less.
     const double offloaded = layout.offload_optimizer ? p.held.optimizer : 0;
