@@ -28,6 +28,17 @@ struct TrainArgs {
   int nproc = 1;             // data-parallel ranks to start here
 };
 
+// What each rank of a --zero job holds, for the ranks' headline.
+std::string zero_text(int zero) {
+  switch (zero) {
+    case 1: return "; ZeRO-1: each rank holds and steps its shard of AdamW's state";
+    case 2: return "; ZeRO-2: each rank holds and steps its shard of the gradients and AdamW's state";
+    case 3: return "; ZeRO-3: each rank holds its shard of the weights, gradients and AdamW's state, and gathers each layer's "
+                   "weights as it runs";
+    default: return "";
+  }
+}
+
 // --plan auto: profile, fit and plan within --budget before training.
 struct AutoPlan {
   planner::PlanResult result;
@@ -167,7 +178,7 @@ void print_text(std::ostream& out, const Trained& t) {
     out << "\n"
         << report.ranks.size() << " data-parallel ranks, global batch " << setup.batch * static_cast<int64_t>(report.ranks.size())
         << ": " << per_second(global_samples_per_s(t)) << " samples/s (the slowest rank's median step)"
-        << (t.run.zero == 1 ? "; ZeRO-1: each rank holds and steps its shard of AdamW's state" : "") << "\n";
+        << zero_text(t.run.zero) << "\n";
     Table ranks({"rank", "peak memory", "static memory", "exchange", "median step"});
     for (size_t r = 0; r < report.ranks.size(); ++r) {
       const auto& f = report.ranks[r];
@@ -290,9 +301,10 @@ void register_train(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--zero", args->run.zero,
                   "With --nproc: 1 shards AdamW's state across the ranks (ZeRO-1: each rank steps its shard, then the "
-                  "parameters are gathered); 0 keeps it whole on every rank")
+                  "parameters are gathered); 2 the gradients too (each reduced to the rank owning it); 3 the weights too "
+                  "(each layer's gathered as it runs, forward and backward); 0 keeps all whole on every rank")
       ->capture_default_str()
-      ->check(CLI::Range(0, 1));
+      ->check(CLI::Range(0, 3));
   cmd->add_option("--timeout", args->run.timeout_s,
                   "With --nproc: seconds a rank waits for the others (to join, and in each exchange) before the job fails")
       ->capture_default_str()
@@ -322,7 +334,8 @@ void register_train(CLI::App& app) {
                        " in a job of WORLD_SIZE=" + std::to_string(args->run.world->size));
     }
     if (args->run.zero > 0 && !args->run.world) {
-      throw InputError("--zero 1 shards AdamW's state across data-parallel ranks: give --nproc N");
+      throw InputError("--zero " + std::to_string(args->run.zero) +
+                       " shards the static state across data-parallel ranks: give --nproc N");
     }
     const bool speaks = !args->run.world || args->run.world->rank == 0;  // rank 0 speaks for the job
     const Trained trained = compute(*args, *output, speaks);

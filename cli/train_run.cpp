@@ -8,6 +8,7 @@
 #include "executor/networks/source_for.h"
 #include "executor/distributed/collectives.h"
 #include "executor/distributed/data_parallel.h"
+#include "executor/distributed/sharded_data_parallel.h"
 #include "executor/plan_apply.h"
 #include "executor/precision.h"
 #include "executor/session.h"
@@ -21,14 +22,23 @@ namespace papaya::cli {
 void prepare_train_run(TrainRun& run) {
   const torch::Device device = executor::resolve_device(run.device);
   if (run.zero > 0 && !run.save.empty()) {
-    throw InputError("--save with --zero 1: saving a sharded optimizer state is not built yet; train without --zero to save");
+    throw InputError("--save with --zero " + std::to_string(run.zero) +
+                     ": saving a sharded optimizer state is not built yet; train without --zero to save");
+  }
+  if (run.zero == 3 && device.is_cuda()) {
+    throw InputError("--zero 3 on --device " + run.device +
+                     ": gathering each layer's weights is built for CPU ranks (Gloo); use --zero 2 on GPUs");
   }
   if (!run.resume.empty()) {
     if (run.plan == "auto") throw InputError("--resume goes on with the state's plan; leave out --plan auto");
     if (!std::filesystem::is_regular_file(run.resume)) throw InputError("--resume " + run.resume + ": no such file");
     if (!run.given.count("--network") && !run.given.count("--seq-len")) return;  // the state's network
   }
-  executor::resolve_precision(run.precision, device);
+  const executor::Precision precision = executor::resolve_precision(run.precision, device);
+  if (run.zero >= 2 && precision.dtype == torch::kHalf) {
+    throw InputError("--precision " + run.precision + " with --zero " + std::to_string(run.zero) +
+                     ": fp16 loss scaling needs every gradient on every rank; use bf16, or --zero 1");
+  }
   run.network_config = load_network(run.network, run.seq_len, run.network_options);
 }
 
@@ -102,11 +112,19 @@ executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& cal
   options.lr = run.lr;
   const executor::TrainingParts parts{network, *session.optimizer, *session.data, applied};
   if (!run.resume.empty()) executor::TrainingState::read(run.resume, device).restore(parts);
-  const auto parallel = collectives ? std::make_unique<executor::DataParallel>(*collectives, network) : nullptr;
+  const auto parallel =
+      collectives && run.zero < 2 ? std::make_unique<executor::DataParallel>(*collectives, network) : nullptr;
+  const auto sharded =
+      collectives && run.zero >= 2 ? std::make_unique<executor::ShardedDataParallel>(*collectives, network, run.zero) : nullptr;
   if (parallel) {
     parallel->broadcast_parameters();
     options.after_backward = [&parallel] { parallel->average_gradients(); };
     if (run.zero == 1) options.after_optimizer_step = [&parallel] { parallel->gather_shards(); };
+  }
+  if (sharded) {
+    sharded->broadcast_parameters();
+    options.after_backward = [&sharded] { sharded->reduce_gradients(); };
+    options.after_optimizer_step = [&sharded] { sharded->gather_shards(); };
   }
   const bool saves = !run.save.empty() && (!run.world || run.world->rank == 0);
 
@@ -119,10 +137,13 @@ executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& cal
   const nlohmann::json description =
       run.save.empty() ? nlohmann::json()
                        : describe_run(run, run.resume.empty() ? config.document : recorded.at("network_config"), plan);
-  options.before_step = [&applied](int step) { applied.begin_step(step); };
+  options.before_step = [&applied, &sharded](int step) {
+    applied.begin_step(step);
+    if (sharded) sharded->begin_step();
+  };
   options.record_stored_bytes = run.record_stored_bytes;
   options.on_step = [&](int step, int steps, double rank_loss) {
-    const double loss = parallel ? parallel->mean(rank_loss) : rank_loss;  // the global batch's
+    const double loss = collectives ? collectives->mean(rank_loss) : rank_loss;  // the global batch's
     progress.losses.push_back(loss);
     progress.steps_done = step;
     if (callbacks.on_step) callbacks.on_step(step, steps, loss);
@@ -135,8 +156,8 @@ executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& cal
   };
   executor::TrainReport report = executor::train(network, *session.optimizer, *session.data, session.memory, options);
   report.losses = progress.losses;
-  if (parallel) {
-    for (const auto& row : parallel->gather({static_cast<double>(report.peak_bytes), static_cast<double>(report.static_bytes),
+  if (collectives) {
+    for (const auto& row : collectives->gather({static_cast<double>(report.peak_bytes), static_cast<double>(report.static_bytes),
                                              report.exchange_seconds, report.median_step_seconds})) {
       report.ranks.push_back({static_cast<int64_t>(row[0]), static_cast<int64_t>(row[1]), row[2], row[3]});
     }

@@ -50,6 +50,8 @@ class ObserverGuard {
   ~ObserverGuard();
   ObserverGuard(const ObserverGuard&) = delete;
   ObserverGuard& operator=(const ObserverGuard&) = delete;
+  // The observer it stands in front of (nullptr if none).
+  LayerObserver* previous() const { return previous_; }
 
  private:
   LayerObserver* previous_;

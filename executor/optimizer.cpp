@@ -2,7 +2,11 @@
 
 namespace papaya::executor {
 namespace {
-int64_t nbytes(const torch::Tensor& t) { return t.defined() ? static_cast<int64_t>(t.numel() * t.element_size()) : 0; }
+// What `t` holds: nothing once its storage is let go (a weight another ZeRO-3 rank owns).
+int64_t nbytes(const torch::Tensor& t) {
+  if (!t.defined() || (t.has_storage() && t.storage().nbytes() == 0)) return 0;
+  return static_cast<int64_t>(t.numel() * t.element_size());
+}
 }  // namespace
 
 std::unique_ptr<torch::optim::AdamW> make_optimizer(Network& network, double lr, double weight_decay,

@@ -40,7 +40,7 @@ Session::Session(const NetworkSource& source, const SessionOptions& options)
       layout(probe_layout(*network)),
       optimizer(
           make_optimizer(*network, options.lr, options.weight_decay,
-                         options.world && options.zero == 1
+                         options.world && options.zero >= 1
                              ? std::optional(shards(*network, options.world->size)[static_cast<size_t>(options.world->rank)])
                              : std::nullopt)) {}
 

@@ -120,6 +120,13 @@ void Collectives::broadcast(std::vector<torch::Tensor>& tensors, int root) {
   collective(world_, "broadcast", [&] { return group_->run([&](auto& group) { return group.broadcast(tensors, options); }); });
 }
 
+Collectives::Pending Collectives::start_reduce_sum(std::vector<torch::Tensor>& tensors, int root) {
+  c10d::ReduceOptions options;
+  options.rootRank = root;
+  const auto work = group_->run([&](auto& group) { return group.reduce(tensors, options); });
+  return Pending([work, world = world_] { wait_for(work, world, "reduce"); });
+}
+
 bool Collectives::available() { return true; }
 
 bool Collectives::nccl_available() {
@@ -154,6 +161,29 @@ Collectives::Pending Collectives::start_allreduce_sum(std::vector<torch::Tensor>
 
 void Collectives::broadcast(std::vector<torch::Tensor>&, int) {}
 
+Collectives::Pending Collectives::start_reduce_sum(std::vector<torch::Tensor>&, int) {
+  return Pending([] {});
+}
+
 #endif
+
+double Collectives::mean(double value) {
+  std::vector<torch::Tensor> t{torch::tensor({value}, torch::dtype(torch::kDouble).device(device_))};
+  allreduce_sum(t);
+  return t[0].item<double>() / world_.size;
+}
+
+std::vector<std::vector<double>> Collectives::gather(const std::vector<double>& values) {
+  const int64_t n = static_cast<int64_t>(values.size());
+  std::vector<torch::Tensor> table{torch::zeros({world_.size, n}, torch::dtype(torch::kDouble).device(device_))};
+  table[0][world_.rank].copy_(torch::tensor(values, torch::kDouble));
+  allreduce_sum(table);
+  table[0] = table[0].cpu();
+  std::vector<std::vector<double>> rows(static_cast<size_t>(world_.size));
+  for (int r = 0; r < world_.size; ++r) {
+    for (int64_t i = 0; i < n; ++i) rows[static_cast<size_t>(r)].push_back(table[0][r][i].item<double>());
+  }
+  return rows;
+}
 
 }  // namespace papaya::executor

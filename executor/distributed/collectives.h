@@ -53,6 +53,14 @@ class Collectives {
   // its collectives in the same order.
   Pending start_allreduce_sum(std::vector<torch::Tensor>& tensors);
   void broadcast(std::vector<torch::Tensor>& tensors, int root);
+  // Starts a sum over every rank into `root`'s tensors (the others' are
+  // left as they were) and returns at once.
+  Pending start_reduce_sum(std::vector<torch::Tensor>& tensors, int root);
+
+  // The mean of `value` over the ranks.
+  double mean(double value);
+  // Each rank's `values`, rank by rank: a world.size x values.size() table.
+  std::vector<std::vector<double>> gather(const std::vector<double>& values);
 
  private:
   struct Group;

@@ -5,19 +5,28 @@
 
 namespace papaya::executor {
 
-DataParallel::DataParallel(Collectives& collectives, Network& network, int64_t bucket_bytes) : collectives_(collectives) {
+std::vector<GradientBucket> gradient_buckets(const Network& network, int64_t bucket_bytes) {
   const auto parameters = network.trainable_parameters();
+  std::vector<GradientBucket> buckets;
   int64_t bytes = bucket_bytes;
   for (auto it = parameters.rbegin(); it != parameters.rend(); ++it) {
     if (bytes >= bucket_bytes) {
-      buckets_.emplace_back();
+      buckets.emplace_back();
       bytes = 0;
     }
-    Bucket& bucket = buckets_.back();
+    GradientBucket& bucket = buckets.back();
     bucket.parameters.push_back(*it);
     bucket.offsets.push_back(bucket.numel);
     bucket.numel += it->numel();
     bytes += static_cast<int64_t>(it->nbytes());
+  }
+  return buckets;
+}
+
+DataParallel::DataParallel(Collectives& collectives, Network& network, int64_t bucket_bytes) : collectives_(collectives) {
+  for (GradientBucket& layout : gradient_buckets(network, bucket_bytes)) {
+    buckets_.emplace_back();
+    static_cast<GradientBucket&>(buckets_.back()) = std::move(layout);
   }
   std::unordered_map<const void*, int> owners;  // parameter -> the rank whose shard it is in
   const auto by_rank = shards(network, collectives.world().size);
@@ -134,26 +143,6 @@ std::vector<std::vector<torch::Tensor>> shards(const Network& network, int ranks
     before += p.numel();
   }
   return out;
-}
-
-double DataParallel::mean(double value) {
-  std::vector<torch::Tensor> t{torch::tensor({value}, torch::dtype(torch::kDouble).device(collectives_.device()))};
-  collectives_.allreduce_sum(t);
-  return t[0].item<double>() / collectives_.world().size;
-}
-
-std::vector<std::vector<double>> DataParallel::gather(const std::vector<double>& values) {
-  const World& w = collectives_.world();
-  const int64_t n = static_cast<int64_t>(values.size());
-  std::vector<torch::Tensor> table{torch::zeros({w.size, n}, torch::dtype(torch::kDouble).device(collectives_.device()))};
-  table[0][w.rank].copy_(torch::tensor(values, torch::kDouble));
-  collectives_.allreduce_sum(table);
-  table[0] = table[0].cpu();
-  std::vector<std::vector<double>> rows(static_cast<size_t>(w.size));
-  for (int r = 0; r < w.size; ++r) {
-    for (int64_t i = 0; i < n; ++i) rows[static_cast<size_t>(r)].push_back(table[0][r][i].item<double>());
-  }
-  return rows;
 }
 
 namespace {

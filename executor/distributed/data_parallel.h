@@ -18,6 +18,16 @@
 
 namespace papaya::executor {
 
+// Trained parameters in backward's order (the last layers' first), in runs
+// of about `bucket_bytes`: what goes on the wire together, end to end in
+// one flat buffer.
+struct GradientBucket {
+  std::vector<torch::Tensor> parameters;
+  std::vector<int64_t> offsets;  // of each in the flat buffer
+  int64_t numel = 0;
+};
+std::vector<GradientBucket> gradient_buckets(const Network& network, int64_t bucket_bytes);
+
 class DataParallel {
  public:
   DataParallel(Collectives& collectives, Network& network, int64_t bucket_bytes = int64_t{25} << 20);
@@ -39,17 +49,10 @@ class DataParallel {
   // ZeRO-1: each rank stepped its shard (shards()); every rank's parameters
   // made the owners', shard by shard.
   void gather_shards();
-  // The mean of `value` over the ranks.
-  double mean(double value);
-  // Each rank's `values`, rank by rank: a world.size x values.size() table.
-  std::vector<std::vector<double>> gather(const std::vector<double>& values);
 
  private:
-  struct Bucket {
-    std::vector<torch::Tensor> parameters;  // in backward's order
-    std::vector<int64_t> offsets;           // of each in the flat buffer
-    std::vector<int> owners;                // of each: the rank whose ZeRO-1 shard it is in
-    int64_t numel = 0;
+  struct Bucket : GradientBucket {
+    std::vector<int> owners;          // of each: the rank whose ZeRO-1 shard it is in
     int expected = -1;                // gradients a step brings (-1: not learned yet)
     int arrived = 0;                  // this step's so far
     std::vector<torch::Tensor> flat;  // one buffer: their sum so far, then what is exchanged

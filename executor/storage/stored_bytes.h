@@ -15,11 +15,15 @@
 
 namespace papaya::executor {
 
+// A recorder passes what it observes on to the observer installed before it
+// (ZeRO-3's gathering of weights): recording changes nothing of the step.
 class StoredBytesRecorder : public LayerObserver {
  public:
-  void forward_begin(const Layer&, std::vector<torch::Tensor*>&) override {}
+  void forward_begin(const Layer& layer, std::vector<torch::Tensor*>& inputs) override;
   void saved(const Layer& layer, const Slot& slot, const torch::Tensor& tensor) override;
-  void forward_end(const Layer&, torch::Tensor&) override {}
+  void forward_end(const Layer& layer, torch::Tensor& output) override;
+  void parameter_cast(const Layer& layer, const torch::Tensor& copy) override;
+  void pass_on_to(LayerObserver* next) { next_ = next; }
 
   // A stored form: `identity` is the memory it holds (a storage), so that
   // sharing is counted once.
@@ -30,6 +34,7 @@ class StoredBytesRecorder : public LayerObserver {
  private:
   std::map<std::string, int64_t> bytes_;
   std::set<const void*> seen_;
+  LayerObserver* next_ = nullptr;
 };
 
 // Installs a recorder on this thread, as the layer observer and as the

@@ -1,7 +1,5 @@
 #include "model/parallel/data_parallel.h"
 
-#include <algorithm>
-
 namespace papaya::model {
 
 RankStatic whole_static(const LayerModel& model) {
@@ -20,10 +18,34 @@ double static_bytes_per_rank(const LayerModel& model, const DataParallel& world)
 double rank_bytes_shift(const LayerModel& model, const DataParallel& world) {
   if (!world.active()) return 0;
   const RankStatic whole = whole_static(model);
-  double largest = 0;
-  for (const LayerFit& layer : model.layers) largest = std::max(largest, static_cast<double>(layer.parameter_bytes));
   return shard(whole, world.ranks, world.zero_stage).total() - whole.total() +
-         exchange_buffer_bytes(whole, world.ranks, world.zero_stage, world.bucket_bytes, largest);
+         exchange_buffer_bytes(whole, world.ranks, world.zero_stage, world.bucket_bytes);
+}
+
+double GatheredWeights::weights(int layer) const {
+  if (layer < 0 || !world.active() || world.zero_stage != 3) return 0;
+  return static_cast<double>(model.layers[static_cast<size_t>(layer)].parameter_bytes);
+}
+
+int GatheredWeights::next_in_backward(int layer) const {
+  for (int j = layer - 1; j >= 0; --j) {
+    if (model.layers[static_cast<size_t>(j)].parameter_bytes > 0) return j;
+  }
+  return -1;
+}
+
+double GatheredWeights::forward(int layer) const { return weights(layer); }
+
+double GatheredWeights::backward(int layer) const { return weights(layer) + weights(next_in_backward(layer)); }
+
+double GatheredWeights::before_backward(int layer) const {
+  return layer + 1 < static_cast<int>(model.layers.size()) ? backward(layer + 1) : 0;
+}
+
+double GatheredWeights::recompute(int layer, int last) const {
+  const bool held = last + 1 < static_cast<int>(model.layers.size()) &&
+                    (layer == last + 1 || layer == next_in_backward(last + 1));
+  return before_backward(last) + (held ? 0 : weights(layer));
 }
 
 }  // namespace papaya::model

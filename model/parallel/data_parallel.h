@@ -38,4 +38,24 @@ double static_bytes_per_rank(const LayerModel& model, const DataParallel& world)
 // plus the exchange buffers. 0 for one rank.
 double rank_bytes_shift(const LayerModel& model, const DataParallel& world);
 
+// What a ZeRO-3 rank holds beyond that at a point of the step, as papaya's
+// executor gathers: a layer's weights whole while its forward runs (or its
+// recomputation); from the start of its backward to the next's, its own and
+// the next one's (the nearest earlier layer with weights), gathered ahead of
+// use. 0 under other stages.
+struct GatheredWeights {
+  const LayerModel& model;
+  const DataParallel& world;
+  double forward(int layer) const;
+  double backward(int layer) const;
+  // Before `layer`'s backward starts: what the one before it (in backward) holds.
+  double before_backward(int layer) const;
+  // While `layer` is recomputed for the backward of a segment ending at `last`.
+  double recompute(int layer, int last) const;
+
+ private:
+  double weights(int layer) const;
+  int next_in_backward(int layer) const;  // -1: none
+};
+
 }  // namespace papaya::model

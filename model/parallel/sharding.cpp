@@ -20,12 +20,9 @@ RankStatic shard(const RankStatic& whole, int ranks, int zero_stage) {
   return {whole.weights * share(3), whole.gradients * share(2), whole.optimizer * share(1)};
 }
 
-double exchange_buffer_bytes(const RankStatic& whole, int ranks, int zero_stage, double bucket_bytes,
-                             double largest_layer_parameter_bytes) {
+double exchange_buffer_bytes(const RankStatic& whole, int ranks, int zero_stage, double bucket_bytes) {
   if (ranks < 2) return 0;
-  if (zero_stage < 2) return whole.gradients;
-  const double buckets = std::min(whole.gradients, 2 * bucket_bytes);
-  return zero_stage == 3 ? buckets + 2 * largest_layer_parameter_bytes : buckets;
+  return zero_stage < 2 ? whole.gradients : std::min(whole.gradients, 2 * bucket_bytes);
 }
 
 }  // namespace papaya::model

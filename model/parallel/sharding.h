@@ -29,9 +29,8 @@ RankStatic shard(const RankStatic& whole, int ranks, int zero_stage);
 // Bytes a rank holds for the exchange beyond its static share, all step:
 // stages 0 and 1 a flat copy of the gradients, the buckets allreduced (as
 // papaya's DataParallel and PyTorch's DDP keep them); stages 2 and 3 two
-// buckets in flight (one filling, one being reduce-scattered), and stage 3
-// the gathered parameters of two layers (the one running and the next).
-double exchange_buffer_bytes(const RankStatic& whole, int ranks, int zero_stage, double bucket_bytes,
-                             double largest_layer_parameter_bytes);
+// buckets in flight (one filling, one being reduced). ZeRO-3's gathered
+// weights depend on the point of the step (data_parallel.h).
+double exchange_buffer_bytes(const RankStatic& whole, int ranks, int zero_stage, double bucket_bytes);
 
 }  // namespace papaya::model

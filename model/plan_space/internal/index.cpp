@@ -310,7 +310,19 @@ AtBatch::AtBatch(std::shared_ptr<const Index> shared, int64_t batch_size) : inde
   // and the exchange's buffers; with ZeRO, it steps its shard alone.
   const DataParallel& world = ix.target.data_parallel;
   const double shift = rank_bytes_shift(model, world);
-  for (double& bytes : keep_bytes) bytes += shift;
+  const GatheredWeights gathered{model, world};
+  for (size_t p = 0; p < ix.points.size(); ++p) {
+    const TimelinePoint& point = ix.points[p];
+    double held = 0;
+    switch (point.phase) {
+      case Phase::forward_gap: break;
+      case Phase::forward: held = gathered.forward(point.layer); break;
+      case Phase::backward_gap: held = gathered.before_backward(point.layer); break;
+      case Phase::backward: held = gathered.backward(point.layer); break;
+      case Phase::recompute: held = gathered.recompute(point.layer, ix.segment(point.segment).last_layer); break;
+    }
+    keep_bytes[p] += shift + held;
+  }
   optimizer_peak_bytes += shift;
   if (world.zero_stage >= 1) optimizer_s /= world.ranks;
   if (world.active() && (world.zero_stage == 1 || world.zero_stage == 2)) {

@@ -42,13 +42,13 @@ TEST(Sharding, FrozenWeightsHaveNoGradientsNorOptimizerState) {
 
 TEST(Sharding, TheExchangeHoldsAGradientCopyUnlessGradientsAreSharded) {
   const RankStatic whole = whole_static(400e6, 400e6, 1600e6);
-  const double bucket = 25e6, layer = 10e6;
-  EXPECT_DOUBLE_EQ(exchange_buffer_bytes(whole, 1, 0, bucket, layer), 0.0);  // one process exchanges nothing
-  EXPECT_DOUBLE_EQ(exchange_buffer_bytes(whole, 4, 0, bucket, layer), 400e6);
-  EXPECT_DOUBLE_EQ(exchange_buffer_bytes(whole, 4, 1, bucket, layer), 400e6);
-  EXPECT_DOUBLE_EQ(exchange_buffer_bytes(whole, 4, 2, bucket, layer), 50e6);
-  EXPECT_DOUBLE_EQ(exchange_buffer_bytes(whole, 4, 3, bucket, layer), 70e6);
-  EXPECT_DOUBLE_EQ(exchange_buffer_bytes(whole_static(4e6, 4e6, 16e6), 4, 2, bucket, layer), 4e6);  // less than a bucket
+  const double bucket = 25e6;
+  EXPECT_DOUBLE_EQ(exchange_buffer_bytes(whole, 1, 0, bucket), 0.0);  // one process exchanges nothing
+  EXPECT_DOUBLE_EQ(exchange_buffer_bytes(whole, 4, 0, bucket), 400e6);
+  EXPECT_DOUBLE_EQ(exchange_buffer_bytes(whole, 4, 1, bucket), 400e6);
+  EXPECT_DOUBLE_EQ(exchange_buffer_bytes(whole, 4, 2, bucket), 50e6);
+  EXPECT_DOUBLE_EQ(exchange_buffer_bytes(whole, 4, 3, bucket), 50e6);
+  EXPECT_DOUBLE_EQ(exchange_buffer_bytes(whole_static(4e6, 4e6, 16e6), 4, 2, bucket), 4e6);  // less than a bucket
 }
 
 }  // namespace
