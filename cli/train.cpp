@@ -76,11 +76,16 @@ struct Trained {
   int stopped_by = 0;  // the signal that stopped training early, if one did
 };
 
-// A data-parallel job's pace: its global batch over its slowest rank's median step.
+// A job's global batch: its ranks' batches, or a pipeline's micro-batches.
+int64_t global_batch(const Trained& t) {
+  return t.run.pipeline > 1 ? t.run.global_batch() : t.setup.batch * static_cast<int64_t>(t.report.ranks.size());
+}
+
+// A job's pace: its global batch over its slowest rank's median step.
 double global_samples_per_s(const Trained& t) {
   double slowest = 0;
   for (const auto& r : t.report.ranks) slowest = std::max(slowest, r.median_step_seconds);
-  return slowest > 0 ? static_cast<double>(t.setup.batch * static_cast<int64_t>(t.report.ranks.size())) / slowest : 0;
+  return slowest > 0 ? static_cast<double>(global_batch(t)) / slowest : 0;
 }
 
 nlohmann::json ranks_json(const Trained& t) {
@@ -130,7 +135,11 @@ void to_json(nlohmann::json& out, const Trained& t) {
   if (!report.ranks.empty()) {
     out["world_size"] = report.ranks.size();
     out["zero"] = t.run.zero;
-    out["global_batch"] = setup.batch * static_cast<int64_t>(report.ranks.size());
+    out["global_batch"] = global_batch(t);
+    if (t.run.pipeline > 1) {
+      out["pipeline"] = t.run.pipeline;
+      out["micro_batches"] = t.run.micro_batches;
+    }
     out["global_samples_per_s"] = global_samples_per_s(t);
     out["ranks"] = ranks_json(t);
   }
@@ -175,10 +184,14 @@ void print_text(std::ostream& out, const Trained& t) {
   }
   table.print(out);
   if (!report.ranks.empty()) {
+    const std::string ranks_are =
+        t.run.pipeline > 1 ? " pipeline stages (1F1B, " + std::to_string(t.run.micro_batches) + " micro-batches of " +
+                                 std::to_string(setup.batch) + ")"
+                           : " data-parallel ranks";
     out << "\n"
-        << report.ranks.size() << " data-parallel ranks, global batch " << setup.batch * static_cast<int64_t>(report.ranks.size())
-        << ": " << per_second(global_samples_per_s(t)) << " samples/s (the slowest rank's median step)"
-        << zero_text(t.run.zero) << "\n";
+        << report.ranks.size() << ranks_are << ", global batch " << global_batch(t) << ": "
+        << per_second(global_samples_per_s(t)) << " samples/s (the slowest rank's median step)" << zero_text(t.run.zero)
+        << "\n";
     Table ranks({"rank", "peak memory", "static memory", "exchange", "median step"});
     for (size_t r = 0; r < report.ranks.size(); ++r) {
       const auto& f = report.ranks[r];
@@ -305,6 +318,14 @@ void register_train(CLI::App& app) {
                   "(each layer's gathered as it runs, forward and backward); 0 keeps all whole on every rank")
       ->capture_default_str()
       ->check(CLI::Range(0, 3));
+  cmd->add_option("--pp", args->run.pipeline,
+                  "With --nproc N: the N ranks are pipeline stages of a transformer's blocks (1F1B) instead of data-parallel "
+                  "ranks; --batch is a micro-batch")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--micro-batches", args->run.micro_batches,
+                  "With --pp: micro-batches a step, the global batch that many times --batch (default: 2 a stage)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--timeout", args->run.timeout_s,
                   "With --nproc: seconds a rank waits for the others (to join, and in each exchange) before the job fails")
       ->capture_default_str()
@@ -318,6 +339,11 @@ void register_train(CLI::App& app) {
     }
     if (args->run.save_every > 0 && args->run.save.empty()) throw InputError("--save-every needs --save FILE");
     args->run.world = executor::world_from_environment();
+    if (args->run.pipeline > 1 && args->run.pipeline != (args->run.world ? args->run.world->size : args->nproc)) {
+      throw InputError("--pp " + std::to_string(args->run.pipeline) + " runs that many pipeline stages, one a rank: give --nproc " +
+                       std::to_string(args->run.pipeline));
+    }
+    if (args->run.micro_batches > 0 && args->run.pipeline == 1) throw InputError("--micro-batches goes with --pp");
     if (args->nproc > 1 && args->run.plan == "auto") {
       throw InputError(
           "--nproc with --plan auto: plan first (papaya recommend --gpus N --link LINK), then train the ranks with the plan "

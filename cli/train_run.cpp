@@ -8,6 +8,7 @@
 #include "executor/networks/source_for.h"
 #include "executor/distributed/collectives.h"
 #include "executor/distributed/data_parallel.h"
+#include "executor/distributed/pipeline_parallel.h"
 #include "executor/distributed/sharded_data_parallel.h"
 #include "executor/plan_apply.h"
 #include "executor/precision.h"
@@ -34,12 +35,39 @@ void prepare_train_run(TrainRun& run) {
     if (!std::filesystem::is_regular_file(run.resume)) throw InputError("--resume " + run.resume + ": no such file");
     if (!run.given.count("--network") && !run.given.count("--seq-len")) return;  // the state's network
   }
+  if (run.pipeline > 1) {
+    if (run.zero > 0) throw InputError("--pp with --zero: pipeline stages with ZeRO are not built; give one of them");
+    if (run.micro_batches == 0) run.micro_batches = 2 * run.pipeline;
+    if (run.micro_batches < run.pipeline) {
+      throw InputError("--micro-batches " + std::to_string(run.micro_batches) + " for --pp " + std::to_string(run.pipeline) +
+                       ": 1F1B needs at least one a stage");
+    }
+    if (!run.save.empty() || !run.resume.empty()) {
+      throw InputError("--pp with --save or --resume: saving a pipeline's training state is not built yet");
+    }
+  }
   const executor::Precision precision = executor::resolve_precision(run.precision, device);
+  if (run.pipeline > 1 && precision.dtype == torch::kHalf) {
+    throw InputError("--precision " + run.precision + " with --pp: fp16 loss scaling across pipeline stages is not built; use bf16");
+  }
   if (run.zero >= 2 && precision.dtype == torch::kHalf) {
     throw InputError("--precision " + run.precision + " with --zero " + std::to_string(run.zero) +
                      ": fp16 loss scaling needs every gradient on every rank; use bf16, or --zero 1");
   }
   run.network_config = load_network(run.network, run.seq_len, run.network_options);
+  if (run.pipeline > 1) {
+    const model::NetworkConfig& config = *run.network_config;
+    const auto* transformer = std::get_if<model::TransformerConfig>(&config.body);
+    if (!transformer) throw InputError("--pp " + std::to_string(run.pipeline) + ": " + config.name + " is no chain of transformer blocks");
+    if (transformer->layers < run.pipeline) {
+      throw InputError("--pp " + std::to_string(run.pipeline) + ": " + config.name + " has " + std::to_string(transformer->layers) +
+                       " blocks, fewer than the stages");
+    }
+    if (config.family == model::Family::gpt && transformer->tied_head) {
+      throw InputError("--pp " + std::to_string(run.pipeline) + ": " + config.name +
+                       "'s LM head is tied to its embedding, whose weight would be on two stages; not built");
+    }
+  }
 }
 
 void check_rank_devices(const TrainRun& run, int ranks_here) {
@@ -88,6 +116,7 @@ executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& cal
   session_options.lr = run.lr;
   session_options.world = run.world;
   session_options.zero = run.zero;
+  session_options.pipeline = run.pipeline;
   if (run.resume.empty() && !run.network_config) throw std::logic_error("train_run: the run is not prepared");
   executor::Session session(*executor::source_for(run.resume.empty() ? *run.network_config : recorded_config(run, recorded)),
                             session_options);
@@ -108,12 +137,16 @@ executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& cal
   executor::TrainOptions options;
   options.steps = run.steps;
   options.first_step = progress.steps_done;
-  options.batch = run.batch;
+  options.batch = run.global_batch();
   options.lr = run.lr;
   const executor::TrainingParts parts{network, *session.optimizer, *session.data, applied};
   if (!run.resume.empty()) executor::TrainingState::read(run.resume, device).restore(parts);
+  const bool staged = collectives && run.pipeline > 1;
+  const auto pipeline =
+      staged ? std::make_unique<executor::PipelineParallel>(*collectives, network, run.micro_batches) : nullptr;
+  if (pipeline) options.forward_backward = [&pipeline](const executor::Batch& batch) { return pipeline->forward_backward(batch); };
   const auto parallel =
-      collectives && run.zero < 2 ? std::make_unique<executor::DataParallel>(*collectives, network) : nullptr;
+      collectives && !staged && run.zero < 2 ? std::make_unique<executor::DataParallel>(*collectives, network) : nullptr;
   const auto sharded =
       collectives && run.zero >= 2 ? std::make_unique<executor::ShardedDataParallel>(*collectives, network, run.zero) : nullptr;
   if (parallel) {
@@ -143,7 +176,7 @@ executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& cal
   };
   options.record_stored_bytes = run.record_stored_bytes;
   options.on_step = [&](int step, int steps, double rank_loss) {
-    const double loss = collectives ? collectives->mean(rank_loss) : rank_loss;  // the global batch's
+    const double loss = collectives && !staged ? collectives->mean(rank_loss) : rank_loss;  // the global batch's
     progress.losses.push_back(loss);
     progress.steps_done = step;
     if (callbacks.on_step) callbacks.on_step(step, steps, loss);

@@ -42,7 +42,13 @@ struct TrainRun {
   // slice of the global batch; the collectives wait `timeout_s` at most.
   std::optional<executor::World> world;
   double timeout_s = 300;
-  int zero = 0;  // 1: ZeRO-1, AdamW's state sharded across the ranks
+  int zero = 0;  // 1-3: ZeRO, the static state sharded across the ranks
+  // The job's ranks are this many pipeline stages (1F1B) instead of
+  // data-parallel ranks: `batch` is a micro-batch, the global batch
+  // `micro_batches` of them, every stage drawing it whole.
+  int pipeline = 1;
+  int micro_batches = 0;  // 0: 2 a stage
+  int64_t global_batch() const { return pipeline > 1 ? batch * micro_batches : batch; }
 };
 
 }  // namespace papaya::cli

@@ -1,10 +1,12 @@
 #include "executor/optimizer.h"
 
+#include "executor/distributed/parameter_storage.h"
+
 namespace papaya::executor {
 namespace {
-// What `t` holds: nothing once its storage is let go (a weight another ZeRO-3 rank owns).
+// What `t` holds: nothing once its storage is let go (another ZeRO-3 rank's weight, another stage's).
 int64_t nbytes(const torch::Tensor& t) {
-  if (!t.defined() || (t.has_storage() && t.storage().nbytes() == 0)) return 0;
+  if (!t.defined() || (t.has_storage() && storage_let_go(t))) return 0;
   return static_cast<int64_t>(t.numel() * t.element_size());
 }
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include "executor/device.h"
 #include "executor/distributed/data_parallel.h"
+#include "executor/distributed/pipeline_parallel.h"
 #include "executor/layout.h"
 #include "executor/optimizer.h"
 #include "model/error.h"
@@ -13,7 +14,7 @@ std::unique_ptr<DataSource> make_data(const model::NetworkConfig& config, const 
                                       const SessionOptions& options) {
   auto data = options.data.empty() ? make_synthetic_data(config, device, options.seed)
                                    : make_file_data(options.data, config, device, options.seed);
-  return options.world ? rank_slice(std::move(data), *options.world) : std::move(data);
+  return options.world && options.pipeline == 1 ? rank_slice(std::move(data), *options.world) : std::move(data);
 }
 
 std::shared_ptr<Network> make_network(const NetworkSource& source, const torch::Device& device, const Precision& precision,
@@ -28,6 +29,16 @@ std::shared_ptr<Network> make_network(const NetworkSource& source, const torch::
   return network;
 }
 
+// What this process's optimizer steps: a ZeRO rank's shard, a pipeline
+// stage's layers' weights, or (nullopt) every trained weight.
+std::optional<std::vector<torch::Tensor>> trained_here(const Network& network, const SessionOptions& options) {
+  if (!options.world) return std::nullopt;
+  const auto rank = static_cast<size_t>(options.world->rank);
+  if (options.pipeline > 1) return stage_parameters(network, options.world->rank, options.world->size);
+  if (options.zero >= 1) return shards(network, options.world->size)[rank];
+  return std::nullopt;
+}
+
 }  // namespace
 
 Session::Session(const NetworkSource& source, const SessionOptions& options)
@@ -38,10 +49,6 @@ Session::Session(const NetworkSource& source, const SessionOptions& options)
       memory(device),
       network(make_network(source, device, precision, options.seed)),
       layout(probe_layout(*network)),
-      optimizer(
-          make_optimizer(*network, options.lr, options.weight_decay,
-                         options.world && options.zero >= 1
-                             ? std::optional(shards(*network, options.world->size)[static_cast<size_t>(options.world->rank)])
-                             : std::nullopt)) {}
+      optimizer(make_optimizer(*network, options.lr, options.weight_decay, trained_here(*network, options))) {}
 
 }  // namespace papaya::executor

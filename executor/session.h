@@ -28,7 +28,10 @@ struct SessionOptions {
   std::string precision = "fp32";  // fp32, bf16, amp-bf16, amp-fp16
   std::string data;                // a file (make_file_data); "": synthetic data
   std::optional<World> world;      // a data-parallel rank: its slice of each global batch
-  int zero = 0;                    // 1: with `world`, AdamW steps this rank's shard only (ZeRO-1)
+  int zero = 0;                    // 1-3: with `world`, AdamW steps this rank's shard only (ZeRO)
+  // With `world`: its ranks are this many pipeline stages instead, each
+  // drawing the whole global batch and stepping its own layers' weights.
+  int pipeline = 1;
   uint64_t seed = 0;               // of the weights and the data
   double lr = TrainOptions().lr;   // AdamW's
   double weight_decay = TrainOptions().weight_decay;

@@ -50,22 +50,27 @@ TrainReport train(Network& network, torch::optim::Optimizer& optimizer, DataSour
     }
     if (options.before_step) options.before_step(step);
     torch::Tensor loss;
-    if (options.record_stored_bytes && step == options.steps - 1) {
-      StoredBytesRecorder recorder;
-      {
-        const StoredBytesGuard guard(&recorder);
+    double value = 0;
+    if (options.forward_backward) {
+      value = options.forward_backward(batch);
+    } else {
+      if (options.record_stored_bytes && step == options.steps - 1) {
+        StoredBytesRecorder recorder;
+        {
+          const StoredBytesGuard guard(&recorder);
+          loss = network.loss(batch);
+        }
+        report.stored_bytes = recorder.bytes();
+      } else {
         loss = network.loss(batch);
       }
-      report.stored_bytes = recorder.bytes();
-    } else {
-      loss = network.loss(batch);
+      network.set_loss_scale(loss_scale.value());  // before backward, which reads it
+      if (measured) {
+        synchronize(device);
+        report.forward_end_bytes = std::max(report.forward_end_bytes, memory.current());
+      }
+      loss_scale.backward(loss);
     }
-    network.set_loss_scale(loss_scale.value());  // before backward, which reads it
-    if (measured) {
-      synchronize(device);
-      report.forward_end_bytes = std::max(report.forward_end_bytes, memory.current());
-    }
-    loss_scale.backward(loss);
     if (measured) {
       synchronize(device);
       report.forward_backward_peak_bytes = std::max(report.forward_backward_peak_bytes, memory.peak());
@@ -73,7 +78,7 @@ TrainReport train(Network& network, torch::optim::Optimizer& optimizer, DataSour
     exchange(options.after_backward, measured);
     const bool stepped = loss_scale.step(optimizer, network);
     exchange(options.after_optimizer_step, measured);
-    const double value = loss.item<double>();
+    if (loss.defined()) value = loss.item<double>();
     loss = torch::Tensor();
     synchronize(device);
 

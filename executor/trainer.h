@@ -37,6 +37,10 @@ struct TrainOptions {
   std::function<bool(int steps_done)> after_step;
   // Measure, in the last step's forward, the bytes stored for backward by strategy.
   bool record_stored_bytes = false;
+  // Runs the step's forward and backward in place of network.loss and its
+  // backward, returning the loss: a pipeline stage's schedule (no loss
+  // scaling, no stored bytes recorded).
+  std::function<double(const Batch&)> forward_backward;
 };
 
 // One data-parallel rank's figures (TrainReport's, of that rank).

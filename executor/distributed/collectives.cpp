@@ -127,6 +127,15 @@ Collectives::Pending Collectives::start_reduce_sum(std::vector<torch::Tensor>& t
   return Pending([work, world = world_] { wait_for(work, world, "reduce"); });
 }
 
+Collectives::Pending Collectives::start_send(std::vector<torch::Tensor>& tensors, int to, int tag) {
+  const auto work = group_->run([&](auto& group) { return group.send(tensors, to, tag); });
+  return Pending([work, world = world_] { wait_for(work, world, "send"); });
+}
+
+void Collectives::receive(std::vector<torch::Tensor>& tensors, int from, int tag) {
+  collective(world_, "receive", [&] { return group_->run([&](auto& group) { return group.recv(tensors, from, tag); }); });
+}
+
 bool Collectives::available() { return true; }
 
 bool Collectives::nccl_available() {
@@ -164,6 +173,12 @@ void Collectives::broadcast(std::vector<torch::Tensor>&, int) {}
 Collectives::Pending Collectives::start_reduce_sum(std::vector<torch::Tensor>&, int) {
   return Pending([] {});
 }
+
+Collectives::Pending Collectives::start_send(std::vector<torch::Tensor>&, int, int) {
+  return Pending([] {});
+}
+
+void Collectives::receive(std::vector<torch::Tensor>&, int, int) {}
 
 #endif
 

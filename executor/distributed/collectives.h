@@ -57,6 +57,12 @@ class Collectives {
   // left as they were) and returns at once.
   Pending start_reduce_sum(std::vector<torch::Tensor>& tensors, int root);
 
+  // Point to point, between two ranks, matched by `tag`: a send under way
+  // (its tensors the caller's to keep until wait()), and a receive into
+  // `tensors`, which returns once they are filled.
+  Pending start_send(std::vector<torch::Tensor>& tensors, int to, int tag);
+  void receive(std::vector<torch::Tensor>& tensors, int from, int tag);
+
   // The mean of `value` over the ranks.
   double mean(double value);
   // Each rank's `values`, rank by rank: a world.size x values.size() table.

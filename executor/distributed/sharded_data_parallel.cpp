@@ -9,6 +9,7 @@
 #include <string>
 #include <unordered_set>
 
+#include "executor/distributed/parameter_storage.h"
 #include "model/error.h"
 
 namespace papaya::executor {
@@ -16,20 +17,6 @@ namespace {
 
 const void* key(const torch::Tensor& t) { return t.unsafeGetTensorImpl(); }
 
-int64_t bytes_of(const torch::Tensor& t) { return t.numel() * static_cast<int64_t>(t.element_size()); }
-
-// Whether `p` alone fills its storage from its start: only then can its
-// storage be let go and given back without touching another tensor's.
-bool owns_its_storage(const torch::Tensor& p) {
-  return p.is_contiguous() && p.storage_offset() == 0 && static_cast<int64_t>(p.storage().nbytes()) == bytes_of(p);
-}
-
-// The storage of `p` made `bytes` long (its contents undefined), its shape kept.
-void resize_storage(const torch::Tensor& p, int64_t bytes) {
-  c10::StorageImpl* storage = p.storage().unsafeGetStorageImpl();
-  storage->set_data_ptr_noswap(storage->allocator()->allocate(static_cast<size_t>(bytes)));
-  storage->set_nbytes(static_cast<size_t>(bytes));
-}
 
 // Runs `then` once autograd has put a parameter's gradient in its .grad:
 // a post hook of the parameter's gradient accumulator.
@@ -107,7 +94,7 @@ ShardedDataParallel::~ShardedDataParallel() {
   const torch::NoGradGuard no_grad;
   for (const auto& [layer, weights] : layer_weights_) {
     for (const auto& p : weights) {
-      if (p.storage().nbytes() == 0 && p.numel() > 0) resize_storage(p, bytes_of(p));
+      if (storage_let_go(p)) give_storage_back(p);
     }
   }
 }
@@ -126,7 +113,7 @@ void ShardedDataParallel::broadcast_parameters() {
   if (zero_stage_ != 3) return;
   for (const auto& [layer, weights] : layer_weights_) {
     for (const auto& p : weights) {
-      if (!mine(p)) resize_storage(p, 0);
+      if (!mine(p)) let_go_of_storage(p);
     }
   }
 }
@@ -265,7 +252,7 @@ void ShardedDataParallel::acquire(const Layer& layer) {
   for (const auto& p : it->second) {
     if (gathered_[key(p)]++ > 0) continue;
     // Every rank takes part, in the same order: the owner sends.
-    if (!mine(p)) resize_storage(p, bytes_of(p));
+    if (!mine(p)) give_storage_back(p);
     std::vector<torch::Tensor> value{p.detach()};
     collectives_.broadcast(value, owner_.at(key(p)));
   }
@@ -275,7 +262,7 @@ void ShardedDataParallel::release(const Layer& layer) {
   const auto it = layer_weights_.find(&layer);
   if (it == layer_weights_.end()) return;
   for (const auto& p : it->second) {
-    if (--gathered_[key(p)] == 0 && !mine(p)) resize_storage(p, 0);
+    if (--gathered_[key(p)] == 0 && !mine(p)) let_go_of_storage(p);
   }
 }
 

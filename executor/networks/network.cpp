@@ -1,6 +1,7 @@
 #include "executor/networks/network.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace papaya::executor {
 
@@ -45,6 +46,14 @@ void Network::drop_segments_without_input() {
     }
   }
   segments_ = std::move(kept);
+}
+
+torch::Tensor Network::before_blocks(const Batch&) { throw std::logic_error(config_.name + " is no chain of blocks"); }
+
+torch::Tensor Network::run_block(int, torch::Tensor) { throw std::logic_error(config_.name + " is no chain of blocks"); }
+
+torch::Tensor Network::after_blocks(torch::Tensor, const Batch&) {
+  throw std::logic_error(config_.name + " is no chain of blocks");
 }
 
 Layer* Network::find_layer(const std::string& path) const {

@@ -21,6 +21,15 @@ class Network : public torch::nn::Module {
   // Mean loss of the batch, differentiable.
   virtual torch::Tensor loss(const Batch& batch) = 0;
 
+  // A network whose forward is a chain of blocks (a transformer's) runs in
+  // parts, as pipeline stages run it: loss(batch) is
+  // after_blocks(run_block(n - 1, ... run_block(0, before_blocks(batch))), batch).
+  // block_count() 0: it is no such chain, and the parts throw.
+  virtual int block_count() const { return 0; }
+  virtual torch::Tensor before_blocks(const Batch& batch);
+  virtual torch::Tensor run_block(int block, torch::Tensor x);
+  virtual torch::Tensor after_blocks(torch::Tensor x, const Batch& batch);
+
   const model::NetworkConfig& config() const { return config_; }
   const std::vector<Layer*>& layers() const { return layers_; }
   const std::vector<Segment*>& segments() const { return segments_; }

@@ -214,6 +214,14 @@ class Transformer : public Network {
   }
 
   torch::Tensor loss(const Batch& batch) override {
+    torch::Tensor x = before_blocks(batch);
+    for (int i = 0; i < block_count(); ++i) x = run_block(i, std::move(x));
+    return after_blocks(std::move(x), batch);
+  }
+
+  int block_count() const override { return static_cast<int>(blocks->size()); }
+
+  torch::Tensor before_blocks(const Batch& batch) override {
     torch::Tensor x;
     if (patch_emb) {
       x = patch_emb->forward(batch.input.to(compute_dtype())).flatten(2).transpose(1, 2);
@@ -224,8 +232,14 @@ class Transformer : public Network {
     if (type_emb) x = type_emb->forward(x);
     if (pos_emb) x = pos_emb->forward(x);
     if (emb_norm) x = emb_norm->forward(x);
-    x = drop_or_pass(emb_drop, x);
-    for (const auto& block : *blocks) x = block->as<Segment>()->run(x);
+    return drop_or_pass(emb_drop, x);
+  }
+
+  torch::Tensor run_block(int block, torch::Tensor x) override {
+    return (*blocks)[static_cast<size_t>(block)]->as<Segment>()->run(std::move(x));
+  }
+
+  torch::Tensor after_blocks(torch::Tensor x, const Batch& batch) override {
     if (ln_f) x = ln_f->forward(x);
     if (lm_head) return lm_head->forward(x, batch.target);
     x = x.select(1, 0);

@@ -26,9 +26,6 @@ namespace {
 
 using nlohmann::json;
 
-// A build without Gloo's headers (libgloo-dev) has no collectives to test.
-bool built_with_gloo() { return run_papaya("--version").out.find(", Gloo") != std::string::npos; }
-
 // Networks without dropout: each rank's masks would be drawn apart. A plan
 // of memory optimizations trains under it as under one process.
 TEST(DataParallel, TwoRanksTrainAsOneProcessAtTheGlobalBatch) {
@@ -117,6 +114,16 @@ TEST(DataParallel, ZeroStagesTrainAsPlainDataParallelismWithTheModelsMemory) {
       EXPECT_LE(measured, peak + off_alone + slack) << "--zero " << zero;
       EXPECT_GE(measured, peak - off_alone - slack - (zero == 3 ? gathered : 0)) << "--zero " << zero;
     }
+  }
+  // A plan of memory optimizations composes with the sharding: ZeRO-3 under quantize-4.
+  const Outcome quantized = run_papaya(run + " --zero 3 --plan quantize-4");
+  ASSERT_EQ(quantized.code, 0) << quantized.err;
+  const Outcome predicted_quantized =
+      run_papaya("predict " + dir.path("m.json") + " --batch 4 --plan quantize-4 --json --gpus 2 --link ethernet-10g --zero 3");
+  ASSERT_EQ(predicted_quantized.code, 0) << predicted_quantized.err;
+  const double quantized_peak = json::parse(predicted_quantized.out).at(0)["peak_bytes"];
+  for (const auto& rank : json::parse(quantized.out)["ranks"]) {
+    EXPECT_LT(std::abs(quantized_peak - rank["peak_bytes"].get<double>()), 0.03 * rank["peak_bytes"].get<double>());
   }
   expect_input_error("train --network llama-tiny --zero 1", "--nproc");
   expect_input_error("train --network llama-tiny --nproc 2 --zero 2 --save /tmp/never.state", "--save");

@@ -46,4 +46,6 @@ void expect_input_error(const std::string& args, const std::string& needle) {
   EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << args << "\n" << run.err;
 }
 
+bool built_with_gloo() { return run_papaya("--version").out.find(", Gloo") != std::string::npos; }
+
 }  // namespace papaya::testing

@@ -31,4 +31,8 @@ class TempDir {
 // one line on stderr, "papaya: error: ..." containing `needle`.
 void expect_input_error(const std::string& args, const std::string& needle);
 
+// Whether this papaya has Gloo's collectives (a build without libgloo-dev's
+// headers has none to test).
+bool built_with_gloo();
+
 }  // namespace papaya::testing

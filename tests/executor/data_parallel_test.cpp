@@ -6,10 +6,9 @@
 
 #include "executor/distributed/sharded_data_parallel.h"
 
-#include <thread>
-
 #include "executor/optimizer.h"
 #include "tests/executor/moms_fixture.h"
+#include "tests/executor/ranks_on_threads.h"
 
 namespace papaya::executor {
 namespace {
@@ -74,21 +73,12 @@ std::vector<Trained> two_ranks(const model::NetworkConfig& config, int zero) {
     const torch::NoGradGuard no_grad;
     for (auto& p : networks[1]->parameters()) p.add_(1.0);
   }
-  const int port = free_loopback_port();
   std::vector<Trained> ranks(2);
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < 2; ++rank) {
-    threads.emplace_back([&, rank] {
-      World world;
-      world.rank = rank;
-      world.size = 2;
-      world.master_port = port;
-      Collectives collectives(world, std::chrono::seconds(60));
-      const auto slice = rank_slice(make_synthetic_data(config, torch::kCPU, 0), world);
-      ranks[static_cast<size_t>(rank)] = trained(*networks[static_cast<size_t>(rank)], *slice, rank_batch, &collectives, zero);
-    });
-  }
-  for (auto& t : threads) t.join();
+  testing::run_on_threads(2, [&](Collectives& collectives) {
+    const auto rank = static_cast<size_t>(collectives.world().rank);
+    const auto slice = rank_slice(make_synthetic_data(config, torch::kCPU, 0), collectives.world());
+    ranks[rank] = trained(*networks[rank], *slice, rank_batch, &collectives, zero);
+  });
   return ranks;
 }
 

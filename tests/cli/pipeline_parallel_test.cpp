@@ -1,0 +1,75 @@
+// `papaya train --nproc 2 --pp 2`: two pipeline stages on loopback (1F1B)
+// train as one process does at the global batch, each holding what
+// `predict --gpus 2 --pp 2` says its stage holds.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "tests/cli/run_papaya.h"
+
+namespace papaya::testing {
+namespace {
+
+using nlohmann::json;
+
+// Under keep and under plans of memory optimizations, at 2 and 4
+// micro-batches of 2: the losses are one process's at the global batch (the
+// same samples, the gradients added over the micro-batches; a quantizing
+// plan's first only, its stochastic rounding drawn per micro-batch), each stage's
+// static bytes its layers' (together, one process's), and each stage's peak
+// the model's within 3 %: its layers' one-micro-batch peak plus the
+// micro-batches it holds in flight (2 on the first stage, 1 on the last) and
+// its input.
+TEST(PipelineParallel, TwoStagesTrainAsOneProcessWithTheModelsMemory) {
+  if (!built_with_gloo()) GTEST_SKIP() << "built without Gloo";
+  const TempDir dir("papaya-pp");
+  ASSERT_EQ(run_papaya("profile --network llama-tiny --batch 1,2,4 --out " + dir.path("p.json")).code, 0);
+  ASSERT_EQ(run_papaya("fit " + dir.path("p.json") + " --out " + dir.path("m.json")).code, 0);
+  for (const std::string plan : {"keep", "recompute-all", "quantize-4"}) {
+    for (const int micro_batches : {2, 4}) {
+      const std::string what = plan + ", " + std::to_string(micro_batches) + " micro-batches";
+      const std::string common = " --network llama-tiny --steps 4 --json --plan " + plan;
+      const Outcome alone = run_papaya("train --batch " + std::to_string(2 * micro_batches) + common);
+      const Outcome staged = run_papaya("train --batch 2 --nproc 2 --pp 2 --timeout 60 --micro-batches " +
+                                        std::to_string(micro_batches) + common);
+      ASSERT_EQ(alone.code, 0) << alone.err;
+      ASSERT_EQ(staged.code, 0) << staged.err;
+      const json single = json::parse(alone.out), stages = json::parse(staged.out);
+      EXPECT_EQ(stages["pipeline"], 2);
+      EXPECT_EQ(stages["global_batch"], 2 * micro_batches);
+      const size_t exact_steps = plan == "quantize-4" ? 1 : single["losses"].size();
+      for (size_t i = 0; i < exact_steps; ++i) {
+        const double loss = single["losses"][i];
+        EXPECT_NEAR(stages["losses"][i].get<double>(), loss, 1e-5 * loss) << what << ", step " << i;
+      }
+      EXPECT_EQ(stages["ranks"][0]["static_bytes"].get<double>() + stages["ranks"][1]["static_bytes"].get<double>(),
+                single["static_bytes"].get<double>())
+          << what;
+      const Outcome predicted = run_papaya("predict " + dir.path("m.json") + " --batch 2 --gpus 2 --pp 2 --global-batch " +
+                                           std::to_string(2 * micro_batches) + " --link ethernet-10g --json --plan " + plan);
+      ASSERT_EQ(predicted.code, 0) << predicted.err;
+      const json model = json::parse(predicted.out)["plans"][0]["stages"];
+      for (size_t s = 0; s < 2; ++s) {
+        const double measured = stages["ranks"][s]["peak_bytes"], peak = model[s]["peak_bytes"];
+        EXPECT_EQ(stages["ranks"][s]["static_bytes"].get<double>(), model[s]["static_bytes"].get<double>()) << what;
+        EXPECT_LT(std::abs(peak - measured), 0.03 * measured) << what << ", stage " << s;
+      }
+    }
+  }
+}
+
+TEST(PipelineParallel, ImpossibleStagesFailBeforeAnyRankStarts) {
+  expect_input_error("train --network llama-tiny --pp 2", "--nproc 2");
+  expect_input_error("train --network llama-tiny --nproc 2 --pp 3", "--nproc 3");
+  expect_input_error("train --network llama-tiny --micro-batches 4", "--pp");
+  expect_input_error("train --network llama-tiny --nproc 2 --pp 2 --micro-batches 1", "at least one a stage");
+  expect_input_error("train --network llama-tiny --nproc 2 --pp 2 --zero 1", "--zero");
+  expect_input_error("train --network gpt-tiny --nproc 2 --pp 2", "tied");
+  expect_input_error("train --network mlp-tiny --nproc 2 --pp 2", "no chain");
+  expect_input_error("train --network llama-tiny --nproc 2 --pp 2 --batch 3 --micro-batches 2 --save /tmp/never.state", "--save");
+}
+
+}  // namespace
+}  // namespace papaya::testing
