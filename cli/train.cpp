@@ -78,7 +78,7 @@ struct Trained {
 
 // A job's global batch: its ranks' batches, or a pipeline's micro-batches.
 int64_t global_batch(const Trained& t) {
-  return t.run.pipeline > 1 ? t.run.global_batch() : t.setup.batch * static_cast<int64_t>(t.report.ranks.size());
+  return t.run.data_parallel() ? t.setup.batch * static_cast<int64_t>(t.report.ranks.size()) : t.run.global_batch();
 }
 
 // A job's pace: its global batch over its slowest rank's median step.
@@ -140,6 +140,7 @@ void to_json(nlohmann::json& out, const Trained& t) {
       out["pipeline"] = t.run.pipeline;
       out["micro_batches"] = t.run.micro_batches;
     }
+    if (t.run.tensor > 1) out["tensor"] = t.run.tensor;
     out["global_samples_per_s"] = global_samples_per_s(t);
     out["ranks"] = ranks_json(t);
   }
@@ -184,10 +185,10 @@ void print_text(std::ostream& out, const Trained& t) {
   }
   table.print(out);
   if (!report.ranks.empty()) {
-    const std::string ranks_are =
-        t.run.pipeline > 1 ? " pipeline stages (1F1B, " + std::to_string(t.run.micro_batches) + " micro-batches of " +
-                                 std::to_string(setup.batch) + ")"
-                           : " data-parallel ranks";
+    const std::string ranks_are = t.run.pipeline > 1 ? " pipeline stages (1F1B, " + std::to_string(t.run.micro_batches) +
+                                                           " micro-batches of " + std::to_string(setup.batch) + ")"
+                                  : t.run.tensor > 1 ? " tensor-parallel ranks (Megatron's column- and row-parallel split)"
+                                                     : " data-parallel ranks";
     out << "\n"
         << report.ranks.size() << ranks_are << ", global batch " << global_batch(t) << ": "
         << per_second(global_samples_per_s(t)) << " samples/s (the slowest rank's median step)" << zero_text(t.run.zero)
@@ -323,6 +324,11 @@ void register_train(CLI::App& app) {
                   "ranks; --batch is a micro-batch")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--tp", args->run.tensor,
+                  "With --nproc N: the N ranks are a tensor-parallel group (each holding its share of every projection's heads "
+                  "or width and of the vocabulary) instead of data-parallel ranks; each takes the whole --batch")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--micro-batches", args->run.micro_batches,
                   "With --pp: micro-batches a step, the global batch that many times --batch (default: 2 a stage)")
       ->check(CLI::PositiveNumber);
@@ -344,6 +350,10 @@ void register_train(CLI::App& app) {
                        std::to_string(args->run.pipeline));
     }
     if (args->run.micro_batches > 0 && args->run.pipeline == 1) throw InputError("--micro-batches goes with --pp");
+    if (args->run.tensor > 1 && args->run.tensor != (args->run.world ? args->run.world->size : args->nproc)) {
+      throw InputError("--tp " + std::to_string(args->run.tensor) + " splits the layers across that many ranks: give --nproc " +
+                       std::to_string(args->run.tensor));
+    }
     if (args->nproc > 1 && args->run.plan == "auto") {
       throw InputError(
           "--nproc with --plan auto: plan first (papaya recommend --gpus N --link LINK), then train the ranks with the plan "

@@ -6,10 +6,12 @@
 #include "cli/resumed_run.h"
 #include "executor/device.h"
 #include "executor/networks/source_for.h"
+#include "executor/networks/zoo.h"
 #include "executor/distributed/collectives.h"
 #include "executor/distributed/data_parallel.h"
 #include "executor/distributed/pipeline_parallel.h"
 #include "executor/distributed/sharded_data_parallel.h"
+#include "executor/distributed/tensor_parallel.h"
 #include "executor/plan_apply.h"
 #include "executor/precision.h"
 #include "executor/session.h"
@@ -35,6 +37,12 @@ void prepare_train_run(TrainRun& run) {
     if (!std::filesystem::is_regular_file(run.resume)) throw InputError("--resume " + run.resume + ": no such file");
     if (!run.given.count("--network") && !run.given.count("--seq-len")) return;  // the state's network
   }
+  if (run.tensor > 1) {
+    if (run.zero > 0 || run.pipeline > 1) throw InputError("--tp with --zero or --pp: not built together yet; give one of them");
+    if (!run.save.empty() || !run.resume.empty()) {
+      throw InputError("--tp with --save or --resume: saving a tensor-parallel training state is not built yet");
+    }
+  }
   if (run.pipeline > 1) {
     if (run.zero > 0) throw InputError("--pp with --zero: pipeline stages with ZeRO are not built; give one of them");
     if (run.micro_batches == 0) run.micro_batches = 2 * run.pipeline;
@@ -47,14 +55,16 @@ void prepare_train_run(TrainRun& run) {
     }
   }
   const executor::Precision precision = executor::resolve_precision(run.precision, device);
-  if (run.pipeline > 1 && precision.dtype == torch::kHalf) {
-    throw InputError("--precision " + run.precision + " with --pp: fp16 loss scaling across pipeline stages is not built; use bf16");
+  if (!run.data_parallel() && precision.dtype == torch::kHalf) {
+    throw InputError("--precision " + run.precision + " with --" + (run.pipeline > 1 ? "pp" : "tp") +
+                     ": fp16 loss scaling across split ranks is not built; use bf16");
   }
   if (run.zero >= 2 && precision.dtype == torch::kHalf) {
     throw InputError("--precision " + run.precision + " with --zero " + std::to_string(run.zero) +
                      ": fp16 loss scaling needs every gradient on every rank; use bf16, or --zero 1");
   }
   run.network_config = load_network(run.network, run.seq_len, run.network_options);
+  if (run.tensor > 1) executor::check_tensor_split(*run.network_config, run.tensor);
   if (run.pipeline > 1) {
     const model::NetworkConfig& config = *run.network_config;
     const auto* transformer = std::get_if<model::TransformerConfig>(&config.body);
@@ -117,6 +127,7 @@ executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& cal
   session_options.world = run.world;
   session_options.zero = run.zero;
   session_options.pipeline = run.pipeline;
+  if (collectives && run.tensor > 1) session_options.tensor_group = executor::tensor_group(*collectives);
   if (run.resume.empty() && !run.network_config) throw std::logic_error("train_run: the run is not prepared");
   executor::Session session(*executor::source_for(run.resume.empty() ? *run.network_config : recorded_config(run, recorded)),
                             session_options);
@@ -145,10 +156,10 @@ executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& cal
   const auto pipeline =
       staged ? std::make_unique<executor::PipelineParallel>(*collectives, network, run.micro_batches) : nullptr;
   if (pipeline) options.forward_backward = [&pipeline](const executor::Batch& batch) { return pipeline->forward_backward(batch); };
-  const auto parallel =
-      collectives && !staged && run.zero < 2 ? std::make_unique<executor::DataParallel>(*collectives, network) : nullptr;
+  const bool data_parallel = collectives && run.data_parallel();
+  const auto parallel = data_parallel && run.zero < 2 ? std::make_unique<executor::DataParallel>(*collectives, network) : nullptr;
   const auto sharded =
-      collectives && run.zero >= 2 ? std::make_unique<executor::ShardedDataParallel>(*collectives, network, run.zero) : nullptr;
+      data_parallel && run.zero >= 2 ? std::make_unique<executor::ShardedDataParallel>(*collectives, network, run.zero) : nullptr;
   if (parallel) {
     parallel->broadcast_parameters();
     options.after_backward = [&parallel] { parallel->average_gradients(); };
@@ -176,7 +187,7 @@ executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& cal
   };
   options.record_stored_bytes = run.record_stored_bytes;
   options.on_step = [&](int step, int steps, double rank_loss) {
-    const double loss = collectives && !staged ? collectives->mean(rank_loss) : rank_loss;  // the global batch's
+    const double loss = data_parallel ? collectives->mean(rank_loss) : rank_loss;  // the global batch's
     progress.losses.push_back(loss);
     progress.steps_done = step;
     if (callbacks.on_step) callbacks.on_step(step, steps, loss);

@@ -48,7 +48,12 @@ struct TrainRun {
   // `micro_batches` of them, every stage drawing it whole.
   int pipeline = 1;
   int micro_batches = 0;  // 0: 2 a stage
+  // The job's ranks are a tensor-parallel group this large instead: every
+  // rank takes the whole `batch`.
+  int tensor = 1;
   int64_t global_batch() const { return pipeline > 1 ? batch * micro_batches : batch; }
+  // Whether the job's ranks split the batch between them.
+  bool data_parallel() const { return pipeline == 1 && tensor == 1; }
 };
 
 }  // namespace papaya::cli

@@ -14,18 +14,20 @@ std::unique_ptr<DataSource> make_data(const model::NetworkConfig& config, const 
                                       const SessionOptions& options) {
   auto data = options.data.empty() ? make_synthetic_data(config, device, options.seed)
                                    : make_file_data(options.data, config, device, options.seed);
-  return options.world && options.pipeline == 1 ? rank_slice(std::move(data), *options.world) : std::move(data);
+  const bool data_parallel = options.world && options.pipeline == 1 && !options.tensor_group;
+  return data_parallel ? rank_slice(std::move(data), *options.world) : std::move(data);
 }
 
 std::shared_ptr<Network> make_network(const NetworkSource& source, const torch::Device& device, const Precision& precision,
-                                      uint64_t seed) {
+                                      const SessionOptions& options) {
   if (source.config().family == model::Family::torchscript && (precision.dtype != torch::kFloat || precision.autocast)) {
     throw InputError(source.config().name + ": a TorchScript network trains in fp32 (its layers' precision is its own code's)");
   }
-  torch::manual_seed(seed);
+  torch::manual_seed(options.seed);
   auto network = source.build();
   network->to(device);
   network->set_precision(precision);
+  if (options.tensor_group) network->split_tensors(options.tensor_group);  // every rank built the whole alike
   return network;
 }
 
@@ -47,7 +49,7 @@ Session::Session(const NetworkSource& source, const SessionOptions& options)
       precision(resolve_precision(options.precision, device)),
       data(make_data(config, device, options)),
       memory(device),
-      network(make_network(source, device, precision, options.seed)),
+      network(make_network(source, device, precision, options)),
       layout(probe_layout(*network)),
       optimizer(make_optimizer(*network, options.lr, options.weight_decay, trained_here(*network, options))) {}
 

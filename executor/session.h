@@ -32,6 +32,10 @@ struct SessionOptions {
   // With `world`: its ranks are this many pipeline stages instead, each
   // drawing the whole global batch and stepping its own layers' weights.
   int pipeline = 1;
+  // With `world`: its ranks are a tensor-parallel group instead, each
+  // drawing the whole global batch and holding its share of every split
+  // layer (Network::split_tensors, before AdamW's state is made).
+  std::shared_ptr<TensorGroup> tensor_group;
   uint64_t seed = 0;               // of the weights and the data
   double lr = TrainOptions().lr;   // AdamW's
   double weight_decay = TrainOptions().weight_decay;

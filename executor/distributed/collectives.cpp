@@ -9,6 +9,8 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
+#include <thread>
+
 #include "model/error.h"
 
 namespace papaya::executor {
@@ -46,6 +48,16 @@ void wait_for(const c10::intrusive_ptr<c10d::Work>& work, const World& world, co
   }
 }
 
+// A finished collective let go of here: its worker thread drops its own
+// reference a moment after the wait ends, and had it dropped the last, the
+// tensors the collective held would be freed on that thread, where this
+// thread's memory report does not see them go.
+void release(c10::intrusive_ptr<c10d::Work>& work) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  while (work.use_count() > 1 && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+  work.reset();
+}
+
 template <typename Run>
 void collective(const World& world, const char* what, Run run) {
   c10::intrusive_ptr<c10d::Work> work;
@@ -56,6 +68,7 @@ void collective(const World& world, const char* what, Run run) {
     throw InputError(rank_of(world) + ": " + what + " failed: " + message.substr(0, message.find('\n')));
   }
   wait_for(work, world, what);
+  release(work);
 }
 
 }  // namespace
@@ -104,8 +117,12 @@ void Collectives::allreduce_sum(std::vector<torch::Tensor>& tensors) {
 }
 
 Collectives::Pending Collectives::start_allreduce_sum(std::vector<torch::Tensor>& tensors) {
-  const auto work = group_->run([&](auto& group) { return group.allreduce(tensors); });
-  return Pending([work, world = world_] { wait_for(work, world, "allreduce"); });
+  auto work = group_->run([&](auto& group) { return group.allreduce(tensors); });
+  return Pending([work, world = world_]() mutable {
+    if (!work) return;  // waited for already
+    wait_for(work, world, "allreduce");
+    release(work);
+  });
 }
 
 void Collectives::allreduce_max(std::vector<torch::Tensor>& tensors) {
@@ -123,13 +140,21 @@ void Collectives::broadcast(std::vector<torch::Tensor>& tensors, int root) {
 Collectives::Pending Collectives::start_reduce_sum(std::vector<torch::Tensor>& tensors, int root) {
   c10d::ReduceOptions options;
   options.rootRank = root;
-  const auto work = group_->run([&](auto& group) { return group.reduce(tensors, options); });
-  return Pending([work, world = world_] { wait_for(work, world, "reduce"); });
+  auto work = group_->run([&](auto& group) { return group.reduce(tensors, options); });
+  return Pending([work, world = world_]() mutable {
+    if (!work) return;  // waited for already
+    wait_for(work, world, "reduce");
+    release(work);
+  });
 }
 
 Collectives::Pending Collectives::start_send(std::vector<torch::Tensor>& tensors, int to, int tag) {
-  const auto work = group_->run([&](auto& group) { return group.send(tensors, to, tag); });
-  return Pending([work, world = world_] { wait_for(work, world, "send"); });
+  auto work = group_->run([&](auto& group) { return group.send(tensors, to, tag); });
+  return Pending([work, world = world_]() mutable {
+    if (!work) return;  // waited for already
+    wait_for(work, world, "send");
+    release(work);
+  });
 }
 
 void Collectives::receive(std::vector<torch::Tensor>& tensors, int from, int tag) {

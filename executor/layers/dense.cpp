@@ -116,10 +116,26 @@ Embedding::Embedding(int64_t count, int64_t dim) : Layer(LayerKind::embedding, {
 
 torch::Tensor Embedding::forward(torch::Tensor ids) {
   Scope scope(*this, {});
+  if (group_) {
+    const int64_t rows = weight.size(0);
+    const torch::Tensor local = ids - first_row_;
+    const torch::Tensor outside = local.lt(0).logical_or(local.ge(rows)).unsqueeze(-1);
+    const torch::Tensor clamped = local.clamp(0, rows - 1);
+    scope.saved("ids", clamped);
+    return scope.finish(group_->sum(torch::embedding(weight, clamped).masked_fill(outside, 0)).to(compute_dtype()));
+  }
   scope.saved("ids", ids);
   // The rows are gathered in the table's dtype and only they are cast: a cast
   // of the table would copy all of it, and autograd would hold the copy.
   return scope.finish(torch::embedding(weight, ids).to(compute_dtype()));
+}
+
+void Embedding::split(const std::shared_ptr<TensorGroup>& group) {
+  const int64_t rows = weight.size(0) / group->size();
+  first_row_ = rows * group->rank();
+  const torch::NoGradGuard no_grad;
+  weight.set_data(weight.narrow(0, first_row_, rows).clone());
+  group_ = group;
 }
 
 PositionEmbedding::PositionEmbedding(int64_t positions, int64_t dim) : Layer(LayerKind::position, {}) {

@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "executor/layer.h"
+#include "executor/networks/tensor_group.h"
 
 namespace papaya::executor {
 
@@ -38,7 +39,14 @@ class Embedding : public Layer {
   Embedding(int64_t count, int64_t dim);
   torch::Tensor forward(torch::Tensor ids);
   torch::Tensor run(const std::vector<torch::Tensor>&, const Batch& batch) override { return forward(batch.input); }
+  // Keeps `group`'s rank's share of the rows (vocab-parallel, Megatron's):
+  // an id outside it looks up zeros, and the group's sum is the lookup.
+  void split(const std::shared_ptr<TensorGroup>& group);
   torch::Tensor weight;
+
+ private:
+  std::shared_ptr<TensorGroup> group_;
+  int64_t first_row_ = 0;
 };
 
 // Adds a learned vector per position to x (batch, positions, dim). Saves nothing.

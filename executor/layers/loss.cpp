@@ -126,12 +126,84 @@ struct LMHeadFunction : Function<LMHeadFunction> {
   }
 };
 
+// A tensor-parallel LM head (Megatron's vocab-parallel head and
+// cross-entropy): each rank's share of the vocabulary's logits, the softmax's
+// maximum and sum and the targets' logits summed over the group. Stores its
+// input and its share of the softmax as its slots say (the softmax where
+// one process keeps the log-probabilities), or recomputes that share in
+// backward, with the group's sums again; the logits' gradient is softmax -
+// one-hot, over the rows.
+struct VocabParallelLMHead : public Function<VocabParallelLMHead> {
+  struct Targets {
+    at::Tensor clamped, inside;  // each row's target within the share, and whether it is in it
+  };
+  static Targets targets_of(const at::Tensor& target, int64_t first_row, int64_t rows) {
+    const at::Tensor local = target - first_row;
+    return {local.clamp(0, rows - 1), local.ge(0).logical_and(local.lt(rows))};
+  }
+  // The share's softmax of `rows`' logits, and (with `loss`) the mean loss.
+  static at::Tensor softmax(const at::Tensor& rows, const at::Tensor& w, TensorGroup& group, const Targets& t,
+                            at::Tensor* loss) {
+    const at::Tensor logits = at::linear(rows, w).to(at::kFloat);
+    const at::Tensor top = group.max(std::get<0>(logits.max(-1)));
+    at::Tensor out = (logits - top.unsqueeze(-1)).exp_();
+    const at::Tensor total = group.sum(out.sum(-1));
+    if (loss) {
+      const at::Tensor picked =
+          group.sum(logits.gather(1, t.clamped.unsqueeze(1)).squeeze(1).masked_fill(t.inside.logical_not(), 0));
+      *loss = (total.log() + top - picked).mean();
+    }
+    return out.div_(total.unsqueeze(-1));
+  }
+
+  static at::Tensor forward(AutogradContext* ctx, const LMHead* layer, const at::Tensor& x, const at::Tensor& weight,
+                            const at::Tensor& target, int64_t group_handle, int64_t first_row) {
+    TensorGroup& group = *reinterpret_cast<TensorGroup*>(group_handle);
+    const at::Tensor rows = x.reshape({-1, x.size(-1)});
+    const Targets t = targets_of(target.reshape({-1}), first_row, weight.size(0));
+    at::Tensor loss;
+    const at::Tensor probabilities = softmax(rows, computed_as(weight, x), group, t, &loss);
+    const bool recomputed = model::recomputes(layer->store_spec(1).strategy.form);
+    stash(ctx, recomputed ? std::vector{store_slot(*layer, 0, x)}
+                          : std::vector{store_slot(*layer, 0, x), store_slot(*layer, 1, probabilities)});
+    ctx->save_for_backward({weight, t.clamped, t.inside});
+    ctx->saved_data["group"] = group_handle;
+    return loss;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    const Unstashed saved = unstash(ctx);
+    const auto kept = ctx->get_saved_variables();
+    const at::Tensor& weight = kept[0];
+    const Targets t{kept[1], kept[2]};
+    TensorGroup& group = *reinterpret_cast<TensorGroup*>(ctx->saved_data["group"].toInt());
+    const at::Tensor w = computed_as(weight, saved.tensors[0]);
+    const bool weight_trained = ctx->needs_input_grad(1);  // of x, weight, target, group, first row
+    const auto gradients = [&](const std::vector<at::Tensor>& s) -> variable_list {
+      const at::Tensor rows = s[0].reshape({-1, s[0].size(-1)});
+      at::Tensor g = s.size() > 1 ? s[1].to(at::kFloat).clone() : softmax(rows, w, group, t, nullptr);
+      g.scatter_add_(1, t.clamped.unsqueeze(1), t.inside.to(g.scalar_type()).neg().unsqueeze(1));
+      g.mul_(grad[0].to(at::kFloat) / rows.size(0));
+      g = g.to(rows.scalar_type());
+      return {g.mm(w).view_as(s[0]), weight_trained ? gradient_for(weight, g.t().mm(rows)) : at::Tensor()};
+    };
+    const variable_list out = gradients(saved.tensors);
+    saved.estimate_sensitivity(gradients, out);
+    return {at::Tensor(), out[0], out[1], at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
 torch::Tensor cross_entropy(const CrossEntropy& layer, const torch::Tensor& logits, const torch::Tensor& target) {
   return CrossEntropyFunction::apply(&layer, logits, target);
 }
 
 torch::Tensor lm_head(const LMHead& layer, const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& target) {
   return LMHeadFunction::apply(&layer, x, weight, target);
+}
+
+torch::Tensor vocab_parallel_lm_head(const LMHead& layer, const torch::Tensor& x, const torch::Tensor& weight,
+                                     const torch::Tensor& target, TensorGroup& group, int64_t first_row) {
+  return VocabParallelLMHead::apply(&layer, x, weight, target, reinterpret_cast<int64_t>(&group), first_row);
 }
 
 }  // namespace
@@ -156,6 +228,16 @@ LMHead::LMHead(int64_t vocab, int64_t dim)
   weight = register_parameter("weight", torch::randn({vocab, dim}) * 0.02);
 }
 
+void LMHead::split(const std::shared_ptr<TensorGroup>& group) {
+  const int64_t rows = weight.size(0) / group->size();
+  first_row_ = rows * group->rank();
+  if (shared_parameters().empty()) {  // its own weight: a tied one is split with the embedding
+    const torch::NoGradGuard no_grad;
+    weight.set_data(weight.narrow(0, first_row_, rows).clone());
+  }
+  group_ = group;
+}
+
 std::vector<torch::Tensor> LMHead::shared_parameters() const {
   if (parameters(/*recurse=*/false).empty()) return {weight};  // tied
   return {};
@@ -163,6 +245,7 @@ std::vector<torch::Tensor> LMHead::shared_parameters() const {
 
 torch::Tensor LMHead::forward(torch::Tensor x, torch::Tensor target) {
   Scope scope(*this, {&x});
+  if (group_) return scope.finish(moms::vocab_parallel_lm_head(*this, group_->enter(x), weight, target, *group_, first_row_));
   if (uses_moms()) return scope.finish(moms::lm_head(*this, x, weight, target));
   scope.saved("input", x);
   const torch::Tensor logits = torch::linear(x, cast(weight));

@@ -2,6 +2,7 @@
 // Loss layers: cross-entropy over class logits, and the language-model head
 // (projection to the vocabulary and cross-entropy over every token).
 #include "executor/layer.h"
+#include "executor/networks/tensor_group.h"
 
 namespace papaya::executor {
 
@@ -24,7 +25,16 @@ class LMHead : public Layer {
   torch::Tensor forward(torch::Tensor x, torch::Tensor target);
   torch::Tensor run(const std::vector<torch::Tensor>& in, const Batch& batch) override { return forward(in.at(0), batch.target); }
   std::vector<torch::Tensor> shared_parameters() const override;
+  // Computes `group`'s rank's share of the vocabulary (a tied weight: the
+  // embedding's share, split with it): the loss is Megatron's vocab-parallel
+  // cross-entropy, the softmax's maximum and sum and the targets' logits
+  // summed over the group.
+  void split(const std::shared_ptr<TensorGroup>& group);
   torch::Tensor weight;  // tied: not registered, owned by the embedding
+
+ private:
+  std::shared_ptr<TensorGroup> group_;
+  int64_t first_row_ = 0;
 };
 
 }  // namespace papaya::executor

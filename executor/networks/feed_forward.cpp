@@ -16,12 +16,26 @@ FeedForward::FeedForward(const model::TransformerConfig& c, int64_t hidden, bool
   if (dropout > 0) drop = register_module("drop", std::make_shared<Dropout>(dropout));
 }
 
-torch::Tensor FeedForward::forward(const torch::Tensor& x, const torch::Tensor& weight) {
+torch::Tensor FeedForward::forward(const torch::Tensor& input, const torch::Tensor& weight) {
+  const torch::Tensor x = group_ ? group_->enter(input) : input;
   torch::Tensor h = act->forward(fc1.forward(x));
   if (gate) h = gate->forward(h, up.forward(x));
   h = fc2.forward(h);
+  if (group_) h = group_->sum(h);
   if (weighted) h = weighted->forward(h, weight);
   return drop ? drop->forward(std::move(h)) : h;
+}
+
+void FeedForward::split(const std::shared_ptr<TensorGroup>& group) {
+  const int64_t share = fc2.base->weight.size(1) / group->size(), first = share * group->rank();
+  const torch::NoGradGuard no_grad;
+  for (const Projection* column : {&fc1, &up}) {
+    if (!*column) continue;
+    column->base->weight.set_data(column->base->weight.narrow(0, first, share).clone());
+    if (column->base->bias.defined()) column->base->bias.set_data(column->base->bias.narrow(0, first, share).clone());
+  }
+  fc2.base->weight.set_data(fc2.base->weight.narrow(1, first, share).contiguous());
+  group_ = group;
 }
 
 }  // namespace papaya::executor

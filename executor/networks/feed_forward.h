@@ -7,6 +7,7 @@
 #include <string>
 
 #include "executor/networks/lora.h"
+#include "executor/networks/tensor_group.h"
 
 namespace papaya::executor {
 
@@ -16,11 +17,17 @@ class FeedForward : public torch::nn::Module {
               bool weighted = false);
   // `weight`: with `weighted`, a weight a row of x's (rows, 1).
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& weight = {});
+  // Keeps `group`'s rank's share of the hidden width: fc1 and up
+  // column-parallel, fc2 row-parallel, its output summed over the group.
+  void split(const std::shared_ptr<TensorGroup>& group);
 
   Projection fc1, up, fc2;  // HuggingFace's gate_proj, up_proj, down_proj in a SwiGLU MLP
   std::shared_ptr<Activation> act;
   std::shared_ptr<Mul> gate, weighted;
   std::shared_ptr<Dropout> drop;
+
+ private:
+  std::shared_ptr<TensorGroup> group_;
 };
 
 }  // namespace papaya::executor

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "model/error.h"
+
 namespace papaya::executor {
 
 void Network::index_paths() {
@@ -54,6 +56,11 @@ torch::Tensor Network::run_block(int, torch::Tensor) { throw std::logic_error(co
 
 torch::Tensor Network::after_blocks(torch::Tensor, const Batch&) {
   throw std::logic_error(config_.name + " is no chain of blocks");
+}
+
+void Network::split_tensors(const std::shared_ptr<TensorGroup>& group) {
+  throw InputError(config_.name + ": tensor parallelism over " + std::to_string(group->size()) +
+                   " ranks is built for transformers of the zoo");
 }
 
 Layer* Network::find_layer(const std::string& path) const {

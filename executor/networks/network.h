@@ -8,6 +8,7 @@
 
 #include "executor/batch.h"
 #include "executor/layer.h"
+#include "executor/networks/tensor_group.h"
 #include "executor/precision.h"
 #include "executor/segment.h"
 #include "model/catalog/network_config.h"
@@ -29,6 +30,13 @@ class Network : public torch::nn::Module {
   virtual torch::Tensor before_blocks(const Batch& batch);
   virtual torch::Tensor run_block(int block, torch::Tensor x);
   virtual torch::Tensor after_blocks(torch::Tensor x, const Batch& batch);
+
+  // Keeps `group`'s rank's share of every layer tensor parallelism splits
+  // (Megatron-LM's column- and row-parallel projections, vocab-parallel
+  // embedding and loss), for a network as a whole built on every rank alike.
+  // Throws InputError for a network it is not built for, or whose heads,
+  // widths or vocabulary the group does not divide.
+  virtual void split_tensors(const std::shared_ptr<TensorGroup>& group);
 
   const model::NetworkConfig& config() const { return config_; }
   const std::vector<Layer*>& layers() const { return layers_; }

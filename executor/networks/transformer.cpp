@@ -12,7 +12,9 @@
 #include "executor/networks/feed_forward.h"
 #include "executor/networks/lora.h"
 #include "executor/networks/moe.h"
+#include "executor/networks/tensor_group.h"
 #include "executor/networks/zoo.h"
+#include "model/error.h"
 
 namespace papaya::executor {
 namespace {
@@ -57,8 +59,9 @@ class Attention : public torch::nn::Module {
     proj_drop = maybe_dropout(*this, "proj_drop", c.dropout);
   }
 
-  torch::Tensor forward(const torch::Tensor& x) {
-    const int64_t b = x.size(0), s = x.size(1), d = x.size(2);
+  torch::Tensor forward(const torch::Tensor& input) {
+    const torch::Tensor x = group_ ? group_->enter(input) : input;
+    const int64_t b = x.size(0), s = x.size(1);
     // (b, s, count head_dim) -> contiguous (b, count, s, head_dim): q with
     // `heads` heads, k and v with `kv_heads`.
     const auto heads_of = [&](const torch::Tensor& projected, int64_t first, int64_t count) {
@@ -97,9 +100,39 @@ class Attention : public torch::nn::Module {
     h = drop_or_pass(drop, std::move(h));
     h = context->forward(h, v);
     v.reset();
-    h = h.transpose(1, 2).reshape({b, s, d});
+    h = h.transpose(1, 2).reshape({b, s, heads_ * head_dim_});
     h = proj.forward(h);
+    if (group_) h = group_->sum(h);
     return drop_or_pass(proj_drop, std::move(h));
+  }
+
+  // Keeps `group`'s rank's share of the heads and k/v heads: q, k and v
+  // column-parallel, the output projection row-parallel, its output summed
+  // over the group.
+  void split(const std::shared_ptr<TensorGroup>& group) {
+    const int t = group->size(), r = group->rank();
+    const int64_t heads = heads_ / t, kv_heads = kv_heads_ / t;
+    // Rows [first, first + count) heads of `at`'s output, for each (first, count).
+    const auto keep_heads = [&](const Projection& at, std::vector<std::pair<int64_t, int64_t>> runs) {
+      for (torch::Tensor* p : {&at.base->weight, &at.base->bias}) {
+        if (!p->defined()) continue;
+        std::vector<torch::Tensor> parts;
+        for (const auto& [first, count] : runs) parts.push_back(p->narrow(0, first * head_dim_, count * head_dim_));
+        p->set_data(torch::cat(parts));
+      }
+    };
+    const torch::NoGradGuard no_grad;
+    if (qkv) {
+      keep_heads(qkv, {{r * heads, heads}, {heads_ + r * kv_heads, kv_heads}, {heads_ + kv_heads_ + r * kv_heads, kv_heads}});
+    } else {
+      keep_heads(q_proj, {{r * heads, heads}});
+      keep_heads(k_proj, {{r * kv_heads, kv_heads}});
+      keep_heads(v_proj, {{r * kv_heads, kv_heads}});
+    }
+    proj.base->weight.set_data(proj.base->weight.narrow(1, r * heads * head_dim_, heads * head_dim_).contiguous());
+    heads_ = heads;
+    kv_heads_ = kv_heads;
+    group_ = group;
   }
 
   Projection qkv, q_proj, k_proj, v_proj, proj;  // qkv, or q, k and v
@@ -112,6 +145,7 @@ class Attention : public torch::nn::Module {
 
  private:
   int64_t heads_, kv_heads_, head_dim_;
+  std::shared_ptr<TensorGroup> group_;
 };
 
 // The experts of a mixture block, or its MLP.
@@ -221,6 +255,17 @@ class Transformer : public Network {
 
   int block_count() const override { return static_cast<int>(blocks->size()); }
 
+  void split_tensors(const std::shared_ptr<TensorGroup>& group) override {
+    check_tensor_split(config(), group->size());
+    tok_emb->split(group);
+    for (const auto& module : *blocks) {
+      auto& block = *module->as<Block>();
+      block.attn->split(group);
+      block.mlp->split(group);
+    }
+    lm_head->split(group);
+  }
+
   torch::Tensor before_blocks(const Batch& batch) override {
     torch::Tensor x;
     if (patch_emb) {
@@ -263,6 +308,25 @@ class Transformer : public Network {
 };
 
 }  // namespace
+
+void check_tensor_split(const model::NetworkConfig& config, int ranks) {
+  const auto refuse = [&](const std::string& why) {
+    throw InputError(config.name + ": tensor parallelism over " + std::to_string(ranks) + " ranks: " + why);
+  };
+  const auto* c = std::get_if<TransformerConfig>(&config.body);
+  if (!c || config.family != Family::gpt) refuse("built for decoder LMs (gpt) of the zoo only");
+  if (c->lora) refuse("of LoRA adapters not built");
+  if (c->qk_norm) refuse("of q and k norms not built");
+  if (c->proj_bias || c->mlp_bias) refuse("a row-parallel projection's bias not built (it is added once, after the sum)");
+  for (int i = 0; i < c->layers; ++i) {
+    if (c->is_moe_block(i)) refuse("of a mixture of experts not built");
+  }
+  if (c->heads % ranks != 0 || c->kv_heads % ranks != 0) {
+    refuse(std::to_string(c->heads) + " heads and " + std::to_string(c->kv_heads) + " k/v heads do not split evenly");
+  }
+  if (c->mlp_hidden() % ranks != 0) refuse("an MLP width of " + std::to_string(c->mlp_hidden()) + " does not split evenly");
+  if (c->vocab % ranks != 0) refuse("a vocabulary of " + std::to_string(c->vocab) + " does not split evenly");
+}
 
 std::shared_ptr<Network> build_transformer(const model::NetworkConfig& config) {
   return std::make_shared<Transformer>(config);

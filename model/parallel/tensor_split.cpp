@@ -84,6 +84,8 @@ LayerShare share_of(const LayerDescription& layer, const Shares& s, bool& in_wid
     out.output = out.compute = s.width;
     in_width = true;
     per_slot([&](const SavedTensorProfile& t) { return t.slot == "input" ? s.hidden : s.width; });
+    out.backward_working = s.width;
+    return out;
   } else if (layer.kind == LayerKind::embedding) {
     out.parameters = 1.0 / s.tensor;  // vocabulary-parallel
     out.output = out.compute = s.hidden;
@@ -102,6 +104,8 @@ LayerShare share_of(const LayerDescription& layer, const Shares& s, bool& in_wid
     per_slot([&](const SavedTensorProfile& t) -> double { return of_kv(t.slot) ? s.kv : state; });
   }
   if (expert) out.parameters /= s.expert;  // each rank holds experts/e experts, each e times the tokens
+  out.backward_working = std::max(out.output, out.compute);
+  for (double slot : out.slots) out.backward_working = std::max(out.backward_working, slot);
   return out;
 }
 
@@ -238,8 +242,6 @@ LayerModel split_across_ranks(const LayerModel& whole, const TransformerShape& s
     const double through = before + held_bytes[j], through_rank = before_rank + held_rank[j];
     // The live tensors: in forward the layer's input, in backward its output's gradient.
     const double input = j > 0 ? shares[j - 1].output : (share.slots.empty() ? share.output : share.slots.front());
-    double own = std::max(share.output, share.compute);
-    for (double slot : share.slots) own = std::max(own, slot);
 
     const double forward_shift = static_shift - copies_before + copies_before_rank;
     const double backward_shift = forward_shift - copies[j] + copies_rank[j];
@@ -247,7 +249,7 @@ LayerModel split_across_ranks(const LayerModel& whole, const TransformerShape& s
     r.forward_peak = beyond(r.forward_start, w.forward_start, w.forward_peak, share.output, share.parameters);
     r.forward_gap_peak = rescaled(w.forward_gap_peak, before, before_rank, input, forward_shift);
     r.backward_start = rescaled(w.backward_start, through, through_rank, share.output, backward_shift);
-    r.backward_peak = beyond(r.backward_start, w.backward_start, w.backward_peak, own, share.parameters);
+    r.backward_peak = beyond(r.backward_start, w.backward_start, w.backward_peak, share.backward_working, share.parameters);
     r.backward_gap_peak = rescaled(w.backward_gap_peak, through, through_rank, share.output, backward_shift);
     scale_time(r.forward_seconds, share.compute);
     scale_time(r.backward_seconds, share.compute);

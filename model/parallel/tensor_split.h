@@ -53,6 +53,10 @@ struct LayerShare {
   double output = 1;              // of its output
   double compute = 1;             // of its FLOPs
   std::vector<double> slots;      // of each saved tensor (LayerDescription::saved order)
+  // Of what its backward makes beyond its start: its largest tensor's share
+  // (of its output, FLOPs, saved tensors), the LM head's its logits'
+  // (their gradient, vocabulary-parallel, is what it makes).
+  double backward_working = 1;
   bool within_width = false;      // its output is a block's inner width (split t ways)
 };
 

@@ -52,10 +52,12 @@ TEST(PipelineParallel, TwoStagesTakeOneProcesssStepsAtTheGlobalBatch) {
       trained(*testing::planned(config, "keep").network, *make_synthetic_data(config, torch::kCPU, 0), nullptr, single_losses);
   std::vector<std::vector<torch::Tensor>> stages(2);
   std::vector<std::vector<double>> losses(2);
+  // Built here, one after the other: the weights come from the global generator.
+  const std::vector<std::shared_ptr<Network>> networks{testing::planned(config, "keep").network,
+                                                       testing::planned(config, "keep").network};
   testing::run_on_threads(2, [&](Collectives& collectives) {
     const auto rank = static_cast<size_t>(collectives.world().rank);
-    const auto network = testing::planned(config, "keep").network;
-    stages[rank] = trained(*network, *make_synthetic_data(config, torch::kCPU, 0), &collectives, losses[rank]);
+    stages[rank] = trained(*networks[rank], *make_synthetic_data(config, torch::kCPU, 0), &collectives, losses[rank]);
   });
   for (int step = 0; step < steps; ++step) {
     for (size_t r = 0; r < 2; ++r) EXPECT_NEAR(losses[r][step], single_losses[step], 1e-5 * single_losses[step]) << step;

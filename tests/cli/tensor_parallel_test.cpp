@@ -1,0 +1,65 @@
+// `papaya train --nproc 2 --tp 2`: a tensor-parallel pair on loopback
+// (Megatron-LM's split of the projections and the vocabulary) trains as one
+// process does, each rank holding what `predict --gpus 2 --tp 2 --sp off` says.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tests/cli/run_papaya.h"
+
+namespace papaya::testing {
+namespace {
+
+using nlohmann::json;
+
+// At batches 2 and 4, and under plans of memory optimizations: the losses
+// are one process's (a quantizing plan's first only: its tensors are
+// quantized in other groups), each rank's static bytes the model's (every
+// weight but the norms' halved), and its peak the model's within 3 %.
+TEST(TensorParallel, TwoRanksTrainAsOneProcessWithTheModelsMemory) {
+  if (!built_with_gloo()) GTEST_SKIP() << "built without Gloo";
+  const TempDir dir("papaya-tp");
+  ASSERT_EQ(run_papaya("profile --network llama-tiny --batch 1,2,4 --out " + dir.path("p.json")).code, 0);
+  ASSERT_EQ(run_papaya("fit " + dir.path("p.json") + " --out " + dir.path("m.json")).code, 0);
+  for (const auto& [batch, plan] : std::vector<std::pair<int, std::string>>{
+           {2, "keep"}, {4, "keep"}, {4, "recompute-all"}, {4, "quantize-4"}}) {
+    const std::string what = "batch " + std::to_string(batch) + ", " + plan;
+    const std::string common = " --network llama-tiny --steps 4 --json --batch " + std::to_string(batch) + " --plan " + plan;
+    const Outcome alone = run_papaya("train" + common);
+    const Outcome split = run_papaya("train --nproc 2 --tp 2 --timeout 60" + common);
+    ASSERT_EQ(alone.code, 0) << alone.err;
+    ASSERT_EQ(split.code, 0) << split.err;
+    const json single = json::parse(alone.out), ranks = json::parse(split.out);
+    EXPECT_EQ(ranks["tensor"], 2);
+    EXPECT_EQ(ranks["global_batch"], batch);
+    const size_t exact_steps = plan == "quantize-4" ? 1 : single["losses"].size();
+    for (size_t i = 0; i < exact_steps; ++i) {
+      const double loss = single["losses"][i];
+      EXPECT_NEAR(ranks["losses"][i].get<double>(), loss, 1e-5 * loss) << what << ", step " << i;
+    }
+    const Outcome predicted = run_papaya("predict " + dir.path("m.json") + " --batch " + std::to_string(batch) +
+                                         " --gpus 2 --tp 2 --sp off --link ethernet-10g --json --plan " + plan);
+    ASSERT_EQ(predicted.code, 0) << predicted.err;
+    const json model = json::parse(predicted.out)["plans"][0]["stages"][0];
+    for (const auto& rank : ranks["ranks"]) {
+      const double measured = rank["peak_bytes"], peak = model["peak_bytes"];
+      EXPECT_NEAR(rank["static_bytes"].get<double>(), model["static_bytes"].get<double>(), 1) << what;
+      EXPECT_LT(std::abs(peak - measured), 0.03 * measured) << what;
+    }
+  }
+}
+
+TEST(TensorParallel, ImpossibleSplitsFailWithOneLine) {
+  expect_input_error("train --network llama-tiny --tp 2", "--nproc 2");
+  expect_input_error("train --network llama-tiny --nproc 2 --tp 3", "--nproc 3");
+  expect_input_error("train --network llama-tiny --nproc 2 --tp 2 --zero 1", "--zero");
+  expect_input_error("train --network gpt-tiny --nproc 2 --tp 2", "bias");  // added once, after the sum
+  expect_input_error("train --network mlp-tiny --nproc 2 --tp 2", "decoder LMs");
+}
+
+}  // namespace
+}  // namespace papaya::testing
