@@ -1,5 +1,6 @@
 #include "cli/data_parallel_options.h"
 
+#include "cli/number_checks.h"
 #include "cli/table.h"
 
 namespace papaya::cli {
@@ -8,11 +9,11 @@ void add_data_parallel_options(CLI::App* cmd, pipeline::DataParallelRequest& arg
   cmd->add_option("--gpus", args.gpus,
                   "Data-parallel GPUs (one rank each): memory per GPU, samples/s of all, the gradient exchange on --link")
       ->capture_default_str()
-      ->check(CLI::Range(1, 65536));
+      ->check(within(args.gpus, 1, 65536));
   cmd->add_option("--zero", args.zero,
                   std::string("With --gpus: the ZeRO stage, 0 (plain data parallelism) to 3 (weights sharded too)") +
                       (chooses_stage ? "; default: the fastest that fits" : "; default: 0"))
-      ->check(CLI::Range(0, 3));
+      ->check(within(args.zero, 0, 3));
   cmd->add_option("--link", args.link,
                   "With --gpus: the link between the GPUs, a catalog entry (papaya hardware lists them: NVLink-4, PCIe-4-x16, "
                   "InfiniBand-NDR, ...) or a file from papaya profile --comm --out; default: the hardware's interconnect");

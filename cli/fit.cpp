@@ -3,6 +3,7 @@
 // from runs measured anywhere.
 #include "cli/commands.h"
 #include "cli/fit_modes.h"
+#include "cli/number_checks.h"
 #include "cli/report.h"
 #include "model/error.h"
 
@@ -20,7 +21,7 @@ void register_fit(CLI::App& app) {
   cmd->add_option("--seq-len", options->seq_len,
                   "Model the network at this many tokens, from three profiles at shorter lengths (bytes: each figure's "
                   "quadratic in the tokens; times: scaled with each layer's FLOPs)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive(options->seq_len));
   cmd->add_option("--measurements", options->measurements,
                   "CSV of measured runs with the header gpu,network,precision,strategy,batch,oom,samples_per_s,iter_s,"
                   "peak_mib (bench/data/README.md)");
@@ -32,7 +33,7 @@ void register_fit(CLI::App& app) {
                   "--measurements: also predict each network's one-GPU series on these data-parallel GPU counts "
                   "(2,4,8), beside the measured ones")
       ->delimiter(',')
-      ->check(CLI::Range(2, 65536));
+      ->check(within(options->gpus, 2, 65536));
   cmd->add_option("--link", options->link,
                   "With --gpus: the link between the GPUs, a catalog entry (configs/links: NVLink-2, PCIe-3-x16, ...) or a file "
                   "from papaya profile --comm --out");

@@ -4,6 +4,7 @@
 
 #include "cli/commands.h"
 #include "cli/network_shape.h"
+#include "cli/number_checks.h"
 #include "cli/report.h"
 #include "cli/table.h"
 #include "model/error.h"
@@ -74,7 +75,7 @@ void register_import_hf(CLI::App& app) {
       ->required()
       ->check(CLI::ExistingFile);
   cmd->add_option("--seq-len", args->seq_len, "Training sequence length (default: the config's position count, at most 2048)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive(args->seq_len));
   cmd->add_option("--out", args->out, "Write the papaya network config to FILE");
   const auto output = add_output_options(cmd, "One JSON document: the papaya network config and its parameter count");
   cmd->callback([args, output] { show(import_hf(*args), *output); });

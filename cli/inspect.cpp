@@ -7,6 +7,7 @@
 #include <torch/csrc/jit/runtime/graph_executor.h>
 
 #include "cli/commands.h"
+#include "cli/number_checks.h"
 #include "cli/report.h"
 #include "cli/table.h"
 #include "executor/torchscript/archive.h"
@@ -176,7 +177,7 @@ void register_inspect(CLI::App& app) {
                   "'float32[B,3,224,224]', 'int64[B,128]<50257' (token ids below a bound); default: the archive's papaya.json");
   cmd->add_option("--batch,-b", args->batch,
                   "Run one training step at this batch on synthetic inputs and show what each module saves for backward")
-      ->check(CLI::PositiveNumber);
+      ->check(positive(args->batch));
   cmd->add_option("--loss", args->loss,
                   "With --batch: the loss made of the forward's output: output (a scalar), cross-entropy (logits [B, C] or "
                   "[B, T, V]), mse; default: from its shape");

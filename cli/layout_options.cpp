@@ -4,6 +4,7 @@
 
 #include "model/error.h"
 #include "cli/engine_arguments.h"
+#include "cli/number_checks.h"
 #include "model/plan.h"
 
 namespace papaya::cli {
@@ -19,19 +20,19 @@ void add_layout_options(CLI::App* cmd, LayoutOptions& o, bool search) {
                   "Lay a transformer out over --gpus GPUs, this many a node, as LLM training does: tensor, sequence, "
                   "pipeline, context, expert and data parallelism with ZeRO, each chosen for the most tokens/s within "
                   "the memory of each GPU unless fixed below [default: 8 where any option below is given]")
-      ->check(CLI::Range(1, 1024));
-  cmd->add_option("--tp", o.tensor, with + "tensor-parallel GPUs (Megatron's column/row-parallel projections)")->check(CLI::Range(1, 65536));
-  cmd->add_option("--pp", o.pipeline, with + "pipeline stages (1F1B)")->check(CLI::Range(1, 65536));
-  cmd->add_option("--vp", o.virtual_stages, with + "model chunks a pipeline stage (interleaved 1F1B)")->check(CLI::Range(1, 64));
-  cmd->add_option("--cp", o.context, with + "context-parallel GPUs (ring attention)")->check(CLI::Range(1, 65536));
-  cmd->add_option("--ep", o.expert, with + "expert-parallel GPUs (a mixture of experts' experts split)")->check(CLI::Range(1, 65536));
+      ->check(within(o.gpus_per_node, 1, 1024));
+  cmd->add_option("--tp", o.tensor, with + "tensor-parallel GPUs (Megatron's column/row-parallel projections)")->check(within(o.tensor, 1, 65536));
+  cmd->add_option("--pp", o.pipeline, with + "pipeline stages (1F1B)")->check(within(o.pipeline, 1, 65536));
+  cmd->add_option("--vp", o.virtual_stages, with + "model chunks a pipeline stage (interleaved 1F1B)")->check(within(o.virtual_stages, 1, 64));
+  cmd->add_option("--cp", o.context, with + "context-parallel GPUs (ring attention)")->check(within(o.context, 1, 65536));
+  cmd->add_option("--ep", o.expert, with + "expert-parallel GPUs (a mixture of experts' experts split)")->check(within(o.expert, 1, 65536));
   cmd->add_option("--sp", o.sequence, with + "sequence parallelism beside tensor parallelism, on or off [default: on where --tp > 1]")
       ->check(CLI::IsMember({"on", "off"}));
   cmd->add_option("--offload-optimizer", o.offload,
                   with + "the optimizer's state and step on the host (ZeRO-Offload), on or off [default: chosen]")
       ->check(CLI::IsMember({"on", "off"}));
   if (search) {
-    cmd->add_option("--micro-batch", o.micro_batch, with + "samples a micro-batch [default: chosen]")->check(CLI::Range(1, 1 << 20));
+    cmd->add_option("--micro-batch", o.micro_batch, with + "samples a micro-batch [default: chosen]")->check(within(o.micro_batch, 1, 1 << 20));
     cmd->add_option("--plans", o.plans,
                     with + "the whole-network plans of memory optimizations weighed, comma-separated (keep, recompute-all, "
                            "quantize-4, ...) [default: every one]")
@@ -40,19 +41,19 @@ void add_layout_options(CLI::App* cmd, LayoutOptions& o, bool search) {
   cmd->add_option("--global-batch", o.global_batch,
                   with + "samples an iteration, a multiple of the data-parallel GPUs x the micro-batch [default: " +
                       (search ? "about 4M tokens]" : "micro-batch x data-parallel GPUs x pipeline stages]"))
-      ->check(CLI::Range(1, 1 << 30));
+      ->check(within(o.global_batch, 1, 1 << 30));
   cmd->add_option("--inter-node-link", o.inter_node_link,
                   with + "the link between nodes (papaya hardware lists them) [default: InfiniBand-HDR beside NVLink-3, else "
                          "InfiniBand-NDR]; --link names the one within a node [default: the hardware's interconnect]");
   cmd->add_option("--compute-efficiency", o.compute_efficiency,
                   with + "the share of the GPU's peak FLOP/s its matmuls reach, where the profile is from another machine "
                          "[default: 0.5, a typical one]")
-      ->check(CLI::Range(0.01, 1.0));
+      ->check(within(o.compute_efficiency, 0.01, 1.0));
   cmd->add_option("--emit", o.emit, with + "print the best layout as an engine's arguments: megatron (Megatron-LM's "
                                            "command line) or torchtitan (a TOML job config)")
       ->check(CLI::IsMember({"megatron", "torchtitan"}));
   if (search) {
-    cmd->add_option("--layouts", o.shown, with + "layouts shown, best first")->capture_default_str()->check(CLI::Range(1, 1000));
+    cmd->add_option("--layouts", o.shown, with + "layouts shown, best first")->capture_default_str()->check(within(o.shown, 1, 1000));
   }
 }
 

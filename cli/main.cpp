@@ -13,7 +13,7 @@
 namespace {
 
 int fail(const std::string& message) {
-  std::cerr << "papaya: error: " << message << "\n";
+  std::cerr << "papaya: error: " << papaya::printable_line(message) << "\n";
   return 2;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "cli/number_checks.h"
 #include "executor/torchscript/archive.h"
 #include "executor/torchscript/imported_network.h"
 #include "model/catalog/layer_parameters.h"
@@ -27,11 +28,11 @@ void add_fine_tuning_options(CLI::App* cmd, NetworkOptions& options) {
   cmd->add_option("--lora", options.lora_rank,
                   "Fine-tune with LoRA adapters of this rank beside the --lora-targets projections, every other weight "
                   "frozen (as PEFT does); 0: train every weight")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative(options.lora_rank));
   cmd->add_option("--lora-alpha", options.lora_alpha, "With --lora: the adapters' output is scaled by alpha / rank [default: 8]")
-      ->check(CLI::PositiveNumber);
+      ->check(positive(options.lora_alpha));
   cmd->add_option("--lora-dropout", options.lora_dropout, "With --lora: dropout on the adapters' input, below 1 [default: 0]")
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(within(options.lora_dropout, 0.0, 1.0));
   cmd->add_option("--lora-targets", options.lora_targets,
                   "With --lora: the projections adapted, comma-separated roles: q, k, v (or qkv where one projection makes "
                   "them), o, gate, up, down (SwiGLU) or fc1, fc2 [default: q,v, or qkv]")
@@ -51,7 +52,7 @@ void add_expert_routing_option(CLI::App* cmd, NetworkOptions& options, bool mode
                   std::string("A mixture of experts' routing forced: the busiest expert of each block gets this share of its "
                               "routings, from 1/experts (balanced) to 1/experts_per_token, the others the rest alike; ") +
                       (models ? "default: balanced (a trained router's aim)" : "default: the router's choice"))
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(within(options.moe_imbalance, 0.0, 1.0));
 }
 
 namespace {

@@ -1,4 +1,5 @@
 #include "cli/network_option.h"
+#include "cli/number_checks.h"
 
 namespace papaya::cli {
 
@@ -9,7 +10,7 @@ void add_network_options(CLI::App* cmd, std::string& network, std::optional<int>
   cmd->add_option("--seq-len", seq_len,
                   "Tokens per sample (gpt, bert); default: the config's (a HuggingFace config: its position count, at most "
                   "2048)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive(seq_len));
 }
 
 void add_precision_option(CLI::App* cmd, std::string& precision) {
@@ -23,7 +24,7 @@ void add_profile_blocks_option(CLI::App* cmd, int& blocks) {
   cmd->add_option("--profile-blocks", blocks,
                   "Profile the first K of a transformer's blocks (2 or more) and scale the model to all of them; default: "
                   "all where their weights, gradients and AdamW state take at most half of the device's memory, else 2")
-      ->check(CLI::PositiveNumber);
+      ->check(positive(blocks));
 }
 
 void add_profile_parts_option(CLI::App* cmd, int& parts) {
@@ -32,11 +33,12 @@ void add_profile_parts_option(CLI::App* cmd, int& parts) {
                   "vocabulary; heads, blocks and experts as they are) and model it whole from them, N a power of two "
                   "that divides its tokens and head dimensions; 1: at its own shape; default: where a step would be "
                   "slow to profile, the fewest parts that make each profile quick")
+      ->check(non_negative(parts))
       ->check(CLI::Validator(
           [](const std::string& value) -> std::string {
-            const int n = std::stoi(value);
+            const long n = std::stol(value);  // a whole number: checked above
             if (n == 0 || n == 1 || (n >= 4 && (n & (n - 1)) == 0)) return "";
-            return "must be 1 or a power of two from 4 (got " + value + ")";
+            return "must be 1 or a power of two of at least 4 (got '" + value + "')";
           },
           "PARTS"));
 }

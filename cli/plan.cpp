@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "cli/data_parallel_options.h"
 #include "cli/layout_options.h"
+#include "cli/number_checks.h"
 #include "cli/plan_report.h"
 #include "cli/plot.h"
 #include "cli/report.h"
@@ -93,11 +94,11 @@ void register_plan(CLI::App& app) {
   cmd->add_option("--budget", args->budget, "Memory budget for the step's peak (e.g. 24GiB)")->required();
   cmd->add_option("--hardware", args->hardware, "Catalog entry to plan for (papaya hardware); default: the profiled machine");
   cmd->add_option("--batch,-b", args->batch, "Plan at this batch; default: the batch with the most samples/s")
-      ->check(CLI::PositiveNumber);
+      ->check(positive(args->batch));
   cmd->add_option("--out,-o", args->out, "Plan file to write (JSON, for papaya train --plan FILE)");
   cmd->add_option("--variance", args->variance,
                   "Gradient-variance budget of lossy strategies, as a fraction of quantize-2 everywhere (0: lossless only)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative(args->variance));
   cmd->add_option("--plot", args->plot, "Figure of memory and samples/s against the batch (.svg or .png)");
   add_data_parallel_options(cmd, args->data_parallel, true);
   add_layout_options(cmd, args->layout);

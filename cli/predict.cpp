@@ -8,6 +8,7 @@
 #include "cli/data_parallel_options.h"
 #include "cli/global_prediction.h"
 #include "cli/layout_options.h"
+#include "cli/number_checks.h"
 #include "cli/plot.h"
 #include "cli/prediction_plot.h"
 #include "cli/report.h"
@@ -180,7 +181,7 @@ void register_predict(CLI::App& app) {
                   "Model (JSON): a layer model (papaya fit PROFILE), or a global model (papaya fit --measurements --out): "
                   "each measured series at --batch and --budget")
       ->required();
-  cmd->add_option("--batch,-b", args->batch, "Samples per step")->required()->check(CLI::PositiveNumber);
+  cmd->add_option("--batch,-b", args->batch, "Samples per step")->required()->check(positive(args->batch));
   cmd->add_option("--hardware", args->hardware, "Catalog entry to predict for (papaya hardware); default: the profiled machine");
   cmd->add_option("--plan", args->plan, "One plan, by name (quantize-4+invert, ...) or plan file, instead of every combination");
   cmd->add_option("--budget", args->budget,

@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "cli/network_choice.h"
 #include "cli/network_option.h"
+#include "cli/number_checks.h"
 #include "cli/output_file.h"
 #include "cli/profile_comm.h"
 #include "cli/progress.h"
@@ -191,17 +192,17 @@ void register_profile(CLI::App& app) {
   cmd->add_option("--device,-d", o.device, "cpu, cuda or cuda:N")->capture_default_str();
   cmd->add_option("--steps,-s", o.steps, "Measured training steps per batch size")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positive(o.steps));
   cmd->add_option("--warmup", o.warmup, "Steps per batch size before measuring")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative(o.warmup));
   cmd->add_option("--rounds", o.rounds,
                   "Measure the batch sizes in turn this many times, the steps split between rounds; every time is the median "
                   "over all steps")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positive(o.rounds));
   add_precision_option(cmd, o.precision);
-  cmd->add_option("--seed", o.seed, "Seed of weights and data")->capture_default_str();
+  cmd->add_option("--seed", o.seed, "Seed of weights and data")->capture_default_str()->check(non_negative(o.seed));
   cmd->add_option("--memory-limit", args->memory_limit,
                   "Count a batch size as out of memory once allocated bytes pass SIZE (e.g. 64MiB): a smaller device");
   add_profile_blocks_option(cmd, o.profile_blocks);
@@ -210,17 +211,17 @@ void register_profile(CLI::App& app) {
                       "Also time each layer at this batch, alone or within its block (one block fits where the "
                       "whole network may not): a point its time curve is fitted to; where time grows with the batch this can "
                       "double the profile's time or more [default: 16 x the largest --batch; 0: none]")
-          ->check(CLI::NonNegativeNumber);
+          ->check(non_negative(args->probe_batch));
   cmd->add_option("--out,-o", args->out,
                   "Profile file to write (JSON); with --comm, optional: the link file that --link of predict, limits, plan "
                   "and recommend takes");
   cmd->add_flag("--comm", args->comm,
                 "Instead of a network: time allreduces of 4 KiB to 64 MiB between --nproc ranks on this host (Gloo, "
                 "loopback) and fit the link's latency and bandwidth");
-  cmd->add_option("--nproc", args->nproc, "With --comm: ranks to start here")->capture_default_str()->check(CLI::Range(2, 64));
+  cmd->add_option("--nproc", args->nproc, "With --comm: ranks to start here")->capture_default_str()->check(within(args->nproc, 2, 64));
   cmd->add_option("--timeout", args->timeout_s, "With --comm: seconds a rank waits for the others")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positive(args->timeout_s));
   const auto output = add_output_options(cmd, "A JSON summary instead of tables (the profile itself goes to --out)");
   cmd->callback([args, output] {
     if (args->comm) return profile_comm(args->nproc, args->timeout_s, args->out, *output);

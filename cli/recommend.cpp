@@ -10,6 +10,7 @@
 #include "cli/data_parallel_options.h"
 #include "cli/layout_options.h"
 #include "cli/network_option.h"
+#include "cli/number_checks.h"
 #include "cli/output_file.h"
 #include "cli/progress.h"
 #include "cli/plan_report.h"
@@ -298,7 +299,7 @@ void register_recommend(CLI::App& app) {
                   "Memory budget (e.g. 24GiB); default: 80% of --hardware's memory, else half-way between the static bytes and "
                   "keep's peak at the default batch");
   cmd->add_option("--batch,-b", args->batch, "Plan at this batch; default: the batch with the most samples/s")
-      ->check(CLI::PositiveNumber);
+      ->check(positive(args->batch));
   cmd->add_option("--out,-o", args->out,
                   "Plan file to write; default: NETWORK.plan.json (the model goes beside it: NETWORK.model.json)");
   add_data_parallel_options(cmd, args->data_parallel, true);

@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "cli/launch.h"
 #include "cli/network_option.h"
+#include "cli/number_checks.h"
 #include "cli/progress.h"
 #include "cli/report.h"
 #include "cli/stop_signal.h"
@@ -280,16 +281,16 @@ void register_train(CLI::App& app) {
   add_expert_routing_option(cmd, args->run.network_options, /*models=*/false);
   auto* batch = cmd->add_option("--batch,-b", args->run.batch, "Samples per step (with --plan auto: default, the planned batch)")
                     ->capture_default_str()
-                    ->check(CLI::PositiveNumber);
-  cmd->add_option("--steps,-s", args->run.steps, "Training steps")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--seed", args->run.seed, "Seed of weights and data")->capture_default_str();
+                    ->check(positive(args->run.batch));
+  cmd->add_option("--steps,-s", args->run.steps, "Training steps")->capture_default_str()->check(positive(args->run.steps));
+  cmd->add_option("--seed", args->run.seed, "Seed of weights and data")->capture_default_str()->check(non_negative(args->run.seed));
   cmd->add_option("--device,-d", args->run.device, "cpu, cuda or cuda:N")->capture_default_str();
   add_precision_option(cmd, args->run.precision);
   cmd->add_option("--data", args->run.data,
                   "Data file: a text to train a gpt network on as a character-level language model, or for a TorchScript "
                   "network the batches torch.save wrote (a list of tuples in the forward's order, the loss's target last "
                   "if any), read in order and cycled");
-  cmd->add_option("--lr", args->run.lr, "AdamW learning rate")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--lr", args->run.lr, "AdamW learning rate")->capture_default_str()->check(positive(args->run.lr));
   cmd->add_option("--plan", args->run.plan,
                   "Memory optimizations: a plan file, or a name: keep, recompute-all, quantize-{8,4,2}, adaptive-N, "
                   "invert, swap, joined by '+' (e.g. quantize-2+invert); or auto: profile, fit and plan within --budget "
@@ -298,11 +299,11 @@ void register_train(CLI::App& app) {
   cmd->add_option("--budget", args->budget, "With --plan auto: the memory the step may use (e.g. 24GiB, 12MiB)");
   cmd->add_option("--adaptive-every", args->run.adaptive_every, "Steps between sensitivity estimates of adaptive-N tensors")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positive(args->run.adaptive_every));
   cmd->add_option("--save", args->run.save,
                   "Write the training state (weights, optimizer, data position, random generators, plan, network config) "
                   "to FILE at the end, every --save-every steps, and when SIGINT or SIGTERM stops training");
-  cmd->add_option("--save-every", args->run.save_every, "With --save: also every N steps")->check(CLI::PositiveNumber);
+  cmd->add_option("--save-every", args->run.save_every, "With --save: also every N steps")->check(positive(args->run.save_every));
   cmd->add_option("--resume", args->run.resume,
                   "Go on from a training state (--save) up to --steps in all, bit for bit as if never stopped; the network, "
                   "plan and options are the state's")
@@ -312,30 +313,30 @@ void register_train(CLI::App& app) {
                   "process at N x --batch; under torchrun's RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, this process is one "
                   "rank of such a job")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positive(args->nproc));
   cmd->add_option("--zero", args->run.zero,
                   "With --nproc: 1 shards AdamW's state across the ranks (ZeRO-1: each rank steps its shard, then the "
                   "parameters are gathered); 2 the gradients too (each reduced to the rank owning it); 3 the weights too "
                   "(each layer's gathered as it runs, forward and backward); 0 keeps all whole on every rank")
       ->capture_default_str()
-      ->check(CLI::Range(0, 3));
+      ->check(within(args->run.zero, 0, 3));
   cmd->add_option("--pp", args->run.pipeline,
                   "With --nproc N: the N ranks are pipeline stages of a transformer's blocks (1F1B) instead of data-parallel "
                   "ranks; --batch is a micro-batch")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positive(args->run.pipeline));
   cmd->add_option("--tp", args->run.tensor,
                   "With --nproc N: the N ranks are a tensor-parallel group (each holding its share of every projection's heads "
                   "or width and of the vocabulary) instead of data-parallel ranks; each takes the whole --batch")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positive(args->run.tensor));
   cmd->add_option("--micro-batches", args->run.micro_batches,
                   "With --pp: micro-batches a step, the global batch that many times --batch (default: 2 a stage)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive(args->run.micro_batches));
   cmd->add_option("--timeout", args->run.timeout_s,
                   "With --nproc: seconds a rank waits for the others (to join, and in each exchange) before the job fails")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positive(args->run.timeout_s));
   const auto output = add_output_options(cmd);
   cmd->callback([args, batch, cmd, output] {
     args->batch_given = batch->count() > 0;

@@ -15,6 +15,7 @@
 
 #include "cli/commands.h"
 #include "cli/network_option.h"
+#include "cli/number_checks.h"
 #include "cli/plot.h"
 #include "cli/prediction_plot.h"
 #include "cli/progress.h"
@@ -97,15 +98,6 @@ std::string sentence(const Accuracy& a) {
          fixed(*a.median_abs_err_pct, 1) + "%, max " + fixed(*a.max_abs_err_pct, 1) + "%: " + std::to_string(a.within_target) +
          " of " + std::to_string(a.rows) + " within the CPU target of " + fixed(a.target_pct, 0) + "%";
 }
-
-// Each value of a comma-separated list of batch sizes.
-const CLI::Validator positive_whole_number(
-    [](std::string& text) {
-      const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
-      return digits && text.find_first_not_of('0') != std::string::npos ? std::string()
-                                                                        : "'" + text + "' is not a positive whole number";
-    },
-    "POSITIVE");
 
 template <typename T>
 std::string joined(const std::vector<T>& values) {
@@ -325,7 +317,7 @@ void register_validate(CLI::App& app) {
   cmd->add_option("--batches,-b", args->batches, "Batch sizes to predict and train at, comma-separated")
       ->delimiter(',')
       ->capture_default_str()
-      ->check(positive_whole_number);
+      ->check(positive(args->batches));
   cmd->add_option("--plans,-p", args->plans,
                   "Whole-network plans, comma-separated: keep, recompute-all, quantize-{8,4,2}, adaptive-N, invert, swap "
                   "(CUDA), joined by '+'")
@@ -335,13 +327,13 @@ void register_validate(CLI::App& app) {
                   "Batch sizes to profile and fit the model at, comma-separated; default: 1,2,4 (2,4,8 for a TorchScript "
                   "network)")
       ->delimiter(',')
-      ->check(positive_whole_number);
+      ->check(positive(args->profile_batches));
   add_profile_parts_option(cmd, args->profile_parts);
   cmd->add_option("--device,-d", args->run.device, "cpu, cuda or cuda:N")->capture_default_str();
   add_precision_option(cmd, args->run.precision);
   cmd->add_option("--steps,-s", args->run.steps, "Training steps per (plan, batch), the first 2 left out")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positive(args->run.steps));
   cmd->add_option("--plot", args->plot, "Figure of predicted curves and measured points against the batch (.svg or .png)");
   const auto output = add_output_options(cmd);
   cmd->callback([args, output] { show(compute(*args), *output); });

@@ -7,18 +7,16 @@
 
 namespace papaya {
 
+// `text` as one line of valid UTF-8: line breaks shown as \n and \r, other
+// control characters and bytes that are no UTF-8 (a fuzzed config's 0xFF)
+// as \xHH.
+std::string printable_line(const std::string& text);
+
 class InputError : public std::runtime_error {
  public:
   // Messages quote what the user wrote, which may hold line breaks (a JSON
-  // string's "\n", an argument): they are shown escaped, keeping one line.
-  explicit InputError(const std::string& message) : std::runtime_error(one_line(message)) {}
-
- private:
-  static std::string one_line(const std::string& text) {
-    std::string out;
-    for (char c : text) out += c == '\n' ? "\\n" : c == '\r' ? "\\r" : std::string(1, c);
-    return out;
-  }
+  // string's "\n", an argument) or any bytes: they are shown escaped.
+  explicit InputError(const std::string& message) : std::runtime_error(printable_line(message)) {}
 };
 
 }  // namespace papaya
