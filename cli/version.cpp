@@ -2,6 +2,8 @@
 
 #include "cli/commands.h"
 #include "executor/distributed/collectives.h"
+#include "model/error.h"
+#include "model/json_file.h"
 
 #ifndef PAPAYA_VERSION
 #error "PAPAYA_VERSION must be defined by the build"
@@ -16,7 +18,13 @@ std::string version_string() {
   const std::string backend = "CPU only";
 #endif
   const std::string gloo = executor::Collectives::available() ? ", Gloo" : ", no Gloo";
-  return std::string("papaya ") + PAPAYA_VERSION + " (LibTorch " + TORCH_VERSION + ", " + backend + gloo + ")";
+  std::string data;
+  try {
+    data = model::config_dir();
+  } catch (const InputError&) {
+    data = "none found";
+  }
+  return std::string("papaya ") + PAPAYA_VERSION + " (LibTorch " + TORCH_VERSION + ", " + backend + gloo + "; data: " + data + ")";
 }
 
 }  // namespace papaya::cli

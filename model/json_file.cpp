@@ -17,16 +17,30 @@
 
 #include "model/error.h"
 
-#ifndef PAPAYA_CONFIG_DIR
-#error "PAPAYA_CONFIG_DIR must be defined by the build"
+#if !defined(PAPAYA_CONFIG_DIR) || !defined(PAPAYA_DATA_FROM_BIN)
+#error "PAPAYA_CONFIG_DIR and PAPAYA_DATA_FROM_BIN must be defined by the build"
 #endif
 
 namespace papaya::model {
 namespace fs = std::filesystem;
 
 std::string config_dir() {
-  const char* env = std::getenv("PAPAYA_CONFIG_DIR");
-  return env && *env ? env : PAPAYA_CONFIG_DIR;
+  const char* env = std::getenv("PAPAYA_DATA");
+  std::string dir = PAPAYA_CONFIG_DIR;  // the source tree's, for a program in the build tree
+  if (env && *env) {
+    dir = env;
+  } else {
+    std::error_code error;
+    const fs::path program = fs::read_symlink("/proc/self/exe", error);
+    const fs::path installed = (program.parent_path() / PAPAYA_DATA_FROM_BIN).lexically_normal();
+    if (!error && fs::is_directory(installed / "schemas", error)) dir = installed.string();
+  }
+  std::error_code error;
+  if (!fs::is_directory(fs::path(dir) / "schemas", error)) {
+    throw InputError("papaya's data (configs, catalogs, schemas) is not at " + dir +
+                     (env && *env ? " (PAPAYA_DATA)" : ": reinstall papaya, or set PAPAYA_DATA to its folder"));
+  }
+  return dir;
 }
 
 std::vector<std::pair<std::string, nlohmann::json>> read_catalog_folder(const std::string& folder, const std::string& what) {

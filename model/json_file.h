@@ -10,7 +10,10 @@
 
 namespace papaya::model {
 
-// The folder of shipped configs: $PAPAYA_CONFIG_DIR, else the source tree's.
+// The folder of shipped configs, catalogs and schemas: $PAPAYA_DATA, else
+// share/papaya beside the program's bin/ (installed), else the source
+// tree's configs/ (a program of the build tree). Throws InputError where
+// that folder holds no schemas.
 std::string config_dir();
 
 // Every JSON file of a shipped catalog folder (configs/<folder>), parsed,

@@ -15,6 +15,7 @@ packages=(
   libgtest-dev libgmock-dev
   gnuplot-nox             # plots (SVG, PNG)
   python3                 # scripts/check-includes.py (the test command)
+  dpkg-dev file           # cpack -G DEB: dpkg-shlibdeps finds the packages papaya's libraries come from
 )
 
 missing=()

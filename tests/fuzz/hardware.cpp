@@ -14,7 +14,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const fs::path shipped = fs::absolute(model::config_dir()), dir = fuzz::scratch_dir() / "configs";
     fs::create_directories(dir / "hardware");
     fs::create_directory_symlink(shipped / "schemas", dir / "schemas");
-    return setenv("PAPAYA_CONFIG_DIR", dir.c_str(), 1) == 0;
+    return setenv("PAPAYA_DATA", dir.c_str(), 1) == 0;
   }();
   if (!catalog) std::abort();
   fuzz::input_file(data, size, "configs/hardware/entry.json");
