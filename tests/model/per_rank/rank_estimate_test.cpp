@@ -127,6 +127,24 @@ TEST(ExpertParallelism, EachRankHoldsItsExpertsAndSendsTheirTokens) {
   EXPECT_THROW(estimate_layout(whole, l, {"", links()}, "keep"), InputError);  // 4 experts do not split 3 ways
 }
 
+// Tensor parallelism's all-reduces of the stream on Qwen-MoE's blocks: the
+// embedding's once, each row-parallel projection's in forward and backward
+// (attention's, the dense first block's fc2), and a mixture's output once
+// a pass however many experts and shared expert add to it: 13 in all, not
+// the 17 of a shared expert's fc2 summed on its own.
+TEST(TensorParallelism, AMixturesOutputIsSummedOnceAPass) {
+  const LayerModel whole = profiler::quick_fit("qwen-moe-tiny");
+  ParallelLayout l;
+  l.tensor = 2, l.micro_batch = 2;
+  const LayoutEstimate e = estimate_layout(whole, l, {"", links()}, "keep");
+  double stream = 0;
+  for (const LayerFit& layer : whole.layers) {
+    if (layer.kind == LayerKind::embedding) stream = l.micro_batch * layer.output_bytes_per_sample;
+  }
+  ASSERT_GT(stream, 0);
+  EXPECT_NEAR(e.stages[0].tensor_comm_seconds, 13 * links().intra.seconds(stream, 2), 1e-12);
+}
+
 TEST(PipelineSchedule, MicroBatchesInFlightAreMegatronsSchedules) {
   ParallelLayout l;
   l.pipeline = 4, l.micro_batches = 16;
