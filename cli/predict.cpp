@@ -9,6 +9,7 @@
 #include "cli/global_prediction.h"
 #include "cli/layout_options.h"
 #include "cli/number_checks.h"
+#include "cli/html_report.h"
 #include "cli/plot.h"
 #include "cli/prediction_plot.h"
 #include "cli/report.h"
@@ -28,29 +29,49 @@ struct PredictArgs {
   std::string plan;
   std::string budget;
   std::string plot;
+  std::string html;
   pipeline::DataParallelRequest data_parallel;
   LayoutOptions layout;
 };
 
-// Peak memory and samples/s against the batch of keep and the plans shown
-// (with no --plan: the fastest that fit at --batch, at most seven besides
-// keep, so that the figure stays readable), each marked at --batch.
-void plot_predictions(const PredictArgs& args, const model::LayerModel& m, const model::Target& target,
-                      const std::vector<model::Plan>& shown, double budget) {
+// Keep and the plans a figure shows: with no --plan, the fastest that fit at
+// --batch (at most seven besides keep, so that it stays readable), the
+// fastest first; and the batch its axis reaches.
+struct Shown {
+  std::vector<std::pair<std::string, model::Plan>> plans;
+  int64_t top = 0;
+};
+Shown shown_plans(const PredictArgs& args, const model::LayerModel& m, const model::Target& target,
+                  const std::vector<model::Plan>& candidates, double budget) {
   std::vector<std::pair<const model::Plan*, model::Estimate>> ranked;
-  for (const auto& plan : shown) ranked.push_back({&plan, model::predict(m, target, plan, args.batch)});
+  for (const auto& plan : candidates) ranked.push_back({&plan, model::predict(m, target, plan, args.batch)});
   std::stable_sort(ranked.begin(), ranked.end(), [&](const auto& a, const auto& b) {
     const bool fa = a.second.peak_bytes <= budget, fb = b.second.peak_bytes <= budget;
     return fa != fb ? fa : a.second.samples_per_s > b.second.samples_per_s;
   });
-  std::vector<std::pair<std::string, model::Plan>> plans = {{"keep", model::expand_plan_name("keep", m.layout())}};
-  int64_t top = 2 * args.batch;
+  Shown out{{{"keep", model::expand_plan_name("keep", m.layout())}}, 2 * args.batch};
   for (const auto& [plan, e] : ranked) {
-    if (plans.size() >= 8) break;
-    if (plan->name != "keep") plans.push_back({plan->name, *plan});
+    if (out.plans.size() >= 8) break;
+    if (plan->name != "keep") out.plans.push_back({plan->name, *plan});
   }
-  for (const auto& [name, plan] : plans) top = std::max<int64_t>(top, model::max_batch(m, target, plan, budget) * 5 / 4);
-  PredictionPanels panels = prediction_panels(m, target, plans, top, budget);
+  for (const auto& [name, plan] : out.plans) out.top = std::max<int64_t>(out.top, model::max_batch(m, target, plan, budget) * 5 / 4);
+  return out;
+}
+
+nlohmann::json panel_json(const PlotPanel& panel, int64_t top) {
+  nlohmann::json series = nlohmann::json::array();
+  for (const auto& s : panel.series) series.push_back({{"name", s.name}, {"curve", s.curve}});
+  return {{"title", panel.title}, {"y_label", panel.y_label}, {"series", series},
+          {"hline", panel.hline ? nlohmann::json(*panel.hline) : nlohmann::json()}, {"hline_label", panel.hline_label},
+          {"x_min", 1}, {"x_max", top}};
+}
+
+// Peak memory and samples/s against the batch of the plans shown, each marked at --batch.
+void plot_predictions(const PredictArgs& args, const model::LayerModel& m, const model::Target& target,
+                      const std::vector<model::Plan>& candidates, double budget) {
+  const Shown shown = shown_plans(args, m, target, candidates, budget);
+  const auto& plans = shown.plans;
+  PredictionPanels panels = prediction_panels(m, target, plans, shown.top, budget);
   for (size_t i = 0; i < plans.size(); ++i) {
     const model::Estimate e = model::predict(m, target, plans[i].second, args.batch);
     panels.memory.series[i].points.push_back({static_cast<double>(args.batch), e.peak_bytes / panels.bytes_per_unit});
@@ -78,7 +99,7 @@ struct Prediction {
   double keep_rate = 0;  // keep's samples/s at the batch
   std::vector<PredictedPlan> plans;
   std::vector<std::string> notes;
-  std::string plot;
+  std::string plot, html;
 };
 
 void to_json(nlohmann::json& out, const Prediction& p) {
@@ -117,10 +138,49 @@ void print_text(std::ostream& out, const Prediction& p) {
   table.print(out);
   for (const auto& note : p.notes) out << "note: " << note << "\n";
   if (!p.plot.empty()) out << "figure written to " << p.plot << "\n";
+  if (!p.html.empty()) out << "report written to " << p.html << "\n";
+}
+
+// The page of --html: the step's timeline under keep and the chosen plan
+// (--plan, else the fastest that fits at --batch, else the smallest), the
+// plans against the batch, and the table.
+void write_report(const PredictArgs& args, const model::LayerModel& m, const model::Target& target,
+                  const std::vector<model::Plan>& candidates, const Prediction& p) {
+  const model::Plan keep = model::expand_plan_name("keep", m.layout());
+  const model::Plan* chosen = nullptr;
+  const PredictedPlan* best = nullptr;
+  for (size_t i = 0; i < p.plans.size(); ++i) {
+    const PredictedPlan& r = p.plans[i];
+    const bool fits = r.estimate.peak_bytes <= p.budget, best_fits = best && best->estimate.peak_bytes <= p.budget;
+    const bool better = !best || (fits != best_fits ? fits
+                                                    : fits ? r.estimate.samples_per_s > best->estimate.samples_per_s
+                                                           : r.estimate.peak_bytes < best->estimate.peak_bytes);
+    if (r.name != "keep" && better) best = &r, chosen = &candidates[i];
+  }
+  nlohmann::json timelines = nlohmann::json::array({step_timeline(m, target, keep, p.batch)});
+  if (chosen) timelines.push_back(step_timeline(m, target, *chosen, p.batch));
+  const Shown shown = shown_plans(args, m, target, candidates, p.budget);
+  const PredictionPanels panels = prediction_panels(m, target, shown.plans, shown.top, p.budget);
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& plan : p.plans) {
+    const model::Estimate& e = plan.estimate;
+    rows.push_back({plan.name, model::format_bytes(e.peak_bytes), e.peak_bytes <= p.budget ? "yes" : "no",
+                    per_second(e.samples_per_s), std::to_string(plan.max_batch), plan.peak_at});
+  }
+  write_html_report(args.html, {{"title", "papaya predict: " + p.network + " on " + p.hardware + p.data_parallel_text +
+                                              ", batch " + std::to_string(p.batch)},
+                                {"subtitle", p.precision + ", profiled on " + p.profiled_on + "; budget " +
+                                                 model::format_bytes(p.budget) + p.budget_default},
+                                {"timelines", timelines},
+                                {"curves", {{"memory", panel_json(panels.memory, shown.top)},
+                                            {"throughput", panel_json(panels.throughput, shown.top)}}},
+                                {"columns", {"plan", "peak memory", "fits", "samples/s", "largest batch", "peak at"}},
+                                {"plans", rows}});
 }
 
 Prediction compute(const PredictArgs& args) {
   if (!args.plot.empty()) check_plot_path(args.plot);
+  if (!args.html.empty()) check_html_report(args.html);
   args.data_parallel.validate();
   const model::LayerModel m = model::read_layer_model(args.model);
   model::Target target = model::make_target(m, args.hardware);
@@ -154,16 +214,19 @@ Prediction compute(const PredictArgs& args) {
   }
   if (!args.plot.empty()) plot_predictions(args, m, target, plans, p.budget);
   p.plot = args.plot;
+  if (!args.html.empty()) write_report(args, m, target, plans, p);
+  p.html = args.html;
   return p;
 }
 
 // A global model (fit --measurements --out): its series at --batch and
 // --budget, on the GPUs their runs were measured on.
 GlobalPredictionReport predict_from_global(const PredictArgs& args) {
-  if (!args.hardware.empty() || !args.plan.empty() || !args.plot.empty() || args.data_parallel.requested()) {
+  if (!args.hardware.empty() || !args.plan.empty() || !args.plot.empty() || !args.html.empty() ||
+      args.data_parallel.requested()) {
     throw InputError("predict " + args.model +
                      ": a global model predicts the GPUs and strategies its runs were measured with; --hardware, --plan, "
-                     "--plot, --gpus and --zero go with a layer model (papaya fit PROFILE)");
+                     "--plot, --html, --gpus and --zero go with a layer model (papaya fit PROFILE)");
   }
   std::optional<double> budget;
   if (!args.budget.empty()) budget = static_cast<double>(model::parse_size(args.budget, "--budget"));
@@ -190,6 +253,9 @@ void register_predict(CLI::App& app) {
   cmd->add_option(
       "--plot", args->plot,
       "Figure of memory and samples/s against the batch (.svg or .png): keep and the fastest plans that fit at --batch");
+  cmd->add_option("--html", args->html,
+                  "A self-contained HTML report: the step's memory layer by layer under keep and the chosen plan, the plans "
+                  "against the batch, and the tables");
   add_data_parallel_options(cmd, args->data_parallel);
   add_layout_options(cmd, args->layout, /*search=*/false);
   const auto output = add_output_options(cmd);

@@ -16,6 +16,8 @@ packages=(
   gnuplot-nox             # plots (SVG, PNG)
   python3                 # scripts/check-includes.py (the test command)
   dpkg-dev file           # cpack -G DEB: dpkg-shlibdeps finds the packages papaya's libraries come from
+  libjs-chart.js          # --html reports draw with Chart.js, inlined
+  chromium-headless-shell # the test that opens a report in a browser
 )
 
 missing=()

@@ -1,0 +1,175 @@
+#include "cli/html_report.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "cli/output_file.h"
+#include "model/error.h"
+#include "model/json_file.h"
+#include "model/parallel/data_parallel.h"
+#include "model/parallel/sharding.h"
+#include "model/plan_space/plan_space.h"
+
+namespace papaya::cli {
+namespace {
+
+// Debian's libjs-chart.js (Chart.js 3).
+const char* const chart_js = "/usr/share/javascript/chart.js/chart.min.js";
+
+bool same_point(const model::TimelinePoint& a, const model::TimelinePoint& b) {
+  return a.phase == b.phase && a.layer == b.layer && a.segment == b.segment;
+}
+
+// The page around the data: its layout, and the script that draws it with Chart.js.
+const char* const page_head = R"(<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>papaya report</title>
+<style>
+body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1400px}
+h1{font-size:20px;margin:0 0 4px} h2{font-size:16px;margin:28px 0 8px} .sub{color:#666;margin-bottom:16px}
+table{border-collapse:collapse;font-size:13px} td,th{border-bottom:1px solid #ddd;padding:3px 10px;text-align:right}
+td:first-child,th:first-child{text-align:left} .wide{height:380px;position:relative} .half{height:320px;position:relative;flex:1}
+.row{display:flex;gap:24px} select{font-size:14px}
+</style></head><body>
+<h1 id="title"></h1><div class="sub" id="subtitle"></div>
+<h2>Memory through one training step</h2>
+<div>plan: <select id="plan-select"></select></div>
+<table id="peaks"><thead><tr><th>plan</th><th>peak</th><th>at</th></tr></thead><tbody></tbody></table>
+<div class="wide"><canvas id="timeline"></canvas></div>
+<h2>Against the batch</h2>
+<div class="row"><div class="half"><canvas id="memory"></canvas></div><div class="half"><canvas id="throughput"></canvas></div></div>
+<h2>Plans</h2><table id="plans"><thead></thead><tbody></tbody></table>
+<h2 id="layers-title">The plan by layer</h2><table id="layers"><thead><tr><th>layer</th><th>saved tensors</th><th>segment</th></tr></thead><tbody></tbody></table>
+<script>)";
+
+const char* const page_script = R"(</script>
+<script>
+(function () {
+  const data = JSON.parse(document.getElementById('report-data').textContent);
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  const bytes = (b) => { let i = 0; while (Math.abs(b) >= 1024 && i < units.length - 1) { b /= 1024; i++; } return b.toFixed(i ? 2 : 0) + ' ' + units[i]; };
+  const text = (tag, value) => { const e = document.createElement(tag); e.textContent = value; return e; };
+  document.getElementById('title').textContent = data.title;
+  document.getElementById('subtitle').textContent = data.subtitle;
+  const colours = ['#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#59a14f', '#edc948', '#b07aa1', '#ff9da7', '#9c755f'];
+  const select = document.getElementById('plan-select');
+  const peaks = document.querySelector('#peaks tbody');
+  data.timelines.forEach((t, i) => {
+    const option = text('option', t.plan); option.value = i; select.appendChild(option);
+    const row = document.createElement('tr');
+    row.appendChild(text('td', t.plan));
+    const peak = text('td', bytes(t.peak_bytes)); peak.id = 'peak-bytes-' + i; peak.dataset.bytes = String(t.peak_bytes);
+    row.appendChild(peak);
+    const at = text('td', t.peak_at); at.id = 'peak-at-' + i; row.appendChild(at);
+    peaks.appendChild(row);
+  });
+  const parts = [['weights', '#9c755f'], ['gradients', '#edc948'], ['AdamW state', '#b07aa1'], ['activations, scratch and buffers', '#4e79a7']];
+  const timeline = new Chart(document.getElementById('timeline'), {
+    type: 'line', data: { labels: [], datasets: [] },
+    options: { animation: false, maintainAspectRatio: false, interaction: { mode: 'index', intersect: false },
+      elements: { point: { radius: 0 } },
+      scales: { x: { ticks: { maxTicksLimit: 24, autoSkip: true } }, y: { stacked: true, ticks: { callback: (v) => bytes(v) } } },
+      plugins: { tooltip: { callbacks: { label: (c) => c.dataset.label + ': ' + bytes(c.parsed.y) } } } } });
+  const show = (i) => {
+    const t = data.timelines[i];
+    const constant = (v) => t.labels.map(() => v);
+    timeline.data.labels = t.labels;
+    timeline.data.datasets = parts.map(([name, colour], k) => ({
+      label: name, stack: 'held', fill: k ? '-1' : 'origin', borderColor: colour, backgroundColor: colour + 'aa', borderWidth: 1,
+      data: [constant(t.weights), constant(t.gradients), constant(t.optimizer), t.rest][k] }));
+    timeline.data.datasets.push({ label: 'peak (' + t.peak_at + ')', stack: 'peak', type: 'line', showLine: false, pointRadius: 6,
+      pointBackgroundColor: '#e15759', borderColor: '#e15759', data: t.labels.map((_, p) => p === t.peak_point ? t.peak_bytes : null) });
+    timeline.update();
+    const layers = document.querySelector('#layers tbody'); layers.replaceChildren();
+    document.getElementById('layers-title').textContent = 'The plan by layer: ' + t.plan;
+    t.layers.forEach((l) => { const row = document.createElement('tr'); [l.layer, l.tensors, l.segment].forEach((v) => row.appendChild(text('td', v))); layers.appendChild(row); });
+  };
+  select.addEventListener('change', () => show(Number(select.value)));
+  select.value = String(data.timelines.length - 1);
+  show(data.timelines.length - 1);
+  const panel = (id, p, unit) => new Chart(document.getElementById(id), {
+    type: 'line', data: { datasets: p.series.map((s, k) => ({ label: s.name, data: s.curve.map(([x, y]) => ({ x, y })), borderColor: colours[k % colours.length],
+      backgroundColor: colours[k % colours.length], pointRadius: 0, borderWidth: 2 })).concat(p.hline == null ? [] : [{ label: p.hline_label,
+      data: [{ x: p.x_min, y: p.hline }, { x: p.x_max, y: p.hline }], borderColor: '#222', borderDash: [6, 4], pointRadius: 0, borderWidth: 1 }]) },
+    options: { animation: false, maintainAspectRatio: false, parsing: true,
+      scales: { x: { type: 'logarithmic', title: { display: true, text: 'batch' } }, y: { title: { display: true, text: unit } } },
+      plugins: { title: { display: true, text: p.title } } } });
+  panel('memory', data.curves.memory, data.curves.memory.y_label);
+  panel('throughput', data.curves.throughput, 'samples/s');
+  const plans = document.getElementById('plans');
+  const head = document.createElement('tr'); data.columns.forEach((c) => head.appendChild(text('th', c))); plans.tHead.appendChild(head);
+  data.plans.forEach((r) => { const row = document.createElement('tr'); r.forEach((v) => row.appendChild(text('td', v))); plans.tBodies[0].appendChild(row); });
+  document.body.dataset.rendered = 'yes';
+})();
+</script></body></html>
+)";
+
+}  // namespace
+
+nlohmann::json step_timeline(const model::LayerModel& m, const model::Target& target, const model::Plan& plan, int64_t batch) {
+  const model::PlanSpace space(m, target, batch);
+  const model::Assignment assignment = space.assignment(plan);
+  const model::Estimate estimate = space.evaluate(assignment);
+  const std::vector<double> held = space.timeline(assignment);
+  const model::RankStatic rank =
+      model::shard(model::whole_static(m), target.data_parallel.ranks, target.data_parallel.zero_stage);
+  nlohmann::json labels = nlohmann::json::array(), rest = nlohmann::json::array();
+  int peak_point = -1;
+  const auto& points = space.points();
+  for (size_t p = 0; p < points.size(); ++p) {
+    const model::TimelinePoint& point = points[p];
+    // A segment that is not recomputed has no recompute in the step.
+    if (point.phase == model::Phase::recompute &&
+        !(point.segment >= 0 && assignment.segments[static_cast<size_t>(point.segment)].recompute)) {
+      continue;
+    }
+    if (same_point(point, estimate.peak_at)) peak_point = static_cast<int>(labels.size());
+    labels.push_back(std::string(model::to_string(point.phase)) + " " + m.layers[static_cast<size_t>(point.layer)].path);
+    rest.push_back(held[p] - rank.total());
+  }
+  nlohmann::json layers = nlohmann::json::array();
+  for (const model::LayerFit& layer : m.layers) {
+    std::string tensors;
+    for (const auto& saved : layer.saved) {
+      const model::TensorStrategy s = plan.tensor(layer.path, saved.slot);
+      if (s == model::TensorStrategy{}) continue;
+      tensors += (tensors.empty() ? "" : ", ") + saved.slot + ": " + s.name();
+    }
+    const std::string segment = layer.segment.empty() ? "" : plan.segment(layer.segment).name();
+    if (tensors.empty() && (segment.empty() || segment == model::SegmentStrategy{}.name())) continue;
+    layers.push_back({{"layer", layer.path}, {"tensors", tensors.empty() ? "kept" : tensors}, {"segment", segment}});
+  }
+  return {{"plan", plan.name},
+          {"peak_bytes", estimate.peak_bytes},
+          {"peak_at", std::string(model::to_string(estimate.peak_at.phase)) + " " +
+                          m.layers[static_cast<size_t>(estimate.peak_at.layer)].path +
+                          (estimate.peak_in_optimizer_step ? " (the optimizer's step)" : "")},
+          {"peak_point", peak_point},
+          {"labels", labels},
+          {"weights", rank.weights},
+          {"gradients", rank.gradients},
+          {"optimizer", rank.optimizer},
+          {"rest", rest},
+          {"layers", layers}};
+}
+
+void check_html_report(const std::string& path, const std::string& option) {
+  if (!std::filesystem::is_regular_file(chart_js)) {
+    throw InputError(option + " " + path + ": the page draws with Chart.js, which is not installed (" + chart_js +
+                     ": apt-get install libjs-chart.js)");
+  }
+  check_writable(path, option);
+}
+
+void write_html_report(const std::string& path, const nlohmann::json& report) {
+  std::ifstream library(chart_js);
+  std::stringstream chart;
+  chart << library.rdbuf();
+  std::string data = report.dump();
+  // Inside <script>, "</" would end it early.
+  for (size_t at = data.find("</"); at != std::string::npos; at = data.find("</", at + 3)) data.replace(at, 2, "<\\/");
+  model::write_text_file(path, std::string(page_head) + chart.str() +
+                                   "</script>\n<script type=\"application/json\" id=\"report-data\">" + data + page_script);
+}
+
+}  // namespace papaya::cli
