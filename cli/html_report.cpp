@@ -153,6 +153,14 @@ nlohmann::json step_timeline(const model::LayerModel& m, const model::Target& ta
           {"layers", layers}};
 }
 
+nlohmann::json panel_json(const PlotPanel& panel, int64_t top) {
+  nlohmann::json series = nlohmann::json::array();
+  for (const auto& s : panel.series) series.push_back({{"name", s.name}, {"curve", s.curve}});
+  return {{"title", panel.title}, {"y_label", panel.y_label}, {"series", series},
+          {"hline", panel.hline ? nlohmann::json(*panel.hline) : nlohmann::json()}, {"hline_label", panel.hline_label},
+          {"x_min", 1}, {"x_max", top}};
+}
+
 void check_html_report(const std::string& path, const std::string& option) {
   if (!std::filesystem::is_regular_file(chart_js)) {
     throw InputError(option + " " + path + ": the page draws with Chart.js, which is not installed (" + chart_js +

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "cli/plot.h"
 #include "model/catalog/target.h"
 #include "model/layer_model.h"
 #include "model/plan.h"
@@ -22,6 +23,9 @@ namespace papaya::cli {
 // the plan's strategies by layer.
 nlohmann::json step_timeline(const model::LayerModel& model, const model::Target& target, const model::Plan& plan,
                              int64_t batch);
+
+// A figure's panel as the page draws it, its batch axis from 1 to `top`.
+nlohmann::json panel_json(const PlotPanel& panel, int64_t top);
 
 // Throws InputError (naming `option`) where the page cannot be made: no
 // Chart.js installed, or a path that cannot be written.

@@ -8,6 +8,7 @@
 #include "cli/layout_options.h"
 #include "cli/number_checks.h"
 #include "cli/plan_report.h"
+#include "cli/html_report.h"
 #include "cli/plot.h"
 #include "cli/report.h"
 #include "model/json_file.h"
@@ -26,6 +27,7 @@ struct PlanArgs {
   std::string out;
   double variance = -1;  // < 0: no variance budget
   std::string plot;
+  std::string html;
   pipeline::DataParallelRequest data_parallel;
   LayoutOptions layout;
 };
@@ -36,13 +38,14 @@ struct Planned {
   std::vector<std::string> notes;
   double budget = 0;
   planner::PlanResult result;
-  std::string out, plot;  // where the plan and the figure were written ("": not)
+  std::string out, plot, html;  // where the plan, the figure and the report were written ("": not)
 };
 
 void to_json(nlohmann::json& out, const Planned& p) {
   out = result_json(p.model, p.result);
   out["out"] = p.out;
   out["plot"] = p.plot;
+  out["html"] = p.html;
   out["notes"] = p.notes;
 }
 
@@ -57,10 +60,12 @@ void print_text(std::ostream& out, const Planned& p) {
   for (const auto& note : p.notes) out << "note: " << note << "\n";
   if (!p.out.empty()) out << "plan written to " << p.out << " (papaya train --plan " << p.out << ")\n";
   if (!p.plot.empty()) out << "figure written to " << p.plot << "\n";
+  if (!p.html.empty()) out << "report written to " << p.html << "\n";
 }
 
 Planned compute(const PlanArgs& args) {
   if (!args.plot.empty()) check_plot_path(args.plot);
+  if (!args.html.empty()) check_html_report(args.html);
   Planned p;
   args.data_parallel.validate();
   p.model = model::read_layer_model(args.model);
@@ -79,8 +84,10 @@ Planned compute(const PlanArgs& args) {
   p.result = planned.result;
   if (!args.out.empty()) model::write_json_file(args.out, planner::plan_document(p.result));
   if (!args.plot.empty()) plot_result(args.plot, p.model, planned.target, p.result);
+  if (!args.html.empty()) report_result(args.html, "plan", p.model, planned.target, p.result);
   p.out = args.out;
   p.plot = args.plot;
+  p.html = args.html;
   return p;
 }
 
@@ -100,6 +107,9 @@ void register_plan(CLI::App& app) {
                   "Gradient-variance budget of lossy strategies, as a fraction of quantize-2 everywhere (0: lossless only)")
       ->check(non_negative(args->variance));
   cmd->add_option("--plot", args->plot, "Figure of memory and samples/s against the batch (.svg or .png)");
+  cmd->add_option("--html", args->html,
+                  "A self-contained HTML report: the step's memory layer by layer under keep and the plan, the plans against "
+                  "the batch, and PAPAYA's table");
   add_data_parallel_options(cmd, args->data_parallel, true);
   add_layout_options(cmd, args->layout);
   const auto output = add_output_options(cmd, "One JSON document instead of tables");

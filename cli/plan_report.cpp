@@ -1,5 +1,7 @@
 #include "cli/plan_report.h"
 
+#include "cli/html_report.h"
+
 #include "cli/data_parallel_options.h"
 
 #include <algorithm>
@@ -8,6 +10,7 @@
 #include <map>
 #include <ostream>
 
+#include "cli/html_report.h"
 #include "cli/plot.h"
 #include "cli/prediction_plot.h"
 #include "cli/table.h"
@@ -299,21 +302,61 @@ nlohmann::json result_json(const model::LayerModel& m, const planner::PlanResult
           {"plan", planner::plan_document(r)}};
 }
 
-void plot_result(const std::string& path, const model::LayerModel& m, const model::Target& target, const planner::PlanResult& r) {
-  // The chosen plan, keep and the three fastest other combinations that fit.
-  std::vector<std::pair<std::string, model::Plan>> plans = {{r.per_layer ? "per-layer plan" : r.plan.name, r.plan}};
-  int64_t top = std::max<int64_t>(8, 2 * r.batch);
+namespace {
+
+std::string chosen_name(const planner::PlanResult& r) { return r.per_layer ? "per-layer plan" : r.plan.name; }
+
+// What a figure of a plan shows: the chosen plan, keep and the three fastest
+// other combinations that fit; and the batch its axis reaches.
+std::vector<std::pair<std::string, model::Plan>> figure_plans(const model::LayerModel& m, const planner::PlanResult& r,
+                                                              int64_t& top) {
+  std::vector<std::pair<std::string, model::Plan>> plans = {{chosen_name(r), r.plan}};
+  top = std::max<int64_t>(8, 2 * r.batch);
   for (const planner::GlobalRow* row : ranked(r.global)) {
     if (plans.size() >= 5 || (row->max_batch == 0 && row != &r.global.keep())) continue;
     if (row->name == r.plan.name) continue;
     plans.push_back({row->name, model::expand_plan_name(row->name, m.layout())});
     top = std::max<int64_t>(top, row->max_batch * 5 / 4);
   }
+  return plans;
+}
+
+}  // namespace
+
+void plot_result(const std::string& path, const model::LayerModel& m, const model::Target& target, const planner::PlanResult& r) {
+  int64_t top = 0;
+  const auto plans = figure_plans(m, r, top);
   PredictionPanels panels = prediction_panels(m, target, plans, top, r.request.budget_bytes);
   panels.memory.series.front().points.push_back({static_cast<double>(r.batch), r.estimate.peak_bytes / panels.bytes_per_unit});
   panels.throughput.series.front().points.push_back({static_cast<double>(r.batch), r.estimate.samples_per_s});
   write_plot(path, m.network + " on " + target.name + ": the chosen plan (marked) and whole-network combinations",
              {panels.memory, panels.throughput});
+}
+
+void report_result(const std::string& path, const std::string& command, const model::LayerModel& m,
+                   const model::Target& target, const planner::PlanResult& r) {
+  int64_t top = 0;
+  const auto plans = figure_plans(m, r, top);
+  const PredictionPanels panels = prediction_panels(m, target, plans, top, r.request.budget_bytes);
+  model::Plan chosen = r.plan;
+  chosen.name = chosen_name(r);
+  nlohmann::json rows = nlohmann::json::array();
+  for (const planner::GlobalRow* row : ranked(r.global)) {
+    const model::Estimate& e = row->at_batch;
+    rows.push_back({row->name, std::to_string(row->max_batch), model::format_bytes(e.peak_bytes),
+                    per_second(e.samples_per_s), row->helps ? "helps" : "-"});
+  }
+  write_html_report(path, {{"title", "papaya " + command + ": " + m.network + " on " + r.hardware + ", batch " +
+                                         std::to_string(r.batch) + ": " + chosen.name},
+                           {"subtitle", "budget " + model::format_bytes(r.request.budget_bytes) + "; the chosen plan " +
+                                            model::format_bytes(r.estimate.peak_bytes) + ", " +
+                                            per_second(r.estimate.samples_per_s) + " samples/s"},
+                           {"timelines", {step_timeline(m, target, model::expand_plan_name("keep", m.layout()), r.batch),
+                                          step_timeline(m, target, chosen, r.batch)}},
+                           {"curves", {{"memory", panel_json(panels.memory, top)}, {"throughput", panel_json(panels.throughput, top)}}},
+                           {"columns", {"whole-network combination", "largest batch",
+                                        "peak at batch " + std::to_string(r.global.batch), "samples/s", "verdict"}},
+                           {"plans", rows}});
 }
 
 }  // namespace papaya::cli

@@ -37,4 +37,9 @@ nlohmann::json result_json(const model::LayerModel& model, const planner::PlanRe
 void plot_result(const std::string& path, const model::LayerModel& model, const model::Target& target,
                  const planner::PlanResult& result);
 
+// The HTML report (cli/html_report.h) of `command`'s plan: the step under
+// keep and under the plan, the figure's plans against the batch, PAPAYA's table.
+void report_result(const std::string& path, const std::string& command, const model::LayerModel& model,
+                   const model::Target& target, const planner::PlanResult& result);
+
 }  // namespace papaya::cli

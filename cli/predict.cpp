@@ -58,14 +58,6 @@ Shown shown_plans(const PredictArgs& args, const model::LayerModel& m, const mod
   return out;
 }
 
-nlohmann::json panel_json(const PlotPanel& panel, int64_t top) {
-  nlohmann::json series = nlohmann::json::array();
-  for (const auto& s : panel.series) series.push_back({{"name", s.name}, {"curve", s.curve}});
-  return {{"title", panel.title}, {"y_label", panel.y_label}, {"series", series},
-          {"hline", panel.hline ? nlohmann::json(*panel.hline) : nlohmann::json()}, {"hline_label", panel.hline_label},
-          {"x_min", 1}, {"x_max", top}};
-}
-
 // Peak memory and samples/s against the batch of the plans shown, each marked at --batch.
 void plot_predictions(const PredictArgs& args, const model::LayerModel& m, const model::Target& target,
                       const std::vector<model::Plan>& candidates, double budget) {

@@ -8,6 +8,7 @@
 #include "cli/network_choice.h"
 #include "cli/commands.h"
 #include "cli/data_parallel_options.h"
+#include "cli/html_report.h"
 #include "cli/layout_options.h"
 #include "cli/network_option.h"
 #include "cli/number_checks.h"
@@ -50,6 +51,7 @@ struct RecommendArgs {
   std::string budget;
   int64_t batch = 0;  // 0: choose it
   std::string out;
+  std::string html;
   pipeline::DataParallelRequest data_parallel;
   LayoutOptions layout;
 };
@@ -158,6 +160,7 @@ struct Recommendation {
   planner::PlanResult result;
   std::vector<Why> why;
   std::string out, model_path;  // where the plan and the model were written
+  std::string html;             // and the report ("": none)
   double seconds = 0;           // profiling, fitting and planning
 };
 
@@ -181,6 +184,7 @@ void to_json(nlohmann::json& doc, const Recommendation& r) {
               {"why", reasons},
               {"out", r.out},
               {"model", r.model_path},
+              {"html", r.html},
               {"seconds", r.seconds},
               {"notes", r.notes}});
 }
@@ -208,6 +212,7 @@ void print_text(std::ostream& out, const Recommendation& rec) {
   for (const auto& note : rec.notes) out << "note: " << note << "\n";
   out << "plan written to " << rec.out << " (papaya train --plan " << rec.out << "); model written to " << rec.model_path
       << " (papaya plan " << rec.model_path << " --budget SIZE)\n";
+  if (!rec.html.empty()) out << "report written to " << rec.html << "\n";
 }
 
 // The model beside the plan: x.plan.json -> x.model.json, x.json -> x.model.json.
@@ -252,6 +257,7 @@ Recommendation compute(const RecommendArgs& args) {
   const std::string& out = rec.out;
   rec.model_path = model_path_beside(out);
   check_writable(out);
+  if (!args.html.empty()) check_html_report(args.html);
   args.data_parallel.validate();
 
   if (args.hardware.empty() && (args.device.empty() ? executor::default_device() : args.device) == "cpu") {
@@ -275,6 +281,8 @@ Recommendation compute(const RecommendArgs& args) {
   rec.result = planned.result;
   model::write_json_file(out, planner::plan_document(rec.result));
   rec.why = weigh(rec.model, planned.target, rec.result);
+  if (!args.html.empty()) report_result(args.html, "recommend", rec.model, planned.target, rec.result);
+  rec.html = args.html;
   rec.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return rec;
 }
@@ -302,6 +310,9 @@ void register_recommend(CLI::App& app) {
       ->check(positive(args->batch));
   cmd->add_option("--out,-o", args->out,
                   "Plan file to write; default: NETWORK.plan.json (the model goes beside it: NETWORK.model.json)");
+  cmd->add_option("--html", args->html,
+                  "A self-contained HTML report: the step's memory layer by layer under keep and the plan, the plans against "
+                  "the batch, and PAPAYA's table");
   add_data_parallel_options(cmd, args->data_parallel, true);
   add_layout_options(cmd, args->layout);
   const auto output = add_output_options(cmd, "One JSON document instead of tables");

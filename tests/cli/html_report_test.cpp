@@ -12,6 +12,7 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "tests/cli/run_papaya.h"
 
@@ -34,6 +35,30 @@ std::string read(const std::string& path) {
   return text.str();
 }
 
+struct Row {
+  std::string plan, peak_at;
+  double peak_bytes = 0;
+};
+
+// `page` rendered by `chromium`: its script run to its end (it marks the
+// body), nothing said on the console; each plan's row of peaks.
+std::vector<Row> rendered(const std::string& chromium, const TempDir& dir, const std::string& page) {
+  const std::string command = chromium + " --no-sandbox --disable-gpu --enable-logging=stderr --v=0 --virtual-time-budget=5000 " +
+                              "--dump-dom file://" + dir.path(page) + " >" + dir.path("dom.html") + " 2>" + dir.path("browser.log");
+  EXPECT_EQ(std::system(command.c_str()), 0) << read(dir.path("browser.log"));
+  const std::string log = read(dir.path("browser.log")), dom = read(dir.path("dom.html"));
+  EXPECT_EQ(log.find("CONSOLE"), std::string::npos) << page << ": " << log;
+  EXPECT_NE(dom.find("data-rendered=\"yes\""), std::string::npos) << page << ": " << dom.substr(0, 2000);
+  const std::regex row(R"re(<tr><td>([^<]+)</td><td id="peak-bytes-\d+" data-bytes="([0-9.e+]+)">[^<]+</td><td id="peak-at-\d+">([^<]+)</td></tr>)re");
+  std::vector<Row> rows;
+  for (std::sregex_iterator it(dom.begin(), dom.end(), row), end; it != end; ++it) {
+    rows.push_back({(*it)[1], (*it)[3], std::stod((*it)[2])});
+  }
+  return rows;
+}
+
+// predict's, plan's and recommend's reports: keep's peak and the chosen
+// plan's, each where it is, as --json says.
 TEST(HtmlReport, TheBrowserShowsThePeaksOfTheJson) {
   const std::string chromium = browser();
   if (chromium.empty() || !std::filesystem::exists("/usr/share/javascript/chart.js/chart.min.js")) {
@@ -42,33 +67,32 @@ TEST(HtmlReport, TheBrowserShowsThePeaksOfTheJson) {
   const TempDir dir("papaya-html");
   ASSERT_EQ(run_papaya("profile --network llama-tiny --batch 1,2,4 --out " + dir.path("p.json")).code, 0);
   ASSERT_EQ(run_papaya("fit " + dir.path("p.json") + " --out " + dir.path("m.json")).code, 0);
-  const Outcome predicted = run_papaya("predict " + dir.path("m.json") + " --batch 4 --json");
+  const Outcome predicted = run_papaya("predict " + dir.path("m.json") + " --batch 4 --json --html " + dir.path("predict.html"));
   ASSERT_EQ(predicted.code, 0) << predicted.err;
-  const Outcome report = run_papaya("predict " + dir.path("m.json") + " --batch 4 --html " + dir.path("report.html"));
-  ASSERT_EQ(report.code, 0) << report.err;
-  // Rendered, its script run to its end (it marks the body), with nothing said on the console.
-  const std::string command = chromium + " --no-sandbox --disable-gpu --enable-logging=stderr --v=0 --virtual-time-budget=5000 " +
-                              "--dump-dom file://" + dir.path("report.html") + " >" + dir.path("dom.html") + " 2>" +
-                              dir.path("browser.log");
-  ASSERT_EQ(std::system(command.c_str()), 0) << read(dir.path("browser.log"));
-  const std::string log = read(dir.path("browser.log")), dom = read(dir.path("dom.html"));
-  EXPECT_EQ(log.find("CONSOLE"), std::string::npos) << log;
-  EXPECT_NE(dom.find("data-rendered=\"yes\""), std::string::npos) << dom.substr(0, 2000);
-  // Each plan's row: its name, its peak in bytes (and formatted), the point it is at.
-  const std::regex row(R"re(<tr><td>([^<]+)</td><td id="peak-bytes-\d+" data-bytes="([0-9.e+]+)">[^<]+</td><td id="peak-at-\d+">([^<]+)</td></tr>)re");
-  int rows = 0;
-  for (std::sregex_iterator it(dom.begin(), dom.end(), row), end; it != end; ++it, ++rows) {
-    const std::string plan = (*it)[1];
+  const std::vector<Row> rows = rendered(chromium, dir, "predict.html");
+  ASSERT_EQ(rows.size(), 2u);  // keep and the plan chosen
+  for (const Row& r : rows) {
     bool found = false;
     for (const auto& entry : json::parse(predicted.out)) {
-      if (entry["strategy"] != plan) continue;
+      if (entry["strategy"] != r.plan) continue;
       found = true;
-      EXPECT_DOUBLE_EQ(std::stod((*it)[2]), entry["peak_bytes"].get<double>()) << plan;
-      EXPECT_EQ((*it)[3], entry["peak_at"].get<std::string>()) << plan;
+      EXPECT_DOUBLE_EQ(r.peak_bytes, entry["peak_bytes"].get<double>()) << r.plan;
+      EXPECT_EQ(r.peak_at, entry["peak_at"].get<std::string>()) << r.plan;
     }
-    EXPECT_TRUE(found) << plan;
+    EXPECT_TRUE(found) << r.plan;
   }
-  EXPECT_EQ(rows, 2);  // keep and the plan chosen
+  for (const std::string& command : {"plan " + dir.path("m.json") + " --budget 2.5MiB",
+                                    "recommend --network mlp-tiny --budget 64MiB --out " + dir.path("plan.json")}) {
+    const Outcome planned = run_papaya(command + " --json --html " + dir.path("plan.html"));
+    ASSERT_EQ(planned.code, 0) << planned.err;
+    const json doc = json::parse(planned.out);
+    const json& chosen = doc;  // the chosen plan's figures
+    const std::vector<Row> shown = rendered(chromium, dir, "plan.html");
+    ASSERT_EQ(shown.size(), 2u) << command;
+    EXPECT_EQ(shown[0].plan, "keep");
+    EXPECT_DOUBLE_EQ(shown[1].peak_bytes, chosen["peak_bytes"].get<double>()) << command;
+    EXPECT_EQ(shown[1].peak_at, chosen["peak_at"].get<std::string>()) << command;
+  }
   expect_input_error("predict " + dir.path("m.json") + " --batch 4 --html /nonexistent/folder/r.html", "--html");
 }
 
