@@ -197,7 +197,7 @@ TEST(Limits, FractionsOfTheShapeGiveTheWholeNetworksBatches) {
         << w[i].at("strategy") << " on " << w[i].at("hardware");
     EXPECT_EQ(c[i].at("static_bytes"), w[i].at("static_bytes")) << w[i].at("strategy");
   }
-  expect_input_error(limits + "3", "--profile-parts: must be 1 or a power of two from 4 (got 3)");
+  expect_input_error(limits + "3", "--profile-parts: must be 1 or a power of two of at least 4 (got '3')");
   expect_input_error(limits + "16", "divide into 8 parts or a power of two fewer, not 16");
   expect_input_error("limits --network resnet-tiny --hardware h100 --profile-parts 4", "no tokens and heads to cut");
 }
