@@ -89,7 +89,9 @@ const char* const page_script = R"(</script>
   show(data.timelines.length - 1);
   const panel = (id, p, unit) => new Chart(document.getElementById(id), {
     type: 'line', data: { datasets: p.series.map((s, k) => ({ label: s.name, data: s.curve.map(([x, y]) => ({ x, y })), borderColor: colours[k % colours.length],
-      backgroundColor: colours[k % colours.length], pointRadius: 0, borderWidth: 2 })).concat(p.hline == null ? [] : [{ label: p.hline_label,
+      backgroundColor: colours[k % colours.length], pointRadius: 0, borderWidth: 2 })).concat(p.series.filter((s) => s.points.length).map((s) => ({
+      label: s.name + ' (measured)', data: s.points.map(([x, y]) => ({ x, y })), showLine: false, pointRadius: 5, pointStyle: 'rectRot',
+      borderColor: colours[p.series.indexOf(s) % colours.length], backgroundColor: colours[p.series.indexOf(s) % colours.length] }))).concat(p.hline == null ? [] : [{ label: p.hline_label,
       data: [{ x: p.x_min, y: p.hline }, { x: p.x_max, y: p.hline }], borderColor: '#222', borderDash: [6, 4], pointRadius: 0, borderWidth: 1 }]) },
     options: { animation: false, maintainAspectRatio: false, parsing: true,
       scales: { x: { type: 'logarithmic', title: { display: true, text: 'batch' } }, y: { title: { display: true, text: unit } } },
@@ -155,7 +157,7 @@ nlohmann::json step_timeline(const model::LayerModel& m, const model::Target& ta
 
 nlohmann::json panel_json(const PlotPanel& panel, int64_t top) {
   nlohmann::json series = nlohmann::json::array();
-  for (const auto& s : panel.series) series.push_back({{"name", s.name}, {"curve", s.curve}});
+  for (const auto& s : panel.series) series.push_back({{"name", s.name}, {"curve", s.curve}, {"points", s.points}});
   return {{"title", panel.title}, {"y_label", panel.y_label}, {"series", series},
           {"hline", panel.hline ? nlohmann::json(*panel.hline) : nlohmann::json()}, {"hline_label", panel.hline_label},
           {"x_min", 1}, {"x_max", top}};

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/html_report.h"
 #include "cli/network_option.h"
 #include "cli/number_checks.h"
 #include "cli/plot.h"
@@ -48,6 +49,7 @@ struct ValidateArgs {
   std::vector<int> profile_batches;  // empty: pipeline::default_profile_batches
   int profile_parts = 0;             // 0: chosen
   std::string plot;
+  std::string html;
   ValidateArgs() { run.steps = 10; }  // a check, not a benchmark: quick
 };
 
@@ -143,6 +145,7 @@ void check(ValidateArgs& args) {
                      " are left out of the measurement; give at least " + std::to_string(warmup + 1));
   }
   if (!args.plot.empty()) check_plot_path(args.plot);
+  if (!args.html.empty()) check_html_report(args.html);
 }
 
 // Trains each (plan, batch), one progress line each; a run out of memory
@@ -169,7 +172,8 @@ void measure(const ValidateArgs& args, std::vector<Row>& rows) {
   }
 }
 
-void plot(const ValidateArgs& args, const pipeline::Profiled& profiled, const std::vector<Row>& rows) {
+// The predicted curves of every plan, with the measured rows as points.
+PredictionPanels measured_panels(const ValidateArgs& args, const pipeline::Profiled& profiled, const std::vector<Row>& rows) {
   std::vector<std::pair<std::string, model::Plan>> plans;
   for (const auto& name : args.plans) plans.push_back({name, model::expand_plan_name(name, profiled.model.layout())});
   PredictionPanels panels = prediction_panels(profiled.model, profiled.target, plans, args.batches.back(), std::nullopt);
@@ -180,9 +184,46 @@ void plot(const ValidateArgs& args, const pipeline::Profiled& profiled, const st
     panels.memory.series[i].points.push_back({b, row.measured_peak / panels.bytes_per_unit});
     panels.throughput.series[i].points.push_back({b, row.measured_rate});
   }
+  return panels;
+}
+
+void plot(const ValidateArgs& args, const pipeline::Profiled& profiled, const std::vector<Row>& rows) {
+  const PredictionPanels panels = measured_panels(args, profiled, rows);
   write_plot(args.plot,
              profiled.model.network + " on " + profiled.model.machine.device_name + ": predicted (lines) and measured (points)",
              {panels.memory, panels.throughput});
+}
+
+// The page of --html: the step under the first two plans at the largest
+// batch, every plan's predicted curves with the measured points, and the
+// table of predicted beside measured.
+void report(const ValidateArgs& args, const pipeline::Profiled& profiled, const std::vector<Row>& rows) {
+  const model::LayerModel& m = profiled.model;
+  const int64_t batch = args.batches.back();
+  nlohmann::json timelines = nlohmann::json::array();
+  for (size_t i = 0; i < std::min<size_t>(2, args.plans.size()); ++i) {
+    timelines.push_back(step_timeline(m, profiled.target, model::expand_plan_name(args.plans[i], m.layout()), batch));
+  }
+  const PredictionPanels panels = measured_panels(args, profiled, rows);
+  nlohmann::json table = nlohmann::json::array();
+  for (const Row& row : rows) {
+    const bool ran = !row.out_of_memory;
+    table.push_back({row.plan, std::to_string(row.batch), model::format_bytes(row.predicted.peak_bytes),
+                     ran ? model::format_bytes(row.measured_peak) : "out of memory",
+                     ran ? error_percent(row.predicted.peak_bytes, row.measured_peak) : "-", per_second(row.predicted.samples_per_s),
+                     ran ? fixed(row.measured_rate, 1) : "-",
+                     ran ? error_percent(row.predicted.samples_per_s, row.measured_rate) : "-"});
+  }
+  write_html_report(args.html, {{"title", "papaya validate: " + m.network + " on " + m.machine.device_name},
+                                {"subtitle", "profiled at batches " + joined(args.profile_batches) + ", predicted, then trained " +
+                                                 std::to_string(args.run.steps) + " steps a row; the step below at batch " +
+                                                 std::to_string(batch) + " as predicted"},
+                                {"timelines", timelines},
+                                {"curves", {{"memory", panel_json(panels.memory, batch)},
+                                            {"throughput", panel_json(panels.throughput, batch)}}},
+                                {"columns", {"plan", "batch", "peak predicted", "peak measured", "error", "samples/s predicted",
+                                             "samples/s measured", "error"}},
+                                {"plans", table}});
 }
 
 struct Validation {
@@ -230,6 +271,7 @@ void to_json(nlohmann::json& doc, const Validation& v) {
          {"throughput", v.throughput},
          {"out_of_memory_rows", v.out_of_memory},
          {"plot", v.args.plot},
+         {"html", v.args.html},
          {"seconds", v.seconds}};
 }
 
@@ -254,6 +296,7 @@ void print_text(std::ostream& out, const Validation& v) {
       << "samples/s:   " << sentence(v.throughput) << "\n";
   if (v.out_of_memory) out << v.out_of_memory << " row(s) ran out of memory and are left out of both\n";
   if (!v.args.plot.empty()) out << "figure written to " << v.args.plot << "\n";
+  if (!v.args.html.empty()) out << "report written to " << v.args.html << "\n";
   out << "took " << fixed(v.seconds, 0) << " s\n";
 }
 
@@ -283,6 +326,7 @@ Validation compute(const ValidateArgs& given) {
   }
   measure(args, v.rows);
   if (!args.plot.empty()) plot(args, profiled, v.rows);
+  if (!args.html.empty()) report(args, profiled, v.rows);
 
   std::vector<double> peak_predicted, peak_measured, rate_predicted, rate_measured;
   for (const Row& row : v.rows) {
@@ -335,6 +379,9 @@ void register_validate(CLI::App& app) {
       ->capture_default_str()
       ->check(positive(args->run.steps));
   cmd->add_option("--plot", args->plot, "Figure of predicted curves and measured points against the batch (.svg or .png)");
+  cmd->add_option("--html", args->html,
+                  "A self-contained HTML report: the step's memory layer by layer under the first two plans, the predicted "
+                  "curves with the measured points, and predicted beside measured");
   const auto output = add_output_options(cmd);
   cmd->callback([args, output] { show(compute(*args), *output); });
 }

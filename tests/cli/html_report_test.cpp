@@ -57,8 +57,8 @@ std::vector<Row> rendered(const std::string& chromium, const TempDir& dir, const
   return rows;
 }
 
-// predict's, plan's and recommend's reports: keep's peak and the chosen
-// plan's, each where it is, as --json says.
+// predict's, plan's, recommend's and validate's reports: keep's peak and the
+// chosen plan's, each where it is, as --json says.
 TEST(HtmlReport, TheBrowserShowsThePeaksOfTheJson) {
   const std::string chromium = browser();
   if (chromium.empty() || !std::filesystem::exists("/usr/share/javascript/chart.js/chart.min.js")) {
@@ -92,6 +92,18 @@ TEST(HtmlReport, TheBrowserShowsThePeaksOfTheJson) {
     EXPECT_EQ(shown[0].plan, "keep");
     EXPECT_DOUBLE_EQ(shown[1].peak_bytes, chosen["peak_bytes"].get<double>()) << command;
     EXPECT_EQ(shown[1].peak_at, chosen["peak_at"].get<std::string>()) << command;
+  }
+  // validate's: the first plan's step at the largest batch as predicted, beside the measured rows.
+  const Outcome validated = run_papaya("validate --network mlp-tiny --batches 4,8 --plans keep,quantize-4 --steps 3 --json --html " +
+                                       dir.path("validate.html"));
+  ASSERT_EQ(validated.code, 0) << validated.err;
+  const std::vector<Row> checked = rendered(chromium, dir, "validate.html");
+  ASSERT_EQ(checked.size(), 2u);
+  for (const auto& row : json::parse(validated.out)["rows"]) {
+    if (row["batch"] != 8) continue;
+    const Row& shown = row["plan"] == "keep" ? checked[0] : checked[1];
+    EXPECT_EQ(shown.plan, row["plan"].get<std::string>());
+    EXPECT_DOUBLE_EQ(shown.peak_bytes, row["predicted_peak_bytes"].get<double>()) << shown.plan;
   }
   expect_input_error("predict " + dir.path("m.json") + " --batch 4 --html /nonexistent/folder/r.html", "--html");
 }
