@@ -134,24 +134,15 @@ void print_text(std::ostream& out, const Prediction& p) {
 }
 
 // The page of --html: the step's timeline under keep and the chosen plan
-// (--plan, else the fastest that fits at --batch, else the smallest), the
-// plans against the batch, and the table.
+// (the first the figure shows after keep: --plan, else the fastest that fits
+// at --batch), the plans against the batch, and the table.
 void write_report(const PredictArgs& args, const model::LayerModel& m, const model::Target& target,
                   const std::vector<model::Plan>& candidates, const Prediction& p) {
-  const model::Plan keep = model::expand_plan_name("keep", m.layout());
-  const model::Plan* chosen = nullptr;
-  const PredictedPlan* best = nullptr;
-  for (size_t i = 0; i < p.plans.size(); ++i) {
-    const PredictedPlan& r = p.plans[i];
-    const bool fits = r.estimate.peak_bytes <= p.budget, best_fits = best && best->estimate.peak_bytes <= p.budget;
-    const bool better = !best || (fits != best_fits ? fits
-                                                    : fits ? r.estimate.samples_per_s > best->estimate.samples_per_s
-                                                           : r.estimate.peak_bytes < best->estimate.peak_bytes);
-    if (r.name != "keep" && better) best = &r, chosen = &candidates[i];
-  }
-  nlohmann::json timelines = nlohmann::json::array({step_timeline(m, target, keep, p.batch)});
-  if (chosen) timelines.push_back(step_timeline(m, target, *chosen, p.batch));
   const Shown shown = shown_plans(args, m, target, candidates, p.budget);
+  nlohmann::json timelines = nlohmann::json::array();
+  for (size_t i = 0; i < std::min<size_t>(2, shown.plans.size()); ++i) {
+    timelines.push_back(step_timeline(m, target, shown.plans[i].second, p.batch));
+  }
   const PredictionPanels panels = prediction_panels(m, target, shown.plans, shown.top, p.budget);
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& plan : p.plans) {
