@@ -7,19 +7,12 @@
 #include "cli/output_file.h"
 #include "model/error.h"
 #include "model/json_file.h"
-#include "model/parallel/data_parallel.h"
-#include "model/parallel/sharding.h"
-#include "model/plan_space/plan_space.h"
 
 namespace papaya::cli {
 namespace {
 
 // Debian's libjs-chart.js (Chart.js 3).
 const char* const chart_js = "/usr/share/javascript/chart.js/chart.min.js";
-
-bool same_point(const model::TimelinePoint& a, const model::TimelinePoint& b) {
-  return a.phase == b.phase && a.layer == b.layer && a.segment == b.segment;
-}
 
 // The page around the data: its layout, and the script that draws it with Chart.js.
 const char* const page_head = R"(<!DOCTYPE html>
@@ -34,12 +27,12 @@ td:first-child,th:first-child{text-align:left} .wide{height:380px;position:relat
 <h1 id="title"></h1><div class="sub" id="subtitle"></div>
 <h2>Memory through one training step</h2>
 <div>plan: <select id="plan-select"></select></div>
-<table id="peaks"><thead><tr><th>plan</th><th>peak</th><th>at</th></tr></thead><tbody></tbody></table>
+<table id="peaks"><thead><tr><th>plan</th><th>peak</th><th>at</th><th>the largest saved tensors there</th></tr></thead><tbody></tbody></table>
 <div class="wide"><canvas id="timeline"></canvas></div>
 <h2>Against the batch</h2>
 <div class="row"><div class="half"><canvas id="memory"></canvas></div><div class="half"><canvas id="throughput"></canvas></div></div>
 <h2>Plans</h2><table id="plans"><thead></thead><tbody></tbody></table>
-<h2 id="layers-title">The plan by layer</h2><table id="layers"><thead><tr><th>layer</th><th>saved tensors</th><th>segment</th></tr></thead><tbody></tbody></table>
+<h2 id="layers-title">The plan by layer</h2><table id="layers"><thead><tr><th>layer</th><th>saved tensors</th><th>segment</th><th>held fewer, forward to backward</th><th>time added a step</th></tr></thead><tbody></tbody></table>
 <script>)";
 
 const char* const page_script = R"(</script>
@@ -61,28 +54,46 @@ const char* const page_script = R"(</script>
     const peak = text('td', bytes(t.peak_bytes)); peak.id = 'peak-bytes-' + i; peak.dataset.bytes = String(t.peak_bytes);
     row.appendChild(peak);
     const at = text('td', t.peak_at); at.id = 'peak-at-' + i; row.appendChild(at);
+    const held = t.peak_point >= 0 && !t.peak_in_optimizer_step ? t.largest[t.peak_point] : [];
+    const tensors = text('td', t.peak_in_optimizer_step ? 'none: the optimizer\'s step holds no activations'
+      : held.map(([key, form, b]) => key + ' (' + form + ') ' + bytes(b)).join(', '));
+    tensors.id = 'peak-tensors-' + i; row.appendChild(tensors);
     peaks.appendChild(row);
   });
-  const parts = [['weights', '#9c755f'], ['gradients', '#edc948'], ['AdamW state', '#b07aa1'], ['activations, scratch and buffers', '#4e79a7']];
+  const fixed = { 'weights': '#9c755f', 'gradients': '#edc948', 'AdamW state': '#b07aa1', 'exchange buffers': '#ff9da7',
+    'gathered weights': '#d4a6c8', 'parameter copies': '#bab0ac', 'saved raw': '#4e79a7', 'codec scratch': '#e15759', 'working memory': '#76b7b2' };
+  const formColours = ['#f28e2b', '#59a14f', '#86bcb6', '#8cd17d', '#ffbe7d', '#a0cbe8', '#b6992d', '#499894'];
+  const colourOf = (name, k) => fixed[name] || formColours[k % formColours.length];
+  const seconds = (s) => s >= 1 ? s.toFixed(2) + ' s' : s >= 1e-3 || s === 0 ? (s * 1e3).toFixed(2) + ' ms' : (s * 1e6).toFixed(1) + ' µs';
+  let shown = data.timelines[0];
   const timeline = new Chart(document.getElementById('timeline'), {
     type: 'line', data: { labels: [], datasets: [] },
     options: { animation: false, maintainAspectRatio: false, interaction: { mode: 'index', intersect: false },
       elements: { point: { radius: 0 } },
       scales: { x: { ticks: { maxTicksLimit: 24, autoSkip: true } }, y: { stacked: true, ticks: { callback: (v) => bytes(v) } } },
-      plugins: { tooltip: { callbacks: { label: (c) => c.dataset.label + ': ' + bytes(c.parsed.y) } } } } });
+      plugins: { tooltip: { filter: (c) => c.parsed.y, callbacks: { label: (c) => c.dataset.label + ': ' + bytes(c.parsed.y),
+        footer: (items) => { const held = shown.largest[items[0].dataIndex] || [];
+          return held.length ? ['largest saved tensors here:'].concat(held.map(([key, form, b]) => key + ' (' + form + ') ' + bytes(b))) : []; } } } } } });
   const show = (i) => {
     const t = data.timelines[i];
-    const constant = (v) => t.labels.map(() => v);
+    shown = t;
     timeline.data.labels = t.labels;
-    timeline.data.datasets = parts.map(([name, colour], k) => ({
-      label: name, stack: 'held', fill: k ? '-1' : 'origin', borderColor: colour, backgroundColor: colour + 'aa', borderWidth: 1,
-      data: [constant(t.weights), constant(t.gradients), constant(t.optimizer), t.rest][k] }));
+    let forms = 0;
+    timeline.data.datasets = t.bands.map((band, k) => {
+      const colour = colourOf(band.name, fixed[band.name] ? 0 : forms++);
+      return { label: band.name, stack: 'held', fill: k ? '-1' : 'origin', borderColor: colour, backgroundColor: colour + 'aa', borderWidth: 1, data: band.bytes };
+    });
     timeline.data.datasets.push({ label: 'peak (' + t.peak_at + ')', stack: 'peak', type: 'line', showLine: false, pointRadius: 6,
       pointBackgroundColor: '#e15759', borderColor: '#e15759', data: t.labels.map((_, p) => p === t.peak_point ? t.peak_bytes : null) });
     timeline.update();
     const layers = document.querySelector('#layers tbody'); layers.replaceChildren();
     document.getElementById('layers-title').textContent = 'The plan by layer: ' + t.plan;
-    t.layers.forEach((l) => { const row = document.createElement('tr'); [l.layer, l.tensors, l.segment].forEach((v) => row.appendChild(text('td', v))); layers.appendChild(row); });
+    t.layers.forEach((l) => {
+      const row = document.createElement('tr');
+      const time = seconds(l.seconds_added) + (l.host_link_seconds ? ' (+ up to ' + seconds(l.host_link_seconds) + ' on the host link)' : '');
+      [l.layer, l.tensors, l.segment, bytes(l.bytes_saved), time].forEach((v) => row.appendChild(text('td', v)));
+      layers.appendChild(row);
+    });
   };
   select.addEventListener('change', () => show(Number(select.value)));
   select.value = String(data.timelines.length - 1);
@@ -107,53 +118,6 @@ const char* const page_script = R"(</script>
 )";
 
 }  // namespace
-
-nlohmann::json step_timeline(const model::LayerModel& m, const model::Target& target, const model::Plan& plan, int64_t batch) {
-  const model::PlanSpace space(m, target, batch);
-  const model::Assignment assignment = space.assignment(plan);
-  const model::Estimate estimate = space.evaluate(assignment);
-  const std::vector<double> held = space.timeline(assignment);
-  const model::RankStatic rank =
-      model::shard(model::whole_static(m), target.data_parallel.ranks, target.data_parallel.zero_stage);
-  nlohmann::json labels = nlohmann::json::array(), rest = nlohmann::json::array();
-  int peak_point = -1;
-  const auto& points = space.points();
-  for (size_t p = 0; p < points.size(); ++p) {
-    const model::TimelinePoint& point = points[p];
-    // A segment that is not recomputed has no recompute in the step.
-    if (point.phase == model::Phase::recompute &&
-        !(point.segment >= 0 && assignment.segments[static_cast<size_t>(point.segment)].recompute)) {
-      continue;
-    }
-    if (same_point(point, estimate.peak_at)) peak_point = static_cast<int>(labels.size());
-    labels.push_back(std::string(model::to_string(point.phase)) + " " + m.layers[static_cast<size_t>(point.layer)].path);
-    rest.push_back(held[p] - rank.total());
-  }
-  nlohmann::json layers = nlohmann::json::array();
-  for (const model::LayerFit& layer : m.layers) {
-    std::string tensors;
-    for (const auto& saved : layer.saved) {
-      const model::TensorStrategy s = plan.tensor(layer.path, saved.slot);
-      if (s == model::TensorStrategy{}) continue;
-      tensors += (tensors.empty() ? "" : ", ") + saved.slot + ": " + s.name();
-    }
-    const std::string segment = layer.segment.empty() ? "" : plan.segment(layer.segment).name();
-    if (tensors.empty() && (segment.empty() || segment == model::SegmentStrategy{}.name())) continue;
-    layers.push_back({{"layer", layer.path}, {"tensors", tensors.empty() ? "kept" : tensors}, {"segment", segment}});
-  }
-  return {{"plan", plan.name},
-          {"peak_bytes", estimate.peak_bytes},
-          {"peak_at", std::string(model::to_string(estimate.peak_at.phase)) + " " +
-                          m.layers[static_cast<size_t>(estimate.peak_at.layer)].path +
-                          (estimate.peak_in_optimizer_step ? " (the optimizer's step)" : "")},
-          {"peak_point", peak_point},
-          {"labels", labels},
-          {"weights", rank.weights},
-          {"gradients", rank.gradients},
-          {"optimizer", rank.optimizer},
-          {"rest", rest},
-          {"layers", layers}};
-}
 
 nlohmann::json panel_json(const PlotPanel& panel, int64_t top) {
   nlohmann::json series = nlohmann::json::array();

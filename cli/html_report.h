@@ -3,26 +3,16 @@
 // Chart.js (Debian's libjs-chart.js) inlined, the report's figures as JSON,
 // and the page's own script that lays them out: the memory timeline of one
 // training step, layer by layer, stacked by what is held, for keep and the
-// chosen plan (switchable), its peak marked and its layer named; peak memory
+// chosen plan (switchable), its peak marked and its layer named, hovering
+// naming the largest saved tensors at each point; peak memory
 // and samples/s against the batch for each whole-network plan, the budget
 // drawn; and tables of the plans and of the chosen plan by layer.
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "cli/plot.h"
-#include "model/catalog/target.h"
-#include "model/layer_model.h"
-#include "model/plan.h"
 
 namespace papaya::cli {
-
-// One plan's step at `batch` on `target`: each point of the timeline
-// ("forward blocks.0.mlp.fc1") with the bytes held there, split into the
-// weights, gradients and AdamW state a rank holds and the rest (activations,
-// scratch, exchange buffers); the estimate's peak, the point it is at, and
-// the plan's strategies by layer.
-nlohmann::json step_timeline(const model::LayerModel& model, const model::Target& target, const model::Plan& plan,
-                             int64_t batch);
 
 // A figure's panel as the page draws it, its batch axis from 1 to `top`.
 nlohmann::json panel_json(const PlotPanel& panel, int64_t top);
@@ -31,7 +21,7 @@ nlohmann::json panel_json(const PlotPanel& panel, int64_t top);
 // Chart.js installed, or a path that cannot be written.
 void check_html_report(const std::string& path, const std::string& option = "--html");
 
-// Writes `report` ({"title", "subtitle", "timelines": [step_timeline...],
+// Writes `report` ({"title", "subtitle", "timelines": [step_timeline (step_timeline.h)...],
 // "curves": {"memory": panel, "throughput": panel}, "budget_bytes",
 // "plans": [rows], "columns": [names]}) as the page, atomically.
 void write_html_report(const std::string& path, const nlohmann::json& report);

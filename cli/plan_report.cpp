@@ -1,18 +1,16 @@
 #include "cli/plan_report.h"
 
-#include "cli/html_report.h"
-
-#include "cli/data_parallel_options.h"
-
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <map>
 #include <ostream>
 
+#include "cli/data_parallel_options.h"
 #include "cli/html_report.h"
 #include "cli/plot.h"
 #include "cli/prediction_plot.h"
+#include "cli/step_timeline.h"
 #include "cli/table.h"
 #include "model/plan_space/plan_space.h"
 #include "model/plan_space/predict.h"

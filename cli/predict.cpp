@@ -10,6 +10,7 @@
 #include "cli/layout_options.h"
 #include "cli/number_checks.h"
 #include "cli/html_report.h"
+#include "cli/step_timeline.h"
 #include "cli/plot.h"
 #include "cli/prediction_plot.h"
 #include "cli/report.h"

@@ -15,6 +15,7 @@
 
 #include "cli/commands.h"
 #include "cli/html_report.h"
+#include "cli/step_timeline.h"
 #include "cli/network_option.h"
 #include "cli/number_checks.h"
 #include "cli/plot.h"

@@ -4,6 +4,7 @@
 
 #include "model/plan_space/internal/held.h"
 #include "model/plan_space/internal/index.h"
+#include "model/plan_space/internal/parts.h"
 #include "model/plan_space/internal/step_time.h"
 #include "model/plan_space/internal/timeline.h"
 
@@ -50,6 +51,10 @@ Estimate PlanSpace::evaluate(const Assignment& assignment) const {
 
 std::vector<double> PlanSpace::timeline(const Assignment& assignment) const {
   return plan_space::bytes_at(*at_, plan_space::hold(*at_, assignment));
+}
+
+TimelineParts PlanSpace::timeline_parts(const Assignment& assignment) const {
+  return plan_space::parts_of(*at_, plan_space::hold(*at_, assignment));
 }
 
 Assignment PlanSpace::assignment(const Plan& plan) const {

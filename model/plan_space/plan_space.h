@@ -80,6 +80,13 @@ class PlanSpace {
   // peak (R points of segments that are not recomputed are not part of the
   // step: evaluate() skips them).
   std::vector<double> timeline(const Assignment& assignment) const;
+  // The same bytes by what holds them: the rank's static state, the data-
+  // parallel exchange's buffers and ZeRO-3's gathered weights, parameter
+  // copies in the compute dtype, saved tensors by stored form (each of them
+  // too), codecs' scratch, and the rest of keep's figures (layers' working
+  // memory, gradients in flight, a recomputation's transients). Bands that
+  // are 0 everywhere are left out.
+  TimelineParts timeline_parts(const Assignment& assignment) const;
 
   // What decisions do to the timeline, exactly: timeline() of the keep
   // assignment with only those decisions made, minus timeline() of keep.

@@ -40,6 +40,29 @@ struct Estimate {
   double host_bytes = 0;                // pinned host memory holding swapped tensors
 };
 
+// One kind of what a step holds (PlanSpace::timeline_parts()): "weights",
+// "gradients", "AdamW state", "exchange buffers", "gathered weights",
+// "parameter copies", "saved raw", "saved " + a strategy's name, "codec
+// scratch", "working memory".
+struct HeldBand {
+  std::string name;
+  std::vector<double> bytes;  // at each point
+};
+
+// A storage in one stored form ("raw" or a strategy's name), held from point
+// `from` to `to`.
+struct HeldTensor {
+  int storage = 0;
+  std::string form;
+  int from = 0, to = 0;
+  double bytes = 0;
+};
+
+struct TimelineParts {
+  std::vector<HeldBand> bands;  // sum to timeline() at each point
+  std::vector<HeldTensor> tensors;  // the saved bands, tensor by tensor
+};
+
 namespace plan_space {
 
 struct Slot {

@@ -37,6 +37,7 @@ std::string read(const std::string& path) {
 
 struct Row {
   std::string plan, peak_at;
+  std::string tensors;  // the largest saved there: "blocks.0.attn.qkv:input (quantize-4) 12.00 KiB, ..."
   double peak_bytes = 0;
 };
 
@@ -49,10 +50,11 @@ std::vector<Row> rendered(const std::string& chromium, const TempDir& dir, const
   const std::string log = read(dir.path("browser.log")), dom = read(dir.path("dom.html"));
   EXPECT_EQ(log.find("CONSOLE"), std::string::npos) << page << ": " << log;
   EXPECT_NE(dom.find("data-rendered=\"yes\""), std::string::npos) << page << ": " << dom.substr(0, 2000);
-  const std::regex row(R"re(<tr><td>([^<]+)</td><td id="peak-bytes-\d+" data-bytes="([0-9.e+]+)">[^<]+</td><td id="peak-at-\d+">([^<]+)</td></tr>)re");
+  const std::regex row(
+      R"re(<tr><td>([^<]+)</td><td id="peak-bytes-\d+" data-bytes="([0-9.e+]+)">[^<]+</td><td id="peak-at-\d+">([^<]+)</td><td id="peak-tensors-\d+">([^<]*)</td></tr>)re");
   std::vector<Row> rows;
   for (std::sregex_iterator it(dom.begin(), dom.end(), row), end; it != end; ++it) {
-    rows.push_back({(*it)[1], (*it)[3], std::stod((*it)[2])});
+    rows.push_back({(*it)[1], (*it)[3], (*it)[4], std::stod((*it)[2])});
   }
   return rows;
 }
@@ -80,7 +82,11 @@ TEST(HtmlReport, TheBrowserShowsThePeaksOfTheJson) {
       EXPECT_EQ(r.peak_at, entry["peak_at"].get<std::string>()) << r.plan;
     }
     EXPECT_TRUE(found) << r.plan;
+    EXPECT_NE(r.tensors.find("blocks."), std::string::npos) << r.plan << ": " << r.tensors;
   }
+  // Keep stores every tensor raw: its three largest at its peak are.
+  const std::regex raw(R"re(^([^,]+ \(raw\) [^,]+)(, [^,]+ \(raw\) [^,]+){2}$)re");
+  EXPECT_TRUE(std::regex_match(rows[0].tensors, raw)) << rows[0].tensors;
   for (const std::string& command : {"plan " + dir.path("m.json") + " --budget 2.5MiB",
                                     "recommend --network mlp-tiny --budget 64MiB --out " + dir.path("plan.json")}) {
     const Outcome planned = run_papaya(command + " --json --html " + dir.path("plan.html"));

@@ -321,6 +321,7 @@ AtBatch::AtBatch(std::shared_ptr<const Index> shared, int64_t batch_size) : inde
       case Phase::backward: held = gathered.backward(point.layer); break;
       case Phase::recompute: held = gathered.recompute(point.layer, ix.segment(point.segment).last_layer); break;
     }
+    gathered_bytes.push_back(held);
     keep_bytes[p] += shift + held;
   }
   optimizer_peak_bytes += shift;

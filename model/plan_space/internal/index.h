@@ -126,7 +126,8 @@ struct AtBatch {
 
   std::shared_ptr<const Index> index;
   int64_t batch = 0;
-  std::vector<double> keep_bytes;  // at each point, the keep step
+  std::vector<double> keep_bytes;      // at each point, the keep step
+  std::vector<double> gathered_bytes;  // at each point, of those: ZeRO-3's gathered weights
   std::vector<SlotAtBatch> slots;
   std::vector<double> storage_sizes;  // the whole storage, per storage
   std::vector<LayerAtBatch> layers;

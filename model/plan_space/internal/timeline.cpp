@@ -8,13 +8,17 @@
 namespace papaya::model {
 namespace plan_space {
 
-void add_storage(const AtBatch& at, int storage, const StorageHeld& held, double sign, Changes& out) {
+void add_storage(const AtBatch& at, int storage, const StorageHeld& held, double sign, Changes& out,
+                 std::vector<StorageChange>* kinds) {
   const Index& ix = *at.index;
   const Target& target = at.target();
   const int n = ix.layer_count();
   const int first_backward = n;  // the first point after forward
-  const auto add = [&](double bytes, int from, int to) {
-    if (from <= to && bytes != 0) out.push_back({from, to, sign * bytes});
+  using Kind = StorageChange::Kind;
+  const auto add_as = [&](Kind kind, const TensorStrategy& strategy, double bytes, int from, int to) {
+    if (from > to || bytes == 0) return;
+    out.push_back({from, to, sign * bytes});
+    if (kinds) kinds->push_back({kind, strategy});
   };
   const Storage& st = ix.storage(storage);
   std::vector<std::pair<int, int>> intervals = held.raw;
@@ -23,9 +27,10 @@ void add_storage(const AtBatch& at, int storage, const StorageHeld& held, double
     // exact where they come from a CPU.
     const double whole = at.storage_bytes(storage);
     const double kept = target.round_keep ? whole : target.allocated(whole);
-    add(-kept, ix.layer(st.first_layer).forward_at, ix.layer(st.first_layer).backward_at);
+    add_as(Kind::keep_storage, {}, -kept, ix.layer(st.first_layer).forward_at, ix.layer(st.first_layer).backward_at);
   }
   for (const Copy& c : held.copies) {
+    const auto add = [&](double bytes, int from, int to) { add_as(Kind::copy, c.strategy, bytes, from, to); };
     const int created_at = ix.layer(c.created).forward_at;
     if (c.strategy.swap) {
       const int forward_to = ix.layer(std::min(c.created + 1, n - 1)).forward_at;
@@ -43,10 +48,11 @@ void add_storage(const AtBatch& at, int storage, const StorageHeld& held, double
     // The codec's scratch counts where it outgrows what the layer itself
     // needs beyond its start (and its output, in forward) at that point.
     const CodecMeasurement& codec = target.codec(codec_bits(c.strategy));
-    add(std::max(0.0, codec.pack_scratch(c.packed_from) - at.layer(c.created).forward_headroom), created_at, created_at);
+    add_as(Kind::scratch, c.strategy, std::max(0.0, codec.pack_scratch(c.packed_from) - at.layer(c.created).forward_headroom),
+           created_at, created_at);
     for (const Use& u : c.uses) {
       const double scratch = std::max(0.0, codec.unpack_scratch(u.raw_bytes) - at.layer(u.charged_to).backward_headroom);
-      add(target.allocated(u.transient_bytes) + scratch, u.point, u.point);
+      add_as(Kind::scratch, c.strategy, target.allocated(u.transient_bytes) + scratch, u.point, u.point);
     }
   }
   std::sort(intervals.begin(), intervals.end());
@@ -55,7 +61,7 @@ void add_storage(const AtBatch& at, int storage, const StorageHeld& held, double
     const int from = intervals[k].first;
     int to = intervals[k].second;
     for (++k; k < intervals.size() && intervals[k].first <= to + 1; ++k) to = std::max(to, intervals[k].second);
-    add(raw, from, to);
+    add_as(Kind::raw, {}, raw, from, to);
   }
 }
 
@@ -117,16 +123,23 @@ std::vector<double> bytes_at(const AtBatch& at, const Held& h) {
   }
   add_parameter_copies(at, h.runs_moms, h.recomputed, changes);
   if (h.lm_head_recomputed) add_lm_head_chunks(at, changes);
-  std::vector<double> diff(ix.points.size() + 1, 0.0);
+  std::vector<double> bytes = summed(at, changes);
+  for (size_t p = 0; p < bytes.size(); ++p) bytes[p] += at.keep_bytes[p];
+  return bytes;
+}
+
+std::vector<double> summed(const AtBatch& at, const Changes& changes) {
+  const size_t points = at.index->points.size();
+  std::vector<double> diff(points + 1, 0.0);
   for (const Change& c : changes) {
     diff[static_cast<size_t>(c.from)] += c.bytes;
     diff[static_cast<size_t>(c.to) + 1] -= c.bytes;
   }
-  std::vector<double> bytes(ix.points.size());
+  std::vector<double> bytes(points);
   double running = 0;
-  for (size_t p = 0; p < ix.points.size(); ++p) {
+  for (size_t p = 0; p < points; ++p) {
     running += diff[p];
-    bytes[p] = at.keep_bytes[p] + running;
+    bytes[p] = running;
   }
   return bytes;
 }

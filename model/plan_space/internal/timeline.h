@@ -12,10 +12,20 @@ namespace papaya::model::plan_space {
 
 using Changes = std::vector<Change>;
 
+// What one of add_storage's changes is: keep's storage let go, the raw
+// storage held, a stored copy (of `strategy`), or a codec's scratch and
+// unpacked transients.
+struct StorageChange {
+  enum class Kind { keep_storage, raw, copy, scratch };
+  Kind kind = Kind::raw;
+  TensorStrategy strategy;
+};
+
 // What a storage holds beyond (sign 1) or instead of (sign -1) keep's
 // storage: its raw intervals, its copies, and their codec's scratch and
-// unpacked transients.
-void add_storage(const AtBatch& at, int storage, const StorageHeld& held, double sign, Changes& out);
+// unpacked transients; with `kinds`, what each change is, in order.
+void add_storage(const AtBatch& at, int storage, const StorageHeld& held, double sign, Changes& out,
+                 std::vector<StorageChange>* kinds = nullptr);
 // A recomputed segment's backward holds its output's gradient after its last
 // layer's backward, where keep has let it go.
 void add_held_gradient(const AtBatch& at, int segment, Changes& out);
@@ -31,6 +41,8 @@ void add_lm_head_chunks(const AtBatch& at, Changes& out);
 
 // The bytes allocated at every point, without the unattributed peak.
 std::vector<double> bytes_at(const AtBatch& at, const Held& held);
+// Changes summed into bytes at every point.
+std::vector<double> summed(const AtBatch& at, const Changes& changes);
 // An estimate's memory: the peak, at the highest point (R points of
 // recomputed segments only) plus the unattributed peak, or in the optimizer's
 // step where that is higher, and the pinned host memory holding swapped

@@ -356,6 +356,36 @@ TEST(MemoryModel, MomLayersAndRecomputedSegmentsDoNotHoldParameterCopies) {
   EXPECT_DOUBLE_EQ(space.segment_cost(0).freed_bytes, plain_space.segment_cost(0).freed_bytes + 8000);
 }
 
+TEST(MemoryModel, TheTimelineTakenApartHoldsTheParameterCopiesAndTheSavedTensors) {
+  // The same copies as above, now a band of their own: keep's from each
+  // layer's F to its B (fc1 3000 at 0-10, fc2 5000 at 2-8, the head 7000 at
+  // 3-4), less what quantize-4 lets go (fc1's at 1-9, fc2's at 3-7). Keep's saved tensors at the head's
+  // backward (point 4) are the four storages raw: (100 + 400 + 400 + 100) B a
+  // sample; quantize-4 holds none of them raw there.
+  ProfileSpec spec = chain();
+  spec.layers[0].parameter_copy_bytes = 3000;
+  spec.layers[2].parameter_copy_bytes = 5000;
+  spec.layers[3].parameter_copy_bytes = 7000;
+  const LayerModel m = fitted(spec);
+  const PlanSpace space(m, profiled_target(m), B);
+  const auto band = [](const TimelineParts& parts, const std::string& name) {
+    for (const HeldBand& b : parts.bands) {
+      if (b.name == name) return b.bytes;
+    }
+    return std::vector<double>(11, 0);
+  };
+  const TimelineParts keep = space.timeline_parts(space.assignment(expand_plan_name("keep", m.layout())));
+  const TimelineParts quantized = space.timeline_parts(space.assignment(expand_plan_name("quantize-4", m.layout())));
+  EXPECT_EQ(band(keep, "parameter copies"),
+            (std::vector<double>{3000, 3000, 8000, 15000, 15000, 8000, 8000, 8000, 8000, 3000, 3000}));
+  EXPECT_EQ(band(quantized, "parameter copies"),
+            (std::vector<double>{3000, 0, 5000, 7000, 7000, 0, 0, 0, 5000, 0, 3000}));
+  EXPECT_DOUBLE_EQ(band(keep, "saved raw")[4], 1000.0 * B);
+  EXPECT_DOUBLE_EQ(band(quantized, "saved raw")[4], 0);
+  EXPECT_GT(band(quantized, "saved quantize-4")[4], 0);
+  EXPECT_DOUBLE_EQ(band(keep, "weights")[0] + band(keep, "gradients")[0] + band(keep, "AdamW state")[0], S);
+}
+
 TEST(MemoryModel, RecomputeWithAQuantizedInput) {
   // The segment keeps x0 as quantize-4 (3400 B) besides... nothing: fc1's raw
   // x0 is rematerialized during blk's backward from it. At fc2's backward:

@@ -1,8 +1,12 @@
 // The decomposed view a planner searches agrees with predict().
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
+
 #include "model/error.h"
 #include "model/fit/fit_profile.h"
+#include "model/parallel/data_parallel.h"
 #include "model/plan_space/predict.h"
 #include "tests/support/synthetic_profile.h"
 
@@ -84,7 +88,7 @@ TEST(PlanSpace, OptionBytesAndCodecSecondsAddUp) {
   const double keep_seconds = space.evaluate(keep_assignment).seconds;
   for (const char* name : {"quantize-8", "quantize-4", "quantize-2"}) {
     std::vector<int> chosen;
-    double bytes = keep_bytes, seconds = keep_seconds;
+    double bytes = keep_bytes, seconds = keep_seconds, raw = 0, packed = 0;
     for (size_t g = 0; g < space.storages().size(); ++g) {
       const auto options = space.options(static_cast<int>(g));
       int pick = 0;
@@ -94,10 +98,22 @@ TEST(PlanSpace, OptionBytesAndCodecSecondsAddUp) {
       chosen.push_back(pick);
       bytes += options[static_cast<size_t>(pick)].device_bytes - options[0].device_bytes;
       seconds += options[static_cast<size_t>(pick)].codec_seconds + options[static_cast<size_t>(pick)].recompute_seconds;
+      (pick ? packed : raw) += options[static_cast<size_t>(pick)].device_bytes;
     }
     const auto a = space.assignment(chosen, no_segments);
     EXPECT_NEAR(space.timeline(a)[steady], bytes, 1e-6) << name;
     EXPECT_NEAR(space.evaluate(a).seconds, seconds, 1e-12) << name;
+    // The timeline taken apart holds each storage there as its option stores it.
+    double raw_band = 0, packed_band = 0;
+    for (const HeldBand& b : space.timeline_parts(a).bands) {
+      if (b.name == "saved raw") {
+        raw_band = b.bytes[steady];
+      } else if (b.name.rfind("saved ", 0) == 0) {
+        packed_band += b.bytes[steady];  // its masks' 1-bit form too
+      }
+    }
+    EXPECT_DOUBLE_EQ(packed_band, packed) << name;
+    EXPECT_DOUBLE_EQ(raw_band, raw) << name;
     EXPECT_LT(bytes, keep_bytes) << name;
   }
 }
@@ -331,6 +347,40 @@ TEST(PlanSpace, ChangesOfAnInvertedGeluWithItsConsumerAreTheirTimeline) {
 
 // 500 layers build and evaluate at other batches; how fast is
 // bench/planner_speed.sh's to say, not a test's.
+// The bands of timeline_parts() add up to timeline() at every point, each
+// saved band to its tensors, under every plan and as a ZeRO-3 rank.
+TEST(PlanSpace, TheTimelineTakenApartAddsUpToIt) {
+  const LayerModel m = gpt_model(3, true);
+  Target target = profiled_target(m);
+  for (const int ranks : {1, 4}) {
+    if (ranks > 1) set_data_parallel(target, {ranks, 3, "test link", {1e-5, 1e10, {}}, default_bucket_bytes});
+    const PlanSpace space(m, target, 16);
+    for (const auto& name : plan_names(target)) {
+      const Assignment a = space.assignment(expand_plan_name(name, m.layout()));
+      const std::vector<double> total = space.timeline(a);
+      const TimelineParts parts = space.timeline_parts(a);
+      std::map<std::string, std::vector<double>> tensors;
+      for (const HeldTensor& t : parts.tensors) {
+        auto& bytes = tensors.try_emplace("saved " + t.form, total.size(), 0.0).first->second;
+        for (int p = t.from; p <= t.to; ++p) bytes[static_cast<size_t>(p)] += t.bytes;
+      }
+      for (size_t p = 0; p < total.size(); ++p) {
+        double sum = 0;
+        for (const HeldBand& b : parts.bands) {
+          sum += b.bytes[p];
+          if (tensors.count(b.name)) EXPECT_NEAR(b.bytes[p], tensors[b.name][p], 1e-6 * total[p]) << name << " " << b.name;
+        }
+        EXPECT_NEAR(sum, total[p], 1e-9 * total[p]) << name << " at point " << p << ", " << ranks << " ranks";
+      }
+      std::vector<std::string> names;
+      for (const HeldBand& b : parts.bands) names.push_back(b.name);
+      const bool gathers = std::find(names.begin(), names.end(), "gathered weights") != names.end();
+      EXPECT_EQ(gathers, ranks > 1) << name;
+      EXPECT_EQ(std::find(names.begin(), names.end(), "exchange buffers") != names.end(), ranks > 1) << name;
+    }
+  }
+}
+
 TEST(PlanSpace, FiveHundredLayersEvaluateAtEveryBatch) {
   const LayerModel m = gpt_model(46, true);  // 46 blocks of 11 layers + 4
   ASSERT_GE(m.layers.size(), 500u);

@@ -1,0 +1,89 @@
+// A plan's timeline by what holds its bytes.
+#include "model/plan_space/internal/parts.h"
+
+#include <algorithm>
+#include <map>
+#include <string>
+
+#include "model/parallel/data_parallel.h"
+#include "model/parallel/sharding.h"
+#include "model/plan_space/internal/timeline.h"
+
+namespace papaya::model::plan_space {
+
+TimelineParts parts_of(const AtBatch& at, const Held& h) {
+  const Index& ix = *at.index;
+  const DataParallel& world = at.target().data_parallel;
+  const size_t points = ix.points.size();
+  TimelineParts parts;
+  const auto band = [&](const std::string& name) -> std::vector<double>& {
+    for (HeldBand& b : parts.bands) {
+      if (b.name == name) return b.bytes;
+    }
+    parts.bands.push_back({name, std::vector<double>(points, 0.0)});
+    return parts.bands.back().bytes;
+  };
+  const auto constant = [&](const std::string& name, double bytes) { band(name).assign(points, bytes); };
+
+  const RankStatic whole = whole_static(*ix.model);
+  const RankStatic rank = world.active() ? shard(whole, world.ranks, world.zero_stage) : whole;
+  constant("weights", rank.weights);
+  constant("gradients", rank.gradients);
+  constant("AdamW state", rank.optimizer);
+  if (world.active()) {
+    constant("exchange buffers", exchange_buffer_bytes(whole, world.ranks, world.zero_stage, world.bucket_bytes));
+  }
+  band("gathered weights") = at.gathered_bytes;
+
+  // Keep holds a layer's parameter copies from its F to its B point; a plan
+  // lets some go sooner.
+  Changes copies;
+  for (const LayerEntry& layer : ix.layers) {
+    if (layer.parameter_copy_bytes > 0) copies.push_back({layer.forward_at, layer.backward_at, layer.parameter_copy_bytes});
+  }
+  add_parameter_copies(at, h.runs_moms, h.recomputed, copies);
+  band("parameter copies") = summed(at, copies);
+
+  // Saved tensors by stored form, in the order the forms first appear.
+  std::vector<std::string> forms;
+  std::map<std::string, Changes> by_form;
+  Changes scratch;
+  for (size_t g = 0; g < ix.storages.size(); ++g) {
+    Changes changes;
+    std::vector<StorageChange> kinds;
+    add_storage(at, static_cast<int>(g), h.storages[g], 1, changes, &kinds);
+    for (size_t k = 0; k < changes.size(); ++k) {
+      const Change& c = changes[k];
+      switch (kinds[k].kind) {
+        case StorageChange::Kind::keep_storage: break;  // inside keep's figures, which the rest is
+        case StorageChange::Kind::scratch: scratch.push_back(c); break;
+        case StorageChange::Kind::raw:
+        case StorageChange::Kind::copy: {
+          const std::string form = kinds[k].kind == StorageChange::Kind::raw ? "raw" : kinds[k].strategy.name();
+          if (!by_form.count(form)) forms.push_back(form);
+          by_form[form].push_back(c);
+          parts.tensors.push_back({static_cast<int>(g), form, c.from, c.to, c.bytes});
+          break;
+        }
+      }
+    }
+  }
+  for (const std::string& form : forms) band("saved " + form) = summed(at, by_form[form]);
+  band("codec scratch") = summed(at, scratch);
+
+  // The rest of keep's figures, and what a plan adds to them outside its
+  // storages (a recomputed segment's output gradient, the LM head's chunks).
+  std::vector<double> rest = bytes_at(at, h);
+  for (const HeldBand& b : parts.bands) {
+    for (size_t p = 0; p < points; ++p) rest[p] -= b.bytes[p];
+  }
+  band("working memory") = rest;
+  parts.bands.erase(std::remove_if(parts.bands.begin(), parts.bands.end(),
+                                   [](const HeldBand& b) {
+                                     return std::all_of(b.bytes.begin(), b.bytes.end(), [](double v) { return v == 0; });
+                                   }),
+                    parts.bands.end());
+  return parts;
+}
+
+}  // namespace papaya::model::plan_space
