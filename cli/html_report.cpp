@@ -61,7 +61,8 @@ const char* const page_script = R"(</script>
     peaks.appendChild(row);
   });
   const fixed = { 'weights': '#9c755f', 'gradients': '#edc948', 'AdamW state': '#b07aa1', 'exchange buffers': '#ff9da7',
-    'gathered weights': '#d4a6c8', 'parameter copies': '#bab0ac', 'saved raw': '#4e79a7', 'codec scratch': '#e15759', 'working memory': '#76b7b2' };
+    'gathered weights': '#d4a6c8', 'parameter copies': '#bab0ac', 'saved raw': '#4e79a7', 'codec scratch': '#e15759',
+    'recompute scratch': '#ff6f3c', 'working memory': '#76b7b2' };
   const formColours = ['#f28e2b', '#59a14f', '#86bcb6', '#8cd17d', '#ffbe7d', '#a0cbe8', '#b6992d', '#499894'];
   const colourOf = (name, k) => fixed[name] || formColours[k % formColours.length];
   const seconds = (s) => s >= 1 ? s.toFixed(2) + ' s' : s >= 1e-3 || s === 0 ? (s * 1e3).toFixed(2) + ' ms' : (s * 1e6).toFixed(1) + ' µs';

@@ -16,8 +16,8 @@ namespace papaya::cli {
 // point), "peak_in_optimizer_step", "labels": ["forward
 // blocks.0.mlp.fc1", ...], "bands": [{"name", "bytes": [...]}] (weights,
 // gradients, AdamW state, exchange buffers, gathered weights, parameter
-// copies, saved tensors by stored form, codec scratch, working memory: the
-// step's bytes at each label), "largest": [[[tensor, form, bytes], ...] at
+// copies, saved tensors by stored form, codec and recompute scratch, working
+// memory: the step's bytes at each label), "largest": [[[tensor, form, bytes], ...] at
 // each label, the three largest saved tensors], "layers": [{"layer",
 // "tensors", "segment", "bytes_saved", "seconds_added", "host_link_seconds"}]}
 // at `batch` on `target`.

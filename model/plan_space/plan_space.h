@@ -83,9 +83,9 @@ class PlanSpace {
   // The same bytes by what holds them: the rank's static state, the data-
   // parallel exchange's buffers and ZeRO-3's gathered weights, parameter
   // copies in the compute dtype, saved tensors by stored form (each of them
-  // too), codecs' scratch, and the rest of keep's figures (layers' working
-  // memory, gradients in flight, a recomputation's transients). Bands that
-  // are 0 everywhere are left out.
+  // too), codecs' scratch, and the rest of keep's figures: a recomputation's
+  // transients at R points, elsewhere layers' working memory and gradients
+  // in flight. Bands that are 0 everywhere are left out.
   TimelineParts timeline_parts(const Assignment& assignment) const;
 
   // What decisions do to the timeline, exactly: timeline() of the keep

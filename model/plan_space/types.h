@@ -43,7 +43,7 @@ struct Estimate {
 // One kind of what a step holds (PlanSpace::timeline_parts()): "weights",
 // "gradients", "AdamW state", "exchange buffers", "gathered weights",
 // "parameter copies", "saved raw", "saved " + a strategy's name, "codec
-// scratch", "working memory".
+// scratch", "recompute scratch", "working memory".
 struct HeldBand {
   std::string name;
   std::vector<double> bytes;  // at each point

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 #include <string>
+#include <utility>
 
 #include "model/parallel/data_parallel.h"
 #include "model/parallel/sharding.h"
@@ -77,6 +78,12 @@ TimelineParts parts_of(const AtBatch& at, const Held& h) {
   for (const HeldBand& b : parts.bands) {
     for (size_t p = 0; p < points; ++p) rest[p] -= b.bytes[p];
   }
+  // At R points, that rest is what recomputing the layer itself allocates.
+  std::vector<double> recomputing(points, 0.0);
+  for (size_t p = 0; p < points; ++p) {
+    if (ix.points[p].phase == Phase::recompute) std::swap(recomputing[p], rest[p]);
+  }
+  band("recompute scratch") = recomputing;
   band("working memory") = rest;
   parts.bands.erase(std::remove_if(parts.bands.begin(), parts.bands.end(),
                                    [](const HeldBand& b) {

@@ -384,6 +384,15 @@ TEST(MemoryModel, TheTimelineTakenApartHoldsTheParameterCopiesAndTheSavedTensors
   EXPECT_DOUBLE_EQ(band(quantized, "saved raw")[4], 0);
   EXPECT_GT(band(quantized, "saved quantize-4")[4], 0);
   EXPECT_DOUBLE_EQ(band(keep, "weights")[0] + band(keep, "gradients")[0] + band(keep, "AdamW state")[0], S);
+  // Recomputed, the rest of keep's figures at R points (5-7) is the
+  // recomputation's scratch, and only there.
+  const TimelineParts recomputed = space.timeline_parts(space.assignment(expand_plan_name("recompute-all", m.layout())));
+  const std::vector<double> scratch = band(recomputed, "recompute scratch"), working = band(recomputed, "working memory");
+  for (size_t p = 0; p < 11; ++p) {
+    const bool r = p >= 5 && p <= 7;
+    EXPECT_EQ(scratch[p] == 0, !r) << p;
+    EXPECT_EQ(working[p] == 0, r) << p;
+  }
 }
 
 TEST(MemoryModel, RecomputeWithAQuantizedInput) {
