@@ -5,6 +5,7 @@
 #include <map>
 
 #include "model/error.h"
+#include "model/parallel/data_parallel.h"
 #include "model/plan_space/plan_space.h"
 #include "model/units.h"
 #include "planner/layer_search.h"
@@ -60,10 +61,12 @@ class Planner {
       throw InputError("variance budget " + std::to_string(*request_.variance_budget) +
                        ": a fraction of quantize-2's variance is >= 0");
     }
-    if (request_.budget_bytes < model_.static_bytes) {
+    // A data-parallel rank holds its share of them (ZeRO).
+    const double static_bytes = model::static_bytes_per_rank(model_, target_.data_parallel);
+    if (request_.budget_bytes < static_bytes) {
       throw InputError("budget " + model::format_bytes(request_.budget_bytes) +
-                       " is below the weights, gradients and optimizer state alone (" + model::format_bytes(model_.static_bytes) +
-                       ")");
+                       " is below the weights, gradients and optimizer state alone (" + model::format_bytes(static_bytes) +
+                       (target_.data_parallel.active() ? " a GPU" : "") + ")");
     }
   }
 

@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "model/error.h"
+#include "model/parallel/data_parallel.h"
 #include "model/plan.h"
 #include "model/plan_space/predict.h"
 #include "model/units.h"
@@ -131,6 +132,16 @@ TEST(MakePlan, ImpossibleBudgetsStateTheMinimum) {
   message = message_of([&] { make_plan(s.model, s.target, {between(s, 0.3), 4096, std::nullopt}); });
   EXPECT_NE(message.find("batch 4096 needs"), std::string::npos) << message;
   EXPECT_NE(message.find("fits"), std::string::npos) << message;
+
+  // A ZeRO-3 rank of 4 holds a quarter of the static bytes: a budget below
+  // the whole's plans; below its share, the share is named.
+  model::Target sharded = s.target;
+  model::set_data_parallel(sharded, {4, 3, "test link", {1e-5, 1e10, {}}, model::default_bucket_bytes});
+  const double share = model::static_bytes_per_rank(s.model, sharded.data_parallel);
+  ASSERT_LT(share, s.model.static_bytes / 3);
+  EXPECT_NO_THROW(make_plan(s.model, sharded, {s.model.static_bytes * 0.9, std::nullopt, std::nullopt}));
+  message = message_of([&] { make_plan(s.model, sharded, {share / 2, std::nullopt, std::nullopt}); });
+  EXPECT_NE(message.find(model::format_bytes(share) + " a GPU"), std::string::npos) << message;
 }
 
 }  // namespace
