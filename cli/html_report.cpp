@@ -102,7 +102,7 @@ const char* const page_script = R"(</script>
   const panel = (id, p, unit) => new Chart(document.getElementById(id), {
     type: 'line', data: { datasets: p.series.map((s, k) => ({ label: s.name, data: s.curve.map(([x, y]) => ({ x, y })), borderColor: colours[k % colours.length],
       backgroundColor: colours[k % colours.length], pointRadius: 0, borderWidth: 2 })).concat(p.series.filter((s) => s.points.length).map((s) => ({
-      label: s.name + ' (measured)', data: s.points.map(([x, y]) => ({ x, y })), showLine: false, pointRadius: 5, pointStyle: 'rectRot',
+      label: s.name + ' (' + p.points_label + ')', data: s.points.map(([x, y]) => ({ x, y })), showLine: false, pointRadius: 5, pointStyle: 'rectRot',
       borderColor: colours[p.series.indexOf(s) % colours.length], backgroundColor: colours[p.series.indexOf(s) % colours.length] }))).concat(p.hline == null ? [] : [{ label: p.hline_label,
       data: [{ x: p.x_min, y: p.hline }, { x: p.x_max, y: p.hline }], borderColor: '#222', borderDash: [6, 4], pointRadius: 0, borderWidth: 1 }]) },
     options: { animation: false, maintainAspectRatio: false, parsing: true,
@@ -125,6 +125,7 @@ nlohmann::json panel_json(const PlotPanel& panel, int64_t top) {
   for (const auto& s : panel.series) series.push_back({{"name", s.name}, {"curve", s.curve}, {"points", s.points}});
   return {{"title", panel.title}, {"y_label", panel.y_label}, {"series", series},
           {"hline", panel.hline ? nlohmann::json(*panel.hline) : nlohmann::json()}, {"hline_label", panel.hline_label},
+          {"points_label", panel.points_label},
           {"x_min", 1}, {"x_max", top}};
 }
 

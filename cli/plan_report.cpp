@@ -319,14 +319,22 @@ std::vector<std::pair<std::string, model::Plan>> figure_plans(const model::Layer
   return plans;
 }
 
-}  // namespace
-
-void plot_result(const std::string& path, const model::LayerModel& m, const model::Target& target, const planner::PlanResult& r) {
-  int64_t top = 0;
+// The figure's panels, the chosen plan marked at its batch.
+PredictionPanels result_panels(const model::LayerModel& m, const model::Target& target, const planner::PlanResult& r,
+                               int64_t& top) {
   const auto plans = figure_plans(m, r, top);
   PredictionPanels panels = prediction_panels(m, target, plans, top, r.request.budget_bytes);
   panels.memory.series.front().points.push_back({static_cast<double>(r.batch), r.estimate.peak_bytes / panels.bytes_per_unit});
   panels.throughput.series.front().points.push_back({static_cast<double>(r.batch), r.estimate.samples_per_s});
+  panels.memory.points_label = panels.throughput.points_label = "chosen, batch " + std::to_string(r.batch);
+  return panels;
+}
+
+}  // namespace
+
+void plot_result(const std::string& path, const model::LayerModel& m, const model::Target& target, const planner::PlanResult& r) {
+  int64_t top = 0;
+  const PredictionPanels panels = result_panels(m, target, r, top);
   write_plot(path, m.network + " on " + target.name + ": the chosen plan (marked) and whole-network combinations",
              {panels.memory, panels.throughput});
 }
@@ -334,8 +342,7 @@ void plot_result(const std::string& path, const model::LayerModel& m, const mode
 void report_result(const std::string& path, const std::string& command, const model::LayerModel& m,
                    const model::Target& target, const planner::PlanResult& r) {
   int64_t top = 0;
-  const auto plans = figure_plans(m, r, top);
-  const PredictionPanels panels = prediction_panels(m, target, plans, top, r.request.budget_bytes);
+  const PredictionPanels panels = result_panels(m, target, r, top);
   model::Plan chosen = r.plan;
   chosen.name = chosen_name(r);
   nlohmann::json rows = nlohmann::json::array();

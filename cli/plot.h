@@ -21,6 +21,7 @@ struct PlotPanel {
   std::vector<PlotSeries> series;
   std::optional<double> hline;  // e.g. the budget, in y units
   std::string hline_label;
+  std::string points_label = "measured";  // what the series' markers are
 };
 
 // Draws the panels side by side into `path`, whose extension (.svg, .png)

@@ -60,9 +60,8 @@ Shown shown_plans(const PredictArgs& args, const model::LayerModel& m, const mod
 }
 
 // Peak memory and samples/s against the batch of the plans shown, each marked at --batch.
-void plot_predictions(const PredictArgs& args, const model::LayerModel& m, const model::Target& target,
-                      const std::vector<model::Plan>& candidates, double budget) {
-  const Shown shown = shown_plans(args, m, target, candidates, budget);
+PredictionPanels marked_panels(const PredictArgs& args, const model::LayerModel& m, const model::Target& target,
+                               const Shown& shown, double budget) {
   const auto& plans = shown.plans;
   PredictionPanels panels = prediction_panels(m, target, plans, shown.top, budget);
   for (size_t i = 0; i < plans.size(); ++i) {
@@ -70,6 +69,13 @@ void plot_predictions(const PredictArgs& args, const model::LayerModel& m, const
     panels.memory.series[i].points.push_back({static_cast<double>(args.batch), e.peak_bytes / panels.bytes_per_unit});
     if (e.peak_bytes <= budget) panels.throughput.series[i].points.push_back({static_cast<double>(args.batch), e.samples_per_s});
   }
+  panels.memory.points_label = panels.throughput.points_label = "batch " + std::to_string(args.batch);
+  return panels;
+}
+
+void plot_predictions(const PredictArgs& args, const model::LayerModel& m, const model::Target& target,
+                      const std::vector<model::Plan>& candidates, double budget) {
+  const PredictionPanels panels = marked_panels(args, m, target, shown_plans(args, m, target, candidates, budget), budget);
   write_plot(args.plot, m.network + " on " + target.name + ": predicted (marked: batch " + std::to_string(args.batch) + ")",
              {panels.memory, panels.throughput});
 }
@@ -144,7 +150,7 @@ void write_report(const PredictArgs& args, const model::LayerModel& m, const mod
   for (size_t i = 0; i < std::min<size_t>(2, shown.plans.size()); ++i) {
     timelines.push_back(step_timeline(m, target, shown.plans[i].second, p.batch));
   }
-  const PredictionPanels panels = prediction_panels(m, target, shown.plans, shown.top, p.budget);
+  const PredictionPanels panels = marked_panels(args, m, target, shown, p.budget);
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& plan : p.plans) {
     const model::Estimate& e = plan.estimate;

@@ -120,8 +120,12 @@ nlohmann::json step_timeline(const model::LayerModel& m, const model::Target& ta
   }
   for (const model::HeldBand& band : parts.bands) {
     nlohmann::json bytes = nlohmann::json::array();
-    for (size_t p : shown) bytes.push_back(band.bytes[p]);
-    bands.push_back({{"name", band.name}, {"bytes", bytes}});
+    bool held = false;  // somewhere in the step
+    for (size_t p : shown) {
+      bytes.push_back(band.bytes[p]);
+      held = held || band.bytes[p] != 0;
+    }
+    if (held) bands.push_back({{"name", band.name}, {"bytes", bytes}});
   }
   // The three largest saved tensors at each point.
   std::vector<const model::HeldTensor*> by_size;

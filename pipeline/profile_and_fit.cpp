@@ -72,10 +72,10 @@ model::NetworkConfig fraction(const model::NetworkConfig& config, int k, int par
   return blocks > 0 ? model::with_blocks(narrow, blocks) : narrow;
 }
 
-// Tokens and widths where that routes experts whole tokens, else (and for a
-// ViT, whose patches are its image's) widths.
+// Tokens and widths where that routes experts shares in proportion to the
+// fraction, else (and for a ViT, whose patches are its image's) widths.
 model::ShapeCut cut_for(const model::NetworkConfig& config, int parts) {
-  return text(config) && model::routes_whole_tokens(config, parts) ? model::ShapeCut::tokens_and_widths
+  return text(config) && model::routes_tokens_in_proportion(config, parts) ? model::ShapeCut::tokens_and_widths
                                                                    : model::ShapeCut::widths;
 }
 
@@ -83,11 +83,13 @@ model::ShapeCut cut_for(const model::NetworkConfig& config, int parts) {
 // its smallest fraction holding min_fraction_tokens or more (a step of a
 // few tokens of a few values each runs other kernels, whose scratch is no
 // polynomial of the shape: 4 tokens of Llama-2-7B's shape put its
-// projections' peaks 0.7 % off).
+// projections' peaks 0.7 % off) and routing its experts shares in
+// proportion to it.
 constexpr int min_fraction_tokens = 16;
 int most_parts(const model::NetworkConfig& config, model::ShapeCut cut) {
   int most = model::shape_parts_limit(config, cut);
-  while (cut == model::ShapeCut::tokens_and_widths && most > 1 && config.sequence_length() / most < min_fraction_tokens) {
+  while (cut == model::ShapeCut::tokens_and_widths && most > 1 &&
+         (config.sequence_length() / most < min_fraction_tokens || !model::routes_tokens_in_proportion(config, most))) {
     most /= 2;
   }
   return most;
@@ -120,8 +122,9 @@ std::string with_commas(int64_t n) {
   return digits;
 }
 
-// The sizes `parts` does not divide, as the network modelled has them.
-std::string rounded_sizes(const model::NetworkConfig& config, int parts, model::ShapeCut cut) {
+// The sizes `parts` does not divide, as the network modelled has them, and
+// its experts' routings where they are shared out per a fraction's.
+std::string as_modelled(const model::NetworkConfig& config, int parts, model::ShapeCut cut) {
   const model::TransformerConfig& t = config.transformer();
   const model::TransformerConfig whole = model::at_shape_fraction(config, parts, parts, cut).transformer();
   std::string out;
@@ -134,7 +137,12 @@ std::string rounded_sizes(const model::NetworkConfig& config, int parts, model::
     note("experts' width", t.moe->expert_hidden, whole.moe->expert_hidden);
     note("shared expert's width", t.moe->shared_hidden, whole.moe->shared_hidden);
   }
-  return out.empty() ? "" : " (modelled with its " + out + ", multiples of " + std::to_string(parts) + ")";
+  std::string routing;
+  if (whole.moe && whole.moe->routing_unit > 0 && whole.moe->routing_unit % whole.moe->experts != 0) {
+    routing = "; its experts' routings shared out " + with_commas(whole.moe->routing_unit) + " at a time, as the " +
+              "smallest fraction's, so that each expert's grows with the tokens";
+  }
+  return (out.empty() ? "" : " (modelled with its " + out + ", multiples of " + std::to_string(parts) + ")") + routing;
 }
 
 std::string shape_notice(const model::NetworkConfig& config, const Scaling& s) {
@@ -145,7 +153,7 @@ std::string shape_notice(const model::NetworkConfig& config, const Scaling& s) {
                                           : "";
   const std::string of = "/" + std::to_string(s.parts);
   const std::string kept = std::to_string(config.sequence_length()) +
-                           (text(config) ? " tokens kept: fewer would route its experts parts of tokens"
+                           (text(config) ? " tokens kept: fewer would give its experts shares that do not grow with them"
                                          : " patches kept: they are its image's");
   const std::string tokens = s.cut == model::ShapeCut::widths ? "its widths (its " + kept + "; head dimensions "
                                                               : "its shape (" + std::to_string(narrow.seq_len) + " to " +
@@ -154,7 +162,7 @@ std::string shape_notice(const model::NetworkConfig& config, const Scaling& s) {
       text(config) ? ", vocabulary " + with_commas(narrow.vocab) + " to " + with_commas(wide.vocab) : "";
   return "profiling " + blocks + "at 1" + of + ", 2" + of + " and 3" + of + " of " + tokens +
          std::to_string(narrow.head_dim()) + " to " + std::to_string(wide.head_dim()) + vocabulary +
-         ") and modelling it whole from them" + rounded_sizes(config, s.parts, s.cut);
+         ") and modelling it whole from them" + as_modelled(config, s.parts, s.cut);
 }
 
 // How to profile the network of `request`; sets quick where it is slow to step.
@@ -182,7 +190,7 @@ Scaling scaling_for(ProfileAndFitRequest& request, Reporter& reporter) {
     const int blocks = request.profile_blocks > 0 ? request.profile_blocks : (layers > 2 ? 2 : 0);
     model::ShapeCut cut = text(config) ? model::ShapeCut::tokens_and_widths : model::ShapeCut::widths;
     int parts = quick_parts(config, cut, blocks, batch, slow);
-    if (parts > 0 && cut != model::ShapeCut::widths && !model::routes_whole_tokens(config, parts)) {
+    if (parts == 0 && cut != model::ShapeCut::widths && !model::routes_tokens_in_proportion(config, 4)) {
       cut = model::ShapeCut::widths;
       parts = quick_parts(config, cut, blocks, batch, slow);
     }

@@ -33,6 +33,7 @@ struct AddedLoss : Function<AddedLoss> {
 MixtureOfExperts::MixtureOfExperts(const model::TransformerConfig& c, int mixture_blocks, const Network& network)
     : chosen_per_token_(c.moe->experts_per_token),
       busiest_share_(c.moe->busiest_share),
+      routing_unit_(c.moe->routing_unit),
       normalize_(c.moe->normalize_top_k),
       balancing_weight_(c.moe->aux_loss / mixture_blocks),
       network_(network) {
@@ -51,19 +52,22 @@ MixtureOfExperts::MixtureOfExperts(const model::TransformerConfig& c, int mixtur
 
 torch::Tensor MixtureOfExperts::forced_choice(int64_t tokens, const torch::Device& device) const {
   // The n k routings as expert ids in runs, expert by expert (the last's run
-  // its share of them, the others the rest alike); routing r goes to token
-  // r mod n: a run no longer than n (share x k <= 1) gives no token an
-  // expert twice.
+  // its share of them, the others the rest alike), shared out per unit of
+  // routings and repeated; routing r goes to token r mod n: a run no longer
+  // than n (share x k <= 1) gives no token an expert twice.
   const int64_t count = static_cast<int64_t>(experts->size()), routings = tokens * chosen_per_token_;
-  const int64_t busiest = std::min(tokens, static_cast<int64_t>(std::llround(*busiest_share_ * static_cast<double>(routings))));
+  const int64_t unit = routing_unit_ > 0 && routings % routing_unit_ == 0 ? routing_unit_ : routings;
+  const int64_t repeats = routings / unit;
+  const int64_t busiest =
+      std::min(unit / chosen_per_token_, static_cast<int64_t>(std::llround(*busiest_share_ * static_cast<double>(unit))));
   std::vector<int64_t> ids;
   ids.reserve(static_cast<size_t>(routings));
-  const int64_t rest = routings - busiest, others = count - 1;
+  const int64_t rest = unit - busiest, others = count - 1;
   for (int64_t e = 0; e < others; ++e) {
     const int64_t run = rest / others + (e < rest % others ? 1 : 0);
-    ids.insert(ids.end(), static_cast<size_t>(run), e);
+    ids.insert(ids.end(), static_cast<size_t>(run * repeats), e);
   }
-  ids.insert(ids.end(), static_cast<size_t>(busiest), count - 1);
+  ids.insert(ids.end(), static_cast<size_t>(busiest * repeats), count - 1);
   return torch::tensor(ids, torch::kLong).view({chosen_per_token_, tokens}).t().contiguous().to(device);
 }
 

@@ -16,8 +16,9 @@
 //
 // With the config's busiest_share, the experts are not the router's choice
 // but forced: the last gets that share of the routings, the others the rest
-// alike, each token distinct experts; the router's probabilities of them
-// weight their outputs as the chosen's would (so the router still trains).
+// alike, each token distinct experts (shared out in repeats of the config's
+// routing_unit); the router's probabilities of them weight their outputs as
+// the chosen's would (so the router still trains).
 #include <memory>
 #include <vector>
 
@@ -46,6 +47,7 @@ class MixtureOfExperts : public torch::nn::Module {
 
   int64_t chosen_per_token_;
   std::optional<double> busiest_share_;
+  int64_t routing_unit_;
   bool normalize_;
   double balancing_weight_;  // aux_loss / mixture blocks
   const Network& network_;

@@ -152,6 +152,9 @@ MoeConfig parse_moe(const json& doc, const TransformerConfig& t, const std::stri
     require(busiest_share_fits(moe, share), label, "/moe/busiest_share", "a share " + busiest_share_range(moe));
     moe.busiest_share = share;
   }
+  moe.routing_unit = doc.value("routing_unit", int64_t{0});
+  require(moe.routing_unit == 0 || moe.busiest_share, label, "/moe/routing_unit",
+          "shares out forced routings: give busiest_share");
   require(moe.experts_per_token <= moe.experts, label, "/moe/experts_per_token",
           std::to_string(moe.experts_per_token) + " experts a token, of the " + std::to_string(moe.experts) + " there are");
   require(t.activation == "swiglu", label, "/moe", "experts are SwiGLU MLPs: \"activation\": \"swiglu\"");

@@ -54,6 +54,10 @@ struct MoeConfig {
   // balanced); the router's probabilities still weight them. None: the
   // router decides, as in training.
   std::optional<double> busiest_share;
+  // Forced routings are shared out in repeats of this many's shares (0: all
+  // at once), so that each expert's share grows in proportion with the
+  // tokens: a shape fraction's (shape_fraction.h).
+  int64_t routing_unit = 0;
 };
 
 struct TransformerConfig {

@@ -1,5 +1,7 @@
 #include "model/catalog/shape_fraction.h"
 
+#include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <string>
 
@@ -31,15 +33,23 @@ int shape_parts_limit(const NetworkConfig& config, ShapeCut cut) {
   return divisible & -divisible;  // its largest power of two
 }
 
-bool routes_whole_tokens(const NetworkConfig& config, int parts) {
+bool routes_tokens_in_proportion(const NetworkConfig& config, int parts) {
   if (!text(config) || !config.transformer().moe) return true;
   const MoeConfig& moe = *config.transformer().moe;
   const int seq_len = config.transformer().seq_len;
-  // A busiest expert's share of a few tokens is whole tokens only by chance.
-  if (moe.busiest_share && *moe.busiest_share * moe.experts != 1.0) return false;
-  // The fewest tokens a fraction has, times the experts each goes to.
-  const int64_t routed = static_cast<int64_t>(seq_len / parts) * moe.experts_per_token;
-  return seq_len % parts == 0 && routed % moe.experts == 0;
+  if (seq_len % parts != 0) return false;
+  // The routings of the fewest tokens a fraction has: shared out alike, whole
+  // tokens to each expert at every fraction.
+  const int64_t unit = static_cast<int64_t>(seq_len / parts) * moe.experts_per_token;
+  const bool balanced = !moe.busiest_share || *moe.busiest_share * moe.experts == 1.0;
+  if (balanced && unit % moe.experts == 0) return true;
+  if (!moe.busiest_share) return false;  // the router's choice grows with the tokens only by chance
+  // Forced, they are shared out unit by unit (routing_unit): the fewest an
+  // expert gets of a unit, as MixtureOfExperts shares them.
+  const int64_t busiest = std::min(unit / moe.experts_per_token,
+                                   static_cast<int64_t>(std::llround(*moe.busiest_share * static_cast<double>(unit))));
+  const int64_t fewest = std::min(busiest, (unit - busiest) / (moe.experts - 1));
+  return fewest >= min_expert_routings;
 }
 
 NetworkConfig at_shape_fraction(const NetworkConfig& config, int k, int parts, ShapeCut cut) {
@@ -66,6 +76,11 @@ NetworkConfig at_shape_fraction(const NetworkConfig& config, int k, int parts, S
   doc["mlp_hidden"] = fraction_of(t.mlp_hidden(), k, parts);
   if (text(config)) doc["vocab"] = fraction_of(t.vocab, k, parts);
   if (t.moe) {
+    // Forced routings shared out per the smallest fraction's: each expert's
+    // share grows with the tokens.
+    if (cut == ShapeCut::tokens_and_widths && t.moe->busiest_share) {
+      doc["moe"]["routing_unit"] = fraction_of(t.seq_len, 1, parts) * t.moe->experts_per_token;
+    }
     doc["moe"]["expert_hidden"] = fraction_of(t.moe->expert_hidden, k, parts);
     if (t.moe->shared_hidden > 0) doc["moe"]["shared_hidden"] = fraction_of(t.moe->shared_hidden, k, parts);
   }

@@ -25,9 +25,16 @@ enum class ShapeCut {
 // cut; 1 for a network that is not a gpt or bert (or a ViT cut in its widths).
 int shape_parts_limit(const NetworkConfig& config, ShapeCut cut);
 
-// Whether cutting the tokens into `parts` leaves each expert of a balanced
-// routing whole tokens at every fraction (always, without experts).
-bool routes_whole_tokens(const NetworkConfig& config, int parts);
+// Whether cutting the tokens into `parts` leaves every expert a share of the
+// routings that grows with the fraction (always, without experts): a
+// balanced share of whole tokens at every fraction; or, routing forced, the
+// smallest fraction's routings shared out and repeated (MoeConfig::
+// routing_unit, which at_shape_fraction sets), each expert getting
+// min_expert_routings or more of them, so that the whole network modelled
+// (at_shape_fraction(config, parts, parts, ...)) gives an expert at most one
+// routing in that many more or fewer than a balanced share of all at once.
+constexpr int64_t min_expert_routings = 8;
+bool routes_tokens_in_proportion(const NetworkConfig& config, int parts);
 
 // `config` at k/parts of its shape, 1 <= k <= parts. Throws InputError where
 // `parts` is not one shape_parts_limit allows (it must divide that limit).

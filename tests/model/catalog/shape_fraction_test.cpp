@@ -65,15 +65,25 @@ TEST(ShapeFraction, PartsDivideTheTokensHeadsAndRotatedPairs) {
   }
 }
 
-// The widths alone keep the tokens, so that experts get whole tokens: a
-// fraction of a sequence of 2,048 routed top-4 to 60 experts never does.
+// The tokens are cut where each expert's share grows with the fraction:
+// balanced whole tokens, or forced routings shared out per the smallest
+// fraction's, 8 or more to each expert. The widths alone keep the tokens,
+// for the experts of fewer.
 TEST(ShapeFraction, TheWidthsAloneKeepTheTokens) {
   const NetworkConfig qwen_moe = load_network_config(config_dir() + "/hf/qwen1.5-moe-a2.7b.json");
+  const NetworkConfig balanced = with_expert_routing(qwen_moe, 1.0 / 60);
   const NetworkConfig mixtral = load_network_config(config_dir() + "/hf/mixtral-8x7b.json");
-  EXPECT_FALSE(routes_whole_tokens(qwen_moe, 4));
-  EXPECT_TRUE(routes_whole_tokens(mixtral, 64));  // 32 tokens x 2 experts each, over 8
-  EXPECT_FALSE(routes_whole_tokens(with_expert_routing(mixtral, 0.3), 4));
-  EXPECT_TRUE(routes_whole_tokens(load_network_config("llama-tiny"), 8));
+  EXPECT_FALSE(routes_tokens_in_proportion(qwen_moe, 8));   // the router's choice: 256 tokens x 4 over 60
+  EXPECT_TRUE(routes_tokens_in_proportion(balanced, 16));   // 128 tokens x 4 over 60, forced: 8 or 9 each
+  EXPECT_FALSE(routes_tokens_in_proportion(balanced, 32));  // 4 or 5
+  EXPECT_TRUE(routes_tokens_in_proportion(mixtral, 64));    // 32 tokens x 2 over 8: 8 each, whole
+  EXPECT_TRUE(routes_tokens_in_proportion(mixtral, 512));   // 4 tokens x 2 over 8: 1 each, whole
+  EXPECT_TRUE(routes_tokens_in_proportion(with_expert_routing(mixtral, 0.3), 32));   // 38 of 128, the others 12 or 13
+  EXPECT_FALSE(routes_tokens_in_proportion(with_expert_routing(mixtral, 0.3), 64));  // 19 of 64, the others 6 or 7
+  // Forced routings are shared out per the smallest fraction's 512.
+  EXPECT_EQ(at_shape_fraction(balanced, 3, 16, both).transformer().moe->routing_unit, 512);
+  EXPECT_EQ(at_shape_fraction(balanced, 3, 16, ShapeCut::widths).transformer().moe->routing_unit, 0);
+  EXPECT_TRUE(routes_tokens_in_proportion(load_network_config("llama-tiny"), 8));
   const NetworkConfig cut = at_shape_fraction(qwen_moe, 1, 16, ShapeCut::widths);
   EXPECT_EQ(cut.transformer().seq_len, qwen_moe.transformer().seq_len);
   EXPECT_EQ(cut.transformer().d_model * 16, qwen_moe.transformer().d_model);

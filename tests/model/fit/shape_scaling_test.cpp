@@ -45,7 +45,8 @@ TEST_P(ShapeScaling, ThreeFractionsGiveTheWholeNetworksBytes) {
   // Experts' tokens as the modelling commands route them: balanced.
   if (whole.transformer().moe) whole = model::with_expert_routing(whole, 1.0 / whole.transformer().moe->experts);
   model::LayerModel scaled = from_fractions(whole, GetParam().cut);
-  const model::LayerModel measured = quick_fit(whole);
+  // The network modelled: forced routings shared out as its fractions' are.
+  const model::LayerModel measured = quick_fit(model::at_shape_fraction(whole, parts, parts, GetParam().cut));
 
   // FLOPs: exact but for a constant term, which the cubic takes as growing:
   // a bias over outputs that do not grow with the shape (a classifier's), a
@@ -80,16 +81,19 @@ TEST_P(ShapeScaling, ThreeFractionsGiveTheWholeNetworksBytes) {
 // llama-tiny: rotary positions, grouped k/v heads, SwiGLU; gpt-tiny: one
 // q/k/v projection, a learned position table, a tied head; bert-hf-tiny:
 // token types, a pooler, dropout; llama-tiny-lora: frozen projections with
-// adapters of a fixed rank; mixtral-tiny: experts' tokens routed. The widths
-// alone: qwen-moe-tiny, whose 6 experts would get 8 x 2 / 6 tokens of a
-// quarter of its 32; llama-tiny, FLOPs a quadratic then; vit-tiny, whose
-// patches are its image's (a patch embedding, a class token, a classifier).
+// adapters of a fixed rank; mixtral-tiny: experts' tokens routed;
+// qwen-moe-tiny, whose 6 experts get 8 x 2 / 6 routings of a quarter of its
+// 32 tokens (2 or 3 each), and so every quarter's shared out alike. The
+// widths alone: qwen-moe-tiny; llama-tiny, FLOPs a quadratic then; vit-tiny,
+// whose patches are its image's (a patch embedding, a class token, a
+// classifier).
 INSTANTIATE_TEST_SUITE_P(Cpu, ShapeScaling,
                          ::testing::Values(Cut{"llama-tiny", model::ShapeCut::tokens_and_widths},
                                            Cut{"gpt-tiny", model::ShapeCut::tokens_and_widths},
                                            Cut{"bert-hf-tiny", model::ShapeCut::tokens_and_widths},
                                            Cut{"llama-tiny-lora", model::ShapeCut::tokens_and_widths},
                                            Cut{"mixtral-tiny", model::ShapeCut::tokens_and_widths},
+                                           Cut{"qwen-moe-tiny", model::ShapeCut::tokens_and_widths},
                                            Cut{"qwen-moe-tiny", model::ShapeCut::widths},
                                            Cut{"llama-tiny", model::ShapeCut::widths},
                                            Cut{"vit-tiny", model::ShapeCut::widths}),
