@@ -98,6 +98,11 @@ std::string join(const std::vector<int>& values) {
 
 // How many of a network's blocks to profile, 0 for the whole network (see
 // ProfileOptions::profile_blocks).
+double device_memory(const ProfileOptions& options) {
+  return static_cast<double>(options.memory_limit > 0 ? options.memory_limit
+                                                       : memory_bytes(executor::resolve_device(options.device)));
+}
+
 int blocks_to_profile(const model::NetworkConfig& whole, const ProfileOptions& options) {
   const int asked = options.profile_blocks;
   if (asked > 0) {
@@ -106,8 +111,7 @@ int blocks_to_profile(const model::NetworkConfig& whole, const ProfileOptions& o
   }
   if (asked < 0) throw InputError(std::to_string(asked) + " blocks to profile: cannot be negative");
   if (!std::holds_alternative<model::TransformerConfig>(whole.body) || whole.transformer().layers <= 2) return 0;
-  const double memory = static_cast<double>(options.memory_limit > 0 ? options.memory_limit
-                                                                     : memory_bytes(executor::resolve_device(options.device)));
+  const double memory = device_memory(options);
   const double state = model::static_state_bytes(whole);
   if (state <= memory / 2) return 0;
   if (options.on_warning) {
@@ -118,6 +122,17 @@ int blocks_to_profile(const model::NetworkConfig& whole, const ProfileOptions& o
                        " (the blocks to profile can be chosen)");
   }
   return 2;
+}
+
+// A network whose weights, gradients and AdamW state alone are more than
+// the device holds would be killed while building it, not measured.
+void check_state_fits(const model::NetworkConfig& profiled, int blocks, const ProfileOptions& options) {
+  const double memory = device_memory(options), state = model::static_state_bytes(profiled);
+  if (state <= memory) return;
+  throw InputError(profiled.name + ": " + (blocks > 0 ? std::to_string(blocks) + " of its blocks hold " : "") +
+                   model::format_bytes(state) + " of weights, gradients and AdamW state" + (blocks > 0 ? "" : " alone") +
+                   ", more than this device's " + model::format_bytes(memory) +
+                   ": profile fewer blocks, or the network at fractions of its shape");
 }
 
 // The whole-network plans a step is timed under (model::PlanStep).
@@ -168,7 +183,9 @@ model::Profile profile_network(const ProfileOptions& options) {
   const model::NetworkConfig& whole = options.network;
   const int blocks = blocks_to_profile(whole, options);
   if (blocks > 0) model::check_blocks_frozen_alike(whole, blocks, whole.name + ": " + std::to_string(blocks) + " blocks profiled");
-  executor::Session session(*executor::source_for(blocks > 0 ? model::with_blocks(whole, blocks) : whole), session_options);
+  const model::NetworkConfig profiled = blocks > 0 ? model::with_blocks(whole, blocks) : whole;
+  check_state_fits(profiled, blocks, options);
+  executor::Session session(*executor::source_for(profiled), session_options);
   const torch::Device& device = session.device;
   executor::Network& network = *session.network;
   executor::DataSource& data = *session.data;

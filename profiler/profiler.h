@@ -59,7 +59,8 @@ struct ProfileOptions {
 // Batches are profiled in increasing order; one that runs out of memory is
 // recorded as such (oom) and the others go on. Throws InputError for options
 // that do not validate, a device, precision or block count that cannot be
-// had, or if every batch runs out of memory.
+// had, weights, gradients and AdamW state (of the blocks profiled) more than
+// the device's memory (or memory_limit), or if every batch runs out of memory.
 model::Profile profile_network(const ProfileOptions& options);
 
 }  // namespace papaya::profiler

@@ -23,8 +23,10 @@
 #include "model/error.h"
 #include "model/fit/fit_profile.h"
 #include "model/catalog/network_config.h"
+#include "model/catalog/parameter_count.h"
 #include "model/plan.h"
 #include "model/plan_space/predict.h"
+#include "model/units.h"
 #include "model/catalog/target.h"
 #include "profiler/batch_run.h"
 #include "profiler/layer_probe.h"
@@ -504,6 +506,24 @@ TEST(Profiler, ABatchOverTheMemoryLimitIsAnOomRowAndTheOthersGoOn) {
     ADD_FAILURE() << "no error";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("every batch size (4096, 8192) ran out of memory"), std::string::npos) << e.what();
+  }
+}
+
+// Weights, gradients and AdamW state the device cannot hold: refused before
+// building the network (which the system would kill), naming what they take.
+TEST(Profiler, AStaticStateOverTheMemoryLimitIsRefused) {
+  ProfileOptions options;
+  options.network = model::load_network_config("llama-tiny");
+  options.batches = {1};
+  const double state = model::static_state_bytes(options.network);
+  options.memory_limit = static_cast<int64_t>(state) - 1;
+  try {
+    profile_network(options);
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(model::format_bytes(state) + " of weights, gradients and AdamW state alone"),
+              std::string::npos)
+        << e.what();
   }
 }
 
