@@ -69,7 +69,9 @@ TEST(CliProfile, BadInputExitsTwoWithOneLine) {
   expect_input_error("profile --batch 1,4 --probe-batch 3 --out " + out,
                      "probe batch 3 is not larger than the largest batch (4)");
   expect_input_error("profile --probe-batch -1 --out " + out, "--probe-batch");
-  expect_input_error("profile --network mlp-tiny --memory-limit 1KiB --out " + out, "ran out of memory");
+  expect_input_error("profile --network mlp-tiny --memory-limit 1KiB --out " + out,
+                     "of weights, gradients and AdamW state alone, more than this device's 1.00 KiB");
+  expect_input_error("profile --network mlp-tiny --batch 4096 --memory-limit 4MiB --out " + out, "ran out of memory");
   expect_input_error("profile --network mlp-tiny", "--out");
   EXPECT_FALSE(std::filesystem::exists(out));
 }
