@@ -102,12 +102,14 @@ const char* const page_script = R"(</script>
   const panel = (id, p, unit) => new Chart(document.getElementById(id), {
     type: 'line', data: { datasets: p.series.map((s, k) => ({ label: s.name, data: s.curve.map(([x, y]) => ({ x, y })), borderColor: colours[k % colours.length],
       backgroundColor: colours[k % colours.length], pointRadius: 0, borderWidth: 2 })).concat(p.series.filter((s) => s.points.length).map((s) => ({
-      label: s.name + ' (' + p.points_label + ')', data: s.points.map(([x, y]) => ({ x, y })), showLine: false, pointRadius: 5, pointStyle: 'rectRot',
+      label: s.name + ' (' + p.points_label + ')', marker: true, data: s.points.map(([x, y]) => ({ x, y })), showLine: false, pointRadius: 5, pointStyle: 'rectRot',
       borderColor: colours[p.series.indexOf(s) % colours.length], backgroundColor: colours[p.series.indexOf(s) % colours.length] }))).concat(p.hline == null ? [] : [{ label: p.hline_label,
       data: [{ x: p.x_min, y: p.hline }, { x: p.x_max, y: p.hline }], borderColor: '#222', borderDash: [6, 4], pointRadius: 0, borderWidth: 1 }]) },
     options: { animation: false, maintainAspectRatio: false, parsing: true,
       scales: { x: { type: 'logarithmic', title: { display: true, text: 'batch' } }, y: { title: { display: true, text: unit } } },
-      plugins: { title: { display: true, text: p.title } } } });
+      plugins: { title: { display: true, text: p.title },
+        subtitle: { display: p.series.some((s) => s.points.length), text: 'markers: ' + p.points_label },
+        legend: { labels: { filter: (item, chart) => !chart.datasets[item.datasetIndex].marker } } } } });
   panel('memory', data.curves.memory, data.curves.memory.y_label);
   panel('throughput', data.curves.throughput, 'samples/s');
   const plans = document.getElementById('plans');
