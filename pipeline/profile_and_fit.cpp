@@ -200,11 +200,15 @@ Scaling scaling_for(ProfileAndFitRequest& request, Reporter& reporter) {
     // Cut as finely as it divides, a step may stay slow: the fractions are
     // still taken where the short lengths' step, at the network's widths, is
     // larger still (a 175B-class network's two blocks at 64 tokens).
+    // (A ViT has no shorter lengths: its patches are its image's.)
+    const auto cheaper_than_short_lengths = [&](const StepSize& widest) {
+      if (!text(config)) return false;
+      const model::NetworkConfig shortest = model::at_seq_len(config, longest_short_sequence);
+      return widest.flops < step_size(blocks > 0 ? model::with_blocks(shortest, blocks) : shortest, batch).flops;
+    };
     if (parts > 0) {
       const StepSize widest = step_size(fraction(config, 3, parts, cut, blocks), batch);
-      const model::NetworkConfig shortest = model::at_seq_len(config, longest_short_sequence);
-      const StepSize short_lengths = step_size(blocks > 0 ? model::with_blocks(shortest, blocks) : shortest, batch);
-      if (within(widest, bound, 1.0) || (text(config) && widest.flops < short_lengths.flops)) s = {parts, cut, blocks, {}};
+      if (within(widest, bound, 1.0) || cheaper_than_short_lengths(widest)) s = {parts, cut, blocks, {}};
     }
   }
   if (s.parts > 0) {

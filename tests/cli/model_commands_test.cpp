@@ -202,6 +202,19 @@ TEST(Limits, FractionsOfTheShapeGiveTheWholeNetworksBatches) {
   expect_input_error("limits --network resnet-tiny --hardware h100 --profile-parts 4", "no tokens and heads to cut");
 }
 
+// A ViT slow to profile (a tenth of a TFLOP a step) is cut in its widths
+// alone, its patches kept: it has no shorter sequences to weigh against.
+TEST(Limits, AViTIsCutInItsWidthsAlone) {
+  const TempDir dir("papaya-limits-vit");
+  std::ofstream(dir.path("vit.json"))
+      << R"({"name": "vit-wide", "family": "vit", "layers": 4, "d_model": 1024, "heads": 16, "mlp_ratio": 4,
+             "image_size": 224, "patch": 16, "channels": 3, "classes": 10})";
+  const Outcome run = run_papaya("limits --network " + dir.path("vit.json") + " --hardware h100 --json");
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_NE(run.err.find("of its widths (its 197 patches kept"), std::string::npos) << run.err;
+  EXPECT_GT(json::parse(run.out).at(0).at("max_batch").get<int64_t>(), 0);
+}
+
 TEST_F(ModelCommands, BadInputExitsTwo) {
   expect_input_error("fit " + path("absent.json") + " --out " + path("m.json"), "absent.json");
   expect_input_error("fit " + write("broken.json", "{") + " --out " + path("m.json"), "malformed JSON");
