@@ -2,12 +2,21 @@
 
 #include <algorithm>
 
-#include "model/error.h"
 #include "cli/engine_arguments.h"
 #include "cli/number_checks.h"
+#include "model/error.h"
 #include "model/plan.h"
 
 namespace papaya::cli {
+
+void refuse_with_layout(const std::vector<std::pair<std::string, std::string>>& outputs) {
+  for (const auto& [option, value] : outputs) {
+    if (value.empty()) continue;
+    throw InputError(option + " " + value + ": writes one GPU's plan and step (or data-parallel ranks'); a layout of "
+                     "tensor, pipeline, context or expert parallelism answers with its table, and --emit writes it "
+                     "for an engine");
+  }
+}
 
 bool LayoutOptions::requested() const {
   return gpus_per_node > 0 || compute_efficiency || tensor || pipeline || virtual_stages || context || expert || micro_batch || global_batch ||

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli/report.h"
@@ -31,6 +32,11 @@ struct LayoutOptions {
   // Whether a layout was asked for (--gpus-per-node or any degree).
   bool requested() const;
 };
+
+// What writes one GPU's plan and step (or data-parallel ranks'): a plan
+// file, a figure, a report, given as (option, value). A layout's answer is
+// its table and --emit: InputError naming the first of them given.
+void refuse_with_layout(const std::vector<std::pair<std::string, std::string>>& outputs);
 
 // `search`: the command chooses what is not fixed (plan, recommend), with
 // --micro-batch, --plans and --layouts; else (predict) the layout is given

@@ -115,6 +115,7 @@ void register_plan(CLI::App& app) {
   const auto output = add_output_options(cmd, "One JSON document instead of tables");
   cmd->callback([args, output] {
     if (!args->layout.requested()) return show(compute(*args), *output);
+    refuse_with_layout({{"--out", args->out}, {"--plot", args->plot}, {"--html", args->html}});
     args->data_parallel.validate();
     const double budget = static_cast<double>(model::parse_size(args->budget, "--budget"));
     show_layouts(model::read_layer_model(args->model), args->layout,

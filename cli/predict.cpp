@@ -251,6 +251,7 @@ void register_predict(CLI::App& app) {
   const auto output = add_output_options(cmd);
   cmd->callback([args, output] {
     if (args->layout.requested()) {
+      refuse_with_layout({{"--plot", args->plot}, {"--html", args->html}});
       // --batch is each GPU's micro-batch.
       args->data_parallel.validate();
       const model::ParallelLayout layout = given_layout(args->layout, args->data_parallel, static_cast<int>(args->batch));

@@ -317,7 +317,10 @@ void register_recommend(CLI::App& app) {
   add_layout_options(cmd, args->layout);
   const auto output = add_output_options(cmd, "One JSON document instead of tables");
   cmd->callback([args, output] {
-    if (args->layout.requested()) return recommend_layouts(*args, *output);
+    if (args->layout.requested()) {
+      refuse_with_layout({{"--html", args->html}});
+      return recommend_layouts(*args, *output);
+    }
     show(compute(*args), *output);
   });
 }

@@ -85,12 +85,17 @@ TEST(Layouts, ImpossibleSplitsExitTwoNamingTheConstraint) {
            {"--gpus 8 --gpus-per-node 4 --budget 1KiB", "no layout of 8 GPUs fits 1.00 KiB a GPU"},
            {"--gpus 4 --emit torchtitan --zero 1", "--emit torchtitan: --zero 1 has no torchtitan argument"},
            {"--gpus 4 --ep 2", "expert parallelism 2 on a network without experts"},
+           {"--gpus 4 --gpus-per-node 4 --html r.html", "--html r.html: writes one GPU's plan and step"},
        }) {
     const Outcome run = run_papaya(recommend + options);
     EXPECT_EQ(run.code, 2) << options << ": " << run.err;
     EXPECT_NE(run.err.find(message), std::string::npos) << options << ": " << run.err;
     EXPECT_EQ(run.err.find('\n'), run.err.size() - 1) << options << ": one line: " << run.err;
   }
+  // What draws or writes one GPU's step is not a layout's answer: refused, not left unwritten.
+  expect_input_error("plan m.json --budget 1GiB --gpus 4 --tp 2 --out p.json", "--out p.json: writes one GPU's plan");
+  expect_input_error("plan m.json --budget 1GiB --gpus 4 --tp 2 --plot p.svg", "--plot p.svg: writes one GPU's plan");
+  expect_input_error("predict m.json --batch 1 --gpus 4 --tp 2 --html p.html", "--html p.html: writes one GPU's plan");
   const Outcome mlp = run_papaya("recommend --network mlp-tiny --hardware H100-SXM-80GB --gpus 4 --gpus-per-node 4");
   EXPECT_EQ(mlp.code, 2);
   EXPECT_NE(mlp.err.find("no attention layers"), std::string::npos) << mlp.err;
