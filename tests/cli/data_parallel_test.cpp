@@ -92,10 +92,10 @@ TEST(DataParallel, ZeroStagesTrainAsPlainDataParallelismWithTheModelsMemory) {
   }
   // predict --gpus 2 from a profile of one process.
   const TempDir dir("papaya-dp-predict");
-  ASSERT_EQ(run_papaya("profile --network llama-tiny --batch 1,2,4 --out " + dir.path("p.json")).code, 0);
-  ASSERT_EQ(run_papaya("fit " + dir.path("p.json") + " --out " + dir.path("m.json")).code, 0);
+  const std::string model_file = profiled_model(dir, "llama-tiny");
+  ASSERT_FALSE(::testing::Test::HasFailure());
   const auto predicted = [&](const std::string& extra) {
-    const Outcome run = run_papaya("predict " + dir.path("m.json") + " --batch 4 --plan keep --json" + extra);
+    const Outcome run = run_papaya("predict " + model_file + " --batch 4 --plan keep --json" + extra);
     EXPECT_EQ(run.code, 0) << run.err;
     return json::parse(run.out).at(0)["peak_bytes"].get<double>();
   };
@@ -119,7 +119,7 @@ TEST(DataParallel, ZeroStagesTrainAsPlainDataParallelismWithTheModelsMemory) {
   const Outcome quantized = run_papaya(run + " --zero 3 --plan quantize-4");
   ASSERT_EQ(quantized.code, 0) << quantized.err;
   const Outcome predicted_quantized =
-      run_papaya("predict " + dir.path("m.json") + " --batch 4 --plan quantize-4 --json --gpus 2 --link ethernet-10g --zero 3");
+      run_papaya("predict " + model_file + " --batch 4 --plan quantize-4 --json --gpus 2 --link ethernet-10g --zero 3");
   ASSERT_EQ(predicted_quantized.code, 0) << predicted_quantized.err;
   const double quantized_peak = json::parse(predicted_quantized.out).at(0)["peak_bytes"];
   for (const auto& rank : json::parse(quantized.out)["ranks"]) {

@@ -67,9 +67,9 @@ TEST(HtmlReport, TheBrowserShowsThePeaksOfTheJson) {
     GTEST_SKIP() << "no headless Chromium or Chart.js (scripts/setup.sh installs them)";
   }
   const TempDir dir("papaya-html");
-  ASSERT_EQ(run_papaya("profile --network llama-tiny --batch 1,2,4 --out " + dir.path("p.json")).code, 0);
-  ASSERT_EQ(run_papaya("fit " + dir.path("p.json") + " --out " + dir.path("m.json")).code, 0);
-  const Outcome predicted = run_papaya("predict " + dir.path("m.json") + " --batch 4 --json --html " + dir.path("predict.html"));
+  const std::string model_file = profiled_model(dir, "llama-tiny");
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  const Outcome predicted = run_papaya("predict " + model_file + " --batch 4 --json --html " + dir.path("predict.html"));
   ASSERT_EQ(predicted.code, 0) << predicted.err;
   const std::vector<Row> rows = rendered(chromium, dir, "predict.html");
   ASSERT_EQ(rows.size(), 2u);  // keep and the plan chosen
@@ -87,7 +87,7 @@ TEST(HtmlReport, TheBrowserShowsThePeaksOfTheJson) {
   // Keep stores every tensor raw: its three largest at its peak are.
   const std::regex raw(R"re(^([^,]+ \(raw\) [^,]+)(, [^,]+ \(raw\) [^,]+){2}$)re");
   EXPECT_TRUE(std::regex_match(rows[0].tensors, raw)) << rows[0].tensors;
-  for (const std::string& command : {"plan " + dir.path("m.json") + " --budget 2.5MiB",
+  for (const std::string& command : {"plan " + model_file + " --budget 2.5MiB",
                                     "recommend --network mlp-tiny --budget 64MiB --out " + dir.path("plan.json")}) {
     const Outcome planned = run_papaya(command + " --json --html " + dir.path("plan.html"));
     ASSERT_EQ(planned.code, 0) << planned.err;
@@ -111,7 +111,7 @@ TEST(HtmlReport, TheBrowserShowsThePeaksOfTheJson) {
     EXPECT_EQ(shown.plan, row["plan"].get<std::string>());
     EXPECT_DOUBLE_EQ(shown.peak_bytes, row["predicted_peak_bytes"].get<double>()) << shown.plan;
   }
-  expect_input_error("predict " + dir.path("m.json") + " --batch 4 --html /nonexistent/folder/r.html", "--html");
+  expect_input_error("predict " + model_file + " --batch 4 --html /nonexistent/folder/r.html", "--html");
 }
 
 }  // namespace

@@ -25,8 +25,8 @@ using nlohmann::json;
 TEST(PipelineParallel, TwoStagesTrainAsOneProcessWithTheModelsMemory) {
   if (!built_with_gloo()) GTEST_SKIP() << "built without Gloo";
   const TempDir dir("papaya-pp");
-  ASSERT_EQ(run_papaya("profile --network llama-tiny --batch 1,2,4 --out " + dir.path("p.json")).code, 0);
-  ASSERT_EQ(run_papaya("fit " + dir.path("p.json") + " --out " + dir.path("m.json")).code, 0);
+  const std::string model_file = profiled_model(dir, "llama-tiny");
+  ASSERT_FALSE(::testing::Test::HasFailure());
   for (const std::string plan : {"keep", "recompute-all", "quantize-4"}) {
     for (const int micro_batches : {2, 4}) {
       const std::string what = plan + ", " + std::to_string(micro_batches) + " micro-batches";
@@ -47,7 +47,7 @@ TEST(PipelineParallel, TwoStagesTrainAsOneProcessWithTheModelsMemory) {
       EXPECT_EQ(stages["ranks"][0]["static_bytes"].get<double>() + stages["ranks"][1]["static_bytes"].get<double>(),
                 single["static_bytes"].get<double>())
           << what;
-      const Outcome predicted = run_papaya("predict " + dir.path("m.json") + " --batch 2 --gpus 2 --pp 2 --global-batch " +
+      const Outcome predicted = run_papaya("predict " + model_file + " --batch 2 --gpus 2 --pp 2 --global-batch " +
                                            std::to_string(2 * micro_batches) + " --link ethernet-10g --json --plan " + plan);
       ASSERT_EQ(predicted.code, 0) << predicted.err;
       const json model = json::parse(predicted.out)["plans"][0]["stages"];

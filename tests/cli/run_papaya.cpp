@@ -46,6 +46,14 @@ void expect_input_error(const std::string& args, const std::string& needle) {
   EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << args << "\n" << run.err;
 }
 
+std::string profiled_model(const TempDir& dir, const std::string& network) {
+  const Outcome profiled = run_papaya("profile --network " + network + " --batch 1,2,4 --out " + dir.path("p.json"));
+  EXPECT_EQ(profiled.code, 0) << profiled.err;
+  const Outcome fitted = run_papaya("fit " + dir.path("p.json") + " --out " + dir.path("m.json"));
+  EXPECT_EQ(fitted.code, 0) << fitted.err;
+  return dir.path("m.json");
+}
+
 bool built_with_gloo() { return run_papaya("--version").out.find(", Gloo") != std::string::npos; }
 
 }  // namespace papaya::testing

@@ -31,6 +31,10 @@ class TempDir {
 // one line on stderr, "papaya: error: ..." containing `needle`.
 void expect_input_error(const std::string& args, const std::string& needle);
 
+// `network` profiled at batches 1, 2 and 4 (into dir's p.json) and fitted:
+// the model file, dir's m.json; a test failure where either command fails.
+std::string profiled_model(const TempDir& dir, const std::string& network);
+
 // Whether this papaya has Gloo's collectives (a build without libgloo-dev's
 // headers has none to test).
 bool built_with_gloo();

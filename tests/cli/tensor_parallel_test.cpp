@@ -23,8 +23,8 @@ using nlohmann::json;
 TEST(TensorParallel, TwoRanksTrainAsOneProcessWithTheModelsMemory) {
   if (!built_with_gloo()) GTEST_SKIP() << "built without Gloo";
   const TempDir dir("papaya-tp");
-  ASSERT_EQ(run_papaya("profile --network llama-tiny --batch 1,2,4 --out " + dir.path("p.json")).code, 0);
-  ASSERT_EQ(run_papaya("fit " + dir.path("p.json") + " --out " + dir.path("m.json")).code, 0);
+  const std::string model_file = profiled_model(dir, "llama-tiny");
+  ASSERT_FALSE(::testing::Test::HasFailure());
   for (const auto& [batch, plan] : std::vector<std::pair<int, std::string>>{
            {2, "keep"}, {4, "keep"}, {4, "recompute-all"}, {4, "quantize-4"}}) {
     const std::string what = "batch " + std::to_string(batch) + ", " + plan;
@@ -41,7 +41,7 @@ TEST(TensorParallel, TwoRanksTrainAsOneProcessWithTheModelsMemory) {
       const double loss = single["losses"][i];
       EXPECT_NEAR(ranks["losses"][i].get<double>(), loss, 1e-5 * loss) << what << ", step " << i;
     }
-    const Outcome predicted = run_papaya("predict " + dir.path("m.json") + " --batch " + std::to_string(batch) +
+    const Outcome predicted = run_papaya("predict " + model_file + " --batch " + std::to_string(batch) +
                                          " --gpus 2 --tp 2 --sp off --link ethernet-10g --json --plan " + plan);
     ASSERT_EQ(predicted.code, 0) << predicted.err;
     const json model = json::parse(predicted.out)["plans"][0]["stages"][0];
