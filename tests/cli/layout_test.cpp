@@ -12,10 +12,15 @@ namespace {
 
 using nlohmann::json;
 
-const std::string recommend = "recommend --network llama-tiny --hardware H100-SXM-80GB --precision bf16 ";
+// llama-tiny laid out, the model it profiles written into `dir` (not the
+// current folder).
+std::string recommend(const TempDir& dir) {
+  return "recommend --network llama-tiny --hardware H100-SXM-80GB --precision bf16 --out " + dir.path("plan.json") + " ";
+}
 
 TEST(Layouts, RecommendLaysATransformerOutOverGpus) {
-  const Outcome run = run_papaya(recommend + "--gpus 8 --gpus-per-node 4 --global-batch 32 --json");
+  const TempDir dir("papaya-layouts");
+  const Outcome run = run_papaya(recommend(dir) + "--gpus 8 --gpus-per-node 4 --global-batch 32 --json");
   ASSERT_EQ(run.code, 0) << run.err;
   const json doc = json::parse(run.out);
   EXPECT_EQ(doc["gpus"], 8);
@@ -32,7 +37,7 @@ TEST(Layouts, RecommendLaysATransformerOutOverGpus) {
     EXPECT_EQ(l["stages"].size(), l["pipeline"].get<size_t>());
     EXPECT_GT(l["mfu"].get<double>(), 0);
   }
-  const Outcome text = run_papaya(recommend + "--gpus 8 --gpus-per-node 4 --global-batch 32 --tp 2 --pp 2");
+  const Outcome text = run_papaya(recommend(dir) + "--gpus 8 --gpus-per-node 4 --global-batch 32 --tp 2 --pp 2");
   ASSERT_EQ(text.code, 0) << text.err;
   for (const char* part : {"t2s p2", "best:", "searched:", "tokens/s", "MFU"}) {
     EXPECT_NE(text.out.find(part), std::string::npos) << part << " in\n" << text.out;
@@ -63,12 +68,13 @@ TEST(Layouts, LimitsGivesTheBestLayoutOnEachGpu) {
 }
 
 TEST(Layouts, EmitWritesTheBestLayoutForEachEngine) {
-  const Outcome megatron = run_papaya(recommend + "--gpus 4 --tp 2 --global-batch 16 --emit megatron");
+  const TempDir dir("papaya-layouts");
+  const Outcome megatron = run_papaya(recommend(dir) + "--gpus 4 --tp 2 --global-batch 16 --emit megatron");
   ASSERT_EQ(megatron.code, 0) << megatron.err;
   EXPECT_EQ(megatron.out.rfind("--tensor-model-parallel-size 2 \\\n", 0), 0u) << megatron.out;
   EXPECT_NE(megatron.out.find("--sequence-parallel"), std::string::npos);
   EXPECT_NE(megatron.out.find("--global-batch-size 16"), std::string::npos);
-  const Outcome titan = run_papaya(recommend + "--gpus 4 --global-batch 16 --emit torchtitan --json");
+  const Outcome titan = run_papaya(recommend(dir) + "--gpus 4 --global-batch 16 --emit torchtitan --json");
   ASSERT_EQ(titan.code, 0) << titan.err;
   const json doc = json::parse(titan.out);
   EXPECT_EQ(doc["emit"]["engine"], "torchtitan");
@@ -77,6 +83,7 @@ TEST(Layouts, EmitWritesTheBestLayoutForEachEngine) {
 }
 
 TEST(Layouts, ImpossibleSplitsExitTwoNamingTheConstraint) {
+  const TempDir dir("papaya-layouts");
   for (const auto& [options, message] : std::vector<std::pair<std::string, std::string>>{
            {"--gpus 6 --tp 3", "4 heads do not split over tensor parallelism 3"},
            {"--gpus 8 --pp 8 --global-batch 64", "2 blocks for 8 pipeline stages"},
@@ -87,7 +94,7 @@ TEST(Layouts, ImpossibleSplitsExitTwoNamingTheConstraint) {
            {"--gpus 4 --ep 2", "expert parallelism 2 on a network without experts"},
            {"--gpus 4 --gpus-per-node 4 --html r.html", "--html r.html: writes one GPU's plan and step"},
        }) {
-    const Outcome run = run_papaya(recommend + options);
+    const Outcome run = run_papaya(recommend(dir) + options);
     EXPECT_EQ(run.code, 2) << options << ": " << run.err;
     EXPECT_NE(run.err.find(message), std::string::npos) << options << ": " << run.err;
     EXPECT_EQ(run.err.find('\n'), run.err.size() - 1) << options << ": one line: " << run.err;
@@ -96,7 +103,8 @@ TEST(Layouts, ImpossibleSplitsExitTwoNamingTheConstraint) {
   expect_input_error("plan m.json --budget 1GiB --gpus 4 --tp 2 --out p.json", "--out p.json: writes one GPU's plan");
   expect_input_error("plan m.json --budget 1GiB --gpus 4 --tp 2 --plot p.svg", "--plot p.svg: writes one GPU's plan");
   expect_input_error("predict m.json --batch 1 --gpus 4 --tp 2 --html p.html", "--html p.html: writes one GPU's plan");
-  const Outcome mlp = run_papaya("recommend --network mlp-tiny --hardware H100-SXM-80GB --gpus 4 --gpus-per-node 4");
+  const Outcome mlp = run_papaya("recommend --network mlp-tiny --hardware H100-SXM-80GB --gpus 4 --gpus-per-node 4 --out " +
+                                      dir.path("plan.json"));
   EXPECT_EQ(mlp.code, 2);
   EXPECT_NE(mlp.err.find("no attention layers"), std::string::npos) << mlp.err;
 }
