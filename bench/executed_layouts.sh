@@ -4,7 +4,8 @@
 # (batches 1, 2, 4) and fitted; then each layout trains 4 steps
 # (`papaya train --nproc 2 ...`) and `papaya predict` prices it from that
 # one-process model: ZeRO-0..3 data parallelism (batch 4 a rank), pipeline
-# stages (1F1B, 4 micro-batches of 2) and a tensor-parallel pair (batch 4),
+# stages (1F1B, 4 micro-batches of 2) and a tensor-parallel pair (batch 4;
+# with and without sequence parallelism),
 # each under keep, recompute-all and quantize-4.
 #
 # Printed (Markdown): each rank's measured peak, the model's, the error;
@@ -33,7 +34,8 @@ ZeRO-1|--batch 4 --zero 1|8|--batch 4 --gpus 2 --link ethernet-10g --zero 1
 ZeRO-2|--batch 4 --zero 2|8|--batch 4 --gpus 2 --link ethernet-10g --zero 2
 ZeRO-3|--batch 4 --zero 3|8|--batch 4 --gpus 2 --link ethernet-10g --zero 3
 PP=2|--batch 2 --pp 2 --micro-batches 4|8|--batch 2 --gpus 2 --pp 2 --global-batch 8 --link ethernet-10g
-TP=2|--batch 4 --tp 2|4|--batch 4 --gpus 2 --tp 2 --sp off --link ethernet-10g"
+TP=2|--batch 4 --tp 2 --sp off|4|--batch 4 --gpus 2 --tp 2 --sp off --link ethernet-10g
+TP=2, SP|--batch 4 --tp 2 --sp on|4|--batch 4 --gpus 2 --tp 2 --sp on --link ethernet-10g"
 while IFS='|' read -r name train single predict; do
   for plan in keep recompute-all quantize-4; do
     papaya train --network llama-tiny --steps 4 --nproc 2 --timeout 120 --json --plan "$plan" $train >"$out/ranks.json"

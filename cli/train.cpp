@@ -27,6 +27,7 @@ struct TrainArgs {
   std::string budget;        // --plan auto
   bool batch_given = false;  // --plan auto: plan at --batch, else choose it
   int nproc = 1;             // data-parallel ranks to start here
+  std::string sp = "on";     // --sp
 };
 
 // What each rank of a --zero job holds, for the ranks' headline.
@@ -141,7 +142,10 @@ void to_json(nlohmann::json& out, const Trained& t) {
       out["pipeline"] = t.run.pipeline;
       out["micro_batches"] = t.run.micro_batches;
     }
-    if (t.run.tensor > 1) out["tensor"] = t.run.tensor;
+    if (t.run.tensor > 1) {
+      out["tensor"] = t.run.tensor;
+      out["sequence_parallel"] = t.run.sequence_parallel;
+    }
     out["global_samples_per_s"] = global_samples_per_s(t);
     out["ranks"] = ranks_json(t);
   }
@@ -188,7 +192,8 @@ void print_text(std::ostream& out, const Trained& t) {
   if (!report.ranks.empty()) {
     const std::string ranks_are = t.run.pipeline > 1 ? " pipeline stages (1F1B, " + std::to_string(t.run.micro_batches) +
                                                            " micro-batches of " + std::to_string(setup.batch) + ")"
-                                  : t.run.tensor > 1 ? " tensor-parallel ranks (Megatron's column- and row-parallel split)"
+                                  : t.run.tensor > 1 ? std::string(" tensor-parallel ranks (Megatron's column- and row-parallel split") +
+                                                           (t.run.sequence_parallel ? ", the tokens between them split)" : ")")
                                                      : " data-parallel ranks";
     out << "\n"
         << report.ranks.size() << ranks_are << ", global batch " << global_batch(t) << ": "
@@ -330,6 +335,11 @@ void register_train(CLI::App& app) {
                   "or width and of the vocabulary) instead of data-parallel ranks; each takes the whole --batch")
       ->capture_default_str()
       ->check(positive(args->run.tensor));
+  cmd->add_option("--sp", args->sp,
+                  "With --tp: sequence parallelism, on or off: the residual stream and the norms between the projections "
+                  "hold each rank's share of the tokens (Megatron-LM's --sequence-parallel)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"on", "off"}));
   cmd->add_option("--micro-batches", args->run.micro_batches,
                   "With --pp: micro-batches a step, the global batch that many times --batch (default: 2 a stage)")
       ->check(positive(args->run.micro_batches));
@@ -355,6 +365,8 @@ void register_train(CLI::App& app) {
       throw InputError("--tp " + std::to_string(args->run.tensor) + " splits the layers across that many ranks: give --nproc " +
                        std::to_string(args->run.tensor));
     }
+    args->run.sequence_parallel = args->sp == "on";
+    if (cmd->get_option("--sp")->count() > 0 && args->run.tensor == 1) throw InputError("--sp goes with --tp");
     if (args->nproc > 1 && args->run.plan == "auto") {
       throw InputError(
           "--nproc with --plan auto: plan first (papaya recommend --gpus N --link LINK), then train the ranks with the plan "

@@ -64,7 +64,7 @@ void prepare_train_run(TrainRun& run) {
                      ": fp16 loss scaling needs every gradient on every rank; use bf16, or --zero 1");
   }
   run.network_config = load_network(run.network, run.seq_len, run.network_options);
-  if (run.tensor > 1) executor::check_tensor_split(*run.network_config, run.tensor);
+  if (run.tensor > 1) executor::check_tensor_split(*run.network_config, run.tensor, run.sequence_parallel);
   if (run.pipeline > 1) {
     const model::NetworkConfig& config = *run.network_config;
     const auto* transformer = std::get_if<model::TransformerConfig>(&config.body);
@@ -127,7 +127,9 @@ executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& cal
   session_options.world = run.world;
   session_options.zero = run.zero;
   session_options.pipeline = run.pipeline;
-  if (collectives && run.tensor > 1) session_options.tensor_group = executor::tensor_group(*collectives);
+  if (collectives && run.tensor > 1) {
+    session_options.tensor_group = executor::tensor_group(*collectives, run.sequence_parallel);
+  }
   if (run.resume.empty() && !run.network_config) throw std::logic_error("train_run: the run is not prepared");
   executor::Session session(*executor::source_for(run.resume.empty() ? *run.network_config : recorded_config(run, recorded)),
                             session_options);
@@ -164,6 +166,9 @@ executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& cal
     parallel->broadcast_parameters();
     options.after_backward = [&parallel] { parallel->average_gradients(); };
     if (run.zero == 1) options.after_optimizer_step = [&parallel] { parallel->gather_shards(); };
+  }
+  if (const auto& group = session_options.tensor_group; group && group->splits_sequence()) {
+    options.after_backward = [&network, group] { executor::sum_replicated_gradients(network, *group); };
   }
   if (sharded) {
     sharded->broadcast_parameters();

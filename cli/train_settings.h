@@ -51,6 +51,9 @@ struct TrainRun {
   // The job's ranks are a tensor-parallel group this large instead: every
   // rank takes the whole `batch`.
   int tensor = 1;
+  // With `tensor` > 1: the tokens between the projections split too
+  // (sequence parallelism).
+  bool sequence_parallel = true;
   int64_t global_batch() const { return pipeline > 1 ? batch * micro_batches : batch; }
   // Whether the job's ranks split the batch between them.
   bool data_parallel() const { return pipeline == 1 && tensor == 1; }

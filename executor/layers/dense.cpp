@@ -12,16 +12,21 @@ namespace {
 
 using torch::autograd::Function;
 
+// With Linear::gathers_tokens its input is this rank's share of the group's
+// tokens, stored as it is and gathered for the products.
 struct LinearFunction : Function<LinearFunction> {
   // An absent bias is nullopt: an undefined tensor cannot be a Function's input.
-  static at::Tensor forward(AutogradContext* ctx, const Linear* layer, const at::Tensor& x, const at::Tensor& weight,
+  static at::Tensor forward(AutogradContext* ctx, const Linear* layer, const at::Tensor& input, const at::Tensor& weight,
                             const c10::optional<at::Tensor>& bias) {
-    stash(ctx, {store_slot(*layer, 0, x)});
+    stash(ctx, {store_slot(*layer, 0, input)});
     ctx->save_for_backward({weight, bias.value_or(at::Tensor())});
+    ctx->saved_data["layer"] = reinterpret_cast<int64_t>(layer);
+    const at::Tensor x = layer->gathers_tokens ? layer->gathers_tokens->gathered(input) : input;
     return at::linear(x, computed_as(weight, x), bias ? computed_as(*bias, x) : at::Tensor());
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    TensorGroup* group = reinterpret_cast<const Linear*>(ctx->saved_data["layer"].toInt())->gathers_tokens.get();
     const Unstashed saved = unstash(ctx);
     const auto params = ctx->get_saved_variables();
     const at::Tensor &weight = params[0], &bias = params[1];
@@ -29,13 +34,14 @@ struct LinearFunction : Function<LinearFunction> {
     const at::Tensor g2 = g.reshape({-1, g.size(-1)});
     const at::Tensor w = computed_as(weight, g);
     const auto gradients = [&](const std::vector<at::Tensor>& slots) -> variable_list {
-      const at::Tensor& x = slots[0];
+      const at::Tensor x = group ? group->gathered(slots[0]) : slots[0];
       return {g.matmul(w), gradient_for(weight, g2.t().mm(x.reshape({-1, x.size(-1)}))),
               bias.defined() ? gradient_for(bias, g2.sum(0)) : at::Tensor()};
     };
-    const variable_list out = gradients(saved.tensors);
-    saved.estimate_sensitivity(gradients, out);
-    return {at::Tensor(), out[0], out[1], out[2]};
+    variable_list out = gradients(saved.tensors);
+    saved.estimate_sensitivity(gradients, out);  // every rank estimates at the same steps: their gathers meet
+    // Gathered: the input's gradient is this rank's share of the group's sum.
+    return {at::Tensor(), group ? group->scattered_sum(std::move(out[0])) : out[0], out[1], out[2]};
   }
 };
 
@@ -101,7 +107,7 @@ torch::Tensor Linear::forward(torch::Tensor x) {
   torch::Tensor y;
   if (stored_) {
     y = moms::stored_linear(*this, x, bias);
-  } else if (uses_moms()) {
+  } else if (uses_moms() || gathers_tokens) {
     y = moms::linear(*this, x, weight, bias);
   } else {
     if (!frozen_) scope.saved("input", x);

@@ -27,6 +27,12 @@ class Linear : public Layer {
   // Multiplies the output (a LoRA adapter's alpha / rank): inside the layer,
   // so that no op between it and what follows makes a gradient of its own.
   double output_scale = 1;
+  // A column-parallel projection under sequence parallelism (Megatron's):
+  // its input is this rank's share of the tokens, gathered from the group
+  // for the product (on the MOM path); its slot stores the share alone,
+  // gathered again in backward, and its input's gradient is this rank's
+  // share of the group's sum. Null: the input is the product's.
+  std::shared_ptr<TensorGroup> gathers_tokens;
 
  private:
   bool frozen_ = false;

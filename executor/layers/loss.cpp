@@ -127,7 +127,8 @@ struct LMHeadFunction : Function<LMHeadFunction> {
 };
 
 // A tensor-parallel LM head (Megatron's vocab-parallel head and
-// cross-entropy): each rank's share of the vocabulary's logits, the softmax's
+// cross-entropy; with the tokens split, it gathers them and stores its share
+// of them): each rank's share of the vocabulary's logits, the softmax's
 // maximum and sum and the targets' logits summed over the group. Stores its
 // input and its share of the softmax as its slots say (the softmax where
 // one process keeps the log-probabilities), or recomputes that share in
@@ -141,16 +142,20 @@ struct VocabParallelLMHead : public Function<VocabParallelLMHead> {
     const at::Tensor local = target - first_row;
     return {local.clamp(0, rows - 1), local.ge(0).logical_and(local.lt(rows))};
   }
+  // The input of every token: gathered where the group splits them, `x` is this rank's share.
+  static at::Tensor tokens_of(TensorGroup& group, const at::Tensor& x) {
+    return group.splits_sequence() ? group.gathered(x) : x;
+  }
   // The share's softmax of `rows`' logits, and (with `loss`) the mean loss.
   static at::Tensor softmax(const at::Tensor& rows, const at::Tensor& w, TensorGroup& group, const Targets& t,
                             at::Tensor* loss) {
     const at::Tensor logits = at::linear(rows, w).to(at::kFloat);
     const at::Tensor top = group.max(std::get<0>(logits.max(-1)));
     at::Tensor out = (logits - top.unsqueeze(-1)).exp_();
-    const at::Tensor total = group.sum(out.sum(-1));
+    const at::Tensor total = group.total(out.sum(-1));
     if (loss) {
       const at::Tensor picked =
-          group.sum(logits.gather(1, t.clamped.unsqueeze(1)).squeeze(1).masked_fill(t.inside.logical_not(), 0));
+          group.total(logits.gather(1, t.clamped.unsqueeze(1)).squeeze(1).masked_fill(t.inside.logical_not(), 0));
       *loss = (total.log() + top - picked).mean();
     }
     return out.div_(total.unsqueeze(-1));
@@ -159,7 +164,7 @@ struct VocabParallelLMHead : public Function<VocabParallelLMHead> {
   static at::Tensor forward(AutogradContext* ctx, const LMHead* layer, const at::Tensor& x, const at::Tensor& weight,
                             const at::Tensor& target, int64_t group_handle, int64_t first_row) {
     TensorGroup& group = *reinterpret_cast<TensorGroup*>(group_handle);
-    const at::Tensor rows = x.reshape({-1, x.size(-1)});
+    const at::Tensor rows = tokens_of(group, x).reshape({-1, x.size(-1)});
     const Targets t = targets_of(target.reshape({-1}), first_row, weight.size(0));
     at::Tensor loss;
     const at::Tensor probabilities = softmax(rows, computed_as(weight, x), group, t, &loss);
@@ -179,17 +184,21 @@ struct VocabParallelLMHead : public Function<VocabParallelLMHead> {
     TensorGroup& group = *reinterpret_cast<TensorGroup*>(ctx->saved_data["group"].toInt());
     const at::Tensor w = computed_as(weight, saved.tensors[0]);
     const bool weight_trained = ctx->needs_input_grad(1);  // of x, weight, target, group, first row
+    // Every rank estimates at the same steps: their gathers meet.
     const auto gradients = [&](const std::vector<at::Tensor>& s) -> variable_list {
-      const at::Tensor rows = s[0].reshape({-1, s[0].size(-1)});
+      const at::Tensor x = tokens_of(group, s[0]);
+      const at::Tensor rows = x.reshape({-1, x.size(-1)});
       at::Tensor g = s.size() > 1 ? s[1].to(at::kFloat).clone() : softmax(rows, w, group, t, nullptr);
       g.scatter_add_(1, t.clamped.unsqueeze(1), t.inside.to(g.scalar_type()).neg().unsqueeze(1));
       g.mul_(grad[0].to(at::kFloat) / rows.size(0));
       g = g.to(rows.scalar_type());
-      return {g.mm(w).view_as(s[0]), weight_trained ? gradient_for(weight, g.t().mm(rows)) : at::Tensor()};
+      return {g.mm(w).view_as(x), weight_trained ? gradient_for(weight, g.t().mm(rows)) : at::Tensor()};
     };
-    const variable_list out = gradients(saved.tensors);
+    variable_list out = gradients(saved.tensors);
     saved.estimate_sensitivity(gradients, out);
-    return {at::Tensor(), out[0], out[1], at::Tensor(), at::Tensor(), at::Tensor()};
+    // With the tokens split, the input's gradient is this rank's share of the group's sum.
+    at::Tensor dx = group.splits_sequence() ? group.scattered_sum(std::move(out[0])) : out[0];
+    return {at::Tensor(), dx, out[1], at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -245,7 +254,11 @@ std::vector<torch::Tensor> LMHead::shared_parameters() const {
 
 torch::Tensor LMHead::forward(torch::Tensor x, torch::Tensor target) {
   Scope scope(*this, {&x});
-  if (group_) return scope.finish(moms::vocab_parallel_lm_head(*this, group_->enter(x), weight, target, *group_, first_row_));
+  if (group_) {
+    // With the tokens split, the head gathers them itself, storing its share.
+    const torch::Tensor input = group_->splits_sequence() ? x : group_->enter(x);
+    return scope.finish(moms::vocab_parallel_lm_head(*this, input, weight, target, *group_, first_row_));
+  }
   if (uses_moms()) return scope.finish(moms::lm_head(*this, x, weight, target));
   scope.saved("input", x);
   const torch::Tensor logits = torch::linear(x, cast(weight));

@@ -17,7 +17,8 @@ FeedForward::FeedForward(const model::TransformerConfig& c, int64_t hidden, bool
 }
 
 torch::Tensor FeedForward::forward(const torch::Tensor& input, const torch::Tensor& weight) {
-  const torch::Tensor x = group_ ? group_->enter(input) : input;
+  // With the tokens split, the projections gather them (Linear::gathers_tokens).
+  const torch::Tensor x = group_ && !group_->splits_sequence() ? group_->enter(input) : input;
   torch::Tensor h = act->forward(fc1.forward(x));
   if (gate) h = gate->forward(h, up.forward(x));
   h = fc2.forward(h);
@@ -33,6 +34,7 @@ void FeedForward::split(const std::shared_ptr<TensorGroup>& group) {
     if (!*column) continue;
     column->base->weight.set_data(column->base->weight.narrow(0, first, share).clone());
     if (column->base->bias.defined()) column->base->bias.set_data(column->base->bias.narrow(0, first, share).clone());
+    if (group->splits_sequence()) column->base->gathers_tokens = group;
   }
   fc2.base->weight.set_data(fc2.base->weight.narrow(1, first, share).contiguous());
   group_ = group;

@@ -37,6 +37,9 @@ class Network : public torch::nn::Module {
   // Throws InputError for a network it is not built for, or whose heads,
   // widths or vocabulary the group does not divide.
   virtual void split_tensors(const std::shared_ptr<TensorGroup>& group);
+  // After split_tensors: the weights every rank of the group holds whole
+  // (the norms').
+  const std::vector<torch::Tensor>& replicated_weights() const { return replicated_weights_; }
 
   const model::NetworkConfig& config() const { return config_; }
   const std::vector<Layer*>& layers() const { return layers_; }
@@ -79,11 +82,13 @@ class Network : public torch::nn::Module {
   // (index_paths does; a network whose paths are not its module names, after
   // naming them).
   void assign_segments();
+  void set_replicated_weights(std::vector<torch::Tensor> weights) { replicated_weights_ = std::move(weights); }
 
  private:
   model::NetworkConfig config_;
   std::vector<Layer*> layers_;
   std::vector<Segment*> segments_;
+  std::vector<torch::Tensor> replicated_weights_;
   Precision precision_;
   torch::ScalarType compute_dtype_ = torch::kFloat;
   double loss_scale_ = 1;

@@ -60,8 +60,10 @@ class Attention : public torch::nn::Module {
   }
 
   torch::Tensor forward(const torch::Tensor& input) {
-    const torch::Tensor x = group_ ? group_->enter(input) : input;
-    const int64_t b = x.size(0), s = x.size(1);
+    // With the tokens split, the projections gather them (Linear::gathers_tokens).
+    const bool gathered = group_ && group_->splits_sequence();
+    const torch::Tensor x = group_ && !gathered ? group_->enter(input) : input;
+    const int64_t b = x.size(0), s = x.size(1) * (gathered ? group_->size() : 1);
     // (b, s, count head_dim) -> contiguous (b, count, s, head_dim): q with
     // `heads` heads, k and v with `kv_heads`.
     const auto heads_of = [&](const torch::Tensor& projected, int64_t first, int64_t count) {
@@ -130,6 +132,11 @@ class Attention : public torch::nn::Module {
       keep_heads(v_proj, {{r * kv_heads, kv_heads}});
     }
     proj.base->weight.set_data(proj.base->weight.narrow(1, r * heads * head_dim_, heads * head_dim_).contiguous());
+    if (group->splits_sequence()) {
+      for (const Projection* column : {&qkv, &q_proj, &k_proj, &v_proj}) {
+        if (*column) column->base->gathers_tokens = group;
+      }
+    }
     heads_ = heads;
     kv_heads_ = kv_heads;
     group_ = group;
@@ -256,14 +263,19 @@ class Transformer : public Network {
   int block_count() const override { return static_cast<int>(blocks->size()); }
 
   void split_tensors(const std::shared_ptr<TensorGroup>& group) override {
-    check_tensor_split(config(), group->size());
+    check_tensor_split(config(), group->size(), group->splits_sequence());
     tok_emb->split(group);
+    std::vector<torch::Tensor> whole = ln_f->parameters();
     for (const auto& module : *blocks) {
       auto& block = *module->as<Block>();
       block.attn->split(group);
       block.mlp->split(group);
+      for (const auto& norm : {block.ln1, block.ln2}) {
+        for (const auto& p : norm->parameters()) whole.push_back(p);
+      }
     }
     lm_head->split(group);
+    set_replicated_weights(std::move(whole));
   }
 
   torch::Tensor before_blocks(const Batch& batch) override {
@@ -309,7 +321,7 @@ class Transformer : public Network {
 
 }  // namespace
 
-void check_tensor_split(const model::NetworkConfig& config, int ranks) {
+void check_tensor_split(const model::NetworkConfig& config, int ranks, bool sequence_parallel) {
   const auto refuse = [&](const std::string& why) {
     throw InputError(config.name + ": tensor parallelism over " + std::to_string(ranks) + " ranks: " + why);
   };
@@ -326,6 +338,12 @@ void check_tensor_split(const model::NetworkConfig& config, int ranks) {
   }
   if (c->mlp_hidden() % ranks != 0) refuse("an MLP width of " + std::to_string(c->mlp_hidden()) + " does not split evenly");
   if (c->vocab % ranks != 0) refuse("a vocabulary of " + std::to_string(c->vocab) + " does not split evenly");
+  if (!sequence_parallel) return;
+  const auto with_sp = [&](const std::string& why) { refuse("with sequence parallelism, " + why); };
+  if (c->seq_len % ranks != 0) with_sp("a sequence of " + std::to_string(c->seq_len) + " tokens does not split evenly");
+  // Each rank would draw the same masks for its tokens as the others for theirs.
+  if (c->dropout > 0) with_sp("dropout not built");
+  if (config.position_rows() > 0) with_sp("a learned position table not built");
 }
 
 std::shared_ptr<Network> build_transformer(const model::NetworkConfig& config) {

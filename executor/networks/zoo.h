@@ -14,8 +14,9 @@ std::shared_ptr<Network> build_transformer(const model::NetworkConfig& config); 
 std::shared_ptr<Network> build_resnet(const model::NetworkConfig& config);
 std::shared_ptr<Network> build_mlp(const model::NetworkConfig& config);
 
-// Throws InputError naming why tensor parallelism over `ranks` cannot split
-// `config`'s network (Network::split_tensors): before any is built.
-void check_tensor_split(const model::NetworkConfig& config, int ranks);
+// Throws InputError naming why tensor parallelism over `ranks` (with
+// `sequence_parallel`, its tokens split too) cannot split `config`'s network
+// (Network::split_tensors): before any is built.
+void check_tensor_split(const model::NetworkConfig& config, int ranks, bool sequence_parallel);
 
 }  // namespace papaya::executor

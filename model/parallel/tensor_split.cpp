@@ -26,8 +26,10 @@ Split split_of(const std::string& name) {
 struct Shares {
   double hidden = 1, width = 1, kv = 1, qkv = 1, tokens = 1;  // qkv: of a fused projection's columns
   int tensor = 1, expert = 1;
+  bool gathers = false;  // the tokens split between the projections (sequence parallelism)
 
-  Shares(const TransformerShape& s, const ParallelLayout& l) : tensor(l.tensor), expert(l.expert) {
+  Shares(const TransformerShape& s, const ParallelLayout& l)
+      : tensor(l.tensor), expert(l.expert), gathers(l.sequence && l.tensor > 1) {
     tokens = 1.0 / l.context;
     hidden = (l.sequence ? 1.0 / l.tensor : 1.0) * tokens;
     const double kv_columns = std::max(1.0 / l.tensor, 1.0 / s.kv_heads);
@@ -78,6 +80,7 @@ LayerShare share_of(const LayerDescription& layer, const Shares& s, bool& in_wid
       out.compute = out.parameters * s.tokens;
     }
     in_width = split == Split::column;
+    if (split == Split::column && s.gathers) out.gathered_input = s.tokens;
     per_slot([&](const SavedTensorProfile&) { return input; });
   } else if (layer.kind == LayerKind::lm_head) {
     out.parameters = 1.0 / s.tensor;  // vocabulary-parallel
@@ -85,6 +88,7 @@ LayerShare share_of(const LayerDescription& layer, const Shares& s, bool& in_wid
     in_width = true;
     per_slot([&](const SavedTensorProfile& t) { return t.slot == "input" ? s.hidden : s.width; });
     out.backward_working = s.width;
+    if (s.gathers) out.gathered_input = s.tokens;
     return out;
   } else if (layer.kind == LayerKind::embedding) {
     out.parameters = 1.0 / s.tensor;  // vocabulary-parallel
@@ -251,6 +255,14 @@ LayerModel split_across_ranks(const LayerModel& whole, const TransformerShape& s
     r.backward_start = rescaled(w.backward_start, through, through_rank, share.output, backward_shift);
     r.backward_peak = beyond(r.backward_start, w.backward_start, w.backward_peak, share.backward_working, share.parameters);
     r.backward_gap_peak = rescaled(w.backward_gap_peak, through, through_rank, share.output, backward_shift);
+    if (share.gathered_input > 0) {
+      // The gathered input in forward; in backward that and the input's
+      // gradient over every token, of which the transient above counts this rank's share.
+      const auto input_slot = std::find_if(w.saved.begin(), w.saved.end(), [](const auto& t) { return t.slot == "input"; });
+      const double gathered = input_slot == w.saved.end() ? 0 : input_slot->storage_bytes_per_sample * share.gathered_input;
+      if (r.forward_peak.per_sample > 0) r.forward_peak.per_sample += gathered;
+      if (r.backward_peak.per_sample > 0) r.backward_peak.per_sample += gathered * (2 - share.slots.front() / share.gathered_input);
+    }
     scale_time(r.forward_seconds, share.compute);
     scale_time(r.backward_seconds, share.compute);
 

@@ -58,6 +58,12 @@ struct LayerShare {
   // (their gradient, vocabulary-parallel, is what it makes).
   double backward_working = 1;
   bool within_width = false;      // its output is a block's inner width (split t ways)
+  // Under sequence parallelism a column-parallel projection (and the LM
+  // head) gathers the group's tokens of its input for the product, in
+  // forward and again in backward, where its input's gradient is over all
+  // of them before the reduce-scatter: the share of its input slot it
+  // gathers (0: none).
+  double gathered_input = 0;
 };
 
 // Each layer's share under `layout` (its tensor, sequence, context and

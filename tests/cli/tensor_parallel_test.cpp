@@ -1,6 +1,7 @@
 // `papaya train --nproc 2 --tp 2`: a tensor-parallel pair on loopback
-// (Megatron-LM's split of the projections and the vocabulary) trains as one
-// process does, each rank holding what `predict --gpus 2 --tp 2 --sp off` says.
+// (Megatron-LM's split of the projections and the vocabulary, with or
+// without sequence parallelism) trains as one process does, each rank
+// holding what `predict --gpus 2 --tp 2 --sp on|off` says.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,10 +17,11 @@ namespace {
 
 using nlohmann::json;
 
-// At batches 2 and 4, and under plans of memory optimizations: the losses
-// are one process's (a quantizing plan's first only: its tensors are
-// quantized in other groups), each rank's static bytes the model's (every
-// weight but the norms' halved), and its peak the model's within 3 %.
+// At batches 2 and 4, and under plans of memory optimizations, with and
+// without the tokens between the projections split (sequence parallelism):
+// the losses are one process's (a quantizing plan's first only: its tensors
+// are quantized in other groups), each rank's static bytes the model's
+// (every weight but the norms' halved), and its peak the model's within 3 %.
 TEST(TensorParallel, TwoRanksTrainAsOneProcessWithTheModelsMemory) {
   if (!built_with_gloo()) GTEST_SKIP() << "built without Gloo";
   const TempDir dir("papaya-tp");
@@ -27,28 +29,32 @@ TEST(TensorParallel, TwoRanksTrainAsOneProcessWithTheModelsMemory) {
   ASSERT_FALSE(::testing::Test::HasFailure());
   for (const auto& [batch, plan] : std::vector<std::pair<int, std::string>>{
            {2, "keep"}, {4, "keep"}, {4, "recompute-all"}, {4, "quantize-4"}}) {
-    const std::string what = "batch " + std::to_string(batch) + ", " + plan;
     const std::string common = " --network llama-tiny --steps 4 --json --batch " + std::to_string(batch) + " --plan " + plan;
     const Outcome alone = run_papaya("train" + common);
-    const Outcome split = run_papaya("train --nproc 2 --tp 2 --timeout 60" + common);
     ASSERT_EQ(alone.code, 0) << alone.err;
-    ASSERT_EQ(split.code, 0) << split.err;
-    const json single = json::parse(alone.out), ranks = json::parse(split.out);
-    EXPECT_EQ(ranks["tensor"], 2);
-    EXPECT_EQ(ranks["global_batch"], batch);
-    const size_t exact_steps = plan == "quantize-4" ? 1 : single["losses"].size();
-    for (size_t i = 0; i < exact_steps; ++i) {
-      const double loss = single["losses"][i];
-      EXPECT_NEAR(ranks["losses"][i].get<double>(), loss, 1e-5 * loss) << what << ", step " << i;
-    }
-    const Outcome predicted = run_papaya("predict " + model_file + " --batch " + std::to_string(batch) +
-                                         " --gpus 2 --tp 2 --sp off --link ethernet-10g --json --plan " + plan);
-    ASSERT_EQ(predicted.code, 0) << predicted.err;
-    const json model = json::parse(predicted.out)["plans"][0]["stages"][0];
-    for (const auto& rank : ranks["ranks"]) {
-      const double measured = rank["peak_bytes"], peak = model["peak_bytes"];
-      EXPECT_NEAR(rank["static_bytes"].get<double>(), model["static_bytes"].get<double>(), 1) << what;
-      EXPECT_LT(std::abs(peak - measured), 0.03 * measured) << what;
+    const json single = json::parse(alone.out);
+    for (const std::string sp : {"on", "off"}) {
+      const std::string what = "batch " + std::to_string(batch) + ", " + plan + ", --sp " + sp;
+      const Outcome split = run_papaya("train --nproc 2 --tp 2 --timeout 60 --sp " + sp + common);
+      ASSERT_EQ(split.code, 0) << split.err;
+      const json ranks = json::parse(split.out);
+      EXPECT_EQ(ranks["tensor"], 2);
+      EXPECT_EQ(ranks["sequence_parallel"], sp == "on");
+      EXPECT_EQ(ranks["global_batch"], batch);
+      const size_t exact_steps = plan == "quantize-4" ? 1 : single["losses"].size();
+      for (size_t i = 0; i < exact_steps; ++i) {
+        const double loss = single["losses"][i];
+        EXPECT_NEAR(ranks["losses"][i].get<double>(), loss, 1e-5 * loss) << what << ", step " << i;
+      }
+      const Outcome predicted = run_papaya("predict " + model_file + " --batch " + std::to_string(batch) +
+                                           " --gpus 2 --tp 2 --sp " + sp + " --link ethernet-10g --json --plan " + plan);
+      ASSERT_EQ(predicted.code, 0) << predicted.err;
+      const json model = json::parse(predicted.out)["plans"][0]["stages"][0];
+      for (const auto& rank : ranks["ranks"]) {
+        const double measured = rank["peak_bytes"], peak = model["peak_bytes"];
+        EXPECT_NEAR(rank["static_bytes"].get<double>(), model["static_bytes"].get<double>(), 1) << what;
+        EXPECT_LT(std::abs(peak - measured), 0.03 * measured) << what;
+      }
     }
   }
 }
@@ -59,6 +65,8 @@ TEST(TensorParallel, ImpossibleSplitsFailWithOneLine) {
   expect_input_error("train --network llama-tiny --nproc 2 --tp 2 --zero 1", "--zero");
   expect_input_error("train --network gpt-tiny --nproc 2 --tp 2", "bias");  // added once, after the sum
   expect_input_error("train --network mlp-tiny --nproc 2 --tp 2", "decoder LMs");
+  expect_input_error("train --network llama-tiny --sp off", "--sp goes with --tp");
+  expect_input_error("train --network llama-tiny --nproc 2 --tp 2 --seq-len 33", "33 tokens does not split evenly");
 }
 
 }  // namespace

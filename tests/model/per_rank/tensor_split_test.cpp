@@ -115,6 +115,34 @@ TEST_F(TensorSplit, WeightsAndFlopsSplitAsMegatronSplitsThem) {
   EXPECT_NEAR(flops_rank, flops / 4, 1e-6 * flops);  // every FLOP a quarter (norms too, on a quarter of the tokens)
 }
 
+// Under sequence parallelism a column-parallel projection gathers the
+// tokens of its input: beyond what it starts from, its forward holds them
+// whole besides its share of the output (as tensor parallelism alone holds
+// it), and its backward them and its input's gradient over every token
+// besides its share of what one process's backward makes.
+TEST_F(TensorSplit, AProjectionGathersTheTokensUnderSequenceParallelism) {
+  const int t = 2;
+  const LayerModel gathering = split(t, true), alone = split(t, false);
+  int checked = 0;
+  for (size_t j = 0; j < whole_->layers.size(); ++j) {
+    const LayerFit& w = whole_->layers[j];
+    const bool column = w.kind == LayerKind::lm_head || layer_role(w.path) == "qkv" || layer_role(w.path) == "fc1";
+    if (!column) continue;
+    const double input = w.saved.front().storage_bytes_per_sample;  // every token's, in one process
+    const auto beyond_start = [&](const LayerModel& m) {
+      const LayerFit& l = m.layers[j];
+      return std::pair{l.forward_peak.per_sample - l.forward_start.per_sample, l.backward_peak.per_sample - l.backward_start.per_sample};
+    };
+    const auto [forward, backward] = beyond_start(gathering);
+    const double forward_alone = beyond_start(alone).first;
+    EXPECT_NEAR(forward, forward_alone + input, 1e-6 * input) << w.path;
+    const double made = w.backward_peak.per_sample - w.backward_start.per_sample;
+    EXPECT_NEAR(backward, made / t + input * (2 - 1.0 / t), 1e-6 * input) << w.path;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 5);  // two blocks' qkv and fc1, the LM head
+}
+
 TEST_F(TensorSplit, EveryDegreeOneIsTheNetworkAlone) {
   const LayerModel rank = split(1, false);
   EXPECT_EQ(layer_model_to_json(rank), layer_model_to_json(*whole_));
