@@ -11,12 +11,15 @@
 #
 # Printed (Markdown): activation memory per GPU of the first pipeline stage
 # (a micro-batch's times those in flight) under tensor parallelism alone,
-# with sequence parallelism, and with full recompute (Figure 1 and the
-# percentages of Figure 7); weights + gradients + optimizer state of a stage
-# past the embedding, with papaya's half-precision weight copies (18 bytes a
-# parameter either way); the iteration's time with full recompute (Table 5)
-# at papaya's typical GPU efficiency (0.5) and at the A100 matmul efficiency
-# that makes the 22B run's time the paper's (the three larger runs held out).
+# with sequence parallelism, with selective recompute (recompute-attention:
+# each attention core again in backward) without and with sequence
+# parallelism, and with full recompute (Figure 1 and the percentages of
+# Figure 7); weights + gradients + optimizer state of a stage past the
+# embedding, with papaya's half-precision weight copies (18 bytes a
+# parameter either way); the iteration's time with full recompute and with
+# selective recompute and sequence parallelism (Table 5) at papaya's typical
+# GPU efficiency (0.5) and at the A100 matmul efficiency that makes the 22B
+# run's full-recompute time the paper's (every other run held out).
 # The paper's figures are transcribed in calculon-ai/calculon @ caa4b11f,
 # calculon/llm/validation.py.
 #
@@ -31,11 +34,12 @@ trap 'rm -rf "$out"' EXIT
 models=${MODELS:-$out}
 
 # name gpus p v micro-batch global-batch | paper: weights+optimizer GiB, TP activations GiB (Figure 1),
-# +SP and full recompute as % of TP (Figure 7), full-recompute iteration s (Table 5)
-runs="22b 8 1 1 4 4 45.5625 59.25 66.84 7.64 1.42
-175b 64 8 3 1 64 45.5625 66.84375 62.04 8.71 18.13
-530b 280 35 3 1 280 31.640625 114.0234375 58.31 9.42 49.05
-1t 512 64 1 1 512 32.958984375 131.25 58.31 9.42 94.42"
+# +SP, selective, selective+SP and full recompute as % of TP (Figure 7), iteration s with full
+# recompute and with selective+SP (Table 5)
+runs="22b 8 1 1 4 4 45.5625 59.25 66.84 49.42 16.18 7.64 1.42 1.10
+175b 64 8 3 1 64 45.5625 66.84375 62.04 56.53 18.49 8.71 18.13 13.75
+530b 280 35 3 1 280 31.640625 114.0234375 58.31 62.04 20.27 9.42 49.05 37.83
+1t 512 64 1 1 512 32.958984375 131.25 58.31 62.04 20.27 9.42 94.42 71.49"
 
 # Narayanan et al. 2021 (arXiv 2104.04473), Table 1, weak scaling with full recompute: name gpus t p v
 # micro-batch global-batch | paper: teraFLOP/s a GPU (their count, recompute's FLOPs included). Layouts
@@ -72,7 +76,7 @@ predict() {  # name gpus t p v mb gb, then predict's own options
 full_time() { predict "$@" --sp off --plan recompute-all | jq '.plans[0].iteration_s'; }
 
 # The efficiency at which the 22B run takes the paper's 1.42 s (time falls as it grows).
-read -r name gpus p v mb gb _ _ _ _ paper_time <<< "$(head -1 <<< "$runs")"
+read -r name gpus p v mb gb _ _ _ _ _ _ paper_time _ <<< "$(head -1 <<< "$runs")"
 low=0.3 high=1.0
 for _ in $(seq 14); do
   mid=$(python3 -c "print(($low + $high) / 2)")
@@ -86,30 +90,37 @@ fitted=$(python3 -c "print(round(($low + $high) / 2, 3))")
 
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores"
 echo "profile: $build/papaya recommend --network bench/networks/megatron-NAME.json --precision bf16 LAYOUT --micro-batch B --plans recompute-all --budget 80GiB"
-echo "predict: $build/papaya predict NAME.model.json --batch B LAYOUT --sp off|on --plan keep|recompute-all [--compute-efficiency E] --json"
+echo "predict: $build/papaya predict NAME.model.json --batch B LAYOUT --sp off|on --plan keep|recompute-attention|recompute-all [--compute-efficiency E] --json"
 echo "LAYOUT: --hardware A100-80GB --gpus N --gpus-per-node 8 --tp 8 --pp P --vp V --global-batch G (the paper's)"
 echo "A100 matmul efficiency fitted to the 22B run's time: $fitted"
 echo
-echo "| model | weights+grads+optimizer GiB | activations, TP GiB | with SP GiB | full recompute GiB | iteration s, full recompute, efficiency 0.5 | at $fitted |"
-echo "|---|---|---|---|---|---|---|"
-while read -r name gpus p v mb gb paper_static paper_tp paper_sp paper_full paper_time; do
+echo "| model | weights+grads+optimizer GiB | activations, TP GiB | with SP GiB | selective GiB | selective + SP GiB | full recompute GiB | iteration s, full recompute, efficiency 0.5 | at $fitted | selective + SP, 0.5 | at $fitted |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|"
+selective_time() { predict "$@" --sp on --plan recompute-attention | jq '.plans[0].iteration_s'; }
+while read -r name gpus p v mb gb paper_static paper_tp paper_sp paper_sel paper_seqsel paper_full paper_time paper_seqsel_time; do
   run="$name $gpus 8 $p $v $mb $gb"
   predict $run --sp off --plan keep > "$out/tp.json"
   predict $run --sp on --plan keep > "$out/sp.json"
+  predict $run --sp off --plan recompute-attention > "$out/sel.json"
+  predict $run --sp on --plan recompute-attention > "$out/seqsel.json"
   predict $run --sp off --plan recompute-all > "$out/full.json"
   acts() { jq '.plans[0].stages[0] | .activation_bytes * .in_flight / 1073741824' "$1"; }
   # A stage past the embedding: the paper counts the blocks' weights alone.
   static=$(jq '.plans[0].stages | (if length > 1 then .[1] else .[0] end) | (.static_bytes + .weight_copies_bytes) / 1073741824' "$out/tp.json")
-  python3 - "$name" "$static" "$(acts "$out/tp.json")" "$(acts "$out/sp.json")" "$(acts "$out/full.json")" \
+  python3 - "$name" "$static" "$(acts "$out/tp.json")" "$(acts "$out/sp.json")" "$(acts "$out/sel.json")" \
+    "$(acts "$out/seqsel.json")" "$(acts "$out/full.json")" \
     "$(jq '.plans[0].iteration_s' "$out/full.json")" "$(full_time $run --compute-efficiency "$fitted")" \
-    "$paper_static" "$paper_tp" "$paper_sp" "$paper_full" "$paper_time" <<'PY'
+    "$(jq '.plans[0].iteration_s' "$out/seqsel.json")" "$(selective_time $run --compute-efficiency "$fitted")" \
+    "$paper_static" "$paper_tp" "$paper_sp" "$paper_sel" "$paper_seqsel" "$paper_full" "$paper_time" "$paper_seqsel_time" <<'PY'
 import sys
 name = sys.argv[1]
-static, tp, sp, full, time, fitted, p_static, p_tp, p_sp, p_full, p_time = map(float, sys.argv[2:])
-p_sp, p_full = p_sp / 100 * p_tp, p_full / 100 * p_tp
+(static, tp, sp, sel, seqsel, full, time, fitted, sel_time, sel_fitted,
+ p_static, p_tp, p_sp, p_sel, p_seqsel, p_full, p_time, p_sel_time) = map(float, sys.argv[2:])
+p_sp, p_sel, p_seqsel, p_full = (x / 100 * p_tp for x in (p_sp, p_sel, p_seqsel, p_full))
 cell = lambda ours, theirs: f"{ours:.2f} ({theirs:.2f}) {100 * (ours / theirs - 1):+.1f}%"
-print(f"| {name.upper()} | {cell(static, p_static)} | {cell(tp, p_tp)} | {cell(sp, p_sp)} | {cell(full, p_full)} | "
-      f"{cell(time, p_time)} | {cell(fitted, p_time)} |")
+print(f"| {name.upper()} | {cell(static, p_static)} | {cell(tp, p_tp)} | {cell(sp, p_sp)} | {cell(sel, p_sel)} | "
+      f"{cell(seqsel, p_seqsel)} | {cell(full, p_full)} | {cell(time, p_time)} | {cell(fitted, p_time)} | "
+      f"{cell(sel_time, p_sel_time)} | {cell(sel_fitted, p_sel_time)} |")
 PY
 done <<< "$runs"
 echo

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "model/error.h"
+#include "model/strategy_table.h"
 
 namespace papaya::cli {
 namespace {
@@ -12,7 +13,7 @@ bool half(const std::string& precision) { return precision == "bf16" || precisio
 }  // namespace
 
 EngineLimits engine_limits(const std::string& engine) {
-  if (engine == "megatron") return {{"keep", "recompute-all"}, {0, 1}, true, false, true};
+  if (engine == "megatron") return {{"keep", "recompute-attention", "recompute-all"}, {0, 1}, true, false, true};
   if (engine == "torchtitan") return {{"keep", "recompute-all"}, {0, 2, 3}, false, true, true};
   throw InputError("engine '" + engine + "': megatron or torchtitan");
 }
@@ -33,6 +34,9 @@ std::string megatron_arguments(const model::LayoutEstimate& e, const model::Tran
     arg("--recompute-granularity full");
     arg("--recompute-method uniform");
     arg("--recompute-num-layers 1");
+  } else if (e.plan == model::recompute_attention_term) {
+    arg("--recompute-granularity selective");
+    arg("--recompute-modules core_attn");
   }
   arg("--micro-batch-size " + std::to_string(l.micro_batch));
   arg("--global-batch-size " + std::to_string(l.global_batch()));

@@ -43,8 +43,8 @@ void add_layout_options(CLI::App* cmd, LayoutOptions& o, bool search) {
   if (search) {
     cmd->add_option("--micro-batch", o.micro_batch, with + "samples a micro-batch [default: chosen]")->check(within(o.micro_batch, 1, 1 << 20));
     cmd->add_option("--plans", o.plans,
-                    with + "the whole-network plans of memory optimizations weighed, comma-separated (keep, recompute-all, "
-                           "quantize-4, ...) [default: every one]")
+                    with + "the whole-network plans of memory optimizations weighed, comma-separated (keep, recompute-attention, "
+                           "recompute-all, quantize-4, ...) [default: every one]")
         ->delimiter(',');
   }
   cmd->add_option("--global-batch", o.global_batch,

@@ -297,8 +297,8 @@ void register_train(CLI::App& app) {
                   "if any), read in order and cycled");
   cmd->add_option("--lr", args->run.lr, "AdamW learning rate")->capture_default_str()->check(positive(args->run.lr));
   cmd->add_option("--plan", args->run.plan,
-                  "Memory optimizations: a plan file, or a name: keep, recompute-all, quantize-{8,4,2}, adaptive-N, "
-                  "invert, swap, joined by '+' (e.g. quantize-2+invert); or auto: profile, fit and plan within --budget "
+                  "Memory optimizations: a plan file, or a name: keep, recompute-all or recompute-attention (each block's attention "
+                  "core alone), quantize-{8,4,2}, adaptive-N, invert, swap, joined by '+' (e.g. quantize-2+invert); or auto: profile, fit and plan within --budget "
                   "first")
       ->capture_default_str();
   cmd->add_option("--budget", args->budget, "With --plan auto: the memory the step may use (e.g. 24GiB, 12MiB)");

@@ -364,8 +364,8 @@ void register_validate(CLI::App& app) {
       ->capture_default_str()
       ->check(positive(args->batches));
   cmd->add_option("--plans,-p", args->plans,
-                  "Whole-network plans, comma-separated: keep, recompute-all, quantize-{8,4,2}, adaptive-N, invert, swap "
-                  "(CUDA), joined by '+'")
+                  "Whole-network plans, comma-separated: keep, recompute-all or recompute-attention, quantize-{8,4,2}, "
+                  "adaptive-N, invert, swap (CUDA), joined by '+'")
       ->delimiter(',')
       ->capture_default_str();
   cmd->add_option("--profile-batches", args->profile_batches,

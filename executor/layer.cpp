@@ -49,6 +49,14 @@ void Layer::freeze() {
   for (auto& p : parameters(/*recurse=*/false)) p.requires_grad_(false);
 }
 
+namespace {
+thread_local int native_paths = 0;
+}  // namespace
+
+Layer::NativePath::NativePath() { ++native_paths; }
+Layer::NativePath::~NativePath() { --native_paths; }
+bool Layer::NativePath::active() { return native_paths > 0; }
+
 bool Layer::keeps_all() const {
   for (const auto& spec : specs_) {
     if (!spec.strategy.is_keep()) return false;

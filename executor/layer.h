@@ -59,6 +59,18 @@ class ObserverGuard {
 
 class Layer : public torch::nn::Module {
  public:
+  // While one lives on this thread, every layer runs its native path: a
+  // recomputation in backward, whose tensors live until its own backward,
+  // whatever the plan said of their storage in forward.
+  class NativePath {
+   public:
+    NativePath();
+    ~NativePath();
+    NativePath(const NativePath&) = delete;
+    NativePath& operator=(const NativePath&) = delete;
+    static bool active();
+  };
+
   Layer(LayerKind kind, std::vector<Slot> slots) : kind_(kind), slots_(std::move(slots)), specs_(slots_.size()) {}
 
   LayerKind kind() const { return kind_; }
@@ -132,8 +144,11 @@ class Layer : public torch::nn::Module {
   void set_product_of_inputs() { product_of_inputs_ = true; }
 
   // Whether forward runs the MOM-aware Function: a slot is not kept, and
-  // autograd records (without it nothing is saved either way).
-  bool uses_moms() const { return !keeps_all() && torch::GradMode::is_enabled() && differentiated_; }
+  // autograd records (without it nothing is saved either way), outside a
+  // NativePath.
+  bool uses_moms() const {
+    return !keeps_all() && torch::GradMode::is_enabled() && differentiated_ && !NativePath::active();
+  }
 
   // Brackets a forward: reports it to the observer, if any, then casts the
   // inputs if the layer casts them (inside the layer's time and memory).

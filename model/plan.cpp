@@ -25,7 +25,7 @@ bool matches(const std::string& pattern, const std::string& path, bool or_below 
 bool has_wildcard(const std::string& key) { return key.find('*') != std::string::npos; }
 
 struct NameTerms {
-  bool recompute = false, invert = false;
+  bool recompute = false, recompute_attention = false, invert = false;
   TensorStrategy tensor;  // quantize/adaptive and swap
 };
 
@@ -42,7 +42,7 @@ std::optional<NameTerms> parse_name(const std::string& name, std::string& why) {
     }
     given[static_cast<size_t>(row->plan_factor)] = true;
     switch (row->form) {
-      case Form::recomputed: t.recompute = true; break;
+      case Form::recomputed: (term == recompute_attention_term ? t.recompute_attention : t.recompute) = true; break;
       case Form::inverted: t.invert = true; break;
       case Form::raw:  // keep alone is above: swap
         t.tensor.swap = true;
@@ -77,6 +77,15 @@ bool is_head_input(const NetworkLayout& layout, size_t layer, const SlotDesc& sl
   if (slot.name != "input") return false;
   const bool before_loss = layer + 1 < layout.layers.size() && layout.layers[layer + 1].kind == LayerKind::cross_entropy;
   return layout.layers[layer].kind == LayerKind::lm_head || before_loss;
+}
+
+// What an attention core whose softmax's output is recomputed makes again
+// beside it: the dropout's mask after the softmax, the context's probabilities.
+bool remade_with_attention_core(const NetworkLayout& layout, size_t layer, const SlotDesc& slot) {
+  const auto kind = [&](size_t j) { return j < layout.layers.size() ? layout.layers[j].kind : LayerKind::module; };
+  const bool after_softmax = layer > 0 && kind(layer - 1) == LayerKind::softmax;
+  if (kind(layer) == LayerKind::dropout) return after_softmax;
+  return kind(layer) == LayerKind::attention_context && slot.name == "probs";
 }
 
 bool inside_recomputed(const Plan& plan, const LayerDesc& layer) {
@@ -218,9 +227,12 @@ Plan expand_plan_name(const std::string& name, const NetworkLayout& layout) {
         s = TensorStrategy{};
         s.form = Form::inverted;
       }
-      if (terms->recompute && traits(layer.kind).recomputes_logprobs && slot.name == "logprobs") {
+      if ((terms->recompute && traits(layer.kind).recomputes_logprobs && slot.name == "logprobs") ||
+          (terms->recompute_attention && layer.kind == LayerKind::softmax)) {
         s = TensorStrategy{};
         s.form = Form::recomputed;
+      } else if (terms->recompute_attention && remade_with_attention_core(layout, i, slot)) {
+        s = TensorStrategy{};
       }
       set_tensor(plan, tensor_key(layer.path, slot.name), s);
     }

@@ -1,7 +1,7 @@
 #pragma once
 // Plans: a strategy for every saved tensor and segment of a network. A plan
 // is named by the grammar of whole-network plans —
-//   keep | recompute-all | quantize-{8,4,2} | adaptive-N | invert | swap
+//   keep | recompute-all | recompute-attention | quantize-{8,4,2} | adaptive-N | invert | swap
 //   joined by '+', e.g. recompute-all+quantize-4, quantize-2+invert
 // — or read from a JSON plan file (configs/schemas/plan.schema.json):
 //   {"papaya_plan": 1, "name": "...", "network": "gpt-tiny", "batch": 32,

@@ -198,8 +198,10 @@ std::optional<std::string> why_not(const LayerDesc& layer, const SlotDesc& slot,
       }
       break;
     case Form::recomputed:
-      if (!traits(layer.kind).recomputes_logprobs || slot.name != "logprobs") {
-        return "recompute of a single tensor applies to the LM head's log-probabilities only (recompute segments instead)";
+      if ((!traits(layer.kind).recomputes_logprobs || slot.name != "logprobs") &&
+          (layer.kind != LayerKind::softmax || slot.name != "output")) {
+        return "recompute of a single tensor applies to the LM head's log-probabilities and to attention's softmax output "
+               "(its core recomputed from q, k and v; recompute segments instead)";
       }
       break;
   }

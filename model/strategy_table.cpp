@@ -85,7 +85,10 @@ std::string plan_name_grammar() {
   }
   std::stable_sort(rows.begin(), rows.end(), [](const auto* a, const auto* b) { return a->plan_factor < b->plan_factor; });
   std::vector<std::string> spelled;
-  for (const auto* row : rows) spelled.push_back(row->takes_bits ? row->spelled : row->plan_term);
+  for (const auto* row : rows) {
+    spelled.push_back(row->takes_bits ? row->spelled : row->plan_term);
+    if (row->form == Form::recomputed) spelled.back() += " or " + std::string(recompute_attention_term);
+  }
   return joined(spelled, ", ") + ", joined by '+' (e.g. recompute-all+quantize-4)";
 }
 
@@ -103,6 +106,7 @@ std::vector<std::vector<std::string>> plan_name_factors() {
       for (const auto& name : listed_names(row)) names.push_back(name);
     } else {
       names.push_back(row.plan_term);
+      if (row.form == Form::recomputed) names.push_back(recompute_attention_term);
     }
   }
   return factors;
@@ -113,6 +117,7 @@ const StrategyRow* plan_term_row(const std::string& term) {
     if (!row.plan_term) continue;
     const std::string prefix = std::string(row.plan_term) + "-";
     if (row.takes_bits ? term.rfind(prefix, 0) == 0 : term == row.plan_term) return &row;
+    if (row.form == Form::recomputed && term == recompute_attention_term) return &row;
   }
   return nullptr;
 }

@@ -72,8 +72,14 @@ std::string plan_name_grammar();
 std::vector<std::string> storage_candidate_names();
 std::vector<std::string> segment_input_candidate_names();
 
+// The recompute row's second whole-network term: every attention core's
+// softmax output recomputed (with the core, from q, k and v: Korthikanti et
+// al.'s selective recompute), where "recompute-all" recomputes every segment.
+constexpr const char* recompute_attention_term = "recompute-attention";
+
 // PAPAYA's whole-network plan names, factor by factor: each factor's names
-// ("recompute-all"; "quantize-8", ..., "adaptive-4"; "invert"; "swap").
+// ("recompute-all", "recompute-attention"; "quantize-8", ..., "adaptive-4";
+// "invert"; "swap").
 std::vector<std::vector<std::string>> plan_name_factors();
 // The row of one term of a whole-network plan name ("recompute-all",
 // "quantize-4"), nullptr if none.

@@ -1,10 +1,13 @@
 #include "pipeline/layout_plan.h"
 
+#include <algorithm>
+
 #include "model/catalog/hardware.h"
 #include "model/catalog/link_catalog.h"
 #include "model/catalog/target.h"
 #include "model/error.h"
 #include "model/plan_space/predict.h"
+#include "model/strategy_table.h"
 
 namespace papaya::pipeline {
 
@@ -55,7 +58,13 @@ LayoutPlanned plan_layouts(const model::LayerModel& model, LayoutPlanRequest req
   target.check_budget(out.budget_bytes);
   model::LayoutQuestion& q = request.question;
   q.budget_bytes = out.budget_bytes;
-  if (q.plans.empty()) q.plans = model::plan_names(target);
+  if (q.plans.empty()) {
+    // The search takes the first plan that fits, in the order they add to
+    // keep's time: the attention cores' forward again is the least.
+    q.plans = model::plan_names(target);
+    const auto selective = std::find(q.plans.begin(), q.plans.end(), model::recompute_attention_term);
+    if (selective != q.plans.end()) std::rotate(q.plans.begin() + 1, selective, selective + 1);
+  }
   const model::LayoutPricer pricer(model, {request.hardware, out.setting.links, request.compute_efficiency});
   out.setting.shape = pricer.shape();
   if (q.global_batch == 0) q.global_batch = model::default_global_batch(out.setting.shape.tokens, q.gpus);

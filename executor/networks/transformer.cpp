@@ -9,6 +9,7 @@
 #include "executor/layers/loss.h"
 #include "executor/layers/norm.h"
 #include "executor/layers/rotary.h"
+#include "executor/networks/attention_core.h"
 #include "executor/networks/feed_forward.h"
 #include "executor/networks/lora.h"
 #include "executor/networks/moe.h"
@@ -51,10 +52,10 @@ class Attention : public torch::nn::Module {
       rope_q = register_module("rope_q", std::make_shared<Rotary>(c.rotary_dims(), c.rotary_base, tables));
       rope_k = register_module("rope_k", std::make_shared<Rotary>(c.rotary_dims(), c.rotary_base, tables));
     }
-    scores = register_module("scores", std::make_shared<AttentionScores>(c.head_dim(), causal, tables));
-    softmax = register_module("softmax", std::make_shared<Softmax>());
-    drop = maybe_dropout(*this, "drop", c.attention_dropout);
-    context = register_module("context", std::make_shared<AttentionContext>());
+    core.scores = register_module("scores", std::make_shared<AttentionScores>(c.head_dim(), causal, tables));
+    core.softmax = register_module("softmax", std::make_shared<Softmax>());
+    core.drop = maybe_dropout(*this, "drop", c.attention_dropout);
+    core.context = register_module("context", std::make_shared<AttentionContext>());
     proj = Projection(*this, "proj", c.d_model, c.d_model, c.proj_bias, c, "o");
     proj_drop = maybe_dropout(*this, "proj_drop", c.dropout);
   }
@@ -93,15 +94,7 @@ class Attention : public torch::nn::Module {
       q = rope_q->forward(q);
       k = rope_k->forward(k);
     }
-    // Every tensor is released once its last layer is done with it, so a plan
-    // that stores it in another form frees the raw tensor then.
-    torch::Tensor h = scores->forward(q, k);
-    q.reset();
-    k.reset();
-    h = softmax->forward(h);
-    h = drop_or_pass(drop, std::move(h));
-    h = context->forward(h, v);
-    v.reset();
+    torch::Tensor h = core.run(std::move(q), std::move(k), std::move(v));
     h = h.transpose(1, 2).reshape({b, s, heads_ * head_dim_});
     h = proj.forward(h);
     if (group_) h = group_->sum(h);
@@ -145,10 +138,8 @@ class Attention : public torch::nn::Module {
   Projection qkv, q_proj, k_proj, v_proj, proj;  // qkv, or q, k and v
   std::shared_ptr<Norm> q_norm, k_norm;  // OLMoE's, or none
   std::shared_ptr<Rotary> rope_q, rope_k;
-  std::shared_ptr<AttentionScores> scores;
-  std::shared_ptr<Softmax> softmax;
-  std::shared_ptr<AttentionContext> context;
-  std::shared_ptr<Dropout> drop, proj_drop;
+  AttentionCore core;
+  std::shared_ptr<Dropout> proj_drop;
 
  private:
   int64_t heads_, kv_heads_, head_dim_;

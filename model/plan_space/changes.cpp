@@ -22,15 +22,24 @@ std::vector<PlanSpace::Change> PlanSpace::changes(const std::vector<std::pair<in
   // What each storage concerned holds under the decisions (keep where none is made).
   std::map<int, plan_space::StorageHeld> held;
   bool lm_head_recomputed = false, unused = false;
+  const auto core_recomputed = [&](int g) {
+    const int core = ix.storage_entries[static_cast<size_t>(g)].core;
+    return core >= 0 && plan_space::core_recomputed(ix, core, strategies, none_recomputed);
+  };
   const auto held_by = [&](int g) -> plan_space::StorageHeld& {
     auto it = held.find(g);
     if (it != held.end()) return it->second;
     plan_space::StorageHeld& h = held[g];
     const std::vector<TensorStrategy>* per_slot = strategies.of_storage(g);
-    plan_space::hold_slots(at, g, per_slot ? *per_slot : keep_of(g), none_recomputed, h, lm_head_recomputed);
+    plan_space::hold_slots(at, g, per_slot ? *per_slot : keep_of(g), none_recomputed, core_recomputed(g), h,
+                           lm_head_recomputed);
     return h;
   };
   for (const auto& decision : decisions) held_by(decision.first);
+  // A recomputed attention core makes every storage it saves again.
+  for (size_t g = 0; g < ix.storages.size(); ++g) {
+    if (core_recomputed(static_cast<int>(g))) held_by(static_cast<int>(g));
+  }
   for (const auto& decision : decisions) {
     for (int i : ix.storage(decision.first).slots) {
       const int output = plan_space::inverted_output_storage(ix, i, strategies, none_recomputed);
@@ -40,7 +49,7 @@ std::vector<PlanSpace::Change> PlanSpace::changes(const std::vector<std::pair<in
   std::vector<Change> out;
   for (const auto& [g, h] : held) {
     plan_space::StorageHeld kept;
-    plan_space::hold_slots(at, g, keep_of(g), none_recomputed, kept, unused);
+    plan_space::hold_slots(at, g, keep_of(g), none_recomputed, false, kept, unused);
     plan_space::add_storage(at, g, h, 1, out);
     plan_space::add_storage(at, g, kept, -1, out);
   }
@@ -73,8 +82,8 @@ std::vector<PlanSpace::Change> PlanSpace::segment_changes(int segment, int input
     const std::vector<TensorStrategy> keep(st.slots.size());
     plan_space::StorageHeld with, without;
     bool unused = false;
-    plan_space::hold_slots(at, g, keep, recomputed, with, unused);
-    plan_space::hold_slots(at, g, keep, {}, without, unused);
+    plan_space::hold_slots(at, g, keep, recomputed, false, with, unused);
+    plan_space::hold_slots(at, g, keep, {}, false, without, unused);
     if (g == seg.input_storage) plan_space::hold_segment_input(at, segment, input, with);
     plan_space::add_storage(at, g, with, 1, out);
     plan_space::add_storage(at, g, without, -1, out);

@@ -11,9 +11,13 @@ namespace papaya::model {
 std::vector<PlanSpace::Option> PlanSpace::options(int storage) const {
   const plan_space::AtBatch& at = *at_;
   std::vector<Option> out;
-  for (const auto& [asked, per_slot] : at.index->storage_entries.at(static_cast<size_t>(storage)).candidates) {
+  const plan_space::StorageEntry& entry = at.index->storage_entries.at(static_cast<size_t>(storage));
+  for (const auto& [asked, per_slot] : entry.candidates) {
     out.push_back(plan_space::option(at, plan_space::copies_of(at, storage, per_slot), per_slot, at.storage_bytes(storage)));
     out.back().strategy = asked;
+    // An attention core's probabilities: the core's forward again (the
+    // storages it saves beside them are freed too, as their own options do not say).
+    if (entry.core >= 0 && recomputes(asked.form)) out.back().recompute_seconds = at.core_recompute_seconds(entry.core);
   }
   return out;
 }

@@ -101,6 +101,8 @@ class PlanSpace {
   // different storages and do not meet: decide an inverted GELU/SiLU input
   // together with its consumer's storage; a storage with slots inside and
   // outside a recomputed segment is where a storage and a segment decision meet.
+  // Deciding an attention core's softmax output recomputed (its core) changes
+  // every storage the core saves beside q, k and v, decided or not.
   // A layer's parameter copies are freed by the call that decides its first
   // slot, where the call leaves one of its slots not kept (so separate calls
   // never free them twice); a call on its other slots alone leaves them,

@@ -38,6 +38,10 @@ TEST(EngineArguments, MegatronGetsItsOwnArgumentNames) {
   expect_lines(megatron_arguments(offloaded, shape, "fp32"),
                {"--optimizer-cpu-offload \\\n", "--use-precision-aware-optimizer \\\n"});
   EXPECT_EQ(megatron_arguments(offloaded, shape, "fp32").find("--recompute"), std::string::npos);
+  // Selective recompute: the attention core's.
+  const std::string selective = megatron_arguments(layout(1, "recompute-attention"), shape, "bf16");
+  expect_lines(selective, {"--recompute-granularity selective \\\n", "--recompute-modules core_attn \\\n"});
+  EXPECT_EQ(selective.find("--recompute-method"), std::string::npos);
 }
 
 TEST(EngineArguments, TorchtitanGetsItsOwnConfigKeys) {
@@ -59,6 +63,8 @@ TEST(EngineArguments, EachEngineRunsWhatItHasArgumentsFor) {
   EXPECT_EQ(engine_limits("torchtitan").zero_stages, (std::vector<int>{0, 2, 3}));
   EXPECT_TRUE(engine_limits("megatron").offloads_optimizer);
   EXPECT_FALSE(engine_limits("torchtitan").offloads_optimizer);
+  EXPECT_EQ(engine_limits("megatron").plans, (std::vector<std::string>{"keep", "recompute-attention", "recompute-all"}));
+  // torchtitan's selective checkpointing saves some operators' outputs, not attention's core alone.
   EXPECT_EQ(engine_limits("torchtitan").plans, (std::vector<std::string>{"keep", "recompute-all"}));
   EXPECT_THROW(engine_limits("deepspeed"), InputError);
 }

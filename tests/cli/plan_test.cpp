@@ -53,7 +53,7 @@ TEST_F(PlanCommands, FixedBatchPlanFileIsWhatPredictPredicts) {
   EXPECT_EQ(out["batch"], 16);
   EXPECT_FALSE(out["batch_chosen"].get<bool>());
   EXPECT_LE(out["peak_bytes"].get<double>(), budget_);
-  EXPECT_EQ(out["global"].size(), 20u);
+  EXPECT_EQ(out["global"].size(), 30u);
   ASSERT_TRUE(fs::exists(path("p.json")));
   const json file = json::parse(std::ifstream(path("p.json")));
   EXPECT_EQ(file["predicted"]["batch"], 16);

@@ -74,15 +74,15 @@ TEST_F(Validate, PrintsATableAndTheTargets) {
 // Under torch.autocast's policy the profile records each saved tensor in
 // the type it is saved in (half-type copies, fp32 norms and softmax), so the
 // model prices autocast as it prices any precision: peaks within the CPU
-// target, with plans that recompute and quantize.
+// target, with plans that recompute (blocks, attention cores) and quantize.
 TEST_F(Validate, AutocastPeaksArePredictedFromItsProfile) {
   const Outcome run = run_papaya(
       "validate --network gpt-tiny --precision amp-bf16 --profile-batches 1,2,4 --batches 8 "
-      "--plans keep,recompute-all,quantize-4 --steps 3 --json");
+      "--plans keep,recompute-all,recompute-attention,quantize-4 --steps 3 --json");
   ASSERT_EQ(run.code, 0) << run.err;
   const json doc = json::parse(run.out);
   EXPECT_EQ(doc["precision"], "amp-bf16");
-  ASSERT_EQ(doc["rows"].size(), 3u);
+  ASSERT_EQ(doc["rows"].size(), 4u);
   for (const auto& row : doc["rows"]) EXPECT_LT(std::abs(row["peak_error_pct"].get<double>()), 3) << row.dump();
 }
 

@@ -1,7 +1,10 @@
-// Recomputed segments: gradients bit-identical to keeping everything.
+// Recomputed segments and attention cores: gradients bit-identical to
+// keeping everything.
 #include <gtest/gtest.h>
 
 #include "executor/data.h"
+#include "executor/memory.h"
+#include "executor/random_state.h"
 #include "model/plan.h"
 #include "tests/executor/moms_fixture.h"
 
@@ -65,6 +68,41 @@ TEST(RecomputeAll, MatchesKeepWithinRounding) {
   const auto exact = testing::step(*planned(config, "keep").network, batch);
   const auto all = testing::step(*planned(config, "recompute-all").network, batch);
   EXPECT_LT(testing::relative_error(all, exact), 1e-5);
+}
+
+// Selective recompute: each attention core run again in backward from q, k
+// and v, its dropout's masks drawn again from the same state. The gradients
+// are keep's to the bit, and the forward ends holding fewer bytes by exactly
+// each block's probabilities, dropout mask (a byte a value) and dropped
+// probabilities less the random state it keeps, and the probabilities alone
+// where the attention has no dropout.
+TEST(RecomputeAttention, GradientsAreBitIdenticalToKeepAndTheProbabilitiesAreLetGo) {
+  for (const double dropout : {0.1, 0.0}) {
+    auto config = tiny_config("gpt-tiny", dropout);
+    auto& t = std::get<model::TransformerConfig>(config.body);
+    t.attention_dropout = dropout;
+    const int64_t batch_size = 4;
+    const Batch batch = make_synthetic_data(config, torch::kCPU, 1)->next(batch_size);
+    const auto held_after_forward = [&](Network& network) {
+      const MemoryTracker memory(torch::kCPU);
+      const int64_t before = memory.current();
+      torch::manual_seed(3);
+      const torch::Tensor loss = network.loss(batch);
+      return memory.current() - before;
+    };
+    auto keep = planned(config, "keep");
+    auto selective = planned(config, "recompute-attention");
+    const double probabilities = static_cast<double>(batch_size * t.heads * t.seq_len * t.seq_len);
+    // With a dropout, each core keeps the generator's state (a few KB) instead.
+    const double state = dropout > 0 ? static_cast<double>(RandomState::capture(torch::kCPU).cpu.nbytes()) : 0;
+    const double per_block = dropout > 0 ? probabilities * (4 + 1 + 4) - state : probabilities * 4;
+    EXPECT_EQ(held_after_forward(*keep.network) - held_after_forward(*selective.network), per_block * t.layers)
+        << "dropout " << dropout;
+    const auto exact = testing::step(*keep.network, batch, 11);
+    const auto again = testing::step(*selective.network, batch, 11);
+    EXPECT_EQ(again.loss, exact.loss);
+    EXPECT_TRUE(testing::identical(again, exact)) << "dropout " << dropout;
+  }
 }
 
 }  // namespace

@@ -160,10 +160,12 @@ TEST(Plan, InvertWithQuantize) {
 
 TEST(Plan, GlobalNamesArePapayasTable) {
   const auto all = global_plan_names(true);
-  EXPECT_EQ(all.size(), 40u);
+  EXPECT_EQ(all.size(), 60u);
   EXPECT_EQ(all.front(), "keep");
   EXPECT_NE(std::find(all.begin(), all.end(), "recompute-all+quantize-4+invert+swap"), all.end());
-  EXPECT_EQ(global_plan_names(false).size(), 20u);
+  EXPECT_NE(std::find(all.begin(), all.end(), "recompute-attention+quantize-4"), all.end());
+  EXPECT_EQ(global_plan_names(false).size(), 30u);
+  EXPECT_FALSE(is_plan_name("recompute-all+recompute-attention"));  // one recompute a plan
   for (const auto& name : all) EXPECT_TRUE(is_plan_name(name)) << name;
   EXPECT_FALSE(is_plan_name("quantize-4+quantize-2"));
   EXPECT_FALSE(is_plan_name("fast"));

@@ -42,7 +42,8 @@ TEST(StrategyTable, GrammarsInErrorsAreWordForWord) {
   EXPECT_EQ(tensor_grammar(),
             "keep, invert, recompute, quantize-{8,4,2} (quantize-1 for masks), adaptive-N, swap, the last three joined by '+'");
   EXPECT_EQ(plan_name_grammar(),
-            "keep, recompute-all, quantize-{8,4,2}, adaptive-N, invert, swap, joined by '+' (e.g. recompute-all+quantize-4)");
+            "keep, recompute-all or recompute-attention, quantize-{8,4,2}, adaptive-N, invert, swap, joined by '+' (e.g. "
+            "recompute-all+quantize-4)");
   EXPECT_TRUE(is_plan_name("recompute-all+quantize-4"));
   try {
     parse_tensor_strategy("zip", "t");
@@ -80,7 +81,10 @@ TEST(StrategyTable, EveryListedNameIsItsRowsAndParsesBack) {
 TEST(StrategyTable, PapayasTableCrossesThePlanNameFactors) {
   EXPECT_EQ(plan_name_factors(),
             (std::vector<std::vector<std::string>>{
-                {"recompute-all"}, {"quantize-8", "quantize-4", "quantize-2", "adaptive-4"}, {"invert"}, {"swap"}}));
+                {"recompute-all", "recompute-attention"},
+                {"quantize-8", "quantize-4", "quantize-2", "adaptive-4"},
+                {"invert"},
+                {"swap"}}));
   size_t combinations = 1, without_swap = 1;
   for (const auto& factor : plan_name_factors()) {
     combinations *= factor.size() + 1;
@@ -89,7 +93,7 @@ TEST(StrategyTable, PapayasTableCrossesThePlanNameFactors) {
   }
   // As PAPAYA's table was written out by hand before the strategy table.
   std::vector<std::string> by_hand;
-  for (const char* r : {"", "recompute-all"}) {
+  for (const char* r : {"", "recompute-all", "recompute-attention"}) {
     for (const char* c : {"", "quantize-8", "quantize-4", "quantize-2", "adaptive-4"}) {
       for (const char* i : {"", "invert"}) {
         for (const char* s : {"", "swap"}) {

@@ -72,8 +72,13 @@ void hold_inverted_output(const AtBatch& at, int slot, const SlotStrategies& str
   it->uses.push_back({layer.backward_at, j, raw, raw});
 }
 
+bool core_recomputed(const Index& ix, int core, const SlotStrategies& strategies, const std::vector<bool>& recomputed) {
+  const AttentionCore& c = ix.core(core);
+  return recomputes(strategies.of(c.output_slot).form) && ix.active(c.softmax, recomputed);
+}
+
 void hold_slots(const AtBatch& at, int storage, const std::vector<TensorStrategy>& per_slot, const std::vector<bool>& recomputed,
-                StorageHeld& held, bool& lm_head_recomputed) {
+                bool core_recomputed, StorageHeld& held, bool& lm_head_recomputed) {
   const Index& ix = *at.index;
   const Storage& st = ix.storage(storage);
   if (st.slots.empty()) return;
@@ -84,6 +89,10 @@ void hold_slots(const AtBatch& at, int storage, const std::vector<TensorStrategy
     held.raw.push_back({0, static_cast<int>(ix.points.size()) - 1});
   } else {
     held.raw.push_back({ix.layer(st.first_layer).forward_at, ix.layer(facts.code_holds_until).forward_at});
+  }
+  if (core_recomputed) {  // made again by the core's backward, used down to its first saver's
+    held.raw.push_back({ix.layer(ix.core(facts.core).context).backward_at, ix.layer(st.first_layer).backward_at});
+    return;
   }
   std::vector<TensorStrategy> stored(st.slots.size());  // what copies_of makes copies of
   for (size_t k = 0; k < st.slots.size(); ++k) {
@@ -97,7 +106,7 @@ void hold_slots(const AtBatch& at, int storage, const std::vector<TensorStrategy
       throw InputError(slot.key + ": " + s.name() + " needs a host link, which " + at.target().name +
                        " lacks (predict for a GPU of the catalog)");
     }
-    if (recomputes(s.form)) lm_head_recomputed = true;
+    if (recomputes(s.form) && facts.core < 0) lm_head_recomputed = true;
     if (s.is_keep()) hold_raw_user(ix, storage, slot.layer, held);
     stored[k] = s;
   }
@@ -132,11 +141,16 @@ Held hold(const AtBatch& at, const Assignment& a) {
   h.storages.resize(ix.storages.size());
   for (const auto& s : a.segments) h.recomputed.push_back(s.recompute);
   for (int j = 0; j < ix.layer_count(); ++j) h.runs_moms.push_back(runs_moms(ix, j, strategies, h.recomputed));
+  for (int c = 0; c < static_cast<int>(ix.cores.size()); ++c) {
+    h.cores_recomputed.push_back(core_recomputed(ix, c, strategies, h.recomputed));
+  }
   std::vector<TensorStrategy> per_slot;
   for (size_t g = 0; g < ix.storages.size(); ++g) {
     per_slot.clear();
     for (int i : ix.storages[g].slots) per_slot.push_back(strategies.of(i));
-    hold_slots(at, static_cast<int>(g), per_slot, h.recomputed, h.storages[g], h.lm_head_recomputed);
+    const int core = ix.storage_entries[g].core;
+    hold_slots(at, static_cast<int>(g), per_slot, h.recomputed, core >= 0 && h.cores_recomputed[static_cast<size_t>(core)],
+               h.storages[g], h.lm_head_recomputed);
   }
   for (int i = 0; i < static_cast<int>(ix.slots.size()); ++i) {
     const int output = inverted_output_storage(ix, i, strategies, h.recomputed);

@@ -25,6 +25,7 @@ struct Held {
   std::vector<StorageHeld> storages;
   std::vector<bool> recomputed;  // per segment
   std::vector<bool> runs_moms;   // per layer (see runs_moms)
+  std::vector<bool> cores_recomputed;  // per attention core (see core_recomputed)
   bool lm_head_recomputed = false;
 };
 
@@ -66,14 +67,20 @@ int inverted_output_storage(const Index& index, int slot, const SlotStrategies& 
 void hold_inverted_output(const AtBatch& at, int slot, const SlotStrategies& strategies, const std::vector<bool>& recomputed,
                           StorageHeld& output);
 
+// Whether attention core `core` is recomputed: its softmax's output is, and
+// runs (no recomputed segment makes it again).
+bool core_recomputed(const Index& index, int core, const SlotStrategies& strategies, const std::vector<bool>& recomputed);
+
 // What a storage whose slots take `per_slot` holds: the raw storage while the
 // network's code holds it in forward and while a slot keeps it, its stored
 // copies, and its slots' tensors again from R to B where their segment is
-// recomputed. Sets `lm_head_recomputed` where a slot is the LM head's
-// recomputed log-probabilities. Throws InputError where a slot swaps and the
-// target has no host link.
+// recomputed; where its attention core is recomputed (`core_recomputed`),
+// the raw storage from the core's backward on, whatever its slots say. Sets
+// `lm_head_recomputed` where a slot is the LM head's recomputed
+// log-probabilities. Throws InputError where a slot swaps and the target has
+// no host link.
 void hold_slots(const AtBatch& at, int storage, const std::vector<TensorStrategy>& per_slot, const std::vector<bool>& recomputed,
-                StorageHeld& held, bool& lm_head_recomputed);
+                bool core_recomputed, StorageHeld& held, bool& lm_head_recomputed);
 // A recomputed segment keeps its input, as `input` says.
 void hold_segment_input(const AtBatch& at, int segment, const TensorStrategy& input, StorageHeld& held);
 

@@ -171,6 +171,27 @@ struct Builder {
     }
   }
 
+  // The attention cores, and the storages each makes again when recomputed:
+  // those its softmax, dropout and context save but q, k and v.
+  void attention_cores() {
+    const int n = ix.layer_count();
+    const auto kind = [&](int j) { return j >= 0 && j < n ? fit(j).kind : LayerKind::module; };
+    for (int j = 1; j + 1 < n; ++j) {
+      if (kind(j) != LayerKind::softmax || kind(j - 1) != LayerKind::attention_scores) continue;
+      AttentionCore core{j - 1, j, kind(j + 1) == LayerKind::dropout ? j + 1 : -1, -1, layer(j).first_slot};
+      core.context = core.drop >= 0 ? j + 2 : j + 1;
+      if (kind(core.context) != LayerKind::attention_context || layer(j).slot_count != 1) continue;
+      const int c = static_cast<int>(ix.cores.size());
+      ix.cores.push_back(core);
+      for (int l : {core.softmax, core.drop, core.context}) {
+        for (int i = l < 0 ? 0 : layer(l).first_slot; l >= 0 && i < layer(l).first_slot + layer(l).slot_count; ++i) {
+          if (l == core.context && ix.slot_entry(i).tensor->slot == "v") continue;
+          facts(ix.slot(i).storage).core = c;
+        }
+      }
+    }
+  }
+
   // What each option of each storage asks of each of its slots, and how each
   // segment may keep its input.
   void candidates() {
@@ -189,6 +210,12 @@ struct Builder {
           const SlotDesc& slot_desc = *desc.find_slot(ix.slot_entry(i).tensor->slot);
           const TensorStrategy adapted = adapt_to_slot(desc, slot_desc, strategy);
           per_slot.push_back(why_not(desc, slot_desc, adapted) ? TensorStrategy{} : adapted);
+        }
+        // A softmax's output is recomputed with its attention core, where it is in one.
+        if (recomputes(strategy.form) && ix.storage_entries[g].core < 0) {
+          for (size_t k = 0; k < per_slot.size(); ++k) {
+            if (fit(ix.slot(st.slots[k]).layer).kind == LayerKind::softmax) per_slot[k] = TensorStrategy{};
+          }
         }
         const bool changes = std::any_of(per_slot.begin(), per_slot.end(), [](const auto& x) { return !x.is_keep(); });
         const bool seen = std::any_of(list.begin(), list.end(), [&](const Candidate& c) { return c.per_slot == per_slot; });
@@ -238,6 +265,7 @@ Index::Index(const LayerModel& m, const Target& t) : model(&m), target(t), layer
   Builder build{*this, m};
   build.segments_and_points();
   build.slots_and_storages();
+  build.attention_cores();
   build.candidates();
 }
 
@@ -329,6 +357,15 @@ AtBatch::AtBatch(std::shared_ptr<const Index> shared, int64_t batch_size) : inde
   if (world.active() && (world.zero_stage == 1 || world.zero_stage == 2)) {
     parameter_gather_s = world.link.gather_seconds(whole_static(model).weights, world.ranks);
   }
+}
+
+double AtBatch::core_recompute_seconds(int c) const {
+  const AttentionCore& core = index->core(c);
+  double seconds = 0;
+  for (int l : {core.scores, core.softmax, core.drop, core.context}) {
+    if (l >= 0) seconds += layer(l).forward_s;
+  }
+  return seconds;
 }
 
 }  // namespace papaya::model::plan_space

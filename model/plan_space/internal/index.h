@@ -44,6 +44,9 @@ struct Candidate {
 };
 
 struct StorageEntry {
+  // The attention core whose recompute makes it again in backward (its
+  // probabilities, dropout mask, dropped probabilities), -1: none.
+  int core = -1;
   double bytes_per_sample = 0;        // the whole storage (a tensor no slot saves: its size)
   bool grows = false;                 // with the batch
   bool held_by_caller = false;        // the batch's data: held all step whatever the plan
@@ -54,6 +57,15 @@ struct StorageEntry {
 struct SegmentEntry {
   const SavedTensorProfile* input = nullptr;     // SegmentFit::input
   std::vector<TensorStrategy> input_candidates;  // how it keeps its input when recomputed: [0] raw
+};
+
+// An attention core: scores, softmax, an optional dropout, context. A plan
+// that recomputes the softmax's output recomputes the core in backward from
+// q, k and v (Korthikanti et al.'s selective recompute): every storage it
+// saves beyond those is made again there, whatever their slots say.
+struct AttentionCore {
+  int scores = -1, softmax = -1, drop = -1, context = -1;  // layers (drop -1: none)
+  int output_slot = -1;                                    // the softmax's output slot: the decision
 };
 
 // The LM head, whose log-probabilities a plan may recompute chunk by chunk.
@@ -80,6 +92,7 @@ struct Index {
   // each segment of layers s0..s1.
   std::vector<TimelinePoint> points;
   LmHead lm_head;
+  std::vector<AttentionCore> cores;
 
   // By the int indices PlanSpace's types use.
   int layer_count() const { return static_cast<int>(layers.size()); }
@@ -99,6 +112,7 @@ struct Index {
     const int s = this->layer(layer).segment;
     return s < 0 || recomputed.empty() || !recomputed[static_cast<size_t>(s)];
   }
+  const AttentionCore& core(int c) const { return cores[static_cast<size_t>(c)]; }
 };
 
 struct SlotAtBatch {
@@ -142,6 +156,8 @@ struct AtBatch {
   double storage_bytes(int g) const { return storage_sizes[static_cast<size_t>(g)]; }
   const LayerAtBatch& layer(int j) const { return layers[static_cast<size_t>(j)]; }
   const SegmentAtBatch& segment(int s) const { return segments[static_cast<size_t>(s)]; }
+  // What recomputing an attention core costs: its layers' forward again.
+  double core_recompute_seconds(int core) const;
 };
 
 }  // namespace papaya::model::plan_space

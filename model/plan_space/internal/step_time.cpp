@@ -116,6 +116,9 @@ double step_seconds(const AtBatch& at, const Held& h) {
     if (h.recomputed[s]) step(ix.segments[s].last_layer).backward_s += at.segments[s].recompute_s;
   }
   if (h.lm_head_recomputed) step(ix.lm_head.layer).backward_s += at.layer(ix.lm_head.layer).forward_s;
+  for (size_t c = 0; c < ix.cores.size(); ++c) {
+    if (h.cores_recomputed[c]) step(ix.cores[c].context).backward_s += at.core_recompute_seconds(static_cast<int>(c));
+  }
   return overlapped_seconds(at.target(), layers) + at.optimizer_s + at.parameter_gather_s + at.rest_s;
 }
 

@@ -1,0 +1,31 @@
+#pragma once
+// The core of attention: scores, softmax, an optional dropout, context. Run
+// layer by layer, or, where the plan recomputes the softmax's output
+// (Korthikanti et al.'s selective recompute), as one checkpoint: forward
+// keeps q, k and v as their slots say (the scores' and the context's) and,
+// with a dropout, the random state, and nothing the core makes; backward
+// restores them, runs the core again with autograd on the layers' native
+// path and differentiates it.
+#include <memory>
+
+#include "executor/layers/attention.h"
+#include "executor/layers/elementwise.h"
+
+namespace papaya::executor {
+
+struct AttentionCore {
+  std::shared_ptr<AttentionScores> scores;
+  std::shared_ptr<Softmax> softmax;
+  std::shared_ptr<Dropout> drop;  // or none
+  std::shared_ptr<AttentionContext> context;
+
+  // Whether the plan recomputes it: the softmax's output is recomputed.
+  bool recomputed() const;
+  // The context of q, k and v (batch, heads, tokens, head_dim); each let go
+  // once the layer that reads it has run.
+  torch::Tensor run(torch::Tensor q, torch::Tensor k, torch::Tensor v) const;
+  // Layer by layer, as the plan stores each slot.
+  torch::Tensor layers(torch::Tensor q, torch::Tensor k, torch::Tensor v) const;
+};
+
+}  // namespace papaya::executor
