@@ -125,9 +125,10 @@ LayoutAnswer search_layouts(const LayoutPricer& pricer, const LayoutQuestion& q,
   if (answer.priced == 0 && answer.pruned == 0) {
     throw InputError(first_reason ? *first_reason : "layout: no layout of " + std::to_string(q.gpus) + " GPUs");
   }
-  // Ties in the order found (fewer GPUs on the context, and smaller micro-batches, first).
-  std::stable_sort(answer.best.begin(), answer.best.end(),
-                   [](const LayoutEstimate& a, const LayoutEstimate& b) { return a.tokens_per_s > b.tokens_per_s; });
+  // Ties (to rounding) in the order found: fewer GPUs on the context, and smaller micro-batches, first.
+  std::stable_sort(answer.best.begin(), answer.best.end(), [](const LayoutEstimate& a, const LayoutEstimate& b) {
+    return a.tokens_per_s > b.tokens_per_s * (1 + 1e-9);
+  });
   if (answer.best.size() > keep) answer.best.resize(keep);
   if (!answer.best.empty()) answer.nearest.reset();
   return answer;

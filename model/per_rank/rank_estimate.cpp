@@ -49,7 +49,10 @@ double activation_bytes(const PlanSpace& space, const Plan& plan) {
 }
 
 struct StageComm {
-  double tensor = 0, pipeline = 0, context = 0, expert = 0;
+  // `pipeline`: a stage of one chunk's sends, its output forward and its
+  // input's gradient back (none past the first's or the last's end);
+  // `pipeline_send` one of them, which each more chunk sends twice more.
+  double tensor = 0, pipeline = 0, pipeline_send = 0, context = 0, expert = 0;
   double context_buffer_bytes = 0;
 };
 
@@ -106,7 +109,8 @@ StageComm stage_comm(const LayerModel& stage, const Target& target, const Plan& 
       if (block_of_path(layer.path) >= 0) boundary = whole_output.at(layer.path);
     }
     const double bytes = mb * boundary / l.context / (l.sequence ? l.tensor : 1);
-    out.pipeline = ((span.last ? 0 : 1) + (span.first ? 0 : 1)) * links.pipeline->send_seconds(bytes);
+    out.pipeline_send = links.pipeline->send_seconds(bytes);
+    out.pipeline = ((span.last ? 0 : 1) + (span.first ? 0 : 1)) * out.pipeline_send;
   }
   return out;
 }
@@ -234,9 +238,12 @@ LayoutEstimate LayoutPricer::estimate(const ParallelLayout& layout, const std::s
     s.peak_at = p.peak_at;
     s.static_bytes = p.held.total() - offloaded;
     s.optimizer_seconds = p.optimizer;
-    s.tensor_comm_seconds = p.comm.tensor, s.pipeline_comm_seconds = p.comm.pipeline;
+    // Interleaved, a micro-batch crosses into and out of each of a stage's v chunks
+    // (Narayanan et al. 2021: v times the communication).
+    const double chunk_sends = 2.0 * (layout.virtual_stages - 1) * p.comm.pipeline_send;
+    s.tensor_comm_seconds = p.comm.tensor, s.pipeline_comm_seconds = p.comm.pipeline + chunk_sends;
     s.context_comm_seconds = p.comm.context, s.expert_comm_seconds = p.comm.expert;
-    s.micro_batch_seconds = p.micro_batch_seconds;
+    s.micro_batch_seconds = p.micro_batch_seconds + chunk_sends;
     s.data_comm_seconds = p.exchange;
     if (layout.offload_optimizer) {
       // Gradients to the host, updated weights back.

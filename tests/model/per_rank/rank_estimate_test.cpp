@@ -93,6 +93,26 @@ TEST_F(RankEstimate, PipelineStagesHoldTheirBlocksAndTheirMicroBatchesInFlight) 
   EXPECT_GT(e.iteration_seconds, 5 * slowest);
 }
 
+// Interleaved, each of a stage's v chunks hands the stream on and takes its
+// gradient back: per micro-batch a middle stage sends 2v times, an end 2v - 1
+// (Narayanan et al. 2021: v times the communication of 1F1B), each send
+// the stream of a micro-batch at the link's bandwidth and latency.
+TEST_F(RankEstimate, InterleavedStagesSendOncePerChunkBoundary) {
+  ParallelLayout l;
+  l.pipeline = 2, l.micro_batches = 4, l.micro_batch = 2;
+  const auto sends = [&](int v) {
+    l.virtual_stages = v;
+    return estimate_layout(*model_, l, {"", links()}, "keep").stages;
+  };
+  const auto one = sends(1), two = sends(2);
+  for (size_t s = 0; s < 2; ++s) {
+    const double send = one[s].pipeline_comm_seconds;  // an end of two stages: one send a micro-batch
+    ASSERT_GT(send, 0) << "stage " << s;
+    EXPECT_NEAR(two[s].pipeline_comm_seconds, 3 * send, 1e-12) << "stage " << s;
+    EXPECT_NEAR(two[s].micro_batch_seconds - one[s].micro_batch_seconds, 2 * send, 1e-12) << "stage " << s;
+  }
+}
+
 TEST(ExpertParallelism, EachRankHoldsItsExpertsAndSendsTheirTokens) {
   const LayerModel whole = profiler::quick_fit("mixtral-tiny");
   const TransformerShape shape = transformer_shape(whole, "mixtral");

@@ -56,6 +56,27 @@ TEST(SelectiveRecompute, TheCoresProbabilitiesAreLetGoAndItsForwardPaidAgain) {
   }
   EXPECT_NEAR(space.evaluate(space.assignment(selective)).seconds - space.evaluate(space.assignment(keep)).seconds, core_forward,
               1e-9 * core_forward);
+  // The decision alone, as a planner adds it up: its changes are its
+  // timeline, the dropout's mask and the dropped probabilities with it.
+  const std::vector<int> keep_options(space.storages().size(), 0), no_segments(space.segments().size(), -1);
+  int probabilities = 0;
+  while (space.storages()[static_cast<size_t>(probabilities)].key != "blocks.1.attn.softmax:output") ++probabilities;
+  const auto options = space.options(probabilities);
+  int recompute_option = -1;
+  for (size_t o = 0; o < options.size(); ++o) {
+    if (options[o].strategy.form == Form::recomputed) recompute_option = static_cast<int>(o);
+  }
+  ASSERT_GE(recompute_option, 0);
+  EXPECT_EQ(options[static_cast<size_t>(recompute_option)].device_bytes, 0);
+  std::vector<int> one = keep_options;
+  one[static_cast<size_t>(probabilities)] = recompute_option;
+  const auto expected = space.timeline(space.assignment(one, no_segments));
+  std::vector<double> got = space.timeline(space.assignment(keep_options, no_segments));
+  for (const auto& c : space.changes({{probabilities, recompute_option}})) {
+    for (int p = c.from; p <= c.to; ++p) got[static_cast<size_t>(p)] += c.bytes;
+  }
+  for (size_t p = 0; p < got.size(); ++p) EXPECT_NEAR(got[p], expected[p], 1e-6) << "point " << p;
+
   // A recomputed block makes its core's storages again itself: the core's
   // decision is moot there.
   const Plan blocks = expand_plan_name("recompute-all", m.layout());
