@@ -31,8 +31,8 @@ static GroupLinks group_links(const ParallelLayout& l, const ClusterLinks& links
 namespace {
 
 // Bytes held at the start of the stage's backward beyond the start of its forward.
-double held_through_forward(const PlanSpace& space, const Plan& plan) {
-  const std::vector<double> timeline = space.timeline(space.assignment(plan));
+double held_through_forward(const PlanSpace& space, const Assignment& assignment) {
+  const std::vector<double> timeline = space.timeline(assignment);
   const auto& points = space.points();
   for (size_t i = 0; i < points.size(); ++i) {
     if (points[i].phase == Phase::backward || points[i].phase == Phase::backward_gap) return timeline[i] - timeline.front();
@@ -44,8 +44,8 @@ double held_through_forward(const PlanSpace& space, const Plan& plan) {
 // grows with the batch (one micro-batch's more at twice the micro-batch),
 // not what a stage holds once whatever it runs (its layers' half-precision
 // copies of the weights).
-double activation_bytes(const PlanSpace& space, const Plan& plan) {
-  return held_through_forward(space.at_batch(2 * space.batch()), plan) - held_through_forward(space, plan);
+double activation_bytes(const PlanSpace& space, const Assignment& assignment) {
+  return held_through_forward(space.at_batch(2 * space.batch()), assignment) - held_through_forward(space, assignment);
 }
 
 struct StageComm {
@@ -136,6 +136,8 @@ struct LayoutPricer::Stage {
   double weight_copies = 0;  // its layers' half-precision weight copies
   std::map<std::string, std::unique_ptr<PlanSpace>> spaces;  // by data-parallel ranks and ZeRO stage, at batch 1
   std::map<std::string, StagePrice> prices;
+  // Each whole-network plan by name, on its layout and as its spaces' decisions (the same in each).
+  std::map<std::string, std::pair<Plan, Assignment>> plans;
 };
 
 LayoutPricer::LayoutPricer(const LayerModel& whole, LayoutRequest request)
@@ -182,16 +184,21 @@ const LayoutPricer::StagePrice& LayoutPricer::price(Stage& st, const ParallelLay
                           links.data_name;
   auto found = st.prices.find(key);
   if (found != st.prices.end()) return found->second;
-  const Plan plan = expand_plan_name(plan_name, st.model.layout());
   const PlanSpace with_data = space(st, data_ranks, layout.zero_stage, links).at_batch(layout.micro_batch);
   const PlanSpace alone = space(st, 1, 0, links).at_batch(layout.micro_batch);
-  const Assignment assignment = with_data.assignment(plan);
-  const Estimate estimate = with_data.evaluate(assignment), by_itself = alone.evaluate(alone.assignment(plan));
+  auto planned = st.plans.find(plan_name);
+  if (planned == st.plans.end()) {
+    Plan expanded = expand_plan_name(plan_name, st.model.layout());
+    Assignment decisions = alone.assignment(expanded);
+    planned = st.plans.emplace(plan_name, std::make_pair(std::move(expanded), std::move(decisions))).first;
+  }
+  const auto& [plan, assignment] = planned->second;
+  const Estimate estimate = with_data.evaluate(assignment), by_itself = alone.evaluate(assignment);
   StagePrice p;
   p.comm = stage_comm(st.model, st.alone, plan, layout, links, whole_output_, span);
   p.peak = estimate.peak_bytes + p.comm.context_buffer_bytes;
   p.peak_at = peak_location(st.model, estimate);
-  p.activations = activation_bytes(with_data, plan);
+  p.activations = activation_bytes(with_data, assignment);
   p.held = shard(whole_static(st.model), data_ranks, layout.zero_stage);
   const double optimizer_whole = st.alone.optimizer_seconds.at(layout.micro_batch);
   p.optimizer = layout.zero_stage >= 1 ? optimizer_whole / data_ranks : optimizer_whole;

@@ -62,6 +62,9 @@ class PlanSpace {
 
   // The options of a storage: [0] keep, then every other strategy that
   // applies (docs/memory-model.md); the same strategies, in the same order, at every batch.
+  // An attention core's probabilities recomputed: the core's forward again,
+  // and its other storages (mask, dropped probabilities) let go too, which
+  // their own options do not count.
   std::vector<Option> options(int storage) const;
   SegmentCost segment_cost(int segment) const;
 
