@@ -6,7 +6,7 @@
 # one-process model: ZeRO-0..3 data parallelism (batch 4 a rank), pipeline
 # stages (1F1B, 4 micro-batches of 2) and a tensor-parallel pair (batch 4;
 # with and without sequence parallelism),
-# each under keep, recompute-all and quantize-4.
+# each under keep, recompute-all, recompute-attention and quantize-4.
 #
 # Printed (Markdown): each rank's measured peak, the model's, the error;
 # and whether the losses are one process's at the same global batch (every
@@ -37,7 +37,7 @@ PP=2|--batch 2 --pp 2 --micro-batches 4|8|--batch 2 --gpus 2 --pp 2 --global-bat
 TP=2|--batch 4 --tp 2 --sp off|4|--batch 4 --gpus 2 --tp 2 --sp off --link ethernet-10g
 TP=2, SP|--batch 4 --tp 2 --sp on|4|--batch 4 --gpus 2 --tp 2 --sp on --link ethernet-10g"
 while IFS='|' read -r name train single predict; do
-  for plan in keep recompute-all quantize-4; do
+  for plan in keep recompute-all recompute-attention quantize-4; do
     papaya train --network llama-tiny --steps 4 --nproc 2 --timeout 120 --json --plan "$plan" $train >"$out/ranks.json"
     papaya train --network llama-tiny --steps 4 --json --plan "$plan" --batch "$single" >"$out/one.json"
     papaya predict "$out/m.json" --plan "$plan" --json $predict >"$out/model.json"
