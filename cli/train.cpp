@@ -190,8 +190,10 @@ void print_text(std::ostream& out, const Trained& t) {
   }
   table.print(out);
   if (!report.ranks.empty()) {
-    const std::string ranks_are = t.run.pipeline > 1 ? " pipeline stages (1F1B, " + std::to_string(t.run.micro_batches) +
-                                                           " micro-batches of " + std::to_string(setup.batch) + ")"
+    const std::string ranks_are = t.run.pipeline > 1 ? " ranks in " + std::to_string(t.run.pipeline) + " pipeline stages (1F1B, " +
+                                                           std::to_string(t.run.micro_batches) + " micro-batches of " +
+                                                           std::to_string(setup.batch) + ")" +
+                                                           (t.run.tensor > 1 ? ", each a tensor-parallel group" : "")
                                   : t.run.tensor > 1 ? std::string(" tensor-parallel ranks (Megatron's column- and row-parallel split") +
                                                            (t.run.sequence_parallel ? ", the tokens between them split)" : ")")
                                                      : " data-parallel ranks";
@@ -332,7 +334,8 @@ void register_train(CLI::App& app) {
       ->check(positive(args->run.pipeline));
   cmd->add_option("--tp", args->run.tensor,
                   "With --nproc N: the N ranks are a tensor-parallel group (each holding its share of every projection's heads "
-                  "or width and of the vocabulary) instead of data-parallel ranks; each takes the whole --batch")
+                  "or width and of the vocabulary) instead of data-parallel ranks; each takes the whole --batch. With --pp P: "
+                  "--nproc T x P, each stage's T ranks a group")
       ->capture_default_str()
       ->check(positive(args->run.tensor));
   cmd->add_option("--sp", args->sp,
@@ -356,14 +359,19 @@ void register_train(CLI::App& app) {
     }
     if (args->run.save_every > 0 && args->run.save.empty()) throw InputError("--save-every needs --save FILE");
     args->run.world = executor::world_from_environment();
-    if (args->run.pipeline > 1 && args->run.pipeline != (args->run.world ? args->run.world->size : args->nproc)) {
-      throw InputError("--pp " + std::to_string(args->run.pipeline) + " runs that many pipeline stages, one a rank: give --nproc " +
-                       std::to_string(args->run.pipeline));
+    // The ranks are t x p: tensor-parallel groups within pipeline stages.
+    const int ranks = args->run.world ? args->run.world->size : args->nproc;
+    const int grid = args->run.pipeline * args->run.tensor;
+    if (args->run.pipeline > 1 && grid != ranks) {
+      throw InputError("--pp " + std::to_string(args->run.pipeline) + " runs that many pipeline stages" +
+                       (args->run.tensor > 1 ? " of --tp " + std::to_string(args->run.tensor) + " ranks" : ", one a rank") +
+                       ": give --nproc " + std::to_string(grid));
     }
     if (args->run.micro_batches > 0 && args->run.pipeline == 1) throw InputError("--micro-batches goes with --pp");
-    if (args->run.tensor > 1 && args->run.tensor != (args->run.world ? args->run.world->size : args->nproc)) {
-      throw InputError("--tp " + std::to_string(args->run.tensor) + " splits the layers across that many ranks: give --nproc " +
-                       std::to_string(args->run.tensor));
+    if (args->run.tensor > 1 && grid != ranks) {
+      throw InputError("--tp " + std::to_string(args->run.tensor) + " splits the layers across that many ranks" +
+                       (args->run.pipeline > 1 ? " in each of --pp " + std::to_string(args->run.pipeline) + " stages" : "") +
+                       ": give --nproc " + std::to_string(grid));
     }
     args->run.sequence_parallel = args->sp == "on";
     if (cmd->get_option("--sp")->count() > 0 && args->run.tensor == 1) throw InputError("--sp goes with --tp");

@@ -38,7 +38,7 @@ void prepare_train_run(TrainRun& run) {
     if (!run.given.count("--network") && !run.given.count("--seq-len")) return;  // the state's network
   }
   if (run.tensor > 1) {
-    if (run.zero > 0 || run.pipeline > 1) throw InputError("--tp with --zero or --pp: not built together yet; give one of them");
+    if (run.zero > 0) throw InputError("--tp with --zero: not built together yet; give one of them");
     if (!run.save.empty() || !run.resume.empty()) {
       throw InputError("--tp with --save or --resume: saving a tensor-parallel training state is not built yet");
     }
@@ -118,17 +118,30 @@ executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& cal
                                            *run.world, std::chrono::milliseconds(static_cast<int64_t>(run.timeout_s * 1000)),
                                            executor::resolve_device(rank_device))
                                      : nullptr;
+  // Tensor-parallel groups within pipeline stages (Megatron's order, the
+  // tensor's ranks adjacent): this rank's stage's ranks, and the ranks of
+  // its share in every stage, one a stage.
+  const bool grid = collectives && run.tensor > 1 && run.pipeline > 1;
+  const int rank = run.world ? run.world->rank : 0;
+  const auto stage_ranks = grid ? std::make_unique<executor::Collectives>(*collectives, "stage" + std::to_string(rank / run.tensor),
+                                                                          rank % run.tensor, run.tensor)
+                                : nullptr;
+  const auto share_ranks = grid ? std::make_unique<executor::Collectives>(*collectives, "share" + std::to_string(rank % run.tensor),
+                                                                          rank / run.tensor, run.pipeline)
+                                : nullptr;
+  executor::Collectives* tensor_ranks = grid ? stage_ranks.get() : collectives.get();
+  executor::Collectives* pipeline_ranks = grid ? share_ranks.get() : collectives.get();
   executor::SessionOptions session_options;
   session_options.device = rank_device;
   session_options.precision = run.precision;
   session_options.data = run.data;
   session_options.seed = run.seed;
   session_options.lr = run.lr;
-  session_options.world = run.world;
+  session_options.world = grid ? std::optional<executor::World>(pipeline_ranks->world()) : run.world;
   session_options.zero = run.zero;
   session_options.pipeline = run.pipeline;
   if (collectives && run.tensor > 1) {
-    session_options.tensor_group = executor::tensor_group(*collectives, run.sequence_parallel);
+    session_options.tensor_group = executor::tensor_group(*tensor_ranks, run.sequence_parallel);
   }
   if (run.resume.empty() && !run.network_config) throw std::logic_error("train_run: the run is not prepared");
   executor::Session session(*executor::source_for(run.resume.empty() ? *run.network_config : recorded_config(run, recorded)),
@@ -156,7 +169,7 @@ executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& cal
   if (!run.resume.empty()) executor::TrainingState::read(run.resume, device).restore(parts);
   const bool staged = collectives && run.pipeline > 1;
   const auto pipeline =
-      staged ? std::make_unique<executor::PipelineParallel>(*collectives, network, run.micro_batches) : nullptr;
+      staged ? std::make_unique<executor::PipelineParallel>(*pipeline_ranks, network, run.micro_batches) : nullptr;
   if (pipeline) options.forward_backward = [&pipeline](const executor::Batch& batch) { return pipeline->forward_backward(batch); };
   const bool data_parallel = collectives && run.data_parallel();
   const auto parallel = data_parallel && run.zero < 2 ? std::make_unique<executor::DataParallel>(*collectives, network) : nullptr;

@@ -1,6 +1,7 @@
 #include "executor/distributed/collectives.h"
 
 #ifdef PAPAYA_GLOO
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #endif
@@ -74,7 +75,7 @@ void collective(const World& world, const char* what, Run run) {
 }  // namespace
 
 Collectives::Collectives(const World& world, std::chrono::milliseconds timeout, torch::Device device)
-    : world_(world), device_(device), group_(new Group) {
+    : world_(world), device_(device), timeout_(timeout), group_(new Group) {
 #ifndef PAPAYA_NCCL
   if (device.is_cuda()) {
     throw InputError(rank_of(world) +
@@ -83,6 +84,7 @@ Collectives::Collectives(const World& world, std::chrono::milliseconds timeout, 
                      device.str());
   }
 #endif
+  const std::string joining = "joining the job at " + world.master_addr + ":" + std::to_string(world.master_port);
   try {
     c10d::TCPStoreOptions options;
     options.port = static_cast<uint16_t>(world.master_port);
@@ -91,22 +93,39 @@ Collectives::Collectives(const World& world, std::chrono::milliseconds timeout, 
     options.waitWorkers = true;
     options.timeout = timeout;
     group_->store = c10::make_intrusive<c10d::TCPStore>(world.master_addr, options);
+  } catch (const std::exception& e) {
+    const std::string message = e.what();
+    throw InputError(rank_of(world) + ": " + joining + " failed: " + message.substr(0, message.find('\n')));
+  }
+  open(joining);
+}
+
+Collectives::Collectives(Collectives& job, const std::string& name, int rank, int size)
+    : world_{rank, size, job.world_.local_rank, job.world_.master_addr, job.world_.master_port},
+      device_(job.device_),
+      timeout_(job.timeout_),
+      group_(new Group) {
+  group_->store = c10::make_intrusive<c10d::PrefixStore>(name, job.group_->store);
+  open("joining the group " + name + " of rank " + std::to_string(job.world_.rank) + " of " + std::to_string(job.world_.size));
+}
+
+void Collectives::open(const std::string& joining) {
+  try {
 #ifdef PAPAYA_NCCL
-    if (device.is_cuda()) {
-      c10::cuda::set_device(device.index());  // NCCL's communicator is the current device's
+    if (device_.is_cuda()) {
+      c10::cuda::set_device(device_.index());  // NCCL's communicator is the current device's
       auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
-      nccl_options->timeout = timeout;
-      group_->nccl = c10::make_intrusive<c10d::ProcessGroupNCCL>(group_->store, world.rank, world.size, nccl_options);
+      nccl_options->timeout = timeout_;
+      group_->nccl = c10::make_intrusive<c10d::ProcessGroupNCCL>(group_->store, world_.rank, world_.size, nccl_options);
       return;
     }
 #endif
-    auto gloo_options = c10d::ProcessGroupGloo::Options::create(timeout);
-    gloo_options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(world.master_addr));
-    group_->gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(group_->store, world.rank, world.size, gloo_options);
+    auto gloo_options = c10d::ProcessGroupGloo::Options::create(timeout_);
+    gloo_options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(world_.master_addr));
+    group_->gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(group_->store, world_.rank, world_.size, gloo_options);
   } catch (const std::exception& e) {
     const std::string message = e.what();
-    throw InputError(rank_of(world) + ": joining the job at " + world.master_addr + ":" + std::to_string(world.master_port) +
-                     " failed: " + message.substr(0, message.find('\n')));
+    throw InputError(rank_of(world_) + ": " + joining + " failed: " + message.substr(0, message.find('\n')));
   }
 }
 
@@ -178,10 +197,15 @@ bool Collectives::available() { return false; }
 
 bool Collectives::nccl_available() { return false; }
 
-Collectives::Collectives(const World& world, std::chrono::milliseconds, torch::Device device) : world_(world), device_(device) {
+Collectives::Collectives(const World& world, std::chrono::milliseconds timeout, torch::Device device)
+    : world_(world), device_(device), timeout_(timeout) {
   throw InputError("rank " + std::to_string(world.rank) +
                    ": this papaya is built without Gloo (Debian's libgloo-dev): no data-parallel training");
 }
+
+// No job is made without Gloo, so neither is a group of its ranks.
+Collectives::Collectives(Collectives& job, const std::string&, int rank, int size)
+    : Collectives(World{rank, size}, job.timeout_, job.device_) {}
 
 Collectives::~Collectives() = default;
 

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "executor/distributed/world.h"
@@ -22,6 +23,11 @@ class Collectives {
   // device: NCCL, made the current one). Throws InputError if the ranks do
   // not all come, or this build lacks the device's backend.
   Collectives(const World& world, std::chrono::milliseconds timeout, torch::Device device = torch::kCPU);
+  // A group of some of `job`'s ranks, `name` apart from the job's other
+  // groups, this rank its `rank` of `size`: each member makes it (the job's
+  // ranks their groups in the same order), on the job's store, device and
+  // timeout. Throws InputError as the job's constructor does.
+  Collectives(Collectives& job, const std::string& name, int rank, int size);
   ~Collectives();
   Collectives(const Collectives&) = delete;
   Collectives& operator=(const Collectives&) = delete;
@@ -70,8 +76,11 @@ class Collectives {
 
  private:
   struct Group;
+  // The process group over group_->store, or InputError naming `joining`.
+  void open(const std::string& joining);
   World world_;
   torch::Device device_;
+  std::chrono::milliseconds timeout_;
   std::unique_ptr<Group> group_;
 };
 

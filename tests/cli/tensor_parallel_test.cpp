@@ -59,9 +59,47 @@ TEST(TensorParallel, TwoRanksTrainAsOneProcessWithTheModelsMemory) {
   }
 }
 
+// Tensor-parallel pairs within two pipeline stages (four ranks, Megatron's
+// order: a stage's ranks adjacent), each pair its own group and each share
+// a pipeline of its own: the losses are one process's at the global batch,
+// and each rank holds its stage's weights, gradients and AdamW state as the
+// model splits them, to the byte.
+TEST(TensorParallel, WithinPipelineStagesFourRanksTrainAsOneProcess) {
+  if (!built_with_gloo()) GTEST_SKIP() << "built without Gloo";
+  const TempDir dir("papaya-tp-pp");
+  const std::string model_file = profiled_model(dir, "llama-tiny");
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  for (const std::string plan : {"keep", "recompute-attention"}) {
+    const Outcome alone = run_papaya("train --network llama-tiny --steps 3 --json --batch 8 --plan " + plan);
+    const Outcome grid = run_papaya("train --network llama-tiny --steps 3 --json --nproc 4 --tp 2 --pp 2 --batch 2 "
+                                    "--micro-batches 4 --timeout 60 --plan " +
+                                    plan);
+    ASSERT_EQ(alone.code, 0) << alone.err;
+    ASSERT_EQ(grid.code, 0) << grid.err;
+    const json single = json::parse(alone.out), ranks = json::parse(grid.out);
+    EXPECT_EQ(ranks["tensor"], 2);
+    EXPECT_EQ(ranks["pipeline"], 2);
+    EXPECT_EQ(ranks["global_batch"], 8);
+    for (size_t i = 0; i < single["losses"].size(); ++i) {
+      const double loss = single["losses"][i];
+      EXPECT_NEAR(ranks["losses"][i].get<double>(), loss, 1e-5 * loss) << plan << ", step " << i;
+    }
+    const Outcome predicted = run_papaya("predict " + model_file +
+                                         " --batch 2 --gpus 4 --tp 2 --pp 2 --global-batch 8 --link ethernet-10g --json --plan " + plan);
+    ASSERT_EQ(predicted.code, 0) << predicted.err;
+    const json stages = json::parse(predicted.out)["plans"][0]["stages"];
+    ASSERT_EQ(ranks["ranks"].size(), 4u);
+    for (size_t r = 0; r < 4; ++r) {
+      EXPECT_NEAR(ranks["ranks"][r]["static_bytes"].get<double>(), stages[r / 2]["static_bytes"].get<double>(), 1)
+          << plan << ", rank " << r;
+    }
+  }
+}
+
 TEST(TensorParallel, ImpossibleSplitsFailWithOneLine) {
   expect_input_error("train --network llama-tiny --tp 2", "--nproc 2");
   expect_input_error("train --network llama-tiny --nproc 2 --tp 3", "--nproc 3");
+  expect_input_error("train --network llama-tiny --nproc 2 --tp 2 --pp 2", "--nproc 4");
   expect_input_error("train --network llama-tiny --nproc 2 --tp 2 --zero 1", "--zero");
   expect_input_error("train --network gpt-tiny --nproc 2 --tp 2", "bias");  // added once, after the sum
   expect_input_error("train --network mlp-tiny --nproc 2 --tp 2", "decoder LMs");
