@@ -79,13 +79,29 @@ bool is_head_input(const NetworkLayout& layout, size_t layer, const SlotDesc& sl
   return layout.layers[layer].kind == LayerKind::lm_head || before_loss;
 }
 
+LayerKind kind_at(const NetworkLayout& layout, size_t layer) {
+  return layer < layout.layers.size() ? layout.layers[layer].kind : LayerKind::module;
+}
+
+// Whether `layer` is an attention core's softmax: the scores before it, the
+// context after it or after its dropout (a mixture's router has a softmax too).
+bool attention_softmax(const NetworkLayout& layout, size_t layer) {
+  const auto kind = [&](size_t j) { return kind_at(layout, j); };
+  const size_t context = kind(layer + 1) == LayerKind::dropout ? layer + 2 : layer + 1;
+  return kind(layer) == LayerKind::softmax && layer > 0 && kind(layer - 1) == LayerKind::attention_scores &&
+         kind(context) == LayerKind::attention_context;
+}
+
 // What an attention core whose softmax's output is recomputed makes again
 // beside it: the dropout's mask after the softmax, the context's probabilities.
 bool remade_with_attention_core(const NetworkLayout& layout, size_t layer, const SlotDesc& slot) {
-  const auto kind = [&](size_t j) { return j < layout.layers.size() ? layout.layers[j].kind : LayerKind::module; };
-  const bool after_softmax = layer > 0 && kind(layer - 1) == LayerKind::softmax;
-  if (kind(layer) == LayerKind::dropout) return after_softmax;
-  return kind(layer) == LayerKind::attention_context && slot.name == "probs";
+  if (kind_at(layout, layer) == LayerKind::dropout) return layer > 0 && attention_softmax(layout, layer - 1);
+  return kind_at(layout, layer) == LayerKind::attention_context && slot.name == "probs";
+}
+
+// A softmax's output is recomputed with its attention core, where it is in one.
+bool recomputes_outside_a_core(const NetworkLayout& layout, size_t layer, const TensorStrategy& s) {
+  return recomputes(s.form) && kind_at(layout, layer) == LayerKind::softmax && !attention_softmax(layout, layer);
 }
 
 bool inside_recomputed(const Plan& plan, const LayerDesc& layer) {
@@ -151,7 +167,8 @@ void apply_tensors(Plan& plan, const nlohmann::json& entries, const NetworkLayou
     const std::string pattern = key.substr(0, colon);
     const std::string slot_name = colon == std::string::npos ? "" : key.substr(colon + 1);
     bool any = false;
-    for (const auto& layer : layout.layers) {
+    for (size_t i = 0; i < layout.layers.size(); ++i) {
+      const LayerDesc& layer = layout.layers[i];
       if (!matches(pattern, layer.path, /*or_below=*/slot_name.empty())) continue;
       if (inside_recomputed(plan, layer)) {
         if (has_wildcard(key) || layer.path != pattern) continue;
@@ -162,9 +179,14 @@ void apply_tensors(Plan& plan, const nlohmann::json& entries, const NetworkLayou
         if (!slot_name.empty() && slot.name != slot_name) continue;
         any = true;
         if (slot_name.empty()) {
-          set_tensor(plan, tensor_key(layer.path, slot.name), adapt_to_slot(layer, slot, s));
+          const TensorStrategy adapted = adapt_to_slot(layer, slot, s);
+          set_tensor(plan, tensor_key(layer.path, slot.name),
+                     recomputes_outside_a_core(layout, i, adapted) ? TensorStrategy{} : adapted);
         } else if (auto why = why_not(layer, slot, s)) {
           throw InputError(where + ": " + s.name() + " does not apply: " + *why);
+        } else if (recomputes_outside_a_core(layout, i, s)) {
+          throw InputError(where + ": recompute does not apply: " + layer.path +
+                           " is no attention core's softmax (scores before it, the context after it)");
         } else {
           set_tensor(plan, tensor_key(layer.path, slot.name), s);
         }
@@ -228,7 +250,7 @@ Plan expand_plan_name(const std::string& name, const NetworkLayout& layout) {
         s.form = Form::inverted;
       }
       if ((terms->recompute && traits(layer.kind).recomputes_logprobs && slot.name == "logprobs") ||
-          (terms->recompute_attention && layer.kind == LayerKind::softmax)) {
+          (terms->recompute_attention && attention_softmax(layout, i))) {
         s = TensorStrategy{};
         s.form = Form::recomputed;
       } else if (terms->recompute_attention && remade_with_attention_core(layout, i, slot)) {

@@ -158,6 +158,42 @@ TEST(Plan, InvertWithQuantize) {
   EXPECT_EQ(only.tensors.size(), 1u);
 }
 
+// recompute-attention recomputes an attention core's softmax (the scores
+// before it, the context after its dropout), which then makes the dropout's
+// mask and the context's probabilities again: those are kept, not stored. A
+// mixture's router has a softmax too, which no core recomputes: left as it
+// is by the name, refused by a plan file.
+TEST(Plan, RecomputeAttentionIsTheCoresSoftmaxAlone) {
+  NetworkLayout l;
+  const auto act = [](const char* n) { return SlotDesc{n, SlotKind::activation, ""}; };
+  l.layers = {
+      {"attn.scores", LayerKind::attention_scores, {act("q"), act("k")}, "", {}},
+      {"attn.softmax", LayerKind::softmax, {act("output")}, "", {}},
+      {"attn.drop", LayerKind::dropout, {{"mask", SlotKind::mask, ""}}, "", {}},
+      {"attn.context", LayerKind::attention_context, {act("probs"), act("v")}, "", {}},
+      {"moe.router", LayerKind::linear, {act("input")}, "", {}},
+      {"moe.probs", LayerKind::softmax, {act("output")}, "", {}},
+  };
+  const Plan p = expand_plan_name("recompute-attention+quantize-4", l);
+  EXPECT_EQ(p.tensor("attn.softmax", "output").form, Form::recomputed);
+  EXPECT_TRUE(p.tensor("attn.drop", "mask").is_keep());
+  EXPECT_TRUE(p.tensor("attn.context", "probs").is_keep());
+  EXPECT_EQ(p.tensor("attn.context", "v").name(), "quantize-4");
+  EXPECT_EQ(p.tensor("moe.probs", "output").name(), "quantize-4");
+  EXPECT_TRUE(expand_plan_name("recompute-attention", l).tensor("moe.probs", "output").is_keep());
+  const json doc = {{"papaya_plan", 1}, {"tensors", {{"moe.probs:output", "recompute"}}}};
+  try {
+    parse_plan(doc, l, "net", "plan.json");
+    ADD_FAILURE() << "a router's softmax recomputed";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("no attention core's softmax"), std::string::npos) << e.what();
+  }
+  const json layer_key = {{"papaya_plan", 1}, {"tensors", {{"moe", "recompute"}}}};
+  EXPECT_TRUE(parse_plan(layer_key, l, "net", "plan.json").tensor("moe.probs", "output").is_keep());
+  const json core = {{"papaya_plan", 1}, {"tensors", {{"attn.softmax:output", "recompute"}}}};
+  EXPECT_EQ(parse_plan(core, l, "net", "plan.json").tensor("attn.softmax", "output").form, Form::recomputed);
+}
+
 TEST(Plan, GlobalNamesArePapayasTable) {
   const auto all = global_plan_names(true);
   EXPECT_EQ(all.size(), 60u);
