@@ -4,6 +4,7 @@
 // (its slots), and the segments that checkpointing can recompute. The
 // executor derives it from a built network (and a probe forward pass, which
 // shows which slots share storage); a profile carries it.
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -54,6 +55,27 @@ NetworkLayout layout_of(const Segments& segments, const Layers& layers) {
     layout.layers.push_back(std::move(desc));
   }
   return layout;
+}
+
+// An attention core's layers: scores, softmax, its dropout (-1: none), context.
+struct AttentionCoreLayers {
+  int scores = -1, softmax = -1, drop = -1, context = -1;
+};
+
+// The attention core whose softmax is `layer` of `layers` (anything with a
+// `kind`: LayerDesc, LayerFit): the scores just before it, the context just
+// after it or after its dropout. nullopt for any other layer (a mixture's
+// router has a softmax too).
+template <typename Layers>
+std::optional<AttentionCoreLayers> attention_core_at(const Layers& layers, int layer) {
+  const auto kind = [&](int j) {
+    return j >= 0 && j < static_cast<int>(layers.size()) ? layers[static_cast<size_t>(j)].kind : LayerKind::module;
+  };
+  if (kind(layer) != LayerKind::softmax || kind(layer - 1) != LayerKind::attention_scores) return std::nullopt;
+  AttentionCoreLayers core{layer - 1, layer, kind(layer + 1) == LayerKind::dropout ? layer + 1 : -1, -1};
+  core.context = core.drop >= 0 ? layer + 2 : layer + 1;
+  if (kind(core.context) != LayerKind::attention_context) return std::nullopt;
+  return core;
 }
 
 // The transformer block a layer path lies in ("blocks.3.mlp.fc1": 3), -1 if none.

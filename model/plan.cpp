@@ -79,29 +79,21 @@ bool is_head_input(const NetworkLayout& layout, size_t layer, const SlotDesc& sl
   return layout.layers[layer].kind == LayerKind::lm_head || before_loss;
 }
 
-LayerKind kind_at(const NetworkLayout& layout, size_t layer) {
-  return layer < layout.layers.size() ? layout.layers[layer].kind : LayerKind::module;
-}
-
-// Whether `layer` is an attention core's softmax: the scores before it, the
-// context after it or after its dropout (a mixture's router has a softmax too).
 bool attention_softmax(const NetworkLayout& layout, size_t layer) {
-  const auto kind = [&](size_t j) { return kind_at(layout, j); };
-  const size_t context = kind(layer + 1) == LayerKind::dropout ? layer + 2 : layer + 1;
-  return kind(layer) == LayerKind::softmax && layer > 0 && kind(layer - 1) == LayerKind::attention_scores &&
-         kind(context) == LayerKind::attention_context;
+  return attention_core_at(layout.layers, static_cast<int>(layer)).has_value();
 }
 
 // What an attention core whose softmax's output is recomputed makes again
 // beside it: the dropout's mask after the softmax, the context's probabilities.
 bool remade_with_attention_core(const NetworkLayout& layout, size_t layer, const SlotDesc& slot) {
-  if (kind_at(layout, layer) == LayerKind::dropout) return layer > 0 && attention_softmax(layout, layer - 1);
-  return kind_at(layout, layer) == LayerKind::attention_context && slot.name == "probs";
+  const LayerKind kind = layout.layers[layer].kind;
+  if (kind == LayerKind::dropout) return layer > 0 && attention_softmax(layout, layer - 1);
+  return kind == LayerKind::attention_context && slot.name == "probs";
 }
 
 // A softmax's output is recomputed with its attention core, where it is in one.
 bool recomputes_outside_a_core(const NetworkLayout& layout, size_t layer, const TensorStrategy& s) {
-  return recomputes(s.form) && kind_at(layout, layer) == LayerKind::softmax && !attention_softmax(layout, layer);
+  return recomputes(s.form) && layout.layers[layer].kind == LayerKind::softmax && !attention_softmax(layout, layer);
 }
 
 bool inside_recomputed(const Plan& plan, const LayerDesc& layer) {

@@ -174,13 +174,10 @@ struct Builder {
   // The attention cores, and the storages each makes again when recomputed:
   // those its softmax, dropout and context save but q, k and v.
   void attention_cores() {
-    const int n = ix.layer_count();
-    const auto kind = [&](int j) { return j >= 0 && j < n ? fit(j).kind : LayerKind::module; };
-    for (int j = 1; j + 1 < n; ++j) {
-      if (kind(j) != LayerKind::softmax || kind(j - 1) != LayerKind::attention_scores) continue;
-      AttentionCore core{j - 1, j, kind(j + 1) == LayerKind::dropout ? j + 1 : -1, -1, layer(j).first_slot};
-      core.context = core.drop >= 0 ? j + 2 : j + 1;
-      if (kind(core.context) != LayerKind::attention_context || layer(j).slot_count != 1) continue;
+    for (int j = 0; j < ix.layer_count(); ++j) {
+      const auto layers = attention_core_at(model.layers, j);
+      if (!layers || layer(j).slot_count != 1) continue;  // no backward through a frozen softmax
+      const AttentionCore core{*layers, layer(j).first_slot};
       const int c = static_cast<int>(ix.cores.size());
       ix.cores.push_back(core);
       for (int l : {core.softmax, core.drop, core.context}) {

@@ -63,9 +63,8 @@ struct SegmentEntry {
 // that recomputes the softmax's output recomputes the core in backward from
 // q, k and v (Korthikanti et al.'s selective recompute): every storage it
 // saves beyond those is made again there, whatever their slots say.
-struct AttentionCore {
-  int scores = -1, softmax = -1, drop = -1, context = -1;  // layers (drop -1: none)
-  int output_slot = -1;                                    // the softmax's output slot: the decision
+struct AttentionCore : AttentionCoreLayers {
+  int output_slot = -1;  // the softmax's output slot: the decision
 };
 
 // The LM head, whose log-probabilities a plan may recompute chunk by chunk.
