@@ -33,7 +33,8 @@ class CollectivesGroup : public TensorGroup {
   torch::Tensor scattered_sum(torch::Tensor whole) override {
     std::vector<torch::Tensor> sum{whole.contiguous()};
     collectives_.allreduce_sum(sum);
-    return share(sum[0]);
+    const int64_t tokens = sum[0].size(1) / size();
+    return sum[0].narrow(1, tokens * rank(), tokens).contiguous();
   }
   // Each rank adds its own share into zeros, which sum exactly.
   torch::Tensor gathered(const torch::Tensor& share) override {
@@ -60,8 +61,7 @@ struct Enter : public torch::autograd::Function<Enter> {
   }
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
     CollectivesGroup& g = group_of(ctx);
-    const torch::Tensor summed = g.total(grad[0]);
-    return {g.splits_sequence() ? g.share(summed) : summed, torch::Tensor()};
+    return {g.splits_sequence() ? g.scattered_sum(grad[0].clone()) : g.total(grad[0]), torch::Tensor()};
   }
 };
 
@@ -69,8 +69,7 @@ struct Sum : public torch::autograd::Function<Sum> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, int64_t group) {
     ctx->saved_data["group"] = group;
     CollectivesGroup& g = *reinterpret_cast<CollectivesGroup*>(group);
-    const torch::Tensor summed = g.total(x);
-    return g.splits_sequence() ? g.share(summed) : summed;
+    return g.splits_sequence() ? g.scattered_sum(x.detach().clone()) : g.total(x);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
     CollectivesGroup& g = group_of(ctx);

@@ -28,15 +28,11 @@ class TensorGroup {
   // The elementwise sum and maximum over the group, outside autograd.
   virtual torch::Tensor total(const torch::Tensor& x) = 0;
   virtual torch::Tensor max(const torch::Tensor& x) = 0;
-  // Outside autograd: every rank's share of the tokens gathered; this rank's
-  // share of the group's sum of a tensor of all of them, summed in place (a
-  // fresh tensor the caller gives up); and this rank's share of one.
+  // Outside autograd: every rank's share of the tokens gathered (all-gather),
+  // and this rank's share of the group's sum of a tensor of all of them
+  // (reduce-scatter), summed in place: a fresh tensor the caller gives up.
   virtual torch::Tensor gathered(const torch::Tensor& share) = 0;
   virtual torch::Tensor scattered_sum(torch::Tensor whole) = 0;
-  torch::Tensor share(const torch::Tensor& whole) const {
-    const int64_t tokens = whole.size(1) / size();
-    return whole.narrow(1, tokens * rank(), tokens).contiguous();
-  }
 };
 
 }  // namespace papaya::executor
