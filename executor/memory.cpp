@@ -39,11 +39,16 @@ class CpuReporter : public c10::MemoryReportingInfoBase {
 
 struct MemoryTracker::Impl {
   c10::Device device;
+  Counted counted;
   std::shared_ptr<CpuReporter> reporter;
   std::unique_ptr<c10::DebugInfoGuard> guard;
+
+  AllocatedBytes on_cuda() const {
+    return counted == Counted::tensor_bytes ? cuda_requested(device.index()) : cuda_allocated(device.index());
+  }
 };
 
-MemoryTracker::MemoryTracker(c10::Device device) : impl_(new Impl{device, nullptr, nullptr}) {
+MemoryTracker::MemoryTracker(c10::Device device, Counted counted) : impl_(new Impl{device, counted, nullptr, nullptr}) {
   if (device.is_cpu()) {
     impl_->reporter = std::make_shared<CpuReporter>();
     impl_->guard = std::make_unique<c10::DebugInfoGuard>(c10::DebugInfoKind::PROFILER_STATE, impl_->reporter);
@@ -55,11 +60,11 @@ MemoryTracker::MemoryTracker(c10::Device device) : impl_(new Impl{device, nullpt
 MemoryTracker::~MemoryTracker() = default;
 
 int64_t MemoryTracker::current() const {
-  return impl_->reporter ? impl_->reporter->current.load() : cuda_allocated(impl_->device.index()).current;
+  return impl_->reporter ? impl_->reporter->current.load() : impl_->on_cuda().current;
 }
 
 int64_t MemoryTracker::peak() const {
-  return impl_->reporter ? impl_->reporter->peak.load() : cuda_allocated(impl_->device.index()).peak;
+  return impl_->reporter ? impl_->reporter->peak.load() : impl_->on_cuda().peak;
 }
 
 int64_t MemoryTracker::reserved_peak() const { return impl_->reporter ? peak() : cuda_reserved_peak(impl_->device.index()); }

@@ -11,9 +11,15 @@
 
 namespace papaya::executor {
 
+// What a byte counts on CUDA (on CPU the two are the same): the caching
+// allocator's blocks, each rounded up to 512 bytes (what the device holds),
+// or the tensors' own bytes, which are a polynomial of a network's shape
+// where the rounding of small tensors is not.
+enum class Counted { allocator_blocks, tensor_bytes };
+
 class MemoryTracker {
  public:
-  explicit MemoryTracker(c10::Device device);
+  explicit MemoryTracker(c10::Device device, Counted counted = Counted::allocator_blocks);
   ~MemoryTracker();
   MemoryTracker(const MemoryTracker&) = delete;
   MemoryTracker& operator=(const MemoryTracker&) = delete;

@@ -10,6 +10,9 @@ struct AllocatedBytes {
 };
 
 AllocatedBytes cuda_allocated(int device_index);
+// The bytes the tensors asked for, before the allocator rounds each block up
+// to 512 (LibTorch 2.1 or later; InputError before).
+AllocatedBytes cuda_requested(int device_index);
 int64_t cuda_reserved_peak(int device_index);
 void cuda_reset_peak(int device_index);
 

@@ -48,7 +48,7 @@ Session::Session(const NetworkSource& source, const SessionOptions& options)
       device(resolve_device(options.device)),
       precision(resolve_precision(options.precision, device)),
       data(make_data(config, device, options)),
-      memory(device),
+      memory(device, options.counted),
       network(make_network(source, device, precision, options)),
       layout(probe_layout(*network)),
       optimizer(make_optimizer(*network, options.lr, options.weight_decay, trained_here(*network, options))) {}

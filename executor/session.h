@@ -37,6 +37,7 @@ struct SessionOptions {
   // layer (Network::split_tensors, before AdamW's state is made).
   std::shared_ptr<TensorGroup> tensor_group;
   uint64_t seed = 0;               // of the weights and the data
+  Counted counted = Counted::allocator_blocks;  // what the memory tracker's bytes are on CUDA
   double lr = TrainOptions().lr;   // AdamW's
   double weight_decay = TrainOptions().weight_decay;
 };

@@ -180,6 +180,7 @@ model::Profile profile_network(const ProfileOptions& options) {
   session_options.device = options.device;
   session_options.precision = options.precision;
   session_options.seed = options.seed;
+  if (options.count_tensor_bytes) session_options.counted = executor::Counted::tensor_bytes;
   const model::NetworkConfig& whole = options.network;
   const int blocks = blocks_to_profile(whole, options);
   if (blocks > 0) model::check_blocks_frozen_alike(whole, blocks, whole.name + ": " + std::to_string(blocks) + " blocks profiled");

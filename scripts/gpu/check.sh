@@ -68,10 +68,11 @@ if [ -x "$papaya" ]; then
   wanted zoo && step validate-gpt2-small 150 "$papaya" validate --network gpt2-small --seq-len 256 --device cuda \
     --profile-batches 1,2,4 --batches 8,32 --plans keep,invert,quantize-4 --steps 6 --json
   # The shape axis on a GPU: the same network and runs, modelled from its own
-  # shape and from 1/16, 2/16 and 3/16 of it (the CUDA allocator's 512-byte
-  # blocks are not a polynomial of the shape: what they cost here).
+  # shape and from 1/16, 2/16 and 3/16 of it (profiled in the tensors' own
+  # bytes: the CUDA allocator's 512-byte blocks are no polynomial of the
+  # shape). PAPAYA_SHAPE_PARTS picks the cuts, "1 16" by default.
   if wanted shape; then
-    for parts in 1 16; do
+    for parts in ${PAPAYA_SHAPE_PARTS:-1 16}; do
       step "validate-qwen2-parts$parts" 200 "$papaya" validate --network configs/hf/qwen2-0.5b.json --seq-len 1024 \
         --profile-parts "$parts" --device cuda --profile-batches 1,2,4 --batches 8,16 \
         --plans keep,recompute-all,quantize-4 --steps 4 --json

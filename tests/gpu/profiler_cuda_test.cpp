@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "executor/memory.h"
 #include "model/catalog/network_config.h"
 #include "profiler/profiler.h"
 #include "profiler/summary.h"
@@ -44,6 +45,25 @@ TEST(Profiler, ProfilesOnCuda) {
     }
     EXPECT_LT(layers, it.iteration_s);
   }
+}
+
+// A tensor of 100 floats: the caching allocator holds a block of 512 bytes
+// for it, the tensor itself is 400 (what a profile scaled to another shape
+// counts: the blocks' rounding is no polynomial of the shape).
+TEST(MemoryTracker, CountsTheAllocatorsBlocksOrTheTensorsOwnBytes) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device (or a CPU-only LibTorch)";
+  const c10::Device cuda("cuda:0");
+  executor::MemoryTracker blocks(cuda), tensors(cuda, executor::Counted::tensor_bytes);
+  const int64_t blocks_before = blocks.current(), tensors_before = tensors.current();
+  {
+    const torch::Tensor hundred = torch::empty({100}, torch::TensorOptions().device(cuda));
+    EXPECT_EQ(blocks.current() - blocks_before, 512);
+    EXPECT_EQ(tensors.current() - tensors_before, 400);
+    EXPECT_EQ(tensors.peak() - tensors_before, 400);
+  }
+  EXPECT_EQ(tensors.current(), tensors_before);
+  tensors.reset_peak();
+  EXPECT_EQ(tensors.peak(), tensors_before);
 }
 
 }  // namespace
