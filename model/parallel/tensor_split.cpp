@@ -81,6 +81,7 @@ LayerShare share_of(const LayerDescription& layer, const Shares& s, bool& in_wid
     }
     in_width = split == Split::column;
     if (split == Split::column && s.gathers) out.gathered_input = s.tokens;
+    if (split == Split::row && s.gathers) out.summed_output = s.tokens;
     per_slot([&](const SavedTensorProfile&) { return input; });
   } else if (layer.kind == LayerKind::lm_head) {
     out.parameters = 1.0 / s.tensor;  // vocabulary-parallel
@@ -88,7 +89,11 @@ LayerShare share_of(const LayerDescription& layer, const Shares& s, bool& in_wid
     in_width = true;
     per_slot([&](const SavedTensorProfile& t) { return t.slot == "input" ? s.hidden : s.width; });
     out.backward_working = s.width;
-    if (s.gathers) out.gathered_input = s.tokens;
+    if (s.gathers) {
+      out.gathered_input = s.tokens;
+    } else {
+      out.input_gradient = s.hidden;
+    }
     return out;
   } else if (layer.kind == LayerKind::embedding) {
     out.parameters = 1.0 / s.tensor;  // vocabulary-parallel
@@ -255,13 +260,24 @@ LayerModel split_across_ranks(const LayerModel& whole, const TransformerShape& s
     r.backward_start = rescaled(w.backward_start, through, through_rank, share.output, backward_shift);
     r.backward_peak = beyond(r.backward_start, w.backward_start, w.backward_peak, share.backward_working, share.parameters);
     r.backward_gap_peak = rescaled(w.backward_gap_peak, through, through_rank, share.output, backward_shift);
+    const auto input_slot = std::find_if(w.saved.begin(), w.saved.end(), [](const auto& t) { return t.slot == "input"; });
+    const double input_bytes = input_slot == w.saved.end() ? 0 : input_slot->storage_bytes_per_sample;
     if (share.gathered_input > 0) {
       // The gathered input in forward; in backward that and the input's
       // gradient over every token, of which the transient above counts this rank's share.
-      const auto input_slot = std::find_if(w.saved.begin(), w.saved.end(), [](const auto& t) { return t.slot == "input"; });
-      const double gathered = input_slot == w.saved.end() ? 0 : input_slot->storage_bytes_per_sample * share.gathered_input;
+      const double gathered = input_bytes * share.gathered_input;
       if (r.forward_peak.per_sample > 0) r.forward_peak.per_sample += gathered;
       if (r.backward_peak.per_sample > 0) r.backward_peak.per_sample += gathered * (2 - share.slots.front() / share.gathered_input);
+    }
+    if (share.input_gradient > 0 && r.backward_peak.per_sample > 0) {
+      r.backward_peak.per_sample += input_bytes * (share.input_gradient - share.backward_working);
+    }
+    if (share.summed_output > 0) {
+      // The output over every token before its reduce-scatter; in backward
+      // its gradient gathered over every token beside this rank's share.
+      const double whole = w.output_bytes_per_sample * share.summed_output;
+      if (r.forward_peak.per_sample > 0) r.forward_peak.per_sample += whole - w.output_bytes_per_sample * share.output;
+      if (r.backward_peak.per_sample > 0) r.backward_peak.per_sample += whole;
     }
     scale_time(r.forward_seconds, share.compute);
     scale_time(r.backward_seconds, share.compute);

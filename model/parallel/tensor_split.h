@@ -64,6 +64,16 @@ struct LayerShare {
   // of them before the reduce-scatter: the share of its input slot it
   // gathers (0: none).
   double gathered_input = 0;
+  // Under sequence parallelism a row-parallel projection makes its output
+  // over every token, which the reduce-scatter after it shares out, and its
+  // backward begins from its output's gradient gathered over every token:
+  // the share of its output those hold (0: none).
+  double summed_output = 0;
+  // The LM head's backward makes its input's gradient over all the rank's
+  // tokens (vocabulary-parallel, each rank's part of the group's sum), which
+  // backward_working would scale as the logits: the share of its input
+  // slot it holds (0: none, or counted with gathered_input).
+  double input_gradient = 0;
 };
 
 // Each layer's share under `layout` (its tensor, sequence, context and

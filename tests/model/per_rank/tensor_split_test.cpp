@@ -143,6 +143,38 @@ TEST_F(TensorSplit, AProjectionGathersTheTokensUnderSequenceParallelism) {
   EXPECT_EQ(checked, 5);  // two blocks' qkv and fc1, the LM head
 }
 
+// Under sequence parallelism a row-parallel projection makes its output over
+// every token before the reduce-scatter after it, and its backward starts
+// from its output's gradient gathered over every token, beside its share.
+// Without it, the vocabulary-parallel LM head's backward makes its input's
+// gradient over every token (each rank's part of the group's sum), where
+// its logits' figures are this rank's share.
+TEST_F(TensorSplit, ARowProjectionSumsEveryTokenAndTheHeadMakesItsInputsGradientWhole) {
+  const int t = 2;
+  const LayerModel gathering = split(t, true), alone = split(t, false);
+  const auto beyond_start = [](const LayerFit& l) {
+    return std::pair{l.forward_peak.per_sample - l.forward_start.per_sample, l.backward_peak.per_sample - l.backward_start.per_sample};
+  };
+  int rows = 0, heads = 0;
+  for (size_t j = 0; j < whole_->layers.size(); ++j) {
+    const LayerFit& w = whole_->layers[j];
+    const auto [forward_made, backward_made] = beyond_start(w);
+    if (row_parallel(w.path)) {
+      const double output = w.output_bytes_per_sample;  // every token's, in one process
+      const auto [forward, backward] = beyond_start(gathering.layers[j]);
+      EXPECT_NEAR(forward, forward_made / t + output * (1 - 1.0 / t), 1e-6 * output) << w.path;
+      EXPECT_NEAR(backward, backward_made / t + output, 1e-6 * output) << w.path;
+      ++rows;
+    } else if (w.kind == LayerKind::lm_head) {
+      const double input = w.saved.front().storage_bytes_per_sample;
+      EXPECT_NEAR(beyond_start(alone.layers[j]).second, backward_made / t + input * (1 - 1.0 / t), 1e-6 * input);
+      ++heads;
+    }
+  }
+  EXPECT_EQ(rows, 4);  // two blocks' proj and fc2
+  EXPECT_EQ(heads, 1);
+}
+
 TEST_F(TensorSplit, EveryDegreeOneIsTheNetworkAlone) {
   const LayerModel rank = split(1, false);
   EXPECT_EQ(layer_model_to_json(rank), layer_model_to_json(*whole_));
