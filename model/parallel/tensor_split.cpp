@@ -113,7 +113,11 @@ LayerShare share_of(const LayerDescription& layer, const Shares& s, bool& in_wid
     per_slot([&](const SavedTensorProfile& t) -> double { return of_kv(t.slot) ? s.kv : state; });
   }
   if (expert) out.parameters /= s.expert;  // each rank holds experts/e experts, each e times the tokens
-  out.backward_working = std::max(out.output, out.compute);
+  // A row-parallel projection's backward makes its share of its input's and
+  // its weights' gradients; its output's gradient, whole without sequence
+  // parallelism, is there before it starts.
+  const bool row = layer.kind == LayerKind::linear && split_of(name) == Split::row;
+  out.backward_working = row ? out.compute : std::max(out.output, out.compute);
   for (double slot : out.slots) out.backward_working = std::max(out.backward_working, slot);
   return out;
 }
