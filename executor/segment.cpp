@@ -1,9 +1,8 @@
 #include "executor/segment.h"
 
-#include <torch/csrc/autograd/engine.h>
-
 #include <optional>
 
+#include "executor/differentiate.h"
 #include "executor/layer.h"
 #include "executor/random_state.h"
 #include "executor/storage/saved.h"
@@ -45,19 +44,6 @@ class BufferSnapshot {
   std::vector<std::pair<at::Tensor, at::Tensor>> saved_;
 };
 
-// Differentiates `output` from `output_grad`, accumulating into the leaves'
-// .grad as keep's backward does: the segment's parameters and its detached
-// input. Gradients returned instead of accumulated would all be held until
-// the segment's backward ends (a whole stride-2 bottleneck's weights' worth).
-// `output` is let go first: differentiating needs its graph, not its values,
-// and a segment's output is as large as anything it holds.
-void differentiate(at::Tensor output, const at::Tensor& output_grad) {
-  const torch::autograd::edge_list roots{torch::autograd::impl::gradient_edge(output)};
-  output.reset();
-  torch::autograd::Engine::get_default_engine().execute(roots, {output_grad}, /*keep_graph=*/false, /*create_graph=*/false,
-                                                        /*accumulate_grad=*/true, /*outputs=*/{});
-}
-
 struct CheckpointFunction : Function<CheckpointFunction> {
   static at::Tensor forward(AutogradContext* ctx, Segment* segment, const at::Tensor& x, at::TensorList) {
     auto state = c10::make_intrusive<CheckpointState>();
@@ -76,16 +62,17 @@ struct CheckpointFunction : Function<CheckpointFunction> {
     const at::Tensor x = state->input->restore().detach().requires_grad_(true);
     // Buffers are put back after differentiating: the graph saves them.
     const BufferSnapshot buffers(segment);
-    at::Tensor y;
+    // The output's graph, not its values (as large as anything the segment holds).
+    torch::autograd::Edge graph;
     {
       const std::optional<RandomState> now =
           state->random ? std::optional<RandomState>(RandomState::capture(x.device())) : std::nullopt;
       if (state->random) state->random->restore();
       const torch::AutoGradMode with_grad(true);
-      y = segment.run_layers(x);
+      graph = graph_of(segment.run_layers(x));
       if (now) now->restore();
     }
-    differentiate(std::move(y), grad[0]);
+    differentiate(graph, grad[0]);
     variable_list out(2 + segment.weights().size());  // the parameters' gradients are in their .grad already
     out[1] = ctx->needs_input_grad(0) ? x.grad() : at::Tensor();
     return out;

@@ -4,6 +4,7 @@
 #include <string>
 #include <unordered_set>
 
+#include "executor/differentiate.h"
 #include "executor/distributed/parameter_storage.h"
 #include "model/error.h"
 #include "model/layout.h"
@@ -123,7 +124,7 @@ PipelineParallel::InFlight PipelineParallel::forward(const Batch& micro_batch, i
   }
   for (int b = span_.first_block; b < span_.end_block; ++b) x = network_.run_block(b, std::move(x));
   if (span_.last) {
-    f.output = network_.after_blocks(std::move(x), micro_batch);
+    f.loss = network_.after_blocks(std::move(x), micro_batch);
     return f;
   }
   const int to = collectives_.world().rank + 1;
@@ -132,7 +133,12 @@ PipelineParallel::InFlight PipelineParallel::forward(const Batch& micro_batch, i
   header[shape_slots - 1] = x.dim();
   send(header, to, 3 * index);
   send(x.detach(), to, 3 * index + 1);
-  f.output = std::move(x);
+  // The output's values go once the next stage has them (it receives them
+  // in its forward, ahead of anything it asks of this stage).
+  finish_sends(3 * index, 3 * index + 2);
+  f.output_graph = graph_of(x);
+  f.output_like = torch::empty({0}, x.options());
+  f.output_shape = x.sizes().vec();
   return f;
 }
 
@@ -140,13 +146,12 @@ double PipelineParallel::backward(InFlight& f, int index) {
   finish_sends(3 * index - 1, 3 * index);  // the gradient handed back for the micro-batch before
   double loss = 0;
   if (span_.last) {
-    loss = f.output.item<double>();
-    (f.output / micro_batches_).backward();
+    loss = f.loss.item<double>();
+    (f.loss / micro_batches_).backward();
   } else {
-    std::vector<torch::Tensor> gradient{torch::empty_like(f.output)};
+    std::vector<torch::Tensor> gradient{f.output_like.new_empty(f.output_shape)};
     collectives_.receive(gradient, collectives_.world().rank + 1, 3 * index + 2);
-    finish_sends(3 * index, 3 * index + 2);  // the next stage has had this activation
-    f.output.backward(gradient[0]);
+    if (f.output_graph.function) differentiate(f.output_graph, gradient[0]);
   }
   if (!span_.first) send(f.input.grad(), collectives_.world().rank - 1, 3 * index + 2);
   f = InFlight();

@@ -7,7 +7,8 @@
 // on Megatron-LM's 1F1B schedule: stage s runs p - s - 1 forwards ahead, then
 // one forward and one backward in turn, then the backwards left, so it holds
 // at most p - s micro-batches' activations; each hands its output to the next
-// stage and the gradient of its input to the one before. The gradients add up
+// stage and the gradient of its input to the one before; its output's values
+// go once sent, its graph kept for backward. The gradients add up
 // over the micro-batches, each loss divided by their number: the step one
 // process takes at the global batch.
 #include <torch/torch.h>
@@ -42,8 +43,14 @@ class PipelineParallel {
 
  private:
   struct InFlight {
-    torch::Tensor input;   // the received activation (a leaf), undefined on the first stage
-    torch::Tensor output;  // the stage's output, or the loss on the last
+    torch::Tensor input;  // the received activation (a leaf), undefined on the first stage
+    torch::Tensor loss;   // on the last stage
+    // Before the last: the output's graph and shape. Its values go once
+    // sent (Megatron-LM's deallocate_output_tensor): backward needs its
+    // graph and its gradient, not them.
+    torch::autograd::Edge output_graph;
+    torch::Tensor output_like;  // an empty tensor of the output's dtype and device
+    std::vector<int64_t> output_shape;
   };
   InFlight forward(const Batch& micro_batch, int index);
   // Returns the micro-batch's loss on the last stage, 0 elsewhere.

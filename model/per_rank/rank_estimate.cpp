@@ -30,22 +30,53 @@ static GroupLinks group_links(const ParallelLayout& l, const ClusterLinks& links
 
 namespace {
 
-// Bytes held at the start of the stage's backward beyond the start of its forward.
-double held_through_forward(const PlanSpace& space, const Assignment& assignment) {
-  const std::vector<double> timeline = space.timeline(assignment);
+// The point a stage's backward starts at: all its forward holds for backward is held there.
+size_t first_backward_point(const PlanSpace& space) {
   const auto& points = space.points();
   for (size_t i = 0; i < points.size(); ++i) {
-    if (points[i].phase == Phase::backward || points[i].phase == Phase::backward_gap) return timeline[i] - timeline.front();
+    if (points[i].phase == Phase::backward || points[i].phase == Phase::backward_gap) return i;
   }
-  return 0;
+  return points.size() - 1;
 }
 
-// What one more micro-batch in flight holds: the part of the above that
-// grows with the batch (one micro-batch's more at twice the micro-batch),
-// not what a stage holds once whatever it runs (its layers' half-precision
-// copies of the weights).
-double activation_bytes(const PlanSpace& space, const Assignment& assignment) {
-  return held_through_forward(space.at_batch(2 * space.batch()), assignment) - held_through_forward(space, assignment);
+// The bytes of the tensors saved for backward held at that point.
+double saved_for_backward(const PlanSpace& space, const Assignment& assignment) {
+  const TimelineParts parts = space.timeline_parts(assignment);
+  const size_t at = first_backward_point(space);
+  double saved = 0;
+  for (const HeldBand& band : parts.bands) {
+    if (band.name.rfind("saved", 0) == 0) saved += band.bytes[at];
+  }
+  return saved;
+}
+
+// The activation a stage after the first receives, held from its forward
+// to the end of its backward (its input's gradient is sent back from it),
+// where its first layer does not save it as it is (another form, or not at
+// all): bytes at the space's micro-batch.
+double received_bytes(const PlanSpace& space, const Assignment& assignment, const LayerModel& stage, const StageSpan& span,
+                      double input_per_sample) {
+  if (span.first) return 0;
+  const std::string input_key = stage.layers.front().path + ":input";
+  const int at = static_cast<int>(first_backward_point(space));
+  for (const plan_space::Slot& slot : space.slots()) {
+    if (slot.key != input_key) continue;
+    for (const HeldTensor& t : space.timeline_parts(assignment).tensors) {
+      // The received tensor itself, held into backward.
+      if (t.storage == slot.storage && t.form == "raw" && t.from <= at && at <= t.to) return 0;
+    }
+  }
+  return static_cast<double>(space.batch()) * input_per_sample;
+}
+
+// What one more micro-batch in flight holds, as Megatron-LM's 1F1B (and
+// papaya's) holds it: the tensors its layers saved for backward (the part
+// that grows with the batch: one micro-batch's more at twice the
+// micro-batch) and what it received. Not the stage's output, whose values
+// go once sent, nor its layers' half-precision weight copies, held once
+// whatever it runs.
+double activation_bytes(const PlanSpace& space, const Assignment& assignment, double received) {
+  return saved_for_backward(space.at_batch(2 * space.batch()), assignment) - saved_for_backward(space, assignment) + received;
 }
 
 struct StageComm {
@@ -134,6 +165,7 @@ struct LayoutPricer::Stage {
   LayerModel model;
   Target alone;
   double weight_copies = 0;  // its layers' half-precision weight copies
+  double input_bytes_per_sample = 0;  // the activation it receives (none on the first stage)
   std::map<std::string, std::unique_ptr<PlanSpace>> spaces;  // by data-parallel ranks and ZeRO stage, at batch 1
   std::map<std::string, StagePrice> prices;
   // Each whole-network plan by name, on its layout and as its spaces' decisions (the same in each).
@@ -164,6 +196,10 @@ LayoutPricer::Stage& LayoutPricer::stage(const ParallelLayout& layout, const Sta
   stage->model = stage_model(rank->second, span);
   stage->alone = make_target(stage->model, request_.hardware, request_.compute_efficiency);
   for (const LayerFit& layer : stage->model.layers) stage->weight_copies += static_cast<double>(layer.parameter_copy_bytes);
+  const std::vector<LayerFit>& ranked = rank->second.layers;
+  for (size_t j = 1; j < ranked.size(); ++j) {
+    if (ranked[j].path == stage->model.layers.front().path) stage->input_bytes_per_sample = ranked[j - 1].output_bytes_per_sample;
+  }
   return *stages_.emplace(stage_key, std::move(stage)).first->second;
 }
 
@@ -196,9 +232,10 @@ const LayoutPricer::StagePrice& LayoutPricer::price(Stage& st, const ParallelLay
   const Estimate estimate = with_data.evaluate(assignment), by_itself = alone.evaluate(assignment);
   StagePrice p;
   p.comm = stage_comm(st.model, st.alone, plan, layout, links, whole_output_, span);
-  p.peak = estimate.peak_bytes + p.comm.context_buffer_bytes;
+  const double received = received_bytes(with_data, assignment, st.model, span, st.input_bytes_per_sample);
+  p.peak = estimate.peak_bytes + p.comm.context_buffer_bytes + (estimate.peak_in_optimizer_step ? 0 : received);
   p.peak_at = peak_location(st.model, estimate);
-  p.activations = activation_bytes(with_data, assignment);
+  p.activations = activation_bytes(with_data, assignment, received);
   p.held = shard(whole_static(st.model), data_ranks, layout.zero_stage);
   const double optimizer_whole = st.alone.optimizer_seconds.at(layout.micro_batch);
   p.optimizer = layout.zero_stage >= 1 ? optimizer_whole / data_ranks : optimizer_whole;
