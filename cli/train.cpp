@@ -80,7 +80,7 @@ struct Trained {
 
 // A job's global batch: its ranks' batches, or a pipeline's micro-batches.
 int64_t global_batch(const Trained& t) {
-  return t.run.data_parallel() ? t.setup.batch * static_cast<int64_t>(t.report.ranks.size()) : t.run.global_batch();
+  return t.run.pipeline > 1 ? t.run.global_batch() : t.setup.batch * t.run.data_ranks();
 }
 
 // A job's pace: its global batch over its slowest rank's median step.
@@ -195,7 +195,11 @@ void print_text(std::ostream& out, const Trained& t) {
                                                            std::to_string(setup.batch) + ")" +
                                                            (t.run.tensor > 1 ? ", each a tensor-parallel group" : "")
                                   : t.run.tensor > 1 ? std::string(" tensor-parallel ranks (Megatron's column- and row-parallel split") +
-                                                           (t.run.sequence_parallel ? ", the tokens between them split)" : ")")
+                                                           (t.run.sequence_parallel ? ", the tokens between them split)" : ")") +
+                                                           (t.run.data_ranks() > 1 ? " in " + std::to_string(t.run.data_ranks()) +
+                                                                                         " data-parallel groups of " +
+                                                                                         std::to_string(t.run.tensor)
+                                                                                   : "")
                                                      : " data-parallel ranks";
     out << "\n"
         << report.ranks.size() << ranks_are << ", global batch " << global_batch(t) << ": "
@@ -333,9 +337,9 @@ void register_train(CLI::App& app) {
       ->capture_default_str()
       ->check(positive(args->run.pipeline));
   cmd->add_option("--tp", args->run.tensor,
-                  "With --nproc N: the N ranks are a tensor-parallel group (each holding its share of every projection's heads "
-                  "or width and of the vocabulary) instead of data-parallel ranks; each takes the whole --batch. With --pp P: "
-                  "--nproc T x P, each stage's T ranks a group")
+                  "With --nproc N: groups of T adjacent ranks are tensor-parallel (each holding its share of every projection's "
+                  "heads or width and of the vocabulary, all taking the same --batch), the N/T groups data-parallel ranks "
+                  "(--zero as without); with --pp P: --nproc T x P, each stage's T ranks a group")
       ->capture_default_str()
       ->check(positive(args->run.tensor));
   cmd->add_option("--sp", args->sp,
@@ -359,7 +363,7 @@ void register_train(CLI::App& app) {
     }
     if (args->run.save_every > 0 && args->run.save.empty()) throw InputError("--save-every needs --save FILE");
     args->run.world = executor::world_from_environment();
-    // The ranks are t x p: tensor-parallel groups within pipeline stages.
+    // The ranks are t x p (tensor-parallel groups within pipeline stages) or t x d.
     const int ranks = args->run.world ? args->run.world->size : args->nproc;
     const int grid = args->run.pipeline * args->run.tensor;
     if (args->run.pipeline > 1 && grid != ranks) {
@@ -368,10 +372,19 @@ void register_train(CLI::App& app) {
                        ": give --nproc " + std::to_string(grid));
     }
     if (args->run.micro_batches > 0 && args->run.pipeline == 1) throw InputError("--micro-batches goes with --pp");
-    if (args->run.tensor > 1 && grid != ranks) {
+    if (args->run.tensor > 1 && args->run.pipeline > 1 && grid != ranks) {
+      throw InputError("--tp " + std::to_string(args->run.tensor) + " splits the layers across that many ranks in each of --pp " +
+                       std::to_string(args->run.pipeline) + " stages: give --nproc " + std::to_string(grid));
+    }
+    if (args->run.tensor > 1 && (ranks < args->run.tensor || ranks % args->run.tensor != 0)) {
       throw InputError("--tp " + std::to_string(args->run.tensor) + " splits the layers across that many ranks" +
-                       (args->run.pipeline > 1 ? " in each of --pp " + std::to_string(args->run.pipeline) + " stages" : "") +
-                       ": give --nproc " + std::to_string(grid));
+                       ", each group a data-parallel rank: give --nproc " + std::to_string(args->run.tensor) +
+                       " or a multiple of it");
+    }
+    if (args->run.zero > 0 && args->run.tensor > 1 && ranks == args->run.tensor) {
+      throw InputError("--zero " + std::to_string(args->run.zero) + " shards the static state across data-parallel ranks; --nproc " +
+                       std::to_string(ranks) + " with --tp " + std::to_string(args->run.tensor) +
+                       " makes one tensor-parallel group: give --nproc a larger multiple of " + std::to_string(args->run.tensor));
     }
     args->run.sequence_parallel = args->sp == "on";
     if (cmd->get_option("--sp")->count() > 0 && args->run.tensor == 1) throw InputError("--sp goes with --tp");

@@ -38,7 +38,6 @@ void prepare_train_run(TrainRun& run) {
     if (!run.given.count("--network") && !run.given.count("--seq-len")) return;  // the state's network
   }
   if (run.tensor > 1) {
-    if (run.zero > 0) throw InputError("--tp with --zero: not built together yet; give one of them");
     if (!run.save.empty() || !run.resume.empty()) {
       throw InputError("--tp with --save or --resume: saving a tensor-parallel training state is not built yet");
     }
@@ -55,7 +54,7 @@ void prepare_train_run(TrainRun& run) {
     }
   }
   const executor::Precision precision = executor::resolve_precision(run.precision, device);
-  if (!run.data_parallel() && precision.dtype == torch::kHalf) {
+  if (run.splits_layers() && precision.dtype == torch::kHalf) {
     throw InputError("--precision " + run.precision + " with --" + (run.pipeline > 1 ? "pp" : "tp") +
                      ": fp16 loss scaling across split ranks is not built; use bf16");
   }
@@ -118,26 +117,27 @@ executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& cal
                                            *run.world, std::chrono::milliseconds(static_cast<int64_t>(run.timeout_s * 1000)),
                                            executor::resolve_device(rank_device))
                                      : nullptr;
-  // Tensor-parallel groups within pipeline stages (Megatron's order, the
-  // tensor's ranks adjacent): this rank's stage's ranks, and the ranks of
-  // its share in every stage, one a stage.
-  const bool grid = collectives && run.tensor > 1 && run.pipeline > 1;
+  // Tensor-parallel groups within pipeline stages or data-parallel ranks
+  // (Megatron's order, a group's ranks adjacent): this rank's group, and the
+  // ranks of its share in every stage or data-parallel rank, one a group.
   const int rank = run.world ? run.world->rank : 0;
-  const auto stage_ranks = grid ? std::make_unique<executor::Collectives>(*collectives, "stage" + std::to_string(rank / run.tensor),
-                                                                          rank % run.tensor, run.tensor)
-                                : nullptr;
-  const auto share_ranks = grid ? std::make_unique<executor::Collectives>(*collectives, "share" + std::to_string(rank % run.tensor),
-                                                                          rank / run.tensor, run.pipeline)
-                                : nullptr;
-  executor::Collectives* tensor_ranks = grid ? stage_ranks.get() : collectives.get();
-  executor::Collectives* pipeline_ranks = grid ? share_ranks.get() : collectives.get();
+  const bool groups = collectives && run.tensor > 1 && run.world->size > run.tensor;
+  const auto group_ranks = groups ? std::make_unique<executor::Collectives>(*collectives, "group" + std::to_string(rank / run.tensor),
+                                                                            rank % run.tensor, run.tensor)
+                                  : nullptr;
+  const auto share_ranks = groups ? std::make_unique<executor::Collectives>(*collectives, "share" + std::to_string(rank % run.tensor),
+                                                                            rank / run.tensor, run.world->size / run.tensor)
+                                  : nullptr;
+  executor::Collectives* tensor_ranks = groups ? group_ranks.get() : collectives.get();
+  // The pipeline's stages, or the data-parallel ranks.
+  executor::Collectives* other_ranks = groups ? share_ranks.get() : run.tensor > 1 ? nullptr : collectives.get();
   executor::SessionOptions session_options;
   session_options.device = rank_device;
   session_options.precision = run.precision;
   session_options.data = run.data;
   session_options.seed = run.seed;
   session_options.lr = run.lr;
-  session_options.world = grid ? std::optional<executor::World>(pipeline_ranks->world()) : run.world;
+  if (other_ranks) session_options.world = other_ranks->world();
   session_options.zero = run.zero;
   session_options.pipeline = run.pipeline;
   if (collectives && run.tensor > 1) {
@@ -169,24 +169,30 @@ executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& cal
   if (!run.resume.empty()) executor::TrainingState::read(run.resume, device).restore(parts);
   const bool staged = collectives && run.pipeline > 1;
   const auto pipeline =
-      staged ? std::make_unique<executor::PipelineParallel>(*pipeline_ranks, network, run.micro_batches) : nullptr;
+      staged ? std::make_unique<executor::PipelineParallel>(*other_ranks, network, run.micro_batches) : nullptr;
   if (pipeline) options.forward_backward = [&pipeline](const executor::Batch& batch) { return pipeline->forward_backward(batch); };
-  const bool data_parallel = collectives && run.data_parallel();
-  const auto parallel = data_parallel && run.zero < 2 ? std::make_unique<executor::DataParallel>(*collectives, network) : nullptr;
+  const bool data_parallel = run.data_ranks() > 1;
+  const auto parallel = data_parallel && run.zero < 2 ? std::make_unique<executor::DataParallel>(*other_ranks, network) : nullptr;
   const auto sharded =
-      data_parallel && run.zero >= 2 ? std::make_unique<executor::ShardedDataParallel>(*collectives, network, run.zero) : nullptr;
+      data_parallel && run.zero >= 2 ? std::make_unique<executor::ShardedDataParallel>(*other_ranks, network, run.zero) : nullptr;
+  // After backward: the norms' gradients summed over a group that splits the
+  // tokens, then the data-parallel ranks' (the two sums commute).
+  const std::shared_ptr<executor::TensorGroup> splits_tokens =
+      session_options.tensor_group && session_options.tensor_group->splits_sequence() ? session_options.tensor_group : nullptr;
   if (parallel) {
     parallel->broadcast_parameters();
-    options.after_backward = [&parallel] { parallel->average_gradients(); };
     if (run.zero == 1) options.after_optimizer_step = [&parallel] { parallel->gather_shards(); };
-  }
-  if (const auto& group = session_options.tensor_group; group && group->splits_sequence()) {
-    options.after_backward = [&network, group] { executor::sum_replicated_gradients(network, *group); };
   }
   if (sharded) {
     sharded->broadcast_parameters();
-    options.after_backward = [&sharded] { sharded->reduce_gradients(); };
     options.after_optimizer_step = [&sharded] { sharded->gather_shards(); };
+  }
+  if (parallel || sharded || splits_tokens) {
+    options.after_backward = [&network, &parallel, &sharded, splits_tokens] {
+      if (splits_tokens) executor::sum_replicated_gradients(network, *splits_tokens);
+      if (parallel) parallel->average_gradients();
+      if (sharded) sharded->reduce_gradients();
+    };
   }
   const bool saves = !run.save.empty() && (!run.world || run.world->rank == 0);
 
@@ -205,7 +211,7 @@ executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& cal
   };
   options.record_stored_bytes = run.record_stored_bytes;
   options.on_step = [&](int step, int steps, double rank_loss) {
-    const double loss = data_parallel ? collectives->mean(rank_loss) : rank_loss;  // the global batch's
+    const double loss = data_parallel ? other_ranks->mean(rank_loss) : rank_loss;  // the global batch's
     progress.losses.push_back(loss);
     progress.steps_done = step;
     if (callbacks.on_step) callbacks.on_step(step, steps, loss);

@@ -48,15 +48,18 @@ struct TrainRun {
   // `micro_batches` of them, every stage drawing it whole.
   int pipeline = 1;
   int micro_batches = 0;  // 0: 2 a stage
-  // The job's ranks are a tensor-parallel group this large instead: every
-  // rank takes the whole `batch`.
+  // The job's ranks are tensor-parallel groups this large (Megatron's order:
+  // a group's ranks adjacent), each group a data-parallel rank: a group's
+  // ranks take the same `batch`.
   int tensor = 1;
   // With `tensor` > 1: the tokens between the projections split too
   // (sequence parallelism).
   bool sequence_parallel = true;
   int64_t global_batch() const { return pipeline > 1 ? batch * micro_batches : batch; }
-  // Whether the job's ranks split the batch between them.
-  bool data_parallel() const { return pipeline == 1 && tensor == 1; }
+  // Whether each rank holds some of the layers (tensor or pipeline parallelism).
+  bool splits_layers() const { return pipeline > 1 || tensor > 1; }
+  // The data-parallel ranks the job's ranks make: each a slice of the global batch.
+  int data_ranks() const { return world && pipeline == 1 ? world->size / tensor : 1; }
 };
 
 }  // namespace papaya::cli

@@ -14,7 +14,7 @@ std::unique_ptr<DataSource> make_data(const model::NetworkConfig& config, const 
                                       const SessionOptions& options) {
   auto data = options.data.empty() ? make_synthetic_data(config, device, options.seed)
                                    : make_file_data(options.data, config, device, options.seed);
-  const bool data_parallel = options.world && options.pipeline == 1 && !options.tensor_group;
+  const bool data_parallel = options.world && options.pipeline == 1;
   return data_parallel ? rank_slice(std::move(data), *options.world) : std::move(data);
 }
 

@@ -32,9 +32,10 @@ struct SessionOptions {
   // With `world`: its ranks are this many pipeline stages instead, each
   // drawing the whole global batch and stepping its own layers' weights.
   int pipeline = 1;
-  // With `world`: its ranks are a tensor-parallel group instead, each
-  // drawing the whole global batch and holding its share of every split
-  // layer (Network::split_tensors, before AdamW's state is made).
+  // This rank's tensor-parallel group, whose ranks draw the same batch
+  // (`world` the data-parallel ranks or pipeline stages the groups make, if
+  // any), each holding its share of every split layer
+  // (Network::split_tensors, before AdamW's state is made).
   std::shared_ptr<TensorGroup> tensor_group;
   uint64_t seed = 0;               // of the weights and the data
   Counted counted = Counted::allocator_blocks;  // what the memory tracker's bytes are on CUDA

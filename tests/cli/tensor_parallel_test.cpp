@@ -104,11 +104,50 @@ TEST(TensorParallel, WithinPipelineStagesFourRanksTrainAsOneProcess) {
   }
 }
 
+// Two tensor-parallel pairs as two data-parallel ranks, with ZeRO across
+// the pairs: the losses are one process's at the global batch, the ranks of
+// a pair hold the same bytes, a pair's two data-parallel ranks hold between
+// them twice the model's static bytes (its shares are their mean), and every
+// peak is the model's within 3 %.
+TEST(TensorParallel, PairsAsDataParallelRanksShardTheirStateWithZero) {
+  if (!built_with_gloo()) GTEST_SKIP() << "built without Gloo";
+  const TempDir dir("papaya-tp-dp");
+  const std::string model_file = profiled_model(dir, "llama-tiny");
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  const json single = json::parse(run_papaya("train --network llama-tiny --steps 3 --json --batch 4").out);
+  for (const int zero : {1, 2}) {
+    const std::string what = "--zero " + std::to_string(zero);
+    const Outcome grid = run_papaya("train --network llama-tiny --steps 3 --json --nproc 4 --tp 2 --batch 2 --timeout 60 " + what);
+    ASSERT_EQ(grid.code, 0) << grid.err;
+    const json ranks = json::parse(grid.out);
+    EXPECT_EQ(ranks["global_batch"], 4);
+    for (size_t i = 0; i < single["losses"].size(); ++i) {
+      const double loss = single["losses"][i];
+      EXPECT_NEAR(ranks["losses"][i].get<double>(), loss, 1e-5 * loss) << what << ", step " << i;
+    }
+    const Outcome predicted = run_papaya("predict " + model_file + " --batch 2 --gpus 4 --tp 2 --link ethernet-10g --json " + what);
+    ASSERT_EQ(predicted.code, 0) << predicted.err;
+    const json stage = json::parse(predicted.out)["plans"][0]["stages"][0];
+    ASSERT_EQ(ranks["ranks"].size(), 4u);
+    const auto held = [&](size_t r) { return ranks["ranks"][r]["static_bytes"].get<double>(); };
+    for (size_t tensor_rank = 0; tensor_rank < 2; ++tensor_rank) {
+      EXPECT_EQ(held(tensor_rank), held(1 - tensor_rank)) << what;  // a pair's ranks
+      EXPECT_NEAR(held(tensor_rank) + held(2 + tensor_rank), 2 * stage["static_bytes"].get<double>(), 1) << what;
+    }
+    for (size_t r = 0; r < 4; ++r) {
+      const double measured = ranks["ranks"][r]["peak_bytes"], peak = stage["peak_bytes"];
+      EXPECT_LT(std::abs(peak - measured), 0.03 * measured) << what << ", rank " << r;
+    }
+  }
+}
+
 TEST(TensorParallel, ImpossibleSplitsFailWithOneLine) {
   expect_input_error("train --network llama-tiny --tp 2", "--nproc 2");
   expect_input_error("train --network llama-tiny --nproc 2 --tp 3", "--nproc 3");
   expect_input_error("train --network llama-tiny --nproc 2 --tp 2 --pp 2", "--nproc 4");
-  expect_input_error("train --network llama-tiny --nproc 2 --tp 2 --zero 1", "--zero");
+  expect_input_error("train --network llama-tiny --nproc 2 --tp 2 --zero 1", "one tensor-parallel group");
+  expect_input_error("train --network llama-tiny --nproc 3 --tp 2", "--nproc 2 or a multiple of it");
+  expect_input_error("train --network llama-tiny --nproc 4 --tp 2 --pp 2 --zero 1", "--zero");
   expect_input_error("train --network gpt-tiny --nproc 2 --tp 2", "bias");  // added once, after the sum
   expect_input_error("train --network mlp-tiny --nproc 2 --tp 2", "decoder LMs");
   expect_input_error("train --network llama-tiny --sp off", "--sp goes with --tp");
