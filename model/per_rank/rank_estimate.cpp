@@ -39,44 +39,47 @@ size_t first_backward_point(const PlanSpace& space) {
   return points.size() - 1;
 }
 
-// The bytes of the tensors saved for backward held at that point.
-double saved_for_backward(const PlanSpace& space, const Assignment& assignment) {
-  const TimelineParts parts = space.timeline_parts(assignment);
-  const size_t at = first_backward_point(space);
-  double saved = 0;
-  for (const HeldBand& band : parts.bands) {
-    if (band.name.rfind("saved", 0) == 0) saved += band.bytes[at];
-  }
-  return saved;
-}
-
-// The activation a stage after the first receives, held from its forward
-// to the end of its backward (its input's gradient is sent back from it),
-// where its first layer does not save it as it is (another form, or not at
-// all): bytes at the space's micro-batch.
-double received_bytes(const PlanSpace& space, const Assignment& assignment, const LayerModel& stage, const StageSpan& span,
-                      double input_per_sample) {
-  if (span.first) return 0;
+// Whether the stage's first layer saves its input, the activation the
+// stage received, as it is (raw) under `assignment`: itself, or as the input
+// of a recomputed segment it begins.
+bool saves_its_input_raw(const PlanSpace& space, const Assignment& assignment, const LayerModel& stage) {
   const std::string input_key = stage.layers.front().path + ":input";
-  const int at = static_cast<int>(first_backward_point(space));
-  for (const plan_space::Slot& slot : space.slots()) {
-    if (slot.key != input_key) continue;
-    for (const HeldTensor& t : space.timeline_parts(assignment).tensors) {
-      // The received tensor itself, held into backward.
-      if (t.storage == slot.storage && t.form == "raw" && t.from <= at && at <= t.to) return 0;
+  const auto& slots = space.slots();
+  for (size_t i = 0; i < slots.size(); ++i) {
+    if (slots[i].key != input_key) continue;
+    const auto& segments = space.segments();
+    for (size_t s = 0; s < segments.size(); ++s) {
+      if (assignment.segments[s].recompute && segments[s].first_layer <= slots[i].layer &&
+          slots[i].layer <= segments[s].last_layer) {
+        return segments[s].input_storage == slots[i].storage && assignment.segments[s].input.is_keep();
+      }
     }
+    return assignment.slots[i].is_keep();
   }
-  return static_cast<double>(space.batch()) * input_per_sample;
+  return false;
 }
 
 // What one more micro-batch in flight holds, as Megatron-LM's 1F1B (and
 // papaya's) holds it: the tensors its layers saved for backward (the part
 // that grows with the batch: one micro-batch's more at twice the
-// micro-batch) and what it received. Not the stage's output, whose values
-// go once sent, nor its layers' half-precision weight copies, held once
-// whatever it runs.
-double activation_bytes(const PlanSpace& space, const Assignment& assignment, double received) {
-  return saved_for_backward(space.at_batch(2 * space.batch()), assignment) - saved_for_backward(space, assignment) + received;
+// micro-batch) and, after the first stage, the activation it received,
+// held from its forward to the end of its backward (its input's gradient is
+// sent back from it) where its first layer does not save it as it is. Not
+// the stage's output, whose values go once sent, nor its layers'
+// half-precision weight copies, held once whatever it runs.
+struct InFlightBytes {
+  double received = 0, activations = 0;
+};
+InFlightBytes in_flight_bytes(const PlanSpace& space, const Assignment& assignment, const LayerModel& stage,
+                              const StageSpan& span, double input_per_sample) {
+  const size_t at = first_backward_point(space);
+  InFlightBytes out;
+  if (!span.first && !saves_its_input_raw(space, assignment, stage)) {
+    out.received = static_cast<double>(space.batch()) * input_per_sample;
+  }
+  out.activations = space.at_batch(2 * space.batch()).saved_bytes(assignment, at) - space.saved_bytes(assignment, at) +
+                    out.received;
+  return out;
 }
 
 struct StageComm {
@@ -232,10 +235,10 @@ const LayoutPricer::StagePrice& LayoutPricer::price(Stage& st, const ParallelLay
   const Estimate estimate = with_data.evaluate(assignment), by_itself = alone.evaluate(assignment);
   StagePrice p;
   p.comm = stage_comm(st.model, st.alone, plan, layout, links, whole_output_, span);
-  const double received = received_bytes(with_data, assignment, st.model, span, st.input_bytes_per_sample);
-  p.peak = estimate.peak_bytes + p.comm.context_buffer_bytes + (estimate.peak_in_optimizer_step ? 0 : received);
+  const InFlightBytes in_flight = in_flight_bytes(with_data, assignment, st.model, span, st.input_bytes_per_sample);
+  p.peak = estimate.peak_bytes + p.comm.context_buffer_bytes + (estimate.peak_in_optimizer_step ? 0 : in_flight.received);
   p.peak_at = peak_location(st.model, estimate);
-  p.activations = activation_bytes(with_data, assignment, received);
+  p.activations = in_flight.activations;
   p.held = shard(whole_static(st.model), data_ranks, layout.zero_stage);
   const double optimizer_whole = st.alone.optimizer_seconds.at(layout.micro_batch);
   p.optimizer = layout.zero_stage >= 1 ? optimizer_whole / data_ranks : optimizer_whole;

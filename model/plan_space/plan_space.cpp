@@ -57,6 +57,10 @@ TimelineParts PlanSpace::timeline_parts(const Assignment& assignment) const {
   return plan_space::parts_of(*at_, plan_space::hold(*at_, assignment));
 }
 
+double PlanSpace::saved_bytes(const Assignment& assignment, size_t point) const {
+  return plan_space::saved_bytes_at(*at_, plan_space::hold(*at_, assignment), static_cast<int>(point));
+}
+
 Assignment PlanSpace::assignment(const Plan& plan) const {
   const plan_space::Index& ix = *at_->index;
   Assignment a;

@@ -90,6 +90,8 @@ class PlanSpace {
   // transients at R points, elsewhere layers' working memory and gradients
   // in flight. Bands that are 0 everywhere are left out.
   TimelineParts timeline_parts(const Assignment& assignment) const;
+  // The saved bands' bytes at point `point` alone, without the timeline.
+  double saved_bytes(const Assignment& assignment, size_t point) const;
 
   // What decisions do to the timeline, exactly: timeline() of the keep
   // assignment with only those decisions made, minus timeline() of keep.

@@ -12,6 +12,55 @@
 
 namespace papaya::model::plan_space {
 
+namespace {
+
+// Each storage's saved copies and raw spans (`saved`) and the codec scratch
+// they take (`scratch`), storage by storage.
+template <typename Saved, typename Scratch>
+void walk_saved(const AtBatch& at, const Held& h, Saved saved, Scratch scratch) {
+  const Index& ix = *at.index;
+  Changes changes;
+  std::vector<StorageChange> kinds;
+  for (size_t g = 0; g < ix.storages.size(); ++g) {
+    changes.clear();
+    kinds.clear();
+    add_storage(at, static_cast<int>(g), h.storages[g], 1, changes, &kinds);
+    for (size_t k = 0; k < changes.size(); ++k) {
+      switch (kinds[k].kind) {
+        case StorageChange::Kind::keep_storage: break;  // inside keep's figures, which the rest is
+        case StorageChange::Kind::scratch: scratch(changes[k]); break;
+        case StorageChange::Kind::raw:
+        case StorageChange::Kind::copy: saved(static_cast<int>(g), changes[k], kinds[k]); break;
+      }
+    }
+  }
+}
+
+// The stored forms and raw spans of the storages `h` saves for backward;
+// the codec scratch they take added to `scratch`.
+std::vector<HeldTensor> saved_tensors(const AtBatch& at, const Held& h, Changes& scratch) {
+  std::vector<HeldTensor> tensors;
+  walk_saved(
+      at, h,
+      [&](int storage, const Change& c, const StorageChange& kind) {
+        const std::string form = kind.kind == StorageChange::Kind::raw ? "raw" : kind.strategy.name();
+        tensors.push_back({storage, form, c.from, c.to, c.bytes});
+      },
+      [&](const Change& c) { scratch.push_back(c); });
+  return tensors;
+}
+
+}  // namespace
+
+double saved_bytes_at(const AtBatch& at, const Held& h, int point) {
+  double bytes = 0;
+  walk_saved(
+      at, h,
+      [&](int, const Change& c, const StorageChange&) { bytes += c.from <= point && point <= c.to ? c.bytes : 0; },
+      [](const Change&) {});
+  return bytes;
+}
+
 TimelineParts parts_of(const AtBatch& at, const Held& h) {
   const Index& ix = *at.index;
   const DataParallel& world = at.target().data_parallel;
@@ -49,25 +98,10 @@ TimelineParts parts_of(const AtBatch& at, const Held& h) {
   std::vector<std::string> forms;
   std::map<std::string, Changes> by_form;
   Changes scratch;
-  for (size_t g = 0; g < ix.storages.size(); ++g) {
-    Changes changes;
-    std::vector<StorageChange> kinds;
-    add_storage(at, static_cast<int>(g), h.storages[g], 1, changes, &kinds);
-    for (size_t k = 0; k < changes.size(); ++k) {
-      const Change& c = changes[k];
-      switch (kinds[k].kind) {
-        case StorageChange::Kind::keep_storage: break;  // inside keep's figures, which the rest is
-        case StorageChange::Kind::scratch: scratch.push_back(c); break;
-        case StorageChange::Kind::raw:
-        case StorageChange::Kind::copy: {
-          const std::string form = kinds[k].kind == StorageChange::Kind::raw ? "raw" : kinds[k].strategy.name();
-          if (!by_form.count(form)) forms.push_back(form);
-          by_form[form].push_back(c);
-          parts.tensors.push_back({static_cast<int>(g), form, c.from, c.to, c.bytes});
-          break;
-        }
-      }
-    }
+  parts.tensors = saved_tensors(at, h, scratch);
+  for (const HeldTensor& t : parts.tensors) {
+    if (!by_form.count(t.form)) forms.push_back(t.form);
+    by_form[t.form].push_back({t.from, t.to, t.bytes});
   }
   for (const std::string& form : forms) band("saved " + form) = summed(at, by_form[form]);
   band("codec scratch") = summed(at, scratch);
