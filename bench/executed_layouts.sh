@@ -8,7 +8,8 @@
 # with and without sequence parallelism),
 # each under keep, recompute-all, recompute-attention and quantize-4; then
 # four ranks: tensor-parallel pairs as two pipeline stages (with and without
-# sequence parallelism) and as two data-parallel ranks (ZeRO-0 to 3).
+# sequence parallelism) and as two data-parallel ranks (ZeRO-0 to 3), and
+# two-stage pipelines as two data-parallel ranks (ZeRO-0 and 1).
 #
 # Printed (Markdown): each rank's measured peak, the model's, the error;
 # and whether the losses are one process's at the same global batch (every
@@ -67,7 +68,8 @@ TP=2, SP|--batch 4 --tp 2 --sp on|4|--batch 4 --gpus 2 --tp 2 --sp on --link eth
 LAYOUTS
 
 echo
-echo "Four ranks (rank 0 and rank 2: the first pair's first rank, the second pair's):"
+echo "Four ranks (rank 0 and rank 2: the first pair's first rank and the second pair's, the last stage's"
+echo "first where the pairs are pipeline stages):"
 echo
 table 4 0 0 2 1 <<'LAYOUTS'
 TP=2 x PP=2, SP|--batch 2 --tp 2 --pp 2 --micro-batches 4 --sp on|8|--batch 2 --gpus 4 --tp 2 --pp 2 --global-batch 8 --sp on --link ethernet-10g
@@ -76,4 +78,6 @@ TP=2 x DP=2, ZeRO-0|--batch 2 --tp 2 --zero 0|4|--batch 2 --gpus 4 --tp 2 --zero
 TP=2 x DP=2, ZeRO-1|--batch 2 --tp 2 --zero 1|4|--batch 2 --gpus 4 --tp 2 --zero 1 --link ethernet-10g
 TP=2 x DP=2, ZeRO-2|--batch 2 --tp 2 --zero 2|4|--batch 2 --gpus 4 --tp 2 --zero 2 --link ethernet-10g
 TP=2 x DP=2, ZeRO-3|--batch 2 --tp 2 --zero 3|4|--batch 2 --gpus 4 --tp 2 --zero 3 --link ethernet-10g
+PP=2 x DP=2|--batch 2 --pp 2 --micro-batches 4 --zero 0|16|--batch 2 --gpus 4 --pp 2 --global-batch 16 --zero 0 --link ethernet-10g
+PP=2 x DP=2, ZeRO-1|--batch 2 --pp 2 --micro-batches 4 --zero 1|16|--batch 2 --gpus 4 --pp 2 --global-batch 16 --zero 1 --link ethernet-10g
 LAYOUTS

@@ -80,7 +80,7 @@ struct Trained {
 
 // A job's global batch: its ranks' batches, or a pipeline's micro-batches.
 int64_t global_batch(const Trained& t) {
-  return t.run.pipeline > 1 ? t.run.global_batch() : t.setup.batch * t.run.data_ranks();
+  return (t.run.pipeline > 1 ? t.run.global_batch() : t.setup.batch) * t.run.data_ranks();
 }
 
 // A job's pace: its global batch over its slowest rank's median step.
@@ -363,28 +363,26 @@ void register_train(CLI::App& app) {
     }
     if (args->run.save_every > 0 && args->run.save.empty()) throw InputError("--save-every needs --save FILE");
     args->run.world = executor::world_from_environment();
-    // The ranks are t x p (tensor-parallel groups within pipeline stages) or t x d.
+    // The ranks are t x d x p: tensor-parallel groups, data-parallel ranks, pipeline stages.
     const int ranks = args->run.world ? args->run.world->size : args->nproc;
     const int grid = args->run.pipeline * args->run.tensor;
-    if (args->run.pipeline > 1 && grid != ranks) {
-      throw InputError("--pp " + std::to_string(args->run.pipeline) + " runs that many pipeline stages" +
-                       (args->run.tensor > 1 ? " of --tp " + std::to_string(args->run.tensor) + " ranks" : ", one a rank") +
-                       ": give --nproc " + std::to_string(grid));
-    }
     if (args->run.micro_batches > 0 && args->run.pipeline == 1) throw InputError("--micro-batches goes with --pp");
-    if (args->run.tensor > 1 && args->run.pipeline > 1 && grid != ranks) {
-      throw InputError("--tp " + std::to_string(args->run.tensor) + " splits the layers across that many ranks in each of --pp " +
-                       std::to_string(args->run.pipeline) + " stages: give --nproc " + std::to_string(grid));
-    }
-    if (args->run.tensor > 1 && (ranks < args->run.tensor || ranks % args->run.tensor != 0)) {
-      throw InputError("--tp " + std::to_string(args->run.tensor) + " splits the layers across that many ranks" +
-                       ", each group a data-parallel rank: give --nproc " + std::to_string(args->run.tensor) +
+    if (grid > 1 && (ranks < grid || ranks % grid != 0)) {
+      const std::string layers = args->run.pipeline > 1 && args->run.tensor > 1
+                                     ? "--pp " + std::to_string(args->run.pipeline) + " stages of --tp " +
+                                           std::to_string(args->run.tensor) + " ranks"
+                                 : args->run.pipeline > 1 ? "--pp " + std::to_string(args->run.pipeline) + " stages, one rank each,"
+                                                          : "--tp " + std::to_string(args->run.tensor) + " ranks";
+      throw InputError(layers + " hold the layers of one data-parallel rank: give --nproc " + std::to_string(grid) +
                        " or a multiple of it");
     }
-    if (args->run.zero > 0 && args->run.tensor > 1 && ranks == args->run.tensor) {
+    if (args->run.zero > 0 && grid > 1 && ranks == grid) {
       throw InputError("--zero " + std::to_string(args->run.zero) + " shards the static state across data-parallel ranks; --nproc " +
-                       std::to_string(ranks) + " with --tp " + std::to_string(args->run.tensor) +
-                       " makes one tensor-parallel group: give --nproc a larger multiple of " + std::to_string(args->run.tensor));
+                       std::to_string(ranks) + " makes one data-parallel rank of " +
+                       (args->run.pipeline > 1 ? "--pp " + std::to_string(args->run.pipeline) : "") +
+                       (args->run.pipeline > 1 && args->run.tensor > 1 ? " x " : "") +
+                       (args->run.tensor > 1 ? "--tp " + std::to_string(args->run.tensor) : "") +
+                       ": give --nproc a larger multiple of " + std::to_string(grid));
     }
     args->run.sequence_parallel = args->sp == "on";
     if (cmd->get_option("--sp")->count() > 0 && args->run.tensor == 1) throw InputError("--sp goes with --tp");

@@ -43,7 +43,10 @@ void prepare_train_run(TrainRun& run) {
     }
   }
   if (run.pipeline > 1) {
-    if (run.zero > 0) throw InputError("--pp with --zero: pipeline stages with ZeRO are not built; give one of them");
+    if (run.zero >= 2) {
+      throw InputError("--pp with --zero " + std::to_string(run.zero) +
+                       ": pipeline stages shard only AdamW's state (ZeRO-1, Megatron-LM's distributed optimizer); give --zero 1");
+    }
     if (run.micro_batches == 0) run.micro_batches = 2 * run.pipeline;
     if (run.micro_batches < run.pipeline) {
       throw InputError("--micro-batches " + std::to_string(run.micro_batches) + " for --pp " + std::to_string(run.pipeline) +
@@ -117,32 +120,36 @@ executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& cal
                                            *run.world, std::chrono::milliseconds(static_cast<int64_t>(run.timeout_s * 1000)),
                                            executor::resolve_device(rank_device))
                                      : nullptr;
-  // Tensor-parallel groups within pipeline stages or data-parallel ranks
-  // (Megatron's order, a group's ranks adjacent): this rank's group, and the
-  // ranks of its share in every stage or data-parallel rank, one a group.
+  // The job's ranks in Megatron-LM's order: a tensor-parallel group's
+  // adjacent, then the data-parallel ranks, then the pipeline stages. Each
+  // kind of group over the job's ranks if it is all of them, else a
+  // subgroup of them (none where it is one rank).
   const int rank = run.world ? run.world->rank : 0;
-  const bool groups = collectives && run.tensor > 1 && run.world->size > run.tensor;
-  const auto group_ranks = groups ? std::make_unique<executor::Collectives>(*collectives, "group" + std::to_string(rank / run.tensor),
-                                                                            rank % run.tensor, run.tensor)
-                                  : nullptr;
-  const auto share_ranks = groups ? std::make_unique<executor::Collectives>(*collectives, "share" + std::to_string(rank % run.tensor),
-                                                                            rank / run.tensor, run.world->size / run.tensor)
-                                  : nullptr;
-  executor::Collectives* tensor_ranks = groups ? group_ranks.get() : collectives.get();
-  // The pipeline's stages, or the data-parallel ranks.
-  executor::Collectives* other_ranks = groups ? share_ranks.get() : run.tensor > 1 ? nullptr : collectives.get();
+  const int data = run.data_ranks();
+  const int tensor_rank = rank % run.tensor, data_rank = rank / run.tensor % data, stage = rank / (run.tensor * data);
+  const auto subgroup = [&](int size, const std::string& name, int member) -> std::unique_ptr<executor::Collectives> {
+    if (!collectives || size <= 1 || size == run.world->size) return nullptr;
+    return std::make_unique<executor::Collectives>(*collectives, name, member, size);
+  };
+  const auto tensor_group = subgroup(run.tensor, "tensor" + std::to_string(rank / run.tensor), tensor_rank);
+  const auto data_group = subgroup(data, "data" + std::to_string(tensor_rank) + "." + std::to_string(stage), data_rank);
+  const auto stage_group = subgroup(run.pipeline, "stages" + std::to_string(tensor_rank) + "." + std::to_string(data_rank), stage);
+  const auto ranks_of = [&](int size, const std::unique_ptr<executor::Collectives>& group) -> executor::Collectives* {
+    return !collectives || size <= 1 ? nullptr : group ? group.get() : collectives.get();
+  };
+  executor::Collectives* const tensor_ranks = ranks_of(run.tensor, tensor_group);
+  executor::Collectives* const data_ranks = ranks_of(data, data_group);
+  executor::Collectives* const pipeline_ranks = ranks_of(run.pipeline, stage_group);
   executor::SessionOptions session_options;
   session_options.device = rank_device;
   session_options.precision = run.precision;
   session_options.data = run.data;
   session_options.seed = run.seed;
   session_options.lr = run.lr;
-  if (other_ranks) session_options.world = other_ranks->world();
+  if (data_ranks) session_options.world = data_ranks->world();
   session_options.zero = run.zero;
-  session_options.pipeline = run.pipeline;
-  if (collectives && run.tensor > 1) {
-    session_options.tensor_group = executor::tensor_group(*tensor_ranks, run.sequence_parallel);
-  }
+  if (pipeline_ranks) session_options.stages = pipeline_ranks->world();
+  if (tensor_ranks) session_options.tensor_group = executor::tensor_group(*tensor_ranks, run.sequence_parallel);
   if (run.resume.empty() && !run.network_config) throw std::logic_error("train_run: the run is not prepared");
   executor::Session session(*executor::source_for(run.resume.empty() ? *run.network_config : recorded_config(run, recorded)),
                             session_options);
@@ -167,14 +174,15 @@ executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& cal
   options.lr = run.lr;
   const executor::TrainingParts parts{network, *session.optimizer, *session.data, applied};
   if (!run.resume.empty()) executor::TrainingState::read(run.resume, device).restore(parts);
-  const bool staged = collectives && run.pipeline > 1;
   const auto pipeline =
-      staged ? std::make_unique<executor::PipelineParallel>(*other_ranks, network, run.micro_batches) : nullptr;
+      pipeline_ranks ? std::make_unique<executor::PipelineParallel>(*pipeline_ranks, network, run.micro_batches) : nullptr;
   if (pipeline) options.forward_backward = [&pipeline](const executor::Batch& batch) { return pipeline->forward_backward(batch); };
-  const bool data_parallel = run.data_ranks() > 1;
-  const auto parallel = data_parallel && run.zero < 2 ? std::make_unique<executor::DataParallel>(*other_ranks, network) : nullptr;
+  const auto parallel = data_ranks && run.zero < 2 ? std::make_unique<executor::DataParallel>(
+                                                        *data_ranks, pipeline_ranks ? executor::stage_parameters(network, stage, run.pipeline)
+                                                                                    : network.trainable_parameters())
+                                                  : nullptr;
   const auto sharded =
-      data_parallel && run.zero >= 2 ? std::make_unique<executor::ShardedDataParallel>(*other_ranks, network, run.zero) : nullptr;
+      data_ranks && run.zero >= 2 ? std::make_unique<executor::ShardedDataParallel>(*data_ranks, network, run.zero) : nullptr;
   // After backward: the norms' gradients summed over a group that splits the
   // tokens, then the data-parallel ranks' (the two sums commute).
   const std::shared_ptr<executor::TensorGroup> splits_tokens =
@@ -211,7 +219,7 @@ executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& cal
   };
   options.record_stored_bytes = run.record_stored_bytes;
   options.on_step = [&](int step, int steps, double rank_loss) {
-    const double loss = data_parallel ? other_ranks->mean(rank_loss) : rank_loss;  // the global batch's
+    const double loss = data_ranks ? data_ranks->mean(rank_loss) : rank_loss;  // the global batch's
     progress.losses.push_back(loss);
     progress.steps_done = step;
     if (callbacks.on_step) callbacks.on_step(step, steps, loss);

@@ -43,9 +43,9 @@ struct TrainRun {
   std::optional<executor::World> world;
   double timeout_s = 300;
   int zero = 0;  // 1-3: ZeRO, the static state sharded across the ranks
-  // The job's ranks are this many pipeline stages (1F1B) instead of
-  // data-parallel ranks: `batch` is a micro-batch, the global batch
-  // `micro_batches` of them, every stage drawing it whole.
+  // The job's ranks make this many pipeline stages (1F1B), each of as many
+  // ranks as the others: `batch` is a micro-batch, a pipeline's batch
+  // `micro_batches` of them, every stage of it drawing it whole.
   int pipeline = 1;
   int micro_batches = 0;  // 0: 2 a stage
   // The job's ranks are tensor-parallel groups this large (Megatron's order:
@@ -59,7 +59,7 @@ struct TrainRun {
   // Whether each rank holds some of the layers (tensor or pipeline parallelism).
   bool splits_layers() const { return pipeline > 1 || tensor > 1; }
   // The data-parallel ranks the job's ranks make: each a slice of the global batch.
-  int data_ranks() const { return world && pipeline == 1 ? world->size / tensor : 1; }
+  int data_ranks() const { return world ? world->size / (tensor * pipeline) : 1; }
 };
 
 }  // namespace papaya::cli

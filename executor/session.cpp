@@ -14,8 +14,7 @@ std::unique_ptr<DataSource> make_data(const model::NetworkConfig& config, const 
                                       const SessionOptions& options) {
   auto data = options.data.empty() ? make_synthetic_data(config, device, options.seed)
                                    : make_file_data(options.data, config, device, options.seed);
-  const bool data_parallel = options.world && options.pipeline == 1;
-  return data_parallel ? rank_slice(std::move(data), *options.world) : std::move(data);
+  return options.world ? rank_slice(std::move(data), *options.world) : std::move(data);
 }
 
 std::shared_ptr<Network> make_network(const NetworkSource& source, const torch::Device& device, const Precision& precision,
@@ -31,14 +30,16 @@ std::shared_ptr<Network> make_network(const NetworkSource& source, const torch::
   return network;
 }
 
-// What this process's optimizer steps: a ZeRO rank's shard, a pipeline
-// stage's layers' weights, or (nullopt) every trained weight.
+// What this process's optimizer steps: a pipeline stage's layers' weights,
+// a ZeRO rank's shard of them (or of every trained weight), or (nullopt)
+// every trained weight.
 std::optional<std::vector<torch::Tensor>> trained_here(const Network& network, const SessionOptions& options) {
-  if (!options.world) return std::nullopt;
-  const auto rank = static_cast<size_t>(options.world->rank);
-  if (options.pipeline > 1) return stage_parameters(network, options.world->rank, options.world->size);
-  if (options.zero >= 1) return shards(network, options.world->size)[rank];
-  return std::nullopt;
+  if (!options.stages && !(options.world && options.zero >= 1)) return std::nullopt;
+  const std::vector<torch::Tensor> mine = options.stages
+                                              ? stage_parameters(network, options.stages->rank, options.stages->size)
+                                              : network.trainable_parameters();
+  if (options.world && options.zero >= 1) return shards(mine, options.world->size)[static_cast<size_t>(options.world->rank)];
+  return mine;
 }
 
 }  // namespace

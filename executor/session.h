@@ -27,15 +27,15 @@ struct SessionOptions {
   std::string device = "cpu";      // cpu, cuda, cuda:N
   std::string precision = "fp32";  // fp32, bf16, amp-bf16, amp-fp16
   std::string data;                // a file (make_file_data); "": synthetic data
-  std::optional<World> world;      // a data-parallel rank: its slice of each global batch
-  int zero = 0;                    // 1-3: with `world`, AdamW steps this rank's shard only (ZeRO)
-  // With `world`: its ranks are this many pipeline stages instead, each
-  // drawing the whole global batch and stepping its own layers' weights.
-  int pipeline = 1;
-  // This rank's tensor-parallel group, whose ranks draw the same batch
-  // (`world` the data-parallel ranks or pipeline stages the groups make, if
-  // any), each holding its share of every split layer
-  // (Network::split_tensors, before AdamW's state is made).
+  std::optional<World> world;   // a data-parallel rank: its slice of each global batch
+  int zero = 0;                 // 1-3: with `world`, AdamW steps this rank's shard only (ZeRO)
+  // A pipeline stage of so many: it holds and steps its own layers' weights
+  // (of which, with `world` and ZeRO-1, its shard), every stage of a
+  // pipeline drawing the same batch.
+  std::optional<World> stages;
+  // This rank's tensor-parallel group, whose ranks draw the same batch,
+  // each holding its share of every split layer (Network::split_tensors,
+  // before AdamW's state is made).
   std::shared_ptr<TensorGroup> tensor_group;
   uint64_t seed = 0;               // of the weights and the data
   Counted counted = Counted::allocator_blocks;  // what the memory tracker's bytes are on CUDA

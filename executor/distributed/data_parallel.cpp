@@ -5,8 +5,7 @@
 
 namespace papaya::executor {
 
-std::vector<GradientBucket> gradient_buckets(const Network& network, int64_t bucket_bytes) {
-  const auto parameters = network.trainable_parameters();
+std::vector<GradientBucket> gradient_buckets(const std::vector<torch::Tensor>& parameters, int64_t bucket_bytes) {
   std::vector<GradientBucket> buckets;
   int64_t bytes = bucket_bytes;
   for (auto it = parameters.rbegin(); it != parameters.rend(); ++it) {
@@ -23,13 +22,14 @@ std::vector<GradientBucket> gradient_buckets(const Network& network, int64_t buc
   return buckets;
 }
 
-DataParallel::DataParallel(Collectives& collectives, Network& network, int64_t bucket_bytes) : collectives_(collectives) {
-  for (GradientBucket& layout : gradient_buckets(network, bucket_bytes)) {
+DataParallel::DataParallel(Collectives& collectives, const std::vector<torch::Tensor>& parameters, int64_t bucket_bytes)
+    : collectives_(collectives) {
+  for (GradientBucket& layout : gradient_buckets(parameters, bucket_bytes)) {
     buckets_.emplace_back();
     static_cast<GradientBucket&>(buckets_.back()) = std::move(layout);
   }
   std::unordered_map<const void*, int> owners;  // parameter -> the rank whose shard it is in
-  const auto by_rank = shards(network, collectives.world().size);
+  const auto by_rank = shards(parameters, collectives.world().size);
   for (size_t r = 0; r < by_rank.size(); ++r) {
     for (const auto& p : by_rank[r]) owners[p.unsafeGetTensorImpl()] = static_cast<int>(r);
   }
@@ -129,8 +129,7 @@ void DataParallel::average_gradients() {
 
 void DataParallel::gather_shards() { broadcast_values(true); }
 
-std::vector<std::vector<torch::Tensor>> shards(const Network& network, int ranks) {
-  const auto parameters = network.trainable_parameters();
+std::vector<std::vector<torch::Tensor>> shards(const std::vector<torch::Tensor>& parameters, int ranks) {
   int64_t total = 0;
   for (const auto& p : parameters) total += p.numel();
   std::vector<std::vector<torch::Tensor>> out(static_cast<size_t>(ranks));

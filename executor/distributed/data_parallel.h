@@ -18,19 +18,21 @@
 
 namespace papaya::executor {
 
-// Trained parameters in backward's order (the last layers' first), in runs
-// of about `bucket_bytes`: what goes on the wire together, end to end in
-// one flat buffer.
+// `parameters` (trained, in the network's order) in backward's order (the
+// last layers' first), in runs of about `bucket_bytes`: what goes on the
+// wire together, end to end in one flat buffer.
 struct GradientBucket {
   std::vector<torch::Tensor> parameters;
   std::vector<int64_t> offsets;  // of each in the flat buffer
   int64_t numel = 0;
 };
-std::vector<GradientBucket> gradient_buckets(const Network& network, int64_t bucket_bytes);
+std::vector<GradientBucket> gradient_buckets(const std::vector<torch::Tensor>& parameters, int64_t bucket_bytes);
 
 class DataParallel {
  public:
-  DataParallel(Collectives& collectives, Network& network, int64_t bucket_bytes = int64_t{25} << 20);
+  // Over `parameters`: a network's trained ones, or a pipeline stage's.
+  DataParallel(Collectives& collectives, const std::vector<torch::Tensor>& parameters,
+               int64_t bucket_bytes = int64_t{25} << 20);
   ~DataParallel();  // removes its gradient hooks
   DataParallel(const DataParallel&) = delete;
   DataParallel& operator=(const DataParallel&) = delete;
@@ -69,9 +71,9 @@ class DataParallel {
   int sent_during_backward_ = 0;
 };
 
-// The parameters in `ranks` contiguous runs of about equal elements: rank
-// r's shard of the optimizer's state under ZeRO-1.
-std::vector<std::vector<torch::Tensor>> shards(const Network& network, int ranks);
+// `parameters` (trained, in the network's order) in `ranks` contiguous runs
+// of about equal elements: rank r's shard of the optimizer's state under ZeRO-1.
+std::vector<std::vector<torch::Tensor>> shards(const std::vector<torch::Tensor>& parameters, int ranks);
 
 // A source whose every batch is this rank's part of the global batch: the
 // samples `source` gives one process at batch_size x world.size, split by

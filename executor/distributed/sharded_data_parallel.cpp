@@ -41,13 +41,13 @@ ShardedDataParallel::ShardedDataParallel(Collectives& collectives, Network& netw
     throw InputError("ZeRO stage " + std::to_string(zero_stage) + ": sharded data parallelism is stage 2 or 3");
   }
   const int rank = collectives.world().rank;
-  const auto by_rank = shards(network, collectives.world().size);
+  const auto by_rank = shards(network.trainable_parameters(), collectives.world().size);
   for (size_t r = 0; r < by_rank.size(); ++r) {
     for (const auto& p : by_rank[r]) owner_[key(p)] = static_cast<int>(r);
   }
   owned_ = by_rank[static_cast<size_t>(rank)];
   const auto parameters = network.trainable_parameters();
-  for (GradientBucket& layout : gradient_buckets(network, bucket_bytes)) {
+  for (GradientBucket& layout : gradient_buckets(network.trainable_parameters(), bucket_bytes)) {
     buckets_.emplace_back();
     Bucket& bucket = buckets_.back();
     static_cast<GradientBucket&>(bucket) = std::move(layout);

@@ -145,7 +145,7 @@ TEST(TensorParallel, ImpossibleSplitsFailWithOneLine) {
   expect_input_error("train --network llama-tiny --tp 2", "--nproc 2");
   expect_input_error("train --network llama-tiny --nproc 2 --tp 3", "--nproc 3");
   expect_input_error("train --network llama-tiny --nproc 2 --tp 2 --pp 2", "--nproc 4");
-  expect_input_error("train --network llama-tiny --nproc 2 --tp 2 --zero 1", "one tensor-parallel group");
+  expect_input_error("train --network llama-tiny --nproc 2 --tp 2 --zero 1", "one data-parallel rank of --tp 2");
   expect_input_error("train --network llama-tiny --nproc 3 --tp 2", "--nproc 2 or a multiple of it");
   expect_input_error("train --network llama-tiny --nproc 4 --tp 2 --pp 2 --zero 1", "--zero");
   expect_input_error("train --network gpt-tiny --nproc 2 --tp 2", "bias");  // added once, after the sum

@@ -28,8 +28,8 @@ struct Trained {
 Trained trained(Network& network, DataSource& data, int64_t batch, Collectives* collectives, int zero = 0) {
   const auto optimizer = make_optimizer(
       network, 1e-3, 0.01,
-      zero >= 1 ? std::optional(shards(network, 2)[static_cast<size_t>(collectives->world().rank)]) : std::nullopt);
-  const auto parallel = collectives && zero < 2 ? std::make_unique<DataParallel>(*collectives, network, 4096) : nullptr;
+      zero >= 1 ? std::optional(shards(network.trainable_parameters(), 2)[static_cast<size_t>(collectives->world().rank)]) : std::nullopt);
+  const auto parallel = collectives && zero < 2 ? std::make_unique<DataParallel>(*collectives, network.trainable_parameters(), 4096) : nullptr;
   const auto sharded = zero >= 2 ? std::make_unique<ShardedDataParallel>(*collectives, network, zero, 4096) : nullptr;
   if (parallel) parallel->broadcast_parameters();
   if (sharded) sharded->broadcast_parameters();
@@ -168,7 +168,7 @@ TEST(DataParallel, OneRankOverNcclOnAGpu) {
   const auto config = testing::tiny_config("llama-tiny");
   auto network = testing::planned(config, "keep").network;
   network->to(torch::kCUDA);
-  DataParallel parallel(collectives, *network, 4096);
+  DataParallel parallel(collectives, network->trainable_parameters(), 4096);
   network->loss(make_synthetic_data(config, torch::kCUDA, 0)->next(rank_batch)).backward();
   std::vector<torch::Tensor> before;
   for (const auto& p : network->parameters()) before.push_back(p.grad().clone());
