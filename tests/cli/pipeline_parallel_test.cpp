@@ -3,10 +3,10 @@
 // `predict --gpus 2 --pp 2` says its stage holds.
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "tests/cli/rank_checks.h"
 #include "tests/cli/run_papaya.h"
 
 namespace papaya::testing {
@@ -39,22 +39,16 @@ TEST(PipelineParallel, TwoStagesTrainAsOneProcessWithTheModelsMemory) {
       const json single = json::parse(alone.out), stages = json::parse(staged.out);
       EXPECT_EQ(stages["pipeline"], 2);
       EXPECT_EQ(stages["global_batch"], 2 * micro_batches);
-      const size_t exact_steps = plan == "quantize-4" ? 1 : single["losses"].size();
-      for (size_t i = 0; i < exact_steps; ++i) {
-        const double loss = single["losses"][i];
-        EXPECT_NEAR(stages["losses"][i].get<double>(), loss, 1e-5 * loss) << what << ", step " << i;
-      }
+      expect_losses_of_one_process(stages, single, what, plan == "quantize-4" ? 1 : single["losses"].size());
       EXPECT_EQ(stages["ranks"][0]["static_bytes"].get<double>() + stages["ranks"][1]["static_bytes"].get<double>(),
                 single["static_bytes"].get<double>())
           << what;
-      const Outcome predicted = run_papaya("predict " + model_file + " --batch 2 --gpus 2 --pp 2 --global-batch " +
-                                           std::to_string(2 * micro_batches) + " --link ethernet-10g --json --plan " + plan);
-      ASSERT_EQ(predicted.code, 0) << predicted.err;
-      const json model = json::parse(predicted.out)["plans"][0]["stages"];
+      const json model = predicted_stages(model_file, "--batch 2 --gpus 2 --pp 2 --global-batch " +
+                                                          std::to_string(2 * micro_batches) + " --link ethernet-10g --plan " + plan);
+      ASSERT_EQ(model.size(), 2u) << what;
       for (size_t s = 0; s < 2; ++s) {
-        const double measured = stages["ranks"][s]["peak_bytes"], peak = model[s]["peak_bytes"];
         EXPECT_EQ(stages["ranks"][s]["static_bytes"].get<double>(), model[s]["static_bytes"].get<double>()) << what;
-        EXPECT_LT(std::abs(peak - measured), 0.03 * measured) << what << ", stage " << s;
+        expect_peak_near_model(stages["ranks"][s]["peak_bytes"], model[s]["peak_bytes"], what + ", stage " + std::to_string(s));
       }
     }
   }
@@ -79,21 +73,16 @@ TEST(PipelineParallel, PipelinesAsDataParallelRanksShardAdamWsState) {
     ASSERT_EQ(grid.code, 0) << grid.err;
     const json ranks = json::parse(grid.out);
     EXPECT_EQ(ranks["global_batch"], 16);
-    for (size_t i = 0; i < single["losses"].size(); ++i) {
-      const double loss = single["losses"][i];
-      EXPECT_NEAR(ranks["losses"][i].get<double>(), loss, 1e-5 * loss) << what << ", step " << i;
-    }
-    const Outcome predicted = run_papaya("predict " + model_file + " --batch 2 --gpus 4 --pp 2 --global-batch 16 " +
-                                         "--link ethernet-10g --json " + what);
-    ASSERT_EQ(predicted.code, 0) << predicted.err;
-    const json stages = json::parse(predicted.out)["plans"][0]["stages"];
+    expect_losses_of_one_process(ranks, single, what);
+    const json stages = predicted_stages(model_file, "--batch 2 --gpus 4 --pp 2 --global-batch 16 --link ethernet-10g " + what);
+    ASSERT_EQ(stages.size(), 2u) << what;
     ASSERT_EQ(ranks["ranks"].size(), 4u);
     for (size_t stage = 0; stage < 2; ++stage) {
       const auto held = [&](size_t data_rank) { return ranks["ranks"][2 * stage + data_rank]["static_bytes"].get<double>(); };
       EXPECT_NEAR(held(0) + held(1), 2 * stages[stage]["static_bytes"].get<double>(), 1) << what << ", stage " << stage;
       for (size_t data_rank = 0; data_rank < 2; ++data_rank) {
-        const double measured = ranks["ranks"][2 * stage + data_rank]["peak_bytes"], peak = stages[stage]["peak_bytes"];
-        EXPECT_LT(std::abs(peak - measured), 0.03 * measured) << what << ", stage " << stage << ", data rank " << data_rank;
+        expect_peak_near_model(ranks["ranks"][2 * stage + data_rank]["peak_bytes"], stages[stage]["peak_bytes"],
+                               what + ", stage " + std::to_string(stage) + ", data rank " + std::to_string(data_rank));
       }
     }
   }

@@ -4,12 +4,12 @@
 // holding what `predict --gpus 2 --tp 2 --sp on|off` says.
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "tests/cli/rank_checks.h"
 #include "tests/cli/run_papaya.h"
 
 namespace papaya::testing {
@@ -41,19 +41,13 @@ TEST(TensorParallel, TwoRanksTrainAsOneProcessWithTheModelsMemory) {
       EXPECT_EQ(ranks["tensor"], 2);
       EXPECT_EQ(ranks["sequence_parallel"], sp == "on");
       EXPECT_EQ(ranks["global_batch"], batch);
-      const size_t exact_steps = plan == "quantize-4" ? 1 : single["losses"].size();
-      for (size_t i = 0; i < exact_steps; ++i) {
-        const double loss = single["losses"][i];
-        EXPECT_NEAR(ranks["losses"][i].get<double>(), loss, 1e-5 * loss) << what << ", step " << i;
-      }
-      const Outcome predicted = run_papaya("predict " + model_file + " --batch " + std::to_string(batch) +
-                                           " --gpus 2 --tp 2 --sp " + sp + " --link ethernet-10g --json --plan " + plan);
-      ASSERT_EQ(predicted.code, 0) << predicted.err;
-      const json model = json::parse(predicted.out)["plans"][0]["stages"][0];
+      expect_losses_of_one_process(ranks, single, what, plan == "quantize-4" ? 1 : single["losses"].size());
+      const json stages = predicted_stages(model_file, "--batch " + std::to_string(batch) + " --gpus 2 --tp 2 --sp " + sp +
+                                                            " --link ethernet-10g --plan " + plan);
+      ASSERT_EQ(stages.size(), 1u) << what;
       for (const auto& rank : ranks["ranks"]) {
-        const double measured = rank["peak_bytes"], peak = model["peak_bytes"];
-        EXPECT_NEAR(rank["static_bytes"].get<double>(), model["static_bytes"].get<double>(), 1) << what;
-        EXPECT_LT(std::abs(peak - measured), 0.03 * measured) << what;
+        EXPECT_NEAR(rank["static_bytes"].get<double>(), stages[0]["static_bytes"].get<double>(), 1) << what;
+        expect_peak_near_model(rank["peak_bytes"], stages[0]["peak_bytes"], what);
       }
     }
   }
@@ -85,21 +79,15 @@ TEST(TensorParallel, WithinPipelineStagesFourRanksTrainAsOneProcess) {
     EXPECT_EQ(ranks["tensor"], 2);
     EXPECT_EQ(ranks["pipeline"], 2);
     EXPECT_EQ(ranks["global_batch"], 8);
-    const size_t exact_steps = plan == "quantize-4" ? 1 : single["losses"].size();
-    for (size_t i = 0; i < exact_steps; ++i) {
-      const double loss = single["losses"][i];
-      EXPECT_NEAR(ranks["losses"][i].get<double>(), loss, 1e-5 * loss) << what << ", step " << i;
-    }
-    const Outcome predicted = run_papaya("predict " + model_file + " --batch 2 --gpus 4 --tp 2 --pp 2 --global-batch 8 " +
-                                         "--link ethernet-10g --json --sp " + sequence + " --plan " + plan);
-    ASSERT_EQ(predicted.code, 0) << predicted.err;
-    const json stages = json::parse(predicted.out)["plans"][0]["stages"];
+    expect_losses_of_one_process(ranks, single, what, plan == "quantize-4" ? 1 : single["losses"].size());
+    const json stages = predicted_stages(model_file, "--batch 2 --gpus 4 --tp 2 --pp 2 --global-batch 8 --link ethernet-10g --sp " +
+                                                          sequence + " --plan " + plan);
+    ASSERT_EQ(stages.size(), 2u) << what;
     ASSERT_EQ(ranks["ranks"].size(), 4u);
     for (size_t r = 0; r < 4; ++r) {
-      const double measured = ranks["ranks"][r]["peak_bytes"], peak = stages[r / 2]["peak_bytes"];
       EXPECT_NEAR(ranks["ranks"][r]["static_bytes"].get<double>(), stages[r / 2]["static_bytes"].get<double>(), 1)
           << what << ", rank " << r;
-      EXPECT_LT(std::abs(peak - measured), 0.03 * measured) << what << ", rank " << r;
+      expect_peak_near_model(ranks["ranks"][r]["peak_bytes"], stages[r / 2]["peak_bytes"], what + ", rank " + std::to_string(r));
     }
   }
 }
@@ -121,13 +109,10 @@ TEST(TensorParallel, PairsAsDataParallelRanksShardTheirStateWithZero) {
     ASSERT_EQ(grid.code, 0) << grid.err;
     const json ranks = json::parse(grid.out);
     EXPECT_EQ(ranks["global_batch"], 4);
-    for (size_t i = 0; i < single["losses"].size(); ++i) {
-      const double loss = single["losses"][i];
-      EXPECT_NEAR(ranks["losses"][i].get<double>(), loss, 1e-5 * loss) << what << ", step " << i;
-    }
-    const Outcome predicted = run_papaya("predict " + model_file + " --batch 2 --gpus 4 --tp 2 --link ethernet-10g --json " + what);
-    ASSERT_EQ(predicted.code, 0) << predicted.err;
-    const json stage = json::parse(predicted.out)["plans"][0]["stages"][0];
+    expect_losses_of_one_process(ranks, single, what);
+    const json stages = predicted_stages(model_file, "--batch 2 --gpus 4 --tp 2 --link ethernet-10g " + what);
+    ASSERT_EQ(stages.size(), 1u) << what;
+    const json& stage = stages[0];
     ASSERT_EQ(ranks["ranks"].size(), 4u);
     const auto held = [&](size_t r) { return ranks["ranks"][r]["static_bytes"].get<double>(); };
     for (size_t tensor_rank = 0; tensor_rank < 2; ++tensor_rank) {
@@ -135,8 +120,7 @@ TEST(TensorParallel, PairsAsDataParallelRanksShardTheirStateWithZero) {
       EXPECT_NEAR(held(tensor_rank) + held(2 + tensor_rank), 2 * stage["static_bytes"].get<double>(), 1) << what;
     }
     for (size_t r = 0; r < 4; ++r) {
-      const double measured = ranks["ranks"][r]["peak_bytes"], peak = stage["peak_bytes"];
-      EXPECT_LT(std::abs(peak - measured), 0.03 * measured) << what << ", rank " << r;
+      expect_peak_near_model(ranks["ranks"][r]["peak_bytes"], stage["peak_bytes"], what + ", rank " + std::to_string(r));
     }
   }
 }

@@ -1,0 +1,33 @@
+#include "tests/cli/rank_checks.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "tests/cli/run_papaya.h"
+
+namespace papaya::testing {
+
+void expect_losses_of_one_process(const nlohmann::json& job, const nlohmann::json& single, const std::string& what,
+                                  size_t steps) {
+  const size_t compared = std::min(steps, single["losses"].size());
+  ASSERT_GE(job["losses"].size(), compared) << what;
+  for (size_t i = 0; i < compared; ++i) {
+    const double loss = single["losses"][i];
+    EXPECT_NEAR(job["losses"][i].get<double>(), loss, 1e-5 * loss) << what << ", step " << i;
+  }
+}
+
+nlohmann::json predicted_stages(const std::string& model_file, const std::string& args) {
+  const Outcome predicted = run_papaya("predict " + model_file + " " + args + " --json");
+  EXPECT_EQ(predicted.code, 0) << predicted.err;
+  if (predicted.code != 0) return nlohmann::json::array();
+  return nlohmann::json::parse(predicted.out)["plans"][0]["stages"];
+}
+
+void expect_peak_near_model(double measured, double predicted, const std::string& what) {
+  EXPECT_LT(std::abs(predicted - measured), 0.03 * measured) << what << ": measured " << measured << ", model " << predicted;
+}
+
+}  // namespace papaya::testing
