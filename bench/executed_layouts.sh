@@ -9,7 +9,7 @@
 # each under keep, recompute-all, recompute-attention and quantize-4; then
 # four ranks: tensor-parallel pairs as two pipeline stages (with and without
 # sequence parallelism) and as two data-parallel ranks (ZeRO-0 to 3), and
-# two-stage pipelines as two data-parallel ranks (ZeRO-0 and 1).
+# two-stage pipelines as two data-parallel ranks (ZeRO-0 to 3).
 #
 # Printed (Markdown): each rank's measured peak, the model's, the error;
 # and whether the losses are one process's at the same global batch (every
@@ -80,4 +80,6 @@ TP=2 x DP=2, ZeRO-2|--batch 2 --tp 2 --zero 2|4|--batch 2 --gpus 4 --tp 2 --zero
 TP=2 x DP=2, ZeRO-3|--batch 2 --tp 2 --zero 3|4|--batch 2 --gpus 4 --tp 2 --zero 3 --link ethernet-10g
 PP=2 x DP=2|--batch 2 --pp 2 --micro-batches 4 --zero 0|16|--batch 2 --gpus 4 --pp 2 --global-batch 16 --zero 0 --link ethernet-10g
 PP=2 x DP=2, ZeRO-1|--batch 2 --pp 2 --micro-batches 4 --zero 1|16|--batch 2 --gpus 4 --pp 2 --global-batch 16 --zero 1 --link ethernet-10g
+PP=2 x DP=2, ZeRO-2|--batch 2 --pp 2 --micro-batches 4 --zero 2|16|--batch 2 --gpus 4 --pp 2 --global-batch 16 --zero 2 --link ethernet-10g
+PP=2 x DP=2, ZeRO-3|--batch 2 --pp 2 --micro-batches 4 --zero 3|16|--batch 2 --gpus 4 --pp 2 --global-batch 16 --zero 3 --link ethernet-10g
 LAYOUTS

@@ -43,10 +43,6 @@ void prepare_train_run(TrainRun& run) {
     }
   }
   if (run.pipeline > 1) {
-    if (run.zero >= 2) {
-      throw InputError("--pp with --zero " + std::to_string(run.zero) +
-                       ": pipeline stages shard only AdamW's state (ZeRO-1, Megatron-LM's distributed optimizer); give --zero 1");
-    }
     if (run.micro_batches == 0) run.micro_batches = 2 * run.pipeline;
     if (run.micro_batches < run.pipeline) {
       throw InputError("--micro-batches " + std::to_string(run.micro_batches) + " for --pp " + std::to_string(run.pipeline) +
@@ -177,12 +173,13 @@ executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& cal
   const auto pipeline =
       pipeline_ranks ? std::make_unique<executor::PipelineParallel>(*pipeline_ranks, network, run.micro_batches) : nullptr;
   if (pipeline) options.forward_backward = [&pipeline](const executor::Batch& batch) { return pipeline->forward_backward(batch); };
-  const auto parallel = data_ranks && run.zero < 2 ? std::make_unique<executor::DataParallel>(
-                                                        *data_ranks, pipeline_ranks ? executor::stage_parameters(network, stage, run.pipeline)
-                                                                                    : network.trainable_parameters())
-                                                  : nullptr;
-  const auto sharded =
-      data_ranks && run.zero >= 2 ? std::make_unique<executor::ShardedDataParallel>(*data_ranks, network, run.zero) : nullptr;
+  const std::vector<torch::Tensor> trained =
+      pipeline_ranks ? executor::stage_parameters(network, stage, run.pipeline) : network.trainable_parameters();
+  const auto parallel = data_ranks && run.zero < 2 ? std::make_unique<executor::DataParallel>(*data_ranks, trained) : nullptr;
+  const auto sharded = data_ranks && run.zero >= 2
+                           ? std::make_unique<executor::ShardedDataParallel>(*data_ranks, network, trained, session.trained, run.zero)
+                           : nullptr;
+  if (pipeline && sharded) pipeline->after_each_backward([&sharded] { sharded->reduce_micro_batch(); });
   // After backward: the norms' gradients summed over a group that splits the
   // tokens, then the data-parallel ranks' (the two sums commute).
   const std::shared_ptr<executor::TensorGroup> splits_tokens =

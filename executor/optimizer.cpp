@@ -1,5 +1,7 @@
 #include "executor/optimizer.h"
 
+#include <unordered_set>
+
 #include "executor/distributed/parameter_storage.h"
 
 namespace papaya::executor {
@@ -34,7 +36,25 @@ std::unique_ptr<torch::optim::AdamW> make_optimizer(Network& network, double lr,
 
 int64_t static_bytes(const Network& network, const torch::optim::Optimizer& optimizer) {
   int64_t total = network.stored_weight_bytes();
-  for (const auto& p : network.parameters()) total += nbytes(p) + nbytes(p.grad());
+  std::unordered_set<const void*> held;  // the storages counted so far
+  const auto storage = [](const torch::Tensor& t) { return t.storage().unsafeGetStorageImpl(); };
+  for (const auto& p : network.parameters()) {
+    for (const auto& t : {p, p.grad()}) {
+      if (!t.defined()) continue;
+      total += nbytes(t);
+      if (t.has_storage()) held.insert(storage(t));
+    }
+  }
+  // A ZeRO shard's spans: views of the weights and (ZeRO-1) of their
+  // gradients, counted above, or gradients (ZeRO-2/3) and values (ZeRO-3)
+  // of their own.
+  for (const auto& group : optimizer.param_groups()) {
+    for (const auto& p : group.params()) {
+      for (const auto& t : {p, p.grad()}) {
+        if (t.defined() && t.has_storage() && held.insert(storage(t)).second) total += nbytes(t);
+      }
+    }
+  }
   for (const auto& [key, state] : optimizer.state()) {
     const auto& s = static_cast<const torch::optim::AdamWParamState&>(*state);
     total += nbytes(s.exp_avg()) + nbytes(s.exp_avg_sq()) + nbytes(s.max_exp_avg_sq());

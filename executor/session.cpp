@@ -3,6 +3,7 @@
 #include "executor/device.h"
 #include "executor/distributed/data_parallel.h"
 #include "executor/distributed/pipeline_parallel.h"
+#include "executor/distributed/shards.h"
 #include "executor/layout.h"
 #include "executor/optimizer.h"
 #include "model/error.h"
@@ -31,15 +32,13 @@ std::shared_ptr<Network> make_network(const NetworkSource& source, const torch::
 }
 
 // What this process's optimizer steps: a pipeline stage's layers' weights,
-// a ZeRO rank's shard of them (or of every trained weight), or (nullopt)
-// every trained weight.
-std::optional<std::vector<torch::Tensor>> trained_here(const Network& network, const SessionOptions& options) {
-  if (!options.stages && !(options.world && options.zero >= 1)) return std::nullopt;
+// or every trained weight, or a ZeRO rank's shard of them.
+std::vector<torch::Tensor> trained_here(const Network& network, const SessionOptions& options) {
   const std::vector<torch::Tensor> mine = options.stages
                                               ? stage_parameters(network, options.stages->rank, options.stages->size)
                                               : network.trainable_parameters();
-  if (options.world && options.zero >= 1) return shards(mine, options.world->size)[static_cast<size_t>(options.world->rank)];
-  return mine;
+  if (!options.world || options.zero == 0) return mine;
+  return shard_of(mine, options.world->size, options.world->rank, options.zero);
 }
 
 }  // namespace
@@ -52,6 +51,7 @@ Session::Session(const NetworkSource& source, const SessionOptions& options)
       memory(device, options.counted),
       network(make_network(source, device, precision, options)),
       layout(probe_layout(*network)),
-      optimizer(make_optimizer(*network, options.lr, options.weight_decay, trained_here(*network, options))) {}
+      trained(trained_here(*network, options)),
+      optimizer(make_optimizer(*network, options.lr, options.weight_decay, trained)) {}
 
 }  // namespace papaya::executor

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "executor/data.h"
 #include "executor/distributed/world.h"
@@ -55,6 +56,9 @@ struct Session {
   MemoryTracker memory;
   const std::shared_ptr<Network> network;
   const model::NetworkLayout layout;  // probe_layout(*network)
+  // What AdamW steps: every trained weight, a pipeline stage's, or a ZeRO
+  // rank's shard of them (shard_of: flat spans of the weights).
+  const std::vector<torch::Tensor> trained;
   const std::unique_ptr<torch::optim::AdamW> optimizer;
 };
 

@@ -1,26 +1,8 @@
 #include "executor/distributed/data_parallel.h"
 
-#include <algorithm>
-#include <unordered_map>
+#include "executor/distributed/shards.h"
 
 namespace papaya::executor {
-
-std::vector<GradientBucket> gradient_buckets(const std::vector<torch::Tensor>& parameters, int64_t bucket_bytes) {
-  std::vector<GradientBucket> buckets;
-  int64_t bytes = bucket_bytes;
-  for (auto it = parameters.rbegin(); it != parameters.rend(); ++it) {
-    if (bytes >= bucket_bytes) {
-      buckets.emplace_back();
-      bytes = 0;
-    }
-    GradientBucket& bucket = buckets.back();
-    bucket.parameters.push_back(*it);
-    bucket.offsets.push_back(bucket.numel);
-    bucket.numel += it->numel();
-    bytes += static_cast<int64_t>(it->nbytes());
-  }
-  return buckets;
-}
 
 DataParallel::DataParallel(Collectives& collectives, const std::vector<torch::Tensor>& parameters, int64_t bucket_bytes)
     : collectives_(collectives) {
@@ -28,13 +10,15 @@ DataParallel::DataParallel(Collectives& collectives, const std::vector<torch::Te
     buckets_.emplace_back();
     static_cast<GradientBucket&>(buckets_.back()) = std::move(layout);
   }
-  std::unordered_map<const void*, int> owners;  // parameter -> the rank whose shard it is in
-  const auto by_rank = shards(parameters, collectives.world().size);
-  for (size_t r = 0; r < by_rank.size(); ++r) {
-    for (const auto& p : by_rank[r]) owners[p.unsafeGetTensorImpl()] = static_cast<int>(r);
-  }
+  const std::vector<ShardSpan> spans = shard_spans(parameters, collectives.world().size);
   for (Bucket& bucket : buckets_) {
-    for (const auto& p : bucket.parameters) bucket.owners.push_back(owners.at(p.unsafeGetTensorImpl()));
+    for (const BucketRun& cut : bucket_runs(bucket, parameters, spans)) {
+      Run run{cut.offset, cut.numel, cut.owner, {}};
+      for (const auto& [index, span] : cut.spans) {
+        run.pieces.push_back(bucket.parameters[index].detach().view({-1}).narrow(0, span.begin, span.numel));
+      }
+      bucket.shard_runs.push_back(std::move(run));
+    }
     // Held for the whole run, as PyTorch's DDP holds its buckets: what the model prices (model/parallel/sharding.h).
     bucket.flat = {torch::zeros({bucket.numel}, bucket.parameters.front().options())};
     for (size_t i = 0; i < bucket.parameters.size(); ++i) {
@@ -82,25 +66,23 @@ void unflatten(const torch::Tensor& flat, std::vector<torch::Tensor>& tensors) {
 
 }  // namespace
 
-void DataParallel::broadcast_parameters() { broadcast_values(false); }
-
-void DataParallel::broadcast_values(bool from_shard_owners) {
-  const torch::NoGradGuard no_grad;
-  const auto owner = [&](const Bucket& bucket, size_t i) { return from_shard_owners ? bucket.owners[i] : 0; };
+void DataParallel::broadcast_parameters() {
   for (Bucket& bucket : buckets_) {
-    for (size_t first = 0, end = 0; first < bucket.parameters.size(); first = end) {
-      const int from = owner(bucket, first);
-      for (end = first + 1; end < bucket.parameters.size() && owner(bucket, end) == from;) ++end;
-      std::vector<torch::Tensor> values;
-      for (size_t i = first; i < end; ++i) values.push_back(bucket.parameters[i].detach());
-      const int64_t run_end = end < bucket.parameters.size() ? bucket.offsets[end] : bucket.numel;
-      // The bucket's buffer carries the run: nothing is allocated.
-      torch::Tensor run = bucket.flat[0].narrow(0, bucket.offsets[first], run_end - bucket.offsets[first]);
-      if (collectives_.world().rank == from) flatten_into(values, run);
-      std::vector<torch::Tensor> wire{run};
-      collectives_.broadcast(wire, from);
-      unflatten(run, values);
-    }
+    std::vector<Run> whole{{0, bucket.numel, 0, {}}};
+    for (const auto& p : bucket.parameters) whole.front().pieces.push_back(p.detach().view({-1}));
+    broadcast_runs(bucket, whole);
+  }
+}
+
+void DataParallel::broadcast_runs(Bucket& bucket, std::vector<Run>& runs) {
+  const torch::NoGradGuard no_grad;
+  for (Run& run : runs) {
+    // The bucket's buffer carries the run: nothing is allocated.
+    torch::Tensor wire = bucket.flat[0].narrow(0, run.offset, run.numel);
+    if (collectives_.world().rank == run.owner) flatten_into(run.pieces, wire);
+    std::vector<torch::Tensor> tensors{wire};
+    collectives_.broadcast(tensors, run.owner);
+    unflatten(wire, run.pieces);
   }
 }
 
@@ -127,21 +109,8 @@ void DataParallel::average_gradients() {
   }
 }
 
-void DataParallel::gather_shards() { broadcast_values(true); }
-
-std::vector<std::vector<torch::Tensor>> shards(const std::vector<torch::Tensor>& parameters, int ranks) {
-  int64_t total = 0;
-  for (const auto& p : parameters) total += p.numel();
-  std::vector<std::vector<torch::Tensor>> out(static_cast<size_t>(ranks));
-  int64_t before = 0;
-  for (const auto& p : parameters) {
-    // The rank whose share of the elements this parameter's middle falls in.
-    const int64_t middle = before + p.numel() / 2;
-    const auto rank = std::min<int64_t>(ranks - 1, middle * ranks / std::max<int64_t>(total, 1));
-    out[static_cast<size_t>(rank)].push_back(p);
-    before += p.numel();
-  }
-  return out;
+void DataParallel::gather_shards() {
+  for (Bucket& bucket : buckets_) broadcast_runs(bucket, bucket.shard_runs);
 }
 
 namespace {

@@ -14,19 +14,10 @@
 
 #include "executor/data.h"
 #include "executor/distributed/collectives.h"
+#include "executor/distributed/gradient_buckets.h"
 #include "executor/networks/network.h"
 
 namespace papaya::executor {
-
-// `parameters` (trained, in the network's order) in backward's order (the
-// last layers' first), in runs of about `bucket_bytes`: what goes on the
-// wire together, end to end in one flat buffer.
-struct GradientBucket {
-  std::vector<torch::Tensor> parameters;
-  std::vector<int64_t> offsets;  // of each in the flat buffer
-  int64_t numel = 0;
-};
-std::vector<GradientBucket> gradient_buckets(const std::vector<torch::Tensor>& parameters, int64_t bucket_bytes);
 
 class DataParallel {
  public:
@@ -48,13 +39,20 @@ class DataParallel {
   // Of the last exchange's buckets, how many backward sent off itself.
   int sent_during_backward() const { return sent_during_backward_; }
   int bucket_count() const { return static_cast<int>(buckets_.size()); }
-  // ZeRO-1: each rank stepped its shard (shards()); every rank's parameters
+  // ZeRO-1: each rank stepped its shard (shard_of); every rank's parameters
   // made the owners', shard by shard.
   void gather_shards();
 
  private:
+  // Elements at `offset` of a bucket's buffer, end to end the flat views
+  // `pieces` of its parameters, all from one rank's ZeRO-1 shard (`owner`).
+  struct Run {
+    int64_t offset = 0, numel = 0;
+    int owner = 0;
+    std::vector<torch::Tensor> pieces;
+  };
   struct Bucket : GradientBucket {
-    std::vector<int> owners;          // of each: the rank whose ZeRO-1 shard it is in
+    std::vector<Run> shard_runs;      // the bucket, cut where the ZeRO-1 shards' owner changes
     int expected = -1;                // gradients a step brings (-1: not learned yet)
     int arrived = 0;                  // this step's so far
     std::vector<torch::Tensor> flat;  // one buffer: their sum so far, then what is exchanged
@@ -62,18 +60,14 @@ class DataParallel {
     bool late = false;  // a gradient came after the bucket was sent off
   };
   void gradient_arrived(Bucket& bucket, size_t index, const torch::Tensor& gradient);
-  // Every parameter made rank 0's, or its shard owner's, through the buckets' buffers.
-  void broadcast_values(bool from_shard_owners);
+  // Every run's elements made its owner's, through the buckets' buffers.
+  void broadcast_runs(Bucket& bucket, std::vector<Run>& runs);
 
   Collectives& collectives_;
   std::vector<Bucket> buckets_;
   std::vector<std::pair<torch::Tensor, unsigned>> hooks_;
   int sent_during_backward_ = 0;
 };
-
-// `parameters` (trained, in the network's order) in `ranks` contiguous runs
-// of about equal elements: rank r's shard of the optimizer's state under ZeRO-1.
-std::vector<std::vector<torch::Tensor>> shards(const std::vector<torch::Tensor>& parameters, int ranks);
 
 // A source whose every batch is this rank's part of the global batch: the
 // samples `source` gives one process at batch_size x world.size, split by

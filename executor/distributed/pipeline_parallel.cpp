@@ -154,6 +154,7 @@ double PipelineParallel::backward(InFlight& f, int index) {
     if (f.output_graph.function) differentiate(f.output_graph, gradient[0]);
   }
   if (!span_.first) send(f.input.grad(), collectives_.world().rank - 1, 3 * index + 2);
+  if (after_backward_) after_backward_();
   f = InFlight();
   return loss;
 }

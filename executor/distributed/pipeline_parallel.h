@@ -13,6 +13,7 @@
 // process takes at the global batch.
 #include <torch/torch.h>
 
+#include <functional>
 #include <vector>
 
 #include "executor/distributed/collectives.h"
@@ -40,6 +41,9 @@ class PipelineParallel {
   // stage given the same; its rows a multiple of the micro-batches), on the
   // 1F1B schedule. Returns the global batch's mean loss, on every stage.
   double forward_backward(const Batch& batch);
+  // Runs `then` after each micro-batch's backward (a ZeRO-2/3 rank reduces
+  // the micro-batch's gradients there).
+  void after_each_backward(std::function<void()> then) { after_backward_ = std::move(then); }
 
  private:
   struct InFlight {
@@ -71,6 +75,7 @@ class PipelineParallel {
   int micro_batches_;
   model::StageSpan span_;
   std::vector<Send> sends_;
+  std::function<void()> after_backward_;
 };
 
 }  // namespace papaya::executor

@@ -6,8 +6,8 @@
 
 #include <algorithm>
 #include <functional>
+#include <stdexcept>
 #include <string>
-#include <unordered_set>
 
 #include "executor/distributed/parameter_storage.h"
 #include "model/error.h"
@@ -16,7 +16,6 @@ namespace papaya::executor {
 namespace {
 
 const void* key(const torch::Tensor& t) { return t.unsafeGetTensorImpl(); }
-
 
 // Runs `then` once autograd has put a parameter's gradient in its .grad:
 // a post hook of the parameter's gradient accumulator.
@@ -33,34 +32,52 @@ class AfterAccumulation : public torch::autograd::FunctionPostHook {
   std::function<void()> then_;
 };
 
+// A span of `parameter`'s elements, flat: its memory, as a tensor apart
+// from autograd's version counting (filling a ZeRO-3 weight for backward is
+// no change to what autograd saved).
+torch::Tensor span_of(const torch::Tensor& parameter, const ShardSpan& span) {
+  char* first = static_cast<char*>(parameter.data_ptr()) + span.begin * static_cast<int64_t>(parameter.element_size());
+  return torch::from_blob(first, {span.numel}, parameter.options().requires_grad(false));
+}
+
 }  // namespace
 
-ShardedDataParallel::ShardedDataParallel(Collectives& collectives, Network& network, int zero_stage, int64_t bucket_bytes)
-    : collectives_(collectives), network_(network), zero_stage_(zero_stage) {
+ShardedDataParallel::ShardedDataParallel(Collectives& collectives, Network& network, const std::vector<torch::Tensor>& parameters,
+                                         const std::vector<torch::Tensor>& shard, int zero_stage, int64_t bucket_bytes)
+    : collectives_(collectives), parameters_(parameters), zero_stage_(zero_stage) {
   if (zero_stage != 2 && zero_stage != 3) {
     throw InputError("ZeRO stage " + std::to_string(zero_stage) + ": sharded data parallelism is stage 2 or 3");
   }
   const int rank = collectives.world().rank;
-  const auto by_rank = shards(network.trainable_parameters(), collectives.world().size);
-  for (size_t r = 0; r < by_rank.size(); ++r) {
-    for (const auto& p : by_rank[r]) owner_[key(p)] = static_cast<int>(r);
+  const std::vector<ShardSpan> spans = shard_spans(parameters, collectives.world().size);
+  size_t next_piece = 0;
+  for (const ShardSpan& span : spans) {
+    Spans& of = spans_[key(parameters[span.parameter])];
+    of.spans.push_back(span);
+    of.mine.push_back(span.owner == rank ? shard.at(next_piece++) : torch::Tensor());
+    if (of.mine.back().defined()) shard_gradients_.push_back(of.mine.back().grad());
   }
-  owned_ = by_rank[static_cast<size_t>(rank)];
-  const auto parameters = network.trainable_parameters();
-  for (GradientBucket& layout : gradient_buckets(network.trainable_parameters(), bucket_bytes)) {
+  if (next_piece != shard.size()) throw std::logic_error("ShardedDataParallel: the shard is not this rank's");
+  for (GradientBucket& layout : gradient_buckets(parameters, bucket_bytes)) {
     buckets_.emplace_back();
     Bucket& bucket = buckets_.back();
     static_cast<GradientBucket&>(bucket) = std::move(layout);
-    for (const auto& p : bucket.parameters) bucket.owners.push_back(owner_.at(key(p)));
+    bucket.runs = bucket_runs(bucket, parameters, spans);
+    for (const BucketRun& run : bucket.runs) {
+      if (run.owner != rank) continue;
+      for (const auto& [index, span] : run.spans) {
+        const Spans& of = spans_.at(key(bucket.parameters[index]));
+        const int64_t begin = span.begin;
+        const auto at = std::find_if(of.spans.begin(), of.spans.end(), [begin](const ShardSpan& s) { return s.begin == begin; });
+        bucket.owned.push_back({bucket.offsets[index] + begin, of.mine.at(static_cast<size_t>(at - of.spans.begin())).grad()});
+      }
+    }
   }
   const torch::NoGradGuard no_grad;
   for (Bucket& bucket : buckets_) {
     for (size_t i = 0; i < bucket.parameters.size(); ++i) {
       torch::Tensor p = bucket.parameters[i];
-      // The owned gradients stay allocated all run, as one process's do: a rank's share of the static state.
-      const bool mine = bucket.owners[i] == rank;
-      bucket.owned_gradients.push_back(mine ? (p.grad().defined() ? p.grad() : torch::zeros_like(p)) : torch::Tensor());
-      p.mutable_grad() = bucket.owned_gradients.back();
+      p.mutable_grad() = torch::Tensor();  // the shard's own gradients hold the means
       auto accumulator = torch::autograd::impl::grad_accumulator(p);
       const uintptr_t hook =
           accumulator->add_post_hook(std::make_unique<AfterAccumulation>([this, &bucket, i] { gradient_arrived(bucket, i); }));
@@ -70,20 +87,33 @@ ShardedDataParallel::ShardedDataParallel(Collectives& collectives, Network& netw
   if (zero_stage == 3) {
     // Each layer's weights, its own and those it borrows (a tied head's);
     // one that is not its storage's alone stays whole on every rank.
-    std::unordered_set<const void*> trained;
-    for (const auto& p : parameters) trained.insert(key(p));
+    for (const auto& p : parameters) {
+      if (owns_its_storage(p)) let_go_.insert(key(p));
+    }
+    std::unordered_set<const void*> in_a_layer;
     for (const Layer* layer : network.layers()) {
       auto weights = layer->parameters();
       for (const auto& p : layer->shared_parameters()) weights.push_back(p);
       for (const auto& p : weights) {
-        if (trained.count(key(p)) && owns_its_storage(p)) layer_weights_[layer].push_back(p);
+        if (!let_go_.count(key(p))) continue;
+        layer_weights_[layer].push_back(p);
+        layers_of_[key(p)].push_back(layer);
+        in_a_layer.insert(key(p));
       }
     }
+    if (in_a_layer.size() != let_go_.size()) throw std::logic_error("ShardedDataParallel: a trained weight is in no layer");
     const Layer* later = nullptr;  // in forward order, the last layer with sharded weights seen so far
     for (auto it = network.layers().rbegin(); it != network.layers().rend(); ++it) {
       if (!layer_weights_.count(*it)) continue;
       if (later) next_in_backward_[later] = *it;
       later = *it;
+    }
+    for (const auto& p : parameters) {
+      for (const auto& piece : spans_.at(key(p)).mine) {
+        if (piece.defined() && let_go_.count(key(p)) && piece.storage().is_alias_of(p.storage())) {
+          throw std::logic_error("ShardedDataParallel: a ZeRO-3 shard shares its weight's storage");
+        }
+      }
     }
   }
 }
@@ -92,36 +122,33 @@ ShardedDataParallel::~ShardedDataParallel() {
   for (auto& [accumulator, hook] : hooks_) accumulator->del_post_hook(hook);
   observing_.reset();
   const torch::NoGradGuard no_grad;
-  for (const auto& [layer, weights] : layer_weights_) {
-    for (const auto& p : weights) {
-      if (storage_let_go(p)) give_storage_back(p);
-    }
+  for (const auto& p : parameters_) {
+    if (storage_let_go(p)) give_storage_back(p);
   }
-}
-
-bool ShardedDataParallel::mine(const torch::Tensor& p) const {
-  const auto it = owner_.find(key(p));
-  return it == owner_.end() || it->second == collectives_.world().rank;
 }
 
 void ShardedDataParallel::broadcast_parameters() {
   const torch::NoGradGuard no_grad;
-  for (auto& p : network_.trainable_parameters()) {
+  for (auto& p : parameters_) {
     std::vector<torch::Tensor> value{p.detach()};
     collectives_.broadcast(value, 0);
-  }
-  if (zero_stage_ != 3) return;
-  for (const auto& [layer, weights] : layer_weights_) {
-    for (const auto& p : weights) {
-      if (!mine(p)) let_go_of_storage(p);
+    if (!let_go_.count(key(p))) continue;
+    // A ZeRO-3 shard holds its values apart; the weight's go.
+    const Spans& of = spans_.at(key(p));
+    for (size_t s = 0; s < of.spans.size(); ++s) {
+      if (of.mine[s].defined()) of.mine[s].copy_(span_of(p, of.spans[s]));
     }
+    let_go_of_storage(p);
   }
 }
 
 void ShardedDataParallel::begin_step() {
   // Autograd puts each gradient in .grad, whence it goes in a bucket and is
-  // let go, an owned one's too: its mean is written to the kept tensor.
-  for (auto& p : network_.trainable_parameters()) p.mutable_grad() = torch::Tensor();
+  // let go; the means of the shard's spans are added to their own tensors.
+  const torch::NoGradGuard no_grad;
+  for (auto& p : parameters_) p.mutable_grad() = torch::Tensor();
+  for (auto& gradient : shard_gradients_) gradient.zero_();
+  micro_batches_reduced_ = false;
   if (zero_stage_ == 3) observing_ = std::make_unique<ObserverGuard>(static_cast<LayerObserver*>(this));
 }
 
@@ -129,9 +156,13 @@ void ShardedDataParallel::gradient_arrived(Bucket& bucket, size_t index) {
   torch::Tensor& parameter = bucket.parameters[index];
   const torch::Tensor gradient = parameter.grad();
   if (!gradient.defined()) return;
+  const auto layers = layers_of_.find(key(parameter));
+  if (layers != layers_of_.end()) {
+    for (const Layer* layer : layers->second) weight_gradient_made(*layer);
+  }
   parameter.mutable_grad() = torch::Tensor();  // freed with `gradient`: one process holds its own in place of it
   if (bucket.sent) {  // a second gradient (a weight used inside and outside a recomputed segment): exchanged after backward
-    late_.push_back({&bucket, index, gradient});
+    late_.push_back({parameter, gradient});
     return;
   }
   if (!bucket.flat.defined()) take_buffer(bucket);
@@ -142,12 +173,9 @@ void ShardedDataParallel::gradient_arrived(Bucket& bucket, size_t index) {
 void ShardedDataParallel::send(Bucket& bucket) {
   if (on_the_wire_) finish(*on_the_wire_);  // at most two buffers: this one, and the next filling
   if (!bucket.flat.defined()) take_buffer(bucket);
-  for (size_t first = 0, end = 0; first < bucket.parameters.size(); first = end) {
-    const int to = bucket.owners[first];
-    for (end = first + 1; end < bucket.parameters.size() && bucket.owners[end] == to;) ++end;
-    const int64_t run_end = end < bucket.parameters.size() ? bucket.offsets[end] : bucket.numel;
-    std::vector<torch::Tensor> run{bucket.flat.narrow(0, bucket.offsets[first], run_end - bucket.offsets[first])};
-    bucket.pending.push_back(collectives_.start_reduce_sum(run, to));
+  for (const BucketRun& run : bucket.runs) {
+    std::vector<torch::Tensor> wire{bucket.flat.narrow(0, run.offset, run.numel)};
+    bucket.pending.push_back(collectives_.start_reduce_sum(wire, run.owner));
   }
   bucket.sent = true;
   on_the_wire_ = &bucket;
@@ -157,10 +185,7 @@ void ShardedDataParallel::finish(Bucket& bucket) {
   for (const auto& pending : bucket.pending) pending.wait();
   bucket.pending.clear();
   const double ranks = collectives_.world().size;
-  for (size_t i = 0; i < bucket.parameters.size(); ++i) {
-    torch::Tensor& mean = bucket.owned_gradients[i];
-    if (mean.defined()) mean.copy_(bucket.flat.narrow(0, bucket.offsets[i], mean.numel()).view_as(mean)).div_(ranks);
-  }
+  for (Owned& owned : bucket.owned) owned.gradient.add_(bucket.flat.narrow(0, owned.offset, owned.gradient.numel()), 1 / ranks);
   bucket.flat = torch::Tensor();
   buffer_taken_[static_cast<size_t>(bucket.buffer)] = false;
   if (on_the_wire_ == &bucket) on_the_wire_ = nullptr;
@@ -184,37 +209,50 @@ void ShardedDataParallel::take_buffer(Bucket& bucket) {
   bucket.flat = buffers_[static_cast<size_t>(bucket.buffer)].narrow(0, 0, bucket.numel).zero_();
 }
 
-void ShardedDataParallel::reduce_gradients() {
+void ShardedDataParallel::reduce_micro_batch() {
   const torch::NoGradGuard no_grad;
-  for (const Layer* layer : held_for_backward_) release(*layer);
-  held_for_backward_.clear();
-  observing_.reset();
+  micro_batches_reduced_ = true;
   for (Bucket& bucket : buckets_) {
     if (!bucket.sent) send(bucket);  // an unused weight's gradient is 0
   }
   if (on_the_wire_) finish(*on_the_wire_);
   const double ranks = collectives_.world().size;
-  for (auto& [bucket, index, gradient] : late_) {
-    std::vector<torch::Tensor> sum{gradient};
-    const int to = bucket->owners[index];
-    collectives_.start_reduce_sum(sum, to).wait();
-    torch::Tensor& mean = bucket->owned_gradients[index];
-    if (mean.defined()) mean.add_(gradient.view_as(mean), 1 / ranks);
+  for (auto& [parameter, gradient] : late_) {
+    const Spans& of = spans_.at(key(parameter));
+    for (size_t s = 0; s < of.spans.size(); ++s) {
+      std::vector<torch::Tensor> sum{gradient.reshape({-1}).narrow(0, of.spans[s].begin, of.spans[s].numel).clone()};
+      collectives_.start_reduce_sum(sum, of.spans[s].owner).wait();
+      if (of.mine[s].defined()) of.mine[s].mutable_grad().add_(sum[0], 1 / ranks);
+    }
   }
   late_.clear();
   for (Bucket& bucket : buckets_) {
     bucket.arrived = 0;
     bucket.sent = false;
-    for (size_t i = 0; i < bucket.parameters.size(); ++i) bucket.parameters[i].mutable_grad() = bucket.owned_gradients[i];
+  }
+}
+
+void ShardedDataParallel::reduce_gradients() {
+  // A pipeline stage reduced each micro-batch's as its backward ended.
+  if (!micro_batches_reduced_) reduce_micro_batch();
+  for (const Layer* layer : held_for_backward_) release(*layer);
+  held_for_backward_.clear();
+  observing_.reset();
+}
+
+void ShardedDataParallel::broadcast_spans(const torch::Tensor& parameter) {
+  const Spans& of = spans_.at(key(parameter));
+  for (size_t s = 0; s < of.spans.size(); ++s) {
+    std::vector<torch::Tensor> wire{span_of(parameter, of.spans[s])};
+    if (of.mine[s].defined() && !of.mine[s].storage().is_alias_of(parameter.storage())) wire[0].copy_(of.mine[s]);
+    collectives_.broadcast(wire, of.spans[s].owner);
   }
 }
 
 void ShardedDataParallel::gather_shards() {
-  if (zero_stage_ == 3) return;
   const torch::NoGradGuard no_grad;
-  for (auto& p : network_.trainable_parameters()) {
-    std::vector<torch::Tensor> value{p.detach()};
-    collectives_.broadcast(value, owner_.at(key(p)));
+  for (const auto& p : parameters_) {
+    if (!let_go_.count(key(p))) broadcast_spans(p);
   }
 }
 
@@ -243,6 +281,18 @@ void ShardedDataParallel::backward_begin(const Layer& layer) {
     if (!in(held_for_backward_, wanted)) acquire(*wanted);
   }
   held_for_backward_ = held;
+  waiting_[&layer] = static_cast<int>(layer_weights_.at(&layer).size());
+}
+
+void ShardedDataParallel::weight_gradient_made(const Layer& layer) {
+  int& waiting = waiting_[&layer];
+  if (waiting == 0 || --waiting > 0) return;
+  // The layer's backward is done with its weights: they go, as FSDP's
+  // post-backward reshards them, ahead of the next layer's backward.
+  const auto held = std::find(held_for_backward_.begin(), held_for_backward_.end(), &layer);
+  if (held == held_for_backward_.end()) return;
+  held_for_backward_.erase(held);
+  release(layer);
 }
 
 void ShardedDataParallel::acquire(const Layer& layer) {
@@ -251,10 +301,9 @@ void ShardedDataParallel::acquire(const Layer& layer) {
   const torch::NoGradGuard no_grad;
   for (const auto& p : it->second) {
     if (gathered_[key(p)]++ > 0) continue;
-    // Every rank takes part, in the same order: the owner sends.
-    if (!mine(p)) give_storage_back(p);
-    std::vector<torch::Tensor> value{p.detach()};
-    collectives_.broadcast(value, owner_.at(key(p)));
+    // Every rank takes part, in the same order: each span's owner sends.
+    give_storage_back(p);
+    broadcast_spans(p);
   }
 }
 
@@ -262,7 +311,7 @@ void ShardedDataParallel::release(const Layer& layer) {
   const auto it = layer_weights_.find(&layer);
   if (it == layer_weights_.end()) return;
   for (const auto& p : it->second) {
-    if (--gathered_[key(p)] == 0 && !mine(p)) let_go_of_storage(p);
+    if (--gathered_[key(p)] == 0) let_go_of_storage(p);
   }
 }
 

@@ -93,17 +93,17 @@ TEST(TensorParallel, WithinPipelineStagesFourRanksTrainAsOneProcess) {
 }
 
 // Two tensor-parallel pairs as two data-parallel ranks, with ZeRO across
-// the pairs: the losses are one process's at the global batch, the ranks of
-// a pair hold the same bytes, a pair's two data-parallel ranks hold between
-// them twice the model's static bytes (its shares are their mean), and every
-// peak is the model's within 3 %.
+// the pairs: the losses are one process's at the global batch and every
+// rank holds the model's static bytes (to one element's: the shards cut a
+// rank's shares of the parameters laid end to end), its peak the model's
+// within 3 %.
 TEST(TensorParallel, PairsAsDataParallelRanksShardTheirStateWithZero) {
   if (!built_with_gloo()) GTEST_SKIP() << "built without Gloo";
   const TempDir dir("papaya-tp-dp");
   const std::string model_file = profiled_model(dir, "llama-tiny");
   ASSERT_FALSE(::testing::Test::HasFailure());
   const json single = json::parse(run_papaya("train --network llama-tiny --steps 3 --json --batch 4").out);
-  for (const int zero : {1, 2}) {
+  for (const int zero : {1, 2, 3}) {
     const std::string what = "--zero " + std::to_string(zero);
     const Outcome grid = run_papaya("train --network llama-tiny --steps 3 --json --nproc 4 --tp 2 --batch 2 --timeout 60 " + what);
     ASSERT_EQ(grid.code, 0) << grid.err;
@@ -114,12 +114,8 @@ TEST(TensorParallel, PairsAsDataParallelRanksShardTheirStateWithZero) {
     ASSERT_EQ(stages.size(), 1u) << what;
     const json& stage = stages[0];
     ASSERT_EQ(ranks["ranks"].size(), 4u);
-    const auto held = [&](size_t r) { return ranks["ranks"][r]["static_bytes"].get<double>(); };
-    for (size_t tensor_rank = 0; tensor_rank < 2; ++tensor_rank) {
-      EXPECT_EQ(held(tensor_rank), held(1 - tensor_rank)) << what;  // a pair's ranks
-      EXPECT_NEAR(held(tensor_rank) + held(2 + tensor_rank), 2 * stage["static_bytes"].get<double>(), 1) << what;
-    }
     for (size_t r = 0; r < 4; ++r) {
+      EXPECT_NEAR(ranks["ranks"][r]["static_bytes"].get<double>(), stage["static_bytes"].get<double>(), 16) << what << ", rank " << r;
       expect_peak_near_model(ranks["ranks"][r]["peak_bytes"], stage["peak_bytes"], what + ", rank " + std::to_string(r));
     }
   }

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
+#include "executor/distributed/shards.h"
 #include "executor/distributed/sharded_data_parallel.h"
 
 #include "executor/optimizer.h"
@@ -18,6 +21,7 @@ constexpr int64_t rank_batch = 4;
 
 struct Trained {
   std::vector<torch::Tensor> parameters;
+  std::vector<torch::Tensor> shard;           // what its optimizer stepped (ZeRO), flat
   int64_t optimizer_bytes = 0;                // AdamW's moments
   int buckets = 0, sent_during_backward = 0;  // of the last step's exchange
 };
@@ -26,11 +30,13 @@ struct Trained {
 // gradients over `collectives`' ranks (if any), with the static state
 // sharded across them by ZeRO stage `zero`.
 Trained trained(Network& network, DataSource& data, int64_t batch, Collectives* collectives, int zero = 0) {
-  const auto optimizer = make_optimizer(
-      network, 1e-3, 0.01,
-      zero >= 1 ? std::optional(shards(network.trainable_parameters(), 2)[static_cast<size_t>(collectives->world().rank)]) : std::nullopt);
-  const auto parallel = collectives && zero < 2 ? std::make_unique<DataParallel>(*collectives, network.trainable_parameters(), 4096) : nullptr;
-  const auto sharded = zero >= 2 ? std::make_unique<ShardedDataParallel>(*collectives, network, zero, 4096) : nullptr;
+  std::optional<std::vector<torch::Tensor>> shard;
+  const std::vector<torch::Tensor> parameters = network.trainable_parameters();
+  if (zero >= 1) shard = shard_of(parameters, 2, collectives->world().rank, zero);
+  const auto optimizer = make_optimizer(network, 1e-3, 0.01, shard);
+  const auto parallel = collectives && zero < 2 ? std::make_unique<DataParallel>(*collectives, parameters, 4096) : nullptr;
+  const auto sharded =
+      zero >= 2 ? std::make_unique<ShardedDataParallel>(*collectives, network, parameters, *shard, zero, 4096) : nullptr;
   if (parallel) parallel->broadcast_parameters();
   if (sharded) sharded->broadcast_parameters();
   for (int step = 0; step < steps; ++step) {
@@ -49,12 +55,11 @@ Trained trained(Network& network, DataSource& data, int64_t batch, Collectives* 
     out.sent_during_backward = parallel->sent_during_backward();
   }
   for (const auto& p : network.parameters()) {
-    // Under ZeRO-3 a weight another rank owns is gathered from it.
-    if (sharded && p.storage().nbytes() == 0) {
-      out.parameters.push_back(torch::Tensor());
-      continue;
-    }
-    out.parameters.push_back(p.detach().clone());
+    // Under ZeRO-3 a weight is gathered as its layer runs.
+    out.parameters.push_back(p.storage().nbytes() == 0 ? torch::Tensor() : p.detach().clone());
+  }
+  if (shard) {
+    for (const auto& piece : *shard) out.shard.push_back(piece.detach().clone());
   }
   for (const auto& [key, state] : optimizer->state()) {
     const auto& s = static_cast<const torch::optim::AdamWParamState&>(*state);
@@ -101,10 +106,36 @@ TEST(DataParallel, TwoRanksTakeOneProcesssStepsAtTheGlobalBatch) {
   }
 }
 
+// ZeRO-1's shards cut the parameters laid end to end at equal elements,
+// through a parameter where a cut falls; a rank's views are its parameters'
+// elements and their gradients' (what AdamW steps in place).
+TEST(DataParallel, ZeroOneCutsTheParametersEndToEndIntoEqualShards) {
+  std::vector<torch::Tensor> parameters{torch::zeros({5}), torch::zeros({3}), torch::zeros({2, 5})};
+  std::vector<std::tuple<size_t, int64_t, int64_t, int>> spans;
+  for (const ShardSpan& s : shard_spans(parameters, 4)) spans.emplace_back(s.parameter, s.begin, s.numel, s.owner);
+  // 18 elements: the ranks start at 0, 4, 9 and 13.
+  const std::vector<std::tuple<size_t, int64_t, int64_t, int>> expected{{0, 0, 4, 0}, {0, 4, 1, 1}, {1, 0, 3, 1},
+                                                                        {2, 0, 1, 1}, {2, 1, 4, 2}, {2, 5, 5, 3}};
+  EXPECT_EQ(spans, expected);
+  const auto views = shard_of(parameters, 4, 1, 1);
+  ASSERT_EQ(views.size(), 3u);
+  const torch::NoGradGuard no_grad;
+  for (const auto& v : views) {
+    v.fill_(1);
+    v.grad().fill_(2);
+  }
+  EXPECT_TRUE(torch::equal(parameters[0], torch::tensor({0.f, 0.f, 0.f, 0.f, 1.f})));
+  EXPECT_TRUE(torch::equal(parameters[1], torch::full({3}, 1.f)));
+  EXPECT_EQ(parameters[2].sum().item<float>(), 1);
+  EXPECT_EQ(parameters[2].grad()[0][0].item<float>(), 2);
+  EXPECT_EQ(parameters[2].grad().sum().item<float>(), 2);
+}
+
 // AdamW is elementwise: stepping each shard on its owner and gathering the
 // shards is plain data parallelism (within the rounding of two runs whose
 // threads share LibTorch's pool), the ranks equal bit for bit, each holding
-// its shard's moments only (about half, to within one parameter).
+// its shard's moments only: half, to one element (the shards cut the
+// parameters laid end to end, through a parameter where the cut falls).
 TEST(DataParallel, ZeroOneIsPlainDataParallelismWithHalfTheOptimizerState) {
   if (!Collectives::available()) GTEST_SKIP() << "built without Gloo";
   const auto config = testing::tiny_config("llama-tiny");
@@ -115,19 +146,18 @@ TEST(DataParallel, ZeroOneIsPlainDataParallelismWithHalfTheOptimizerState) {
         (sharded[0].parameters[i] - plain[0].parameters[i]).norm().item<double>() / plain[0].parameters[i].norm().item<double>();
     EXPECT_LT(off, 1e-5) << "parameter " << i;
   }
-  int64_t largest = 0;
-  for (const auto& p : testing::planned(config, "keep").network->parameters()) {
-    largest = std::max<int64_t>(largest, 2 * static_cast<int64_t>(p.nbytes()));
-  }
+  const auto network = testing::planned(config, "keep").network;
+  const int64_t element = 2 * network->parameters().front().element_size();  // both moments of one element
   EXPECT_EQ(sharded[0].optimizer_bytes + sharded[1].optimizer_bytes, plain[0].optimizer_bytes);
-  for (size_t r = 0; r < 2; ++r) EXPECT_LE(std::abs(2 * sharded[r].optimizer_bytes - plain[0].optimizer_bytes), 2 * largest) << r;
+  for (size_t r = 0; r < 2; ++r) EXPECT_LE(std::abs(2 * sharded[r].optimizer_bytes - plain[0].optimizer_bytes), 2 * element) << r;
 }
 
 // ZeRO-2 and ZeRO-3: each rank reduces and steps its shard; the gradients
 // are the same means, so the steps are plain data parallelism's (within the
-// rounding of two runs whose threads share LibTorch's pool), and under
-// ZeRO-3 each rank holds only its own weights between steps, the others'
-// gathered as each layer runs. Tiny buckets (4 KiB): several in flight.
+// rounding of two runs whose threads share LibTorch's pool): the two ranks'
+// shards end to end are its weights. Under ZeRO-2 each rank then holds every
+// weight, under ZeRO-3 none between steps (each gathered as its layer runs).
+// Tiny buckets (4 KiB): several in flight.
 TEST(DataParallel, ZeroTwoAndThreeTakePlainDataParallelismsSteps) {
   if (!Collectives::available()) GTEST_SKIP() << "built without Gloo";
   for (const char* name : {"llama-tiny", "gpt-tiny"}) {
@@ -135,20 +165,23 @@ TEST(DataParallel, ZeroTwoAndThreeTakePlainDataParallelismsSteps) {
     const auto plain = two_ranks(config, 0);
     for (const int zero : {2, 3}) {
       const auto sharded = two_ranks(config, zero);
-      size_t held = 0;
+      std::vector<torch::Tensor> pieces = sharded[0].shard;
+      pieces.insert(pieces.end(), sharded[1].shard.begin(), sharded[1].shard.end());
+      const torch::Tensor both = torch::cat(pieces);
+      int64_t at = 0;
       for (size_t i = 0; i < plain[0].parameters.size(); ++i) {
+        const torch::Tensor& expected = plain[0].parameters[i];
+        const torch::Tensor stepped = both.narrow(0, at, expected.numel()).view_as(expected);
+        at += expected.numel();
+        const auto off = [&](const torch::Tensor& t) { return (t - expected).norm().item<double>() / expected.norm().item<double>(); };
+        EXPECT_LT(off(stepped), 1e-5) << name << " --zero " << zero << " parameter " << i;
         for (size_t r = 0; r < 2; ++r) {
-          const torch::Tensor& mine = sharded[r].parameters[i];
-          if (!mine.defined()) continue;
-          ++held;
-          const double off = (mine - plain[0].parameters[i]).norm().item<double>() / plain[0].parameters[i].norm().item<double>();
-          EXPECT_LT(off, 1e-5) << name << " --zero " << zero << " rank " << r << " parameter " << i;
+          const torch::Tensor& held = sharded[r].parameters[i];
+          EXPECT_EQ(held.defined(), zero == 2) << name << " --zero " << zero << " rank " << r << " parameter " << i;
+          if (held.defined()) EXPECT_LT(off(held), 1e-5) << name << " --zero " << zero << " rank " << r << " parameter " << i;
         }
       }
-      // ZeRO-2: both ranks hold every weight; ZeRO-3: each weight on one rank (with a tied head's, any left whole too).
-      if (zero == 2) EXPECT_EQ(held, 2 * plain[0].parameters.size()) << name;
-      if (zero == 3) EXPECT_LT(held, 2 * plain[0].parameters.size()) << name;
-      EXPECT_GE(held, plain[0].parameters.size()) << name;
+      EXPECT_EQ(at, both.numel()) << name;
     }
   }
 }
