@@ -208,6 +208,7 @@ std::vector<LayerShare> layer_shares(const LayerModel& model, const TransformerS
 
 LayerModel split_across_ranks(const LayerModel& whole, const TransformerShape& shape, const ParallelLayout& layout) {
   const std::vector<LayerShare> shares = layer_shares(whole, shape, layout);
+  const double stream = Shares(shape, layout).hidden;
   LayerModel rank = whole;
   const size_t n = whole.layers.size();
 
@@ -253,17 +254,24 @@ LayerModel split_across_ranks(const LayerModel& whole, const TransformerShape& s
     const LayerShare& share = shares[j];
     LayerFit& r = rank.layers[j];
     const double through = before + held_bytes[j], through_rank = before_rank + held_rank[j];
-    // The live tensors: in forward the layer's input, in backward its output's gradient.
+    // The live tensors: in forward the layer's input; in backward its
+    // output's gradient and, beyond it, the residual stream's gradient
+    // waiting for the block's input (whole on every rank without sequence
+    // parallelism).
     const double input = j > 0 ? shares[j - 1].output : (share.slots.empty() ? share.output : share.slots.front());
+    const auto backward_live = [&](const LinearCurve& c) {
+      const double live = c.per_sample - through, gradient = std::clamp(w.output_bytes_per_sample, 0.0, std::max(live, 0.0));
+      return live > 0 ? (gradient * share.output + (live - gradient) * stream) / live : share.output;
+    };
 
     const double forward_shift = static_shift - copies_before + copies_before_rank;
     const double backward_shift = forward_shift - copies[j] + copies_rank[j];
     r.forward_start = rescaled(w.forward_start, before, before_rank, input, forward_shift);
     r.forward_peak = beyond(r.forward_start, w.forward_start, w.forward_peak, share.output, share.parameters);
     r.forward_gap_peak = rescaled(w.forward_gap_peak, before, before_rank, input, forward_shift);
-    r.backward_start = rescaled(w.backward_start, through, through_rank, share.output, backward_shift);
+    r.backward_start = rescaled(w.backward_start, through, through_rank, backward_live(w.backward_start), backward_shift);
     r.backward_peak = beyond(r.backward_start, w.backward_start, w.backward_peak, share.backward_working, share.parameters);
-    r.backward_gap_peak = rescaled(w.backward_gap_peak, through, through_rank, share.output, backward_shift);
+    r.backward_gap_peak = rescaled(w.backward_gap_peak, through, through_rank, backward_live(w.backward_gap_peak), backward_shift);
     const auto input_slot = std::find_if(w.saved.begin(), w.saved.end(), [](const auto& t) { return t.slot == "input"; });
     const double input_bytes = input_slot == w.saved.end() ? 0 : input_slot->storage_bytes_per_sample;
     if (share.gathered_input > 0) {

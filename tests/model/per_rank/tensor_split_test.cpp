@@ -175,6 +175,38 @@ TEST_F(TensorSplit, ARowProjectionSumsEveryTokenAndTheHeadMakesItsInputsGradient
   EXPECT_EQ(heads, 1);
 }
 
+// In backward a layer within a block's width holds, beyond the saved
+// tensors, its output's gradient at its share and the residual stream's
+// gradient waiting for the block's input: whole on every rank without
+// sequence parallelism, split t ways with it.
+TEST_F(TensorSplit, TheResidualStreamsGradientIsWholeWithoutSequenceParallelism) {
+  const int t = 2;
+  // Bytes a sample of the storages saved first by layers 0..j.
+  const auto saved_through = [](const LayerModel& m, size_t j) {
+    double bytes = 0;
+    for (size_t k = 0; k <= j; ++k) {
+      for (const auto& saved : m.layers[k].saved) {
+        if (saved.per_sample && saved.storage == tensor_key(m.layers[k].path, saved.slot)) bytes += saved.storage_bytes_per_sample;
+      }
+    }
+    return bytes;
+  };
+  int checked = 0;
+  for (size_t j = 0; j < whole_->layers.size(); ++j) {
+    const LayerFit& w = whole_->layers[j];
+    if (layer_role(w.path) != "act") continue;  // the MLP's activation: between fc1 and fc2
+    const double live = w.backward_start.per_sample - saved_through(*whole_, j), output = w.output_bytes_per_sample;
+    ASSERT_GT(live - output, 0) << w.path << ": nothing beyond the output's gradient";
+    for (const bool sequence : {false, true}) {
+      const LayerModel rank = split(t, sequence);
+      const double rank_live = rank.layers[j].backward_start.per_sample - saved_through(rank, j);
+      EXPECT_NEAR(rank_live, output / t + (live - output) / (sequence ? t : 1), 1e-6 * live) << w.path << ", sp " << sequence;
+    }
+    ++checked;
+  }
+  EXPECT_EQ(checked, 2);
+}
+
 TEST_F(TensorSplit, EveryDegreeOneIsTheNetworkAlone) {
   const LayerModel rank = split(1, false);
   EXPECT_EQ(layer_model_to_json(rank), layer_model_to_json(*whole_));
