@@ -125,6 +125,7 @@ struct Builder {
         ix.slot_entries.push_back({&t, storage(g).slots.size()});
         storage(g).slots.push_back(i);
         ix.slots.push_back({key, j, g, t.kind});
+        if (traits(fit(j).kind).recomputes_logprobs && t.slot == "input") ix.lm_head.input_slot = i;
         if (traits(fit(j).kind).recomputes_logprobs && t.slot == "logprobs") {
           ix.lm_head.layer = j;
           ix.lm_head.logprobs_slot = i;

@@ -69,7 +69,7 @@ struct AttentionCore : AttentionCoreLayers {
 
 // The LM head, whose log-probabilities a plan may recompute chunk by chunk.
 struct LmHead {
-  int layer = -1, logprobs_slot = -1;
+  int layer = -1, logprobs_slot = -1, input_slot = -1;
   double rows_per_sample = 1;
   int64_t vocab = 1;
 };

@@ -109,9 +109,13 @@ void add_lm_head_chunks(const AtBatch& at, Changes& out) {
     out.push_back({b - 1, b - 1, std::max(0.0, head.backward_gap_peak.per_sample - head.backward_start.per_sample) * fewer});
   }
   // The chunked backward sums the trained weight's fp32 gradient in place
-  // from its first chunk on; keep's makes it after its peak.
+  // from its first chunk on; keep's makes it after its peak. From its second
+  // chunk on it also holds its input's gradient over every row, which keep's
+  // makes after its peak too.
   const double weight_gradient = static_cast<double>(head.trainable_bytes() + head.shared_trainable_bytes);
-  out.push_back({b, b, backward_slope * fewer + at.target().allocated(chunk_logprobs) + at.target().allocated(weight_gradient)});
+  const double input_gradient = ix.lm_head.input_slot >= 0 && batch > at.lm_head_chunk_batch ? at.slot(ix.lm_head.input_slot).bytes : 0;
+  out.push_back({b, b, backward_slope * fewer + at.target().allocated(chunk_logprobs) + at.target().allocated(weight_gradient) +
+                           at.target().allocated(input_gradient)});
 }
 
 std::vector<double> bytes_at(const AtBatch& at, const Held& h) {
