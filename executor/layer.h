@@ -130,7 +130,7 @@ class Layer : public torch::nn::Module {
   // finds it by a forward with autograd). A product of two inputs drops the
   // slot of each whose partner needs none: autograd keeps an operand only for
   // the other's gradient.
-  void set_input_gradients(const std::vector<bool>& needed);
+  virtual void set_input_gradients(const std::vector<bool>& needed);
 
  protected:
   // A parameter in the compute dtype (a cast that autograd differentiates).

@@ -41,11 +41,17 @@ struct RmsNormFunction : Function<RmsNormFunction> {
   static at::Tensor forward(AutogradContext* ctx, const Norm* layer, const at::Tensor& x, const at::Tensor& weight) {
     const at::Tensor rstd = Norm::rms_rstd(x);
     const at::Tensor normalized = x * rstd;
-    if (layer->slots().size() == 3) {
-      stash(ctx, {store_slot(*layer, 0, x), store_slot(*layer, 1, rstd), store_slot(*layer, 2, normalized)});
-    } else {  // frozen: no weight gradient
-      stash(ctx, {store_slot(*layer, 0, x), store_slot(*layer, 1, rstd)});
+    // The slots the layer has, in order: input and rstd (for the input's
+    // gradient), normalized (for the weight's).
+    const bool input_gradient = layer->has_slot("input"), weight_gradient = layer->has_slot("normalized");
+    std::vector<c10::intrusive_ptr<Stored>> slots;
+    if (input_gradient) {
+      slots.push_back(store_slot(*layer, layer->slot_index("input"), x));
+      slots.push_back(store_slot(*layer, layer->slot_index("rstd"), rstd));
     }
+    if (weight_gradient) slots.push_back(store_slot(*layer, layer->slot_index("normalized"), normalized));
+    stash(ctx, std::move(slots));
+    ctx->saved_data["input_gradient"] = input_gradient;
     ctx->save_for_backward({weight});
     return normalized * computed_as(weight, x);
   }
@@ -53,15 +59,18 @@ struct RmsNormFunction : Function<RmsNormFunction> {
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
     const Unstashed saved = unstash(ctx);
     const at::Tensor weight = ctx->get_saved_variables()[0];
+    const bool input_gradient = ctx->saved_data["input_gradient"].toBool();
     const at::Tensor& g = grad[0];
     // d x = rstd * gn - x * rstd^3 * mean(gn * x), with gn = g * w, in place
     // where it can: two input-sized temporaries at a time at most, no more
     // than the native backward takes, which is what the model prices this
     // Function's working memory as (tests/executor/mom_scratch_test.cpp).
     const auto gradients = [&](const std::vector<at::Tensor>& s) -> variable_list {
-      const at::Tensor &x = s[0], &rstd = s[1];
+      const size_t normalized = input_gradient ? 2 : 0;
       const at::Tensor gw =
-          s.size() == 3 ? gradient_for(weight, (g * s[2]).reshape({-1, g.size(-1)}).sum(0)) : at::Tensor();
+          s.size() > normalized ? gradient_for(weight, (g * s[normalized]).reshape({-1, g.size(-1)}).sum(0)) : at::Tensor();
+      if (!input_gradient) return {at::Tensor(), gw};
+      const at::Tensor &x = s[0], &rstd = s[1];
       at::Tensor gx = g * computed_as(weight, g);
       const at::Tensor c = (gx * x).mean(-1, /*keepdim=*/true).mul_(rstd.pow(3));
       gx.mul_(rstd).addcmul_(x, c, /*value=*/-1);
@@ -150,15 +159,22 @@ torch::Tensor Norm::forward(torch::Tensor x) {
   }
   const torch::Tensor rstd = rms_rstd(x);
   const torch::Tensor normalized = x * rstd;
-  scope.saved("input", x);
-  scope.saved("rstd", rstd);
-  if (slots().size() == 3) scope.saved("normalized", normalized);
+  for (const auto& [slot, tensor] : {std::pair{"input", x}, {"rstd", rstd}, {"normalized", normalized}}) {
+    if (has_slot(slot)) scope.saved(slot, tensor);
+  }
   return scope.finish(normalized * cast(weight));
 }
 
 void Norm::freeze() {
   Layer::freeze();
   if (kind() == LayerKind::rmsnorm) reset_slots({slots()[0], slots()[1]});
+}
+
+void Norm::set_input_gradients(const std::vector<bool>& needed) {
+  // Autograd keeps RMSNorm's input and rstd only for the input's gradient
+  // (LayerNorm's fused kernel keeps its three whatever is needed).
+  if (kind() != LayerKind::rmsnorm || needed.size() != 1 || needed[0] || !has_slot("normalized")) return;
+  reset_slots({slot("normalized")});
 }
 
 BatchNorm2d::BatchNorm2d(int64_t channels) : Layer(LayerKind::batchnorm, {{"input", SlotKind::activation}}) {

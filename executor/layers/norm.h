@@ -14,8 +14,10 @@ class Norm : public Layer {
   torch::Tensor forward(torch::Tensor x);
   torch::Tensor run(const std::vector<torch::Tensor>& in, const Batch&) override { return forward(in.at(0)); }
   // Frozen, RMSNorm saves no normalized input (only its weight's gradient
-  // reads it).
+  // reads it); after a frozen front (an input that needs no gradient), it
+  // saves neither its input nor rstd (only the input's gradient reads them).
   void freeze() override;
+  void set_input_gradients(const std::vector<bool>& needed) override;
   torch::Tensor weight, bias;  // no bias for rmsnorm
   static constexpr double eps = 1e-5;
   // RMSNorm's per-row 1/sqrt(mean(x^2) + eps), as a sum and a division:

@@ -99,6 +99,33 @@ TEST(Freeze, TheFrozenLayersTrainNotAndTheOthersAsBefore) {
   EXPECT_TRUE(torch::equal(frozen->named_parameters()["blocks.0.attn.qkv.weight"], before));
 }
 
+// After a frozen embedding the first RMSNorm's input needs no gradient:
+// autograd keeps only its normalized input, for its weight's gradient, and
+// so does the layer's slot list (its input and rstd were listed, and priced
+// by the model, though never held). Its weight's gradient is the whole
+// network's, bit for bit, on the native path (keep) and on the MOM path
+// (that input stored at 8 bits in both networks).
+TEST(Freeze, AnRmsNormAfterAFrozenFrontSavesOnlyWhatItsWeightsGradientReads) {
+  const model::NetworkConfig whole = model::load_network_config("llama-tiny");
+  const model::NetworkConfig config = model::with_freeze(whole, {"tok_emb"});
+  const Batch batch = make_synthetic_data(config, torch::kCPU, 1)->next(2);
+  const auto frozen = testing::planned(config, "keep").network;
+  const std::vector<Slot>& slots = frozen->find_layer("blocks.0.ln1")->slots();
+  ASSERT_EQ(slots.size(), 1u);
+  EXPECT_EQ(slots.front().name, "normalized");
+  EXPECT_EQ(frozen->find_layer("blocks.0.ln2")->slots().size(), 3u);  // its input needs a gradient
+  const std::string weight = "blocks.0.ln1.weight";
+  EXPECT_TRUE(torch::equal(testing::step(*frozen, batch).grads.at(weight),
+                           testing::step(*testing::planned(whole, "keep").network, batch).grads.at(weight)));
+  const model::NetworkLayout layout = testing::planned(whole, "keep").layout;
+  const auto stored_at_8_bits = [&](const model::NetworkConfig& c) {
+    const nlohmann::json doc = {{"papaya_plan", 1}, {"name", "ln1-8"}, {"tensors", {{"blocks.0.ln1:normalized", "quantize-8"}}}};
+    return testing::planned(c, model::parse_plan(doc, layout, c.name, "plan")).network;
+  };
+  const testing::Step moms = testing::step(*stored_at_8_bits(config), batch), exact = testing::step(*stored_at_8_bits(whole), batch);
+  EXPECT_TRUE(torch::equal(moms.grads.at(weight), exact.grads.at(weight)));
+}
+
 std::string check_error(const model::NetworkConfig& config) {
   try {
     model::check_frozen_layers(config, "--freeze");
