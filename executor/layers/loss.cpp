@@ -1,6 +1,7 @@
 #include "executor/layers/loss.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "executor/storage/saved.h"
 
@@ -81,9 +82,13 @@ variable_list recomputed_gradients(const at::Tensor& grad, const at::Tensor& row
   return {grad_rows, grad_weight};
 }
 
+// A keep step's slots, reported as the native path reports them (a frozen
+// head keeps the MOM-aware Function in every plan): nullptr where none is.
+using SlotReport = std::function<void(const std::string& slot, const at::Tensor& tensor)>;
+
 struct LMHeadFunction : Function<LMHeadFunction> {
   static at::Tensor forward(AutogradContext* ctx, const LMHead* layer, const at::Tensor& x, const at::Tensor& weight,
-                            const at::Tensor& target) {
+                            const at::Tensor& target, const SlotReport* report) {
     const at::Tensor rows = x.reshape({-1, x.size(-1)}), targets = target.reshape({-1});
     const at::Tensor w = computed_as(weight, x);
     if (model::recomputes(layer->store_spec(1).strategy.form)) {
@@ -101,6 +106,10 @@ struct LMHeadFunction : Function<LMHeadFunction> {
     const at::Tensor logprobs = at::log_softmax(at::linear(x, w).to(at::kFloat), -1);
     auto [loss, total_weight] = at::nll_loss_forward(logprobs.flatten(0, 1), targets, {}, mean, no_ignore);
     stash(ctx, {store_slot(*layer, 0, x), store_slot(*layer, 1, logprobs)});
+    if (report) {
+      (*report)("input", x);
+      (*report)("logprobs", logprobs);
+    }
     ctx->save_for_backward({weight, targets, total_weight});
     return loss;
   }
@@ -122,7 +131,7 @@ struct LMHeadFunction : Function<LMHeadFunction> {
     };
     const variable_list out = gradients(saved.tensors);
     saved.estimate_sensitivity(gradients, out);
-    return {at::Tensor(), out[0], out[1], at::Tensor()};
+    return {at::Tensor(), out[0], out[1], at::Tensor(), at::Tensor()};
   }
 };
 
@@ -206,8 +215,9 @@ torch::Tensor cross_entropy(const CrossEntropy& layer, const torch::Tensor& logi
   return CrossEntropyFunction::apply(&layer, logits, target);
 }
 
-torch::Tensor lm_head(const LMHead& layer, const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& target) {
-  return LMHeadFunction::apply(&layer, x, weight, target);
+torch::Tensor lm_head(const LMHead& layer, const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& target,
+                      const SlotReport* report = nullptr) {
+  return LMHeadFunction::apply(&layer, x, weight, target, report);
 }
 
 torch::Tensor vocab_parallel_lm_head(const LMHead& layer, const torch::Tensor& x, const torch::Tensor& weight,
@@ -260,11 +270,19 @@ torch::Tensor LMHead::forward(torch::Tensor x, torch::Tensor target) {
     return scope.finish(moms::vocab_parallel_lm_head(*this, input, weight, target, *group_, first_row_));
   }
   if (uses_moms()) return scope.finish(moms::lm_head(*this, x, weight, target));
+  if (frozen_weight_in_training()) {
+    const moms::SlotReport report = [&scope](const std::string& slot, const at::Tensor& t) { scope.saved(slot, t); };
+    return scope.finish(moms::lm_head(*this, x, weight, target, &report));
+  }
   scope.saved("input", x);
   const torch::Tensor logits = torch::linear(x, cast(weight));
   const torch::Tensor logprobs = torch::log_softmax(logits.to(torch::kFloat), -1);
   scope.saved("logprobs", logprobs);
   return scope.finish(torch::nll_loss(logprobs.flatten(0, 1), target.flatten()));
+}
+
+bool LMHead::frozen_weight_in_training() const {
+  return !weight.requires_grad() && torch::GradMode::is_enabled() && differentiated() && !NativePath::active();
 }
 
 }  // namespace papaya::executor

@@ -33,6 +33,12 @@ class LMHead : public Layer {
   torch::Tensor weight;  // tied: not registered, owned by the embedding
 
  private:
+  // A frozen weight (a fine-tuned network's tied embedding) runs the
+  // MOM-aware Function under every plan: autograd alone would keep the
+  // input only for the weight's gradient, the Function keeps it for its
+  // recomputed log-probabilities too, and keep's profile must hold what
+  // the other plans hold (the model prices the slots from it).
+  bool frozen_weight_in_training() const;
   std::shared_ptr<TensorGroup> group_;
   int64_t first_row_ = 0;
 };

@@ -86,6 +86,34 @@ TEST_F(Validate, AutocastPeaksArePredictedFromItsProfile) {
   for (const auto& row : doc["rows"]) EXPECT_LT(std::abs(row["peak_error_pct"].get<double>()), 3) << row.dump();
 }
 
+// A fine-tuned network whose tied embedding (and so its LM head's weight)
+// is frozen, Qwen2-shaped: its first RMSNorm's input needs no gradient and
+// its head's log-probabilities are recomputed in two chunks (a vocabulary of
+// 8,192: 256 rows, 8 samples a chunk). Each peak is predicted to less than
+// half of one hidden-sized tensor (b x s x h floats); the model missed three
+// such tensors before: the chunked head's input gradient, the head's input
+// and the first norm's input, held or not as the paths hold them.
+TEST_F(Validate, AFrozenTiedHeadAndAFrozenFrontArePredictedToTheTensor) {
+  nlohmann::json config = json::parse(R"({"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_act": "silu",
+      "hidden_size": 64, "intermediate_size": 176, "num_attention_heads": 4, "num_key_value_heads": 2,
+      "num_hidden_layers": 2, "vocab_size": 8192, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
+      "max_position_embeddings": 4096, "tie_word_embeddings": true, "attention_dropout": 0.0})");
+  const std::string file = path("qwen2-shaped.json");
+  std::ofstream(file) << config.dump();
+  const int batch = 16, tokens = 32, hidden = 64;
+  const Outcome run = run_papaya("validate --network " + file + " --seq-len " + std::to_string(tokens) +
+                                 " --freeze tok_emb --profile-batches 1,2,4 --batches " + std::to_string(batch) +
+                                 " --plans keep,recompute-all,quantize-4 --steps 3 --json");
+  ASSERT_EQ(run.code, 0) << run.err;
+  const json doc = json::parse(run.out);
+  ASSERT_EQ(doc["rows"].size(), 3u);
+  const double tensor = 4.0 * batch * tokens * hidden;
+  for (const auto& row : doc["rows"]) {
+    EXPECT_LT(std::abs(row["predicted_peak_bytes"].get<double>() - row["measured_peak_bytes"].get<double>()), tensor / 2)
+        << row.dump();
+  }
+}
+
 TEST_F(Validate, BadInputExitsTwoBeforeProfiling) {
   const std::string svg = path("never.svg");
   expect_input_error("validate --network no-such-net", "no-such-net");
