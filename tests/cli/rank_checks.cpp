@@ -30,4 +30,16 @@ void expect_peak_near_model(double measured, double predicted, const std::string
   EXPECT_LT(std::abs(predicted - measured), 0.03 * measured) << what << ": measured " << measured << ", model " << predicted;
 }
 
+void expect_ranks_hold_their_stages(const nlohmann::json& job, const nlohmann::json& stages, size_t per_stage,
+                                    double static_slack, const std::string& what) {
+  const nlohmann::json& ranks = job["ranks"];
+  ASSERT_EQ(ranks.size(), per_stage * stages.size()) << what;
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    const nlohmann::json& stage = stages[r / per_stage];
+    const std::string rank = what + ", rank " + std::to_string(r);
+    EXPECT_NEAR(ranks[r]["static_bytes"].get<double>(), stage["static_bytes"].get<double>(), static_slack) << rank;
+    expect_peak_near_model(ranks[r]["peak_bytes"], stage["peak_bytes"], rank);
+  }
+}
+
 }  // namespace papaya::testing

@@ -20,4 +20,10 @@ nlohmann::json predicted_stages(const std::string& model_file, const std::string
 // A rank's measured peak within 3 % of the model's (the target).
 void expect_peak_near_model(double measured, double predicted, const std::string& what);
 
+// Each of `job`'s ranks (train --json) against its stage of `stages`
+// (predicted_stages; `per_stage` adjacent ranks a stage): its static bytes
+// within `static_slack` of the stage's, its peak within 3 %.
+void expect_ranks_hold_their_stages(const nlohmann::json& job, const nlohmann::json& stages, size_t per_stage,
+                                    double static_slack, const std::string& what);
+
 }  // namespace papaya::testing

@@ -45,10 +45,7 @@ TEST(TensorParallel, TwoRanksTrainAsOneProcessWithTheModelsMemory) {
       const json stages = predicted_stages(model_file, "--batch " + std::to_string(batch) + " --gpus 2 --tp 2 --sp " + sp +
                                                             " --link ethernet-10g --plan " + plan);
       ASSERT_EQ(stages.size(), 1u) << what;
-      for (const auto& rank : ranks["ranks"]) {
-        EXPECT_NEAR(rank["static_bytes"].get<double>(), stages[0]["static_bytes"].get<double>(), 1) << what;
-        expect_peak_near_model(rank["peak_bytes"], stages[0]["peak_bytes"], what);
-      }
+      expect_ranks_hold_their_stages(ranks, stages, 2, 1, what);
     }
   }
 }
@@ -83,12 +80,7 @@ TEST(TensorParallel, WithinPipelineStagesFourRanksTrainAsOneProcess) {
     const json stages = predicted_stages(model_file, "--batch 2 --gpus 4 --tp 2 --pp 2 --global-batch 8 --link ethernet-10g --sp " +
                                                           sequence + " --plan " + plan);
     ASSERT_EQ(stages.size(), 2u) << what;
-    ASSERT_EQ(ranks["ranks"].size(), 4u);
-    for (size_t r = 0; r < 4; ++r) {
-      EXPECT_NEAR(ranks["ranks"][r]["static_bytes"].get<double>(), stages[r / 2]["static_bytes"].get<double>(), 1)
-          << what << ", rank " << r;
-      expect_peak_near_model(ranks["ranks"][r]["peak_bytes"], stages[r / 2]["peak_bytes"], what + ", rank " + std::to_string(r));
-    }
+    expect_ranks_hold_their_stages(ranks, stages, 2, 1, what);
   }
 }
 
@@ -112,12 +104,7 @@ TEST(TensorParallel, PairsAsDataParallelRanksShardTheirStateWithZero) {
     expect_losses_of_one_process(ranks, single, what);
     const json stages = predicted_stages(model_file, "--batch 2 --gpus 4 --tp 2 --link ethernet-10g " + what);
     ASSERT_EQ(stages.size(), 1u) << what;
-    const json& stage = stages[0];
-    ASSERT_EQ(ranks["ranks"].size(), 4u);
-    for (size_t r = 0; r < 4; ++r) {
-      EXPECT_NEAR(ranks["ranks"][r]["static_bytes"].get<double>(), stage["static_bytes"].get<double>(), 16) << what << ", rank " << r;
-      expect_peak_near_model(ranks["ranks"][r]["peak_bytes"], stage["peak_bytes"], what + ", rank " + std::to_string(r));
-    }
+    expect_ranks_hold_their_stages(ranks, stages, 4, 16, what);
   }
 }
 
