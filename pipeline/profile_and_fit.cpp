@@ -239,7 +239,6 @@ Profiled profile_and_fit(const ProfileAndFitRequest& asked, Reporter& reporter) 
   options.device = request.device;
   options.precision = request.precision;
   options.batches = request.batches;
-  options.count_tensor_bytes = scaling.parts > 0 || !scaling.lengths.empty();
   if (request.quick) {
     options.warmup = 1;
     options.steps = 2;

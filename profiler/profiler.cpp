@@ -180,7 +180,13 @@ model::Profile profile_network(const ProfileOptions& options) {
   session_options.device = options.device;
   session_options.precision = options.precision;
   session_options.seed = options.seed;
-  if (options.count_tensor_bytes) session_options.counted = executor::Counted::tensor_bytes;
+  // On CUDA the tensors' own bytes, not the caching allocator's blocks: a
+  // block cached by one batch and reused by a smaller one may be up to 1 MiB
+  // larger than asked for, slack that depends on what ran before (2-5 MiB a
+  // block of Qwen2-0.5B at batches 1 and 2 after 4, none at 4: the slope
+  // fitted through them 2 MiB a sample short), and the rounding of small
+  // tensors is no polynomial of a shape. Targets add the 512-byte rounding.
+  session_options.counted = executor::Counted::tensor_bytes;
   const model::NetworkConfig& whole = options.network;
   const int blocks = blocks_to_profile(whole, options);
   if (blocks > 0) model::check_blocks_frozen_alike(whole, blocks, whole.name + ": " + std::to_string(blocks) + " blocks profiled");

@@ -46,11 +46,6 @@ struct ProfileOptions {
   // > 0: a batch whose allocated bytes pass it counts as out of memory, as on
   // a device with that much memory (emulates one on CPU).
   int64_t memory_limit = 0;
-  // On CUDA, count the tensors' own bytes instead of the caching allocator's
-  // blocks (each rounded up to 512 bytes): for a profile to be modelled at
-  // another shape, as the rounding of small tensors is no polynomial of it.
-  // The same figures on CPU.
-  bool count_tensor_bytes = false;
   std::function<void(int done, int total, const std::string& note)> on_progress;
   // Something the user should know that does not stop profiling (e.g. why
   // CUPTI could not be used).

@@ -141,7 +141,6 @@ Target catalog_target(const LayerModel& m, const HardwareSpec& hw, std::optional
   t.name = hw.name;
   t.profiled = false;
   t.gpu = true;
-  t.round_keep = !m.on_gpu();
   t.memory_bytes = hw.memory_bytes;
   t.h2d_bytes_per_s = hw.h2d_bandwidth;
   t.d2h_bytes_per_s = hw.d2h_bandwidth;
@@ -223,7 +222,7 @@ Target catalog_target(const LayerModel& m, const HardwareSpec& hw, std::optional
                       ": assumed " + rate(bandwidth / default_codec_passes) + " (1/8 of the memory bandwidth)");
     if (!m.inverts.empty()) t.notes.push_back("an inverted activation's backward, measured on a CPU, is priced as keep's");
   }
-  if (t.round_keep) t.notes.push_back("memory from a CPU profile, with the CUDA caching allocator's 512-byte rounding added");
+  if (!m.on_gpu()) t.notes.push_back("memory from a CPU profile, with the CUDA caching allocator's 512-byte rounding added");
   return t;
 }
 

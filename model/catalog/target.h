@@ -17,8 +17,8 @@
 //
 // Memory carries over unchanged, except that on a GPU every allocation is
 // rounded up to the CUDA caching allocator's 512-byte blocks (allocated
-// bytes, not reserved): from a CPU profile that rounding is added to the
-// saved tensors of the keep step too.
+// bytes, not reserved): a profile counts the tensors' own bytes, on CUDA
+// too, so that rounding is added to the keep step's saved tensors as well.
 #include <optional>
 #include <string>
 #include <vector>
@@ -48,7 +48,6 @@ struct Target {
   std::string name;                                 // "cpu (profiled)", "H100-SXM-80GB"
   bool profiled = true;                             // the machine the profile was taken on
   bool gpu = false;                                 // allocations are rounded to cuda_block_bytes
-  bool round_keep = false;                          // the keep step's figures come from a CPU: round its saved tensors too
   double memory_bytes = 0;                          // capacity
   double h2d_bytes_per_s = 0, d2h_bytes_per_s = 0;  // 0: no host link, so no swap
   std::vector<SaturatingCurve> forward_seconds, backward_seconds;  // per layer

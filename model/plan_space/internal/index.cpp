@@ -243,8 +243,7 @@ std::vector<double> remade_by_recompute(const AtBatch& at) {
       const int layer = ix.slot(slot).layer, segment = ix.layer(layer).segment;
       if (segment < 0) continue;
       if (ix.segment(segment).input_storage != static_cast<int>(g)) {
-        const double whole = at.storage_bytes(static_cast<int>(g));
-        out[static_cast<size_t>(layer)] += ix.target.round_keep ? whole : ix.target.allocated(whole);
+        out[static_cast<size_t>(layer)] += at.storage_bytes(static_cast<int>(g));
       }
       break;
     }
@@ -257,8 +256,7 @@ std::vector<double> remade_by_recompute(const AtBatch& at) {
 Index::Index(const LayerModel& m, const Target& t) : model(&m), target(t), layers(m.layers.size()) {
   for (size_t j = 0; j < m.layers.size(); ++j) {
     layers[j].invert_seconds_per_byte = t.invert_extra_seconds(m.layers[j].kind, 1);
-    const double copies = static_cast<double>(m.layers[j].parameter_copy_bytes);
-    layers[j].parameter_copy_bytes = t.round_keep || copies == 0 ? copies : t.allocated(copies);
+    layers[j].parameter_copy_bytes = static_cast<double>(m.layers[j].parameter_copy_bytes);
   }
   Builder build{*this, m};
   build.segments_and_points();

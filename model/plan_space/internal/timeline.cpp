@@ -23,11 +23,9 @@ void add_storage(const AtBatch& at, int storage, const StorageHeld& held, double
   const Storage& st = ix.storage(storage);
   std::vector<std::pair<int, int>> intervals = held.raw;
   if (!st.slots.empty()) {
-    // Keep's figures already hold the storage: allocator-rounded on a GPU,
-    // exact where they come from a CPU.
-    const double whole = at.storage_bytes(storage);
-    const double kept = target.round_keep ? whole : target.allocated(whole);
-    add_as(Kind::keep_storage, {}, -kept, ix.layer(st.first_layer).forward_at, ix.layer(st.first_layer).backward_at);
+    // Keep's figures already hold the storage, at its own bytes (a profile
+    // counts the tensors', on CUDA too).
+    add_as(Kind::keep_storage, {}, -at.storage_bytes(storage), ix.layer(st.first_layer).forward_at, ix.layer(st.first_layer).backward_at);
   }
   for (const Copy& c : held.copies) {
     const auto add = [&](double bytes, int from, int to) { add_as(Kind::copy, c.strategy, bytes, from, to); };

@@ -102,7 +102,6 @@ TEST(Target, ACpuProfileAssumesTypicalEfficienciesAndSaysSo) {
   EXPECT_FALSE(cpu.has_host_link());
   const Target h100 = make_target(m, "H100-SXM-80GB");
   EXPECT_TRUE(h100.gpu);
-  EXPECT_TRUE(h100.round_keep);
   EXPECT_TRUE(h100.has_host_link());
   const auto says = [&](const std::string& word) {
     return std::any_of(h100.notes.begin(), h100.notes.end(),
