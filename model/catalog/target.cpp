@@ -193,15 +193,10 @@ Target catalog_target(const LayerModel& m, const HardwareSpec& hw, std::optional
   if (source) {
     t.optimizer_seconds = m.optimizer_seconds.times(source->memory_bandwidth / bandwidth);
   } else {
-    // AdamW reads the trained weights, their gradients and two moments and
-    // writes three of them.
-    double trained_bytes = 0, with_parameters = 0;
-    for (const auto& l : m.layers) {
-      trained_bytes += static_cast<double>(l.trainable_bytes());
-      with_parameters += l.trainable_bytes() > 0;
-    }
+    double with_parameters = 0;
+    for (const auto& l : m.layers) with_parameters += l.trainable_bytes() > 0;
     t.optimizer_seconds = {
-        0, 0, 7 * trained_bytes / (bandwidth * eta.forward_memory) + typical_optimizer_overhead_s * with_parameters};
+        0, 0, optimizer_bytes_moved(m) / (bandwidth * eta.forward_memory) + typical_optimizer_overhead_s * with_parameters};
   }
 
   if (source && !m.codecs.empty()) {
@@ -224,6 +219,12 @@ Target catalog_target(const LayerModel& m, const HardwareSpec& hw, std::optional
   }
   if (!m.on_gpu()) t.notes.push_back("memory from a CPU profile, with the CUDA caching allocator's 512-byte rounding added");
   return t;
+}
+
+double optimizer_bytes_moved(const LayerModel& m) {
+  double trained_bytes = 0;
+  for (const auto& l : m.layers) trained_bytes += static_cast<double>(l.trainable_bytes());
+  return 7 * trained_bytes;
 }
 
 void set_data_parallel(Target& target, const DataParallel& world) {

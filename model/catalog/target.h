@@ -90,4 +90,8 @@ void set_data_parallel(Target& target, const DataParallel& world);
 // H100-SXM-80GB), or nullopt for a CPU or a GPU the catalog lacks.
 std::optional<HardwareSpec> catalog_entry_for(const MachineInfo& machine);
 
+// The bytes an AdamW step moves: it reads the trained weights, their
+// gradients and two moments, and writes three of them.
+double optimizer_bytes_moved(const LayerModel& model);
+
 }  // namespace papaya::model

@@ -8,7 +8,9 @@
 // sample is the largest model's times its FLOPs there over its FLOPs in that
 // model (its segment's recompute the same, the rest of the step with the
 // whole network's FLOPs); the optimizer step, a pass over weights, gradients
-// and state, with the static bytes; fixed costs do not grow. Rates (codecs,
+// and state, with the static bytes (on a catalog GPU, where a small step is
+// launch-bound, by the bytes added at the GPU's bandwidth); fixed costs do
+// not grow. Rates (codecs,
 // host links, roofline efficiencies) are the largest model's.
 #include <string>
 

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <ostream>
 
+#include "model/catalog/hardware.h"
 #include "model/catalog/network_config.h"
 #include "model/catalog/shape_fraction.h"
 #include "model/error.h"
@@ -103,19 +104,24 @@ INSTANTIATE_TEST_SUITE_P(Cpu, ShapeScaling,
                            return name + (info.param.cut == model::ShapeCut::widths ? "_widths" : "");
                          });
 
+// llama-tiny's models at 1/4, 2/4 and 3/4 of its shape.
+std::vector<model::ModelAtFraction> llama_fractions() {
+  const model::NetworkConfig llama = model::load_network_config("llama-tiny");
+  std::vector<model::ModelAtFraction> fractions;
+  for (int k = 1; k <= 3; ++k) {
+    fractions.push_back({k, quick_fit(model::at_shape_fraction(llama, k, parts, model::ShapeCut::tokens_and_widths))});
+  }
+  return fractions;
+}
+
 // Times grow with the work that takes them: each layer's by its FLOPs, a
 // segment's recompute as its layers' forward (not by their FLOPs together,
 // which the matmuls lead), the rest of the step (the glue between layers)
 // by the bytes the layers move (not by the FLOPs' cubic).
 TEST(ShapeScaling, TimesGrowWithTheirWork) {
-  const model::NetworkConfig llama = model::load_network_config("llama-tiny");
-  const model::ShapeCut cut = model::ShapeCut::tokens_and_widths;
-  std::vector<model::ModelAtFraction> fractions;
-  for (int k = 1; k <= 3; ++k) {
-    fractions.push_back({k, quick_fit(model::at_shape_fraction(llama, k, parts, cut))});
-    fractions.back().model.rest_seconds.per_sample = 1e-3 * k;  // what a CPU measures of it is noise
-  }
-  const model::LayerModel whole = model::at_full_shape(fractions, parts, cut, "test");
+  std::vector<model::ModelAtFraction> fractions = llama_fractions();
+  for (auto& f : fractions) f.model.rest_seconds.per_sample = 1e-3 * f.k;  // what a CPU measures of it is noise
+  const model::LayerModel whole = model::at_full_shape(fractions, parts, model::ShapeCut::tokens_and_widths, "test");
   const model::LayerModel& largest = fractions.back().model;
   const auto sum = [](const model::LayerModel& m, const auto& of, const std::string& segment) {
     double total = 0;
@@ -133,6 +139,35 @@ TEST(ShapeScaling, TimesGrowWithTheirWork) {
   EXPECT_NEAR(whole.rest_seconds.per_sample,
               largest.rest_seconds.per_sample * sum(whole, moved, "") / sum(largest, moved, ""),
               1e-9 * whole.rest_seconds.per_sample);
+}
+
+// The optimizer step, a pass over the state: on a CPU it grows with the
+// state; on a catalog GPU, where small models' steps are their kernels'
+// launches, by the bytes the whole adds (AdamW's 7 a trained byte) at the
+// GPU's bandwidth and the memory efficiency fitted there.
+TEST(ShapeScaling, TheOptimizerStepGrowsWithTheStateOrOnAGpuByTheBytesItAdds) {
+  std::vector<model::ModelAtFraction> fractions = llama_fractions();
+  for (auto& f : fractions) f.model.optimizer_seconds = {0, 0, 0.03};  // launch-bound: the same at every fraction
+  const model::LayerModel& largest = fractions.back().model;
+  const model::LayerModel on_cpu = model::at_full_shape(fractions, parts, model::ShapeCut::tokens_and_widths, "test");
+  EXPECT_NEAR(on_cpu.optimizer_seconds.fixed, 0.03 * on_cpu.static_bytes / largest.static_bytes, 1e-12);
+
+  const model::HardwareSpec h200 = model::load_hardware("H200");
+  const double eta = 0.4;
+  for (auto& f : fractions) {
+    f.model.machine = {"cuda:0", "NVIDIA H200", static_cast<int64_t>(h200.memory_bytes), 0, "", "", "", "cupti"};
+    f.model.roofline = model::RooflineFit{h200.name, 0.6, eta, 0.5, eta};
+  }
+  const model::LayerModel on_gpu = model::at_full_shape(fractions, parts, model::ShapeCut::tokens_and_widths, "test");
+  const auto trained = [](const model::LayerModel& m) {
+    double bytes = 0;
+    for (const auto& l : m.layers) bytes += static_cast<double>(l.parameter_bytes - l.frozen_bytes);
+    return bytes;
+  };
+  ASSERT_GT(trained(on_gpu), trained(largest));
+  EXPECT_NEAR(on_gpu.optimizer_seconds.fixed,
+              0.03 + 7 * (trained(on_gpu) - trained(largest)) / (h200.memory_bandwidth * eta), 1e-12);
+  EXPECT_EQ(on_gpu.optimizer_seconds.per_sample, 0);
 }
 
 TEST(ShapeScaling, ThreeDistinctFractions) {
