@@ -12,7 +12,9 @@
 # CHECKS picks the `validate` runs, comma-separated: zoo (gpt2-small),
 # archives (torchvision's models scripted), fine-tuning (LoRA and QLoRA),
 # shape (Qwen2-0.5B profiled whole, and at fractions of its shape); all by
-# default. The GPU tests and the main job always run.
+# default; fraction-profiles (scripts/gpu/fraction_profiles.sh: the profiles
+# bench/shape_replay.sh replays) only when named. The GPU tests and the main
+# job always run.
 # Every log, JSON answer and the build's errors land in OUT_DIR; a summary is
 # printed. Each step has its own time limit, so one that hangs costs only its
 # share; a step that fails does not stop the next.
@@ -100,6 +102,7 @@ if [ -x "$papaya" ]; then
       echo "scripting the models FAILED"; tail -5 "$out/models.log"
     fi
   fi
+  wanted fraction-profiles && scripts/gpu/fraction_profiles.sh "$out/fraction-profiles" "$papaya"
   for f in "$out"/validate-*.log; do echo "== $f"; head -c 3000 "$f"; echo; done
 fi
 echo "done ($(elapsed))"
