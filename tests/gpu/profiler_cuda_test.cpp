@@ -47,6 +47,29 @@ TEST(Profiler, ProfilesOnCuda) {
   }
 }
 
+// Batches measured in turn, each after the others' blocks were cached: what
+// every layer holds at its forward's start lies on one line in the batch,
+// to the byte. The caching allocator's blocks do not (a smaller batch takes
+// a larger one's cached block whole when it is up to 1 MiB too large, and
+// each block is rounded up to 512 bytes): a profile counts the tensors'
+// own bytes.
+TEST(Profiler, CudaBytesLieOnALineInTheBatchWhateverRanBefore) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device (or a CPU-only LibTorch)";
+  ProfileOptions options;
+  options.network = model::load_network_config("llama-tiny");
+  options.batches = {1, 2, 4};
+  options.device = "cuda";
+  options.warmup = 1;
+  options.steps = 3;
+  options.rounds = 3;
+  options.probe_batch = 0;
+  const model::Profile p = profile_network(options);
+  for (const auto& l : p.layers) {
+    const auto at = [&](size_t i) { return l.measured[i].forward_start_bytes; };
+    EXPECT_EQ(at(2) - at(1), 2 * (at(1) - at(0))) << l.path;
+  }
+}
+
 // A tensor of 100 floats: the caching allocator holds a block of 512 bytes
 // for it, the tensor itself is 400 (what a profile scaled to another shape
 // counts: the blocks' rounding is no polynomial of the shape).
