@@ -245,7 +245,11 @@ TensorStrategy adapt_to_slot(const LayerDesc& layer, const SlotDesc& slot, const
 // final loss of the tiny networks 6-8% above keep's, over 64 about 4-5%.
 int default_group_size(int bits) { return bits == 2 ? 64 : 128; }
 
-int64_t lm_head_chunk_rows(int64_t vocab) { return std::max<int64_t>(1, (int64_t{1} << 21) / std::max<int64_t>(1, vocab)); }
+int64_t lm_head_chunk_rows(int64_t vocab) {
+  const int64_t words = std::max<int64_t>(1, vocab);
+  const auto rows_in = [&](int shift) -> int64_t { return (int64_t{1} << shift) / words; };
+  return std::max<int64_t>({1, rows_in(21), std::min(lm_head_min_chunk_rows, rows_in(24))});
+}
 
 int64_t device_bytes(SlotKind kind, int64_t numel, int element_size, const TensorStrategy& s, int64_t head_numel) {
   if (s.swap) return 0;

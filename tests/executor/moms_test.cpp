@@ -12,6 +12,7 @@
 #include "executor/storage/invert.h"
 #include "executor/storage/stored_bytes.h"
 #include "model/plan.h"
+#include "model/strategy.h"
 #include "tests/executor/moms_fixture.h"
 
 namespace papaya::executor {
@@ -206,12 +207,13 @@ TEST(Invert, GradientsAreCloseToExactGeluAndSilu) {
 }
 
 TEST(LMHead, RecomputedLogProbabilitiesGiveKeepsGradients) {
-  // A vocabulary large enough that backward recomputes several chunks.
+  // Enough rows that backward recomputes several chunks (640 rows of 256).
   const auto config = model::parse_network_config(
       nlohmann::json::parse(R"({"name": "wide-vocab", "family": "gpt", "layers": 1, "d_model": 32, "heads": 2,
-                                "seq_len": 16, "vocab": 40000})"),
+                                "seq_len": 16, "vocab": 8192})"),
       "wide-vocab.json");
-  const Batch batch = batch_for(config, 8);
+  ASSERT_EQ(model::lm_head_chunk_rows(8192), 256);
+  const Batch batch = batch_for(config, 40);
   const auto keep = planned(config, "keep");
   model::Plan recompute;
   recompute.name = "recompute-logprobs";

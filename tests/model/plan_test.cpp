@@ -95,9 +95,12 @@ TEST(Plan, QuantizeTakesEachSlotInItsNaturalForm) {
   EXPECT_TRUE(p.segments.empty());
 }
 
-TEST(Strategy, LMHeadChunksHoldAboutEightMiBOfLogits) {
+// 8 MiB of fp32 logits a chunk or more; 256 rows where that stays within 64 MiB.
+TEST(Strategy, LMHeadChunksHoldEightMiBOfLogitsOrUpTo256RowsWithin64MiB) {
   EXPECT_EQ(lm_head_chunk_rows(128), 16384);
-  EXPECT_EQ(lm_head_chunk_rows(50257), 41);  // 41 x 50257 fp32 logits: 7.9 MiB
+  EXPECT_EQ(lm_head_chunk_rows(8192), 256);
+  EXPECT_EQ(lm_head_chunk_rows(50257), 256);   // not 41: 41 rows' products run slower than the whole's
+  EXPECT_EQ(lm_head_chunk_rows(151936), 110);  // 110 x 151,936 fp32 logits: 63.8 MiB
   EXPECT_EQ(lm_head_chunk_rows(int64_t{1} << 30), 1);
 }
 

@@ -324,7 +324,7 @@ TEST(Profiler, PeaksBetweenLayersArePredictedUnderAPlan) {
 
 // A vocabulary of 16,384 makes the LM head the step's peak once the blocks
 // are recomputed, and recompute-all makes the head's log-probabilities again
-// 128 rows at a time in backward. Keep's backward starts with the loss's
+// 256 rows at a time in backward. Keep's backward starts with the loss's
 // gradient of all of them (before the head's own window, where the model
 // reads it), which the chunks never make; and the chunks sum the trained
 // weight's gradient from the first on, which keep makes after its peak:
