@@ -24,9 +24,7 @@ namespace {
 
 using namespace papaya;
 
-model::LayerModel fitted(const std::string& path) {
-  return model::fit_profile(model::read_profile(path), path).model;
-}
+model::LayerModel fitted(const std::string& path) { return model::fit_profile(model::read_profile(path), path).model; }
 
 std::string kind_of(const std::string& path) {
   const size_t dot = path.rfind('.');
@@ -47,8 +45,7 @@ int main(int argc, char** argv) {
     const int batch = std::atoi(argv[2]);
     std::vector<model::ModelAtFraction> fractions;
     for (int k = 1; k <= 3; ++k) fractions.push_back({k, fitted(argv[2 + k])});
-    const model::LayerModel carried =
-        model::at_full_shape(fractions, parts, model::ShapeCut::tokens_and_widths, "fractions");
+    const model::LayerModel carried = model::at_full_shape(fractions, parts, model::ShapeCut::tokens_and_widths, "fractions");
     const model::LayerModel whole = fitted(argv[6]);
     if (carried.layers.size() != whole.layers.size()) {
       std::fprintf(stderr, "shape_replay: the fractions' layers are not the whole's\n");
@@ -85,10 +82,11 @@ int main(int argc, char** argv) {
     const model::Estimate w = model::predict(whole, model::make_target(whole, ""), keep, batch);
     const model::Estimate c = model::predict(carried, model::make_target(carried, ""), keep, batch);
     row("**keep's step**", w.seconds, c.seconds);
-    std::printf("\nkeep at batch %d: %.2f samples/s from the whole profile, %.2f from the fractions (%+.1f %%); "
-                "peak %.3f GiB, %.3f GiB (%+.2f %%)\n",
-                batch, w.samples_per_s, c.samples_per_s, percent(c.samples_per_s, w.samples_per_s),
-                w.peak_bytes / (1 << 30), c.peak_bytes / (1 << 30), percent(c.peak_bytes, w.peak_bytes));
+    std::printf(
+        "\nkeep at batch %d: %.2f samples/s from the whole profile, %.2f from the fractions (%+.1f %%); "
+        "peak %.3f GiB, %.3f GiB (%+.2f %%)\n",
+        batch, w.samples_per_s, c.samples_per_s, percent(c.samples_per_s, w.samples_per_s), w.peak_bytes / (1 << 30),
+        c.peak_bytes / (1 << 30), percent(c.peak_bytes, w.peak_bytes));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "shape_replay: %s\n", e.what());
     return 2;

@@ -10,8 +10,8 @@
 // whole network's FLOPs); the optimizer step, a pass over weights, gradients
 // and state, with the static bytes (on a catalog GPU, where a small step is
 // launch-bound, by the bytes added at the GPU's bandwidth); fixed costs do
-// not grow. Rates (codecs,
-// host links, roofline efficiencies) are the largest model's.
+// not grow. Rates (codecs, host links, roofline efficiencies) are the
+// largest model's.
 #include <string>
 
 #include "model/layer_model.h"

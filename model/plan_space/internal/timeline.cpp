@@ -25,7 +25,8 @@ void add_storage(const AtBatch& at, int storage, const StorageHeld& held, double
   if (!st.slots.empty()) {
     // Keep's figures already hold the storage, at its own bytes (a profile
     // counts the tensors', on CUDA too).
-    add_as(Kind::keep_storage, {}, -at.storage_bytes(storage), ix.layer(st.first_layer).forward_at, ix.layer(st.first_layer).backward_at);
+    add_as(Kind::keep_storage, {}, -at.storage_bytes(storage), ix.layer(st.first_layer).forward_at,
+           ix.layer(st.first_layer).backward_at);
   }
   for (const Copy& c : held.copies) {
     const auto add = [&](double bytes, int from, int to) { add_as(Kind::copy, c.strategy, bytes, from, to); };

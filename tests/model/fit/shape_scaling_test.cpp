@@ -165,8 +165,8 @@ TEST(ShapeScaling, TheOptimizerStepGrowsWithTheStateOrOnAGpuByTheBytesItAdds) {
     return bytes;
   };
   ASSERT_GT(trained(on_gpu), trained(largest));
-  EXPECT_NEAR(on_gpu.optimizer_seconds.fixed,
-              0.03 + 7 * (trained(on_gpu) - trained(largest)) / (h200.memory_bandwidth * eta), 1e-12);
+  EXPECT_NEAR(on_gpu.optimizer_seconds.fixed, 0.03 + 7 * (trained(on_gpu) - trained(largest)) / (h200.memory_bandwidth * eta),
+              1e-12);
   EXPECT_EQ(on_gpu.optimizer_seconds.per_sample, 0);
 }
 
