@@ -6,17 +6,22 @@
 // layer's path), forward + backward seconds at the batch; the rest of the
 // step and the optimizer step; keep's step and samples/s; and the peak.
 //   shape_replay PARTS BATCH FRACTION_1 FRACTION_2 FRACTION_3 WHOLE
-// (each a profile; .json as `papaya profile --out` writes them).
+// (each a profile; .json as `papaya profile --out` writes them). Each
+// fraction's network must be papaya's own cut of the whole's
+// (model/catalog/shape_fraction.h), else exit 2.
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "model/catalog/network_config.h"
 #include "model/catalog/shape_fraction.h"
 #include "model/catalog/target.h"
 #include "model/fit/fit_profile.h"
 #include "model/fit/shape_scaling.h"
+#include "model/parallel/tensor_split.h"
 #include "model/plan.h"
 #include "model/plan_space/predict.h"
 
@@ -24,14 +29,28 @@ namespace {
 
 using namespace papaya;
 
-model::LayerModel fitted(const std::string& path) { return model::fit_profile(model::read_profile(path), path).model; }
+model::NetworkConfig network_of(const model::Profile& p, const std::string& path) {
+  return model::parse_network_config(p.network_config, path);
+}
 
-std::string kind_of(const std::string& path) {
-  const size_t dot = path.rfind('.');
-  return dot == std::string::npos ? path : path.substr(dot + 1);
+// Throws where `fraction` is not k/parts of `whole` as the shape axis cuts it.
+void check_cut(const model::NetworkConfig& whole, const model::NetworkConfig& fraction, int k, int parts,
+               const std::string& path) {
+  const model::TransformerConfig want =
+      model::at_shape_fraction(whole, k, parts, model::ShapeCut::tokens_and_widths).transformer();
+  const model::TransformerConfig& got = fraction.transformer();
+  if (got.seq_len != want.seq_len || got.d_model != want.d_model || got.mlp_hidden() != want.mlp_hidden() ||
+      got.vocab != want.vocab) {
+    throw std::runtime_error(path + ": not " + std::to_string(k) + "/" + std::to_string(parts) +
+                             " of the whole network's shape as papaya cuts it");
+  }
 }
 
 double percent(double carried, double whole) { return 100.0 * (carried / whole - 1); }
+
+void row(const std::string& what, double whole, double carried) {
+  std::printf("| %s | %.2f | %.2f | %+.0f %% |\n", what.c_str(), 1e3 * whole, 1e3 * carried, percent(carried, whole));
+}
 
 }  // namespace
 
@@ -43,10 +62,17 @@ int main(int argc, char** argv) {
   try {
     const int parts = std::atoi(argv[1]);
     const int batch = std::atoi(argv[2]);
+    const model::Profile whole_profile = model::read_profile(argv[6]);
+    const model::NetworkConfig whole_network = network_of(whole_profile, argv[6]);
     std::vector<model::ModelAtFraction> fractions;
-    for (int k = 1; k <= 3; ++k) fractions.push_back({k, fitted(argv[2 + k])});
+    for (int k = 1; k <= 3; ++k) {
+      const std::string path = argv[2 + k];
+      const model::Profile profile = model::read_profile(path);
+      check_cut(whole_network, network_of(profile, path), k, parts, path);
+      fractions.push_back({k, model::fit_profile(profile, path).model});
+    }
     const model::LayerModel carried = model::at_full_shape(fractions, parts, model::ShapeCut::tokens_and_widths, "fractions");
-    const model::LayerModel whole = fitted(argv[6]);
+    const model::LayerModel whole = model::fit_profile(whole_profile, argv[6]).model;
     if (carried.layers.size() != whole.layers.size()) {
       std::fprintf(stderr, "shape_replay: the fractions' layers are not the whole's\n");
       return 2;
@@ -56,7 +82,7 @@ int main(int argc, char** argv) {
     std::map<std::string, std::pair<double, double>> kinds;
     std::vector<std::string> order;
     for (size_t i = 0; i < whole.layers.size(); ++i) {
-      const std::string kind = kind_of(whole.layers[i].path);
+      const std::string kind = model::layer_role(whole.layers[i].path);
       if (!kinds.count(kind)) order.push_back(kind);
       auto& [w, c] = kinds[kind];
       w += whole.layers[i].forward_seconds.at(batch) + whole.layers[i].backward_seconds.at(batch);
@@ -69,11 +95,8 @@ int main(int argc, char** argv) {
       const auto [w, c] = kinds[kind];
       layers_whole += w;
       layers_carried += c;
-      std::printf("| %s | %.2f | %.2f | %+.0f %% |\n", kind.c_str(), 1e3 * w, 1e3 * c, percent(c, w));
+      row(kind, w, c);
     }
-    const auto row = [](const char* what, double w, double c) {
-      std::printf("| %s | %.2f | %.2f | %+.0f %% |\n", what, 1e3 * w, 1e3 * c, percent(c, w));
-    };
     row("**every layer**", layers_whole, layers_carried);
     row("rest of the step", whole.rest_seconds.at(batch), carried.rest_seconds.at(batch));
     row("optimizer step", whole.optimizer_seconds.at(batch), carried.optimizer_seconds.at(batch));

@@ -14,7 +14,8 @@ mkdir -p "$out"
 [ -f .deps/unpack.sh ] && source .deps/unpack.sh > /dev/null
 "$papaya" import-hf configs/hf/qwen2-0.5b.json --seq-len 1024 --out "$out/qwen2-0.5b-whole.json" > /dev/null || exit 1
 # The cut of model/catalog/shape_fraction.cpp at 16 parts: tokens, head
-# dimensions, MLP width and vocabulary, each k/16 of the whole.
+# dimensions, MLP width and vocabulary, each k/16 of the whole
+# (bench/shape_replay refuses profiles that are not papaya's own cut).
 for k in 1 2 3; do
   python3 - "$out/qwen2-0.5b-whole.json" "$out/qwen2-0.5b-$k-16.json" "$k" <<'EOF'
 import json, sys
