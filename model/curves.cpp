@@ -54,6 +54,12 @@ Solved solve(const std::vector<Sample>& samples, const std::vector<double>& scal
   options.function_tolerance = 1e-14;
   options.parameter_tolerance = 1e-14;
   options.logging_type = ceres::SILENT;
+  // A step whose linear model gains nothing (round-off at the optimum of
+  // samples that span orders of magnitude, as a preempted timing beside a
+  // layer that ran no tokens does) is "invalid": Ceres gives up after 5 in a
+  // row and keeps nothing. Each one halves the trust region faster, so
+  // allowing more ends at its minimum radius, converged, at the best point.
+  options.max_num_consecutive_invalid_steps = 100;
   ceres::Solver::Summary summary;
   ceres::Solve(options, &problem, &summary);
   if (!summary.IsSolutionUsable() || !std::isfinite(summary.final_cost)) {

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "model/curves.h"
@@ -71,6 +72,25 @@ TEST(BatchCurves, ARemainderMayBeNegative) {
   const SaturatingCurve fit = fit_saturating({{1, -2e-4}, {2, 0}, {4, 4e-4}}, -std::numeric_limits<double>::infinity());
   EXPECT_NEAR(fit.per_sample, 2e-4, 1e-8);
   EXPECT_NEAR(fit.fixed, -4e-4, 1e-8);
+}
+
+// Timings six orders of magnitude apart (a mixture's expert that ran almost
+// no tokens at one batch, preempted at another) leave Ceres steps that gain
+// nothing at round-off; the fit must still end, on a curve within the samples.
+TEST(BatchCurves, SamplesOrdersOfMagnitudeApartStillFit) {
+  const std::vector<std::vector<Sample>> wild = {
+      {{1, 1.2834643736628971e-3}, {2, 9.6021658305178877e-4}, {4, 1.1994061532810974e-9}},
+      {{1, 1.4022439085690356e-4}, {2, 1.2356259804200635e-8}, {4, 1.7882783320058939e-8}},
+      {{1, 1.3772758141888071e-4}, {2, 1.89389097046985e-3}, {4, 1.1166853895092465e-9}}};
+  for (const auto& s : wild) {
+    const SaturatingCurve fit = fit_saturating(s);
+    double low = s[0].value, high = s[0].value;
+    for (const Sample& x : s) low = std::min(low, x.value), high = std::max(high, x.value);
+    for (const Sample& x : s) {
+      EXPECT_GE(fit.at(x.batch), low);
+      EXPECT_LE(fit.at(x.batch), high);
+    }
+  }
 }
 
 TEST(BatchCurves, RSquared) {
