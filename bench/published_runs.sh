@@ -14,9 +14,10 @@
 # with sequence parallelism, with selective recompute (recompute-attention:
 # each attention core again in backward) without and with sequence
 # parallelism, and with full recompute (Figure 1 and the percentages of
-# Figure 7); weights + gradients + optimizer state of a stage past the
-# embedding, with papaya's half-precision weight copies (18 bytes a
-# parameter either way); the iteration's time with full recompute and with
+# Figure 7), the last also less what the embedding's layers save (its
+# dropout mask and token ids), which the paper's count leaves out; weights +
+# gradients + optimizer state of a stage past the embedding, with papaya's
+# half-precision weight copies (18 bytes a parameter either way); the iteration's time with full recompute and with
 # selective recompute and sequence parallelism (Table 5) at papaya's typical
 # GPU efficiency (0.5) and at the A100 matmul efficiency that makes the 22B
 # run's full-recompute time the paper's (every other run held out).
@@ -94,8 +95,8 @@ echo "predict: $build/papaya predict NAME.model.json --batch B LAYOUT --sp off|o
 echo "LAYOUT: --hardware A100-80GB --gpus N --gpus-per-node 8 --tp 8 --pp P --vp V --global-batch G (the paper's)"
 echo "A100 matmul efficiency fitted to the 22B run's time: $fitted"
 echo
-echo "| model | weights+grads+optimizer GiB | activations, TP GiB | with SP GiB | selective GiB | selective + SP GiB | full recompute GiB | iteration s, full recompute, efficiency 0.5 | at $fitted | selective + SP, 0.5 | at $fitted |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| model | weights+grads+optimizer GiB | activations, TP GiB | with SP GiB | selective GiB | selective + SP GiB | full recompute GiB | full recompute less the embedding's GiB | iteration s, full recompute, efficiency 0.5 | at $fitted | selective + SP, 0.5 | at $fitted |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 selective_time() { predict "$@" --sp on --plan recompute-attention | jq '.plans[0].iteration_s'; }
 while read -r name gpus p v mb gb paper_static paper_tp paper_sp paper_sel paper_seqsel paper_full paper_time paper_seqsel_time; do
   run="$name $gpus 8 $p $v $mb $gb"
@@ -105,21 +106,27 @@ while read -r name gpus p v mb gb paper_static paper_tp paper_sp paper_sel paper
   predict $run --sp on --plan recompute-attention > "$out/seqsel.json"
   predict $run --sp off --plan recompute-all > "$out/full.json"
   acts() { jq '.plans[0].stages[0] | .activation_bytes * .in_flight / 1073741824' "$1"; }
+  # What the layers before the first block save a sample (the embedding's token ids, its dropout's mask):
+  # whole on every rank without SP, as under full recompute here.
+  embedding=$(jq '[.layers | (map(.path | startswith("blocks.")) | index(true)) as $first | .[:$first][]
+                   | .saved[]?.storage_bytes_per_sample] | add // 0' "$models/$name.model.json")
+  blocks_full=$(jq --argjson e "$embedding" --argjson mb "$mb" \
+    '.plans[0].stages[0] | (.activation_bytes - $e * $mb) * .in_flight / 1073741824' "$out/full.json")
   # A stage past the embedding: the paper counts the blocks' weights alone.
   static=$(jq '.plans[0].stages | (if length > 1 then .[1] else .[0] end) | (.static_bytes + .weight_copies_bytes) / 1073741824' "$out/tp.json")
   python3 - "$name" "$static" "$(acts "$out/tp.json")" "$(acts "$out/sp.json")" "$(acts "$out/sel.json")" \
-    "$(acts "$out/seqsel.json")" "$(acts "$out/full.json")" \
+    "$(acts "$out/seqsel.json")" "$(acts "$out/full.json")" "$blocks_full" \
     "$(jq '.plans[0].iteration_s' "$out/full.json")" "$(full_time $run --compute-efficiency "$fitted")" \
     "$(jq '.plans[0].iteration_s' "$out/seqsel.json")" "$(selective_time $run --compute-efficiency "$fitted")" \
     "$paper_static" "$paper_tp" "$paper_sp" "$paper_sel" "$paper_seqsel" "$paper_full" "$paper_time" "$paper_seqsel_time" <<'PY'
 import sys
 name = sys.argv[1]
-(static, tp, sp, sel, seqsel, full, time, fitted, sel_time, sel_fitted,
+(static, tp, sp, sel, seqsel, full, blocks_full, time, fitted, sel_time, sel_fitted,
  p_static, p_tp, p_sp, p_sel, p_seqsel, p_full, p_time, p_sel_time) = map(float, sys.argv[2:])
 p_sp, p_sel, p_seqsel, p_full = (x / 100 * p_tp for x in (p_sp, p_sel, p_seqsel, p_full))
 cell = lambda ours, theirs: f"{ours:.2f} ({theirs:.2f}) {100 * (ours / theirs - 1):+.1f}%"
 print(f"| {name.upper()} | {cell(static, p_static)} | {cell(tp, p_tp)} | {cell(sp, p_sp)} | {cell(sel, p_sel)} | "
-      f"{cell(seqsel, p_seqsel)} | {cell(full, p_full)} | {cell(time, p_time)} | {cell(fitted, p_time)} | "
+      f"{cell(seqsel, p_seqsel)} | {cell(full, p_full)} | {cell(blocks_full, p_full)} | {cell(time, p_time)} | {cell(fitted, p_time)} | "
       f"{cell(sel_time, p_sel_time)} | {cell(sel_fitted, p_sel_time)} |")
 PY
 done <<< "$runs"
