@@ -79,6 +79,7 @@ void solve(const Scaled& d, std::array<double, N>& p, const std::vector<int>& no
   options.gradient_tolerance = 1e-14;
   options.parameter_tolerance = 1e-12;
   options.logging_type = ceres::SILENT;
+  options.max_num_consecutive_invalid_steps = 100;  // round-off at the optimum: see curves.cpp
   ceres::Solver::Summary summary;
   ceres::Solve(options, &problem, &summary);
 }

@@ -143,6 +143,7 @@ std::optional<std::pair<double, double>> fit_efficiencies(const std::vector<Laye
   ceres::Solver::Options options;
   options.linear_solver_type = ceres::DENSE_QR;
   options.logging_type = ceres::SILENT;
+  options.max_num_consecutive_invalid_steps = 100;  // round-off at the optimum: see curves.cpp
   ceres::Solver::Summary summary;
   ceres::Solve(options, &problem, &summary);
   if (!summary.IsSolutionUsable()) return std::nullopt;
