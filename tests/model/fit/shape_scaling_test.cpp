@@ -161,7 +161,7 @@ TEST(ShapeScaling, TheOptimizerStepGrowsWithTheStateOrOnAGpuByTheBytesItAdds) {
   const model::LayerModel on_gpu = model::at_full_shape(fractions, parts, model::ShapeCut::tokens_and_widths, "test");
   const auto trained = [](const model::LayerModel& m) {
     double bytes = 0;
-    for (const auto& l : m.layers) bytes += static_cast<double>(l.parameter_bytes - l.frozen_bytes);
+    for (const auto& l : m.layers) bytes += static_cast<double>(l.trainable_bytes());
     return bytes;
   };
   ASSERT_GT(trained(on_gpu), trained(largest));
