@@ -123,6 +123,9 @@ class Layer : public torch::nn::Module {
   // Buffers its forward moves in training (a batch norm's running
   // statistics), which a recomputed segment puts back after recomputing.
   virtual std::vector<torch::Tensor> running_state() { return {}; }
+  // Whether its forward draws random numbers (dropout), which a recomputed
+  // segment must draw again as they were.
+  virtual bool draws_random() const { return false; }
   // Parameters it computes with that another layer owns and registers (a
   // tied LM head's embedding weight): its backward makes their gradient too.
   virtual std::vector<torch::Tensor> shared_parameters() const { return {}; }

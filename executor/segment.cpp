@@ -86,12 +86,12 @@ torch::Tensor checkpoint(Segment& segment, const torch::Tensor& x) {
 
 }  // namespace
 
-// A dropout layer's: the generators' state is a few KB held from forward to
+// A dropout's (a dropout layer, fused attention's dropout): the generators' state is a few KB held from forward to
 // backward (3.7% of a small MLP's recompute-all peak), kept only where needed.
 bool Segment::draws_random() {
   for (const auto& module : modules(/*include_self=*/false)) {
     const auto* layer = dynamic_cast<const Layer*>(module.get());
-    if (layer && layer->kind() == model::LayerKind::dropout) return true;
+    if (layer && layer->draws_random()) return true;
   }
   return false;
 }

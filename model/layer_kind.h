@@ -31,6 +31,9 @@ enum class LayerKind {
   attention_scores,
   softmax,
   attention_context,
+  // Attention fused into one layer (FlashAttention): saves q, k, v, its
+  // output and a log-sum-exp per query row and head, no scores.
+  fused_attention,
   cross_entropy,
   lm_head,
   // A module of a network papaya did not build (executor/torchscript/): its
@@ -55,6 +58,7 @@ enum class FlopsShape {
   convolution,  // 2·(C_in·k_h·k_w)·N (+N with a bias)
   logits,       // 2·d·L + flops_per_output·L, L = the logits' elements (the saved log-probabilities')
   pooling,      // k²·N, k = the pooling window
+  attention,    // (4·d + flops_per_output)·P, P the (query, key) pairs attended (about half of all when causal), d the head dimension
 };
 
 struct SlotTraits {
@@ -83,6 +87,10 @@ struct LayerKindTraits {
   // estimate the tensor's sensitivity (adaptive bits, GACT); an imported
   // module's is LibTorch's own.
   bool estimates_sensitivity = true;
+  // Its backward's FLOPs over its forward's: a product's two (each
+  // operand's gradient); fused attention's 2.5 (its scores made again, then
+  // four products).
+  double backward_flops_ratio = 2;
 };
 
 const LayerKindTraits& traits(LayerKind kind);

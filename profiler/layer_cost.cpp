@@ -4,6 +4,7 @@
 #include <string>
 
 #include "executor/layers/conv.h"
+#include "executor/layers/fused_attention.h"
 
 namespace papaya::profiler {
 namespace {
@@ -44,6 +45,13 @@ double flops(const executor::Layer& layer, const LayerCall& call) {
     case model::FlopsShape::pooling: {
       const double k = static_cast<double>(dynamic_cast<const executor::MaxPool2d&>(layer).kernel);
       return k * k * n;
+    }
+    case model::FlopsShape::attention: {
+      const torch::Tensor& q = call.inputs.at(0);
+      const double rows = elements(q) / static_cast<double>(q.size(-1)), keys = static_cast<double>(call.inputs.at(1).size(-2));
+      // Causal: query i attends keys 0..i, (keys + 1) / 2 of them on average.
+      const double pairs = rows * (dynamic_cast<const executor::FusedAttention&>(layer).causal ? (keys + 1) / 2 : keys);
+      return (4.0 * static_cast<double>(q.size(-1)) + kind.flops_per_output) * pairs;
     }
   }
   throw std::logic_error("no FLOP formula for layer kind " + std::string(model::to_string(layer.kind())));

@@ -30,6 +30,7 @@ class Dropout : public Layer {
   explicit Dropout(double p);
   torch::Tensor forward(torch::Tensor x);
   torch::Tensor run(const std::vector<torch::Tensor>& in, const Batch&) override { return forward(in.at(0)); }
+  bool draws_random() const override { return true; }
   double p;
 };
 

@@ -168,7 +168,8 @@ Target catalog_target(const LayerModel& m, const HardwareSpec& hw, std::optional
   for (const auto& l : m.layers) {
     const double flops = l.forward_flops_per_sample, bytes = l.forward_bytes_moved_per_sample;
     const double fwd = std::max(flops / (peak * eta.forward_compute), bytes / (bandwidth * eta.forward_memory));
-    const double bwd = std::max(2 * flops / (peak * eta.backward_compute), 2 * bytes / (bandwidth * eta.backward_memory));
+    const double bwd = std::max(traits(l.kind).backward_flops_ratio * flops / (peak * eta.backward_compute),
+                                2 * bytes / (bandwidth * eta.backward_memory));
     if (m.on_gpu()) {
       t.forward_seconds.push_back({l.forward_seconds.floor, fwd, l.forward_seconds.fixed});
       t.backward_seconds.push_back({l.backward_seconds.floor, bwd, l.backward_seconds.fixed});

@@ -118,20 +118,20 @@ struct RooflineResidual {
   }
 };
 
-// Efficiencies (compute, memory) of one direction, backward taken as twice
-// the forward's FLOPs and bytes.
+// Efficiencies (compute, memory) of one direction, backward taken as its
+// kind's multiple of the forward's FLOPs (twice for most) and twice its bytes.
 std::optional<std::pair<double, double>> fit_efficiencies(const std::vector<LayerFit>& layers, bool backward,
                                                           const HardwareSpec& hw, double peak) {
   double log_c = std::log(typical_compute_efficiency), log_m = std::log(typical_memory_efficiency);
   ceres::Problem problem;
   int used = 0;
-  const double factor = backward ? 2 : 1;
   for (const auto& l : layers) {
     const double k = backward ? l.backward_seconds.per_sample : l.forward_seconds.per_sample;
     if (k <= 0 || (l.forward_flops_per_sample <= 0 && l.forward_bytes_moved_per_sample <= 0)) continue;
+    const double flops = backward ? traits(l.kind).backward_flops_ratio : 1, bytes = backward ? 2 : 1;
     auto* cost = new ceres::AutoDiffCostFunction<RooflineResidual, 1, 1, 1>(
-        new RooflineResidual{std::log(k), factor * l.forward_flops_per_sample / peak,
-                             factor * l.forward_bytes_moved_per_sample / hw.memory_bandwidth});
+        new RooflineResidual{std::log(k), flops * l.forward_flops_per_sample / peak,
+                             bytes * l.forward_bytes_moved_per_sample / hw.memory_bandwidth});
     problem.AddResidualBlock(cost, new ceres::CauchyLoss(0.5), &log_c, &log_m);
     ++used;
   }

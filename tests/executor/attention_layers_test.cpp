@@ -7,6 +7,7 @@
 
 #include "executor/layers/attention.h"
 #include "executor/layers/rotary.h"
+#include "tests/executor/moms_fixture.h"
 
 namespace papaya::executor {
 namespace {
@@ -20,17 +21,6 @@ torch::Tensor reference_attention(const torch::Tensor& q, const torch::Tensor& k
   torch::Tensor scores = torch::matmul(q, repeat_kv(k).transpose(-2, -1)) / std::sqrt(static_cast<double>(head_dim));
   scores = scores.masked_fill(torch::ones({tokens, tokens}, torch::kBool).triu(1), -std::numeric_limits<double>::infinity());
   return torch::matmul(torch::softmax(scores, -1), repeat_kv(v));
-}
-
-// Multiples of 1/256 in [0, 255/256], every 8th value 0 and the next 255/256:
-// each quantization group's min is 0 and its scale 1/256, so 8-bit codes
-// (stochastically rounded or not) are the values exactly.
-torch::Tensor on_8bit_grid(torch::IntArrayRef shape) {
-  torch::Tensor t = torch::randint(0, 256, shape, torch::kFloat) / 256.0;
-  torch::Tensor flat = t.view({-1, 8});
-  flat.select(1, 0).fill_(0);
-  flat.select(1, 1).fill_(255.0 / 256);
-  return t;
 }
 
 struct Gradients {
@@ -57,18 +47,15 @@ Gradients run_layers(const torch::Tensor& q, const torch::Tensor& k, const torch
 
 TEST(GroupedQueryAttention, EqualsRepeatedKeysAndValuesOnEveryPath) {
   torch::manual_seed(0);
-  const torch::Tensor q = on_8bit_grid({batch, heads, tokens, head_dim});
-  const torch::Tensor k = on_8bit_grid({batch, kv_heads, tokens, head_dim});
-  const torch::Tensor v = on_8bit_grid({batch, kv_heads, tokens, head_dim});
+  const torch::Tensor q = testing::on_8bit_grid({batch, heads, tokens, head_dim});
+  const torch::Tensor k = testing::on_8bit_grid({batch, kv_heads, tokens, head_dim});
+  const torch::Tensor v = testing::on_8bit_grid({batch, kv_heads, tokens, head_dim});
   const torch::Tensor g = torch::randn({batch, heads, tokens, head_dim});
   Gradients expected{{}, q.clone().requires_grad_(), k.clone().requires_grad_(), v.clone().requires_grad_()};
   expected.out = reference_attention(expected.q, expected.k, expected.v);
   expected.out.backward(g);
 
-  StoreSpec eight_bits;
-  eight_bits.strategy.form = model::Form::quantized;
-  eight_bits.strategy.bits = 8;
-  for (const auto& store : {std::optional<StoreSpec>(), std::optional<StoreSpec>(eight_bits)}) {
+  for (const auto& store : {std::optional<StoreSpec>(), std::optional<StoreSpec>(testing::eight_bits())}) {
     const Gradients got = run_layers(q, k, v, g, store);
     const std::string path = store ? "MOM path" : "native path";
     EXPECT_TRUE(torch::allclose(got.out, expected.out, 1e-5, 1e-6)) << path;

@@ -11,6 +11,7 @@
 #include "executor/layers/conv.h"
 #include "executor/layers/dense.h"
 #include "executor/layers/elementwise.h"
+#include "executor/layers/fused_attention.h"
 #include "executor/layers/loss.h"
 #include "executor/layers/norm.h"
 #include "executor/layers/rotary.h"
@@ -41,6 +42,7 @@ TEST(LayerKinds, EveryLayerSavesWhatItsKindSays) {
       std::make_shared<AttentionScores>(8, true, std::make_shared<SequenceTables>()),
       std::make_shared<Softmax>(),
       std::make_shared<AttentionContext>(),
+      std::make_shared<FusedAttention>(8, true, 0.1),
       std::make_shared<CrossEntropy>(),
       std::make_shared<LMHead>(torch::randn({10, 4})),
   };

@@ -15,6 +15,27 @@ model::NetworkConfig tiny_config(const std::string& name, double dropout) {
   return config;
 }
 
+torch::Tensor on_8bit_grid(torch::IntArrayRef shape) {
+  torch::Tensor t = torch::randint(0, 256, shape, torch::kFloat) / 256.0;
+  torch::Tensor flat = t.view({-1, 8});
+  flat.select(1, 0).fill_(0);
+  flat.select(1, 1).fill_(255.0 / 256);
+  return t;
+}
+
+StoreSpec eight_bits() {
+  StoreSpec spec;
+  spec.strategy.form = model::Form::quantized;
+  spec.strategy.bits = 8;
+  return spec;
+}
+
+model::NetworkConfig materialized(model::NetworkConfig config) {
+  std::get<model::TransformerConfig>(config.body).attention = "materialized";
+  config.document["attention"] = "materialized";
+  return config;
+}
+
 Planned planned(const model::NetworkConfig& config, const model::Plan& plan) {
   torch::manual_seed(0);
   Planned p;

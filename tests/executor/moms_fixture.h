@@ -15,6 +15,17 @@ namespace papaya::executor::testing {
 // A zoo config, with `dropout` set where the family has one (gpt, bert, vit, mlp).
 model::NetworkConfig tiny_config(const std::string& name, double dropout = 0);
 
+// `config` (a transformer) with its attention materialized as scores,
+// softmax and context (the zoo's is fused), its other settings as they are.
+model::NetworkConfig materialized(model::NetworkConfig config);
+
+// Multiples of 1/256 in [0, 255/256], every 8th value 0 and the next 255/256:
+// each quantization group's min is 0 and its scale 1/256, so 8-bit codes
+// (stochastically rounded or not) are the values exactly.
+torch::Tensor on_8bit_grid(torch::IntArrayRef shape);
+// A slot stored in 8 bits.
+StoreSpec eight_bits();
+
 struct Planned {
   std::shared_ptr<Network> network;
   model::NetworkLayout layout;

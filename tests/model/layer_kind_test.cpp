@@ -31,7 +31,7 @@ TEST(LayerKind, NamesRoundTrip) {
     names.insert(to_string(kind));
   }
   EXPECT_EQ(names.size(), layer_kinds().size());
-  EXPECT_EQ(layer_kinds().size(), 23u);
+  EXPECT_EQ(layer_kinds().size(), 24u);
   EXPECT_EQ(error_of([] { layer_kind_from_string("rope", "net.json: /layers/3/kind"); }),
             "net.json: /layers/3/kind: unknown layer kind 'rope'");
 }
@@ -41,8 +41,11 @@ TEST(LayerKind, TraitsSayWhichStrategiesApply) {
     const LayerKindTraits& t = traits(kind);
     EXPECT_EQ(t.invertible_input, kind == LayerKind::gelu || kind == LayerKind::silu) << to_string(kind);
     EXPECT_EQ(t.attention,
-              kind == LayerKind::attention_scores || kind == LayerKind::softmax || kind == LayerKind::attention_context)
+              kind == LayerKind::attention_scores || kind == LayerKind::softmax || kind == LayerKind::attention_context ||
+                  kind == LayerKind::fused_attention)
         << to_string(kind);
+    // Fused attention's backward makes its scores again before its four products.
+    EXPECT_EQ(t.backward_flops_ratio, kind == LayerKind::fused_attention ? 2.5 : 2) << to_string(kind);
     EXPECT_EQ(t.saves_logprobs, kind == LayerKind::lm_head || kind == LayerKind::cross_entropy) << to_string(kind);
     EXPECT_EQ(t.recomputes_logprobs, kind == LayerKind::lm_head) << to_string(kind);
     EXPECT_EQ(t.estimates_sensitivity, kind != LayerKind::module) << to_string(kind);
