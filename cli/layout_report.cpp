@@ -87,6 +87,7 @@ void to_json(nlohmann::json& doc, const Laid& r) {
   doc.update({{"budget_bytes", p.budget_bytes},
               {"global_batch", p.global_batch},
               {"layouts", layouts},
+              {"why", p.answer.why},
               {"priced", p.answer.priced},
               {"pruned", p.answer.pruned}});
   if (!r.emit.empty()) doc["emit"] = {{"engine", r.emit}, {"text", r.emitted}};
@@ -143,7 +144,7 @@ void print_text(std::ostream& out, const Laid& r) {
   table.print(out);
   out << layout_legend << "\n";
   const model::LayoutEstimate& best = p.answer.best.front();
-  out << "best: " << best.layout.label() << " under " << best.plan << ", each pipeline stage:\n";
+  out << "best: " << best.layout.label() << " under " << best.plan << " (" << p.answer.why << "), each pipeline stage:\n";
   print_stages(out, best);
   out << "searched: " << p.answer.priced << " layouts priced; " << p.answer.pruned
       << " pruned by their weights, gradients and optimizer state alone\n";
@@ -205,6 +206,7 @@ void to_json(nlohmann::json& doc, const LayoutLimits& r) {
     entry.update({{"budget_bytes", p.budget_bytes},
                   {"global_batch", p.global_batch},
                   {"best", p.answer.best.empty() ? nlohmann::json() : layout_json(p.answer.best.front())},
+                  {"why", p.answer.why},
                   {"nearest_peak_bytes", p.answer.nearest ? nlohmann::json(p.answer.nearest->peak_bytes) : nlohmann::json()}});
     doc.push_back(entry);
   }

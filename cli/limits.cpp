@@ -186,7 +186,7 @@ Limits compute(const LimitsArgs& args) {
   }
   l.budget_text = budget_given ? model::format_bytes(l.budgets.front()) : "80% of each device's memory";
   // Every catalog entry has a host link, so every target has the same rows.
-  l.strategies = model::plan_names(l.targets.front());
+  l.strategies = model::plan_names(m, l.targets.front());
   for (const auto& name : l.strategies) {
     const model::Plan plan = model::expand_plan_name(name, m.layout());
     std::vector<Limit>& row = l.limits.emplace_back();
@@ -225,6 +225,7 @@ void register_limits(CLI::App& app) {
   add_network_options(cmd, args->network, args->seq_len);
   add_archive_options(cmd, args->network_options);
   add_fine_tuning_options(cmd, args->network_options);
+  add_attention_option(cmd, args->network_options);
   add_expert_routing_option(cmd, args->network_options, /*models=*/true);
   add_profile_blocks_option(cmd, args->profile_blocks);
   add_profile_parts_option(cmd, args->profile_parts);

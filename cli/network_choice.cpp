@@ -46,6 +46,14 @@ void add_fine_tuning_options(CLI::App* cmd, NetworkOptions& options) {
       ->delimiter(',');
 }
 
+void add_attention_option(CLI::App* cmd, NetworkOptions& options) {
+  cmd->add_option("--attention", options.attention,
+                  "A transformer's attention: fused (one layer keeping q, k, v, its output and a log-sum-exp a row, as "
+                  "FlashAttention and PyTorch's scaled_dot_product_attention train) or materialized (scores, softmax and "
+                  "context keeping the token-by-token probabilities); default: the config's, else fused")
+      ->check(CLI::IsMember({"fused", "materialized"}));
+}
+
 void add_expert_routing_option(CLI::App* cmd, NetworkOptions& options, bool models) {
   options.experts_balanced_by_default = models;
   cmd->add_option("--moe-imbalance", options.moe_imbalance,
@@ -114,6 +122,12 @@ model::NetworkConfig load_network(const std::string& network, std::optional<int>
                        network + " is a network config");
     }
     model::NetworkConfig config = with_lora_options(model::load_network_config(network, seq_len), options);
+    if (options.attention) {
+      if (!std::holds_alternative<model::TransformerConfig>(config.body)) {
+        throw InputError("--attention: " + config.name + " is a " + model::to_string(config.family) + " network: it has no attention");
+      }
+      config = model::with_attention(config, *options.attention);
+    }
     if (!options.freeze.empty()) {
       for (size_t i = 0; i < options.freeze.size(); ++i) model::check_layer_pattern(options.freeze[i], "--freeze");
       config = model::with_freeze(config, options.freeze);
@@ -129,6 +143,9 @@ model::NetworkConfig load_network(const std::string& network, std::optional<int>
     return config;
   }
   if (seq_len) throw InputError("--seq-len: " + network + " is a TorchScript archive: its inputs' shapes are given by --input");
+  if (options.attention) {
+    throw InputError("--attention: " + network + " is a TorchScript archive: its attention is what its graph computes");
+  }
   if (options.lora_rank > 0) throw InputError("--lora: " + network + " is a TorchScript archive: LoRA adapts papaya's transformers");
   if (!options.freeze.empty()) {
     throw InputError("--freeze: " + network + " is a TorchScript archive: its frozen weights are those saved without requires_grad");

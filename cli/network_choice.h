@@ -24,6 +24,7 @@ struct NetworkOptions {
   std::optional<std::string> base_weights;  // --base-weights
   std::vector<std::string> freeze;          // --freeze
   std::optional<double> moe_imbalance;      // --moe-imbalance
+  std::optional<std::string> attention;     // --attention: fused | materialized
   bool experts_balanced_by_default = false;  // a command that models: routing forced balanced unless the flag says
 };
 
@@ -31,6 +32,8 @@ struct NetworkOptions {
 void add_archive_options(CLI::App* cmd, NetworkOptions& options);
 // --lora, --lora-alpha, --lora-dropout, --lora-targets, --base-weights, --freeze.
 void add_fine_tuning_options(CLI::App* cmd, NetworkOptions& options);
+// --attention fused|materialized.
+void add_attention_option(CLI::App* cmd, NetworkOptions& options);
 // --moe-imbalance; `models`: the command builds or checks the performance
 // model, whose experts are then balanced by default (a training run's are
 // the router's).

@@ -192,7 +192,7 @@ Prediction compute(const PredictArgs& args) {
   if (!args.plan.empty()) {
     plans.push_back(model::load_plan(args.plan, m.layout(), m.network));
   } else {
-    for (const auto& name : model::plan_names(target)) plans.push_back(model::expand_plan_name(name, m.layout()));
+    for (const auto& name : model::plan_names(m, target)) plans.push_back(model::expand_plan_name(name, m.layout()));
   }
   p.notes = target.notes;
   if (const auto note = model::extrapolation_note(m, args.batch)) p.notes.push_back(*note);

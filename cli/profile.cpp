@@ -184,6 +184,7 @@ void register_profile(CLI::App& app) {
   add_network_options(cmd, args->network, args->seq_len);
   add_archive_options(cmd, args->network_options);
   add_fine_tuning_options(cmd, args->network_options);
+  add_attention_option(cmd, args->network_options);
   add_expert_routing_option(cmd, args->network_options, /*models=*/true);
   std::string defaults;
   for (int b : o.batches) defaults += (defaults.empty() ? "" : ",") + std::to_string(b);

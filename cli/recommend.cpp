@@ -82,7 +82,7 @@ Budget choose_budget(const RecommendArgs& args, const model::LayerModel& m, cons
   // Where the memory a step needs beyond its state is mostly fixed, half-way
   // may fit nothing: then half-way from what batch 1 needs at least.
   double least = keep;
-  for (const auto& name : model::plan_names(target)) {
+  for (const auto& name : model::plan_names(m, target)) {
     least = std::min(least, model::predict(m, target, model::expand_plan_name(name, m.layout()), 1).peak_bytes);
   }
   if (half_way >= least) {
@@ -132,7 +132,7 @@ std::string sentence(const planner::GlobalTable& table, const planner::GlobalRow
 }
 
 std::vector<Why> weigh(const model::LayerModel& m, const model::Target& target, const planner::PlanResult& r) {
-  const auto names = model::plan_names(target);
+  const auto names = model::plan_names(m, target);
   const model::Estimate keep = model::predict(m, target, model::expand_plan_name("keep", m.layout()), r.batch);
   std::vector<Why> out;
   for (const auto& name : single_optimizations()) {
@@ -297,6 +297,7 @@ void register_recommend(CLI::App& app) {
   add_network_options(cmd, args->network, args->seq_len);
   add_archive_options(cmd, args->network_options);
   add_fine_tuning_options(cmd, args->network_options);
+  add_attention_option(cmd, args->network_options);
   add_expert_routing_option(cmd, args->network_options, /*models=*/true);
   add_profile_blocks_option(cmd, args->profile_blocks);
   add_profile_parts_option(cmd, args->profile_parts);

@@ -289,6 +289,7 @@ void register_train(CLI::App& app) {
   add_network_options(cmd, args->run.network, args->run.seq_len);
   add_archive_options(cmd, args->run.network_options);
   add_fine_tuning_options(cmd, args->run.network_options);
+  add_attention_option(cmd, args->run.network_options);
   add_expert_routing_option(cmd, args->run.network_options, /*models=*/false);
   auto* batch = cmd->add_option("--batch,-b", args->run.batch, "Samples per step (with --plan auto: default, the planned batch)")
                     ->capture_default_str()

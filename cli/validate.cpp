@@ -358,6 +358,7 @@ void register_validate(CLI::App& app) {
   add_network_options(cmd, args->run.network, args->run.seq_len);
   add_archive_options(cmd, args->run.network_options);
   add_fine_tuning_options(cmd, args->run.network_options);
+  add_attention_option(cmd, args->run.network_options);
   add_expert_routing_option(cmd, args->run.network_options, /*models=*/true);
   cmd->add_option("--batches,-b", args->batches, "Batch sizes to predict and train at, comma-separated")
       ->delimiter(',')

@@ -79,6 +79,15 @@ bool is_head_input(const NetworkLayout& layout, size_t layer, const SlotDesc& sl
   return layout.layers[layer].kind == LayerKind::lm_head || before_loss;
 }
 
+// Fused attention's q and k take those bits too: backward exponentiates
+// their product again against the log-sum-exp forward took from them exact,
+// so their rounding scales every probability it makes again (gpt-tiny's
+// final loss under quantize-2: 5.1 % above keep's with them at 2 bits, 2.8 %
+// at 4; its output at 4 bits changed nothing).
+bool is_exponentiated_operand(const LayerDesc& layer, const SlotDesc& slot) {
+  return layer.kind == LayerKind::fused_attention && (slot.name == "q" || slot.name == "k");
+}
+
 bool attention_softmax(const NetworkLayout& layout, size_t layer) {
   return attention_core_at(layout.layers, static_cast<int>(layer)).has_value();
 }
@@ -216,6 +225,15 @@ Plan expand_plan_name(const std::string& name, const NetworkLayout& layout) {
   std::string why;
   const auto terms = parse_name(name, why);
   if (!terms) throw InputError("plan '" + name + "': " + why + " (expected " + plan_name_grammar() + ")");
+  if (terms->recompute_attention && !has_attention_cores(layout)) {
+    const auto fused = std::find_if(layout.layers.begin(), layout.layers.end(),
+                                    [](const LayerDesc& l) { return l.kind == LayerKind::fused_attention; });
+    throw InputError("plan '" + name + "': " + recompute_attention_term + " has nothing to drop: " +
+                     (fused != layout.layers.end()
+                          ? "the network's attention is fused (" + fused->path +
+                                " keeps no probabilities); recompute-all recomputes whole blocks"
+                          : std::string("the network has no attention core (scores, softmax, context)")));
+  }
   Plan plan;
   plan.name = name;
   if (terms->recompute) {
@@ -233,7 +251,8 @@ Plan expand_plan_name(const std::string& name, const NetworkLayout& layout) {
     if (inside_recomputed(plan, layer)) continue;
     for (const auto& slot : layer.slots) {
       TensorStrategy s = adapt_to_slot(layer, slot, terms->tensor);
-      if (rounds_values(s.form) && !chooses_bits(s.form) && s.bits < head_input_bits && is_head_input(layout, i, slot)) {
+      if (rounds_values(s.form) && !chooses_bits(s.form) && s.bits < head_input_bits &&
+          (is_head_input(layout, i, slot) || is_exponentiated_operand(layer, slot))) {
         s.bits = head_input_bits;
       }
       const bool invertible = traits(layer.kind).invertible_input && slot.name == "input";
@@ -254,7 +273,14 @@ Plan expand_plan_name(const std::string& name, const NetworkLayout& layout) {
   return plan;
 }
 
-std::vector<std::string> global_plan_names(bool with_swap) {
+bool has_attention_cores(const NetworkLayout& layout) {
+  for (size_t i = 0; i < layout.layers.size(); ++i) {
+    if (attention_softmax(layout, i)) return true;
+  }
+  return false;
+}
+
+std::vector<std::string> global_plan_names(bool with_swap, bool with_attention_cores) {
   // Each factor crossed with the names so far, absent first.
   std::vector<std::string> names = {""};
   for (const auto& factor : plan_name_factors()) {
@@ -263,6 +289,7 @@ std::vector<std::string> global_plan_names(bool with_swap) {
       crossed.push_back(name);
       for (const auto& term : factor) {
         if (!with_swap && plan_term_row(term)->swaps) continue;
+        if (!with_attention_cores && term == recompute_attention_term) continue;
         crossed.push_back(name.empty() ? term : name + "+" + term);
       }
     }

@@ -39,14 +39,20 @@ struct Plan {
 
 // Whole-network plan names of the grammar above. Each slot takes the name's
 // strategy in its natural form (adapt_to_slot), except that quantize-2
-// keeps the output head's input at 4 bits (head_input_bits).
+// keeps the output head's input and fused attention's q and k at 4 bits (head_input_bits).
 bool is_plan_name(const std::string& text);
 Plan expand_plan_name(const std::string& name, const NetworkLayout& layout);
 
 // The global combinations papaya predicts and compares (PAPAYA's table):
-// {keep, recompute-all} x {-, quantize-8/4/2, adaptive-4} x {-, invert} x {-, swap}.
-// `with_swap` false leaves out those that swap (no host link to swap over).
-std::vector<std::string> global_plan_names(bool with_swap);
+// {keep, recompute-all, recompute-attention} x {-, quantize-8/4/2, adaptive-4} x {-, invert} x {-, swap}.
+// `with_swap` false leaves out those that swap (no host link to swap over),
+// `with_attention_cores` false those that recompute attention (a network
+// whose attention is fused, or that has none, holds no probabilities).
+std::vector<std::string> global_plan_names(bool with_swap, bool with_attention_cores = true);
+
+// Whether the layout has a materialized attention core (scores, softmax,
+// context) whose probabilities recompute-attention can drop.
+bool has_attention_cores(const NetworkLayout& layout);
 
 // A plan by name or by path to a plan file, checked against the layout:
 // unknown paths or slots, strategies that do not apply, a plan made for

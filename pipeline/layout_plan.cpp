@@ -6,6 +6,7 @@
 #include "model/catalog/link_catalog.h"
 #include "model/catalog/target.h"
 #include "model/error.h"
+#include "model/plan.h"
 #include "model/plan_space/predict.h"
 #include "model/strategy_table.h"
 
@@ -61,9 +62,21 @@ LayoutPlanned plan_layouts(const model::LayerModel& model, LayoutPlanRequest req
   if (q.plans.empty()) {
     // The search takes the first plan that fits, in the order they add to
     // keep's time: the attention cores' forward again is the least.
-    q.plans = model::plan_names(target);
+    q.plans = model::plan_names(model, target);
     const auto selective = std::find(q.plans.begin(), q.plans.end(), model::recompute_attention_term);
     if (selective != q.plans.end()) std::rotate(q.plans.begin() + 1, selective, selective + 1);
+  } else if (!model::has_attention_cores(model.layout())) {
+    // Weighed among others (an engine's plans), recompute-attention is no
+    // choice where attention holds no probabilities; alone it is refused.
+    const auto selective = [](const std::string& plan) { return plan.find(model::recompute_attention_term) != std::string::npos; };
+    const size_t before = q.plans.size();
+    std::vector<std::string> plans = q.plans;
+    plans.erase(std::remove_if(plans.begin(), plans.end(), selective), plans.end());
+    if (!plans.empty() && plans.size() < before) {
+      q.plans = plans;
+      out.setting.notes.push_back(std::string(model::recompute_attention_term) +
+                                  " left out: the network's attention is fused and keeps no probabilities to recompute");
+    }
   }
   const model::LayoutPricer pricer(model, {request.hardware, out.setting.links, request.compute_efficiency});
   out.setting.shape = pricer.shape();
@@ -80,7 +93,7 @@ LayoutPredicted predict_layout(const model::LayerModel& model, const LayoutPlanR
   out.setting = setting_of(model, request, target);
   const model::LayoutPricer pricer(model, {request.hardware, out.setting.links, request.compute_efficiency});
   out.setting.shape = pricer.shape();
-  if (plans.empty()) plans = model::plan_names(target);
+  if (plans.empty()) plans = model::plan_names(model, target);
   for (const std::string& plan : plans) out.estimates.push_back(pricer.estimate(layout, plan));
   return out;
 }

@@ -44,14 +44,19 @@ bool text(const model::NetworkConfig& config) {
   return config.family == model::Family::gpt || config.family == model::Family::bert;
 }
 
+// Whether attention keeps token-by-token tensors: materialized in a text
+// network (a ViT's patches are few).
+bool squares(const model::NetworkConfig& config) { return text(config) && !config.transformer().fused_attention(); }
+
 // A step of `config` at `batch`: the matrix products' forward and backward
-// (two and four FLOPs per parameter and token), and attention's scores,
-// probabilities and what dropout or the context keeps of them (fp32), which
-// grow past the device's memory long before the FLOPs are many.
+// (two and four FLOPs per parameter and token), and materialized attention's
+// scores, probabilities and what dropout or the context keeps of them
+// (fp32), which grow past the device's memory long before the FLOPs are many
+// (fused attention keeps none).
 StepSize step_size(const model::NetworkConfig& config, int batch) {
   const double tokens = config.sequence_length(), square = tokens * tokens;
   return {6.0 * static_cast<double>(model::parameter_count(config)) * tokens * batch,
-          text(config) ? 3.0 * 4 * square * config.transformer().heads * config.transformer().layers * batch : 0};
+          squares(config) ? 3.0 * 4 * square * config.transformer().heads * config.transformer().layers * batch : 0};
 }
 
 bool within(const StepSize& step, const StepSize& bound, double share) {
@@ -172,8 +177,9 @@ Scaling scaling_for(ProfileAndFitRequest& request, Reporter& reporter) {
   const StepSize slow = slow_step(request.device), step = step_size(config, batch);
   const bool is_slow = !within(step, slow, request.quick ? quick_answer_share : 1.0);
   const std::string why = "a step of " + config.name + " at " + std::to_string(config.sequence_length()) +
-                          " tokens and batch " + std::to_string(batch) + " takes about " + model::format_si(step.flops) +
-                          "FLOP and " + model::format_bytes(step.attention_bytes) + " of attention: ";
+                          " tokens and batch " + std::to_string(batch) + " takes about " + model::format_si(step.flops) + "FLOP" +
+                          (squares(config) ? " and " + model::format_bytes(step.attention_bytes) + " of attention scores" : "") +
+                          ": ";
   request.quick = request.quick || is_slow;
   Scaling s;
   if (request.shape_parts > 1) {

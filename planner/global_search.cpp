@@ -28,7 +28,7 @@ const GlobalRow& GlobalTable::leanest() const {
 std::vector<Combination> combinations(const model::LayerModel& model, const model::PlanSpace& space) {
   const model::NetworkLayout layout = model.layout();
   std::vector<Combination> out;
-  for (const auto& name : model::plan_names(space.target()))
+  for (const auto& name : model::plan_names(model, space.target()))
     out.push_back({name, space.assignment(model::expand_plan_name(name, layout))});
   return out;
 }

@@ -59,11 +59,13 @@ struct CoreCheckpoint : Function<CoreCheckpoint> {
 }  // namespace
 
 bool AttentionCore::recomputed() const {
+  if (fused) return false;  // it holds no probabilities to recompute
   // A softmax that no backward runs through (a frozen front) saves nothing.
   return !softmax->slots().empty() && model::recomputes(softmax->store_spec(0).strategy.form);
 }
 
 torch::Tensor AttentionCore::run(torch::Tensor q, torch::Tensor k, torch::Tensor v) const {
+  if (fused) return fused->forward(std::move(q), std::move(k), std::move(v));
   if (recomputed() && torch::GradMode::is_enabled()) return CoreCheckpoint::apply(this, q, k, v);
   return layers(std::move(q), std::move(k), std::move(v));
 }

@@ -1,5 +1,6 @@
 #pragma once
-// The core of attention: scores, softmax, an optional dropout, context. Run
+// The core of attention: one fused layer (executor/layers/fused_attention.h),
+// or materialized as scores, softmax, an optional dropout, context. These run
 // layer by layer, or, where the plan recomputes the softmax's output
 // (Korthikanti et al.'s selective recompute), as one checkpoint: forward
 // keeps q, k and v as their slots say (the scores' and the context's) and,
@@ -10,10 +11,12 @@
 
 #include "executor/layers/attention.h"
 #include "executor/layers/elementwise.h"
+#include "executor/layers/fused_attention.h"
 
 namespace papaya::executor {
 
 struct AttentionCore {
+  std::shared_ptr<FusedAttention> fused;  // or the four below
   std::shared_ptr<AttentionScores> scores;
   std::shared_ptr<Softmax> softmax;
   std::shared_ptr<Dropout> drop;  // or none

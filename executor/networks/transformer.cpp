@@ -52,10 +52,14 @@ class Attention : public torch::nn::Module {
       rope_q = register_module("rope_q", std::make_shared<Rotary>(c.rotary_dims(), c.rotary_base, tables));
       rope_k = register_module("rope_k", std::make_shared<Rotary>(c.rotary_dims(), c.rotary_base, tables));
     }
-    core.scores = register_module("scores", std::make_shared<AttentionScores>(c.head_dim(), causal, tables));
-    core.softmax = register_module("softmax", std::make_shared<Softmax>());
-    core.drop = maybe_dropout(*this, "drop", c.attention_dropout);
-    core.context = register_module("context", std::make_shared<AttentionContext>());
+    if (c.fused_attention()) {
+      core.fused = register_module("fused", std::make_shared<FusedAttention>(c.head_dim(), causal, c.attention_dropout));
+    } else {
+      core.scores = register_module("scores", std::make_shared<AttentionScores>(c.head_dim(), causal, tables));
+      core.softmax = register_module("softmax", std::make_shared<Softmax>());
+      core.drop = maybe_dropout(*this, "drop", c.attention_dropout);
+      core.context = register_module("context", std::make_shared<AttentionContext>());
+    }
     proj = Projection(*this, "proj", c.d_model, c.d_model, c.proj_bias, c, "o");
     proj_drop = maybe_dropout(*this, "proj_drop", c.dropout);
   }

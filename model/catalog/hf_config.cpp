@@ -345,19 +345,23 @@ json vit(const json& hf, json out, const std::string& label, std::optional<int> 
   return out;
 }
 
-}  // namespace
-
-bool is_hf_config(const json& doc) { return doc.is_object() && doc.contains("model_type") && !doc.contains("family"); }
-
-const char* supported_hf_model_types() {
-  return "gpt2, bert, roberta, vit, llama, mistral, mixtral, qwen2, qwen2_moe, olmoe, gpt_neox, opt";
+// The attention transformers runs the model with: its config's
+// attn_implementation where it says (eager: the probabilities materialized),
+// else SDPA, fused, as transformers runs Llama-like models by default.
+std::string attention_of(const json& hf, const std::string& label) {
+  for (const char* key : {"attn_implementation", "_attn_implementation"}) {
+    const auto it = hf.find(key);
+    if (it == hf.end() || it->is_null()) continue;
+    const std::string given = it->is_string() ? it->get<std::string>() : it->dump();
+    if (given == "eager") return "materialized";
+    if (given == "sdpa" || given == "flash_attention_2" || given == "flash_attention_3") return "fused";
+    throw InputError(label + ": /" + key + ": '" + given +
+                     "' is not an attention papaya runs (eager: materialized; sdpa, flash_attention_2, flash_attention_3: fused)");
+  }
+  return "fused";
 }
 
-json network_config_from_hf(const json& hf, const std::string& name, const std::string& label, std::optional<int> seq_len) {
-  const auto type_field = hf.find("model_type");
-  if (type_field == hf.end() || !type_field->is_string()) throw InputError(label + ": /model_type: expected a string");
-  const std::string type = type_field->get<std::string>();
-  json out = {{"name", name}, {"description", "imported from a HuggingFace " + type + " config"}};
+json converted(const std::string& type, const json& hf, json out, const std::string& label, std::optional<int> seq_len) {
   if (type == "gpt2") return gpt2(hf, std::move(out), label, seq_len);
   if (type == "bert") return bert_like(hf, std::move(out), label, seq_len, 30522, 0);
   if (type == "roberta") return bert_like(hf, std::move(out), label, seq_len, 50265, 1 + field(hf, "pad_token_id", 1, label));
@@ -372,6 +376,24 @@ json network_config_from_hf(const json& hf, const std::string& name, const std::
   if (type == "opt") return opt(hf, std::move(out), label, seq_len);
   throw InputError(label + ": /model_type: '" + type +
                    "' is not a supported model type (supported: " + supported_hf_model_types() + ")");
+}
+
+}  // namespace
+
+bool is_hf_config(const json& doc) { return doc.is_object() && doc.contains("model_type") && !doc.contains("family"); }
+
+const char* supported_hf_model_types() {
+  return "gpt2, bert, roberta, vit, llama, mistral, mixtral, qwen2, qwen2_moe, olmoe, gpt_neox, opt";
+}
+
+json network_config_from_hf(const json& hf, const std::string& name, const std::string& label, std::optional<int> seq_len) {
+  const auto type_field = hf.find("model_type");
+  if (type_field == hf.end() || !type_field->is_string()) throw InputError(label + ": /model_type: expected a string");
+  const std::string type = type_field->get<std::string>();
+  json out = {{"name", name}, {"description", "imported from a HuggingFace " + type + " config"}};
+  json net = converted(type, hf, std::move(out), label, seq_len);
+  net["attention"] = attention_of(hf, label);
+  return net;
 }
 
 }  // namespace papaya::model

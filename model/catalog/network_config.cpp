@@ -197,6 +197,7 @@ TransformerConfig parse_transformer(const json& doc, Family family, const std::s
   t.rotary_base = doc.value("rotary_base", t.rotary_base);
   t.qkv_bias = doc.value("qkv_bias", t.qkv_bias);
   t.fused_qkv = doc.value("fused_qkv", t.fused_qkv);
+  t.attention = doc.value("attention", t.attention);
   t.proj_bias = doc.value("proj_bias", t.proj_bias);
   t.mlp_bias = doc.value("mlp_bias", t.activation != "swiglu");  // Llama's MLP has none
   t.tied_head = doc.value("tied_head", t.tied_head);
@@ -398,6 +399,15 @@ NetworkConfig with_lora(const NetworkConfig& config, const LoraConfig& lora) {
   json doc = config.document;
   doc["lora"] = {{"rank", lora.rank}, {"alpha", lora.alpha}, {"dropout", lora.dropout}, {"base_weights", to_string(lora.base_weights)}};
   if (!lora.targets.empty()) doc["lora"]["targets"] = lora.targets;
+  return reparsed(config, doc, origin(config));
+}
+
+NetworkConfig with_attention(const NetworkConfig& config, const std::string& attention) {
+  if (!std::holds_alternative<TransformerConfig>(config.body)) {
+    throw InputError(origin(config) + ": a " + to_string(config.family) + " network has no attention to fuse or materialize");
+  }
+  json doc = config.document;
+  doc["attention"] = attention;
   return reparsed(config, doc, origin(config));
 }
 

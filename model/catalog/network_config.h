@@ -80,6 +80,12 @@ struct TransformerConfig {
   // ViT, Llama, OPT): under autocast each of the three saves its own
   // half-type copy of the input.
   bool fused_qkv = true;
+  // Attention fused into one layer that keeps no token-by-token scores
+  // (FlashAttention, PyTorch's scaled_dot_product_attention: what
+  // transformers train with), or materialized as scores, softmax and context
+  // that keep the probabilities (the published per-layer counts, e.g.
+  // Korthikanti et al.'s, assume these).
+  std::string attention = "fused";  // fused | materialized
   bool tied_head = true;                        // gpt: the LM head is the token embedding
   bool parallel_residual = false;               // x + attn(ln1 x) + mlp(ln2 x)
   int seq_len = 0;                              // gpt, bert; vit: derived (patches + class token)
@@ -95,6 +101,7 @@ struct TransformerConfig {
   int mlp_hidden() const;
   int head_dim() const { return d_model / heads; }
   bool rotary() const { return positions == "rotary"; }
+  bool fused_attention() const { return attention == "fused"; }
   // The leading dimensions of each head that rotary embeddings rotate.
   int rotary_dims() const;
   // Whether block `i` is a mixture of experts.
@@ -178,6 +185,9 @@ NetworkConfig at_seq_len(const NetworkConfig& config, int seq_len);
 // projection of this network.
 NetworkConfig with_lora(const NetworkConfig& config, const LoraConfig& lora);
 
+// `config` (a transformer) with its attention "fused" or "materialized"
+// (TransformerConfig::attention). Throws InputError for another family.
+NetworkConfig with_attention(const NetworkConfig& config, const std::string& attention);
 // `config` with the layers `patterns` match frozen (checked against its
 // layers by model::check_frozen_layers). Throws InputError for a TorchScript
 // network and as parse_network_config for a malformed pattern.

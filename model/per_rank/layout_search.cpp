@@ -22,6 +22,59 @@ std::vector<int> choices(const std::optional<int>& fixed, const std::vector<int>
 
 constexpr double tokens_a_batch = 4.0 * 1024 * 1024;
 
+bool recomputes(const std::string& plan) { return plan.find("recompute") != std::string::npos; }
+
+// What a layout adds to plain data parallelism under keep, each a part
+// that can go wrong or cost more than the model sees.
+std::vector<std::string> moving_parts(const LayoutEstimate& e) {
+  const ParallelLayout& l = e.layout;
+  std::vector<std::string> parts;
+  if (l.tensor > 1) parts.push_back("tensor parallelism");
+  if (l.context > 1) parts.push_back("context parallelism");
+  if (l.pipeline > 1) parts.push_back("pipeline stages");
+  if (l.virtual_stages > 1) parts.push_back("interleaved stages");
+  if (l.expert > 1) parts.push_back("expert parallelism");
+  if (l.offload_optimizer) parts.push_back("the optimizer offloaded");
+  if (recomputes(e.plan)) parts.push_back(e.plan);
+  return parts;
+}
+
+std::string percent(double fraction) { return std::to_string(static_cast<int>(std::lround(100 * fraction))) + " %"; }
+
+std::string joined(const std::vector<std::string>& words) {
+  std::string out;
+  for (size_t i = 0; i < words.size(); ++i) out += (i == 0 ? "" : i + 1 == words.size() ? " and " : ", ") + words[i];
+  return out;
+}
+
+// Puts the simplest of the layouts within the tolerance of the fastest
+// (best[0]) first, and says why it leads.
+std::string choose_simplest(std::vector<LayoutEstimate>& best) {
+  const LayoutEstimate& fastest = best.front();
+  size_t chosen = 0;
+  for (size_t i = 1; i < best.size(); ++i) {
+    if (best[i].tokens_per_s < fastest.tokens_per_s * (1 - layout_time_tolerance)) break;
+    if (moving_parts(best[i]).size() < moving_parts(best[chosen]).size()) chosen = i;
+  }
+  const std::string within = "within " + percent(layout_time_tolerance) + " of it";
+  if (chosen == 0) {
+    const std::vector<std::string> parts = moving_parts(fastest);
+    return "the fastest that fits" + (parts.empty() ? std::string(", with no model parallelism and no recompute")
+                                                    : "; nothing " + within + " does without " + joined(parts));
+  }
+  std::vector<std::string> spared;
+  const std::vector<std::string> kept = moving_parts(best[chosen]);
+  for (const std::string& part : moving_parts(fastest)) {
+    if (std::find(kept.begin(), kept.end(), part) == kept.end()) spared.push_back(part);
+  }
+  const double faster = fastest.tokens_per_s / best[chosen].tokens_per_s - 1;
+  std::string why = "the fastest, " + fastest.layout.label() + " under " + fastest.plan + ", is " + percent(faster) +
+                    " faster: within the model's error (" + percent(layout_time_tolerance) + "), so the simpler one leads";
+  if (!spared.empty()) why += ", without " + joined(spared);
+  std::rotate(best.begin(), best.begin() + static_cast<std::ptrdiff_t>(chosen), best.begin() + static_cast<std::ptrdiff_t>(chosen) + 1);
+  return why;
+}
+
 }  // namespace
 
 int default_global_batch(int tokens, int multiple) {
@@ -129,6 +182,7 @@ LayoutAnswer search_layouts(const LayoutPricer& pricer, const LayoutQuestion& q,
   std::stable_sort(answer.best.begin(), answer.best.end(), [](const LayoutEstimate& a, const LayoutEstimate& b) {
     return a.tokens_per_s > b.tokens_per_s * (1 + 1e-9);
   });
+  if (!answer.best.empty()) answer.why = choose_simplest(answer.best);
   if (answer.best.size() > keep) answer.best.resize(keep);
   if (!answer.best.empty()) answer.nearest.reset();
   return answer;

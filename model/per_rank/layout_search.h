@@ -28,8 +28,17 @@ struct LayoutQuestion {
   std::optional<bool> sequence, offload_optimizer;
 };
 
+// Layouts whose tokens/s are within this fraction of the fastest's are equals
+// to the model (its time error on published runs is of this order): the one
+// with the fewest moving parts among them leads.
+constexpr double layout_time_tolerance = 0.05;
+
 struct LayoutAnswer {
-  std::vector<LayoutEstimate> best;   // those that fit, most tokens/s first (at most `keep`)
+  // Those that fit (at most `keep`): the chosen first (the simplest within
+  // layout_time_tolerance of the fastest: the fewest model-parallel
+  // dimensions, interleaving, recompute and offloading), then most tokens/s first.
+  std::vector<LayoutEstimate> best;
+  std::string why;  // why the first was chosen, in words
   std::optional<LayoutEstimate> nearest;  // where none fits: the least peak found
   int priced = 0, pruned = 0;          // layouts priced; (t, c, p, v, e, ZeRO, offload) choices pruned by their static bytes
 };

@@ -123,7 +123,7 @@ StageComm stage_comm(const LayerModel& stage, const Target& target, const Plan& 
       }
     }
     if (layer.kind == LayerKind::attention_scores || layer.kind == LayerKind::softmax ||
-        layer.kind == LayerKind::attention_context) {
+        layer.kind == LayerKind::attention_context || layer.kind == LayerKind::fused_attention) {
       attention_s += target.forward_seconds[j].at(mb) + target.backward_seconds[j].at(mb);
       for (const auto& t : layer.saved) {
         if (t.slot == "k" || t.slot == "v") kv_bytes += mb * t.storage_bytes_per_sample;

@@ -65,7 +65,9 @@ int64_t max_batch(const PlanSpace& space, const Assignment& a, double budget_byt
   return low;
 }
 
-std::vector<std::string> plan_names(const Target& target) { return global_plan_names(target.has_host_link()); }
+std::vector<std::string> plan_names(const LayerModel& model, const Target& target) {
+  return global_plan_names(target.has_host_link(), has_attention_cores(model.layout()));
+}
 
 std::string peak_location(const LayerModel& model, const Estimate& estimate) {
   if (estimate.peak_in_optimizer_step) return "optimizer step";

@@ -41,8 +41,9 @@ int64_t max_batch(const LayerModel& model, const Target& target, const Plan& pla
 // that holds one already.
 int64_t max_batch(const PlanSpace& space, const Assignment& assignment, double budget_bytes);
 
-// The whole-network plans to compare on a target (PAPAYA's table), with swap
-// only where the target has a host link.
-std::vector<std::string> plan_names(const Target& target);
+// The whole-network plans to compare for a model on a target (PAPAYA's
+// table): with swap only where the target has a host link, with
+// recompute-attention only where the network has attention cores.
+std::vector<std::string> plan_names(const LayerModel& model, const Target& target);
 
 }  // namespace papaya::model

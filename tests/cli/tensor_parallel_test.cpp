@@ -65,7 +65,7 @@ TEST(TensorParallel, WithinPipelineStagesFourRanksTrainAsOneProcess) {
   const std::string model_file = profiled_model(dir, "llama-tiny");
   ASSERT_FALSE(::testing::Test::HasFailure());
   for (const auto& [plan, sequence] : std::vector<std::pair<std::string, std::string>>{
-           {"keep", "on"}, {"recompute-attention", "on"}, {"quantize-4", "off"}}) {
+           {"keep", "on"}, {"recompute-all", "on"}, {"quantize-4", "off"}}) {
     const std::string what = plan + ", --sp " + sequence;
     const Outcome alone = run_papaya("train --network llama-tiny --steps 3 --json --batch 8 --plan " + plan);
     const Outcome grid = run_papaya("train --network llama-tiny --steps 3 --json --nproc 4 --tp 2 --pp 2 --batch 2 "

@@ -66,8 +66,7 @@ class SavedDtypes : public LayerObserver {
   std::map<std::string, std::set<torch::ScalarType>> dtypes;
 };
 
-std::map<std::string, std::set<torch::ScalarType>> saved_dtypes(const std::string& network, const Precision& precision) {
-  const auto config = testing::tiny_config(network, 0.1);
+std::map<std::string, std::set<torch::ScalarType>> saved_dtypes(const model::NetworkConfig& config, const Precision& precision) {
   const auto planned = testing::planned(config, "keep");
   planned.network->set_precision(precision);
   SavedDtypes observer;
@@ -79,28 +78,35 @@ std::map<std::string, std::set<torch::ScalarType>> saved_dtypes(const std::strin
 // As HuggingFace's networks under torch.autocast save them: the inputs of
 // matmuls as half-type copies, norms' inputs (the fp32 residual stream),
 // softmax's output and the log-probabilities in fp32, and an activation's
-// input in the type of the matmul before it.
+// input in the type of the matmul before it; fused attention's operands and
+// output in the half type (scaled_dot_product_attention runs in it), its
+// log-sum-exp in fp32.
 TEST(Autocast, MatmulsSaveHalfCopiesNormsSoftmaxAndLossesFp32) {
   using S = std::set<torch::ScalarType>;
   const S half{torch::kBFloat16}, fp32{torch::kFloat};
-  const auto gpt = saved_dtypes("gpt-tiny", amp_bf16);
-  for (const char* slot : {"linear:input", "attention_scores:q", "attention_scores:k", "attention_context:probs",
-                           "attention_context:v", "lm_head:input", "gelu:input"}) {
-    ASSERT_TRUE(gpt.count(slot)) << slot;
-    EXPECT_EQ(gpt.at(slot), half) << slot;
-  }
-  for (const char* slot : {"layernorm:input", "layernorm:mean", "softmax:output", "lm_head:logprobs"}) {
-    ASSERT_TRUE(gpt.count(slot)) << slot;
-    EXPECT_EQ(gpt.at(slot), fp32) << slot;
-  }
-  const auto llama = saved_dtypes("llama-tiny", amp_bf16);
+  const auto expect = [](const std::map<std::string, S>& saved, std::initializer_list<const char*> slots, const S& dtypes) {
+    for (const char* slot : slots) {
+      ASSERT_TRUE(saved.count(slot)) << slot;
+      EXPECT_EQ(saved.at(slot), dtypes) << slot;
+    }
+  };
+  const model::NetworkConfig gpt_tiny = testing::tiny_config("gpt-tiny", 0.1);
+  const auto gpt = saved_dtypes(gpt_tiny, amp_bf16);
+  expect(gpt, {"linear:input", "fused_attention:q", "fused_attention:k", "fused_attention:v", "fused_attention:output",
+               "lm_head:input", "gelu:input"},
+         half);
+  expect(gpt, {"layernorm:input", "layernorm:mean", "fused_attention:lse", "lm_head:logprobs"}, fp32);
+  const auto materialized = saved_dtypes(testing::materialized(gpt_tiny), amp_bf16);
+  expect(materialized, {"attention_scores:q", "attention_scores:k", "attention_context:probs", "attention_context:v"}, half);
+  expect(materialized, {"softmax:output"}, fp32);
+  const auto llama = saved_dtypes(testing::tiny_config("llama-tiny", 0.1), amp_bf16);
   for (const char* slot : {"rmsnorm:input", "rmsnorm:normalized"}) EXPECT_EQ(llama.at(slot), fp32) << slot;
   for (const char* slot : {"silu:input", "mul:a", "mul:b"}) EXPECT_EQ(llama.at(slot), half) << slot;
-  const auto resnet = saved_dtypes("resnet-tiny", amp_bf16);
+  const auto resnet = saved_dtypes(testing::tiny_config("resnet-tiny", 0.1), amp_bf16);
   EXPECT_EQ(resnet.at("conv2d:input"), half);
   EXPECT_EQ(resnet.at("cross_entropy:logprobs"), fp32);
   // Without autocast every activation is in the one type.
-  EXPECT_EQ(saved_dtypes("gpt-tiny", {torch::kBFloat16}).at("layernorm:input"), half);
+  EXPECT_EQ(saved_dtypes(gpt_tiny, {torch::kBFloat16}).at("layernorm:input"), half);
 }
 
 // The storages the q, k and v projections save, by layer path.

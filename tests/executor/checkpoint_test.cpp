@@ -34,6 +34,22 @@ TEST_P(Recompute, GradientsAreBitIdenticalToKeep) {
   for (size_t i = 0; i < keep_buffers.size(); ++i) EXPECT_TRUE(torch::equal(keep_buffers[i], recompute_buffers[i]));
 }
 
+// Fused attention keeps no dropout mask: a recomputed block draws the same
+// one again from the seed its forward drew, and so every gradient is keep's.
+TEST(RecomputeFusedAttention, DrawsTheSameAttentionDropoutAgain) {
+  auto config = tiny_config("gpt-tiny", 0.1);
+  std::get<model::TransformerConfig>(config.body).attention_dropout = 0.1;
+  const Batch batch = make_synthetic_data(config, torch::kCPU, 1)->next(4);
+  auto keep = planned(config, "keep");
+  auto recompute = planned(config, recompute_segments(keep.layout));
+  const auto exact = testing::step(*keep.network, batch, 11);
+  const auto again = testing::step(*recompute.network, batch, 11);
+  EXPECT_EQ(again.loss, exact.loss);
+  EXPECT_TRUE(testing::identical(again, exact));
+  // And the dropout does drop: another seed, another loss.
+  EXPECT_NE(testing::step(*keep.network, batch, 12).loss, exact.loss);
+}
+
 TEST_P(Recompute, QuantizedInputGradientsAreClose) {
   const auto config = tiny_config(GetParam(), 0.1);
   const Batch batch = make_synthetic_data(config, torch::kCPU, 1)->next(4);
@@ -78,7 +94,7 @@ TEST(RecomputeAll, MatchesKeepWithinRounding) {
 // where the attention has no dropout.
 TEST(RecomputeAttention, GradientsAreBitIdenticalToKeepAndTheProbabilitiesAreLetGo) {
   for (const double dropout : {0.1, 0.0}) {
-    auto config = tiny_config("gpt-tiny", dropout);
+    auto config = testing::materialized(tiny_config("gpt-tiny", dropout));
     auto& t = std::get<model::TransformerConfig>(config.body);
     t.attention_dropout = dropout;
     const int64_t batch_size = 4;

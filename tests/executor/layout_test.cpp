@@ -28,11 +28,16 @@ TEST(Layout, GptSharingIsFound) {
   EXPECT_EQ(layer(layout, "lm_head").segment, "");
   // The GELU's output is the next linear's saved input.
   EXPECT_TRUE(contains(layer(layout, "blocks.0.mlp.act").output_saved_by, "blocks.0.mlp.fc2:input"));
-  // Without dropout the context product saves the softmax's own output.
-  EXPECT_EQ(layer(layout, "blocks.0.attn.context").find_slot("probs")->storage, "blocks.0.attn.softmax:output");
-  EXPECT_EQ(layer(layout, "blocks.0.attn.softmax").find_slot("output")->storage, "blocks.0.attn.softmax:output");
+  // Fused attention's output, token-major, is the output projection's saved input.
+  EXPECT_EQ(layer(layout, "blocks.0.attn.proj").find_slot("input")->storage, "blocks.0.attn.fused:output");
+  EXPECT_TRUE(contains(layer(layout, "blocks.0.attn.fused").output_saved_by, "blocks.0.attn.proj:input"));
   // The pre-norm's input (the residual stream) is its own storage.
   EXPECT_EQ(layer(layout, "blocks.1.ln1").find_slot("input")->storage, "blocks.1.ln1:input");
+  // Materialized and without dropout, the context product saves the softmax's own output.
+  const model::NetworkLayout materialized =
+      probe_layout(*build_network(model::with_attention(model::load_network_config("gpt-tiny"), "materialized")));
+  EXPECT_EQ(layer(materialized, "blocks.0.attn.context").find_slot("probs")->storage, "blocks.0.attn.softmax:output");
+  EXPECT_EQ(layer(materialized, "blocks.0.attn.softmax").find_slot("output")->storage, "blocks.0.attn.softmax:output");
 }
 
 TEST(Layout, ResNetReluOutputIsSavedByItsConsumers) {

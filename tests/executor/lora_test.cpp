@@ -114,12 +114,15 @@ TEST(Lora, FrozenLayersSaveOnlyWhatTheirInputsGradientNeeds) {
 }
 
 // Autograd keeps an operand of a product for the other operand's gradient
-// only: in the first block, where only q has an adapter, the scores keep k
-// (for q's gradient) and not q, the context neither probs nor v beyond what
-// a gradient reads; the second block, whose every input needs a gradient,
-// keeps both. Stored otherwise, the operands left give keep's gradients.
+// only: in the first block, where only q has an adapter, materialized
+// attention's scores keep k (for q's gradient) and not q, the context
+// neither probs nor v beyond what a gradient reads; the second block, whose
+// every input needs a gradient, keeps both. Stored otherwise, the operands
+// left give keep's gradients. Fused attention needs all it saves for q's
+// gradient alone (its probabilities are made again from q and k).
 TEST(Lora, AProductKeepsOnlyTheOperandsAGradientReads) {
-  const model::NetworkConfig config = lora_config(2, {"q"});
+  EXPECT_EQ(build_network(lora_config(2, {"q"}))->find_layer("blocks.0.attn.fused")->slots().size(), 5u);
+  const model::NetworkConfig config = testing::materialized(lora_config(2, {"q"}));
   const auto network = build_network(config);
   const auto slot_names = [&](const std::string& path) {
     std::vector<std::string> names;

@@ -79,14 +79,17 @@ TEST(MomScratch, RmsNormsBackwardTakesNoMoreThanTheNativeOnePlusWhatItUnpacks) {
 }
 
 // A ReLU whose output is stored as a mask (the MLP of OPT), and attention
-// whose k and v serve groups of query heads.
+// whose k and v serve groups of query heads, materialized and fused.
 TEST(MomScratch, ReluAndGroupedAttentionsBackwardTakeNoMoreThanTheNativeOnePlusWhatTheyUnpack) {
-  expect_no_more_than_native(
-      model::parse_network_config(
-          nlohmann::json::parse(R"({"name": "opt", "family": "gpt", "layers": 1, "d_model": 64, "heads": 4, "kv_heads": 2,
-                                    "seq_len": 16, "vocab": 20, "activation": "relu", "positions": "rotary"})"),
-          "config"),
-      {"blocks.0.mlp.act", "blocks.0.attn.context"});
+  for (const char* attention : {"materialized", "fused"}) {
+    nlohmann::json doc = nlohmann::json::parse(R"({"name": "opt", "family": "gpt", "layers": 1, "d_model": 64, "heads": 4,
+                                                    "kv_heads": 2, "seq_len": 48, "vocab": 20, "activation": "relu",
+                                                    "positions": "rotary"})");
+    doc["attention"] = attention;
+    const bool fused = std::string(attention) == "fused";
+    expect_no_more_than_native(model::parse_network_config(doc, "config"),
+                               {"blocks.0.mlp.act", fused ? "blocks.0.attn.fused" : "blocks.0.attn.context"});
+  }
 }
 
 // Many heads over many tokens: scores far larger than q, k and v. In a step
@@ -97,7 +100,7 @@ TEST(MomScratch, ReluAndGroupedAttentionsBackwardTakeNoMoreThanTheNativeOnePlusW
 TEST(MomScratch, AttentionsBackwardTakesNoMoreThanTheNativeOnePlusWhatItUnpacks) {
   const model::NetworkConfig config = model::parse_network_config(
       nlohmann::json::parse(R"({"name": "heads", "family": "gpt", "layers": 1, "d_model": 64, "heads": 16, "seq_len": 64,
-                                "vocab": 20})"),
+                                "vocab": 20, "attention": "materialized"})"),
       "config");
   expect_no_more_than_native(config, {"blocks.0.attn.scores", "blocks.0.attn.softmax", "blocks.0.attn.context"});
   const Backward mom = backward_of(config, "quantize-8", "blocks.0.attn.scores");

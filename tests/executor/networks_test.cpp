@@ -134,15 +134,15 @@ TEST(Networks, GptLayoutAndShapes) {
   const auto config = model::load_network_config("gpt-tiny");
   auto network = build_network(config);
   for (const char* path :
-       {"tok_emb", "pos_emb", "blocks.0.ln1", "blocks.0.attn.qkv", "blocks.0.attn.scores", "blocks.0.attn.softmax",
-        "blocks.0.attn.context", "blocks.1.mlp.fc1", "blocks.1.mlp.act", "blocks.1.mlp.fc2", "ln_f", "lm_head"}) {
+       {"tok_emb", "pos_emb", "blocks.0.ln1", "blocks.0.attn.qkv", "blocks.0.attn.fused", "blocks.0.attn.proj",
+        "blocks.1.mlp.fc1", "blocks.1.mlp.act", "blocks.1.mlp.fc2", "ln_f", "lm_head"}) {
     EXPECT_NE(network->find_layer(path), nullptr) << path;
   }
   EXPECT_NE(network->find_segment("blocks.1"), nullptr);
   Recorder recorder;
   ObserverGuard guard(&recorder);
   network->loss(make_synthetic_data(config, torch::kCPU, 0)->next(3));
-  EXPECT_EQ(recorder.shapes["blocks.0.attn.scores"], (std::vector<int64_t>{3, 4, 32, 32}));
+  EXPECT_EQ(recorder.shapes["blocks.0.attn.fused"], (std::vector<int64_t>{3, 4, 32, 16}));  // no token-by-token tensor
   EXPECT_EQ(recorder.shapes["blocks.0.mlp.fc1"], (std::vector<int64_t>{3, 32, 256}));
   EXPECT_EQ(recorder.shapes["lm_head"], (std::vector<int64_t>{}));
 }
@@ -170,9 +170,12 @@ TEST(Networks, SwiGluAndRmsNormBuild) {
                                   "s.json");
   auto network = build_network(config);
   EXPECT_EQ(network->parameter_count(), model::parameter_count(config));
-  for (const char* path : {"blocks.0.mlp.up", "blocks.0.mlp.gate", "blocks.0.attn.drop", "emb_drop"}) {
+  for (const char* path : {"blocks.0.mlp.up", "blocks.0.mlp.gate", "blocks.0.attn.fused", "emb_drop"}) {
     EXPECT_NE(network->find_layer(path), nullptr) << path;
   }
+  // Fused attention drops its weights itself: no dropout layer, no mask.
+  EXPECT_EQ(network->find_layer("blocks.0.attn.drop"), nullptr);
+  EXPECT_TRUE(network->find_layer("blocks.0.attn.fused")->draws_random());
   const torch::Tensor loss = network->loss(make_synthetic_data(config, torch::kCPU, 0)->next(2));
   loss.backward();
   EXPECT_TRUE(std::isfinite(loss.item<double>()));
@@ -215,8 +218,7 @@ TEST(Networks, ImportedHuggingFaceTypesBuildWhatTheModelCounts) {
       EXPECT_EQ(recorder.shapes["blocks.0.attn.k"], (std::vector<int64_t>{2, 16, kv * 8})) << type;
       EXPECT_EQ(recorder.shapes["blocks.0.attn.v"], (std::vector<int64_t>{2, 16, kv * 8})) << type;
     }
-    EXPECT_EQ(recorder.shapes["blocks.0.attn.scores"], (std::vector<int64_t>{2, 4, 16, 16})) << type;
-    EXPECT_EQ(recorder.shapes["blocks.0.attn.context"], (std::vector<int64_t>{2, 4, 16, 8})) << type;
+    EXPECT_EQ(recorder.shapes["blocks.0.attn.fused"], (std::vector<int64_t>{2, 4, 16, 8})) << type;  // fused, as transformers' SDPA
     const bool rotary = type != "opt";
     EXPECT_EQ(recorder.shapes.count("blocks.0.attn.rope_k"), rotary ? 1u : 0u) << type;
     if (rotary) {

@@ -56,7 +56,7 @@ TEST_F(LayerModelFile, RoundTripKeepsEveryPrediction) {
   const LayerModel read = read_layer_model(path);
   EXPECT_EQ(layer_model_to_json(read), layer_model_to_json(model_));
   const Target a = profiled_target(model_), b = profiled_target(read);
-  for (const auto& name : plan_names(a)) {
+  for (const auto& name : plan_names(model_, a)) {
     const Plan plan = expand_plan_name(name, model_.layout());
     EXPECT_DOUBLE_EQ(predict(read, b, plan, 48).peak_bytes, predict(model_, a, plan, 48).peak_bytes) << name;
     EXPECT_DOUBLE_EQ(predict(read, b, plan, 48).seconds, predict(model_, a, plan, 48).seconds) << name;

@@ -109,7 +109,7 @@ TEST(LayerSearch, ExactPeakWithinRandomBudgets) {
           const double budget = m.static_bytes + fraction(random) * (keep - m.static_bytes);
           const auto found = search_layers(m, space, budget);
           std::string fitting;
-          for (const auto& name : model::plan_names(target)) {
+          for (const auto& name : model::plan_names(m, target)) {
             const model::Estimate e = space.evaluate(space.assignment(model::expand_plan_name(name, m.layout())));
             if (e.peak_bytes > budget) continue;
             fitting = name;

@@ -42,8 +42,18 @@ TEST(LayerFacts, GptTinyByHand) {
   EXPECT_EQ(slot(qkv, "input").sample_shape, (std::vector<int64_t>{32, 64}));
   EXPECT_EQ(slot(qkv, "input").storage, "blocks.0.attn.qkv:input");  // the norm's output
 
-  EXPECT_DOUBLE_EQ(layer(layers, "blocks.0.attn.scores").forward_flops_per_sample, 2.0 * 16 * 4 * 32 * 32 + 4 * 32 * 32);
-  EXPECT_DOUBLE_EQ(layer(layers, "blocks.0.attn.context").forward_flops_per_sample, 2.0 * 32 * 4 * 32 * 16);
+  // Fused attention: 4 heads x 32 query rows, each attending (32 + 1) / 2
+  // keys on average (causal), 4·16 FLOPs of products and 5 of softmax a pair.
+  const auto& attention = layer(layers, "blocks.0.attn.fused");
+  EXPECT_DOUBLE_EQ(attention.forward_flops_per_sample, (4.0 * 16 + 5) * 4 * 32 * 16.5);
+  // Read: q, k, v (4 x 32 x 16 each); written: the output and the fp32 log-sum-exp a row and head.
+  EXPECT_DOUBLE_EQ(attention.forward_bytes_moved_per_sample, 4 * (4 * 32 * 16) * 4.0 + 4 * 32 * 4.0);
+  EXPECT_EQ(slot(attention, "lse").kind, model::SlotKind::stats);
+  EXPECT_EQ(slot(attention, "lse").sample_shape, (std::vector<int64_t>{4, 32}));
+  EXPECT_EQ(slot(attention, "k").sample_shape, (std::vector<int64_t>{4, 32, 16}));
+  // Its output, token-major, is the output projection's saved input: one storage.
+  EXPECT_EQ(slot(attention, "output").storage, "blocks.0.attn.fused:output");
+  EXPECT_EQ(slot(layer(layers, "blocks.0.attn.proj"), "input").storage, "blocks.0.attn.fused:output");
   EXPECT_DOUBLE_EQ(layer(layers, "blocks.0.mlp.act").forward_flops_per_sample, 8.0 * 32 * 256);
   const auto& head = layer(layers, "lm_head");
   EXPECT_DOUBLE_EQ(head.forward_flops_per_sample, 2.0 * 64 * 32 * 128 + 6.0 * 32 * 128);

@@ -110,10 +110,11 @@ void check_markers(const std::shared_ptr<executor::Network>& network) {
     return -1;
   };
   // A layer's marker nodes: the alias made of its output (numbered just after
-  // its nodes) and those made of its inputs (just before them).
+  // its nodes) and those made of its inputs (just before them: one an input,
+  // three at most, fused attention's q, k and v).
   const auto is_marker_of = [&](const NodeRun& run, size_t i) {
     return run.name == "MarkerBackward" &&
-           (run.sequence == timer.past[i] || (run.sequence < timer.first[i] && run.sequence >= timer.first[i] - 2));
+           (run.sequence == timer.past[i] || (run.sequence < timer.first[i] && run.sequence >= timer.first[i] - 3));
   };
   int checked = 0;
   for (const NodeRun& run : runs) {

@@ -51,6 +51,8 @@ TEST(HfConfig, ShippedConfigsCountHuggingFacesParameters) {
 // ("facebook/opt-125m"): their num_parameters().
 TEST(HfConfig, ShippedDecodersCountHuggingFacesParameters) {
   EXPECT_EQ(parameter_count(shipped("llama-2-7b")), 6738415616);
+  EXPECT_EQ(parameter_count(shipped("llama-2-13b")), 13015864320);
+  EXPECT_EQ(parameter_count(shipped("llama-3-8b")), 8030261248);
   EXPECT_EQ(parameter_count(shipped("mistral-7b")), 7241732096);
   EXPECT_EQ(parameter_count(shipped("qwen2-0.5b")), 494032768);
   EXPECT_EQ(parameter_count(shipped("pythia-160m")), 162322944);
@@ -138,6 +140,22 @@ TEST(HfConfig, WhatPapayaCannotBuildIsRefusedNamingTheField) {
   EXPECT_NE(error_of({{"model_type", "gpt2"}, {"n_layer", "twelve"}}).find("/n_layer: \"twelve\""), std::string::npos);
   EXPECT_NE(error_of({{"model_type", "gpt2"}}, 4096).find("sequence length 4096 is past the 1024 positions"), std::string::npos);
   EXPECT_NE(error_of({{"model_type", 3}}).find("/model_type: expected a string"), std::string::npos);
+  EXPECT_NE(error_of({{"model_type", "llama"}, {"attn_implementation", "flex_attention"}})
+                .find("config.json: /attn_implementation: 'flex_attention' is not an attention papaya runs"),
+            std::string::npos);
+}
+
+// Attention as transformers runs the model: fused (SDPA) unless the config
+// says eager.
+TEST(HfConfig, AttentionIsFusedUnlessTheConfigSaysEager) {
+  EXPECT_TRUE(shipped("llama-2-7b").transformer().fused_attention());
+  EXPECT_TRUE(shipped("gpt2").transformer().fused_attention());
+  const auto attention = [](const json& hf) {
+    return parse_network_config(network_config_from_hf(hf, "n", "config.json", std::nullopt), "n").transformer().attention;
+  };
+  EXPECT_EQ(attention({{"model_type", "llama"}, {"attn_implementation", "eager"}}), "materialized");
+  EXPECT_EQ(attention({{"model_type", "llama"}, {"_attn_implementation", "flash_attention_2"}}), "fused");
+  EXPECT_EQ(attention({{"model_type", "bert"}, {"attn_implementation", "sdpa"}}), "fused");
 }
 
 // MixtralForCausalLM ("mistralai/Mixtral-8x7B-v0.1"): num_parameters()

@@ -15,11 +15,13 @@
 namespace papaya::model {
 namespace {
 
-// GPT with dropout, every activation in bf16: the block the paper counts.
-LayerModel gpt_with_dropout() {
+// GPT with dropout, every activation in bf16, its attention `attention`
+// (materialized: the block the paper counts).
+LayerModel gpt_with_dropout(const std::string& attention = "materialized") {
   NetworkConfig config = load_network_config("gpt-tiny");
   auto& t = std::get<TransformerConfig>(config.body);
   t.dropout = t.attention_dropout = 0.1;
+  t.attention = attention;
   return profiler::quick_fit(config, 0, "bf16");
 }
 
@@ -73,6 +75,53 @@ TEST_F(TensorSplit, ABlockHoldsThePapersBytesUnderEachSplit) {
   }
   // Context parallelism splits every token's tensors, and attention's rows.
   EXPECT_DOUBLE_EQ(block_bytes(split(1, false, 2)), block_bytes(*whole_) / 2);
+}
+
+// Fused attention (docs/memory-model.md, "Fused attention"): no
+// token-by-token term; q, k and v as before, the output shared with the
+// output projection's input, one fp32 log-sum-exp a query row and head (4a
+// bytes a token), no dropout mask. A GPT block: sbh(34 + 4a/h).
+TEST(FusedTensorSplit, AGptBlockHoldsItsClosedFormUnderEachSplit) {
+  const LayerModel whole = gpt_with_dropout("fused");
+  const TransformerShape shape = transformer_shape(whole, "gpt");
+  const auto split = [&](int t, bool sequence) {
+    ParallelLayout layout;
+    layout.tensor = t, layout.sequence = sequence;
+    return split_across_ranks(whole, shape, layout);
+  };
+  constexpr double s = 32, h = 64, a = 4, norm_statistics = 2 * 2 * 2 * s;
+  EXPECT_DOUBLE_EQ(block_bytes(whole), s * h * (34 + 4 * a / h) + norm_statistics);
+  for (int t : {2, 4}) {
+    SCOPED_TRACE("t = " + std::to_string(t));
+    EXPECT_DOUBLE_EQ(block_bytes(split(t, false)), s * h * (10 + 24.0 / t + 4 * a / (h * t)) + norm_statistics);
+    EXPECT_DOUBLE_EQ(block_bytes(split(t, true)), s * h * (34.0 / t + 4 * a / (h * t)) + norm_statistics / t);
+  }
+}
+
+// A Llama block (RMSNorm keeping its input, its 1/rms and its normalized
+// input; rotary q and k; k and v at kv heads; SwiGLU of width f; no
+// dropout), all bf16: sbh(16 + 4·kv/a + 8f/h) + sb(4a + 4). Under tensor parallelism the norms, their outputs (the
+// projections' inputs) stay whole: sbh(12) + (sbh(4 + 8f/h) + k and v's
+// share + 4asb)/t.
+TEST(FusedTensorSplit, ALlamaBlockHoldsItsClosedFormUnderEachSplit) {
+  NetworkConfig config = load_network_config("llama-tiny");
+  std::get<TransformerConfig>(config.body).attention = "fused";
+  const LayerModel whole = profiler::quick_fit(config, 0, "bf16");
+  const TransformerShape shape = transformer_shape(whole, "llama");
+  constexpr double s = 32, h = 64, a = 4, kv = 2, f = 176, rstd = 2 * 2 * s;
+  EXPECT_DOUBLE_EQ(block_bytes(whole), s * h * (16 + 4 * kv / a + 8 * f / h) + s * 4 * a + rstd);
+  for (int t : {2, 4}) {
+    SCOPED_TRACE("t = " + std::to_string(t));
+    ParallelLayout layout;
+    layout.tensor = t;
+    // k and v: a rank holds kv/t of their heads, or one where t passes kv.
+    const double kv_share = std::max(1.0 / t, 1 / kv);
+    EXPECT_DOUBLE_EQ(block_bytes(split_across_ranks(whole, shape, layout)),
+                     s * h * (12 + (4 + 8 * f / h) / t + 4 * kv / a * kv_share) + s * 4 * a / t + rstd);
+    layout.sequence = true;
+    EXPECT_DOUBLE_EQ(block_bytes(split_across_ranks(whole, shape, layout)),
+                     s * h * ((16 + 8 * f / h) / t + 4 * kv / a * kv_share) + s * 4 * a / t + rstd / t);
+  }
 }
 
 TEST_F(TensorSplit, TheKeepStepHoldsWhatTheSplitTensorsHold) {

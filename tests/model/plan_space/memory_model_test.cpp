@@ -520,7 +520,7 @@ TEST(MemoryModel, LargestBatchIsTheLargestThatFits) {
 TEST(MemoryModel, ThePeakGrowsWithTheBatch) {
   const LayerModel m = fitted(testing::gpt_like(2));
   const Target target = profiled_target(m);
-  for (const auto& name : plan_names(target)) {
+  for (const auto& name : plan_names(m, target)) {
     const Plan plan = expand_plan_name(name, m.layout());
     double previous = 0;
     for (int64_t b : {1, 2, 3, 5, 8, 13, 21, 34, 55, 89}) {

@@ -57,7 +57,7 @@ TEST(PlanSpace, OptionsReproduceEveryGlobalPlan) {
   const LayerModel m = gpt_model(3, true);
   const Target target = profiled_target(m);
   const PlanSpace space(m, target, 24);
-  for (const auto& name : plan_names(target)) {
+  for (const auto& name : plan_names(m, target)) {
     const Plan plan = expand_plan_name(name, m.layout());
     const auto [storage, segment] = choices_for(space, plan);
     const Estimate by_options = space.evaluate(space.assignment(storage, segment));
@@ -355,7 +355,7 @@ TEST(PlanSpace, TheTimelineTakenApartAddsUpToIt) {
   for (const int ranks : {1, 4}) {
     if (ranks > 1) set_data_parallel(target, {ranks, 3, "test link", {1e-5, 1e10, {}}, default_bucket_bytes});
     const PlanSpace space(m, target, 16);
-    for (const auto& name : plan_names(target)) {
+    for (const auto& name : plan_names(m, target)) {
       const Assignment a = space.assignment(expand_plan_name(name, m.layout()));
       const std::vector<double> total = space.timeline(a);
       const TimelineParts parts = space.timeline_parts(a);

@@ -6,8 +6,11 @@
 
 #include "model/catalog/network_config.h"
 #include "model/catalog/target.h"
+#include "model/error.h"
 #include "model/plan.h"
 #include "model/plan_space/plan_space.h"
+#include "model/plan_space/predict.h"
+#include "model/strategy_table.h"
 #include "tests/support/quick_fit.h"
 
 namespace papaya::model {
@@ -17,6 +20,7 @@ TEST(SelectiveRecompute, TheCoresProbabilitiesAreLetGoAndItsForwardPaidAgain) {
   NetworkConfig config = load_network_config("gpt-tiny");
   auto& t = std::get<TransformerConfig>(config.body);
   t.dropout = t.attention_dropout = 0.1;
+  t.attention = "materialized";
   const LayerModel m = profiler::quick_fit(config);
   const Target target = profiled_target(m);
   const int batch = 4;
@@ -87,6 +91,25 @@ TEST(SelectiveRecompute, TheCoresProbabilitiesAreLetGoAndItsForwardPaidAgain) {
   const Estimate alone = space.evaluate(space.assignment(blocks)), with_core = space.evaluate(space.assignment(both));
   EXPECT_DOUBLE_EQ(with_core.peak_bytes, alone.peak_bytes);
   EXPECT_DOUBLE_EQ(with_core.seconds, alone.seconds);
+}
+
+// Fused attention holds no probabilities: recompute-attention would save
+// nothing, so the whole-network plans leave it out and asked for by name it
+// is refused, saying why.
+TEST(SelectiveRecompute, HasNothingToDropUnderFusedAttention) {
+  const LayerModel m = profiler::quick_fit(load_network_config("gpt-tiny"));
+  const Target target = profiled_target(m);
+  const std::vector<std::string> names = plan_names(m, target);
+  for (const std::string& name : names) EXPECT_EQ(name.find(recompute_attention_term), std::string::npos) << name;
+  EXPECT_NE(std::find(names.begin(), names.end(), "recompute-all"), names.end());
+  try {
+    expand_plan_name("recompute-attention+quantize-4", m.layout());
+    ADD_FAILURE() << "recompute-attention accepted under fused attention";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "plan 'recompute-attention+quantize-4': recompute-attention has nothing to drop: the network's attention is "
+              "fused (blocks.0.attn.fused keeps no probabilities); recompute-all recomputes whole blocks");
+  }
 }
 
 }  // namespace

@@ -156,7 +156,7 @@ TEST(TimeModel, StepTimeGrowsWithTheBatchForEveryPlan) {
   const LayerModel m = fit_profile(make_profile(spec), "synthetic").model;
   const Target target = profiled_target(m);
   const double keep32 = predict(m, target, expand_plan_name("keep", m.layout()), 32).seconds;
-  for (const auto& name : plan_names(target)) {
+  for (const auto& name : plan_names(m, target)) {
     const Plan plan = expand_plan_name(name, m.layout());
     double previous = 0;
     for (int64_t b : {1, 2, 4, 8, 16, 32, 64, 128}) {
