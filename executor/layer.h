@@ -108,6 +108,12 @@ class Layer : public torch::nn::Module {
   void set_compute_dtype(torch::ScalarType dtype, bool casts_inputs);
   torch::ScalarType compute_dtype() const { return compute_dtype_; }
 
+  // Whether it may hold the compute-dtype copies of its parameters from
+  // forward to backward (the native path's autograd keeps them). Not where its
+  // weights are gathered again for backward (ZeRO-3, as FSDP runs it: the
+  // copies gathered for forward are let go after it): then a layer computing
+  // in a half type runs its MOM Function, which casts again in backward.
+  void set_holds_parameter_copies(bool on) { holds_parameter_copies_ = on; }
   // Whether a backward runs through it in training: it has a trainable
   // parameter or an input that depends on one. A layer of a fine-tuned
   // network's frozen front (the embeddings, a first norm) is not, and
@@ -146,11 +152,12 @@ class Layer : public torch::nn::Module {
   // which it saves as its first two slots: set_input_gradients may drop them.
   void set_product_of_inputs() { product_of_inputs_ = true; }
 
-  // Whether forward runs the MOM-aware Function: a slot is not kept, and
-  // autograd records (without it nothing is saved either way), outside a
-  // NativePath.
+  // Whether forward runs the MOM-aware Function: a slot is not kept (or the
+  // layer may not hold its parameters' half-type copies), and autograd
+  // records (without it nothing is saved either way), outside a NativePath.
   bool uses_moms() const {
-    return !keeps_all() && torch::GradMode::is_enabled() && differentiated_ && !NativePath::active();
+    const bool recasts = !holds_parameter_copies_ && compute_dtype_ != torch::kFloat;
+    return (!keeps_all() || recasts) && torch::GradMode::is_enabled() && differentiated_ && !NativePath::active();
   }
 
   // Brackets a forward: reports it to the observer, if any, then casts the
@@ -176,6 +183,7 @@ class Layer : public torch::nn::Module {
   bool casts_inputs_ = false;
   bool differentiated_ = true;
   bool product_of_inputs_ = false;
+  bool holds_parameter_copies_ = true;
 };
 
 }  // namespace papaya::executor

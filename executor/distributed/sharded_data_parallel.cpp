@@ -102,6 +102,11 @@ ShardedDataParallel::ShardedDataParallel(Collectives& collectives, Network& netw
       }
     }
     if (in_a_layer.size() != let_go_.size()) throw std::logic_error("ShardedDataParallel: a trained weight is in no layer");
+    // A layer's weights are gathered again for its backward: it holds no
+    // half-type copy of them in between (as FSDP frees the unsharded ones).
+    for (Layer* layer : network.layers()) {
+      if (layer_weights_.count(layer)) layer->set_holds_parameter_copies(false);
+    }
     const Layer* later = nullptr;  // in forward order, the last layer with sharded weights seen so far
     for (auto it = network.layers().rbegin(); it != network.layers().rend(); ++it) {
       if (!layer_weights_.count(*it)) continue;

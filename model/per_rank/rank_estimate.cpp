@@ -277,7 +277,8 @@ LayoutEstimate LayoutPricer::estimate(const ParallelLayout& layout, const std::s
     StageEstimate s;
     s.span = span;
     s.activation_bytes = p.activations;
-    s.weight_copies_bytes = st.weight_copies;
+    // Under ZeRO-3 each layer's weights are gathered again for backward: no copies held (as FSDP frees them).
+    s.weight_copies_bytes = layout.zero_stage == 3 && layout.data * layout.context > 1 ? 0 : st.weight_copies;
     s.in_flight = in_flight_micro_batches(static_cast<int>(index), layout);
     // Offloaded, the optimizer's state is on the host all step: every point holds that much less.
     const double offloaded = layout.offload_optimizer ? p.held.optimizer : 0;

@@ -76,13 +76,18 @@ void add_held_gradient(const AtBatch& at, int segment, Changes& out) {
 void add_parameter_copies(const AtBatch& at, const std::vector<bool>& runs_moms, const std::vector<bool>& recomputed,
                           Changes& out) {
   const Index& ix = *at.index;
+  // Under ZeRO-3 a layer's weights are gathered again for its backward and it
+  // casts them again there (FSDP frees the unsharded half-type weights after
+  // forward): no copy is held between the passes.
+  const DataParallel& world = ix.target.data_parallel;
+  const bool regathered = world.active() && world.zero_stage == 3;
   for (size_t j = 0; j < ix.layers.size(); ++j) {
     const LayerEntry& layer = ix.layers[j];
     if (layer.parameter_copy_bytes == 0) continue;
     int until = -1;
     if (!ix.active(static_cast<int>(j), recomputed)) {
       until = layer.recompute_at - 1;
-    } else if (runs_moms[j]) {
+    } else if (runs_moms[j] || regathered) {
       until = layer.backward_at - 1;
     }
     const int from = layer.forward_at + 1;
