@@ -30,6 +30,8 @@ std::string megatron_arguments(const model::LayoutEstimate& e, const model::Tran
   arg("--context-parallel-size " + std::to_string(l.context));
   if (shape.experts > 0) arg("--expert-model-parallel-size " + std::to_string(l.expert));
   if (l.sequence) arg("--sequence-parallel");
+  // Megatron-LM's own attention holds the probabilities; flash attention does not.
+  arg(std::string("--attention-backend ") + (shape.fused_attention ? "flash" : "unfused"));
   if (e.plan == "recompute-all") {
     arg("--recompute-granularity full");
     arg("--recompute-method uniform");
@@ -51,6 +53,10 @@ std::string megatron_arguments(const model::LayoutEstimate& e, const model::Tran
 }
 
 std::string torchtitan_config(const model::LayoutEstimate& e, const model::TransformerShape& shape, const std::string& precision) {
+  if (!shape.fused_attention) {
+    throw InputError("--emit torchtitan: torchtitan's attention is fused (scaled_dot_product_attention); this network's is "
+                     "materialized: lay it out with --attention fused");
+  }
   const model::ParallelLayout& l = e.layout;
   const bool fsdp = l.zero_stage >= 2;
   std::ostringstream out;

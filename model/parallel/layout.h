@@ -36,6 +36,7 @@ struct TransformerShape {
   int heads = 0, kv_heads = 0;
   int experts = 0;  // 0: no mixture of experts
   int tokens = 0;   // a sample's
+  bool fused_attention = false;  // one fused layer (FlashAttention), or scores, softmax and context
 };
 
 // InputError naming the constraint a layout breaks: degrees below 1, heads

@@ -181,6 +181,7 @@ TransformerShape transformer_shape(const LayerModel& model, const std::string& l
   for (const LayerFit& l : model.layers) {
     shape.blocks = std::max(shape.blocks, block_of_path(l.path) + 1);
     if ((l.kind == LayerKind::attention_scores || l.kind == LayerKind::fused_attention) && shape.heads == 0) {
+      shape.fused_attention = l.kind == LayerKind::fused_attention;
       for (const auto& t : l.saved) {
         if (t.sample_shape.size() < 2) continue;
         if (t.slot == "q") shape.heads = static_cast<int>(t.sample_shape[0]), shape.tokens = static_cast<int>(t.sample_shape[1]);

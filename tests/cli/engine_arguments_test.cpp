@@ -19,7 +19,8 @@ model::LayoutEstimate layout(int zero, const std::string& plan) {
   return e;
 }
 
-const model::TransformerShape shape{8, 4, 2, 0, 32};
+const model::TransformerShape shape{8, 4, 2, 0, 32, true};  // fused attention
+const model::TransformerShape materialized{8, 4, 2, 0, 32, false};
 
 void expect_lines(const std::string& text, const std::vector<std::string>& lines) {
   for (const auto& line : lines) EXPECT_NE(text.find(line), std::string::npos) << line << " in\n" << text;
@@ -31,7 +32,9 @@ TEST(EngineArguments, MegatronGetsItsOwnArgumentNames) {
                       "--num-layers-per-virtual-pipeline-stage 2 \\\n", "--context-parallel-size 1 \\\n",
                       "--sequence-parallel \\\n", "--recompute-granularity full \\\n", "--recompute-method uniform \\\n",
                       "--recompute-num-layers 1 \\\n", "--micro-batch-size 2 \\\n", "--global-batch-size 16 \\\n",
-                      "--seq-length 32 \\\n", "--use-distributed-optimizer \\\n", "--bf16 \\\n"});
+                      "--seq-length 32 \\\n", "--use-distributed-optimizer \\\n", "--bf16 \\\n",
+                      "--attention-backend flash \\\n"});
+  expect_lines(megatron_arguments(layout(1, "recompute-all"), materialized, "bf16"), {"--attention-backend unfused \\\n"});
   EXPECT_EQ(args.find("--expert-model-parallel-size"), std::string::npos);  // no experts
   model::LayoutEstimate offloaded = layout(1, "keep");
   offloaded.layout.offload_optimizer = true;
@@ -45,6 +48,13 @@ TEST(EngineArguments, MegatronGetsItsOwnArgumentNames) {
 }
 
 TEST(EngineArguments, TorchtitanGetsItsOwnConfigKeys) {
+  // Its attention is scaled_dot_product_attention: a materialized network's layout is refused, naming the flag.
+  try {
+    torchtitan_config(layout(3, "keep"), materialized, "bf16");
+    ADD_FAILURE() << "a materialized network emitted for torchtitan";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--attention fused"), std::string::npos) << e.what();
+  }
   expect_lines(torchtitan_config(layout(3, "keep"), shape, "fp32"),
                {"[parallelism]\n", "data_parallel_replicate_degree = 1\n", "data_parallel_shard_degree = 2\n",
                 "fsdp_reshard_after_forward = \"always\"\n", "tensor_parallel_degree = 2\n", "pipeline_parallel_degree = 2\n",
