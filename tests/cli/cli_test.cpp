@@ -174,6 +174,28 @@ TEST(Cli, BadInputExitsTwoWithOneLine) {
   expect_input_error("frobnicate", "frobnicate");
 }
 
+// --attention: fused (the default) or materialized, the one asked for run;
+// where it cannot apply, said in one line naming the flag.
+TEST(Cli, AttentionIsFusedOrMaterializedAsAsked) {
+  const TempDir dir("papaya-attention");
+  const auto first_layers = [&](const std::string& flags) {
+    const Outcome run = run_papaya("profile --network gpt-tiny --batch 1,2 --probe-batch 0 --steps 2 --out " + dir.path("p.json") + flags);
+    EXPECT_EQ(run.code, 0) << run.err;
+    std::vector<std::string> kinds;
+    const json profile = json::parse(std::ifstream(dir.path("p.json")));
+    for (const auto& layer : profile["layers"]) {
+      if (layer["path"].get<std::string>().rfind("blocks.0.attn.", 0) == 0) kinds.push_back(layer["kind"]);
+    }
+    return kinds;
+  };
+  EXPECT_EQ(first_layers(""), (std::vector<std::string>{"linear", "fused_attention", "linear"}));
+  EXPECT_EQ(first_layers(" --attention materialized"),
+            (std::vector<std::string>{"linear", "attention_scores", "softmax", "attention_context", "linear"}));
+  expect_input_error("train --network resnet-tiny --attention fused", "--attention: resnet-tiny is a resnet network: it has no attention");
+  expect_input_error("train --network gpt-tiny --attention flash", "--attention");
+  expect_input_error("train --network gpt-tiny --plan recompute-attention", "recompute-attention has nothing to drop");
+}
+
 // QLoRA from the command line: a Llama fine-tuned with rank-4 adapters on
 // nf4 weights trains, its trainable count beside the total; the flags that
 // cannot apply are named.
