@@ -62,15 +62,24 @@ std::string choose_simplest(std::vector<LayoutEstimate>& best) {
     return "the fastest that fits" + (parts.empty() ? std::string(", with no model parallelism and no recompute")
                                                     : "; nothing " + within + " does without " + joined(parts));
   }
-  std::vector<std::string> spared;
-  const std::vector<std::string> kept = moving_parts(best[chosen]);
-  for (const std::string& part : moving_parts(fastest)) {
-    if (std::find(kept.begin(), kept.end(), part) == kept.end()) spared.push_back(part);
-  }
+  // The parts of one layout the other has not.
+  const auto beyond = [](const std::vector<std::string>& parts, const std::vector<std::string>& of) {
+    std::vector<std::string> out;
+    for (const std::string& part : parts) {
+      if (std::find(of.begin(), of.end(), part) == of.end()) out.push_back(part);
+    }
+    return out;
+  };
+  const std::vector<std::string> fastest_parts = moving_parts(fastest), chosen_parts = moving_parts(best[chosen]);
+  const std::vector<std::string> spared = beyond(fastest_parts, chosen_parts), added = beyond(chosen_parts, fastest_parts);
   const double faster = fastest.tokens_per_s / best[chosen].tokens_per_s - 1;
   std::string why = "the fastest, " + fastest.layout.label() + " under " + fastest.plan + ", is " + percent(faster) +
                     " faster: within the model's error (" + percent(layout_time_tolerance) + "), so the simpler one leads";
-  if (!spared.empty()) why += ", without " + joined(spared);
+  if (!added.empty()) {
+    why += ", with " + joined(added) + " instead of " + joined(spared);
+  } else if (!spared.empty()) {
+    why += ", without " + joined(spared);
+  }
   std::rotate(best.begin(), best.begin() + static_cast<std::ptrdiff_t>(chosen), best.begin() + static_cast<std::ptrdiff_t>(chosen) + 1);
   return why;
 }
