@@ -235,7 +235,8 @@ TEST(Cli, MixturesOfExpertsAreCountedAndTrained) {
   EXPECT_NE(run.out.find("46702792704"), std::string::npos) << run.out;
   const Outcome trained = run_papaya("train --network qwen-moe-tiny --batch 2 --steps 2 --plan recompute-all --json");
   ASSERT_EQ(trained.code, 0) << trained.err;
-  for (double loss : nlohmann::json::parse(trained.out).at("losses")) EXPECT_TRUE(std::isfinite(loss)) << trained.out;
+  const json losses = nlohmann::json::parse(trained.out).at("losses");
+  for (double loss : losses) EXPECT_TRUE(std::isfinite(loss)) << trained.out;
   // A busiest expert's share: from balanced (1/4) to every token (1/2).
   expect_input_error("train --network mixtral-tiny --moe-imbalance 0.7 --steps 1",
                      "--moe-imbalance: 0.7 is not a busiest expert's share of mixtral-tiny's routings: a share from 1/4 "

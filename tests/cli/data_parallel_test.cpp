@@ -114,7 +114,8 @@ TEST(DataParallel, ZeroStagesTrainAsPlainDataParallelismWithTheModelsMemory) {
       run_papaya("predict " + model_file + " --batch 4 --plan quantize-4 --json --gpus 2 --link ethernet-10g --zero 3");
   ASSERT_EQ(predicted_quantized.code, 0) << predicted_quantized.err;
   const double quantized_peak = json::parse(predicted_quantized.out).at(0)["peak_bytes"];
-  for (const auto& rank : json::parse(quantized.out)["ranks"]) {
+  const json quantized_ranks = json::parse(quantized.out);
+  for (const auto& rank : quantized_ranks["ranks"]) {
     EXPECT_LT(std::abs(quantized_peak - rank["peak_bytes"].get<double>()), 0.03 * rank["peak_bytes"].get<double>());
   }
   expect_input_error("train --network llama-tiny --zero 1", "--nproc");
