@@ -58,11 +58,14 @@ int main(int argc, char** argv) {
     std::cerr << "papaya: " << e.what() << "\n";
     return e.exit_code();
   } catch (const c10::Error& e) {
-    if (!papaya::profiler::is_out_of_memory(e)) throw;
     const std::string what = e.what_without_backtrace();
-    return fail("out of memory: " + what.substr(0, what.find('\n')));
+    const std::string line = what.substr(0, what.find('\n'));
+    return fail((papaya::profiler::is_out_of_memory(e) ? "out of memory: " : "internal error, please report it: ") + line);
   } catch (const std::bad_alloc&) {
     return fail("out of memory");
+  } catch (const std::exception& e) {  // a fault of papaya's own: said in one line, never an abort
+    const std::string what = e.what();
+    return fail("internal error, please report it: " + what.substr(0, what.find('\n')));
   }
   return 0;
 }

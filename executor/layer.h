@@ -101,6 +101,9 @@ class Layer : public torch::nn::Module {
   // ids or targets, on `batch`. The profiler times layers so at batch sizes
   // the whole network is not run at (profiler/layer_probe.h).
   virtual torch::Tensor run(const std::vector<torch::Tensor>& inputs, const Batch& batch) = 0;
+  // Whether run() computes what the network's forward computes: false for
+  // an imported module the network calls with arguments besides its tensors.
+  virtual bool runs_alone() const { return true; }
 
   // Floating-point type the layer computes in (parameters stay fp32). With
   // casts_inputs (autocast), forward first casts its floating inputs to it,

@@ -13,11 +13,14 @@ namespace {
 
 // Whether `pattern` names `path` ('*' matches one component); with
 // `or_below`, also any path below it ("blocks.0.mlp" names "blocks.0.mlp.fc1").
+// A component names itself and, without a call's number, every call of its
+// module ("enc" matches "enc#2": an imported module called twice).
 bool matches(const std::string& pattern, const std::string& path, bool or_below = false) {
   const auto p = split(pattern, '.'), q = split(path, '.');
   if (or_below ? p.size() > q.size() : p.size() != q.size()) return false;
   for (size_t i = 0; i < p.size(); ++i) {
-    if (p[i] != "*" && p[i] != q[i]) return false;
+    const bool any_call = p[i].find('#') == std::string::npos && q[i].rfind(p[i] + "#", 0) == 0;
+    if (p[i] != "*" && p[i] != q[i] && !any_call) return false;
   }
   return true;
 }

@@ -10,8 +10,10 @@
 //    "tensors":  {"blocks.*.mlp.act:input": "invert",
 //                 "blocks.1.mlp.fc1": "swap",
 //                 "blocks.0.attn.scores:q": {"strategy": "quantize-8", "group": 128, "headwise": true}}}
-// Keys are layer or segment paths, where '*' matches one path component; a
-// tensor key "path:slot" names one slot of one layer, a bare path all slots
+// Keys are layer or segment paths, where '*' matches one path component and
+// a component without a call's number every call of its module ("enc.0"
+// names "enc.0#2" too, an imported module's second call; "enc.0#2" that one
+// alone); a tensor key "path:slot" names one slot of one layer, a bare path all slots
 // of the layers at or below it (each in its natural form, see adapt_to_slot). Entries apply after `base`:
 // layer keys before slot keys, wildcard keys before exact ones.
 #include <map>

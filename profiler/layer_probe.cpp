@@ -47,18 +47,19 @@ class InputCapture : public executor::LayerObserver {
 };
 
 // `t` (batch first, `from` samples) repeated along the batch to `batch`
-// samples (its first `batch` ones where fewer).
-torch::Tensor grow(const torch::Tensor& t, int64_t from, int64_t batch, const std::string& what) {
-  if (t.dim() == 0 || t.size(0) != from) throw std::logic_error(what + " does not have the batch as its first dimension");
+// samples (its first `batch` ones where fewer); a tensor without the batch
+// (positions from torch.arange, a mask the batch shares) as it is.
+torch::Tensor grow(const torch::Tensor& t, int64_t from, int64_t batch) {
+  if (t.dim() == 0 || t.size(0) != from) return t;
   std::vector<int64_t> times(t.dim(), 1);
   times[0] = (batch + from - 1) / from;
   return t.repeat(times).narrow(0, 0, batch);
 }
 
-std::vector<torch::Tensor> grown(const Inputs& captured, int64_t from, int64_t batch, const std::string& what) {
+std::vector<torch::Tensor> grown(const Inputs& captured, int64_t from, int64_t batch) {
   std::vector<torch::Tensor> out;
   for (size_t k = 0; k < captured.tensors.size(); ++k) {
-    torch::Tensor t = grow(captured.tensors[k], from, batch, what);
+    torch::Tensor t = grow(captured.tensors[k], from, batch);
     // Not a leaf, as in the network: a layer may work on it in place (an
     // imported network's ReLU(inplace=True)), which autograd refuses on a
     // view of a leaf.
@@ -154,11 +155,9 @@ LayerProbes probe_layers(executor::Network& network, executor::DataSource& data,
     network.loss(small);  // the graph goes with the loss; the captured inputs stay
   }
   executor::Batch batch;
-  batch.input = grow(small.input, options.from, options.batch, "the batch's input");
-  if (small.target.defined()) batch.target = grow(small.target, options.from, options.batch, "the batch's target");
-  for (const auto& argument : small.arguments) {
-    batch.arguments.push_back(grow(argument, options.from, options.batch, "a forward argument"));
-  }
+  batch.input = grow(small.input, options.from, options.batch);
+  if (small.target.defined()) batch.target = grow(small.target, options.from, options.batch);
+  for (const auto& argument : small.arguments) batch.arguments.push_back(grow(argument, options.from, options.batch));
   const auto& layers = network.layers();
   const auto& segments = network.segments();
   std::vector<std::vector<size_t>> members(segments.size());
@@ -182,10 +181,9 @@ LayerProbes probe_layers(executor::Network& network, executor::DataSource& data,
   for (int round = 0; round < options.rounds; ++round) {
     for (size_t s = 0; s < segments.size(); ++s) {
       executor::Segment& segment = *segments[s];
-      const std::string what = "the input of segment " + segment.path();
       // A run at `b`: each layer's times, and the rest of the segment's.
       const auto run_at = [&](int64_t b) {
-        std::vector<torch::Tensor> in = grown(segment_inputs[s], options.from, b, what);
+        std::vector<torch::Tensor> in = grown(segment_inputs[s], options.from, b);
         RunFigures run = timed([&] { return segment.run_layers(in.front()); });
         for (size_t i : members[s]) run.seconds -= run.times[i].forward_s + run.times[i].backward_s;
         return run;
@@ -198,17 +196,16 @@ LayerProbes probe_layers(executor::Network& network, executor::DataSource& data,
         for (size_t k = 0; k < options.profiled.size(); ++k)
           samples.between_profiled[k].push_back(run_at(options.profiled[k]).seconds);
         samples.recompute.push_back(
-            time_recompute(segment, grow(segment_inputs[s].tensors.front(), options.from, options.batch, what), 1));
+            time_recompute(segment, grow(segment_inputs[s].tensors.front(), options.from, options.batch), 1));
         samples.layers.push_back(std::move(run));
         samples.between.push_back(between);
       });
       if (options.on_probe) options.on_probe();
     }
     for (size_t i = 0; i < layers.size(); ++i) {
-      if (!layers[i]->segment().empty()) continue;
+      if (!layers[i]->segment().empty() || !layers[i]->runs_alone()) continue;
       sample(layer_samples[i], [&] {
-        std::vector<torch::Tensor> in =
-            grown(capture.layers[i], options.from, options.batch, "an input of layer " + layers[i]->path());
+        std::vector<torch::Tensor> in = grown(capture.layers[i], options.from, options.batch);
         layer_samples[i].layers.push_back(timed([&] { return layers[i]->run(in, batch); }));
       });
       if (options.on_probe) options.on_probe();

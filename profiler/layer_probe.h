@@ -45,7 +45,8 @@ struct ProbeOptions {
 };
 
 struct LayerProbes {
-  std::vector<std::optional<model::LayerProbe>> layers;      // network.layers() order; none: out of memory
+  // network.layers() order; none: out of memory, or a layer that does not run alone (executor::Layer::runs_alone)
+  std::vector<std::optional<model::LayerProbe>> layers;
   std::vector<std::optional<model::SegmentProbe>> segments;  // network.segments() order; none: out of memory
   std::vector<std::vector<double>> between_s;  // per segment, per ProbeOptions::profiled batch (empty: out of memory)
 };

@@ -34,19 +34,18 @@ model::SlotKind slot_kind_of(const at::Tensor& t) {
   return at::isinf(t).any().item<bool>() ? model::SlotKind::stats : model::SlotKind::activation;
 }
 
-// The module a layer's path names ("layer1.0.relu#2": layer1.0.relu).
+// The module a call's path names ("layers.0#2.relu#3": layers.0.relu).
 torch::jit::Module submodule(const torch::jit::Module& top, const std::string& path) {
-  const std::string bare = path.substr(0, path.find('#'));
   torch::jit::Module m = top;
   size_t start = 0;
-  while (start < bare.size()) {
-    const size_t end = std::min(bare.find('.', start), bare.size());
-    m = m.attr(bare.substr(start, end - start)).toModule();
+  while (start < path.size()) {
+    const size_t end = std::min(path.find('.', start), path.size());
+    const std::string name = path.substr(start, end - start);
+    m = m.attr(name.substr(0, name.find('#'))).toModule();
     start = end + 1;
   }
   return m;
 }
-
 
 // LibTorch's own keeping of a saved tensor (detached: the hook must not tie
 // the graph to itself), or nothing where no backward will run.
@@ -70,15 +69,15 @@ struct ImportedNetwork::Discovery {
     std::vector<Slot> slots;
     std::vector<at::Tensor> inputs, saved;  // of the call, to name the slots by
     at::Tensor output;
-    const void* first_input = nullptr;  // the first tensor argument's storage
+    at::Tensor first_input;  // the first tensor argument
   };
   std::vector<Found> layers;
   Found* open = nullptr;  // what saved tensors are charged to (saver_)
   struct FoundSegment {
     std::string path;
     torch::jit::Module module;
-    size_t first_layer = 0;     // index of the first layer found inside it
-    const void* input = nullptr;  // its input's storage
+    size_t first_layer = 0;  // index of the first layer found inside it
+    at::Tensor input;
   };
   std::vector<FoundSegment> segments;
 };
@@ -113,6 +112,14 @@ struct DiscoveryHooks : torch::autograd::SavedVariableHooks {
 };
 
 bool same_storage(const at::Tensor& a, const at::Tensor& b) { return b.defined() && storage_of(a) == storage_of(b); }
+
+// The same values, not a part of them: ShuffleNet's block hands its first
+// layer one half of its input (a view of the same storage), and recomputing
+// it from that half would compute something else.
+bool same_view(const at::Tensor& a, const at::Tensor& b) {
+  return a.defined() && same_storage(a, b) && a.storage_offset() == b.storage_offset() && a.sizes().equals(b.sizes()) &&
+         a.strides().equals(b.strides());
+}
 
 // "input", "input1", ... for a call's tensor arguments, "output" for its
 // result, else "t<k>" (a tensor saved twice: the second is t<k>).
@@ -169,11 +176,47 @@ void ModuleLayer::saved(size_t slot, const torch::Tensor& tensor) const { scope_
 // The scope stays: what the code after the layer saves is reported through it.
 torch::Tensor ModuleLayer::end(torch::Tensor output) { return scope_->finish(std::move(output)); }
 
+namespace {
+
+// The method a call of the module runs: its forward, else the first of the
+// overloads a scripted @overload forward compiles to (nn.LSTM's forward__0,
+// on a tensor) whose arguments after self are `tensors` tensors and then
+// ones with defaults.
+std::optional<torch::jit::Method> forward_taking(const torch::jit::Module& module, size_t tensors) {
+  if (auto forward = module.find_method("forward")) return *forward;
+  for (const auto& method : module.get_methods()) {
+    if (!is_forward(method.name())) continue;
+    const auto& arguments = method.function().getSchema().arguments();
+    bool fits = arguments.size() > tensors;
+    for (size_t i = 1; fits && i < arguments.size(); ++i) {
+      fits = i <= tensors ? arguments[i].type()->kind() == c10::TypeKind::TensorType : arguments[i].default_value().has_value();
+    }
+    if (fits) return method;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+bool ModuleLayer::runs_alone() const {
+  const auto method = forward_taking(module_, 1);
+  return method && !called_with_other_arguments(*method->graph());
+}
+
 torch::Tensor ModuleLayer::run(const std::vector<torch::Tensor>& inputs, const Batch& /*batch*/) {
   torch::jit::GraphOptimizerEnabledGuard optimizer(false);
   SaveHookGuard hooks(&network_);
+  const auto method = forward_taking(module_, inputs.size());
+  if (!method) throw InputError(network_.label_ + ": module " + path() + " has no forward that takes its tensors alone");
   const std::vector<torch::Tensor> in = begin(inputs);
-  const torch::jit::IValue output = module_.forward(std::vector<torch::jit::IValue>(in.begin(), in.end()));
+  network_.failure_ = nullptr;
+  torch::jit::IValue output;
+  try {
+    output = (*method)(std::vector<torch::jit::IValue>(in.begin(), in.end()));
+  } catch (...) {
+    if (network_.failure_) std::rethrow_exception(std::exchange(network_.failure_, nullptr));
+    throw;
+  }
   return end(output.isTuple() ? output.toTupleRef().elements()[0].toTensor() : output.toTensor());  // its output (layer_markers.h)
 }
 
@@ -184,8 +227,11 @@ void LayerHooks::call_pack_hook(const at::Tensor& tensor) {
   }
   const size_t slot = layer.saves_++;
   if (slot >= layer.slots().size()) {
-    throw InputError("module " + layer.path() + " saved more tensors for backward than in the first forward (" +
-                     std::to_string(layer.slots().size()) + "): papaya needs each module to save the same ones every step");
+    // Thrown inside the interpreter, which rethrows it as its own error: kept to rethrow as it is.
+    layer.network_.failure_ = std::make_exception_ptr(InputError(
+        layer.network_.label_ + ": module " + layer.path() + " saved more tensors for backward than in the first forward (" +
+        std::to_string(layer.slots().size()) + "): papaya needs each module to save the same ones every step"));
+    std::rethrow_exception(layer.network_.failure_);
   }
   const StoreSpec& spec = layer.store_spec(slot);
   if (!keeps || spec.strategy.is_keep()) {
@@ -205,7 +251,9 @@ void LayerHooks::call_pack_hook(const at::Tensor& tensor) {
 }
 
 ImportedNetwork::ImportedNetwork(model::NetworkConfig config)
-    : Network(std::move(config)), label_(this->config().torchscript().archive), labels_(at::detail::createCPUGenerator(0)) {
+    : Network(std::move(config)),
+      label_(this->config().torchscript().archive),
+      labels_(at::detail::createCPUGenerator(kLabelSeed)) {
   module_ = load_archive(label_).module;
   module_tree(module_, label_);  // refuses a module whose calls are inlined
   mark_leaf_calls(module_, label_);
@@ -227,9 +275,10 @@ ImportedNetwork::ImportedNetwork(model::NetworkConfig config)
   };
   for (const auto& s : found.segments) {
     if (inside_another(s.path)) continue;
-    const bool saves_input = s.first_layer < found.layers.size() && found.layers[s.first_layer].path.rfind(s.path + ".", 0) == 0 &&
-                             !found.layers[s.first_layer].slots.empty() && found.layers[s.first_layer].slots.front().name == "input" &&
-                             found.layers[s.first_layer].first_input == s.input;
+    const bool saves_input =
+        s.first_layer < found.layers.size() && found.layers[s.first_layer].path.rfind(s.path + ".", 0) == 0 &&
+        !found.layers[s.first_layer].slots.empty() && found.layers[s.first_layer].slots.front().name == "input" &&
+        same_view(found.layers[s.first_layer].first_input, s.input);
     if (!saves_input) continue;
     owned_segments_.push_back(std::make_shared<ImportedSegment>(s.module, *this));
     register_module("segment" + std::to_string(owned_segments_.size() - 1), owned_segments_.back());
@@ -301,6 +350,7 @@ torch::Tensor ImportedSegment::forward(torch::Tensor x) {
   torch::jit::GraphOptimizerEnabledGuard optimizer(false);
   MarkerSinkGuard markers(&network_);
   SaveHookGuard hooks(&network_);
+  const ImportedNetwork::CallScope scope(network_);
   return run_segment_body(path(), module_, x);
 }
 
@@ -366,6 +416,7 @@ torch::Tensor ImportedNetwork::forward(const Batch& batch) {
   SaveHookGuard hooks(this);
   saver_ = nullptr;
   failure_ = nullptr;
+  call_scopes_.assign(1, {});
   torch::jit::IValue output;
   try {
     run_users_code(
@@ -419,24 +470,24 @@ void ImportedNetwork::train(bool on) {
   module_.train(on);
 }
 
+std::string ImportedNetwork::call_of(const std::string& path) {
+  if (call_scopes_.empty()) call_scopes_.emplace_back();  // a layer run alone (a probe)
+  const int k = ++call_scopes_.back()[path];
+  return k == 1 ? path : path + "#" + std::to_string(k);
+}
+
 std::vector<torch::Tensor> ImportedNetwork::layer_begin(const std::string& path, std::vector<torch::Tensor> inputs) {
   try {
+    open_call_ = call_of(path);
     if (discovery_) {
       close_found();
-      for (const auto& found : discovery_->layers) {
-        if (found.path == path) {
-          throw InputError(label_ + ": module " + path +
-                           " runs more than once in one forward (a loop): papaya makes a layer of each call site and "
-                           "needs each to run once");
-        }
-      }
-      discovery_->layers.push_back({path, {}, inputs, {}, {}, inputs.empty() ? nullptr : storage_of(inputs.front())});
+      discovery_->layers.push_back({open_call_, {}, inputs, {}, {}, inputs.empty() ? at::Tensor() : inputs.front()});
       discovery_->open = &discovery_->layers.back();
       return inputs;
     }
-    const auto layer = by_path_.find(path);
+    const auto layer = by_path_.find(open_call_);
     if (layer == by_path_.end()) {
-      throw InputError(label_ + ": module " + path +
+      throw InputError(label_ + ": module " + open_call_ +
                        " ran in this forward but not in the first one: papaya needs the same modules to run every step");
     }
     return layer->second->begin(std::move(inputs));
@@ -446,13 +497,13 @@ std::vector<torch::Tensor> ImportedNetwork::layer_begin(const std::string& path,
   }
 }
 
-torch::Tensor ImportedNetwork::layer_end(const std::string& path, torch::Tensor output) {
+torch::Tensor ImportedNetwork::layer_end(const std::string& /*path*/, torch::Tensor output) {
   try {
     if (discovery_) {
       discovery_->open->output = output;
       return output;
     }
-    return by_path_.at(path)->end(std::move(output));
+    return by_path_.at(open_call_)->end(std::move(output));
   } catch (...) {
     failure_ = std::current_exception();
     throw;
@@ -472,13 +523,18 @@ torch::Tensor ImportedNetwork::activation(const std::string& kind, torch::Tensor
 }
 
 torch::Tensor ImportedNetwork::segment(const std::string& path, const torch::jit::Module& module, torch::Tensor input) {
+  const std::string call = call_of(path);
   if (discovery_) {
     close_found();
-    discovery_->segments.push_back({path, module, discovery_->layers.size(), storage_of(input)});
-    return run_segment_body(path, module, input);
+    discovery_->segments.push_back({call, module, discovery_->layers.size(), input});
+    const CallScope scope(*this);
+    return run_segment_body(call, module, input);
   }
-  const auto segment = segments_by_path_.find(path);
-  if (segment == segments_by_path_.end()) return run_segment_body(path, module, input);  // not one papaya recomputes
+  const auto segment = segments_by_path_.find(call);
+  if (segment == segments_by_path_.end()) {  // not one papaya recomputes
+    const CallScope scope(*this);
+    return run_segment_body(call, module, input);
+  }
   return segment->second->run(std::move(input));
 }
 

@@ -2,7 +2,13 @@
 // A TorchScript archive as one of the executor's networks, so that a
 // Session, the trainer, the profiler and plans take it as they take the
 // zoo's. Its layers are the calls of its leaf modules (layer_markers.h),
-// named by module path, in the order a forward runs them; a layer's slots
+// named by module path, in the order a forward runs them; a module called k
+// times in one forward (from several sites, in a loop, inside a module
+// called twice) is k layers, "enc.0", "enc.0#2", ..., "enc.0#k", whose
+// parameters are the module's one set (their gradients summed over the
+// calls, as autograd sums them); a container's child called twice is two
+// segments, and the calls inside a segment are numbered from its path
+// ("layers.0#2.attn"). A layer's slots
 // are the tensors autograd saves while it runs (parameters and buffers
 // aside), seen through the engine's saved-variable hooks (saved_tensors.h),
 // named "input" (its first tensor argument's storage; "input1", ... the
@@ -50,6 +56,7 @@ class ModuleLayer : public Layer {
 
   // The module's forward on `inputs`, as the network's forward calls it.
   torch::Tensor run(const std::vector<torch::Tensor>& inputs, const Batch& batch) override;
+  bool runs_alone() const override;
   StoreSpec* inverted_output_spec() override;
 
  private:
@@ -95,7 +102,7 @@ class ImportedNetwork : public Network, MarkerSink, SaveHook {
   // Loads config.torchscript().archive, marks its layers and runs one
   // forward at its smallest batch (model::NetworkConfig) to find them, their
   // slots and the loss. InputError naming the archive for what papaya cannot train (see layer_markers.h,
-  // module_tree.h, synthetic_data.h), a layer run more than once in a forward.
+  // module_tree.h, synthetic_data.h).
   explicit ImportedNetwork(model::NetworkConfig config);
   ~ImportedNetwork() override;
 
@@ -113,6 +120,10 @@ class ImportedNetwork : public Network, MarkerSink, SaveHook {
   void to(torch::Device device, bool non_blocking = false) override;
 
   LossKind loss_kind() const { return *loss_kind_; }
+  // The archive's module as papaya runs it: its parameters and buffers are
+  // the network's (trained in place), its code carries layer markers
+  // (trained_archive.h writes the archive back without them).
+  const torch::jit::Module& module() const { return module_; }
 
   std::vector<torch::Tensor> layer_begin(const std::string& path, std::vector<torch::Tensor> inputs) override;
   torch::Tensor layer_end(const std::string& path, torch::Tensor output) override;
@@ -125,6 +136,7 @@ class ImportedNetwork : public Network, MarkerSink, SaveHook {
  private:
   friend class ModuleLayer;
   friend class ImportedSegment;
+  friend struct LayerHooks;
   // The forward and its loss (of the kind found in the first forward).
   torch::Tensor forward(const Batch& batch);
   // The forward as a training step runs it, saving nothing for a backward,
@@ -137,6 +149,19 @@ class ImportedNetwork : public Network, MarkerSink, SaveHook {
   // Discovery: the slots of the layer saved tensors were charged to, named
   // (a layer begins, a segment begins, the forward ends).
   void close_found();
+  // The call of the module at `path` beginning now: `path` for its first in
+  // the scope running (the forward, or the body of a segment's call), then
+  // "path#2", "path#3", ...
+  std::string call_of(const std::string& path);
+  // A segment's body runs in a scope of its own (its calls are named from
+  // its path), as in forward so in a recomputation.
+  struct CallScope {
+    explicit CallScope(ImportedNetwork& network) : network(network) { network.call_scopes_.emplace_back(); }
+    ~CallScope() { network.call_scopes_.pop_back(); }
+    CallScope(const CallScope&) = delete;
+    CallScope& operator=(const CallScope&) = delete;
+    ImportedNetwork& network;
+  };
 
   torch::jit::Module module_;
   std::string label_;
@@ -155,6 +180,8 @@ class ImportedNetwork : public Network, MarkerSink, SaveHook {
   // layers saves for its backward too: SqueezeExcitation's scale * input).
   ModuleLayer* saver_ = nullptr;
   bool keeps_saved_ = true;               // false in a probe: nothing will run backward
+  std::vector<std::map<std::string, int>> call_scopes_;  // each scope's calls so far, by module path
+  std::string open_call_;                                // the layer call begun and not ended
   std::exception_ptr failure_;            // thrown in a marker, rethrown past the interpreter
 };
 

@@ -3,6 +3,7 @@
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/runtime/interpreter.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -115,7 +116,14 @@ bool calls_modules(const torch::jit::Module& m, const std::string& method, int d
   return calls_modules(m, *g.block(), g.inputs()[0], depth);
 }
 
-bool is_leaf(const torch::jit::Module& m) { return !calls_modules(m, "forward", 0); }
+bool is_leaf(const torch::jit::Module& m, const std::string& forward) { return !calls_modules(m, forward, 0); }
+
+// The graphs of the methods called with arguments besides their tensors
+// (called_with_other_arguments).
+std::set<const Graph*>& graphs_called_with_other_arguments() {
+  static std::set<const Graph*> graphs;
+  return graphs;
+}
 
 void mark(Graph& g, Node* call, const std::string& site) {
   std::vector<Value*> tensors;
@@ -217,7 +225,6 @@ class Marker {
       bool in_container = false;  // a child of a Sequential, ModuleList or ModuleDict
     };
     std::unordered_map<const Value*, Attr> module_of = {{g.inputs()[0], {"", self}}};
-    std::map<std::string, int> sites;
     std::vector<Node*> nodes;
     collect(*g.block(), nodes);
     for (Node* n : nodes) {
@@ -239,26 +246,25 @@ class Marker {
       const std::string name = n->s(c10::attr::name);
       const Attr& target = callee->second;
       const std::string target_path = child_path(path, target.site);
-      if (name != "forward" || target.site.empty()) {
+      if (!is_forward(name) || target.site.empty()) {
         walk(target.module, name, target_path);  // another method: its ops run in this module's call
-      } else if (!is_leaf(target.module)) {
+      } else if (!is_leaf(target.module, name)) {
+        // A segment runs its forward (run_segment_body), not an overload of it.
         const bool one_tensor = n->inputs().size() == 2 && is_tensor(n->input(1)) && is_tensor(n->output());
-        if (target.in_container && one_tensor && !sites.count(target.site)) {
-          sites[target.site] = 1;
-          walk(target.module, "forward", target_path);  // its markers name paths from the segment (run_segment_body)
-          mark_segment(g, n, target.site);
-        } else {
-          walk(target.module, "forward", target_path);
-        }
+        walk(target.module, name, target_path);  // a segment's markers name paths from it (run_segment_body)
+        if (target.in_container && one_tensor && name == "forward") mark_segment(g, n, target.site);
       } else {
         if (!is_tensor(n->output()) && !leads_with_tensor(n->output())) {
           throw InputError(label_ + ": module " + target_path + " returns " + n->output()->type()->repr_str() +
                            ": papaya makes a layer of each module that calls no other, and a layer returns a tensor "
                            "(or a tuple led by one)");
         }
-        const int k = ++sites[target.site];
-        mark(g, n, target.site + (k > 1 ? "#" + std::to_string(k) : ""));
-        Graph& leaf = *target.module.get_method("forward").graph();
+        mark(g, n, target.site);
+        Graph& leaf = *target.module.get_method(name).graph();
+        const auto arguments = n->inputs();
+        if (std::any_of(arguments.begin() + 1, arguments.end(), [](const Value* v) { return !is_tensor(v); })) {
+          graphs_called_with_other_arguments().insert(&leaf);
+        }
         if (done_.insert(&leaf).second) {
           const std::string kind = activation_of(leaf);
           if (!kind.empty()) route_activation(leaf, kind);
@@ -292,6 +298,10 @@ at::Tensor run_segment_body(const std::string& path, const torch::jit::Module& m
     prefix = outer;
     throw;
   }
+}
+
+bool called_with_other_arguments(const torch::jit::Graph& method) {
+  return graphs_called_with_other_arguments().count(&method) > 0;
 }
 
 at::Tensor plain_activation(const std::string& kind, const at::Tensor& input) {

@@ -7,14 +7,15 @@
 // and at run time the MarkerSink installed on the thread hears both with the
 // called module's path: the caller's (the interpreter's module hierarchy)
 // joined to the site, the callee's attribute path from the caller ("conv1",
-// "layers.0"), "#2", "#3" added for the second and third call site of one
-// module in one graph ("relu#2"). Modules of one class share their graphs,
-// so the paths are made at run time, not written into the graph. The sink
+// "layers.0"). Modules of one class share their graphs, so the paths are
+// made at run time, not written into the graph. A module called more than
+// once (from two sites, in a loop, inside a container called twice) gives
+// the sink one path for every call: the sink numbers the calls. The sink
 // may replace the tensors it is given (the profiler's backward markers).
 // A leaf returning a tuple led by a tensor (nn.MultiheadAttention: its
 // output and optional weights) has that first tensor marked as its output.
 //
-// A call of a container's child (a Sequential's or ModuleList's: a ResNet
+// Each call of a container's child (a Sequential's or ModuleList's: a ResNet
 // block, a transformer layer) that takes one tensor and returns one becomes
 //   output = papaya::segment(the child, its argument, site)
 // and the sink runs it (SegmentBody, or a recomputation of it): a segment.
@@ -49,6 +50,12 @@ at::Tensor plain_activation(const std::string& kind, const at::Tensor& input);
 // "gelu" or "silu" where mark_leaf_calls routed `leaf`'s forward through
 // MarkerSink::activation, else "".
 std::string routed_activation(const torch::jit::Module& leaf);
+
+// Whether a call mark_leaf_calls marked runs the method of this graph with
+// arguments besides its tensors (MultiheadAttention's need_weights=False, a
+// mask that may be None): run with its tensors alone it would compute
+// something else.
+bool called_with_other_arguments(const torch::jit::Graph& method);
 
 // The forward of the segment at `path`, run as the network's own forward
 // runs it: the paths inside named from `path`.

@@ -23,11 +23,12 @@ class Walker {
     index(top, "");
   }
 
-  // One forward of the module at `path`, run `times` per network forward.
-  void walk_forward(const std::string& path, int times, int depth) {
+  // One forward (the method `forward`, or one of its overloads) of the
+  // module at `path`, run `times` per network forward.
+  void walk_forward(const std::string& path, const std::string& forward, int times, int depth) {
     ModuleNode& node = at(path);
     node.calls += times;
-    const auto method = modules_.at(path).find_method("forward");
+    const auto method = modules_.at(path).find_method(forward);
     if (!method) return;
     walk_graph(*method->graph(), path, times, depth);
   }
@@ -80,9 +81,9 @@ class Walker {
       if (kind == c10::prim::CallMethod) {
         const auto callee = module_of.find(n->input(0));
         const std::string method = n->s(c10::attr::name);
-        if (callee != module_of.end() && callee->second != path && method == "forward" && depth < 64) {
+        if (callee != module_of.end() && callee->second != path && is_forward(method) && depth < 64) {
           callees_[path].insert(callee->second);
-          walk_forward(callee->second, times, depth + 1);
+          walk_forward(callee->second, method, times, depth + 1);
         } else if (callee != module_of.end() && depth < 64) {
           // Another method of this module or of a child: its ops run here.
           const auto other = modules_.at(callee->second).find_method(method);
@@ -114,6 +115,13 @@ std::string parent_of(const std::string& path) {
 
 }  // namespace
 
+bool is_forward(const std::string& method) {
+  const std::string overload = "forward__";
+  return method == "forward" || (method.size() > overload.size() && method.rfind(overload, 0) == 0 &&
+                                 std::all_of(method.begin() + static_cast<std::ptrdiff_t>(overload.size()), method.end(),
+                                             [](char c) { return c >= '0' && c <= '9'; }));
+}
+
 std::string child_path(const std::string& parent, const std::string& name) { return parent.empty() ? name : parent + "." + name; }
 
 int ModuleTree::layers() const {
@@ -128,7 +136,7 @@ int ModuleTree::segments() const {
 
 ModuleTree module_tree(const torch::jit::Module& module, const std::string& label) {
   Walker walker(module);
-  walker.walk_forward("", 1, 0);
+  walker.walk_forward("", "forward", 1, 0);
   ModuleTree tree{walker.nodes(), walker.parameters()};
   if (tree.modules.size() > 1 && !walker.any_called()) {
     throw InputError(label + ": forward calls none of its " + std::to_string(tree.modules.size() - 1) +

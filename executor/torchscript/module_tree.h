@@ -30,6 +30,11 @@ struct ModuleTree {
   int segments() const;
 };
 
+// Whether a module's method of this name is its forward: "forward", or one
+// of the overloads a scripted @overload forward compiles to ("forward__0",
+// ...: nn.LSTM's, called with or without a state).
+bool is_forward(const std::string& method);
+
 // "layer1" and "0": "layer1.0"; "" and "head": "head".
 std::string child_path(const std::string& parent, const std::string& name);
 

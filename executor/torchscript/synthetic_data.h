@@ -33,6 +33,12 @@ enum class LossKind {
 // scalar asked to be something else, a shape neither [B, C] nor [B, T, V]
 // without a loss asked.
 LossKind loss_kind(const torch::jit::IValue& output, std::optional<LossKind> asked, const std::string& label);
+// The seed of the stream a network draws its loss's labels from where the
+// data has none. Its own: labels drawn from the data's stream (seed 0 by
+// default) in the inputs' shape and bound would be the token ids themselves,
+// which a network with tied embeddings predicts from the start.
+constexpr uint64_t kLabelSeed = 0x6c6162656c73;  // "labels"
+
 // The loss against `target` (the data's: labels, or the mse target) or, where
 // undefined, against one drawn from `generator` (on the CPU, for the whole
 // batch `rows` says the output's rows are part of, and sliced); an

@@ -167,4 +167,29 @@ inline torch::jit::Module pooled_batch_norm() {
   return top;
 }
 
+// nanoGPT's embeddings on int64[B,8]<16 token ids: a token table looked up
+// by the ids and a position table by torch.arange(tokens), a tensor without
+// the batch (its lookup broadcast over the batch when added), then a head
+// to [B,8,16] logits.
+inline torch::jit::Module positions_from_arange() {
+  const auto table = [](int64_t rows) {
+    torch::jit::Module m("Embedding");
+    m.register_parameter("weight", torch::randn({rows, 8}).requires_grad_(), false);
+    m.define("def forward(self, ids):\n  return torch.embedding(self.weight, ids)\n");
+    return m;
+  };
+  torch::jit::Module head("Head");
+  head.register_parameter("weight", (0.3 * torch::randn({8, 16})).requires_grad_(), false);
+  head.define("def forward(self, x):\n  return x.matmul(self.weight)\n");
+  torch::jit::Module top("NanoGpt");
+  top.register_module("tok", table(16));
+  top.register_module("pos", table(8));
+  top.register_module("head", head);
+  top.define(R"(def forward(self, ids):
+  positions = torch.arange(ids.size(1), device=ids.device)
+  return self.head.forward(self.tok.forward(ids) + self.pos.forward(positions))
+)");
+  return top;
+}
+
 }  // namespace papaya::executor::torchscript::testing
