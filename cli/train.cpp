@@ -154,6 +154,7 @@ void to_json(nlohmann::json& out, const Trained& t) {
     out["skipped_steps"] = report.skipped_steps;
   }
   if (!t.run.save.empty()) out["saved"] = t.run.save;
+  if (!t.run.save_model.empty()) out["saved_model"] = t.run.save_model;
   if (t.stopped_by) out["stopped_by"] = signal_name(t.stopped_by);
   if (t.auto_plan) {
     out["budget_bytes"] = t.auto_plan->budget_bytes;
@@ -229,6 +230,8 @@ void print_text(std::ostream& out, const Trained& t) {
   }
   if (!t.run.save.empty() && !t.stopped_by)
     out << "training state saved to " << t.run.save << " (step " << report.steps_done << ")\n";
+  if (!t.run.save_model.empty())
+    out << "trained network saved to " << t.run.save_model << " (step " << report.steps_done << ")\n";
 }
 
 std::string headline(const TrainSetup& setup, const TrainRun& run) {
@@ -315,7 +318,11 @@ void register_train(CLI::App& app) {
   cmd->add_option("--save", args->run.save,
                   "Write the training state (weights, optimizer, data position, random generators, plan, network config) "
                   "to FILE at the end, every --save-every steps, and when SIGINT or SIGTERM stops training");
-  cmd->add_option("--save-every", args->run.save_every, "With --save: also every N steps")->check(positive(args->run.save_every));
+  cmd->add_option("--save-model", args->run.save_model,
+                  "For a TorchScript network: write it back trained to FILE, a TorchScript archive torch.jit.load loads "
+                  "(its code as given, the trained parameters and buffers), when --save would write the state");
+  cmd->add_option("--save-every", args->run.save_every, "With --save or --save-model: also every N steps")
+      ->check(positive(args->run.save_every));
   cmd->add_option("--resume", args->run.resume,
                   "Go on from a training state (--save) up to --steps in all, bit for bit as if never stopped; the network, "
                   "plan and options are the state's")
@@ -362,7 +369,9 @@ void register_train(CLI::App& app) {
          {"--network", "--seq-len", "--plan", "--precision", "--batch", "--seed", "--lr", "--data", "--adaptive-every"}) {
       if (cmd->get_option(name)->count() > 0) args->run.given.insert(name);
     }
-    if (args->run.save_every > 0 && args->run.save.empty()) throw InputError("--save-every needs --save FILE");
+    if (args->run.save_every > 0 && args->run.save.empty() && args->run.save_model.empty()) {
+      throw InputError("--save-every needs --save FILE or --save-model FILE");
+    }
     args->run.world = executor::world_from_environment();
     // The ranks are t x d x p: tensor-parallel groups, data-parallel ranks, pipeline stages.
     const int ranks = args->run.world ? args->run.world->size : args->nproc;

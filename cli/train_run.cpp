@@ -5,20 +5,22 @@
 
 #include "cli/resumed_run.h"
 #include "executor/device.h"
-#include "executor/networks/source_for.h"
-#include "executor/networks/zoo.h"
 #include "executor/distributed/collectives.h"
 #include "executor/distributed/data_parallel.h"
 #include "executor/distributed/pipeline_parallel.h"
 #include "executor/distributed/sharded_data_parallel.h"
 #include "executor/distributed/tensor_parallel.h"
+#include "executor/networks/source_for.h"
+#include "executor/networks/zoo.h"
 #include "executor/plan_apply.h"
 #include "executor/precision.h"
 #include "executor/session.h"
+#include "executor/torchscript/imported_network.h"
+#include "executor/torchscript/trained_archive.h"
 #include "executor/trainer.h"
 #include "executor/training_state.h"
-#include "model/error.h"
 #include "model/catalog/network_config.h"
+#include "model/error.h"
 
 namespace papaya::cli {
 
@@ -27,6 +29,11 @@ void prepare_train_run(TrainRun& run) {
   if (run.zero > 0 && !run.save.empty()) {
     throw InputError("--save with --zero " + std::to_string(run.zero) +
                      ": saving a sharded optimizer state is not built yet; train without --zero to save");
+  }
+  if (run.zero == 3 && !run.save_model.empty()) {
+    throw InputError(
+        "--save-model with --zero 3: each rank holds its shard of the weights, and gathering them to save is "
+        "not built yet; use --zero 2");
   }
   if (run.zero == 3 && device.is_cuda()) {
     throw InputError("--zero 3 on --device " + run.device +
@@ -151,6 +158,11 @@ executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& cal
                             session_options);
   const model::NetworkConfig& config = session.config;
   executor::Network& network = *session.network;
+  const auto* archive = dynamic_cast<const executor::torchscript::ImportedNetwork*>(&network);
+  if (!run.save_model.empty() && !archive) {
+    throw InputError("--save-model " + run.save_model + ": writes a TorchScript network back, and " + config.name +
+                     " is not one (--save keeps the training state of any network)");
+  }
   model::Plan plan;
   if (!run.resume.empty()) {
     plan = model::parse_plan(recorded.value("plan", nlohmann::json()), session.layout, config.name,
@@ -199,7 +211,9 @@ executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& cal
       if (sharded) sharded->reduce_gradients();
     };
   }
-  const bool saves = !run.save.empty() && (!run.world || run.world->rank == 0);
+  const bool rank_zero = !run.world || run.world->rank == 0;
+  const bool saves = !run.save.empty() && rank_zero;
+  const bool saves_model = !run.save_model.empty() && rank_zero;
 
   if (callbacks.on_start) {
     callbacks.on_start({config.name, model::to_string(config.family), network.parameter_count(),
@@ -225,6 +239,9 @@ executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& cal
     const bool stop = callbacks.stop_requested && callbacks.stop_requested();
     const bool due = steps_done == run.steps || (run.save_every > 0 && steps_done % run.save_every == 0);
     if (saves && (stop || due)) executor::save_training_state(run.save, description, progress, parts);
+    if (saves_model && (stop || due)) {
+      executor::torchscript::save_trained_archive(config.torchscript().archive, archive->module(), run.save_model);
+    }
     return !stop;
   };
   executor::TrainReport report = executor::train(network, *session.optimizer, *session.data, session.memory, options);

@@ -33,6 +33,7 @@ struct TrainRun {
   bool record_stored_bytes = false;  // TrainReport::stored_bytes
   std::string save;                  // the training state goes here at the end (and on a stop)
   int save_every = 0;                // and every so many steps; 0: at the end only
+  std::string save_model;            // a TorchScript network trained, as an archive, when `save` would be
   // Go on from this training state to `steps`: the network, plan and options
   // are the state's; those of the above named in `given` ("--batch") must
   // equal them.

@@ -3,9 +3,11 @@
 // one the plan predicted.
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <nlohmann/json.hpp>
 #include <torch/serialize.h>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
 
 #include "tests/cli/run_papaya.h"
 #include "tests/executor/torchscript/fixtures.h"
@@ -66,6 +68,81 @@ TEST(ArchiveCommands, ProfileWritesLayersByModulePath) {
   EXPECT_EQ(profile["layers"][0]["saved"][0]["storage_bytes_per_sample"], 3 * 8 * 8 * 4);
   const Outcome predict = run_papaya("fit " + out + " --out " + dir.path("cnn.model.json"));
   ASSERT_EQ(predict.code, 0) << predict.err;
+}
+
+// A tensor without the batch (nanoGPT's positions from torch.arange) as a
+// layer's input: the probe at a larger batch passes it as it is, and the
+// layer's bytes are the part of the model that does not grow with the batch.
+TEST(ArchiveCommands, ATensorWithoutTheBatchIsProfiledAsOneForTheWholeBatch) {
+  TempDir dir("papaya-archive-positions");
+  const std::string net = dir.path("nanogpt.pt"), out = dir.path("p.json");
+  executor::torchscript::testing::positions_from_arange().save(net);
+  const Outcome run = run_papaya("profile --network " + net + " --input 'int64[B,8]<16' --batch 1,2 --steps 2 --warmup 1 " +
+                                 "--probe-batch 8 --out " + out);
+  ASSERT_EQ(run.code, 0) << run.err;
+  nlohmann::json profile;
+  std::ifstream(out) >> profile;
+  bool found = false;
+  for (const auto& layer : profile.at("layers")) {
+    if (layer["path"] != "pos") continue;
+    found = true;
+    for (const auto& slot : layer["saved"]) EXPECT_FALSE(slot["per_sample"].get<bool>()) << slot.dump();  // the positions, once
+  }
+  EXPECT_TRUE(found);
+  const Outcome fitted = run_papaya("fit " + out + " --out " + dir.path("m.json"));
+  ASSERT_EQ(fitted.code, 0) << fitted.err;
+}
+
+// A module the network calls with an argument besides its tensors
+// (MultiheadAttention's need_weights=False) computes something else when
+// called with its tensors alone (here it saved other tensors, which aborted
+// papaya on an ALBERT-like archive): the profile does not probe it alone.
+TEST(ArchiveCommands, AModuleCalledWithOtherArgumentsIsNotProbedAlone) {
+  TempDir dir("papaya-archive-arguments");
+  torch::jit::Module attention("Attention");
+  attention.define(R"(def forward(self, x, need_weights: bool = True):
+  if need_weights:
+    return x * x.sum(1, True) * x.exp()
+  return torch.relu(x)
+)");
+  torch::jit::Module top("Net");
+  top.register_module("fc", executor::torchscript::testing::linear("Linear", 3, 4, true));
+  top.register_module("attention", attention);
+  top.define("def forward(self, x):\n  return self.attention.forward(self.fc.forward(x), False)\n");
+  const std::string net = dir.path("arguments.pt"), out = dir.path("p.json");
+  top.save(net);
+  const Outcome run = run_papaya("profile --network " + net + " --input 'float32[B,3]' --batch 1,2 --steps 2 --warmup 1 " +
+                                 "--probe-batch 8 --out " + out);
+  ASSERT_EQ(run.code, 0) << run.err;
+  nlohmann::json profile;
+  std::ifstream(out) >> profile;
+  std::map<std::string, bool> probed;
+  for (const auto& layer : profile.at("layers")) probed[layer.at("path")] = layer.contains("probe");
+  EXPECT_TRUE(probed.at("fc"));
+  EXPECT_FALSE(probed.at("attention"));
+}
+
+// The trained network back: --save-model writes the archive given with the
+// trained parameters, which LibTorch loads as torch.jit.load does; a
+// network that is no archive is refused before anything is written.
+TEST(ArchiveCommands, SaveModelWritesTheArchiveTrained) {
+  TempDir dir("papaya-archive-save-model");
+  const std::string cnn = saved_cnn(dir), trained = dir.path("trained.pt");
+  const Outcome run = run_papaya("train --network " + cnn + input + " --batch 2 --steps 2 --save-model " + trained + " --json");
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(nlohmann::json::parse(run.out).at("saved_model"), trained);
+  const torch::jit::Module given = torch::jit::load(cnn), back = torch::jit::load(trained);
+  std::map<std::string, at::Tensor> before;
+  for (const auto& p : given.named_parameters()) before.emplace(p.name, p.value);
+  size_t moved = 0;
+  for (const auto& p : back.named_parameters()) moved += !torch::equal(p.value, before.at(p.name));
+  EXPECT_EQ(moved, before.size()) << "every parameter trained";
+
+  const std::string zoo = dir.path("zoo.pt");
+  const Outcome refused = run_papaya("train --network mlp-tiny --steps 1 --save-model " + zoo);
+  EXPECT_EQ(refused.code, 2);
+  EXPECT_NE(refused.err.find("--save-model"), std::string::npos) << refused.err;
+  EXPECT_FALSE(std::filesystem::exists(zoo));
 }
 
 // Batches saved by torch.save (here torch::pickle_save): training reads them
