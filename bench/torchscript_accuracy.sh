@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Issue 35's benchmark: real PyTorch models (torchvision's ResNet-18,
-# MobileNetV3-Small and a small ViT at 64x64) scripted to TorchScript
-# archives, then through papaya as a user's network: parameters counted against PyTorch's,
+# Real PyTorch models (bench/torchscript_models.py names them: torchvision's
+# and common patterns written there: shared modules, positions without the
+# batch, chunked data flow, an LSTM, a traced MLP-Mixer) scripted or traced
+# to TorchScript archives, then through papaya as a user's network: parameters counted against PyTorch's,
 # predicted against measured peak and samples/s per plan and batch
 # (prediction_accuracy.sh: targets 3% and 15%), and papaya's keep step
 # against PyTorch eager's training step on the same model and threads, and
@@ -11,6 +12,7 @@
 #
 #   bench/torchscript_accuracy.sh                       # batches 16 32, plans keep recompute-all quantize-8 quantize-4 invert
 #   BATCHES=16 PLANS=keep bench/torchscript_accuracy.sh
+#   MODELS="siamese nanogpt" bench/torchscript_accuracy.sh   # some of the models (default: all)
 #
 # Needs Debian's python3-torch and python3-torchvision (the reference only:
 # papaya loads the archives without Python) and jq. Writes under $OUT.
@@ -23,13 +25,15 @@ batches=${BATCHES:-16 32}
 plans=${PLANS:-keep recompute-all quantize-8 quantize-4 invert}
 steps=${STEPS:-20}
 python=${PYTHON:-/usr/bin/python3}
+chosen=${MODELS:-}
 
 "$python" -c "import torch, torchvision" 2>/dev/null ||
   { echo "torchscript_accuracy: needs python3-torch and python3-torchvision (apt-get install python3-torchvision)" >&2; exit 2; }
 command -v jq >/dev/null || { echo "torchscript_accuracy: needs jq (apt-get install jq)" >&2; exit 2; }
 
 mkdir -p "$out/models"
-"$python" bench/torchscript_models.py save "$out/models"
+# shellcheck disable=SC2086  # the models' names, one word each
+"$python" bench/torchscript_models.py save "$out/models" $chosen
 models=$(tail -n +2 "$out/models/parameters.csv" | cut -d, -f1)
 
 echo "| model | parameters (PyTorch) | parameters (papaya) | layers | segments |"
@@ -51,7 +55,7 @@ echo "| model | batch | threads | PyTorch eager samples/s | papaya keep samples/
 echo "|---|---|---|---|---|---|"
 for b in $batches; do
   GLIBC_TUNABLES=glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=2147483647 \
-    "$python" bench/torchscript_models.py eager "$out/models" "$b" "$steps" >"$out/eager.$b.csv"
+    "$python" bench/torchscript_models.py eager "$out/models" "$b" "$steps" $chosen >"$out/eager.$b.csv"
   while IFS=, read -r m batch threads step_s eager_rate; do
     papaya_rate=$(jq -r '.median_samples_per_s' "$out/$m.pt.keep.$b.train.json")
     awk -v m="$m" -v b="$batch" -v t="$threads" -v e="$eager_rate" -v p="$papaya_rate" \

@@ -93,7 +93,7 @@ if [ -x "$papaya" ]; then
   # A user's network: torchvision's models scripted here (python3-torchvision
   # is on that machine), profiled and trained through the archive.
   if wanted archives; then
-    if timeout 120 python3 bench/torchscript_models.py save "$out/models" > "$out/models.log" 2>&1; then
+    if timeout 120 python3 bench/torchscript_models.py save "$out/models" resnet18 vit_tiny > "$out/models.log" 2>&1; then
       step validate-resnet18-archive 150 "$papaya" validate --network "$out/models/resnet18.pt" --device cuda \
         --profile-batches 4,8,16 --batches 32,128 --plans keep,recompute-all,quantize-4,swap --steps 6 --json
       step validate-vit-archive 150 "$papaya" validate --network "$out/models/vit_tiny.pt" --device cuda \
