@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <set>
 #include <unordered_map>
 
@@ -119,9 +120,10 @@ bool calls_modules(const torch::jit::Module& m, const std::string& method, int d
 bool is_leaf(const torch::jit::Module& m, const std::string& forward) { return !calls_modules(m, forward, 0); }
 
 // The graphs of the methods called with arguments besides their tensors
-// (called_with_other_arguments).
-std::set<const Graph*>& graphs_called_with_other_arguments() {
-  static std::set<const Graph*> graphs;
+// (called_with_other_arguments), held weakly: a graph of an archive let go
+// is no longer one of them, whatever new graph takes its address.
+std::vector<std::weak_ptr<const Graph>>& graphs_called_with_other_arguments() {
+  static std::vector<std::weak_ptr<const Graph>> graphs;
   return graphs;
 }
 
@@ -260,10 +262,13 @@ class Marker {
                            "(or a tuple led by one)");
         }
         mark(g, n, target.site);
-        Graph& leaf = *target.module.get_method(name).graph();
+        const std::shared_ptr<Graph> leaf_graph = target.module.get_method(name).graph();
+        Graph& leaf = *leaf_graph;
         const auto arguments = n->inputs();
         if (std::any_of(arguments.begin() + 1, arguments.end(), [](const Value* v) { return !is_tensor(v); })) {
-          graphs_called_with_other_arguments().insert(&leaf);
+          auto& graphs = graphs_called_with_other_arguments();
+          graphs.erase(std::remove_if(graphs.begin(), graphs.end(), [](const auto& g) { return g.expired(); }), graphs.end());
+          graphs.push_back(leaf_graph);
         }
         if (done_.insert(&leaf).second) {
           const std::string kind = activation_of(leaf);
@@ -301,7 +306,8 @@ at::Tensor run_segment_body(const std::string& path, const torch::jit::Module& m
 }
 
 bool called_with_other_arguments(const torch::jit::Graph& method) {
-  return graphs_called_with_other_arguments().count(&method) > 0;
+  const auto& graphs = graphs_called_with_other_arguments();
+  return std::any_of(graphs.begin(), graphs.end(), [&](const auto& g) { return g.lock().get() == &method; });
 }
 
 at::Tensor plain_activation(const std::string& kind, const at::Tensor& input) {
