@@ -50,7 +50,7 @@ void print_tables(std::ostream& out, const model::GlobalModel& fitted) {
          "to 0: see the notes).\n"
          "helps: a higher best samples/s than the 'none' series of the same precision; undecided (-) where either "
          "ran at one batch only and neither has a b*;\n"
-         "(analytic: ...) where DESIGN.md's condition on alpha, beta, gamma, delta disagrees.\n";
+         "(analytic: ...) where PAPAYA's condition (alpha - alpha')/(gamma' - gamma) > (M - beta)/delta disagrees.\n";
   bool header = false;
   for (const auto& fit : fitted.series) {
     std::vector<std::string> notes = fit.notes;

@@ -1,7 +1,7 @@
 #pragma once
 // Analytic forward cost of one layer call, from the shapes it saw: floating-
 // point operations and bytes moved. They feed the roofline that carries
-// measured times to other hardware (DESIGN.md §3).
+// measured times to other hardware (docs/memory-model.md, "The step time and swap overlap").
 //
 // FLOPs follow each kind's formula in model/layer_kind.cpp (a multiply-add
 // counts 2, every other operation 1), e.g. linear 2·in·N (+N with a bias),

@@ -210,7 +210,7 @@ Verdict judge(const SeriesFit& fit, const SeriesFit* baseline) {
   } else if (fit.budget_bytes <= baseline->memory->curve.fixed) {
     v.note = "no analytic verdict: the baseline's beta is above the budget";
   } else {
-    // DESIGN.md's condition multiplied through by (gamma' - gamma) and delta,
+    // The analytic condition (Verdict::helps_analytic) multiplied through by (gamma' - gamma) and delta,
     // which keeps it defined where the strategy costs no time per sample.
     const double alpha = baseline->memory->curve.per_sample, beta = baseline->memory->curve.fixed;
     const double gamma = baseline->time_linear->curve.per_sample, delta = baseline->time_linear->curve.fixed;

@@ -1,5 +1,5 @@
 #pragma once
-// PAPAYA's global model (DESIGN.md §1, §3), fitted per series of measured runs
+// PAPAYA's global model (README, `papaya fit --measurements`), fitted per series of measured runs
 // (one network, precision and strategy on one GPU):
 //   peak memory     M(b) = alpha*b + beta, above a floor: max(floor, alpha*b + beta)
 //   iteration time  T(b) = gamma*b + delta, and the later form max(a, k*b) + c
@@ -27,7 +27,7 @@ struct Verdict {
   // The decision: the strategy's best throughput within the budget (from the
   // fitted time model at a batch <= its b*) is higher than the baseline's.
   std::optional<bool> helps;
-  // DESIGN.md's condition (alpha - alpha')/(gamma' - gamma) > (M - beta)/delta,
+  // PAPAYA's analytic condition (alpha - alpha')/(gamma' - gamma) > (M - beta)/delta,
   // from the linear fits alone. It assumes the strategy keeps beta and delta
   // and ignores OOM rows, so it can disagree with `helps`.
   std::optional<bool> helps_analytic;
