@@ -24,7 +24,7 @@ fi
 if [ ! -f "$build/CMakeCache.txt" ]; then
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ -DPAPAYA_FUZZ=ON
 fi
-cmake --build "$build" -j "$jobs" --target fuzzers  # the model library and the harnesses: no LibTorch
+cmake --build "$build" -j "$jobs" --target fuzzers  # the model library and the harnesses (LibTorch only for the archive harness)
 
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
 failed=0

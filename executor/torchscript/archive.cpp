@@ -1,7 +1,19 @@
 #include "executor/torchscript/archive.h"
 
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <tuple>
 
 #include "model/error.h"
 
@@ -36,6 +48,75 @@ std::vector<model::InputSpec> specs_from_json(const Archive& archive) {
   return specs;
 }
 
+// LibTorch's messages run over lines (a backtrace, the code around an
+// error, a leading blank line): the first line with words on it.
+std::string first_line(const std::string& what) {
+  size_t begin = 0;
+  while (begin < what.size()) {
+    const size_t end = std::min(what.find('\n', begin), what.size());
+    const size_t text = what.find_first_not_of(" \t\r", begin);
+    if (text < end) return what.substr(text, end - text);
+    begin = end + 1;
+  }
+  return "no message";
+}
+
+// LibTorch's loader can crash on a damaged archive (a segfault parsing its
+// code, as fuzzing found), so it first runs in a child process: a crash there
+// is an InputError here, not papaya's end. The child reports through a pipe
+// whether the load returned (or threw: the load in this process then says
+// what); no report means it died. Each version of a file is checked once.
+void check_loads_apart(const std::string& path) {
+  std::error_code error;
+  const auto size = std::filesystem::file_size(path, error);
+  const auto written = std::filesystem::last_write_time(path, error);
+  static std::mutex mutex;
+  static std::set<std::tuple<std::string, uintmax_t, std::filesystem::file_time_type>> checked;
+  const auto key = std::make_tuple(path, size, written);
+  std::lock_guard<std::mutex> lock(mutex);
+  if (error || checked.count(key)) return;
+  int pipe_ends[2];
+  if (::pipe(pipe_ends) != 0) return;  // no child to spare: loaded here alone
+  const pid_t child = ::fork();
+  if (child < 0) {
+    ::close(pipe_ends[0]);
+    ::close(pipe_ends[1]);
+    return;
+  }
+  if (child == 0) {
+    ::close(pipe_ends[0]);
+    // Die of a fault as the fault, not through the handlers of the parent
+    // (a sanitizer's, a fuzzer's) in this copy of it.
+    for (const int fatal : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT}) std::signal(fatal, SIG_DFL);
+    const char returned = 1;
+    try {
+      torch::jit::load(path, torch::kCPU);
+    } catch (...) {
+    }
+    const ssize_t sent = ::write(pipe_ends[1], &returned, 1);
+    // Straight out: _exit would run what a sanitizer hooks on it (a leak
+    // check of the whole heap copied from the parent, a second or two).
+    ::syscall(SYS_exit_group, sent == 1 ? 0 : 1);
+  }
+  ::close(pipe_ends[1]);
+  char report = 0;
+  ssize_t got = 0;
+  do {
+    got = ::read(pipe_ends[0], &report, 1);
+  } while (got < 0 && errno == EINTR);
+  ::close(pipe_ends[0]);
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (got != 1) {
+    const std::string how =
+        WIFSIGNALED(status) ? std::string(::strsignal(WTERMSIG(status))) : "exit code " + std::to_string(WEXITSTATUS(status));
+    throw InputError(path + ": LibTorch's loader crashes reading it (" + how +
+                     "): the archive is damaged, or was not written by torch.jit.save");
+  }
+  checked.insert(key);
+}
+
 }  // namespace
 
 bool looks_like_archive(const std::string& path) {
@@ -48,12 +129,14 @@ Archive load_archive(const std::string& path) {
   if (!std::ifstream(path)) throw InputError(path + ": cannot read the file");
   if (!looks_like_archive(path)) throw InputError(path + ": not a TorchScript archive (no zip header)");
   Archive archive{path, torch::jit::Module(), std::nullopt};
+  check_loads_apart(path);
   torch::jit::ExtraFilesMap extra{{kExtraFile, ""}};
   try {
     archive.module = torch::jit::load(path, torch::kCPU, extra);
   } catch (const c10::Error& e) {
-    const std::string what = e.what_without_backtrace();
-    throw InputError(path + ": not a TorchScript archive LibTorch can load (" + what.substr(0, what.find('\n')) + ")");
+    throw InputError(path + ": not a TorchScript archive LibTorch can load (" + first_line(e.what_without_backtrace()) + ")");
+  } catch (const std::exception& e) {  // the code's compiler reports errors as torch::jit::ErrorReport
+    throw InputError(path + ": not a TorchScript archive LibTorch can load (" + first_line(e.what()) + ")");
   }
   if (!extra.at(kExtraFile).empty()) archive.papaya_json = extra.at(kExtraFile);
   if (!archive.module.find_method("forward")) throw InputError(path + ": the module has no forward method");

@@ -4,11 +4,14 @@
 // a prim::CallMethod, as scripting self.child(x) makes. TorchScript source
 // cannot name a child "0": Sequential's children are b0, b1 (the container's
 // type is what makes its children segments).
+#include <caffe2/serialize/inline_container.h>
 #include <torch/script.h>
 
 #include <unistd.h>
 
 #include <filesystem>
+#include <functional>
+#include <sstream>
 #include <string>
 
 namespace papaya::executor::torchscript::testing {
@@ -22,15 +25,43 @@ inline torch::jit::Module linear(const std::string& type, int64_t in, int64_t ou
   return m;
 }
 
-// The module saved where a test can load it: a temporary file named after
-// `name`, the process and the call (tests run in parallel, each its own
-// process, and their fixtures' weights are random).
-inline std::string saved(const torch::jit::Module& m, const std::string& name, const torch::jit::ExtraFilesMap& extra = {}) {
+// Where a test can save an archive: a temporary file named after `name`,
+// the process and the call (tests run in parallel, each its own process,
+// and their fixtures' weights are random).
+inline std::string archive_path(const std::string& name) {
   static int calls = 0;
   const std::string file = "papaya-torchscript-" + name + "-" + std::to_string(::getpid()) + "-" + std::to_string(calls++) + ".pt";
-  const std::string path = (std::filesystem::temp_directory_path() / file).string();
+  return (std::filesystem::temp_directory_path() / file).string();
+}
+
+// The module saved where a test can load it (archive_path).
+inline std::string saved(const torch::jit::Module& m, const std::string& name, const torch::jit::ExtraFilesMap& extra = {}) {
+  const std::string path = archive_path(name);
   m.save(path, extra);
   return path;
+}
+
+// The module saved to `path` with every record of its zip stored, not
+// deflated (LibTorch reads either), each record's bytes first given to
+// `edit` with its name ("code/__torch__.py", "data.pkl"): an archive
+// damaged where a test chooses, or a fuzzer's seed.
+using RecordEdit = std::function<void(const std::string& record, std::string& bytes)>;
+inline void save_stored(const torch::jit::Module& m, const std::string& path, const torch::jit::ExtraFilesMap& extra = {},
+                        const RecordEdit& edit = {}) {
+  std::ostringstream saved_bytes;
+  m.save(saved_bytes, extra);
+  std::istringstream in(saved_bytes.str());
+  caffe2::serialize::PyTorchStreamReader reader(&in);
+  caffe2::serialize::PyTorchStreamWriter writer(path);
+  writer.setMinVersion(reader.version());
+  for (const auto& record : reader.getAllRecords()) {
+    if (record == "version" || record == ".data/version") continue;  // the writer writes its own
+    const auto [data, size] = reader.getRecord(record);
+    std::string bytes(static_cast<const char*>(data.get()), size);
+    if (edit) edit(record, bytes);
+    writer.writeRecord(record, bytes.data(), bytes.size(), false);
+  }
+  writer.writeEndOfFile();
 }
 
 // A Sequential of two children, named `first` and `second`, run in order.

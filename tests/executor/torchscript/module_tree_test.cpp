@@ -16,8 +16,11 @@ namespace {
 
 using torch::jit::Module;
 
+using testing::archive_path;
 using testing::linear;
+using testing::save_stored;
 using testing::saved;
+using testing::small_cnn;
 
 Module block(int64_t width) {
   Module m("Block");
@@ -136,6 +139,31 @@ TEST(Archive, WhatIsNotTorchScriptIsNamed) {
   }
   std::remove(path.c_str());
   EXPECT_THROW(load_archive(path), InputError);  // gone
+}
+
+// Damaged where LibTorch's compiler reads it (the code of a forward), an
+// archive is an InputError of one line naming the file: the compiler's own
+// report is another exception than c10::Error, and starts with a blank line.
+TEST(Archive, DamagedCodeIsNamedInOneLine) {
+  const std::string path = archive_path("damaged-code");
+  bool damaged = false;
+  save_stored(small_cnn(), path, {}, [&](const std::string& record, std::string& bytes) {
+    const size_t at = bytes.find("torch.conv2d(");
+    if (record.rfind("code/", 0) != 0 || at == std::string::npos) return;
+    bytes.replace(at, 13, "torch.conv2d((");  // an unclosed parenthesis
+    damaged = true;
+  });
+  ASSERT_TRUE(damaged);
+  try {
+    load_archive(path);
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.rfind(path + ": not a TorchScript archive LibTorch can load (", 0), 0u) << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+    EXPECT_EQ(what.find("no message"), std::string::npos) << what;
+  }
+  std::remove(path.c_str());
 }
 
 TEST(Archive, InputsFromTheFlagOrTheArchivesPapayaJson) {
