@@ -6,6 +6,7 @@
 // as a table, as JSON, or (--emit) as the arguments of the engines that run
 // them.
 #include <CLI/CLI.hpp>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -62,11 +63,19 @@ pipeline::LayoutPlanRequest layout_request(const LayoutOptions& options, const p
 void show_layouts(const model::LayerModel& model, const LayoutOptions& options, const pipeline::LayoutPlanRequest& request,
                   const Output& output, const std::string& model_path = "");
 
+// limits' --tokens and --price: what training on `tokens` takes on each
+// hardware's best layout, and costs where its GPU-hour has a price.
+struct TrainingQuestion {
+  std::optional<double> tokens;
+  std::map<std::string, double> usd_per_gpu_hour;  // by catalog name
+};
+
 // limits with a layout: the best layout of the GPUs on each catalog entry
 // of `hardware` (`request`'s hardware ignored), or what the nearest needs
-// where none fits.
+// where none fits; with `training`, the time and cost of its tokens on each,
+// the fastest and the cheapest named.
 void show_layout_limits(const model::LayerModel& model, const LayoutOptions& options, pipeline::LayoutPlanRequest request,
-                        const std::vector<std::string>& hardware, const Output& output);
+                        const std::vector<std::string>& hardware, const TrainingQuestion& training, const Output& output);
 
 // predict with a layout: the layout under each plan (`plan`, or every
 // whole-network plan), whatever its peak, and its stages under the first.

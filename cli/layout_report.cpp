@@ -193,23 +193,66 @@ void print_text(std::ostream& out, const LayoutPrediction& r) {
   for (const auto& note : p.setting.notes) out << "note: " << note << "\n";
 }
 
+// What training on --tokens takes on one hardware's best layout.
+struct TrainingRun {
+  double seconds = 0;
+  std::optional<double> usd;  // where its GPU-hour has a price
+};
+
 // The best layout on each of several GPUs.
 struct LayoutLimits {
   int gpus = 0;
   std::vector<pipeline::LayoutPlanned> planned;  // one a hardware entry
+  TrainingQuestion training;
+  std::vector<std::optional<TrainingRun>> runs;  // with --tokens, one a hardware entry where a layout fits
+  std::optional<size_t> fastest, cheapest;       // indices into planned
 };
+
+void price_training(LayoutLimits& r) {
+  r.runs.assign(r.planned.size(), std::nullopt);
+  if (!r.training.tokens) return;
+  for (size_t i = 0; i < r.planned.size(); ++i) {
+    const model::LayoutAnswer& a = r.planned[i].answer;
+    if (a.best.empty() || a.best.front().tokens_per_s <= 0) continue;
+    TrainingRun run{*r.training.tokens / a.best.front().tokens_per_s, std::nullopt};
+    const auto price = r.training.usd_per_gpu_hour.find(r.planned[i].setting.hardware);
+    if (price != r.training.usd_per_gpu_hour.end()) run.usd = price->second * r.gpus * run.seconds / 3600;
+    r.runs[i] = run;
+    if (!r.fastest || run.seconds < r.runs[*r.fastest]->seconds) r.fastest = i;
+    if (run.usd && (!r.cheapest || *run.usd < *r.runs[*r.cheapest]->usd)) r.cheapest = i;
+  }
+}
 
 void to_json(nlohmann::json& doc, const LayoutLimits& r) {
   doc = nlohmann::json::array();
-  for (const auto& p : r.planned) {
+  for (size_t i = 0; i < r.planned.size(); ++i) {
+    const pipeline::LayoutPlanned& p = r.planned[i];
     nlohmann::json entry = setting_json(p.setting, r.gpus);
     entry.update({{"budget_bytes", p.budget_bytes},
                   {"global_batch", p.global_batch},
                   {"best", p.answer.best.empty() ? nlohmann::json() : layout_json(p.answer.best.front())},
                   {"why", p.answer.why},
                   {"nearest_peak_bytes", p.answer.nearest ? nlohmann::json(p.answer.nearest->peak_bytes) : nlohmann::json()}});
+    if (r.training.tokens) {
+      const auto price = r.training.usd_per_gpu_hour.find(p.setting.hardware);
+      entry["training"] = {
+          {"tokens", *r.training.tokens},
+          {"usd_per_gpu_hour", price != r.training.usd_per_gpu_hour.end() ? nlohmann::json(price->second) : nlohmann::json()},
+          {"seconds", r.runs[i] ? nlohmann::json(r.runs[i]->seconds) : nlohmann::json()},
+          {"cost_usd", r.runs[i] && r.runs[i]->usd ? nlohmann::json(*r.runs[i]->usd) : nlohmann::json()},
+          {"fastest", r.fastest == i},
+          {"cheapest", r.cheapest == i}};
+    }
     doc.push_back(entry);
   }
+}
+
+// "H100-SXM-80GB: 3.2 days, $12,345 (t2s p1 d4 under keep)".
+std::string run_text(const LayoutLimits& r, size_t i) {
+  const TrainingRun& run = *r.runs[i];
+  const model::LayoutEstimate& e = r.planned[i].answer.best.front();
+  return r.planned[i].setting.hardware + ": " + duration_text(run.seconds) + (run.usd ? ", " + usd_text(*run.usd) : "") + " (" +
+         e.layout.label() + " under " + e.plan + ")";
 }
 
 void print_text(std::ostream& out, const LayoutLimits& r) {
@@ -217,25 +260,37 @@ void print_text(std::ostream& out, const LayoutLimits& r) {
   out << "papaya limits: " << first.network << " (" << first.precision << ", " << first.shape.tokens << " tokens a sample) on "
       << r.gpus << " GPUs, " << first.links.gpus_per_node << " a node; global batch " << r.planned.front().global_batch
       << "; the best layout on each\n\n";
+  const bool priced = !r.training.usd_per_gpu_hour.empty();
   std::vector<std::string> header{"hardware", "budget", "layout", "plan"};
   header.insert(header.end(), summary_header.begin(), summary_header.end());
+  if (r.training.tokens) header.push_back("time for " + count_text(*r.training.tokens) + " tokens");
+  if (priced) header.push_back("cost");
   Table table(header);
-  for (const auto& p : r.planned) {
+  for (size_t i = 0; i < r.planned.size(); ++i) {
+    const pipeline::LayoutPlanned& p = r.planned[i];
     std::vector<std::string> row{p.setting.hardware, model::format_bytes(p.budget_bytes)};
     if (p.answer.best.empty()) {
       row.push_back("none fits");
       row.push_back(p.answer.nearest ? "the nearest needs " + model::format_bytes(p.answer.nearest->peak_bytes) : "-");
-      for (size_t i = 0; i < summary_header.size(); ++i) row.push_back("-");
+      for (size_t k = 0; k < summary_header.size(); ++k) row.push_back("-");
     } else {
       const model::LayoutEstimate& e = p.answer.best.front();
       row.push_back(e.layout.label());
       row.push_back(e.plan);
       for (auto& cell : summary_cells(e)) row.push_back(cell);
     }
+    if (r.training.tokens) row.push_back(r.runs[i] ? duration_text(r.runs[i]->seconds) : "-");
+    if (priced) row.push_back(r.runs[i] && r.runs[i]->usd ? usd_text(*r.runs[i]->usd) : "-");
     table.add_row(row);
   }
   table.print(out);
   out << layout_legend;
+  if (r.fastest) out << "fastest: " << run_text(r, *r.fastest) << "\n";
+  if (r.cheapest) out << "cheapest: " << run_text(r, *r.cheapest) << "\n";
+  if (r.training.tokens && priced) {
+    out << "cost: the GPU-hour's price x " << r.gpus << " GPUs x the hours; the GPUs' own time alone (no start-up, "
+        << "checkpoints or failures)\n";
+  }
   for (const auto& note : first.notes) out << "note: " << note << "\n";
 }
 
@@ -262,15 +317,17 @@ void show_layout_prediction(const model::LayerModel& model, const LayoutOptions&
 }
 
 void show_layout_limits(const model::LayerModel& model, const LayoutOptions& options, pipeline::LayoutPlanRequest request,
-                        const std::vector<std::string>& hardware, const Output& output) {
+                        const std::vector<std::string>& hardware, const TrainingQuestion& training, const Output& output) {
   if (!options.emit.empty()) throw InputError("--emit writes one layout: give it to plan or recommend, on one --hardware");
   LayoutLimits r;
   r.gpus = request.question.gpus;
+  r.training = training;
   request.keep = 1;
   for (const std::string& name : hardware) {
     request.hardware = name;
     r.planned.push_back(pipeline::plan_layouts(model, request));
   }
+  price_training(r);
   show(r, output);
 }
 

@@ -4,25 +4,31 @@
 // and in part where it is large: 2 of its blocks where it would not fit this
 // machine, and a long sequence modelled from three short ones. Given a
 // global model (fit --measurements --out), each measured series' largest batch.
-#include "cli/network_choice.h"
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
 #include "cli/commands.h"
 #include "cli/data_parallel_options.h"
-#include "cli/layout_options.h"
 #include "cli/global_prediction.h"
-#include "cli/progress.h"
+#include "cli/layout_options.h"
+#include "cli/network_choice.h"
 #include "cli/network_option.h"
+#include "cli/number_checks.h"
+#include "cli/progress.h"
 #include "cli/report.h"
 #include "cli/table.h"
 #include "executor/device.h"
-#include "model/error.h"
 #include "model/catalog/hardware.h"
 #include "model/catalog/network_config.h"
 #include "model/catalog/parameter_count.h"
+#include "model/error.h"
 #include "model/fit/global_model.h"
 #include "model/fit/global_predict.h"
 #include "model/plan_space/predict.h"
 #include "model/units.h"
 #include "pipeline/data_parallel.h"
+#include "pipeline/layout_plan.h"
 #include "pipeline/profile_and_fit.h"
 
 namespace papaya::cli {
@@ -41,6 +47,11 @@ struct LimitsArgs {
   std::string budget;
   pipeline::DataParallelRequest data_parallel;
   LayoutOptions layout;
+  std::optional<double> tokens;     // --tokens: the time to train on them
+  std::vector<std::string> prices;  // --price NAME=USD: a GPU-hour's price
+
+  // Whether the answer is a layout of GPUs (laid out, or priced over tokens).
+  bool laid_out() const { return layout.requested() || tokens || !prices.empty(); }
 };
 
 std::vector<std::string> split_commas(const std::string& text) {
@@ -65,7 +76,49 @@ struct Limits {
   std::vector<double> budgets;             // one per target
   std::vector<std::string> strategies;     // the rows
   std::vector<std::vector<Limit>> limits;  // [strategy][target]
+  // Where no strategy fits one GPU of a target: the fewest GPUs a layout of
+  // them fits, and where that layout offloads the optimizer, the fewest
+  // without; or why none does. One a target (nullopt where one GPU does).
+  struct Fewest {
+    std::optional<pipeline::LayoutPlanned> planned, on_device;
+    std::string why_none;
+  };
+  std::vector<std::optional<Fewest>> fewest;
 };
+
+bool fits_nowhere(const std::vector<Limit>& row) {
+  return std::all_of(row.begin(), row.end(), [](const Limit& l) { return l.max_batch == 0; });
+}
+
+nlohmann::json layout_json(const std::optional<pipeline::LayoutPlanned>& planned) {
+  if (!planned) return nullptr;
+  const model::LayoutEstimate& e = planned->answer.best.front();
+  return {{"gpus", e.layout.gpus()},
+          {"layout", e.layout.label()},
+          {"plan", e.plan},
+          {"peak_bytes", e.peak_bytes},
+          {"tokens_per_s", e.tokens_per_s},
+          {"global_batch", planned->global_batch},
+          {"offload_optimizer", e.layout.offload_optimizer},
+          {"gpus_per_node", planned->setting.links.gpus_per_node}};
+}
+
+nlohmann::json fewest_json(const std::optional<Limits::Fewest>& f) {
+  if (!f) return nullptr;
+  if (!f->planned) return {{"why_none", f->why_none}};
+  nlohmann::json out = layout_json(f->planned);
+  if (f->on_device) out["without_offload"] = layout_json(f->on_device);
+  return out;
+}
+
+// "the fewest that fit: 8, laid out t4s p2 d1 z3 mb2x64 under keep: 1234 tokens/s".
+std::string fewest_text(const pipeline::LayoutPlanned& planned) {
+  const model::LayoutEstimate& e = planned.answer.best.front();
+  const int gpus = e.layout.gpus();
+  return (gpus == 1 ? std::string("one fits") : "the fewest that fit: " + std::to_string(gpus)) + ", laid out " +
+         e.layout.label() + (e.layout.offload_optimizer ? " (the optimizer's state on the host)" : "") + " under " + e.plan +
+         ": " + per_second(e.tokens_per_s) + " tokens/s";
+}
 
 void to_json(nlohmann::json& out, const Limits& l) {
   out = nlohmann::json::array();
@@ -82,6 +135,7 @@ void to_json(nlohmann::json& out, const Limits& l) {
                      {"static_bytes_per_gpu", l.static_bytes_per_gpu},
                      {"data_parallel", data_parallel_json(l.targets[k].data_parallel)},
                      {"parameters", l.parameters ? nlohmann::json(*l.parameters) : nlohmann::json()},
+                     {"fewest_gpus_that_fit", fewest_json(l.fewest[k])},
                      {"notes", l.targets[k].notes}});
     }
   }
@@ -104,8 +158,14 @@ void print_text(std::ostream& out, const Limits& l) {
   out << "\n";
   std::vector<std::string> header = {"strategy"};
   for (const auto& t : l.targets) header.push_back(t.name);
+  // The strategies that fit nowhere are counted, not listed.
   Table table(header);
+  size_t left_out = 0;
   for (size_t s = 0; s < l.strategies.size(); ++s) {
+    if (fits_nowhere(l.limits[s])) {
+      ++left_out;
+      continue;
+    }
     std::vector<std::string> row = {l.strategies[s]};
     for (const Limit& limit : l.limits[s]) {
       row.push_back(
@@ -113,10 +173,52 @@ void print_text(std::ostream& out, const Limits& l) {
     }
     table.add_row(row);
   }
-  table.print(out);
+  if (left_out < l.strategies.size()) table.print(out);
+  if (left_out > 0) {
+    out << (left_out == l.strategies.size() ? "no strategy fits on any of them"
+                                            : "not shown: " + std::to_string(left_out) + " strategies that fit on none of them")
+        << " (--json lists every one)\n";
+  }
+  for (size_t k = 0; k < l.targets.size(); ++k) {
+    if (!l.fewest[k]) continue;
+    const Limits::Fewest& f = *l.fewest[k];
+    const std::string& name = l.targets[k].name;
+    out << name << ", " << model::format_bytes(l.budgets[k]) << " a GPU: "
+        << (l.static_bytes_per_gpu > l.budgets[k] ? "the weights, gradients and AdamW state alone pass it"
+                                                  : "no strategy fits one GPU")
+        << "\n";
+    if (!f.planned) {
+      out << "  " << f.why_none << "\n";
+      continue;
+    }
+    out << "  " << fewest_text(*f.planned) << "\n";
+    if (f.on_device) out << "  without offloading, " << fewest_text(*f.on_device) << "\n";
+    out << "  (limits with --gpus N --gpus-per-node " << f.planned->setting.links.gpus_per_node << " --hardware " << name
+        << " shows the best layouts of N)\n";
+  }
   for (const auto& t : l.targets) {
     for (const auto& note : t.notes) out << "note: " << t.name << ": " << note << "\n";
   }
+}
+
+// Where nothing fits one GPU of a target: the fewest GPUs of it that a
+// layout fits (a transformer's; another network says why not).
+std::optional<Limits::Fewest> fewest_gpus(const LimitsArgs& args, const model::LayerModel& m, const std::string& hardware,
+                                          std::optional<double> budget) {
+  Limits::Fewest f;
+  try {
+    constexpr int most = 4096;
+    pipeline::LayoutPlanRequest request = layout_request(args.layout, args.data_parallel, hardware, budget);
+    f.planned = pipeline::fewest_gpus_that_fit(m, request, most);
+    if (!f.planned) f.why_none = "no layout of up to " + std::to_string(most) + " GPUs fits it either";
+    if (f.planned && f.planned->answer.best.front().layout.offload_optimizer) {
+      request.question.offload_optimizer = false;
+      f.on_device = pipeline::fewest_gpus_that_fit(m, request, most);
+    }
+  } catch (const InputError& e) {
+    f.why_none = std::string("papaya lays out only a transformer over more GPUs (") + e.what() + ")";
+  }
+  return f;
 }
 
 // The model of --network: profiled quickly at the two smallest default
@@ -155,13 +257,41 @@ model::LayerModel limits_model(const LimitsArgs& args, std::optional<int64_t>* p
   return profiled_model(args, network);
 }
 
-// --gpus N --gpus-per-node G: the best layout on each hardware entry.
+// --tokens and --price, checked: each price NAME=USD of an entry of --hardware.
+TrainingQuestion training_question(const LimitsArgs& args) {
+  TrainingQuestion q;
+  q.tokens = args.tokens;
+  if (!args.prices.empty() && !args.tokens) throw InputError("--price prices --tokens: give the tokens to train on");
+  std::vector<std::string> hardware;
+  for (const auto& name : split_commas(args.hardware)) hardware.push_back(model::load_hardware(name).name);
+  for (const std::string& text : args.prices) {
+    const size_t equals = text.find('=');
+    if (equals == std::string::npos || equals == 0) {
+      throw InputError("--price '" + text + "': expected NAME=USD_PER_GPU_HOUR, such as H100-SXM-80GB=2.99");
+    }
+    const std::string name = model::load_hardware(text.substr(0, equals)).name;
+    if (std::find(hardware.begin(), hardware.end(), name) == hardware.end()) {
+      throw InputError("--price '" + text + "': " + name + " is not among --hardware " + args.hardware);
+    }
+    const std::string usd = text.substr(equals + 1);
+    char* end = nullptr;
+    const double value = std::strtod(usd.c_str(), &end);
+    if (usd.empty() || *end != '\0' || !(value > 0) || !std::isfinite(value)) {
+      throw InputError("--price '" + text + "': the price of a GPU-hour must be a number of US dollars above 0");
+    }
+    if (!q.usd_per_gpu_hour.emplace(name, value).second) throw InputError("--price: " + name + " priced twice");
+  }
+  return q;
+}
+
+// --gpus N --gpus-per-node G, or --tokens: the best layout on each hardware entry.
 void layout_limits(const LimitsArgs& args, const Output& output) {
   check_sources(args);
+  const TrainingQuestion training = training_question(args);
   std::optional<double> budget;
   if (!args.budget.empty()) budget = static_cast<double>(model::parse_size(args.budget, "--budget"));
   const pipeline::LayoutPlanRequest request = layout_request(args.layout, args.data_parallel, "", budget);
-  show_layout_limits(limits_model(args, nullptr), args.layout, request, split_commas(args.hardware), output);
+  show_layout_limits(limits_model(args, nullptr), args.layout, request, split_commas(args.hardware), training, output);
 }
 
 Limits compute(const LimitsArgs& args) {
@@ -194,6 +324,13 @@ Limits compute(const LimitsArgs& args) {
       const int64_t largest = model::max_batch(m, l.targets[k], plan, l.budgets[k]);
       row.push_back({largest, largest > 0 ? model::predict(m, l.targets[k], plan, largest) : model::Estimate{}});
     }
+  }
+  std::optional<double> budget;
+  if (budget_given) budget = l.budgets.front();
+  for (size_t k = 0; k < l.targets.size(); ++k) {
+    const bool none =
+        std::all_of(l.limits.begin(), l.limits.end(), [k](const std::vector<Limit>& row) { return row[k].max_batch == 0; });
+    l.fewest.push_back(none ? fewest_gpus(args, m, l.targets[k].name, budget) : std::nullopt);
   }
   return l;
 }
@@ -238,9 +375,15 @@ void register_limits(CLI::App& app) {
                   "Memory budget (e.g. 24GiB); default: 80% of each device's memory (a global model: each GPU's memory)");
   add_data_parallel_options(cmd, args->data_parallel);
   add_layout_options(cmd, args->layout);
+  cmd->add_option("--tokens", args->tokens,
+                  "Tokens to train on (e.g. 2e12): the time they take on each hardware's best layout of --gpus (default 1)")
+      ->check(positive(args->tokens));
+  cmd->add_option("--price", args->prices,
+                  "A GPU-hour's price in US dollars, NAME=USD (repeatable: --price H100-SXM-80GB=2.99): the cost of --tokens "
+                  "on that hardware, the cheapest named");
   const auto output = add_output_options(cmd);
   cmd->callback([args, output] {
-    if (args->layout.requested()) return layout_limits(*args, *output);
+    if (args->laid_out()) return layout_limits(*args, *output);
     if (!args->model.empty() && args->network.empty() && model::is_global_model_file(args->model)) {
       show(limits_from_global(*args), *output);
     } else {

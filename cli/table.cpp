@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <ostream>
+#include <utility>
 
 namespace papaya::cli {
 
@@ -63,6 +64,32 @@ std::string per_second(double value) {
   if (value == 0 || !std::isfinite(value)) return fixed(value, 1);
   const int magnitude = static_cast<int>(std::floor(std::log10(std::abs(value))));
   return fixed(value, std::max(0, 2 - magnitude));
+}
+
+std::string duration_text(double seconds) {
+  if (seconds < 60) return fixed(seconds, 0) + " s";
+  if (seconds < 3600) return fixed(seconds / 60, 1) + " min";
+  if (seconds < 2 * 86400) return fixed(seconds / 3600, 1) + " h";
+  return fixed(seconds / 86400, 1) + " days";
+}
+
+std::string count_text(double count) {
+  static const std::pair<double, const char*> units[] = {{1e12, "T"}, {1e9, "B"}, {1e6, "M"}, {1e3, "k"}};
+  for (const auto& [scale, suffix] : units) {
+    if (count >= scale) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.3g%s", count / scale, suffix);
+      return buf;
+    }
+  }
+  return fixed(count, 0);
+}
+
+std::string usd_text(double usd) {
+  if (usd < 100) return "$" + fixed(usd, 2);
+  std::string digits = fixed(usd, 0);
+  for (int at = static_cast<int>(digits.size()) - 3; at > 0; at -= 3) digits.insert(static_cast<size_t>(at), ",");
+  return "$" + digits;
 }
 
 double error_fraction(double predicted, double measured) { return (predicted - measured) / measured; }

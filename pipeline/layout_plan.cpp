@@ -6,6 +6,7 @@
 #include "model/catalog/link_catalog.h"
 #include "model/catalog/target.h"
 #include "model/error.h"
+#include "model/parallel/tensor_split.h"
 #include "model/plan.h"
 #include "model/plan_space/predict.h"
 #include "model/strategy_table.h"
@@ -84,6 +85,21 @@ LayoutPlanned plan_layouts(const model::LayerModel& model, LayoutPlanRequest req
   out.global_batch = q.global_batch;
   out.answer = model::search_layouts(pricer, q, request.keep);
   return out;
+}
+
+std::optional<LayoutPlanned> fewest_gpus_that_fit(const model::LayerModel& model, LayoutPlanRequest request, int most) {
+  model::transformer_shape(model, model.network);  // a network without blocks to split is no question of GPUs
+  request.keep = 1;
+  for (int gpus = 1; gpus <= most; gpus *= 2) {
+    request.question.gpus = gpus;
+    request.question.global_batch = 0;
+    try {
+      LayoutPlanned planned = plan_layouts(model, request);
+      if (!planned.answer.best.empty()) return planned;
+    } catch (const InputError&) {  // no layout of this many GPUs splits the network
+    }
+  }
+  return std::nullopt;
 }
 
 LayoutPredicted predict_layout(const model::LayerModel& model, const LayoutPlanRequest& request,

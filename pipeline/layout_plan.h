@@ -45,6 +45,13 @@ std::string inter_node_default(const std::string& interconnect);
 // be, a budget above the GPU's memory.
 LayoutPlanned plan_layouts(const model::LayerModel& model, LayoutPlanRequest request);
 
+// The fewest GPUs, doubling from 1 to `most`, on which a layout of `request`
+// fits its budget, with that layout's plan (each count at its default global
+// batch); nullopt where none up to `most` does. Counts no layout can split
+// the network over are passed by; InputError for a network that is no
+// transformer (model/parallel/tensor_split.h).
+std::optional<LayoutPlanned> fewest_gpus_that_fit(const model::LayerModel& model, LayoutPlanRequest request, int most = 4096);
+
 // One layout priced under each of `plans` (every whole-network plan of the
 // target where empty), whatever its peak: `papaya predict` with a layout.
 // The request's question is not used but for its plans.

@@ -67,6 +67,83 @@ TEST(Layouts, LimitsGivesTheBestLayoutOnEachGpu) {
   EXPECT_NE(emit.err.find("--emit writes one layout"), std::string::npos) << emit.err;
 }
 
+// --tokens and --price: the time of the tokens at each hardware's best
+// layout's tokens/s, their cost at each GPU-hour's price times the GPUs, and
+// the fastest and the cheapest named.
+TEST(Layouts, LimitsPricesTheTokensOnEachGpu) {
+  const std::string asked =
+      "limits --network llama-tiny --hardware H100-SXM-80GB,t4 --gpus 8 --gpus-per-node 4 --global-batch 32 "
+      "--tokens 2e9 --price H100-SXM-80GB=3.5 --price T4=0.25";
+  const Outcome run = run_papaya(asked + " --json");
+  ASSERT_EQ(run.code, 0) << run.err;
+  const json doc = json::parse(run.out);
+  ASSERT_EQ(doc.size(), 2u);
+  const std::vector<double> prices{3.5, 0.25};
+  std::vector<double> seconds, costs;
+  for (size_t i = 0; i < doc.size(); ++i) {
+    const json& t = doc[i]["training"];
+    ASSERT_FALSE(doc[i]["best"].is_null()) << doc[i].dump();
+    EXPECT_EQ(t["tokens"], 2e9);
+    EXPECT_EQ(t["usd_per_gpu_hour"], prices[i]);
+    seconds.push_back(t["seconds"]);
+    costs.push_back(t["cost_usd"]);
+    EXPECT_NEAR(seconds.back(), 2e9 / doc[i]["best"]["tokens_per_s"].get<double>(), 1e-9 * seconds.back());
+    EXPECT_NEAR(costs.back(), prices[i] * 8 * seconds.back() / 3600, 1e-9 * costs.back());
+  }
+  for (size_t i = 0; i < doc.size(); ++i) {
+    EXPECT_EQ(doc[i]["training"]["fastest"], seconds[i] == std::min(seconds[0], seconds[1])) << i;
+    EXPECT_EQ(doc[i]["training"]["cheapest"], costs[i] == std::min(costs[0], costs[1])) << i;
+  }
+  const Outcome text = run_papaya(asked);
+  ASSERT_EQ(text.code, 0) << text.err;
+  for (const char* part : {"time for 2B tokens", "cost", "fastest: ", "cheapest: ", "$"}) {
+    EXPECT_NE(text.out.find(part), std::string::npos) << part << " in\n" << text.out;
+  }
+  // Prices of what is not asked about, or that are no price, are refused.
+  for (const auto& [options, message] : std::vector<std::pair<std::string, std::string>>{
+           {"--price T4=1", "--price prices --tokens"},
+           {"--tokens 1e9 --price A100-80GB=2", "A100-80GB is not among --hardware T4"},
+           {"--tokens 1e9 --price T4=free", "must be a number of US dollars above 0"},
+           {"--tokens 1e9 --price T4=0", "must be a number of US dollars above 0"},
+           {"--tokens 1e9 --price T4", "expected NAME=USD_PER_GPU_HOUR"},
+           {"--tokens 1e9 --price T4=1 --price t4=2", "T4 priced twice"},
+           {"--tokens 0", "--tokens"},
+       }) {
+    expect_input_error("limits m.json --hardware T4 " + options, message);
+  }
+}
+
+// Where nothing fits one GPU, the strategies that fit nowhere are counted,
+// not listed as rows of "-", and the fewest GPUs a layout fits is said.
+TEST(Layouts, LimitsSaysHowManyGpusANetworkTooLargeForOneNeeds) {
+  const Outcome run = run_papaya("limits --network llama-tiny --hardware T4 --budget 200KiB --json");
+  ASSERT_EQ(run.code, 0) << run.err;
+  const json doc = json::parse(run.out);
+  ASSERT_FALSE(doc.empty());
+  for (const json& cell : doc) EXPECT_EQ(cell["max_batch"], 0) << cell.dump();
+  const json& fewest = doc[0]["fewest_gpus_that_fit"];
+  ASSERT_TRUE(fewest.contains("gpus")) << fewest.dump();
+  EXPECT_GT(fewest["gpus"].get<int>(), 1);
+  EXPECT_LE(fewest["peak_bytes"].get<double>(), 200.0 * 1024);
+  // Half as many GPUs fit no layout.
+  const int half = fewest["gpus"].get<int>() / 2;
+  const Outcome fewer = run_papaya("limits --network llama-tiny --hardware T4 --budget 200KiB --gpus " + std::to_string(half) +
+                                   " --gpus-per-node " + std::to_string(std::min(half, 8)) + " --json");
+  ASSERT_EQ(fewer.code, 0) << fewer.err;
+  EXPECT_TRUE(json::parse(fewer.out)[0]["best"].is_null()) << fewer.out;
+  const Outcome text = run_papaya("limits --network llama-tiny --hardware T4 --budget 200KiB");
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("no strategy fits on any of them"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("the fewest that fit: " + fewest["gpus"].dump() + ", laid out " + fewest["layout"].get<std::string>()),
+            std::string::npos)
+      << text.out;
+  EXPECT_EQ(text.out.find("keep "), std::string::npos) << "no row of '-':\n" << text.out;
+  // A network that is no transformer is laid out over no GPUs: said so, not searched in vain.
+  const Outcome mlp = run_papaya("limits --network mlp-tiny --hardware T4 --budget 10KiB");
+  ASSERT_EQ(mlp.code, 0) << mlp.err;
+  EXPECT_NE(mlp.out.find("papaya lays out only a transformer over more GPUs"), std::string::npos) << mlp.out;
+}
+
 TEST(Layouts, EmitWritesTheBestLayoutForEachEngine) {
   const TempDir dir("papaya-layouts");
   const Outcome megatron = run_papaya(recommend(dir) + "--gpus 4 --tp 2 --global-batch 16 --emit megatron");
