@@ -4,6 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 #include <unordered_map>
+#include <utility>
 
 #include "executor/device.h"
 #include "model/median.h"
@@ -19,6 +20,7 @@ using Clock = std::chrono::steady_clock;
 struct Inputs {
   std::vector<torch::Tensor> tensors;  // detached
   std::vector<bool> needs_grad;
+  std::vector<bool> batched;  // carries the batch first (set by mark_batched)
 };
 
 // Every layer's inputs in one forward with autograd: what each was given and
@@ -35,6 +37,7 @@ class InputCapture : public executor::LayerObserver {
     for (const torch::Tensor* t : inputs) {
       in.tensors.push_back(t->detach());
       in.needs_grad.push_back(t->requires_grad());
+      in.batched.push_back(false);
     }
   }
   void saved(const executor::Layer&, const executor::Slot&, const torch::Tensor&) override {}
@@ -46,11 +49,30 @@ class InputCapture : public executor::LayerObserver {
   std::unordered_map<const executor::Layer*, size_t> index_;
 };
 
-// `t` (batch first, `from` samples) repeated along the batch to `batch`
-// samples (its first `batch` ones where fewer); a tensor without the batch
-// (positions from torch.arange, a mask the batch shares) as it is.
-torch::Tensor grow(const torch::Tensor& t, int64_t from, int64_t batch) {
-  if (t.dim() == 0 || t.size(0) != from) return t;
+// Whether `t`, of a run at `from` samples, carries the batch first: its
+// first dimension is `from` there and `from + 1` in `larger`, the same
+// tensor of a run one sample larger. One whose first dimension only equals
+// the batch (positions [T] from torch.arange with T == from) does not.
+bool batched(const torch::Tensor& t, const torch::Tensor& larger, int64_t from) {
+  return t.defined() && larger.defined() && t.dim() > 0 && larger.dim() == t.dim() && t.size(0) == from &&
+         larger.size(0) == from + 1;
+}
+
+// Marks which of `small`'s inputs carry the batch, against `larger`'s.
+void mark_batched(std::vector<Inputs>& small, const std::vector<Inputs>& larger, int64_t from) {
+  for (size_t i = 0; i < small.size(); ++i) {
+    for (size_t k = 0; k < small[i].tensors.size(); ++k) {
+      small[i].batched[k] = k < larger[i].tensors.size() && batched(small[i].tensors[k], larger[i].tensors[k], from);
+    }
+  }
+}
+
+// `t` (batch first, `from` samples, where `carries_batch`) repeated along
+// the batch to `batch` samples (its first `batch` ones where fewer); a
+// tensor without the batch (positions from torch.arange, a mask the batch
+// shares) as it is.
+torch::Tensor grow(const torch::Tensor& t, bool carries_batch, int64_t from, int64_t batch) {
+  if (!carries_batch) return t;
   std::vector<int64_t> times(t.dim(), 1);
   times[0] = (batch + from - 1) / from;
   return t.repeat(times).narrow(0, 0, batch);
@@ -59,7 +81,7 @@ torch::Tensor grow(const torch::Tensor& t, int64_t from, int64_t batch) {
 std::vector<torch::Tensor> grown(const Inputs& captured, int64_t from, int64_t batch) {
   std::vector<torch::Tensor> out;
   for (size_t k = 0; k < captured.tensors.size(); ++k) {
-    torch::Tensor t = grow(captured.tensors[k], from, batch);
+    torch::Tensor t = grow(captured.tensors[k], captured.batched[k], from, batch);
     // Not a leaf, as in the network: a layer may work on it in place (an
     // imported network's ReLU(inplace=True)), which autograd refuses on a
     // view of a leaf.
@@ -148,16 +170,24 @@ LayerProbes probe_layers(executor::Network& network, executor::DataSource& data,
     throw std::logic_error("probe_layers: the probe batch must be larger than a positive batch to grow from");
   }
   network.train();
-  const executor::Batch small = data.next(options.from);
-  InputCapture capture(network);
-  {
-    executor::ObserverGuard guard(&capture);
-    network.loss(small);  // the graph goes with the loss; the captured inputs stay
+  // The inputs at `from` samples, and at one more to tell which carry the batch.
+  const executor::Batch small = data.next(options.from), larger = data.next(options.from + 1);
+  InputCapture capture(network), capture_larger(network);
+  for (auto [run, observer] : {std::pair{&small, &capture}, std::pair{&larger, &capture_larger}}) {
+    executor::ObserverGuard guard(observer);
+    network.loss(*run);  // the graph goes with the loss; the captured inputs stay
   }
+  mark_batched(capture.layers, capture_larger.layers, options.from);
+  const auto grow_batch = [&](const torch::Tensor& t, const torch::Tensor& in_larger) {
+    return grow(t, batched(t, in_larger, options.from), options.from, options.batch);
+  };
   executor::Batch batch;
-  batch.input = grow(small.input, options.from, options.batch);
-  if (small.target.defined()) batch.target = grow(small.target, options.from, options.batch);
-  for (const auto& argument : small.arguments) batch.arguments.push_back(grow(argument, options.from, options.batch));
+  batch.input = grow_batch(small.input, larger.input);
+  if (small.target.defined()) batch.target = grow_batch(small.target, larger.target);
+  for (size_t k = 0; k < small.arguments.size(); ++k) {
+    batch.arguments.push_back(
+        grow_batch(small.arguments[k], k < larger.arguments.size() ? larger.arguments[k] : torch::Tensor()));
+  }
   const auto& layers = network.layers();
   const auto& segments = network.segments();
   std::vector<std::vector<size_t>> members(segments.size());
@@ -171,7 +201,7 @@ LayerProbes probe_layers(executor::Network& network, executor::DataSource& data,
       throw std::logic_error("segment " + segments[s]->path() + " has no first layer that takes its input");
     }
     const Inputs& first = capture.layers[members[s].front()];
-    segment_inputs[s] = Inputs{{first.tensors.front()}, {first.needs_grad.front()}};
+    segment_inputs[s] = Inputs{{first.tensors.front()}, {first.needs_grad.front()}, {first.batched.front()}};
   }
   LayerRecorder recorder(network, timer, memory, options.memory_limit);
   TimedRun timed(recorder, timer, small.input.device());
@@ -195,8 +225,8 @@ LayerProbes probe_layers(executor::Network& network, executor::DataSource& data,
         samples.between_profiled.resize(options.profiled.size());
         for (size_t k = 0; k < options.profiled.size(); ++k)
           samples.between_profiled[k].push_back(run_at(options.profiled[k]).seconds);
-        samples.recompute.push_back(
-            time_recompute(segment, grow(segment_inputs[s].tensors.front(), options.from, options.batch), 1));
+        samples.recompute.push_back(time_recompute(
+            segment, grow(segment_inputs[s].tensors.front(), segment_inputs[s].batched.front(), options.from, options.batch), 1));
         samples.layers.push_back(std::move(run));
         samples.between.push_back(between);
       });

@@ -93,6 +93,30 @@ TEST(ArchiveCommands, ATensorWithoutTheBatchIsProfiledAsOneForTheWholeBatch) {
   ASSERT_EQ(fitted.code, 0) << fitted.err;
 }
 
+// The probe grows the inputs of the largest profiled batch to the probe
+// batch. Positions [2] at a largest profiled batch of 2 look like a batch
+// of 2 by their size alone; they are the same positions at 3, and the probe
+// of their lookup holds the same bytes either way.
+TEST(ArchiveCommands, ATensorWithoutTheBatchIsNotGrownWhereItsSizeIsTheBatchs) {
+  TempDir dir("papaya-archive-positions");
+  const std::string net = dir.path("nanogpt.pt");
+  executor::torchscript::testing::positions_from_arange().save(net);
+  std::vector<double> headroom;
+  for (const char* batches : {"1,2", "1,3"}) {
+    const std::string out = dir.path(std::string("p") + batches + ".json");
+    const Outcome run = run_papaya("profile --network " + net + " --input 'int64[B,2]<16' --batch " + batches +
+                                   " --steps 2 --warmup 1 --probe-batch 8 --out " + out);
+    ASSERT_EQ(run.code, 0) << run.err;
+    nlohmann::json profile;
+    std::ifstream(out) >> profile;
+    for (const auto& layer : profile.at("layers")) {
+      if (layer["path"] == "pos") headroom.push_back(layer.at("probe").at("forward_headroom_bytes"));
+    }
+  }
+  ASSERT_EQ(headroom.size(), 2u);
+  EXPECT_EQ(headroom[0], headroom[1]);
+}
+
 // A module the network calls with an argument besides its tensors
 // (MultiheadAttention's need_weights=False) computes something else when
 // called with its tensors alone (here it saved other tensors, which aborted
