@@ -14,14 +14,17 @@ namespace {
 // Debian's libjs-chart.js (Chart.js 3).
 const char* const chart_js = "/usr/share/javascript/chart.js/chart.min.js";
 
-// The page around the data: its layout, and the script that draws it with Chart.js.
-const char* const page_head = R"(<!DOCTYPE html>
+// What every page starts with: its title and the styles they share.
+const char* const page_top = R"(<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>papaya report</title>
 <style>
 body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1400px}
 h1{font-size:20px;margin:0 0 4px} h2{font-size:16px;margin:28px 0 8px} .sub{color:#666;margin-bottom:16px}
 table{border-collapse:collapse;font-size:13px} td,th{border-bottom:1px solid #ddd;padding:3px 10px;text-align:right}
-td:first-child,th:first-child{text-align:left} .wide{height:380px;position:relative} .half{height:320px;position:relative;flex:1}
+td:first-child,th:first-child{text-align:left} )";
+
+// The page around the data: its layout, and the script that draws it with Chart.js.
+const char* const page_head = R"(.wide{height:380px;position:relative} .half{height:320px;position:relative;flex:1}
 .row{display:flex;gap:24px} select{font-size:14px}
 </style></head><body>
 <h1 id="title"></h1><div class="sub" id="subtitle"></div>
@@ -120,6 +123,54 @@ const char* const page_script = R"(</script>
 </script></body></html>
 )";
 
+// A page of bar charts, one bar a column of the table (a GPU type), and the table.
+const char* const bars_body = R"(.bars{display:flex;gap:24px;flex-wrap:wrap} .bar{height:300px;width:420px;position:relative}
+.notes{color:#666;font-size:13px}
+</style></head><body>
+<h1 id="title"></h1><div class="sub" id="subtitle"></div>
+<div class="bars" id="bars"></div>
+<h2>Each</h2><table id="rows"><thead></thead><tbody></tbody></table>
+<ul class="notes" id="notes"></ul>
+<script>)";
+
+const char* const bars_script = R"(</script>
+<script>
+(function () {
+  const data = JSON.parse(document.getElementById('report-data').textContent);
+  const text = (tag, value) => { const e = document.createElement(tag); e.textContent = value; return e; };
+  document.getElementById('title').textContent = data.title;
+  document.getElementById('subtitle').textContent = data.subtitle;
+  const colours = ['#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#59a14f', '#edc948', '#b07aa1', '#ff9da7', '#9c755f'];
+  data.bars.forEach((b, k) => {
+    const box = document.createElement('div'); box.className = 'bar';
+    const canvas = document.createElement('canvas'); canvas.id = 'bar-' + k; box.appendChild(canvas);
+    document.getElementById('bars').appendChild(box);
+    new Chart(canvas, { type: 'bar', data: { labels: data.labels, datasets: [{ label: b.unit, data: b.values,
+      backgroundColor: data.labels.map((_, i) => colours[i % colours.length]) }] },
+      options: { animation: false, maintainAspectRatio: false, plugins: { legend: { display: false }, title: { display: true, text: b.title } },
+        scales: { y: { beginAtZero: true, title: { display: true, text: b.unit } } } } });
+  });
+  const rows = document.getElementById('rows');
+  const head = document.createElement('tr'); data.columns.forEach((c) => head.appendChild(text('th', c))); rows.tHead.appendChild(head);
+  data.rows.forEach((r) => { const row = document.createElement('tr'); r.forEach((v) => row.appendChild(text('td', v))); rows.tBodies[0].appendChild(row); });
+  data.notes.forEach((n) => document.getElementById('notes').appendChild(text('li', n)));
+  document.body.dataset.rendered = 'yes';
+})();
+</script></body></html>
+)";
+
+// The top, `body`, Chart.js, the data, then `script`: one page, written atomically.
+void write_page(const std::string& path, const char* body, const nlohmann::json& report, const char* script) {
+  std::ifstream library(chart_js);
+  std::stringstream chart;
+  chart << library.rdbuf();
+  std::string data = report.dump();
+  // Inside <script>, "</" would end it early.
+  for (size_t at = data.find("</"); at != std::string::npos; at = data.find("</", at + 3)) data.replace(at, 2, "<\\/");
+  model::write_text_file(
+      path, std::string(body) + chart.str() + "</script>\n<script type=\"application/json\" id=\"report-data\">" + data + script);
+}
+
 }  // namespace
 
 nlohmann::json panel_json(const PlotPanel& panel, int64_t top) {
@@ -140,14 +191,9 @@ void check_html_report(const std::string& path, const std::string& option) {
 }
 
 void write_html_report(const std::string& path, const nlohmann::json& report) {
-  std::ifstream library(chart_js);
-  std::stringstream chart;
-  chart << library.rdbuf();
-  std::string data = report.dump();
-  // Inside <script>, "</" would end it early.
-  for (size_t at = data.find("</"); at != std::string::npos; at = data.find("</", at + 3)) data.replace(at, 2, "<\\/");
-  model::write_text_file(path, std::string(page_head) + chart.str() +
-                                   "</script>\n<script type=\"application/json\" id=\"report-data\">" + data + page_script);
+  write_page(path, page_head, report, page_script);
 }
+
+void write_html_bars(const std::string& path, const nlohmann::json& report) { write_page(path, bars_body, report, bars_script); }
 
 }  // namespace papaya::cli

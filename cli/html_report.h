@@ -26,4 +26,10 @@ void check_html_report(const std::string& path, const std::string& option = "--h
 // "plans": [rows], "columns": [names]}) as the page, atomically.
 void write_html_report(const std::string& path, const nlohmann::json& report);
 
+// Writes `report` ({"title", "subtitle", "labels": [a bar's name...],
+// "bars": [{"title", "unit", "values": [one a label]}...], "columns",
+// "rows": [[cells]...], "notes": [lines]}) as a page of bar charts, one a
+// figure compared across the labels (limits' GPU types), then the table.
+void write_html_bars(const std::string& path, const nlohmann::json& report);
+
 }  // namespace papaya::cli

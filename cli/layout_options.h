@@ -73,9 +73,10 @@ struct TrainingQuestion {
 // limits with a layout: the best layout of the GPUs on each catalog entry
 // of `hardware` (`request`'s hardware ignored), or what the nearest needs
 // where none fits; with `training`, the time and cost of its tokens on each,
-// the fastest and the cheapest named.
+// the fastest and the cheapest named; `html` ("": none) the same as a page.
 void show_layout_limits(const model::LayerModel& model, const LayoutOptions& options, pipeline::LayoutPlanRequest request,
-                        const std::vector<std::string>& hardware, const TrainingQuestion& training, const Output& output);
+                        const std::vector<std::string>& hardware, const TrainingQuestion& training, const std::string& html,
+                        const Output& output);
 
 // predict with a layout: the layout under each plan (`plan`, or every
 // whole-network plan), whatever its peak, and its stages under the first.

@@ -1,11 +1,13 @@
 // What plan and recommend show of a layout search: the best layouts, the
 // best one's stages, and --emit's engine arguments.
 #include <ostream>
+#include <utility>
 
+#include "cli/engine_arguments.h"
+#include "cli/html_report.h"
 #include "cli/layout_options.h"
 #include "cli/table.h"
 #include "model/error.h"
-#include "cli/engine_arguments.h"
 #include "model/units.h"
 
 namespace papaya::cli {
@@ -43,7 +45,8 @@ nlohmann::json layout_json(const model::LayoutEstimate& e) {
   const model::ParallelLayout& l = e.layout;
   nlohmann::json stages = nlohmann::json::array();
   for (const auto& s : e.stages) stages.push_back(stage_json(s));
-  return {{"tensor", l.tensor},
+  return {{"label", l.label()},
+          {"tensor", l.tensor},
           {"sequence", l.sequence},
           {"pipeline", l.pipeline},
           {"virtual_stages", l.virtual_stages},
@@ -206,6 +209,7 @@ struct LayoutLimits {
   TrainingQuestion training;
   std::vector<std::optional<TrainingRun>> runs;  // with --tokens, one a hardware entry where a layout fits
   std::optional<size_t> fastest, cheapest;       // indices into planned
+  std::string html;                              // where the page is written ("": none)
 };
 
 void price_training(LayoutLimits& r) {
@@ -255,17 +259,21 @@ std::string run_text(const LayoutLimits& r, size_t i) {
          e.layout.label() + " under " + e.plan + ")";
 }
 
-void print_text(std::ostream& out, const LayoutLimits& r) {
+std::string limits_headline(const LayoutLimits& r) {
   const pipeline::LayoutSetting& first = r.planned.front().setting;
-  out << "papaya limits: " << first.network << " (" << first.precision << ", " << first.shape.tokens << " tokens a sample) on "
-      << r.gpus << " GPUs, " << first.links.gpus_per_node << " a node; global batch " << r.planned.front().global_batch
-      << "; the best layout on each\n\n";
+  return "papaya limits: " + first.network + " (" + first.precision + ", " + std::to_string(first.shape.tokens) +
+         " tokens a sample) on " + std::to_string(r.gpus) + " GPUs, " + std::to_string(first.links.gpus_per_node) +
+         " a node; global batch " + std::to_string(r.planned.front().global_batch) + "; the best layout on each";
+}
+
+// The table of the best layouts, a row a hardware entry: its header and rows.
+std::pair<std::vector<std::string>, std::vector<std::vector<std::string>>> limits_table(const LayoutLimits& r) {
   const bool priced = !r.training.usd_per_gpu_hour.empty();
   std::vector<std::string> header{"hardware", "budget", "layout", "plan"};
   header.insert(header.end(), summary_header.begin(), summary_header.end());
   if (r.training.tokens) header.push_back("time for " + count_text(*r.training.tokens) + " tokens");
   if (priced) header.push_back("cost");
-  Table table(header);
+  std::vector<std::vector<std::string>> rows;
   for (size_t i = 0; i < r.planned.size(); ++i) {
     const pipeline::LayoutPlanned& p = r.planned[i];
     std::vector<std::string> row{p.setting.hardware, model::format_bytes(p.budget_bytes)};
@@ -281,17 +289,69 @@ void print_text(std::ostream& out, const LayoutLimits& r) {
     }
     if (r.training.tokens) row.push_back(r.runs[i] ? duration_text(r.runs[i]->seconds) : "-");
     if (priced) row.push_back(r.runs[i] && r.runs[i]->usd ? usd_text(*r.runs[i]->usd) : "-");
-    table.add_row(row);
+    rows.push_back(row);
   }
+  return {header, rows};
+}
+
+// The lines under the table: the fastest, the cheapest, what a cost counts.
+std::vector<std::string> limits_verdicts(const LayoutLimits& r) {
+  std::vector<std::string> lines;
+  if (r.fastest) lines.push_back("fastest: " + run_text(r, *r.fastest));
+  if (r.cheapest) lines.push_back("cheapest: " + run_text(r, *r.cheapest));
+  if (r.training.tokens && !r.training.usd_per_gpu_hour.empty()) {
+    lines.push_back("cost: the GPU-hour's price x " + std::to_string(r.gpus) +
+                    " GPUs x the hours; the GPUs' own time alone (no start-up, checkpoints or failures)");
+  }
+  return lines;
+}
+
+void print_text(std::ostream& out, const LayoutLimits& r) {
+  out << limits_headline(r) << "\n\n";
+  const auto [header, rows] = limits_table(r);
+  Table table(header);
+  for (const auto& row : rows) table.add_row(row);
   table.print(out);
   out << layout_legend;
-  if (r.fastest) out << "fastest: " << run_text(r, *r.fastest) << "\n";
-  if (r.cheapest) out << "cheapest: " << run_text(r, *r.cheapest) << "\n";
-  if (r.training.tokens && priced) {
-    out << "cost: the GPU-hour's price x " << r.gpus << " GPUs x the hours; the GPUs' own time alone (no start-up, "
-        << "checkpoints or failures)\n";
+  for (const auto& line : limits_verdicts(r)) out << line << "\n";
+  for (const auto& note : r.planned.front().setting.notes) out << "note: " << note << "\n";
+  if (!r.html.empty()) out << "report written to " << r.html << "\n";
+}
+
+// --html: tokens/s on each hardware entry's best layout, the time and cost
+// of --tokens where asked, as bars; the table and the verdicts below.
+void write_limits_page(const LayoutLimits& r) {
+  nlohmann::json labels = nlohmann::json::array(), tokens = nlohmann::json::array(), hours = nlohmann::json::array(),
+                 cost = nlohmann::json::array();
+  for (size_t i = 0; i < r.planned.size(); ++i) {
+    const model::LayoutAnswer& a = r.planned[i].answer;
+    labels.push_back(r.planned[i].setting.hardware);
+    tokens.push_back(a.best.empty() ? 0.0 : a.best.front().tokens_per_s);
+    hours.push_back(r.runs[i] ? r.runs[i]->seconds / 3600 : 0.0);
+    cost.push_back(r.runs[i] && r.runs[i]->usd ? *r.runs[i]->usd : 0.0);
   }
-  for (const auto& note : first.notes) out << "note: " << note << "\n";
+  nlohmann::json bars = {{{"title", "tokens/s of all " + std::to_string(r.gpus) + " GPUs (0: none fits)"},
+                          {"unit", "tokens/s"},
+                          {"values", tokens}}};
+  if (r.training.tokens) {
+    bars.push_back({{"title", "time for " + count_text(*r.training.tokens) + " tokens"}, {"unit", "hours"}, {"values", hours}});
+  }
+  if (!r.training.usd_per_gpu_hour.empty()) {
+    bars.push_back({{"title", "cost of " + count_text(*r.training.tokens) + " tokens (0: no price)"},
+                    {"unit", "US dollars"},
+                    {"values", cost}});
+  }
+  const auto [header, rows] = limits_table(r);
+  nlohmann::json notes = limits_verdicts(r);
+  for (const auto& note : r.planned.front().setting.notes) notes.push_back(note);
+  notes.push_back(layout_legend);
+  write_html_bars(r.html, {{"title", limits_headline(r)},
+                           {"subtitle", setting_text(r.planned.front().setting, r.gpus)},
+                           {"labels", labels},
+                           {"bars", bars},
+                           {"columns", header},
+                           {"rows", rows},
+                           {"notes", notes}});
 }
 
 std::string emitted(const std::string& engine, const model::LayoutEstimate& e, const model::TransformerShape& shape,
@@ -317,7 +377,8 @@ void show_layout_prediction(const model::LayerModel& model, const LayoutOptions&
 }
 
 void show_layout_limits(const model::LayerModel& model, const LayoutOptions& options, pipeline::LayoutPlanRequest request,
-                        const std::vector<std::string>& hardware, const TrainingQuestion& training, const Output& output) {
+                        const std::vector<std::string>& hardware, const TrainingQuestion& training, const std::string& html,
+                        const Output& output) {
   if (!options.emit.empty()) throw InputError("--emit writes one layout: give it to plan or recommend, on one --hardware");
   LayoutLimits r;
   r.gpus = request.question.gpus;
@@ -328,6 +389,8 @@ void show_layout_limits(const model::LayerModel& model, const LayoutOptions& opt
     r.planned.push_back(pipeline::plan_layouts(model, request));
   }
   price_training(r);
+  r.html = html;
+  if (!r.html.empty()) write_limits_page(r);
   show(r, output);
 }
 

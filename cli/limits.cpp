@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "cli/data_parallel_options.h"
 #include "cli/global_prediction.h"
+#include "cli/html_report.h"
 #include "cli/layout_options.h"
 #include "cli/network_choice.h"
 #include "cli/network_option.h"
@@ -49,6 +50,7 @@ struct LimitsArgs {
   LayoutOptions layout;
   std::optional<double> tokens;     // --tokens: the time to train on them
   std::vector<std::string> prices;  // --price NAME=USD: a GPU-hour's price
+  std::string html;                 // --html: the layouts' page
 
   // Whether the answer is a layout of GPUs (laid out, or priced over tokens).
   bool laid_out() const { return layout.requested() || tokens || !prices.empty(); }
@@ -288,10 +290,11 @@ TrainingQuestion training_question(const LimitsArgs& args) {
 void layout_limits(const LimitsArgs& args, const Output& output) {
   check_sources(args);
   const TrainingQuestion training = training_question(args);
+  if (!args.html.empty()) check_html_report(args.html);
   std::optional<double> budget;
   if (!args.budget.empty()) budget = static_cast<double>(model::parse_size(args.budget, "--budget"));
   const pipeline::LayoutPlanRequest request = layout_request(args.layout, args.data_parallel, "", budget);
-  show_layout_limits(limits_model(args, nullptr), args.layout, request, split_commas(args.hardware), training, output);
+  show_layout_limits(limits_model(args, nullptr), args.layout, request, split_commas(args.hardware), training, args.html, output);
 }
 
 Limits compute(const LimitsArgs& args) {
@@ -381,9 +384,17 @@ void register_limits(CLI::App& app) {
   cmd->add_option("--price", args->prices,
                   "A GPU-hour's price in US dollars, NAME=USD (repeatable: --price H100-SXM-80GB=2.99): the cost of --tokens "
                   "on that hardware, the cheapest named");
+  cmd->add_option("--html", args->html,
+                  "With a layout or --tokens: write the best layout on each hardware as a self-contained page (tokens/s, "
+                  "time and cost as bars; the table)");
   const auto output = add_output_options(cmd);
   cmd->callback([args, output] {
     if (args->laid_out()) return layout_limits(*args, *output);
+    if (!args->html.empty()) {
+      throw InputError("--html " + args->html +
+                       ": draws the layouts of --tokens or --gpus-per-node; the table of batches is text "
+                       "or --json");
+    }
     if (!args->model.empty() && args->network.empty() && model::is_global_model_file(args->model)) {
       show(limits_from_global(*args), *output);
     } else {

@@ -61,11 +61,29 @@ std::string first_line(const std::string& what) {
   return "no message";
 }
 
+// `path` loaded into `module` (and its extra files): "" where it loads,
+// else LibTorch's reason in one line.
+std::string try_load(const std::string& path, torch::jit::Module& module, torch::jit::ExtraFilesMap& extra) {
+  try {
+    module = torch::jit::load(path, torch::kCPU, extra);
+    return "";
+  } catch (const c10::Error& e) {
+    return first_line(e.what_without_backtrace());
+  } catch (const std::exception& e) {  // the code's compiler reports errors as torch::jit::ErrorReport
+    return first_line(e.what());
+  }
+}
+
+std::string not_loadable(const std::string& path, const std::string& reason) {
+  return path + ": not a TorchScript archive LibTorch can load (" + reason + ")";
+}
+
 // LibTorch's loader can crash on a damaged archive (a segfault parsing its
 // code, as fuzzing found), so it first runs in a child process: a crash there
 // is an InputError here, not papaya's end. The child reports through a pipe
-// whether the load returned (or threw: the load in this process then says
-// what); no report means it died. Each version of a file is checked once.
+// "L" where the load returned, else "E" and LibTorch's reason (a failed load
+// also leaks LibTorch's zip reader, better in the child); no report means
+// it died. Each version of a file that loads is checked once.
 void check_loads_apart(const std::string& path) {
   std::error_code error;
   const auto size = std::filesystem::file_size(path, error);
@@ -88,32 +106,47 @@ void check_loads_apart(const std::string& path) {
     // Die of a fault as the fault, not through the handlers of the parent
     // (a sanitizer's, a fuzzer's) in this copy of it.
     for (const int fatal : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT}) std::signal(fatal, SIG_DFL);
-    const char returned = 1;
+    torch::jit::Module module;
+    torch::jit::ExtraFilesMap extra;
+    std::string report = "E";
     try {
-      torch::jit::load(path, torch::kCPU);
+      const std::string reason = try_load(path, module, extra);
+      report = reason.empty() ? "L" : "E" + reason;
     } catch (...) {
+      report += "an exception of no standard type";
     }
-    const ssize_t sent = ::write(pipe_ends[1], &returned, 1);
+    bool sent = true;
+    for (size_t at = 0; sent && at < report.size();) {
+      const ssize_t wrote = ::write(pipe_ends[1], report.data() + at, report.size() - at);
+      sent = wrote > 0 || (wrote < 0 && errno == EINTR);
+      if (wrote > 0) at += static_cast<size_t>(wrote);
+    }
     // Straight out: _exit would run what a sanitizer hooks on it (a leak
     // check of the whole heap copied from the parent, a second or two).
-    ::syscall(SYS_exit_group, sent == 1 ? 0 : 1);
+    ::syscall(SYS_exit_group, sent ? 0 : 1);
   }
   ::close(pipe_ends[1]);
-  char report = 0;
-  ssize_t got = 0;
-  do {
-    got = ::read(pipe_ends[0], &report, 1);
-  } while (got < 0 && errno == EINTR);
+  std::string report;
+  char buffer[512];
+  for (;;) {
+    const ssize_t got = ::read(pipe_ends[0], buffer, sizeof buffer);
+    if (got > 0) {
+      report.append(buffer, static_cast<size_t>(got));
+    } else if (got == 0 || errno != EINTR) {
+      break;
+    }
+  }
   ::close(pipe_ends[0]);
   int status = 0;
   while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
-  if (got != 1) {
+  if (report.empty()) {
     const std::string how =
         WIFSIGNALED(status) ? std::string(::strsignal(WTERMSIG(status))) : "exit code " + std::to_string(WEXITSTATUS(status));
     throw InputError(path + ": LibTorch's loader crashes reading it (" + how +
                      "): the archive is damaged, or was not written by torch.jit.save");
   }
+  if (report[0] == 'E') throw InputError(not_loadable(path, report.substr(1)));
   checked.insert(key);
 }
 
@@ -131,13 +164,8 @@ Archive load_archive(const std::string& path) {
   Archive archive{path, torch::jit::Module(), std::nullopt};
   check_loads_apart(path);
   torch::jit::ExtraFilesMap extra{{kExtraFile, ""}};
-  try {
-    archive.module = torch::jit::load(path, torch::kCPU, extra);
-  } catch (const c10::Error& e) {
-    throw InputError(path + ": not a TorchScript archive LibTorch can load (" + first_line(e.what_without_backtrace()) + ")");
-  } catch (const std::exception& e) {  // the code's compiler reports errors as torch::jit::ErrorReport
-    throw InputError(path + ": not a TorchScript archive LibTorch can load (" + first_line(e.what()) + ")");
-  }
+  const std::string reason = try_load(path, archive.module, extra);
+  if (!reason.empty()) throw InputError(not_loadable(path, reason));
   if (!extra.at(kExtraFile).empty()) archive.papaya_json = extra.at(kExtraFile);
   if (!archive.module.find_method("forward")) throw InputError(path + ": the module has no forward method");
   return archive;

@@ -115,5 +115,33 @@ TEST(HtmlReport, TheBrowserShowsThePeaksOfTheJson) {
   expect_input_error("predict " + model_file + " --batch 4 --html /nonexistent/folder/r.html", "--html");
 }
 
+// limits' page of layouts: rendered, a chart each for tokens/s, time and
+// cost, and a row a GPU type with the layout --json gives it.
+TEST(HtmlReport, TheLimitsPageShowsEachGpusLayout) {
+  const std::string chromium = browser();
+  if (chromium.empty() || !std::filesystem::exists("/usr/share/javascript/chart.js/chart.min.js")) {
+    GTEST_SKIP() << "no headless Chromium or Chart.js (scripts/setup.sh installs them)";
+  }
+  const TempDir dir("papaya-html");
+  const std::string asked =
+      "limits --network llama-tiny --hardware H100-SXM-80GB,T4 --gpus 4 --gpus-per-node 4 --tokens 1e9 "
+      "--price T4=0.35 --json --html " +
+      dir.path("limits.html");
+  const Outcome run = run_papaya(asked);
+  ASSERT_EQ(run.code, 0) << run.err;
+  rendered(chromium, dir, "limits.html");
+  const std::string dom = read(dir.path("dom.html"));
+  for (const char* chart : {"id=\"bar-0\"", "id=\"bar-1\"", "id=\"bar-2\""})
+    EXPECT_NE(dom.find(chart), std::string::npos) << chart;
+  for (const json& entry : json::parse(run.out)) {
+    const std::string row = "<tr><td>" + entry["hardware"].get<std::string>() + "</td>";
+    const size_t at = dom.find(row);
+    ASSERT_NE(at, std::string::npos) << row;
+    EXPECT_NE(dom.find("<td>" + entry["best"]["label"].get<std::string>() + "</td>", at), std::string::npos) << row;
+  }
+  EXPECT_NE(dom.find("cheapest: T4"), std::string::npos);
+  expect_input_error("limits m.json --hardware T4 --html " + dir.path("batches.html"), "draws the layouts of --tokens");
+}
+
 }  // namespace
 }  // namespace papaya::testing
