@@ -150,6 +150,32 @@ void check_loads_apart(const std::string& path) {
   checked.insert(key);
 }
 
+// The bytes `t`'s sizes and strides reach into its storage.
+int64_t reached_bytes(const torch::Tensor& t) {
+  if (t.numel() == 0) return 0;
+  int64_t last = t.storage_offset();
+  for (int64_t d = 0; d < t.dim(); ++d) last += (t.size(d) - 1) * t.stride(d);
+  return (last + 1) * static_cast<int64_t>(t.element_size());
+}
+
+// LibTorch 1.13 loads a tensor whose sizes claim more than its storage holds
+// (a damaged size in the pickle), and reads past the storage when it runs:
+// every tensor the module holds is checked against its storage here.
+void check_tensors_fit_storage(const Archive& archive) {
+  for (const auto& attribute : archive.module.named_attributes(/*recurse=*/true)) {
+    if (!attribute.value.isTensor()) continue;
+    const torch::Tensor t = attribute.value.toTensor();
+    if (!t.defined() || !t.has_storage()) continue;
+    const int64_t holds = static_cast<int64_t>(t.storage().nbytes()), reached = reached_bytes(t);
+    bool negative = t.storage_offset() < 0;
+    for (int64_t d = 0; d < t.dim(); ++d) negative = negative || t.stride(d) < 0;
+    if (negative || reached > holds) {
+      throw InputError(archive.path + ": tensor " + attribute.name + " of shape " + c10::str(t.sizes()) + " reaches " +
+                       std::to_string(reached) + " bytes of a storage of " + std::to_string(holds) + ": the archive is damaged");
+    }
+  }
+}
+
 }  // namespace
 
 bool looks_like_archive(const std::string& path) {
@@ -168,6 +194,7 @@ Archive load_archive(const std::string& path) {
   if (!reason.empty()) throw InputError(not_loadable(path, reason));
   if (!extra.at(kExtraFile).empty()) archive.papaya_json = extra.at(kExtraFile);
   if (!archive.module.find_method("forward")) throw InputError(path + ": the module has no forward method");
+  check_tensors_fit_storage(archive);
   return archive;
 }
 

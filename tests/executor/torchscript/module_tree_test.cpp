@@ -166,6 +166,34 @@ TEST(Archive, DamagedCodeIsNamedInOneLine) {
   std::remove(path.c_str());
 }
 
+// A size in the pickle damaged so that a tensor claims more than its
+// storage holds: LibTorch loads it (and would read past the storage when it
+// runs); papaya refuses it, naming the tensor.
+TEST(Archive, ATensorLargerThanItsStorageIsRefused) {
+  Module m("Net");
+  m.register_parameter("weight", torch::randn({3, 4}), false);
+  m.define("def forward(self, x):\n  return x.mm(self.weight)\n");
+  const std::string path = archive_path("damaged-size");
+  bool damaged = false;
+  save_stored(m, path, {}, [&](const std::string& record, std::string& bytes) {
+    // The size tuple (3, 4) as pickled: MARK, BININT1 3, BININT1 4, TUPLE; 3 becomes BININT2 300.
+    const std::string sizes("(K\x03K\x04t", 6);
+    const size_t at = bytes.find(sizes);
+    if (record != "data.pkl" || at == std::string::npos) return;
+    bytes.replace(at, sizes.size(), std::string("(M\x2c\x01K\x04t", 7));
+    damaged = true;
+  });
+  ASSERT_TRUE(damaged);
+  try {
+    load_archive(path);
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              path + ": tensor weight of shape [300, 4] reaches 4800 bytes of a storage of 48: the archive is damaged");
+  }
+  std::remove(path.c_str());
+}
+
 TEST(Archive, InputsFromTheFlagOrTheArchivesPapayaJson) {
   Module m("Net");
   m.register_module("a", linear("Linear", 3, 3));
