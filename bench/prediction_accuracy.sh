@@ -40,7 +40,7 @@ rate_target=${RATE_TARGET:-0.15}
 
 command -v jq >/dev/null || { echo "prediction_accuracy: needs jq (apt-get install jq)" >&2; exit 2; }
 "$papaya" profile --help >/dev/null 2>&1 || { echo "prediction_accuracy: this papaya has no 'profile' command yet (the profiler)" >&2; exit 2; }
-"$papaya" train --help 2>/dev/null | grep -q -- --plan || { echo "prediction_accuracy: this papaya's train has no --plan yet (the executor's optimizations)" >&2; exit 2; }
+"$papaya" train --help 2>/dev/null | grep -- --plan >/dev/null || { echo "prediction_accuracy: this papaya's train has no --plan yet (the executor's optimizations)" >&2; exit 2; }
 
 mkdir -p "$out"
 csv="$out/accuracy.csv"
