@@ -30,11 +30,6 @@ void prepare_train_run(TrainRun& run) {
     throw InputError("--save with --zero " + std::to_string(run.zero) +
                      ": saving a sharded optimizer state is not built yet; train without --zero to save");
   }
-  if (run.zero == 3 && !run.save_model.empty()) {
-    throw InputError(
-        "--save-model with --zero 3: each rank holds its shard of the weights, and gathering them to save is "
-        "not built yet; use --zero 2");
-  }
   if (run.zero == 3 && device.is_cuda()) {
     throw InputError("--zero 3 on --device " + run.device +
                      ": gathering each layer's weights is built for CPU ranks (Gloo); use --zero 2 on GPUs");
@@ -213,7 +208,8 @@ executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& cal
   }
   const bool rank_zero = !run.world || run.world->rank == 0;
   const bool saves = !run.save.empty() && rank_zero;
-  const bool saves_model = !run.save_model.empty() && rank_zero;
+  // Under ZeRO-3 every rank takes part: the weights are gathered whole for rank 0 to write.
+  const bool saves_model = !run.save_model.empty() && (rank_zero || (sharded && run.zero == 3));
 
   if (callbacks.on_start) {
     callbacks.on_start({config.name, model::to_string(config.family), network.parameter_count(),
@@ -240,7 +236,15 @@ executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& cal
     const bool due = steps_done == run.steps || (run.save_every > 0 && steps_done % run.save_every == 0);
     if (saves && (stop || due)) executor::save_training_state(run.save, description, progress, parts);
     if (saves_model && (stop || due)) {
-      executor::torchscript::save_trained_archive(config.torchscript().archive, archive->module(), run.save_model);
+      const auto save = [&] {
+        if (rank_zero)
+          executor::torchscript::save_trained_archive(config.torchscript().archive, archive->module(), run.save_model);
+      };
+      if (sharded && run.zero == 3) {
+        sharded->with_whole_weights(save);
+      } else {
+        save();
+      }
     }
     return !stop;
   };

@@ -7,7 +7,10 @@ int64_t bytes_of(const torch::Tensor& t) { return t.numel() * static_cast<int64_
 
 void resize_storage(const torch::Tensor& parameter, int64_t bytes) {
   c10::StorageImpl* storage = parameter.storage().unsafeGetStorageImpl();
-  storage->set_data_ptr_noswap(storage->allocator()->allocate(static_cast<size_t>(bytes)));
+  // A tensor loaded from a TorchScript archive has a storage without an
+  // allocator (its bytes came from the archive's reader): the device's then.
+  c10::Allocator* allocator = storage->allocator() ? storage->allocator() : c10::GetAllocator(parameter.device().type());
+  storage->set_data_ptr_noswap(allocator->allocate(static_cast<size_t>(bytes)));
   storage->set_nbytes(static_cast<size_t>(bytes));
 }
 

@@ -261,6 +261,29 @@ void ShardedDataParallel::gather_shards() {
   }
 }
 
+void ShardedDataParallel::with_whole_weights(const std::function<void()>& use) {
+  std::vector<torch::Tensor> gathered;
+  {
+    const torch::NoGradGuard no_grad;
+    for (const auto& p : parameters_) {
+      if (!let_go_.count(key(p)) || gathered_[key(p)] > 0) continue;
+      give_storage_back(p);
+      broadcast_spans(p);
+      gathered.push_back(p);
+    }
+  }
+  const auto let_go = [&] {
+    for (const auto& p : gathered) let_go_of_storage(p);
+  };
+  try {
+    use();
+  } catch (...) {
+    let_go();
+    throw;
+  }
+  let_go();
+}
+
 void ShardedDataParallel::forward_begin(const Layer& layer, std::vector<torch::Tensor*>& /*inputs*/) { acquire(layer); }
 
 void ShardedDataParallel::forward_end(const Layer& layer, torch::Tensor& output) {

@@ -27,6 +27,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <unordered_map>
 #include <unordered_set>
@@ -71,6 +72,10 @@ class ShardedDataParallel : private LayerObserver {
   // made their owners' (all under ZeRO-2; under ZeRO-3 the layers gather
   // the others as they run).
   void gather_shards();
+  // Every weight made whole on every rank while `use` runs (rank 0 writing
+  // the trained network), then, under ZeRO-3, let go again: a collective,
+  // which every rank calls at the same point between steps.
+  void with_whole_weights(const std::function<void()>& use);
 
  private:
   // A span of this rank's in a bucket's buffer, and its gradient's mean.

@@ -169,6 +169,28 @@ TEST(ArchiveCommands, SaveModelWritesTheArchiveTrained) {
   EXPECT_FALSE(std::filesystem::exists(zoo));
 }
 
+// Under ZeRO-3 each of the two ranks holds a shard of the weights between
+// steps: --save-model gathers them whole for rank 0 to write, and writes
+// what ZeRO-2, which keeps every weight whole, writes after the same steps.
+TEST(ArchiveCommands, SaveModelUnderZero3GathersTheWeightsWhole) {
+  TempDir dir("papaya-archive-save-zero3");
+  const std::string cnn = saved_cnn(dir);
+  std::map<int, std::map<std::string, at::Tensor>> written;
+  for (int zero : {2, 3}) {
+    const std::string trained = dir.path("trained-zero" + std::to_string(zero) + ".pt");
+    const Outcome run = run_papaya("train --network " + cnn + input + " --batch 2 --steps 2 --nproc 2 --timeout 60 --zero " +
+                                   std::to_string(zero) + " --save-model " + trained + " --json");
+    ASSERT_EQ(run.code, 0) << run.err;
+    for (const auto& p : torch::jit::load(trained).named_parameters()) written[zero].emplace(p.name, p.value);
+  }
+  const torch::jit::Module given = torch::jit::load(cnn);
+  ASSERT_EQ(written[3].size(), written[2].size());
+  for (const auto& p : given.named_parameters()) {
+    EXPECT_FALSE(torch::equal(written[3].at(p.name), p.value)) << p.name << " trained";
+    EXPECT_TRUE(torch::equal(written[3].at(p.name), written[2].at(p.name))) << p.name;
+  }
+}
+
 // Batches saved by torch.save (here torch::pickle_save): training reads them
 // and takes the loss against their labels, so labels the head cannot produce
 // are named.
