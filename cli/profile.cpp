@@ -64,7 +64,7 @@ void print_tables(std::ostream& out, const model::Profile& p) {
     std::vector<std::string> row = {l.path, model::to_string(l.kind), fixed(ms(l.measured[shown].forward_s), 3),
                                     fixed(ms(l.measured[shown].backward_s), 3)};
     if (probed && l.probe) row.insert(row.end(), {fixed(ms(l.probe->forward_s), 3), fixed(ms(l.probe->backward_s), 3)});
-    if (probed && !l.probe) row.insert(row.end(), {"out of memory", ""});
+    if (probed && !l.probe) row.insert(row.end(), {"-", "-"});
     row.push_back(model::format_bytes(saved));
     layers.add_row(row);
   }
@@ -76,7 +76,8 @@ void print_tables(std::ostream& out, const model::Profile& p) {
   out << "saved/sample: bytes of the storages a layer is the first to save";
   if (probed)
     out << "; probe: each layer at batch " << p.probe_batch
-        << ", run alone or within its block, a point the fit extrapolates toward";
+        << ", run alone or within its block, a point the fit extrapolates toward (-: not probed, as it ran out of memory "
+           "there or is called with arguments besides its tensors)";
   out << "\n\n";
 
   Table batches(
