@@ -167,8 +167,8 @@ void write_page(const std::string& path, const char* body, const nlohmann::json&
   std::string data = report.dump();
   // Inside <script>, "</" would end it early.
   for (size_t at = data.find("</"); at != std::string::npos; at = data.find("</", at + 3)) data.replace(at, 2, "<\\/");
-  model::write_text_file(
-      path, std::string(body) + chart.str() + "</script>\n<script type=\"application/json\" id=\"report-data\">" + data + script);
+  model::write_text_file(path, std::string(page_top) + body + chart.str() +
+                                   "</script>\n<script type=\"application/json\" id=\"report-data\">" + data + script);
 }
 
 }  // namespace

@@ -72,6 +72,7 @@ TEST(HtmlReport, TheBrowserShowsThePeaksOfTheJson) {
   const Outcome predicted = run_papaya("predict " + model_file + " --batch 4 --json --html " + dir.path("predict.html"));
   ASSERT_EQ(predicted.code, 0) << predicted.err;
   const std::vector<Row> rows = rendered(chromium, dir, "predict.html");
+  EXPECT_EQ(read(dir.path("predict.html")).rfind("<!DOCTYPE html>\n<html lang=\"en\"><head>", 0), 0u) << "the page's top";
   ASSERT_EQ(rows.size(), 2u);  // keep and the plan chosen
   for (const Row& r : rows) {
     bool found = false;
@@ -130,6 +131,7 @@ TEST(HtmlReport, TheLimitsPageShowsEachGpusLayout) {
   const Outcome run = run_papaya(asked);
   ASSERT_EQ(run.code, 0) << run.err;
   rendered(chromium, dir, "limits.html");
+  EXPECT_EQ(read(dir.path("limits.html")).rfind("<!DOCTYPE html>\n<html lang=\"en\"><head>", 0), 0u) << "the page's top";
   const std::string dom = read(dir.path("dom.html"));
   for (const char* chart : {"id=\"bar-0\"", "id=\"bar-1\"", "id=\"bar-2\""})
     EXPECT_NE(dom.find(chart), std::string::npos) << chart;
