@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <utility>
 
 #include "cli/commands.h"
 #include "cli/data_parallel_options.h"
@@ -86,6 +87,16 @@ struct Limits {
     std::string why_none;
   };
   std::vector<std::optional<Fewest>> fewest;
+  // Where one GPU of no target fits the network trained whole (--network
+  // given, no fine-tuning asked): the same network fine-tuned, profiled here
+  // too, and per target its fastest strategy where one fits.
+  struct FineTuned {
+    std::string label;  // "LoRA rank 16"
+    int lora_rank = 0;
+    std::string base_weights;
+    std::vector<std::optional<std::pair<std::string, Limit>>> best;  // one a target
+  };
+  std::vector<FineTuned> fine_tuned;
 };
 
 bool fits_nowhere(const std::vector<Limit>& row) {
@@ -122,6 +133,21 @@ std::string fewest_text(const pipeline::LayoutPlanned& planned) {
          ": " + per_second(e.tokens_per_s) + " tokens/s";
 }
 
+nlohmann::json fine_tuned_json(const Limits& l, size_t target) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& f : l.fine_tuned) {
+    const auto& best = f.best[target];
+    out.push_back({{"label", f.label},
+                   {"lora_rank", f.lora_rank},
+                   {"base_weights", f.base_weights},
+                   {"strategy", best ? nlohmann::json(best->first) : nlohmann::json()},
+                   {"max_batch", best ? best->second.max_batch : 0},
+                   {"peak_bytes", best ? nlohmann::json(best->second.estimate.peak_bytes) : nlohmann::json()},
+                   {"samples_per_s", best ? nlohmann::json(best->second.estimate.samples_per_s) : nlohmann::json()}});
+  }
+  return out;
+}
+
 void to_json(nlohmann::json& out, const Limits& l) {
   out = nlohmann::json::array();
   for (size_t s = 0; s < l.strategies.size(); ++s) {
@@ -138,6 +164,7 @@ void to_json(nlohmann::json& out, const Limits& l) {
                      {"data_parallel", data_parallel_json(l.targets[k].data_parallel)},
                      {"parameters", l.parameters ? nlohmann::json(*l.parameters) : nlohmann::json()},
                      {"fewest_gpus_that_fit", fewest_json(l.fewest[k])},
+                     {"fine_tuned_instead", fine_tuned_json(l, k)},
                      {"notes", l.targets[k].notes}});
     }
   }
@@ -195,6 +222,14 @@ void print_text(std::ostream& out, const Limits& l) {
     }
     out << "  " << fewest_text(*f.planned) << "\n";
     if (f.on_device) out << "  without offloading, " << fewest_text(*f.on_device) << "\n";
+    for (const auto& tuned : l.fine_tuned) {
+      const auto& best = tuned.best[k];
+      out << "  fine-tuned with " << tuned.label << " instead: "
+          << (best ? "one fits, batch " + std::to_string(best->second.max_batch) + " under " + best->first + " (" +
+                         per_second(best->second.estimate.samples_per_s) + " samples/s)"
+                   : std::string("one does not fit either"))
+          << "\n";
+    }
     out << "  (limits with --gpus N --gpus-per-node " << f.planned->setting.links.gpus_per_node << " --hardware " << name
         << " shows the best layouts of N)\n";
   }
@@ -297,6 +332,63 @@ void layout_limits(const LimitsArgs& args, const Output& output) {
   show_layout_limits(limits_model(args, nullptr), args.layout, request, split_commas(args.hardware), training, args.html, output);
 }
 
+// Each strategy's largest batch on each target, within its budget.
+std::vector<std::vector<Limit>> largest_batches(const model::LayerModel& m, const std::vector<model::Target>& targets,
+                                                const std::vector<double>& budgets, const std::vector<std::string>& strategies) {
+  std::vector<std::vector<Limit>> limits;
+  for (const auto& name : strategies) {
+    const model::Plan plan = model::expand_plan_name(name, m.layout());
+    std::vector<Limit>& row = limits.emplace_back();
+    for (size_t k = 0; k < targets.size(); ++k) {
+      const int64_t largest = model::max_batch(m, targets[k], plan, budgets[k]);
+      row.push_back({largest, largest > 0 ? model::predict(m, targets[k], plan, largest) : model::Estimate{}});
+    }
+  }
+  return limits;
+}
+
+// --network fine-tuned with LoRA at rank 16 (PEFT's common choice), and with
+// QLoRA (the frozen base in nf4), each profiled as --network was, on the
+// same targets and budgets. A network LoRA does not apply to (an archive,
+// one without attention) has none.
+std::vector<Limits::FineTuned> fine_tuned_instead(const LimitsArgs& args, const std::vector<double>& budgets) {
+  constexpr int rank = 16;
+  std::vector<Limits::FineTuned> out;
+  for (const auto& [label, base] : {std::pair<std::string, std::string>{"LoRA rank 16", ""},
+                                    std::pair<std::string, std::string>{"QLoRA rank 16 (the base in nf4)", "nf4"}}) {
+    NetworkOptions options = args.network_options;
+    options.lora_rank = rank;
+    if (!base.empty()) options.base_weights = base;
+    model::NetworkConfig network;
+    try {
+      network = load_network(args.network, args.seq_len, options);
+    } catch (const InputError&) {
+      return {};
+    }
+    const model::LayerModel m = profiled_model(args, network);
+    std::vector<model::Target> targets;
+    for (const auto& name : split_commas(args.hardware)) {
+      targets.push_back(model::make_target(m, name));
+      pipeline::apply_data_parallel(targets.back(), m, args.data_parallel, args.data_parallel.stages(false).front());
+    }
+    const std::vector<std::string> strategies = model::plan_names(m, targets.front());
+    const std::vector<std::vector<Limit>> limits = largest_batches(m, targets, budgets, strategies);
+    Limits::FineTuned tuned{label, rank, base.empty() ? "fp32" : base, {}};
+    for (size_t k = 0; k < targets.size(); ++k) {
+      std::optional<std::pair<std::string, Limit>> best;
+      for (size_t s = 0; s < strategies.size(); ++s) {
+        const Limit& limit = limits[s][k];
+        if (limit.max_batch > 0 && (!best || limit.estimate.samples_per_s > best->second.estimate.samples_per_s)) {
+          best = std::make_pair(strategies[s], limit);
+        }
+      }
+      tuned.best.push_back(best);
+    }
+    out.push_back(tuned);
+  }
+  return out;
+}
+
 Limits compute(const LimitsArgs& args) {
   check_sources(args);
   Limits l;
@@ -320,20 +412,18 @@ Limits compute(const LimitsArgs& args) {
   l.budget_text = budget_given ? model::format_bytes(l.budgets.front()) : "80% of each device's memory";
   // Every catalog entry has a host link, so every target has the same rows.
   l.strategies = model::plan_names(m, l.targets.front());
-  for (const auto& name : l.strategies) {
-    const model::Plan plan = model::expand_plan_name(name, m.layout());
-    std::vector<Limit>& row = l.limits.emplace_back();
-    for (size_t k = 0; k < l.targets.size(); ++k) {
-      const int64_t largest = model::max_batch(m, l.targets[k], plan, l.budgets[k]);
-      row.push_back({largest, largest > 0 ? model::predict(m, l.targets[k], plan, largest) : model::Estimate{}});
-    }
-  }
+  l.limits = largest_batches(m, l.targets, l.budgets, l.strategies);
   std::optional<double> budget;
   if (budget_given) budget = l.budgets.front();
   for (size_t k = 0; k < l.targets.size(); ++k) {
     const bool none =
         std::all_of(l.limits.begin(), l.limits.end(), [k](const std::vector<Limit>& row) { return row[k].max_batch == 0; });
     l.fewest.push_back(none ? fewest_gpus(args, m, l.targets[k].name, budget) : std::nullopt);
+  }
+  const bool none_anywhere = std::all_of(l.fewest.begin(), l.fewest.end(), [](const auto& f) { return f.has_value(); });
+  const NetworkOptions& given = args.network_options;
+  if (none_anywhere && !args.network.empty() && given.lora_rank == 0 && given.freeze.empty()) {
+    l.fine_tuned = fine_tuned_instead(args, l.budgets);
   }
   return l;
 }

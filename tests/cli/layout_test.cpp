@@ -138,6 +138,25 @@ TEST(Layouts, LimitsSaysHowManyGpusANetworkTooLargeForOneNeeds) {
             std::string::npos)
       << text.out;
   EXPECT_EQ(text.out.find("keep "), std::string::npos) << "no row of '-':\n" << text.out;
+  // Fine-tuned instead: where one GPU holds the network with LoRA but not trained whole, the
+  // largest batch of the strategy suggested is what `limits --lora 16` itself says (bytes are
+  // exact from one profile to another; which strategy is fastest is timed, so not compared).
+  const std::string within = "limits --network llama-tiny --hardware T4 --budget 1200KiB --json";
+  const Outcome whole = run_papaya(within);
+  ASSERT_EQ(whole.code, 0) << whole.err;
+  const json lora = json::parse(whole.out)[0]["fine_tuned_instead"][0];
+  ASSERT_EQ(lora["lora_rank"], 16) << lora.dump();
+  ASSERT_GT(lora["max_batch"].get<int>(), 0) << lora.dump();
+  const Outcome adapted = run_papaya(within + " --lora 16");
+  ASSERT_EQ(adapted.code, 0) << adapted.err;
+  size_t compared = 0;
+  for (const json& cell : json::parse(adapted.out)) {
+    EXPECT_TRUE(cell["fine_tuned_instead"].empty()) << "nothing suggested once fine-tuning is asked for";
+    if (cell["strategy"] != lora["strategy"]) continue;
+    EXPECT_EQ(cell["max_batch"], lora["max_batch"]) << cell.dump();
+    ++compared;
+  }
+  EXPECT_EQ(compared, 1u);
   // A network that is no transformer is laid out over no GPUs: said so, not searched in vain.
   const Outcome mlp = run_papaya("limits --network mlp-tiny --hardware T4 --budget 10KiB");
   ASSERT_EQ(mlp.code, 0) << mlp.err;
