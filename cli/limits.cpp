@@ -347,10 +347,10 @@ std::vector<std::vector<Limit>> largest_batches(const model::LayerModel& m, cons
   return limits;
 }
 
-// --network fine-tuned with LoRA at rank 16 (PEFT's common choice), and with
-// QLoRA (the frozen base in nf4), each profiled as --network was, on the
-// same targets and budgets. A network LoRA does not apply to (an archive,
-// one without attention) has none.
+// --network fine-tuned with LoRA at rank 16 (PEFT's common choice), and,
+// where that fits not every target, with QLoRA (the frozen base in nf4),
+// each profiled as --network was, on the same targets and budgets. A
+// network LoRA does not apply to (an archive, one without attention) has none.
 std::vector<Limits::FineTuned> fine_tuned_instead(const LimitsArgs& args, const std::vector<double>& budgets) {
   constexpr int rank = 16;
   std::vector<Limits::FineTuned> out;
@@ -385,6 +385,7 @@ std::vector<Limits::FineTuned> fine_tuned_instead(const LimitsArgs& args, const 
       tuned.best.push_back(best);
     }
     out.push_back(tuned);
+    if (std::all_of(tuned.best.begin(), tuned.best.end(), [](const auto& best) { return best.has_value(); })) break;
   }
   return out;
 }
