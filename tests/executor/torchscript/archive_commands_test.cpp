@@ -171,7 +171,9 @@ TEST(ArchiveCommands, SaveModelWritesTheArchiveTrained) {
 
 // Under ZeRO-3 each of the two ranks holds a shard of the weights between
 // steps: --save-model gathers them whole for rank 0 to write, and writes
-// what ZeRO-2, which keeps every weight whole, writes after the same steps.
+// what ZeRO-2, which keeps every weight whole, writes after the same steps
+// (the same arithmetic; the bound leaves a CPU room to order a sum
+// otherwise: a thousandth of what the two steps moved each weight).
 TEST(ArchiveCommands, SaveModelUnderZero3GathersTheWeightsWhole) {
   TempDir dir("papaya-archive-save-zero3");
   const std::string cnn = saved_cnn(dir);
@@ -186,8 +188,9 @@ TEST(ArchiveCommands, SaveModelUnderZero3GathersTheWeightsWhole) {
   const torch::jit::Module given = torch::jit::load(cnn);
   ASSERT_EQ(written[3].size(), written[2].size());
   for (const auto& p : given.named_parameters()) {
-    EXPECT_FALSE(torch::equal(written[3].at(p.name), p.value)) << p.name << " trained";
-    EXPECT_TRUE(torch::equal(written[3].at(p.name), written[2].at(p.name))) << p.name;
+    const double moved = (written[2].at(p.name) - p.value).abs().max().item<double>();
+    EXPECT_GT(moved, 0) << p.name << " trained";
+    EXPECT_LE((written[3].at(p.name) - written[2].at(p.name)).abs().max().item<double>(), 1e-3 * moved) << p.name;
   }
 }
 
