@@ -141,29 +141,44 @@ TEST(Archive, WhatIsNotTorchScriptIsNamed) {
   EXPECT_THROW(load_archive(path), InputError);  // gone
 }
 
-// Damaged where LibTorch's compiler reads it (the code of a forward), an
-// archive is an InputError of one line naming the file: the compiler's own
-// report is another exception than c10::Error, and starts with a blank line.
-TEST(Archive, DamagedCodeIsNamedInOneLine) {
-  const std::string path = archive_path("damaged-code");
+// `m` saved with the first `from` in a record whose name starts with
+// `record` replaced by `to`; the test fails where there is none.
+std::string saved_damaged(const Module& m, const std::string& name, const std::string& record, const std::string& from,
+                          const std::string& to) {
+  const std::string path = archive_path(name);
   bool damaged = false;
-  save_stored(small_cnn(), path, {}, [&](const std::string& record, std::string& bytes) {
-    const size_t at = bytes.find("torch.conv2d(");
-    if (record.rfind("code/", 0) != 0 || at == std::string::npos) return;
-    bytes.replace(at, 13, "torch.conv2d((");  // an unclosed parenthesis
+  save_stored(m, path, {}, [&](const std::string& r, std::string& bytes) {
+    const size_t at = bytes.find(from);
+    if (damaged || r.rfind(record, 0) != 0 || at == std::string::npos) return;
+    bytes.replace(at, from.size(), to);
     damaged = true;
   });
-  ASSERT_TRUE(damaged);
+  EXPECT_TRUE(damaged) << from << " in no record " << record;
+  return path;
+}
+
+// load_archive's InputError for `path`, which is removed ("" and a failure where it loads).
+std::string load_error(const std::string& path) {
+  std::string what;
   try {
     load_archive(path);
     ADD_FAILURE() << "no error";
   } catch (const InputError& e) {
-    const std::string what = e.what();
-    EXPECT_EQ(what.rfind(path + ": not a TorchScript archive LibTorch can load (", 0), 0u) << what;
-    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
-    EXPECT_EQ(what.find("no message"), std::string::npos) << what;
+    what = e.what();
   }
   std::remove(path.c_str());
+  return what;
+}
+
+// Damaged where LibTorch's compiler reads it (the code of a forward), an
+// archive is an InputError of one line naming the file: the compiler's own
+// report is another exception than c10::Error, and starts with a blank line.
+TEST(Archive, DamagedCodeIsNamedInOneLine) {
+  const std::string path = saved_damaged(small_cnn(), "damaged-code", "code/", "torch.conv2d(", "torch.conv2d((");  // unclosed
+  const std::string what = load_error(path);
+  EXPECT_EQ(what.rfind(path + ": not a TorchScript archive LibTorch can load (", 0), 0u) << what;
+  EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+  EXPECT_EQ(what.find("no message"), std::string::npos) << what;
 }
 
 // A size in the pickle damaged so that a tensor claims more than its
@@ -173,25 +188,11 @@ TEST(Archive, ATensorLargerThanItsStorageIsRefused) {
   Module m("Net");
   m.register_parameter("weight", torch::randn({3, 4}), false);
   m.define("def forward(self, x):\n  return x.mm(self.weight)\n");
-  const std::string path = archive_path("damaged-size");
-  bool damaged = false;
-  save_stored(m, path, {}, [&](const std::string& record, std::string& bytes) {
-    // The size tuple (3, 4) as pickled: MARK, BININT1 3, BININT1 4, TUPLE; 3 becomes BININT2 300.
-    const std::string sizes("(K\x03K\x04t", 6);
-    const size_t at = bytes.find(sizes);
-    if (record != "data.pkl" || at == std::string::npos) return;
-    bytes.replace(at, sizes.size(), std::string("(M\x2c\x01K\x04t", 7));
-    damaged = true;
-  });
-  ASSERT_TRUE(damaged);
-  try {
-    load_archive(path);
-    ADD_FAILURE() << "no error";
-  } catch (const InputError& e) {
-    EXPECT_EQ(std::string(e.what()),
-              path + ": tensor weight of shape [300, 4] reaches 4800 bytes of a storage of 48: the archive is damaged");
-  }
-  std::remove(path.c_str());
+  // The size tuple (3, 4) as pickled: MARK, BININT1 3, BININT1 4, TUPLE; 3 becomes BININT2 300.
+  const std::string path =
+      saved_damaged(m, "damaged-size", "data.pkl", std::string("(K\x03K\x04t", 6), std::string("(M\x2c\x01K\x04t", 7));
+  EXPECT_EQ(load_error(path),
+            path + ": tensor weight of shape [300, 4] reaches 4800 bytes of a storage of 48: the archive is damaged");
 }
 
 TEST(Archive, InputsFromTheFlagOrTheArchivesPapayaJson) {
