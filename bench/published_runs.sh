@@ -18,9 +18,10 @@
 # dropout mask and token ids), which the paper's count leaves out; weights +
 # gradients + optimizer state of a stage past the embedding, with papaya's
 # half-precision weight copies (18 bytes a parameter either way); the iteration's time with full recompute and with
-# selective recompute and sequence parallelism (Table 5) at papaya's typical
-# GPU efficiency (0.5) and at the A100 matmul efficiency that makes the 22B
-# run's full-recompute time the paper's (every other run held out).
+# selective recompute and sequence parallelism (Table 5) by the kernel model
+# (model/catalog/layer_kernels.h: nothing fitted to any run), and beside it
+# the roofline at one compute efficiency for every FLOP (0.5, papaya's
+# typical one before the kernel model: `--compute-efficiency 0.5`).
 # The paper's figures are transcribed in calculon-ai/calculon @ caa4b11f,
 # calculon/llm/validation.py.
 #
@@ -76,26 +77,14 @@ predict() {  # name gpus t p v mb gb, then predict's own options
 }
 full_time() { predict "$@" --sp off --plan recompute-all | jq '.plans[0].iteration_s'; }
 
-# The efficiency at which the 22B run takes the paper's 1.42 s (time falls as it grows).
-read -r name gpus p v mb gb _ _ _ _ _ _ paper_time _ <<< "$(head -1 <<< "$runs")"
-low=0.3 high=1.0
-for _ in $(seq 14); do
-  mid=$(python3 -c "print(($low + $high) / 2)")
-  if python3 -c "import sys; sys.exit(0 if $(full_time "$name" "$gpus" 8 "$p" "$v" "$mb" "$gb" --compute-efficiency "$mid") > $paper_time else 1)"; then
-    low=$mid
-  else
-    high=$mid
-  fi
-done
-fitted=$(python3 -c "print(round(($low + $high) / 2, 3))")
+roofline=0.5
 
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores"
 echo "profile: $build/papaya recommend --network bench/networks/megatron-NAME.json --precision bf16 LAYOUT --micro-batch B --plans recompute-all --budget 80GiB"
-echo "predict: $build/papaya predict NAME.model.json --batch B LAYOUT --sp off|on --plan keep|recompute-attention|recompute-all [--compute-efficiency E] --json"
+echo "predict: $build/papaya predict NAME.model.json --batch B LAYOUT --sp off|on --plan keep|recompute-attention|recompute-all [--compute-efficiency $roofline] --json"
 echo "LAYOUT: --hardware A100-80GB --gpus N --gpus-per-node 8 --tp 8 --pp P --vp V --global-batch G (the paper's)"
-echo "A100 matmul efficiency fitted to the 22B run's time: $fitted"
 echo
-echo "| model | weights+grads+optimizer GiB | activations, TP GiB | with SP GiB | selective GiB | selective + SP GiB | full recompute GiB | full recompute less the embedding's GiB | iteration s, full recompute, efficiency 0.5 | at $fitted | selective + SP, 0.5 | at $fitted |"
+echo "| model | weights+grads+optimizer GiB | activations, TP GiB | with SP GiB | selective GiB | selective + SP GiB | full recompute GiB | full recompute less the embedding's GiB | iteration s, full recompute, kernel model | roofline at $roofline | selective + SP, kernel model | roofline at $roofline |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 selective_time() { predict "$@" --sp on --plan recompute-attention | jq '.plans[0].iteration_s'; }
 while read -r name gpus p v mb gb paper_static paper_tp paper_sp paper_sel paper_seqsel paper_full paper_time paper_seqsel_time; do
@@ -116,18 +105,18 @@ while read -r name gpus p v mb gb paper_static paper_tp paper_sp paper_sel paper
   static=$(jq '.plans[0].stages | (if length > 1 then .[1] else .[0] end) | (.static_bytes + .weight_copies_bytes) / 1073741824' "$out/tp.json")
   python3 - "$name" "$static" "$(acts "$out/tp.json")" "$(acts "$out/sp.json")" "$(acts "$out/sel.json")" \
     "$(acts "$out/seqsel.json")" "$(acts "$out/full.json")" "$blocks_full" \
-    "$(jq '.plans[0].iteration_s' "$out/full.json")" "$(full_time $run --compute-efficiency "$fitted")" \
-    "$(jq '.plans[0].iteration_s' "$out/seqsel.json")" "$(selective_time $run --compute-efficiency "$fitted")" \
+    "$(jq '.plans[0].iteration_s' "$out/full.json")" "$(full_time $run --compute-efficiency "$roofline")" \
+    "$(jq '.plans[0].iteration_s' "$out/seqsel.json")" "$(selective_time $run --compute-efficiency "$roofline")" \
     "$paper_static" "$paper_tp" "$paper_sp" "$paper_sel" "$paper_seqsel" "$paper_full" "$paper_time" "$paper_seqsel_time" <<'PY'
 import sys
 name = sys.argv[1]
-(static, tp, sp, sel, seqsel, full, blocks_full, time, fitted, sel_time, sel_fitted,
+(static, tp, sp, sel, seqsel, full, blocks_full, time, roofline, sel_time, sel_roofline,
  p_static, p_tp, p_sp, p_sel, p_seqsel, p_full, p_time, p_sel_time) = map(float, sys.argv[2:])
 p_sp, p_sel, p_seqsel, p_full = (x / 100 * p_tp for x in (p_sp, p_sel, p_seqsel, p_full))
 cell = lambda ours, theirs: f"{ours:.2f} ({theirs:.2f}) {100 * (ours / theirs - 1):+.1f}%"
 print(f"| {name.upper()} | {cell(static, p_static)} | {cell(tp, p_tp)} | {cell(sp, p_sp)} | {cell(sel, p_sel)} | "
-      f"{cell(seqsel, p_seqsel)} | {cell(full, p_full)} | {cell(blocks_full, p_full)} | {cell(time, p_time)} | {cell(fitted, p_time)} | "
-      f"{cell(sel_time, p_sel_time)} | {cell(sel_fitted, p_sel_time)} |")
+      f"{cell(seqsel, p_seqsel)} | {cell(full, p_full)} | {cell(blocks_full, p_full)} | {cell(time, p_time)} | {cell(roofline, p_time)} | "
+      f"{cell(sel_time, p_sel_time)} | {cell(sel_roofline, p_sel_time)} |")
 PY
 done <<< "$runs"
 echo
@@ -135,23 +124,23 @@ echo "each cell: papaya (paper) error"
 echo
 echo "Narayanan et al. 2021, Table 1 (full recompute), teraFLOP/s a GPU by the paper's count 96BsLh^2(1 + s/6h + V/16Lh) over papaya's iteration time:"
 echo
-echo "| model | GPUs | t x p (v) | d | iteration s at 0.5 | TFLOP/s a GPU at 0.5 | iteration s at $fitted | TFLOP/s a GPU at $fitted |"
+echo "| model | GPUs | t x p (v) | d | iteration s, kernel model | TFLOP/s a GPU, kernel model | iteration s, roofline at $roofline | TFLOP/s a GPU, roofline at $roofline |"
 echo "|---|---|---|---|---|---|---|---|"
 while read -r name gpus t p v mb gb paper; do
   run="$name $gpus $t $p $v $mb $gb"
   layers=$(jq .layers "bench/networks/megatron-$name.json")
   hidden=$(jq .d_model "bench/networks/megatron-$name.json")
   python3 - "$name" "$gpus" "$t" "$p" "$v" "$gb" "$layers" "$hidden" "$paper" "$(full_time $run)" \
-    "$(full_time $run --compute-efficiency "$fitted")" <<'PY'
+    "$(full_time $run --compute-efficiency "$roofline")" <<'PY'
 import sys
 name, gpus, t, p, v, gb, layers, hidden = sys.argv[1:9]
 gpus, t, p, v, gb, L, h = map(int, (gpus, t, p, v, gb, layers, hidden))
-paper, typical, fitted = map(float, sys.argv[9:])
+paper, kernels, roofline = map(float, sys.argv[9:])
 s, vocab = 2048, 51200
 flops = 96 * gb * s * L * h * h * (1 + s / (6 * h) + vocab / (16 * L * h))
 rate = lambda seconds: flops / (seconds * gpus) / 1e12
 cell = lambda ours: f"{ours:.0f} ({paper:.0f}) {100 * (ours / paper - 1):+.1f}%"
 print(f"| {name.upper()} | {gpus} | {t} x {p}" + (f" ({v})" if v > 1 else "") + f" | {gpus // (t * p)} | "
-      f"{typical:.2f} | {cell(rate(typical))} | {fitted:.2f} | {cell(rate(fitted))} |")
+      f"{kernels:.2f} | {cell(rate(kernels))} | {roofline:.2f} | {cell(rate(roofline))} |")
 PY
 done <<< "$weak"

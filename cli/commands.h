@@ -7,6 +7,7 @@ namespace papaya::cli {
 void register_networks(CLI::App& app);
 void register_import_hf(CLI::App& app);
 void register_hardware(CLI::App& app);
+void register_calibrate(CLI::App& app);
 void register_inspect(CLI::App& app);
 void register_train(CLI::App& app);
 void register_profile(CLI::App& app);

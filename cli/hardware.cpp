@@ -29,6 +29,15 @@ nlohmann::json spec_json(const model::HardwareSpec& h, const model::LinkSpec& in
           {"interconnect", h.interconnect},
           {"interconnect_bytes_per_s", interconnect.fit.bytes_per_s},
           {"interconnect_latency_s", interconnect.fit.latency_s},
+          {"sm_count", h.kernels.sm_count},
+          {"kernel_model",
+           {{"matmul_efficiency", h.kernels.matmul_efficiency},
+            {"attention_efficiency",
+             {{"forward", h.kernels.attention_forward_efficiency}, {"backward", h.kernels.attention_backward_efficiency}}},
+            {"memory_efficiency", h.kernels.memory_efficiency},
+            {"kernel_latency_s", h.kernels.kernel_latency_s},
+            {"measured", h.kernels_measured},
+            {"source", h.kernels.source}}},
           {"sources", h.sources}};
 }
 
@@ -48,16 +57,18 @@ void to_json(nlohmann::json& out, const Catalog& c) {
 }
 
 void print_text(std::ostream& out, const Catalog& c) {
-  Table table({"hardware", "memory", "bandwidth GB/s", "fp32 TF/s", "tf32 TF/s", "bf16 TF/s", "fp16 TF/s", "host link",
+  Table table({"hardware", "memory", "bandwidth GB/s", "fp32 TF/s", "tf32 TF/s", "bf16 TF/s", "fp16 TF/s", "SMs", "host link",
                "GB/s per direction", "interconnect"});
   for (const auto& h : c.entries) {
     table.add_row({h.name, model::format_bytes(h.memory_bytes), fixed(h.memory_bandwidth / 1e9, 0),
                    tflops(h.peak_flops.at("fp32")), tflops(h.peak_flops.at("tf32")), tflops(h.peak_flops.at("bf16")),
-                   tflops(h.peak_flops.at("fp16")), h.host_link, fixed(h.h2d_bandwidth / 1e9, 1), h.interconnect});
+                   tflops(h.peak_flops.at("fp16")), std::to_string(h.kernels.sm_count), h.host_link,
+                   fixed(h.h2d_bandwidth / 1e9, 1), h.interconnect});
   }
   table.print(out);
   out << "TF/s: dense peak (no sparsity); bf16/fp16 on tensor (AMD: matrix) cores with fp32 accumulation, but\n"
-         "P100 fp16: packed half2 on CUDA cores; '-': no such path.\n"
+         "P100 fp16: packed half2 on CUDA cores; '-': no such path. SMs (AMD: compute units): a matrix product runs\n"
+         "in waves of one tile each (docs/gpu-time.md); a CPU profile is priced by the kernels its layers run there.\n"
          "interconnect: the link its GPUs exchange gradients over in one node (--gpus N prices it):\n\n";
   Table links({"link", "GB/s a GPU, per direction", "latency us", "between"});
   for (const auto& l : c.links) {

@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   papaya::cli::register_networks(app);
   papaya::cli::register_import_hf(app);
   papaya::cli::register_hardware(app);
+  papaya::cli::register_calibrate(app);
   papaya::cli::register_inspect(app);
   papaya::cli::register_train(app);
   papaya::cli::register_profile(app);

@@ -33,6 +33,17 @@ HardwareSpec parse(const nlohmann::json& doc, const std::string& label) {
   h.d2h_bandwidth = link.at("d2h_gbs").get<double>() * 1e9;
   h.interconnect = doc.at("interconnect");
   h.sources = doc.at("sources").get<std::map<std::string, std::string>>();
+  h.kernels = typical_kernel_model(doc.value("sm_count", 0));
+  if (doc.contains("kernel_model")) {
+    const auto& k = doc.at("kernel_model");
+    for (const auto& [path, value] : k.at("matmul_efficiency").items()) h.kernels.matmul_efficiency[path] = value;
+    h.kernels.attention_forward_efficiency = k.at("attention_efficiency").at("forward");
+    h.kernels.attention_backward_efficiency = k.at("attention_efficiency").at("backward");
+    h.kernels.memory_efficiency = k.at("memory_efficiency");
+    h.kernels.kernel_latency_s = k.at("kernel_latency_us").get<double>() * 1e-6;
+    h.kernels.source = k.at("source");
+    h.kernels_measured = true;
+  }
   return h;
 }
 
@@ -72,9 +83,31 @@ std::optional<HardwareSpec> find_hardware(const std::string& name) {
   return std::nullopt;
 }
 
+namespace {
+
+bool names_a_file(const std::string& name) {
+  const std::string json = ".json";
+  return name.size() > json.size() && name.compare(name.size() - json.size(), json.size(), json) == 0;
+}
+
+[[noreturn]] void unknown(const std::string& name) {
+  throw InputError("unknown hardware '" + name + "' (known: " + hardware_names() + ", or an entry's FILE.json)");
+}
+
+}  // namespace
+
 HardwareSpec load_hardware(const std::string& name) {
+  if (names_a_file(name)) return parse(read_json_file(name, "hardware file"), name);
   if (auto h = find_hardware(name)) return *h;
-  throw InputError("unknown hardware '" + name + "' (known: " + hardware_names() + ")");
+  unknown(name);
+}
+
+nlohmann::json hardware_entry_json(const std::string& name) {
+  if (names_a_file(name)) return read_json_file(name, "hardware file");
+  for (auto& [path, doc] : read_catalog_folder("hardware", "hardware entry")) {
+    if (catalog_name_matches(name, doc.at("name"), doc.value("aliases", std::vector<std::string>{}))) return doc;
+  }
+  unknown(name);
 }
 
 std::string hardware_names() {

@@ -2,9 +2,12 @@
 // The hardware catalog (configs/hardware/*.json): datasheet figures of the
 // accelerators papaya predicts for, with the source of each figure.
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "model/catalog/kernel_model.h"
 
 namespace papaya::model {
 
@@ -21,6 +24,11 @@ struct HardwareSpec {
   double d2h_bandwidth = 0;
   std::string interconnect;                    // the link its GPUs exchange over in one node (link_catalog.h)
   std::map<std::string, std::string> sources;  // figure -> datasheet
+  // Its kernels' time (kernel_model.h): the entry's measured figures
+  // (`papaya calibrate`) where it has them, else the typical ones with its
+  // SM count.
+  KernelModel kernels;
+  bool kernels_measured = false;
 
   // Peak FLOP/s for a training precision ("fp32" uses tf32 where it exists
   // only if `allow_tf32`); throws InputError if the chip has no such path.
@@ -40,8 +48,13 @@ bool catalog_name_matches(const std::string& wanted, const std::string& name, co
 // a name the catalog lacks.
 std::optional<HardwareSpec> find_hardware(const std::string& name);
 
-// find_hardware, or an InputError listing the catalog.
+// find_hardware, or an InputError listing the catalog. A name ending in
+// ".json" is a file of an entry's form (one `papaya calibrate` wrote): its
+// errors name the file.
 HardwareSpec load_hardware(const std::string& name);
+
+// An entry's JSON as its file holds it (load_hardware's names and files).
+nlohmann::json hardware_entry_json(const std::string& name);
 
 // The catalog's names, comma-separated, for messages.
 std::string hardware_names();

@@ -4,8 +4,10 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <memory>
 #include <sstream>
 
+#include "model/catalog/layer_kernels.h"
 #include "model/error.h"
 #include "model/units.h"
 
@@ -95,8 +97,8 @@ Target profiled_target(const LayerModel& m) {
   t.h2d_bytes_per_s = m.h2d_bytes_per_s;
   t.d2h_bytes_per_s = m.d2h_bytes_per_s;
   for (const auto& l : m.layers) {
-    t.forward_seconds.push_back(l.forward_seconds);
-    t.backward_seconds.push_back(l.backward_seconds);
+    t.forward_seconds.push_back({l.forward_seconds, {}});
+    t.backward_seconds.push_back({l.backward_seconds, {}});
   }
   for (const auto& s : m.segments) t.recompute_seconds.push_back(s.recompute_seconds);
   t.optimizer_seconds = m.optimizer_seconds;
@@ -112,6 +114,19 @@ Target profiled_target(const LayerModel& m) {
                       (entry ? " (1/8 of the memory bandwidth)" : ""));
   }
   return t;
+}
+
+// What the kernel model of `hw` assumes, for a note.
+std::string kernel_model_note(const HardwareSpec& hw, const std::string& precision) {
+  const KernelModel& k = hw.kernels;
+  std::ostringstream note;
+  note << "layer times from the kernels they run on " << hw.name << " (";
+  if (k.sm_count > 0) note << k.sm_count << " SMs; ";
+  note << "products at " << k.matmul_efficiency_for(compute_path(precision)) << " of the " << compute_path(precision)
+       << " peak, fused attention at " << k.attention_forward_efficiency << "/" << k.attention_backward_efficiency
+       << " forward/backward, memory passes at " << k.memory_efficiency << " of the bandwidth, " << k.kernel_latency_s * 1e6
+       << " us a kernel: " << k.source << ")";
+  return note.str();
 }
 
 // The precision `hw` runs a profile's in. Autocast saves the same bytes with
@@ -150,32 +165,44 @@ Target catalog_target(const LayerModel& m, const HardwareSpec& hw, std::optional
   const double compute = compute_efficiency.value_or(typical_compute_efficiency);
   RooflineFit eta{"", compute, typical_memory_efficiency, compute, typical_memory_efficiency};
   const bool fitted = m.roofline.has_value();
+  const bool by_kernels = !fitted && !compute_efficiency;
+  const std::string origin = !m.on_gpu() ? "the profile is from a CPU"
+                             : source    ? "no roofline efficiencies could be fitted to the profile"
+                                         : "the profiled GPU is not in the catalog";
   if (fitted) {
     eta = *m.roofline;
+  } else if (by_kernels) {
+    t.notes.push_back(origin + ": " + kernel_model_note(hw, m.precision));
   } else {
     std::ostringstream note;
-    note << (!m.on_gpu() ? "the profile is from a CPU"
-             : source    ? "no roofline efficiencies could be fitted to the profile"
-                         : "the profiled GPU is not in the catalog")
-         << ": " << (compute_efficiency ? "GPU efficiencies assumed (compute " : "typical GPU efficiencies assumed (compute ")
-         << compute << (compute_efficiency ? " as given" : "") << ", memory "
-         << typical_memory_efficiency << ", " << typical_forward_overhead_s * 1e6 << "/" << typical_backward_overhead_s * 1e6
+    note << origin << ": GPU efficiencies assumed (compute " << compute << " as given, memory " << typical_memory_efficiency
+         << ", " << typical_forward_overhead_s * 1e6 << "/" << typical_backward_overhead_s * 1e6
          << " us per layer forward/backward)";
     t.notes.push_back(note.str());
   }
+  const auto kernels = std::make_shared<const KernelModel>(hw.kernels);
+  const MatmulPath path{peak, hw.kernels.matmul_efficiency_for(compute_path(m.precision)), m.precision == "fp32" ? 4.0 : 2.0};
   const double b = largest_batch(m);
   double profiled_sum = 0, target_sum = 0;
   for (const auto& l : m.layers) {
-    const double flops = l.forward_flops_per_sample, bytes = l.forward_bytes_moved_per_sample;
-    const double fwd = std::max(flops / (peak * eta.forward_compute), bytes / (bandwidth * eta.forward_memory));
-    const double bwd = std::max(traits(l.kind).backward_flops_ratio * flops / (peak * eta.backward_compute),
-                                2 * bytes / (bandwidth * eta.backward_memory));
-    if (m.on_gpu()) {
-      t.forward_seconds.push_back({l.forward_seconds.floor, fwd, l.forward_seconds.fixed});
-      t.backward_seconds.push_back({l.backward_seconds.floor, bwd, l.backward_seconds.fixed});
+    if (by_kernels) {
+      const auto work = std::make_shared<const LayerKernels>(layer_kernels(l));
+      t.forward_seconds.push_back(
+          {{}, [=](double batch) { return kernel_seconds(work->forward, batch, *kernels, path, bandwidth); }});
+      t.backward_seconds.push_back(
+          {{}, [=](double batch) { return kernel_seconds(work->backward, batch, *kernels, path, bandwidth); }});
     } else {
-      t.forward_seconds.push_back({0, fwd, typical_forward_overhead_s});
-      t.backward_seconds.push_back({0, bwd, typical_backward_overhead_s});
+      const double flops = l.forward_flops_per_sample, bytes = l.forward_bytes_moved_per_sample;
+      const double fwd = std::max(flops / (peak * eta.forward_compute), bytes / (bandwidth * eta.forward_memory));
+      const double bwd = std::max(traits(l.kind).backward_flops_ratio * flops / (peak * eta.backward_compute),
+                                  2 * bytes / (bandwidth * eta.backward_memory));
+      if (m.on_gpu()) {
+        t.forward_seconds.push_back({{l.forward_seconds.floor, fwd, l.forward_seconds.fixed}, {}});
+        t.backward_seconds.push_back({{l.backward_seconds.floor, bwd, l.backward_seconds.fixed}, {}});
+      } else {
+        t.forward_seconds.push_back({{0, fwd, typical_forward_overhead_s}, {}});
+        t.backward_seconds.push_back({{0, bwd, typical_backward_overhead_s}, {}});
+      }
     }
     profiled_sum += l.forward_seconds.at(b) + l.backward_seconds.at(b);
     target_sum += t.forward_seconds.back().at(b) + t.backward_seconds.back().at(b);

@@ -3,14 +3,19 @@
 // of the hardware catalog (a what-if). A Target carries the layer model's
 // times to that machine and says, in `notes`, what it had to assume.
 //
-// Time on a catalog entry other than the profiled one: per layer and
-// direction, the roofline
+// Time on a catalog entry other than the profiled one, per layer and
+// direction: from a CPU profile, or a GPU missing from the catalog, the
+// time of the kernels the layer runs there (layer_kernels.h: products by
+// their shapes in waves over the SMs, fused attention by its tiles,
+// memory-bound passes by their bytes, each kernel's latency). From a
+// profiled GPU of the catalog, the roofline
 //   t(b) = max(a, b * max(flops/(peak*eta_c), bytes/(bandwidth*eta_m))) + c
 // with the layer's fitted latency floor a and overhead c, the analytic FLOPs
 // and bytes moved of its forward (backward: twice both), and the efficiencies
-// eta fitted on the profiled GPU (LayerModel::roofline). From a CPU profile,
-// or a GPU missing from the catalog, it uses the typical efficiencies below
-// and a fixed per-layer overhead instead, and says so. A segment's recompute,
+// eta fitted there (LayerModel::roofline). `--compute-efficiency` (an
+// override) prices a CPU profile by that roofline too, at the given compute
+// efficiency, the typical memory one below and a fixed per-layer overhead.
+// The notes say which. A segment's recompute,
 // and the rest of the iteration, speed up as the layers' forward (resp. the
 // whole step) does at the largest profiled batch; the optimizer step, a
 // memory-bound pass over weights, gradients and state, with the bandwidth.
@@ -19,6 +24,7 @@
 // rounded up to the CUDA caching allocator's 512-byte blocks (allocated
 // bytes, not reserved): a profile counts the tensors' own bytes, on CUDA
 // too, so that rounding is added to the keep step's saved tensors as well.
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -44,13 +50,21 @@ constexpr double default_cpu_codec_bytes_per_s = 1e9;
 // The CUDA caching allocator rounds every allocation up to a multiple of this.
 constexpr int64_t cuda_block_bytes = 512;
 
+// A layer's seconds on a target at a batch: its fitted (or scaled) curve,
+// or, where set, its kernels' time there.
+struct LayerTime {
+  SaturatingCurve curve;
+  std::function<double(double batch)> kernels;
+  double at(double batch) const { return kernels ? kernels(batch) : curve.at(batch); }
+};
+
 struct Target {
   std::string name;                                 // "cpu (profiled)", "H100-SXM-80GB"
   bool profiled = true;                             // the machine the profile was taken on
   bool gpu = false;                                 // allocations are rounded to cuda_block_bytes
   double memory_bytes = 0;                          // capacity
   double h2d_bytes_per_s = 0, d2h_bytes_per_s = 0;  // 0: no host link, so no swap
-  std::vector<SaturatingCurve> forward_seconds, backward_seconds;  // per layer
+  std::vector<LayerTime> forward_seconds, backward_seconds;        // per layer
   std::vector<SaturatingCurve> recompute_seconds;                  // per segment
   SaturatingCurve optimizer_seconds, rest_seconds;
   std::vector<CodecMeasurement> codecs;  // never empty

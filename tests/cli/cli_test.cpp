@@ -121,12 +121,25 @@ TEST(Cli, HardwareListsTheCatalog) {
   ASSERT_EQ(run.code, 0) << run.err;
   const json entries = json::parse(run.out);
   EXPECT_EQ(entries.size(), 17u);
-  for (const auto& h : entries) EXPECT_GT(h["interconnect_bytes_per_s"].get<double>(), 0) << h["name"];
+  for (const auto& h : entries) {
+    EXPECT_GT(h["interconnect_bytes_per_s"].get<double>(), 0) << h["name"];
+    EXPECT_GT(h["sm_count"].get<int>(), 0) << h["name"];
+    EXPECT_FALSE(h["kernel_model"]["measured"].get<bool>()) << h["name"];
+  }
   run = run_papaya("hardware --sources");
   EXPECT_NE(run.out.find("NVLink-2\n  bandwidth: NVIDIA Tesla V100 GPU datasheet"), std::string::npos);
   EXPECT_NE(run.out.find("datasheet"), std::string::npos);
   EXPECT_NE(run.out.find("K80\n  host_link: NVIDIA Tesla K80 GPU Accelerator board specification"), std::string::npos);
   EXPECT_NE(run.out.find("MI300X\n  host_link: AMD Instinct MI300X accelerator data sheet"), std::string::npos);
+}
+
+TEST(Cli, CalibrateRefusesACpuAndWritesNothing) {
+  TempDir dir("papaya-calibrate");
+  const std::string out = dir.path("gpu.json");
+  expect_input_error("calibrate --device cpu --out " + out, "calibrate measures a GPU's kernels");
+  EXPECT_FALSE(std::filesystem::exists(out));
+  expect_input_error("calibrate --device tpu --out " + out, "device tpu: expected cpu, cuda or cuda:N");
+  EXPECT_FALSE(std::filesystem::exists(out));
 }
 
 TEST(Cli, TrainGptTinyJson) {

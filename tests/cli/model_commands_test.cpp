@@ -93,6 +93,30 @@ TEST_F(ModelCommands, PredictOnePlanOnOtherHardware) {
   EXPECT_EQ(json::parse(file.out)[0]["strategy"], "plan");
 }
 
+// A hardware entry with measured kernel figures (what `papaya calibrate`
+// writes), given as --hardware FILE.json.
+TEST_F(ModelCommands, PredictOnAGpuEntryFileUsesItsKernelFigures) {
+  json entry = json::parse(std::ifstream(std::string(PAPAYA_SOURCE_DIR) + "/configs/hardware/H200.json"));
+  entry["name"] = "my-h200";
+  entry["kernel_model"] = {{"matmul_efficiency", {{"fp32", 0.3}, {"bf16", 0.3}}},
+                           {"attention_efficiency", {{"forward", 0.3}, {"backward", 0.2}}},
+                           {"memory_efficiency", 0.4},
+                           {"kernel_latency_us", 20},
+                           {"source", "papaya calibrate, in a test"}};
+  const std::string file = write("my-h200.json", entry.dump());
+  const Outcome mine = run_papaya("predict " + model_ + " --batch 16 --plan keep --hardware " + file + " --json");
+  ASSERT_EQ(mine.code, 0) << mine.err;
+  const json row = json::parse(mine.out)[0];
+  EXPECT_EQ(row["hardware"], "my-h200");
+  EXPECT_NE(row["notes"].dump().find("papaya calibrate, in a test"), std::string::npos) << row["notes"];
+  const Outcome typical = run_papaya("predict " + model_ + " --batch 16 --plan keep --hardware H200 --json");
+  ASSERT_EQ(typical.code, 0) << typical.err;
+  EXPECT_LT(row["samples_per_s"].get<double>(), json::parse(typical.out)[0]["samples_per_s"].get<double>());
+  entry["kernel_model"]["memory_efficiency"] = 2;
+  write("my-h200.json", entry.dump());
+  expect_input_error("predict " + model_ + " --batch 16 --hardware " + file, "my-h200.json");
+}
+
 TEST_F(ModelCommands, PredictPlotsMemoryAndThroughputAgainstTheBatch) {
   Outcome run = run_papaya("predict " + model_ + " --batch 16 --plot " + path("predict.svg"));
   ASSERT_EQ(run.code, 0) << run.err;

@@ -1,7 +1,8 @@
 #include <gtest/gtest.h>
 
-#include "model/error.h"
 #include "model/catalog/hardware.h"
+#include "model/error.h"
+#include "model/json_file.h"
 
 namespace papaya::model {
 namespace {
@@ -24,6 +25,50 @@ TEST(Hardware, EveryFigureHasASource) {
     EXPECT_GT(h.memory_bytes, 0);
     EXPECT_GT(h.h2d_bandwidth, 0);
   }
+}
+
+TEST(Hardware, EveryEntryHasItsSmCountAndTheTypicalKernelFigures) {
+  for (const auto& h : hardware_catalog()) {
+    EXPECT_GT(h.kernels.sm_count, 0) << h.name;
+    EXPECT_FALSE(h.sources.at("sm_count").empty()) << h.name;
+    EXPECT_FALSE(h.kernels_measured) << h.name;
+    EXPECT_GT(h.kernels.memory_efficiency, 0) << h.name;
+  }
+  EXPECT_EQ(load_hardware("H100-SXM-80GB").kernels.sm_count, 132);
+  EXPECT_EQ(load_hardware("A100-80GB").kernels.sm_count, 108);
+}
+
+// What `papaya calibrate` writes: an entry with its measured kernel figures,
+// which --hardware FILE.json prices with.
+TEST(Hardware, AnEntryFileWithMeasuredKernelFiguresLoads) {
+  nlohmann::json doc = read_json_file(config_dir() + "/hardware/H200.json", "hardware entry");
+  doc["name"] = "my-gpu";
+  doc["kernel_model"] = {{"matmul_efficiency", {{"bf16", 0.71}, {"fp32", 0.66}}},
+                         {"attention_efficiency", {{"forward", 0.55}, {"backward", 0.4}}},
+                         {"memory_efficiency", 0.83},
+                         {"kernel_latency_us", 2.5},
+                         {"source", "papaya calibrate, 2026-11-29"}};
+  const std::string path = ::testing::TempDir() + "my-gpu.json";
+  write_json_file(path, doc);
+  const HardwareSpec h = load_hardware(path);
+  EXPECT_EQ(h.name, "my-gpu");
+  EXPECT_TRUE(h.kernels_measured);
+  EXPECT_EQ(h.kernels.sm_count, 132);
+  EXPECT_DOUBLE_EQ(h.kernels.matmul_efficiency_for("bf16"), 0.71);
+  EXPECT_DOUBLE_EQ(h.kernels.matmul_efficiency_for("tf32"), typical_kernel_model(132).matmul_efficiency.at("tf32"));
+  EXPECT_DOUBLE_EQ(h.kernels.attention_backward_efficiency, 0.4);
+  EXPECT_DOUBLE_EQ(h.kernels.kernel_latency_s, 2.5e-6);
+  EXPECT_EQ(h.kernels.source, "papaya calibrate, 2026-11-29");
+  // A figure out of range names the file.
+  doc["kernel_model"]["memory_efficiency"] = 1.5;
+  write_json_file(path, doc);
+  try {
+    load_hardware(path);
+    FAIL() << "an efficiency above 1 loaded";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(load_hardware(::testing::TempDir() + "absent-gpu.json"), InputError);
 }
 
 TEST(Hardware, LookupByNameOrAliasIgnoresCase) {

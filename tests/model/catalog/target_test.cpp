@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "model/catalog/layer_kernels.h"
 #include "model/error.h"
 #include "model/fit/fit_profile.h"
 #include "model/plan_space/predict.h"
@@ -94,7 +95,7 @@ TEST(Target, RooflineEfficienciesCarryToAnotherGpu) {
   EXPECT_LT(predict(fit.model, other, keep, 64).samples_per_s, predict(fit.model, same, keep, 64).samples_per_s);
 }
 
-TEST(Target, ACpuProfileAssumesTypicalEfficienciesAndSaysSo) {
+TEST(Target, ACpuProfileIsCarriedToAGpuByTheKernelsItsLayersRunAndSaysSo) {
   const LayerModel m = fit_profile(testing::make_profile(testing::gpt_like(1)), "cpu.json").model;
   const Target cpu = make_target(m, "");
   EXPECT_TRUE(cpu.profiled);
@@ -107,8 +108,24 @@ TEST(Target, ACpuProfileAssumesTypicalEfficienciesAndSaysSo) {
     return std::any_of(h100.notes.begin(), h100.notes.end(),
                        [&](const std::string& n) { return n.find(word) != std::string::npos; });
   };
-  EXPECT_TRUE(says("typical GPU efficiencies"));
+  EXPECT_TRUE(says("layer times from the kernels they run on H100-SXM-80GB (132 SMs"));
   EXPECT_TRUE(says("512-byte"));
+  // Each layer's time is its kernels' there, at any batch (not a line through the profiled ones).
+  const HardwareSpec hw = load_hardware("H100-SXM-80GB");
+  const MatmulPath path{hw.peak_for(m.precision), hw.kernels.matmul_efficiency_for(compute_path(m.precision)),
+                        m.precision == "fp32" ? 4.0 : 2.0};
+  for (size_t j = 0; j < m.layers.size(); ++j) {
+    const LayerKernels work = layer_kernels(m.layers[j]);
+    for (double b : {1.0, 3.0, 64.0}) {
+      EXPECT_DOUBLE_EQ(h100.forward_seconds[j].at(b), kernel_seconds(work.forward, b, hw.kernels, path, hw.memory_bandwidth));
+      EXPECT_DOUBLE_EQ(h100.backward_seconds[j].at(b), kernel_seconds(work.backward, b, hw.kernels, path, hw.memory_bandwidth));
+    }
+  }
+  // --compute-efficiency overrides it with the roofline at that efficiency.
+  const Target given = make_target(m, "H100-SXM-80GB", 0.4);
+  EXPECT_TRUE(std::any_of(given.notes.begin(), given.notes.end(),
+                          [](const std::string& n) { return n.find("compute 0.4 as given") != std::string::npos; }));
+  EXPECT_FALSE(given.forward_seconds[0].kernels);
   // Swap is priced on the target's link; the what-if rounds allocations up.
   const Plan keep = expand_plan_name("keep", m.layout());
   EXPECT_GE(predict(m, h100, keep, 8).peak_bytes, predict(m, cpu, keep, 8).peak_bytes);

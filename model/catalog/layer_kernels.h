@@ -1,0 +1,60 @@
+#pragma once
+// The kernels a layer runs on a GPU, read from what a profile says of it
+// (its kind, the shapes of the tensors it saves, its analytic FLOPs and bytes
+// moved), and their time there by the kernel model (kernel_model.h):
+//   linear, lm_head  one product (rows x out x in); backward the input's
+//                    gradient (rows x in x out) and, where it trains or
+//                    shares trained weights, the weight's (out x in x rows);
+//                    the head's log-softmax a pass over the logits each way;
+//   conv2d           the same as implicit products (output pixels x output
+//                    channels x input channels·kernel area);
+//   attention_scores, attention_context
+//                    one product a head, batched, and the scores' scale and
+//                    mask as passes;
+//   fused_attention  FlashAttention's tiles (kernel_model.h);
+//   the rest         memory-bound passes: each kind's eager kernels, as
+//                    papaya's executor runs them, over its analytic bytes;
+//                    an embedding's backward writes its whole table's
+//                    gradient (zeroed, the rows summed, accumulated).
+// Where a product's shape cannot be read (its input is not saved, the
+// numbers disagree), its FLOPs are priced at the products' ceiling without
+// waves; a TorchScript module, whose FLOPs papaya does not know, by its
+// bytes alone.
+#include <vector>
+
+#include "model/catalog/kernel_model.h"
+#include "model/layer_description.h"
+
+namespace papaya::model {
+
+// Which of a product's dimensions the batch multiplies.
+enum class BatchDimension { rows, depth, count };
+
+struct ProductWork {
+  BatchDimension grows = BatchDimension::rows;
+  double count = 1;            // products (heads), a sample's where they grow with it
+  double m = 0, n = 0, k = 0;  // a sample's along the growing dimension
+};
+
+struct DirectionWork {
+  bool backward = false;
+  std::vector<ProductWork> products;
+  double unshaped_flops_per_sample = 0;   // products whose shape is unknown
+  double attention_flops_per_sample = 0;  // fused attention
+  double attention_heads = 0, attention_query_tokens = 0;
+  double pass_bytes_per_sample = 0;  // memory-bound passes, in all
+  double pass_bytes_fixed = 0;       // ... and what they move whatever the batch
+  int pass_kernels = 0;
+};
+
+struct LayerKernels {
+  DirectionWork forward, backward;
+};
+
+// What `layer` runs.
+LayerKernels layer_kernels(const LayerDescription& layer);
+
+// Seconds of one direction's kernels at a batch on a GPU.
+double kernel_seconds(const DirectionWork& work, double batch, const KernelModel& gpu, const MatmulPath& path, double bandwidth);
+
+}  // namespace papaya::model
