@@ -2,9 +2,10 @@
 # What only a GPU machine can show, as one run that fits a short lease:
 # builds papaya and tests/gpu against the machine's CUDA LibTorch (PyTorch's
 # own), runs the GPU tests (fused kernels and swapping against the ATen path,
-# the profiler and CUPTI on CUDA), the main job on the GPU, and `validate` on
-# three networks, two of them TorchScript archives of torchvision's models
-# (predicted against measured peak memory and samples/s).
+# the profiler and CUPTI on CUDA), the main job on the GPU, `calibrate` (the
+# kernel model's figures measured there), and `validate` on three networks,
+# two of them TorchScript archives of torchvision's models (predicted against
+# measured peak memory and samples/s).
 #
 # On the GPU machine, in the project root, with the Debian packages it lacks
 # carried in .deps (scripts/gpu/pack-deps.sh .deps):
@@ -66,6 +67,10 @@ fi
 if [ -x "$papaya" ]; then
   step recommend 90 "$papaya" recommend --device cuda
   tail -25 "$out/recommend.log"
+  # The kernel model's figures on this GPU (docs/gpu-time.md): the file to ship
+  # beside its catalog entry, with the date and software it ran.
+  step calibrate 300 "$papaya" calibrate --device cuda --out "$out/calibrated.json" --json
+  cat "$out/calibrate.log"
   # The fused inverted backward against keep (it ran as ATen passes before).
   wanted zoo && step validate-gpt2-small 150 "$papaya" validate --network gpt2-small --seq-len 256 --device cuda \
     --profile-batches 1,2,4 --batches 8,32 --plans keep,invert,quantize-4 --steps 6 --json
