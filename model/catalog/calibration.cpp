@@ -24,6 +24,9 @@ KernelModel at_full_efficiency(int sm_count) {
 
 double element_bytes(const std::string& path) { return path == "fp32" || path == "tf32" ? 4 : 2; }
 
+// A share of a peak as an entry may hold it (the hardware schema's bounds).
+double efficiency(double share) { return std::clamp(share, 0.01, 1.0); }
+
 }  // namespace
 
 const char* to_string(KernelClass kind) {
@@ -61,7 +64,7 @@ Calibration fit_kernel_model(const HardwareSpec& hw, const std::vector<KernelMea
   for (const auto& m : measurements) {
     const double busy = m.seconds - latency;
     if (m.kind != KernelClass::memory_pass || m.bytes < large_pass_bytes || busy <= 0) continue;
-    memory.push_back(std::min(1.0, m.bytes / (hw.memory_bandwidth * busy)));
+    memory.push_back(efficiency(m.bytes / (hw.memory_bandwidth * busy)));
   }
   if (!memory.empty()) c.kernels.memory_efficiency = median(memory);
   for (const auto& m : measurements) {
@@ -73,12 +76,12 @@ Calibration fit_kernel_model(const HardwareSpec& hw, const std::vector<KernelMea
       const double compute = matmul_seconds(unit, path, m.m, m.n, m.k, no_bandwidth_limit);
       // Only products whose FLOPs, not their bytes, set their time.
       if (bytes / (hw.memory_bandwidth * c.kernels.memory_efficiency) > 0.5 * m.seconds) continue;
-      matmul[m.path].push_back(std::min(1.0, compute / busy));
+      matmul[m.path].push_back(efficiency(compute / busy));
     } else if (m.kind == KernelClass::attention_forward || m.kind == KernelClass::attention_backward) {
       const bool back = m.kind == KernelClass::attention_backward;
       const double flops = causal_attention_flops(m.batch_heads, m.tokens, m.head_dim) * (back ? 2.5 : 1);
       const double ideal = attention_seconds(unit, flops, m.batch_heads, m.tokens, back, hw.peak_for(m.path));
-      (back ? backward : forward).push_back(std::min(1.0, ideal / busy));
+      (back ? backward : forward).push_back(efficiency(ideal / busy));
     }
   }
   for (const auto& [path, values] : matmul) c.kernels.matmul_efficiency[path] = median(values);
