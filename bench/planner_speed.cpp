@@ -18,9 +18,9 @@
 #include "model/fit/fit_profile.h"
 #include "model/plan.h"
 #include "model/plan_space/predict.h"
-#include "tests/support/synthetic_profile.h"
 #include "planner/layer_search.h"
 #include "planner/planner.h"
+#include "tests/support/synthetic_profile.h"
 
 namespace {
 

@@ -18,7 +18,8 @@ EngineLimits engine_limits(const std::string& engine) {
   throw InputError("engine '" + engine + "': megatron or torchtitan");
 }
 
-std::string megatron_arguments(const model::LayoutEstimate& e, const model::TransformerShape& shape, const std::string& precision) {
+std::string megatron_arguments(const model::LayoutEstimate& e, const model::TransformerShape& shape,
+                               const std::string& precision) {
   const model::ParallelLayout& l = e.layout;
   std::ostringstream out;
   const auto arg = [&](const std::string& text) { out << text << " \\\n"; };
@@ -52,10 +53,12 @@ std::string megatron_arguments(const model::LayoutEstimate& e, const model::Tran
   return out.str();
 }
 
-std::string torchtitan_config(const model::LayoutEstimate& e, const model::TransformerShape& shape, const std::string& precision) {
+std::string torchtitan_config(const model::LayoutEstimate& e, const model::TransformerShape& shape,
+                              const std::string& precision) {
   if (!shape.fused_attention) {
-    throw InputError("--emit torchtitan: torchtitan's attention is fused (scaled_dot_product_attention); this network's is "
-                     "materialized: lay it out with --attention fused");
+    throw InputError(
+        "--emit torchtitan: torchtitan's attention is fused (scaled_dot_product_attention); this network's is "
+        "materialized: lay it out with --attention fused");
   }
   const model::ParallelLayout& l = e.layout;
   const bool fsdp = l.zero_stage >= 2;

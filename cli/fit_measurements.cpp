@@ -6,12 +6,12 @@
 #include "cli/fit_modes.h"
 #include "cli/series_cells.h"
 #include "cli/table.h"
+#include "model/catalog/link_catalog.h"
 #include "model/error.h"
 #include "model/fit/global_fit.h"
 #include "model/fit/global_model.h"
-#include "model/json_file.h"
-#include "model/catalog/link_catalog.h"
 #include "model/fit/measurements.h"
+#include "model/json_file.h"
 #include "model/units.h"
 
 namespace papaya::cli {

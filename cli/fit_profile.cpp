@@ -4,8 +4,8 @@
 
 #include "cli/fit_modes.h"
 #include "cli/table.h"
-#include "model/error.h"
 #include "model/catalog/network_config.h"
+#include "model/error.h"
 #include "model/fit/sequence_scaling.h"
 #include "model/units.h"
 

@@ -27,20 +27,21 @@ void to_json(nlohmann::json& out, const GlobalPredictionReport& report) {
   for (const auto& s : p.series) {
     const model::SeriesFit& fit = s.fit;
     const auto ratio = fit.verdict ? fit.versus_baseline() : std::optional<model::SeriesFit::Ratio>{model::SeriesFit::Ratio{}};
-    nlohmann::json row = {{"gpu", fit.gpu},
-                          {"gpus", fit.gpus},
-                          {"network", fit.network},
-                          {"precision", fit.precision},
-                          {"strategy", fit.strategy},
-                          {"budget_bytes", fit.budget_bytes},
-                          {"max_batch", or_null(fit.max_batch)},
-                          {"max_batch_limit", fit.max_batch_limit.empty() ? nlohmann::json() : nlohmann::json(fit.max_batch_limit)},
-                          {"max_batch_samples_per_s", or_null(s.max_batch_samples_per_s)},
-                          {"best_batch", or_null(fit.best_batch)},
-                          {"best_samples_per_s", or_null(fit.best_samples_per_s)},
-                          {"versus_baseline", ratio ? nlohmann::json(ratio->value) : nlohmann::json()},
-                          {"helps", fit.verdict ? or_null(fit.verdict->helps) : nlohmann::json()},
-                          {"notes", fit.notes}};
+    nlohmann::json row = {
+        {"gpu", fit.gpu},
+        {"gpus", fit.gpus},
+        {"network", fit.network},
+        {"precision", fit.precision},
+        {"strategy", fit.strategy},
+        {"budget_bytes", fit.budget_bytes},
+        {"max_batch", or_null(fit.max_batch)},
+        {"max_batch_limit", fit.max_batch_limit.empty() ? nlohmann::json() : nlohmann::json(fit.max_batch_limit)},
+        {"max_batch_samples_per_s", or_null(s.max_batch_samples_per_s)},
+        {"best_batch", or_null(fit.best_batch)},
+        {"best_samples_per_s", or_null(fit.best_samples_per_s)},
+        {"versus_baseline", ratio ? nlohmann::json(ratio->value) : nlohmann::json()},
+        {"helps", fit.verdict ? or_null(fit.verdict->helps) : nlohmann::json()},
+        {"notes", fit.notes}};
     if (p.batch) {
       row["batch"] = *p.batch;
       row["peak_bytes"] = or_null(s.peak_bytes);

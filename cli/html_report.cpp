@@ -176,10 +176,14 @@ void write_page(const std::string& path, const char* body, const nlohmann::json&
 nlohmann::json panel_json(const PlotPanel& panel, int64_t top) {
   nlohmann::json series = nlohmann::json::array();
   for (const auto& s : panel.series) series.push_back({{"name", s.name}, {"curve", s.curve}, {"points", s.points}});
-  return {{"title", panel.title}, {"y_label", panel.y_label}, {"series", series},
-          {"hline", panel.hline ? nlohmann::json(*panel.hline) : nlohmann::json()}, {"hline_label", panel.hline_label},
+  return {{"title", panel.title},
+          {"y_label", panel.y_label},
+          {"series", series},
+          {"hline", panel.hline ? nlohmann::json(*panel.hline) : nlohmann::json()},
+          {"hline_label", panel.hline_label},
           {"points_label", panel.points_label},
-          {"x_min", 1}, {"x_max", top}};
+          {"x_min", 1},
+          {"x_max", top}};
 }
 
 void check_html_report(const std::string& path, const std::string& option) {

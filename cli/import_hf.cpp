@@ -7,11 +7,11 @@
 #include "cli/number_checks.h"
 #include "cli/report.h"
 #include "cli/table.h"
-#include "model/error.h"
 #include "model/catalog/hf_config.h"
-#include "model/json_file.h"
 #include "model/catalog/network_config.h"
 #include "model/catalog/parameter_count.h"
+#include "model/error.h"
+#include "model/json_file.h"
 #include "model/units.h"
 
 namespace papaya::cli {

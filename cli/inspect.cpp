@@ -49,7 +49,8 @@ struct Inspection {
 // recorded (its graph run as written, so the calls name their modules).
 Step run_step(const InspectArgs& args, ts::Archive& archive, const std::vector<model::InputSpec>& inputs) {
   if (inputs.empty()) {
-    throw InputError("inspect " + args.archive + " --batch: the forward's inputs are needed (--input, or the archive's papaya.json)");
+    throw InputError("inspect " + args.archive +
+                     " --batch: the forward's inputs are needed (--input, or the archive's papaya.json)");
   }
   std::optional<ts::LossKind> asked;
   if (!args.loss.empty()) asked = ts::parse_loss_kind(args.loss, "--loss");
@@ -57,17 +58,20 @@ Step run_step(const InspectArgs& args, ts::Archive& archive, const std::vector<m
   const torch::jit::GraphOptimizerEnabledGuard unoptimized(false);
   archive.module.train();
   Step step{args.batch, "", {}};
-  ts::run_users_code(args.archive, "at batch " + std::to_string(args.batch), [&] {
-    torch::jit::IValue output;
-    {
-      ts::SavedTensorRecorder recorder(archive.module);
-      output = archive.module.forward(ts::synthetic_inputs(inputs, args.batch, generator));
-      step.saved = recorder.saved();
-    }
-    const ts::LossKind kind = ts::loss_kind(output, asked, args.archive);
-    step.loss = ts::to_string(kind);
-    ts::loss_of(output, kind, generator, {}, {}, args.archive).backward();
-  }, profiler::is_out_of_memory);
+  ts::run_users_code(
+      args.archive, "at batch " + std::to_string(args.batch),
+      [&] {
+        torch::jit::IValue output;
+        {
+          ts::SavedTensorRecorder recorder(archive.module);
+          output = archive.module.forward(ts::synthetic_inputs(inputs, args.batch, generator));
+          step.saved = recorder.saved();
+        }
+        const ts::LossKind kind = ts::loss_kind(output, asked, args.archive);
+        step.loss = ts::to_string(kind);
+        ts::loss_of(output, kind, generator, {}, {}, args.archive).backward();
+      },
+      profiler::is_out_of_memory);
   return step;
 }
 
@@ -107,7 +111,9 @@ void to_json(nlohmann::json& out, const Inspection& r) {
          {"segments", r.tree.segments()},
          {"modules", modules}};
   if (r.step) {
-    out["step"] = {{"batch", r.step->batch}, {"loss", r.step->loss}, {"saved_bytes", r.step->saved.total()},
+    out["step"] = {{"batch", r.step->batch},
+                   {"loss", r.step->loss},
+                   {"saved_bytes", r.step->saved.total()},
                    {"saved_tensors", r.step->saved.tensors}};
   }
 }
@@ -127,8 +133,8 @@ void print_text(std::ostream& out, const Inspection& r) {
     out << "inputs (" << r.inputs_from << "): " << specs << "\n";
   }
   if (r.step) {
-    out << "one step at batch " << r.step->batch << " (loss: " << r.step->loss << "): "
-        << model::format_bytes(static_cast<double>(r.step->saved.total())) << " saved for backward in "
+    out << "one step at batch " << r.step->batch << " (loss: " << r.step->loss
+        << "): " << model::format_bytes(static_cast<double>(r.step->saved.total())) << " saved for backward in "
         << r.step->saved.tensors << " tensors\n";
   }
   std::vector<std::string> header = {"module", "type", "parameters", "calls", "treated as"};

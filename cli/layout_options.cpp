@@ -12,15 +12,16 @@ namespace papaya::cli {
 void refuse_with_layout(const std::vector<std::pair<std::string, std::string>>& outputs) {
   for (const auto& [option, value] : outputs) {
     if (value.empty()) continue;
-    throw InputError(option + " " + value + ": writes one GPU's plan and step (or data-parallel ranks'); a layout of "
+    throw InputError(option + " " + value +
+                     ": writes one GPU's plan and step (or data-parallel ranks'); a layout of "
                      "tensor, pipeline, context or expert parallelism answers with its table, and --emit writes it "
                      "for an engine");
   }
 }
 
 bool LayoutOptions::requested() const {
-  return gpus_per_node > 0 || compute_efficiency || tensor || pipeline || virtual_stages || context || expert || micro_batch || global_batch ||
-         !sequence.empty() || !offload.empty() || !inter_node_link.empty() || !emit.empty();
+  return gpus_per_node > 0 || compute_efficiency || tensor || pipeline || virtual_stages || context || expert || micro_batch ||
+         global_batch || !sequence.empty() || !offload.empty() || !inter_node_link.empty() || !emit.empty();
 }
 
 void add_layout_options(CLI::App* cmd, LayoutOptions& o, bool search) {
@@ -30,21 +31,27 @@ void add_layout_options(CLI::App* cmd, LayoutOptions& o, bool search) {
                   "pipeline, context, expert and data parallelism with ZeRO, each chosen for the most tokens/s within "
                   "the memory of each GPU unless fixed below [default: 8 where any option below is given]")
       ->check(within(o.gpus_per_node, 1, 1024));
-  cmd->add_option("--tp", o.tensor, with + "tensor-parallel GPUs (Megatron's column/row-parallel projections)")->check(within(o.tensor, 1, 65536));
+  cmd->add_option("--tp", o.tensor, with + "tensor-parallel GPUs (Megatron's column/row-parallel projections)")
+      ->check(within(o.tensor, 1, 65536));
   cmd->add_option("--pp", o.pipeline, with + "pipeline stages (1F1B)")->check(within(o.pipeline, 1, 65536));
-  cmd->add_option("--vp", o.virtual_stages, with + "model chunks a pipeline stage (interleaved 1F1B)")->check(within(o.virtual_stages, 1, 64));
+  cmd->add_option("--vp", o.virtual_stages, with + "model chunks a pipeline stage (interleaved 1F1B)")
+      ->check(within(o.virtual_stages, 1, 64));
   cmd->add_option("--cp", o.context, with + "context-parallel GPUs (ring attention)")->check(within(o.context, 1, 65536));
-  cmd->add_option("--ep", o.expert, with + "expert-parallel GPUs (a mixture of experts' experts split)")->check(within(o.expert, 1, 65536));
-  cmd->add_option("--sp", o.sequence, with + "sequence parallelism beside tensor parallelism, on or off [default: on where --tp > 1]")
+  cmd->add_option("--ep", o.expert, with + "expert-parallel GPUs (a mixture of experts' experts split)")
+      ->check(within(o.expert, 1, 65536));
+  cmd->add_option("--sp", o.sequence,
+                  with + "sequence parallelism beside tensor parallelism, on or off [default: on where --tp > 1]")
       ->check(CLI::IsMember({"on", "off"}));
   cmd->add_option("--offload-optimizer", o.offload,
                   with + "the optimizer's state and step on the host (ZeRO-Offload), on or off [default: chosen]")
       ->check(CLI::IsMember({"on", "off"}));
   if (search) {
-    cmd->add_option("--micro-batch", o.micro_batch, with + "samples a micro-batch [default: chosen]")->check(within(o.micro_batch, 1, 1 << 20));
+    cmd->add_option("--micro-batch", o.micro_batch, with + "samples a micro-batch [default: chosen]")
+        ->check(within(o.micro_batch, 1, 1 << 20));
     cmd->add_option("--plans", o.plans,
-                    with + "the whole-network plans of memory optimizations weighed, comma-separated (keep, recompute-attention, "
-                           "recompute-all, quantize-4, ...) [default: every one]")
+                    with +
+                        "the whole-network plans of memory optimizations weighed, comma-separated (keep, recompute-attention, "
+                        "recompute-all, quantize-4, ...) [default: every one]")
         ->delimiter(',');
   }
   cmd->add_option("--global-batch", o.global_batch,
@@ -52,17 +59,23 @@ void add_layout_options(CLI::App* cmd, LayoutOptions& o, bool search) {
                       (search ? "about 4M tokens]" : "micro-batch x data-parallel GPUs x pipeline stages]"))
       ->check(within(o.global_batch, 1, 1 << 30));
   cmd->add_option("--inter-node-link", o.inter_node_link,
-                  with + "the link between nodes (papaya hardware lists them) [default: InfiniBand-HDR beside NVLink-3, else "
-                         "InfiniBand-NDR]; --link names the one within a node [default: the hardware's interconnect]");
+                  with +
+                      "the link between nodes (papaya hardware lists them) [default: InfiniBand-HDR beside NVLink-3, else "
+                      "InfiniBand-NDR]; --link names the one within a node [default: the hardware's interconnect]");
   cmd->add_option("--compute-efficiency", o.compute_efficiency,
-                  with + "the share of the GPU's peak FLOP/s its matmuls reach, where the profile is from another machine "
-                         "[default: 0.5, a typical one]")
+                  with +
+                      "the share of the GPU's peak FLOP/s its matmuls reach, where the profile is from another machine "
+                      "[default: 0.5, a typical one]")
       ->check(within(o.compute_efficiency, 0.01, 1.0));
-  cmd->add_option("--emit", o.emit, with + "print the best layout as an engine's arguments: megatron (Megatron-LM's "
-                                           "command line) or torchtitan (a TOML job config)")
+  cmd->add_option("--emit", o.emit,
+                  with +
+                      "print the best layout as an engine's arguments: megatron (Megatron-LM's "
+                      "command line) or torchtitan (a TOML job config)")
       ->check(CLI::IsMember({"megatron", "torchtitan"}));
   if (search) {
-    cmd->add_option("--layouts", o.shown, with + "layouts shown, best first")->capture_default_str()->check(within(o.shown, 1, 1000));
+    cmd->add_option("--layouts", o.shown, with + "layouts shown, best first")
+        ->capture_default_str()
+        ->check(within(o.shown, 1, 1000));
   }
 }
 
@@ -130,8 +143,8 @@ model::ParallelLayout given_layout(const LayoutOptions& o, const pipeline::DataP
   l.micro_batch = micro_batch;
   const int global = o.global_batch.value_or(micro_batch * l.data * l.pipeline);
   if (global % (micro_batch * l.data) != 0) {
-    throw InputError("--global-batch " + std::to_string(global) + " is not whole micro-batches of " + std::to_string(micro_batch) +
-                     " on each of " + std::to_string(l.data) + " data-parallel GPUs");
+    throw InputError("--global-batch " + std::to_string(global) + " is not whole micro-batches of " +
+                     std::to_string(micro_batch) + " on each of " + std::to_string(l.data) + " data-parallel GPUs");
   }
   l.micro_batches = global / (micro_batch * l.data);
   return l;

@@ -26,7 +26,7 @@ struct LayoutOptions {
   std::string sequence, offload;  // "on", "off", "": chosen
   std::string inter_node_link;
   std::optional<double> compute_efficiency;
-  std::string emit;  // "", megatron, torchtitan
+  std::string emit;                // "", megatron, torchtitan
   std::vector<std::string> plans;  // the whole-network plans weighed; empty: every one
   int shown = 5;
 

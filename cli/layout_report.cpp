@@ -16,7 +16,7 @@ namespace {
 struct Laid {
   pipeline::LayoutPlanned planned;
   int gpus = 0;
-  std::string model_path;  // where the model was written ("": not)
+  std::string model_path;     // where the model was written ("": not)
   std::string emit, emitted;  // the engine, its arguments for the best layout
 };
 
@@ -111,17 +111,21 @@ void print_stages(std::ostream& out, const model::LayoutEstimate& e) {
 }
 
 std::vector<std::string> summary_cells(const model::LayoutEstimate& e) {
-  return {model::format_bytes(e.peak_bytes), std::to_string(e.peak_stage), seconds_text(e.iteration_seconds),
-          seconds_text(e.bubble_seconds), seconds_text(e.exposed_comm_seconds), per_second(e.tokens_per_s),
+  return {model::format_bytes(e.peak_bytes),
+          std::to_string(e.peak_stage),
+          seconds_text(e.iteration_seconds),
+          seconds_text(e.bubble_seconds),
+          seconds_text(e.exposed_comm_seconds),
+          per_second(e.tokens_per_s),
           e.model_flops_utilization > 0 ? percent(e.model_flops_utilization) : "-"};
 }
 
 const std::vector<std::string> summary_header{"peak a GPU", "on stage", "iteration", "bubble", "exposed comm", "tokens/s", "MFU"};
 
 std::string setting_text(const pipeline::LayoutSetting& s, int gpus) {
-  return s.network + " (" + s.precision + ", " + std::to_string(s.shape.tokens) + " tokens a sample) on " +
-         std::to_string(gpus) + " x " + s.hardware + ", " + std::to_string(s.links.gpus_per_node) + " a node (" +
-         s.links.intra_name + " within, " + s.links.inter_name + " between)";
+  return s.network + " (" + s.precision + ", " + std::to_string(s.shape.tokens) + " tokens a sample) on " + std::to_string(gpus) +
+         " x " + s.hardware + ", " + std::to_string(s.links.gpus_per_node) + " a node (" + s.links.intra_name + " within, " +
+         s.links.inter_name + " between)";
 }
 
 const char* layout_legend =

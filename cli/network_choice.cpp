@@ -91,8 +91,8 @@ model::NetworkConfig with_lora_options(const model::NetworkConfig& config, const
       if (std::find(roles.begin(), roles.end(), target) == roles.end()) {
         std::string known;
         for (const auto& role : roles) known += (known.empty() ? "" : ", ") + role;
-        throw InputError("--lora-targets: '" + target + "' names no projection of " + config.name + " (its projections: " +
-                         known + ")");
+        throw InputError("--lora-targets: '" + target + "' names no projection of " + config.name +
+                         " (its projections: " + known + ")");
       }
     }
   }
@@ -124,7 +124,8 @@ model::NetworkConfig load_network(const std::string& network, std::optional<int>
     model::NetworkConfig config = with_lora_options(model::load_network_config(network, seq_len), options);
     if (options.attention) {
       if (!std::holds_alternative<model::TransformerConfig>(config.body)) {
-        throw InputError("--attention: " + config.name + " is a " + model::to_string(config.family) + " network: it has no attention");
+        throw InputError("--attention: " + config.name + " is a " + model::to_string(config.family) +
+                         " network: it has no attention");
       }
       config = model::with_attention(config, *options.attention);
     }
@@ -146,9 +147,11 @@ model::NetworkConfig load_network(const std::string& network, std::optional<int>
   if (options.attention) {
     throw InputError("--attention: " + network + " is a TorchScript archive: its attention is what its graph computes");
   }
-  if (options.lora_rank > 0) throw InputError("--lora: " + network + " is a TorchScript archive: LoRA adapts papaya's transformers");
+  if (options.lora_rank > 0)
+    throw InputError("--lora: " + network + " is a TorchScript archive: LoRA adapts papaya's transformers");
   if (!options.freeze.empty()) {
-    throw InputError("--freeze: " + network + " is a TorchScript archive: its frozen weights are those saved without requires_grad");
+    throw InputError("--freeze: " + network +
+                     " is a TorchScript archive: its frozen weights are those saved without requires_grad");
   }
   std::optional<ts::LossKind> loss;
   if (!options.loss.empty()) loss = ts::parse_loss_kind(options.loss, "--loss");

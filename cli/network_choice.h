@@ -21,10 +21,10 @@ struct NetworkOptions {
   int lora_rank = 0;                // --lora; 0: trained whole
   std::optional<double> lora_alpha, lora_dropout;
   std::vector<std::string> lora_targets;
-  std::optional<std::string> base_weights;  // --base-weights
-  std::vector<std::string> freeze;          // --freeze
-  std::optional<double> moe_imbalance;      // --moe-imbalance
-  std::optional<std::string> attention;     // --attention: fused | materialized
+  std::optional<std::string> base_weights;   // --base-weights
+  std::vector<std::string> freeze;           // --freeze
+  std::optional<double> moe_imbalance;       // --moe-imbalance
+  std::optional<std::string> attention;      // --attention: fused | materialized
   bool experts_balanced_by_default = false;  // a command that models: routing forced balanced unless the flag says
 };
 

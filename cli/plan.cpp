@@ -3,17 +3,17 @@
 // at the batch with the most samples/s — beside PAPAYA's table of
 // whole-network combinations; --out writes the plan file `papaya train
 // --plan FILE` runs.
+#include "pipeline/plan.h"
 #include "cli/commands.h"
 #include "cli/data_parallel_options.h"
+#include "cli/html_report.h"
 #include "cli/layout_options.h"
 #include "cli/number_checks.h"
 #include "cli/plan_report.h"
-#include "cli/html_report.h"
 #include "cli/plot.h"
 #include "cli/report.h"
 #include "model/json_file.h"
 #include "model/units.h"
-#include "pipeline/plan.h"
 #include "planner/planner.h"
 
 namespace papaya::cli {

@@ -339,8 +339,8 @@ void plot_result(const std::string& path, const model::LayerModel& m, const mode
              {panels.memory, panels.throughput});
 }
 
-void report_result(const std::string& path, const std::string& command, const model::LayerModel& m,
-                   const model::Target& target, const planner::PlanResult& r) {
+void report_result(const std::string& path, const std::string& command, const model::LayerModel& m, const model::Target& target,
+                   const planner::PlanResult& r) {
   int64_t top = 0;
   const PredictionPanels panels = result_panels(m, target, r, top);
   model::Plan chosen = r.plan;
@@ -348,20 +348,23 @@ void report_result(const std::string& path, const std::string& command, const mo
   nlohmann::json rows = nlohmann::json::array();
   for (const planner::GlobalRow* row : ranked(r.global)) {
     const model::Estimate& e = row->at_batch;
-    rows.push_back({row->name, std::to_string(row->max_batch), model::format_bytes(e.peak_bytes),
-                    per_second(e.samples_per_s), row->helps ? "helps" : "-"});
+    rows.push_back({row->name, std::to_string(row->max_batch), model::format_bytes(e.peak_bytes), per_second(e.samples_per_s),
+                    row->helps ? "helps" : "-"});
   }
-  write_html_report(path, {{"title", "papaya " + command + ": " + m.network + " on " + r.hardware + ", batch " +
-                                         std::to_string(r.batch) + ": " + chosen.name},
-                           {"subtitle", "budget " + model::format_bytes(r.request.budget_bytes) + "; the chosen plan " +
-                                            model::format_bytes(r.estimate.peak_bytes) + ", " +
-                                            per_second(r.estimate.samples_per_s) + " samples/s"},
-                           {"timelines", {step_timeline(m, target, model::expand_plan_name("keep", m.layout()), r.batch),
-                                          step_timeline(m, target, chosen, r.batch)}},
-                           {"curves", {{"memory", panel_json(panels.memory, top)}, {"throughput", panel_json(panels.throughput, top)}}},
-                           {"columns", {"whole-network combination", "largest batch",
-                                        "peak at batch " + std::to_string(r.global.batch), "samples/s", "verdict"}},
-                           {"plans", rows}});
+  write_html_report(
+      path,
+      {{"title",
+        "papaya " + command + ": " + m.network + " on " + r.hardware + ", batch " + std::to_string(r.batch) + ": " + chosen.name},
+       {"subtitle", "budget " + model::format_bytes(r.request.budget_bytes) + "; the chosen plan " +
+                        model::format_bytes(r.estimate.peak_bytes) + ", " + per_second(r.estimate.samples_per_s) + " samples/s"},
+       {"timelines",
+        {step_timeline(m, target, model::expand_plan_name("keep", m.layout()), r.batch),
+         step_timeline(m, target, chosen, r.batch)}},
+       {"curves", {{"memory", panel_json(panels.memory, top)}, {"throughput", panel_json(panels.throughput, top)}}},
+       {"columns",
+        {"whole-network combination", "largest batch", "peak at batch " + std::to_string(r.global.batch), "samples/s",
+         "verdict"}},
+       {"plans", rows}});
 }
 
 }  // namespace papaya::cli

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "model/layer_model.h"
 #include "model/catalog/target.h"
+#include "model/layer_model.h"
 #include "planner/planner.h"
 
 namespace papaya::cli {

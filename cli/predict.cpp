@@ -7,13 +7,13 @@
 #include "cli/commands.h"
 #include "cli/data_parallel_options.h"
 #include "cli/global_prediction.h"
+#include "cli/html_report.h"
 #include "cli/layout_options.h"
 #include "cli/number_checks.h"
-#include "cli/html_report.h"
-#include "cli/step_timeline.h"
 #include "cli/plot.h"
 #include "cli/prediction_plot.h"
 #include "cli/report.h"
+#include "cli/step_timeline.h"
 #include "cli/table.h"
 #include "model/error.h"
 #include "model/fit/global_model.h"
@@ -55,7 +55,8 @@ Shown shown_plans(const PredictArgs& args, const model::LayerModel& m, const mod
     if (out.plans.size() >= 8) break;
     if (plan->name != "keep") out.plans.push_back({plan->name, *plan});
   }
-  for (const auto& [name, plan] : out.plans) out.top = std::max<int64_t>(out.top, model::max_batch(m, target, plan, budget) * 5 / 4);
+  for (const auto& [name, plan] : out.plans)
+    out.top = std::max<int64_t>(out.top, model::max_batch(m, target, plan, budget) * 5 / 4);
   return out;
 }
 
@@ -157,15 +158,16 @@ void write_report(const PredictArgs& args, const model::LayerModel& m, const mod
     rows.push_back({plan.name, model::format_bytes(e.peak_bytes), e.peak_bytes <= p.budget ? "yes" : "no",
                     per_second(e.samples_per_s), std::to_string(plan.max_batch), plan.peak_at});
   }
-  write_html_report(args.html, {{"title", "papaya predict: " + p.network + " on " + p.hardware + p.data_parallel_text +
-                                              ", batch " + std::to_string(p.batch)},
-                                {"subtitle", p.precision + ", profiled on " + p.profiled_on + "; budget " +
-                                                 model::format_bytes(p.budget) + p.budget_default},
-                                {"timelines", timelines},
-                                {"curves", {{"memory", panel_json(panels.memory, shown.top)},
-                                            {"throughput", panel_json(panels.throughput, shown.top)}}},
-                                {"columns", {"plan", "peak memory", "fits", "samples/s", "largest batch", "peak at"}},
-                                {"plans", rows}});
+  write_html_report(
+      args.html,
+      {{"title",
+        "papaya predict: " + p.network + " on " + p.hardware + p.data_parallel_text + ", batch " + std::to_string(p.batch)},
+       {"subtitle",
+        p.precision + ", profiled on " + p.profiled_on + "; budget " + model::format_bytes(p.budget) + p.budget_default},
+       {"timelines", timelines},
+       {"curves", {{"memory", panel_json(panels.memory, shown.top)}, {"throughput", panel_json(panels.throughput, shown.top)}}},
+       {"columns", {"plan", "peak memory", "fits", "samples/s", "largest batch", "peak at"}},
+       {"plans", rows}});
 }
 
 Prediction compute(const PredictArgs& args) {

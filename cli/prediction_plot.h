@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "cli/plot.h"
+#include "model/catalog/target.h"
 #include "model/layer_model.h"
 #include "model/plan.h"
-#include "model/catalog/target.h"
 
 namespace papaya::cli {
 

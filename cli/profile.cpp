@@ -220,7 +220,9 @@ void register_profile(CLI::App& app) {
   cmd->add_flag("--comm", args->comm,
                 "Instead of a network: time allreduces of 4 KiB to 64 MiB between --nproc ranks on this host (Gloo, "
                 "loopback) and fit the link's latency and bandwidth");
-  cmd->add_option("--nproc", args->nproc, "With --comm: ranks to start here")->capture_default_str()->check(within(args->nproc, 2, 64));
+  cmd->add_option("--nproc", args->nproc, "With --comm: ranks to start here")
+      ->capture_default_str()
+      ->check(within(args->nproc, 2, 64));
   cmd->add_option("--timeout", args->timeout_s, "With --comm: seconds a rank waits for the others")
       ->capture_default_str()
       ->check(positive(args->timeout_s));

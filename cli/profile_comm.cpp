@@ -7,9 +7,9 @@
 #include "cli/output_file.h"
 #include "cli/table.h"
 #include "executor/distributed/collectives.h"
+#include "model/catalog/link_catalog.h"
 #include "model/error.h"
 #include "model/json_file.h"
-#include "model/catalog/link_catalog.h"
 #include "model/units.h"
 #include "profiler/comm_link.h"
 

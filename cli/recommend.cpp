@@ -5,22 +5,22 @@
 #include <chrono>
 #include <ostream>
 
-#include "cli/network_choice.h"
 #include "cli/commands.h"
 #include "cli/data_parallel_options.h"
 #include "cli/html_report.h"
 #include "cli/layout_options.h"
+#include "cli/network_choice.h"
 #include "cli/network_option.h"
 #include "cli/number_checks.h"
 #include "cli/output_file.h"
-#include "cli/progress.h"
 #include "cli/plan_report.h"
+#include "cli/progress.h"
 #include "cli/report.h"
 #include "cli/table.h"
 #include "executor/device.h"
 #include "executor/trainer.h"
-#include "model/json_file.h"
 #include "model/catalog/network_config.h"
+#include "model/json_file.h"
 #include "model/plan_space/predict.h"
 #include "model/strategy_table.h"
 #include "model/units.h"
@@ -153,9 +153,9 @@ std::string percent(double fraction) { return fixed(100 * fraction, 1) + "%"; }
 struct Recommendation {
   model::LayerModel model;
   std::string hardware;
-  std::string profiled_how;        // Profiled::how
+  std::string profiled_how;           // Profiled::how
   std::vector<int> profiled_batches;  // Profiled::batches
-  std::vector<std::string> notes;  // the target's
+  std::vector<std::string> notes;     // the target's
   Budget budget;
   planner::PlanResult result;
   std::vector<Why> why;

@@ -74,9 +74,13 @@ nlohmann::json plan_by_layer(const model::LayerModel& m, const PlanSpace& space,
     }
     if (tensors.empty()) continue;
     const Saving& s = by_layer[j];
-    rows.push_back({static_cast<int>(j), {{"layer", m.layers[j].path}, {"tensors", tensors}, {"segment", ""},
-                                          {"bytes_saved", s.bytes}, {"seconds_added", s.seconds},
-                                          {"host_link_seconds", s.link_seconds}}});
+    rows.push_back({static_cast<int>(j),
+                    {{"layer", m.layers[j].path},
+                     {"tensors", tensors},
+                     {"segment", ""},
+                     {"bytes_saved", s.bytes},
+                     {"seconds_added", s.seconds},
+                     {"host_link_seconds", s.link_seconds}}});
   }
   for (size_t s = 0; s < space.segments().size(); ++s) {
     if (!a.segments[s].recompute) continue;
@@ -85,7 +89,9 @@ nlohmann::json plan_by_layer(const model::LayerModel& m, const PlanSpace& space,
     for (const auto& option : cost.input_options) {
       if (!(option.strategy == input)) continue;
       rows.push_back({space.segments()[s].first_layer,
-                      {{"layer", space.segments()[s].path}, {"tensors", "recomputed"}, {"segment", a.segments[s].name()},
+                      {{"layer", space.segments()[s].path},
+                       {"tensors", "recomputed"},
+                       {"segment", a.segments[s].name()},
                        {"bytes_saved", cost.freed_bytes - option.device_bytes},
                        {"seconds_added", cost.recompute_seconds + option.codec_seconds},
                        {"host_link_seconds", option.link_seconds}}});

@@ -21,7 +21,6 @@ namespace papaya::cli {
 // each label, the three largest saved tensors], "layers": [{"layer",
 // "tensors", "segment", "bytes_saved", "seconds_added", "host_link_seconds"}]}
 // at `batch` on `target`.
-nlohmann::json step_timeline(const model::LayerModel& model, const model::Target& target, const model::Plan& plan,
-                             int64_t batch);
+nlohmann::json step_timeline(const model::LayerModel& model, const model::Target& target, const model::Plan& plan, int64_t batch);
 
 }  // namespace papaya::cli

@@ -35,8 +35,9 @@ std::string zero_text(int zero) {
   switch (zero) {
     case 1: return "; ZeRO-1: each rank holds and steps its shard of AdamW's state";
     case 2: return "; ZeRO-2: each rank holds and steps its shard of the gradients and AdamW's state";
-    case 3: return "; ZeRO-3: each rank holds its shard of the weights, gradients and AdamW's state, and gathers each layer's "
-                   "weights as it runs";
+    case 3:
+      return "; ZeRO-3: each rank holds its shard of the weights, gradients and AdamW's state, and gathers each layer's "
+             "weights as it runs";
     default: return "";
   }
 }
@@ -191,21 +192,20 @@ void print_text(std::ostream& out, const Trained& t) {
   }
   table.print(out);
   if (!report.ranks.empty()) {
-    const std::string ranks_are = t.run.pipeline > 1 ? " ranks in " + std::to_string(t.run.pipeline) + " pipeline stages (1F1B, " +
-                                                           std::to_string(t.run.micro_batches) + " micro-batches of " +
-                                                           std::to_string(setup.batch) + ")" +
-                                                           (t.run.tensor > 1 ? ", each a tensor-parallel group" : "")
-                                  : t.run.tensor > 1 ? std::string(" tensor-parallel ranks (Megatron's column- and row-parallel split") +
-                                                           (t.run.sequence_parallel ? ", the tokens between them split)" : ")") +
-                                                           (t.run.data_ranks() > 1 ? " in " + std::to_string(t.run.data_ranks()) +
-                                                                                         " data-parallel groups of " +
-                                                                                         std::to_string(t.run.tensor)
-                                                                                   : "")
-                                                     : " data-parallel ranks";
+    const std::string ranks_are =
+        t.run.pipeline > 1 ? " ranks in " + std::to_string(t.run.pipeline) + " pipeline stages (1F1B, " +
+                                 std::to_string(t.run.micro_batches) + " micro-batches of " + std::to_string(setup.batch) + ")" +
+                                 (t.run.tensor > 1 ? ", each a tensor-parallel group" : "")
+        : t.run.tensor > 1
+            ? std::string(" tensor-parallel ranks (Megatron's column- and row-parallel split") +
+                  (t.run.sequence_parallel ? ", the tokens between them split)" : ")") +
+                  (t.run.data_ranks() > 1
+                       ? " in " + std::to_string(t.run.data_ranks()) + " data-parallel groups of " + std::to_string(t.run.tensor)
+                       : "")
+            : " data-parallel ranks";
     out << "\n"
-        << report.ranks.size() << ranks_are << ", global batch " << global_batch(t) << ": "
-        << per_second(global_samples_per_s(t)) << " samples/s (the slowest rank's median step)" << zero_text(t.run.zero)
-        << "\n";
+        << report.ranks.size() << ranks_are << ", global batch " << global_batch(t) << ": " << per_second(global_samples_per_s(t))
+        << " samples/s (the slowest rank's median step)" << zero_text(t.run.zero) << "\n";
     Table ranks({"rank", "peak memory", "static memory", "exchange", "median step"});
     for (size_t r = 0; r < report.ranks.size(); ++r) {
       const auto& f = report.ranks[r];
@@ -239,10 +239,11 @@ std::string headline(const TrainSetup& setup, const TrainRun& run) {
                                     ? ""
                                     : ", " + model::format_si(static_cast<double>(setup.trainable_parameters)) + " trainable";
   return "papaya train: " + setup.network + " (" + setup.family + ", " + model::format_si(static_cast<double>(setup.parameters)) +
-         " parameters" + trainable + ") on " + setup.device_name + ", " + setup.precision + ", batch " + std::to_string(setup.batch) +
-         (run.world ? " per rank x " + std::to_string(run.world->size) + " ranks" : "") + ", " + std::to_string(run.steps) +
-         " steps" + (setup.first_step > 0 ? " (from step " + std::to_string(setup.first_step) + ", " + run.resume + ")" : "") +
-         ", plan " + setup.plan + "\n" + "data: " + setup.data + "\n";
+         " parameters" + trainable + ") on " + setup.device_name + ", " + setup.precision + ", batch " +
+         std::to_string(setup.batch) + (run.world ? " per rank x " + std::to_string(run.world->size) + " ranks" : "") + ", " +
+         std::to_string(run.steps) + " steps" +
+         (setup.first_step > 0 ? " (from step " + std::to_string(setup.first_step) + ", " + run.resume + ")" : "") + ", plan " +
+         setup.plan + "\n" + "data: " + setup.data + "\n";
 }
 
 Trained compute(const TrainArgs& args, const Output& output, bool speaks) {
@@ -298,7 +299,9 @@ void register_train(CLI::App& app) {
                     ->capture_default_str()
                     ->check(positive(args->run.batch));
   cmd->add_option("--steps,-s", args->run.steps, "Training steps")->capture_default_str()->check(positive(args->run.steps));
-  cmd->add_option("--seed", args->run.seed, "Seed of weights and data")->capture_default_str()->check(non_negative(args->run.seed));
+  cmd->add_option("--seed", args->run.seed, "Seed of weights and data")
+      ->capture_default_str()
+      ->check(non_negative(args->run.seed));
   cmd->add_option("--device,-d", args->run.device, "cpu, cuda or cuda:N")->capture_default_str();
   add_precision_option(cmd, args->run.precision);
   cmd->add_option("--data", args->run.data,
@@ -306,10 +309,12 @@ void register_train(CLI::App& app) {
                   "network the batches torch.save wrote (a list of tuples in the forward's order, the loss's target last "
                   "if any), read in order and cycled");
   cmd->add_option("--lr", args->run.lr, "AdamW learning rate")->capture_default_str()->check(positive(args->run.lr));
-  cmd->add_option("--plan", args->run.plan,
-                  "Memory optimizations: a plan file, or a name: keep, recompute-all or recompute-attention (each block's attention "
-                  "core alone), quantize-{8,4,2}, adaptive-N, invert, swap, joined by '+' (e.g. quantize-2+invert); or auto: profile, fit and plan within --budget "
-                  "first")
+  cmd->add_option(
+         "--plan", args->run.plan,
+         "Memory optimizations: a plan file, or a name: keep, recompute-all or recompute-attention (each block's attention "
+         "core alone), quantize-{8,4,2}, adaptive-N, invert, swap, joined by '+' (e.g. quantize-2+invert); or auto: profile, fit "
+         "and plan within --budget "
+         "first")
       ->capture_default_str();
   cmd->add_option("--budget", args->budget, "With --plan auto: the memory the step may use (e.g. 24GiB, 12MiB)");
   cmd->add_option("--adaptive-every", args->run.adaptive_every, "Steps between sensitivity estimates of adaptive-N tensors")
@@ -378,17 +383,18 @@ void register_train(CLI::App& app) {
     const int grid = args->run.pipeline * args->run.tensor;
     if (args->run.micro_batches > 0 && args->run.pipeline == 1) throw InputError("--micro-batches goes with --pp");
     if (grid > 1 && (ranks < grid || ranks % grid != 0)) {
-      const std::string layers = args->run.pipeline > 1 && args->run.tensor > 1
-                                     ? "--pp " + std::to_string(args->run.pipeline) + " stages of --tp " +
-                                           std::to_string(args->run.tensor) + " ranks"
-                                 : args->run.pipeline > 1 ? "--pp " + std::to_string(args->run.pipeline) + " stages, one rank each,"
-                                                          : "--tp " + std::to_string(args->run.tensor) + " ranks";
+      const std::string layers =
+          args->run.pipeline > 1 && args->run.tensor > 1
+              ? "--pp " + std::to_string(args->run.pipeline) + " stages of --tp " + std::to_string(args->run.tensor) + " ranks"
+          : args->run.pipeline > 1 ? "--pp " + std::to_string(args->run.pipeline) + " stages, one rank each,"
+                                   : "--tp " + std::to_string(args->run.tensor) + " ranks";
       throw InputError(layers + " hold the layers of one data-parallel rank: give --nproc " + std::to_string(grid) +
                        " or a multiple of it");
     }
     if (args->run.zero > 0 && grid > 1 && ranks == grid) {
-      throw InputError("--zero " + std::to_string(args->run.zero) + " shards the static state across data-parallel ranks; --nproc " +
-                       std::to_string(ranks) + " makes one data-parallel rank of " +
+      throw InputError("--zero " + std::to_string(args->run.zero) +
+                       " shards the static state across data-parallel ranks; --nproc " + std::to_string(ranks) +
+                       " makes one data-parallel rank of " +
                        (args->run.pipeline > 1 ? "--pp " + std::to_string(args->run.pipeline) : "") +
                        (args->run.pipeline > 1 && args->run.tensor > 1 ? " x " : "") +
                        (args->run.tensor > 1 ? "--tp " + std::to_string(args->run.tensor) : "") +

@@ -1,5 +1,5 @@
-#include "cli/network_choice.h"
 #include "cli/train_run.h"
+#include "cli/network_choice.h"
 
 #include <filesystem>
 
@@ -68,10 +68,11 @@ void prepare_train_run(TrainRun& run) {
   if (run.pipeline > 1) {
     const model::NetworkConfig& config = *run.network_config;
     const auto* transformer = std::get_if<model::TransformerConfig>(&config.body);
-    if (!transformer) throw InputError("--pp " + std::to_string(run.pipeline) + ": " + config.name + " is no chain of transformer blocks");
+    if (!transformer)
+      throw InputError("--pp " + std::to_string(run.pipeline) + ": " + config.name + " is no chain of transformer blocks");
     if (transformer->layers < run.pipeline) {
-      throw InputError("--pp " + std::to_string(run.pipeline) + ": " + config.name + " has " + std::to_string(transformer->layers) +
-                       " blocks, fewer than the stages");
+      throw InputError("--pp " + std::to_string(run.pipeline) + ": " + config.name + " has " +
+                       std::to_string(transformer->layers) + " blocks, fewer than the stages");
     }
     if (config.family == model::Family::gpt && transformer->tied_head) {
       throw InputError("--pp " + std::to_string(run.pipeline) + ": " + config.name +
@@ -131,7 +132,8 @@ executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& cal
   };
   const auto tensor_group = subgroup(run.tensor, "tensor" + std::to_string(rank / run.tensor), tensor_rank);
   const auto data_group = subgroup(data, "data" + std::to_string(tensor_rank) + "." + std::to_string(stage), data_rank);
-  const auto stage_group = subgroup(run.pipeline, "stages" + std::to_string(tensor_rank) + "." + std::to_string(data_rank), stage);
+  const auto stage_group =
+      subgroup(run.pipeline, "stages" + std::to_string(tensor_rank) + "." + std::to_string(data_rank), stage);
   const auto ranks_of = [&](int size, const std::unique_ptr<executor::Collectives>& group) -> executor::Collectives* {
     return !collectives || size <= 1 ? nullptr : group ? group.get() : collectives.get();
   };
@@ -179,13 +181,14 @@ executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& cal
   if (!run.resume.empty()) executor::TrainingState::read(run.resume, device).restore(parts);
   const auto pipeline =
       pipeline_ranks ? std::make_unique<executor::PipelineParallel>(*pipeline_ranks, network, run.micro_batches) : nullptr;
-  if (pipeline) options.forward_backward = [&pipeline](const executor::Batch& batch) { return pipeline->forward_backward(batch); };
+  if (pipeline)
+    options.forward_backward = [&pipeline](const executor::Batch& batch) { return pipeline->forward_backward(batch); };
   const std::vector<torch::Tensor> trained =
       pipeline_ranks ? executor::stage_parameters(network, stage, run.pipeline) : network.trainable_parameters();
   const auto parallel = data_ranks && run.zero < 2 ? std::make_unique<executor::DataParallel>(*data_ranks, trained) : nullptr;
-  const auto sharded = data_ranks && run.zero >= 2
-                           ? std::make_unique<executor::ShardedDataParallel>(*data_ranks, network, trained, session.trained, run.zero)
-                           : nullptr;
+  const auto sharded = data_ranks && run.zero >= 2 ? std::make_unique<executor::ShardedDataParallel>(
+                                                         *data_ranks, network, trained, session.trained, run.zero)
+                                                   : nullptr;
   if (pipeline && sharded) pipeline->after_each_backward([&sharded] { sharded->reduce_micro_batch(); });
   // After backward: the norms' gradients summed over a group that splits the
   // tokens, then the data-parallel ranks' (the two sums commute).
@@ -213,9 +216,8 @@ executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& cal
 
   if (callbacks.on_start) {
     callbacks.on_start({config.name, model::to_string(config.family), network.parameter_count(),
-                        network.trainable_parameter_count(), device.str(),
-                        executor::device_name(device), plan.name, session.data->describe(), run.precision, run.batch, run.seed,
-                        progress.steps_done});
+                        network.trainable_parameter_count(), device.str(), executor::device_name(device), plan.name,
+                        session.data->describe(), run.precision, run.batch, run.seed, progress.steps_done});
   }
   const nlohmann::json description =
       run.save.empty() ? nlohmann::json()
@@ -252,7 +254,7 @@ executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& cal
   report.losses = progress.losses;
   if (collectives) {
     for (const auto& row : collectives->gather({static_cast<double>(report.peak_bytes), static_cast<double>(report.static_bytes),
-                                             report.exchange_seconds, report.median_step_seconds})) {
+                                                report.exchange_seconds, report.median_step_seconds})) {
       report.ranks.push_back({static_cast<int64_t>(row[0]), static_cast<int64_t>(row[1]), row[2], row[3]});
     }
   }

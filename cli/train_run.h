@@ -23,10 +23,10 @@ struct TrainSetup {
   std::string family;   // gpt, bert, vit, resnet, mlp
   int64_t parameters = 0;
   int64_t trainable_parameters = 0;  // fewer where fine-tuning freezes some
-  std::string device;       // "cpu", "cuda:0"
-  std::string device_name;  // executor::device_name
-  std::string plan;         // the plan's name
-  std::string data;         // what the data is, in words
+  std::string device;                // "cpu", "cuda:0"
+  std::string device_name;           // executor::device_name
+  std::string plan;                  // the plan's name
+  std::string data;                  // what the data is, in words
   // The run's (a resumed state's) precision, batch and seed.
   std::string precision;
   int64_t batch = 0;

@@ -14,9 +14,9 @@
 namespace papaya::cli {
 
 struct TrainRun {
-  std::string network = "gpt-tiny";    // config name or path
-  std::optional<int> seq_len;          // tokens per sample instead of the config's
-  NetworkOptions network_options;      // a TorchScript network's inputs and loss, LoRA
+  std::string network = "gpt-tiny";  // config name or path
+  std::optional<int> seq_len;        // tokens per sample instead of the config's
+  NetworkOptions network_options;    // a TorchScript network's inputs and loss, LoRA
   // The network and sequence length above, parsed once (prepare_train_run);
   // nullopt where a resumed state's network is trained as it was.
   std::optional<model::NetworkConfig> network_config;

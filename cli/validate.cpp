@@ -15,13 +15,13 @@
 
 #include "cli/commands.h"
 #include "cli/html_report.h"
-#include "cli/step_timeline.h"
 #include "cli/network_option.h"
 #include "cli/number_checks.h"
 #include "cli/plot.h"
 #include "cli/prediction_plot.h"
 #include "cli/progress.h"
 #include "cli/report.h"
+#include "cli/step_timeline.h"
 #include "cli/table.h"
 #include "cli/train_run.h"
 #include "executor/trainer.h"
@@ -211,20 +211,21 @@ void report(const ValidateArgs& args, const pipeline::Profiled& profiled, const 
     const bool ran = !row.out_of_memory;
     table.push_back({row.plan, std::to_string(row.batch), model::format_bytes(row.predicted.peak_bytes),
                      ran ? model::format_bytes(row.measured_peak) : "out of memory",
-                     ran ? error_percent(row.predicted.peak_bytes, row.measured_peak) : "-", per_second(row.predicted.samples_per_s),
-                     ran ? fixed(row.measured_rate, 1) : "-",
+                     ran ? error_percent(row.predicted.peak_bytes, row.measured_peak) : "-",
+                     per_second(row.predicted.samples_per_s), ran ? fixed(row.measured_rate, 1) : "-",
                      ran ? error_percent(row.predicted.samples_per_s, row.measured_rate) : "-"});
   }
-  write_html_report(args.html, {{"title", "papaya validate: " + m.network + " on " + m.machine.device_name},
-                                {"subtitle", "profiled at batches " + joined(args.profile_batches) + ", predicted, then trained " +
-                                                 std::to_string(args.run.steps) + " steps a row; the step below at batch " +
-                                                 std::to_string(batch) + " as predicted"},
-                                {"timelines", timelines},
-                                {"curves", {{"memory", panel_json(panels.memory, batch)},
-                                            {"throughput", panel_json(panels.throughput, batch)}}},
-                                {"columns", {"plan", "batch", "peak predicted", "peak measured", "error", "samples/s predicted",
-                                             "samples/s measured", "error"}},
-                                {"plans", table}});
+  write_html_report(
+      args.html,
+      {{"title", "papaya validate: " + m.network + " on " + m.machine.device_name},
+       {"subtitle", "profiled at batches " + joined(args.profile_batches) + ", predicted, then trained " +
+                        std::to_string(args.run.steps) + " steps a row; the step below at batch " + std::to_string(batch) +
+                        " as predicted"},
+       {"timelines", timelines},
+       {"curves", {{"memory", panel_json(panels.memory, batch)}, {"throughput", panel_json(panels.throughput, batch)}}},
+       {"columns",
+        {"plan", "batch", "peak predicted", "peak measured", "error", "samples/s predicted", "samples/s measured", "error"}},
+       {"plans", table}});
 }
 
 struct Validation {

@@ -24,7 +24,8 @@ std::string version_string() {
   } catch (const InputError&) {
     data = "none found";
   }
-  return std::string("papaya ") + PAPAYA_VERSION + " (LibTorch " + TORCH_VERSION + ", " + backend + gloo + "; data: " + data + ")";
+  return std::string("papaya ") + PAPAYA_VERSION + " (LibTorch " + TORCH_VERSION + ", " + backend + gloo + "; data: " + data +
+         ")";
 }
 
 }  // namespace papaya::cli

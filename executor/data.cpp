@@ -174,7 +174,8 @@ class ArchiveData : public DataSource {
 
   Batch next(int64_t batch_size) override {
     Batch batch;
-    for (const auto& input : torchscript::synthetic_inputs(specs_, batch_size, gen_)) batch.arguments.push_back(input.toTensor().to(device_));
+    for (const auto& input : torchscript::synthetic_inputs(specs_, batch_size, gen_))
+      batch.arguments.push_back(input.toTensor().to(device_));
     batch.input = batch.arguments.front();
     return batch;
   }
@@ -233,8 +234,10 @@ std::unique_ptr<DataSource> make_file_data(const std::string& path, const model:
                                            uint64_t seed) {
   if (config.family == Family::torchscript) return std::make_unique<RecordedData>(path, config, device);
   if (config.family != Family::gpt) {
-    throw InputError("a data file trains a gpt network as a character-level language model, or a TorchScript network on "
-                     "its recorded batches; " + config.name + " is a " + model::to_string(config.family) + " network");
+    throw InputError(
+        "a data file trains a gpt network as a character-level language model, or a TorchScript network on "
+        "its recorded batches; " +
+        config.name + " is a " + model::to_string(config.family) + " network");
   }
   return std::make_unique<TextData>(path, config, device, seed);
 }

@@ -59,13 +59,9 @@ MemoryTracker::MemoryTracker(c10::Device device, Counted counted) : impl_(new Im
 
 MemoryTracker::~MemoryTracker() = default;
 
-int64_t MemoryTracker::current() const {
-  return impl_->reporter ? impl_->reporter->current.load() : impl_->on_cuda().current;
-}
+int64_t MemoryTracker::current() const { return impl_->reporter ? impl_->reporter->current.load() : impl_->on_cuda().current; }
 
-int64_t MemoryTracker::peak() const {
-  return impl_->reporter ? impl_->reporter->peak.load() : impl_->on_cuda().peak;
-}
+int64_t MemoryTracker::peak() const { return impl_->reporter ? impl_->reporter->peak.load() : impl_->on_cuda().peak; }
 
 int64_t MemoryTracker::reserved_peak() const { return impl_->reporter ? peak() : cuda_reserved_peak(impl_->device.index()); }
 

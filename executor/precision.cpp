@@ -26,7 +26,7 @@ AutocastRule autocast_rule(model::LayerKind kind) {
     case K::conv2d:
     case K::attention_scores:
     case K::attention_context:
-    case K::fused_attention:  // scaled_dot_product_attention is in autocast's lower-precision list
+    case K::fused_attention:                     // scaled_dot_product_attention is in autocast's lower-precision list
     case K::lm_head: return AutocastRule::half;  // its log-probabilities are fp32 regardless
     case K::layernorm:
     case K::rmsnorm:

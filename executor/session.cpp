@@ -34,9 +34,8 @@ std::shared_ptr<Network> make_network(const NetworkSource& source, const torch::
 // What this process's optimizer steps: a pipeline stage's layers' weights,
 // or every trained weight, or a ZeRO rank's shard of them.
 std::vector<torch::Tensor> trained_here(const Network& network, const SessionOptions& options) {
-  const std::vector<torch::Tensor> mine = options.stages
-                                              ? stage_parameters(network, options.stages->rank, options.stages->size)
-                                              : network.trainable_parameters();
+  const std::vector<torch::Tensor> mine =
+      options.stages ? stage_parameters(network, options.stages->rank, options.stages->size) : network.trainable_parameters();
   if (!options.world || options.zero == 0) return mine;
   return shard_of(mine, options.world->size, options.world->rank, options.zero);
 }

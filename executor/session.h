@@ -19,8 +19,8 @@
 #include "executor/networks/network_source.h"
 #include "executor/precision.h"
 #include "executor/trainer.h"
-#include "model/layout.h"
 #include "model/catalog/network_config.h"
+#include "model/layout.h"
 
 namespace papaya::executor {
 
@@ -28,8 +28,8 @@ struct SessionOptions {
   std::string device = "cpu";      // cpu, cuda, cuda:N
   std::string precision = "fp32";  // fp32, bf16, amp-bf16, amp-fp16
   std::string data;                // a file (make_file_data); "": synthetic data
-  std::optional<World> world;   // a data-parallel rank: its slice of each global batch
-  int zero = 0;                 // 1-3: with `world`, AdamW steps this rank's shard only (ZeRO)
+  std::optional<World> world;      // a data-parallel rank: its slice of each global batch
+  int zero = 0;                    // 1-3: with `world`, AdamW steps this rank's shard only (ZeRO)
   // A pipeline stage of so many: it holds and steps its own layers' weights
   // (of which, with `world` and ZeRO-1, its shard), every stage of a
   // pipeline drawing the same batch.
@@ -38,9 +38,9 @@ struct SessionOptions {
   // each holding its share of every split layer (Network::split_tensors,
   // before AdamW's state is made).
   std::shared_ptr<TensorGroup> tensor_group;
-  uint64_t seed = 0;               // of the weights and the data
+  uint64_t seed = 0;                            // of the weights and the data
   Counted counted = Counted::allocator_blocks;  // what the memory tracker's bytes are on CUDA
-  double lr = TrainOptions().lr;   // AdamW's
+  double lr = TrainOptions().lr;                // AdamW's
   double weight_decay = TrainOptions().weight_decay;
 };
 

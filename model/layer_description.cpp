@@ -37,7 +37,6 @@ SavedTensorProfile saved_tensor_from_json(const nlohmann::json& doc) {
   return t;
 }
 
-
 void add_layer_description_json(const LayerDescription& l, nlohmann::json& out) {
   nlohmann::json saved = nlohmann::json::array();
   for (const auto& s : l.saved) saved.push_back(saved_tensor_to_json(s));

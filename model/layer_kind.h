@@ -58,7 +58,8 @@ enum class FlopsShape {
   convolution,  // 2·(C_in·k_h·k_w)·N (+N with a bias)
   logits,       // 2·d·L + flops_per_output·L, L = the logits' elements (the saved log-probabilities')
   pooling,      // k²·N, k = the pooling window
-  attention,    // (4·d + flops_per_output)·P, P the (query, key) pairs attended (about half of all when causal), d the head dimension
+  attention,    // (4·d + flops_per_output)·P, P the (query, key) pairs attended (about half of all when causal), d the head
+                // dimension
 };
 
 struct SlotTraits {

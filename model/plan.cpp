@@ -208,7 +208,6 @@ void apply_tensors(Plan& plan, const nlohmann::json& entries, const NetworkLayou
 
 }  // namespace
 
-
 TensorStrategy Plan::tensor(const std::string& path, const std::string& slot) const {
   const auto it = tensors.find(tensor_key(path, slot));
   return it == tensors.end() ? TensorStrategy{} : it->second;

@@ -191,5 +191,4 @@ CodecMeasurement codec_from_json(const nlohmann::json& doc);  // scratch figures
 nlohmann::json inverts_to_json(const std::vector<InvertMeasurement>& inverts);
 std::vector<InvertMeasurement> inverts_from_json(const nlohmann::json& doc);
 
-
 }  // namespace papaya::model

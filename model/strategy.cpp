@@ -273,7 +273,6 @@ int64_t host_bytes(SlotKind kind, int64_t numel, int element_size, const TensorS
   return device_bytes(kind, numel, element_size, on_device, head_numel);
 }
 
-
 Encoding encoding(SlotKind kind, const TensorStrategy& s) {
   const Encoding e = row_of(s.form).encoding;
   return e == Encoding::quantized && kind == SlotKind::mask ? Encoding::mask : e;

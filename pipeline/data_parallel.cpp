@@ -19,8 +19,8 @@ void DataParallelRequest::validate() const {
 
 void DataParallelRequest::require_link(const std::string& where) const {
   if (gpus < 2 || !link.empty()) return;
-  throw InputError(std::to_string(gpus) + " GPUs on " + where + ": no interconnect known; name a link (" +
-                          model::link_names() + ", or a measured link's file)");
+  throw InputError(std::to_string(gpus) + " GPUs on " + where + ": no interconnect known; name a link (" + model::link_names() +
+                   ", or a measured link's file)");
 }
 
 std::vector<int> DataParallelRequest::stages(bool planner_chooses) const {

@@ -20,11 +20,12 @@ std::string inter_node_default(const std::string& interconnect) {
 namespace {
 
 // The links within a node and between nodes; notes what was assumed.
-model::ClusterLinks cluster_links(const model::LayerModel& model, const LayoutPlanRequest& request,
-                                  const model::Target& target, std::vector<std::string>& notes) {
+model::ClusterLinks cluster_links(const model::LayerModel& model, const LayoutPlanRequest& request, const model::Target& target,
+                                  std::vector<std::string>& notes) {
   if (request.gpus_per_node < 1) throw InputError(std::to_string(request.gpus_per_node) + " GPUs a node: at least 1");
   std::string interconnect;
-  if (const auto spec = request.hardware.empty() ? model::catalog_entry_for(model.machine) : model::find_hardware(request.hardware)) {
+  if (const auto spec =
+          request.hardware.empty() ? model::catalog_entry_for(model.machine) : model::find_hardware(request.hardware)) {
     interconnect = spec->interconnect;
   }
   std::string intra = request.intra_node_link.empty() ? interconnect : request.intra_node_link;
@@ -69,7 +70,9 @@ LayoutPlanned plan_layouts(const model::LayerModel& model, LayoutPlanRequest req
   } else if (!model::has_attention_cores(model.layout())) {
     // Weighed among others (an engine's plans), recompute-attention is no
     // choice where attention holds no probabilities; alone it is refused.
-    const auto selective = [](const std::string& plan) { return plan.find(model::recompute_attention_term) != std::string::npos; };
+    const auto selective = [](const std::string& plan) {
+      return plan.find(model::recompute_attention_term) != std::string::npos;
+    };
     const size_t before = q.plans.size();
     std::vector<std::string> plans = q.plans;
     plans.erase(std::remove_if(plans.begin(), plans.end(), selective), plans.end());

@@ -18,8 +18,8 @@ struct LayoutPlanRequest {
   std::string inter_node_link;  // "": InfiniBand of the hardware's generation (inter_node_default)
   int gpus_per_node = 8;
   std::optional<double> compute_efficiency;  // model::catalog_target's
-  std::optional<double> budget_bytes;  // per GPU; default: 80% of the hardware's memory
-  model::LayoutQuestion question;      // budget_bytes and plans filled in here
+  std::optional<double> budget_bytes;        // per GPU; default: 80% of the hardware's memory
+  model::LayoutQuestion question;            // budget_bytes and plans filled in here
   size_t keep = 5;
 };
 

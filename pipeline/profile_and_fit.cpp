@@ -81,7 +81,7 @@ model::NetworkConfig fraction(const model::NetworkConfig& config, int k, int par
 // fraction, else (and for a ViT, whose patches are its image's) widths.
 model::ShapeCut cut_for(const model::NetworkConfig& config, int parts) {
   return text(config) && model::routes_tokens_in_proportion(config, parts) ? model::ShapeCut::tokens_and_widths
-                                                                   : model::ShapeCut::widths;
+                                                                           : model::ShapeCut::widths;
 }
 
 // The most parts a network is cut into: as many as its shape divides into,
@@ -153,9 +153,8 @@ std::string as_modelled(const model::NetworkConfig& config, int parts, model::Sh
 std::string shape_notice(const model::NetworkConfig& config, const Scaling& s) {
   const model::TransformerConfig narrow = fraction(config, 1, s.parts, s.cut, 0).transformer();
   const model::TransformerConfig wide = fraction(config, 3, s.parts, s.cut, 0).transformer();
-  const std::string blocks = s.blocks > 0 ? std::to_string(s.blocks) + " of its " +
-                                                std::to_string(config.transformer().layers) + " blocks "
-                                          : "";
+  const std::string blocks =
+      s.blocks > 0 ? std::to_string(s.blocks) + " of its " + std::to_string(config.transformer().layers) + " blocks " : "";
   const std::string of = "/" + std::to_string(s.parts);
   const std::string kept = std::to_string(config.sequence_length()) +
                            (text(config) ? " tokens kept: fewer would give its experts shares that do not grow with them"
@@ -165,9 +164,9 @@ std::string shape_notice(const model::NetworkConfig& config, const Scaling& s) {
                                                                     std::to_string(wide.seq_len) + " tokens, head dimensions ";
   const std::string vocabulary =
       text(config) ? ", vocabulary " + with_commas(narrow.vocab) + " to " + with_commas(wide.vocab) : "";
-  return "profiling " + blocks + "at 1" + of + ", 2" + of + " and 3" + of + " of " + tokens +
-         std::to_string(narrow.head_dim()) + " to " + std::to_string(wide.head_dim()) + vocabulary +
-         ") and modelling it whole from them" + as_modelled(config, s.parts, s.cut);
+  return "profiling " + blocks + "at 1" + of + ", 2" + of + " and 3" + of + " of " + tokens + std::to_string(narrow.head_dim()) +
+         " to " + std::to_string(wide.head_dim()) + vocabulary + ") and modelling it whole from them" +
+         as_modelled(config, s.parts, s.cut);
 }
 
 // How to profile the network of `request`; sets quick where it is slow to step.
@@ -176,8 +175,8 @@ Scaling scaling_for(ProfileAndFitRequest& request, Reporter& reporter) {
   const int batch = request.batches.back();
   const StepSize slow = slow_step(request.device), step = step_size(config, batch);
   const bool is_slow = !within(step, slow, request.quick ? quick_answer_share : 1.0);
-  const std::string why = "a step of " + config.name + " at " + std::to_string(config.sequence_length()) +
-                          " tokens and batch " + std::to_string(batch) + " takes about " + model::format_si(step.flops) + "FLOP" +
+  const std::string why = "a step of " + config.name + " at " + std::to_string(config.sequence_length()) + " tokens and batch " +
+                          std::to_string(batch) + " takes about " + model::format_si(step.flops) + "FLOP" +
                           (squares(config) ? " and " + model::format_bytes(step.attention_bytes) + " of attention scores" : "") +
                           ": ";
   request.quick = request.quick || is_slow;
@@ -280,8 +279,7 @@ Profiled profile_and_fit(const ProfileAndFitRequest& asked, Reporter& reporter) 
                                                "profiling at " + part)});
     }
     out.model = model::at_full_shape(models, scaling.parts, scaling.cut, label);
-    scaled = " and 1" + of + ", 2" + of + ", 3" + of + " of its " +
-             (scaling.cut == model::ShapeCut::widths ? "widths" : "shape");
+    scaled = " and 1" + of + ", 2" + of + ", 3" + of + " of its " + (scaling.cut == model::ShapeCut::widths ? "widths" : "shape");
   } else if (!scaling.lengths.empty()) {
     std::vector<model::ModelAtLength> models;
     for (int length : scaling.lengths) {

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "model/catalog/target.h"
 #include "model/layer_model.h"
 #include "model/plan_space/plan_space.h"
-#include "model/catalog/target.h"
 
 namespace papaya::planner {
 

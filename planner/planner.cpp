@@ -145,7 +145,8 @@ class Planner {
     const std::string batch = std::to_string(global.batch);
     if (lean.at_batch.peak_bytes <= request_.budget_bytes && request_.variance_budget) {
       throw InputError("no plan within " + budget + " at batch " + batch + " keeps the gradient variance within " +
-                       std::to_string(*request_.variance_budget) + " of quantize-2's (raise the variance budget or the memory budget)");
+                       std::to_string(*request_.variance_budget) +
+                       " of quantize-2's (raise the variance budget or the memory budget)");
     }
     std::string message = "budget " + budget + " is below what batch " + batch + " needs with the most memory-saving plan, " +
                           lean.name + ": " + model::format_bytes(lean.at_batch.peak_bytes);

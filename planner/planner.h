@@ -20,9 +20,9 @@
 #include <string>
 #include <vector>
 
+#include "model/catalog/target.h"
 #include "model/layer_model.h"
 #include "model/plan.h"
-#include "model/catalog/target.h"
 #include "planner/global_search.h"
 
 namespace papaya::planner {

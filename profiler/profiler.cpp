@@ -8,14 +8,14 @@
 #include <memory>
 #include <variant>
 
-#include "executor/networks/source_for.h"
 #include "executor/device.h"
+#include "executor/networks/source_for.h"
 #include "executor/plan_apply.h"
 #include "executor/session.h"
-#include "model/error.h"
 #include "model/catalog/layer_parameters.h"
 #include "model/catalog/network_config.h"
 #include "model/catalog/parameter_count.h"
+#include "model/error.h"
 #include "model/fit/plan_step_calibration.h"
 #include "model/plan.h"
 #include "model/units.h"
@@ -100,7 +100,7 @@ std::string join(const std::vector<int>& values) {
 // ProfileOptions::profile_blocks).
 double device_memory(const ProfileOptions& options) {
   return static_cast<double>(options.memory_limit > 0 ? options.memory_limit
-                                                       : memory_bytes(executor::resolve_device(options.device)));
+                                                      : memory_bytes(executor::resolve_device(options.device)));
 }
 
 int blocks_to_profile(const model::NetworkConfig& whole, const ProfileOptions& options) {
@@ -189,7 +189,8 @@ model::Profile profile_network(const ProfileOptions& options) {
   session_options.counted = executor::Counted::tensor_bytes;
   const model::NetworkConfig& whole = options.network;
   const int blocks = blocks_to_profile(whole, options);
-  if (blocks > 0) model::check_blocks_frozen_alike(whole, blocks, whole.name + ": " + std::to_string(blocks) + " blocks profiled");
+  if (blocks > 0)
+    model::check_blocks_frozen_alike(whole, blocks, whole.name + ": " + std::to_string(blocks) + " blocks profiled");
   const model::NetworkConfig profiled = blocks > 0 ? model::with_blocks(whole, blocks) : whole;
   check_state_fits(profiled, blocks, options);
   executor::Session session(*executor::source_for(profiled), session_options);
@@ -262,9 +263,8 @@ model::Profile profile_network(const ProfileOptions& options) {
     }
   }
   if (std::all_of(profile.iterations.begin(), profile.iterations.end(), [](const auto& it) { return it.oom; })) {
-    std::string why = options.memory_limit > 0
-                          ? " (memory limit " + model::format_bytes(static_cast<double>(options.memory_limit)) + ")"
-                          : "";
+    std::string why =
+        options.memory_limit > 0 ? " (memory limit " + model::format_bytes(static_cast<double>(options.memory_limit)) + ")" : "";
     throw InputError(session.config.name + ": every batch size (" + join(batches) + ") ran out of memory on " + device.str() +
                      why);
   }

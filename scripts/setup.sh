@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(
   clang cmake ninja-build pkg-config  # clang: LibTorch sources compile in half g++'s time (scripts/build.sh)
+  clang-format            # the tree's format, checked by the test command (scripts/format.sh --check)
   libomp-dev              # clang's OpenMP: the CPU codec's threads
   libtorch-dev            # LibTorch 1.13 (CPU); a CUDA LibTorch is used instead where found
   libgloo-dev             # Gloo's headers: data-parallel training over LibTorch's c10d

@@ -20,6 +20,7 @@ else
   scripts/setup.sh
   scripts/build.sh -DPAPAYA_WERROR=ON  # a warning fails the build (a configured build dir keeps its setting)
 fi
+scripts/format.sh --check  # every C++ source as clang-format writes it (scripts/format.sh formats them)
 python3 scripts/check-includes.py  # no two units include each other in a circle
 python3 scripts/check-flag-names.py  # flag names only in cli/
 ctest --test-dir "${PAPAYA_BUILD_DIR:-build}" --output-on-failure -j "${PAPAYA_JOBS:-$(nproc)}"

@@ -22,8 +22,7 @@ namespace papaya::executor {
 class DataParallel {
  public:
   // Over `parameters`: a network's trained ones, or a pipeline stage's.
-  DataParallel(Collectives& collectives, const std::vector<torch::Tensor>& parameters,
-               int64_t bucket_bytes = int64_t{25} << 20);
+  DataParallel(Collectives& collectives, const std::vector<torch::Tensor>& parameters, int64_t bucket_bytes = int64_t{25} << 20);
   ~DataParallel();  // removes its gradient hooks
   DataParallel(const DataParallel&) = delete;
   DataParallel& operator=(const DataParallel&) = delete;

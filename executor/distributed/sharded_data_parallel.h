@@ -124,9 +124,9 @@ class ShardedDataParallel : private LayerObserver {
   Collectives& collectives_;
   std::vector<torch::Tensor> parameters_;
   int zero_stage_;
-  bool micro_batches_reduced_ = false;  // this step's, by reduce_micro_batch
+  bool micro_batches_reduced_ = false;            // this step's, by reduce_micro_batch
   std::unordered_map<const void*, Spans> spans_;  // parameter -> its spans
-  std::unordered_set<const void*> let_go_;         // ZeRO-3: the parameters whose storage goes between uses
+  std::unordered_set<const void*> let_go_;        // ZeRO-3: the parameters whose storage goes between uses
   std::vector<torch::Tensor> shard_gradients_;
   std::vector<Bucket> buckets_;
   Bucket* on_the_wire_ = nullptr;
@@ -142,7 +142,7 @@ class ShardedDataParallel : private LayerObserver {
   std::unordered_map<const void*, int> gathered_;
   std::vector<const Layer*> held_for_backward_;
   std::unordered_map<const void*, std::vector<const Layer*>> layers_of_;  // a weight's layers
-  std::unordered_map<const Layer*, int> waiting_;  // weights' gradients a layer's backward has still to make
+  std::unordered_map<const Layer*, int> waiting_;                    // weights' gradients a layer's backward has still to make
   std::unordered_map<const Layer*, const Layer*> next_in_backward_;  // the nearest earlier layer with sharded weights
   std::unique_ptr<ObserverGuard> observing_;
 };

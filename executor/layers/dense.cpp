@@ -52,7 +52,8 @@ torch::Tensor linear(const Linear& layer, const torch::Tensor& x, const torch::T
 // A stored weight's linear: nothing saved but the layer, whose weight is
 // loaded again in backward (QLoRA's), so that no loaded copy lives between.
 struct StoredLinearFunction : Function<StoredLinearFunction> {
-  static at::Tensor forward(AutogradContext* ctx, const Linear* layer, const at::Tensor& x, const c10::optional<at::Tensor>& bias) {
+  static at::Tensor forward(AutogradContext* ctx, const Linear* layer, const at::Tensor& x,
+                            const c10::optional<at::Tensor>& bias) {
     ctx->saved_data["layer"] = reinterpret_cast<int64_t>(layer);
     ctx->saved_data["bias_trained"] = bias && bias->requires_grad();
     const at::Tensor w = layer->loaded_weight(x.scalar_type());
@@ -63,9 +64,8 @@ struct StoredLinearFunction : Function<StoredLinearFunction> {
     const auto* layer = reinterpret_cast<const Linear*>(ctx->saved_data["layer"].toInt());
     const at::Tensor& g = grad[0];
     const at::Tensor dx = g.matmul(layer->loaded_weight(g.scalar_type()));
-    const at::Tensor db = ctx->saved_data["bias_trained"].toBool()
-                              ? gradient_for(layer->bias, g.reshape({-1, g.size(-1)}).sum(0))
-                              : at::Tensor();
+    const at::Tensor db =
+        ctx->saved_data["bias_trained"].toBool() ? gradient_for(layer->bias, g.reshape({-1, g.size(-1)}).sum(0)) : at::Tensor();
     return {at::Tensor(), dx, db};
   }
 };
@@ -85,7 +85,9 @@ Linear::Linear(int64_t in, int64_t out, bool with_bias, model::WeightFormat stor
     weight = register_parameter("weight", torch::empty({out, in}).uniform_(-bound, bound));
   } else {
     // Drawn a few rows at a time: the same values, in the same order.
-    stored_ = store_weight(out, in, stored, [&](int64_t, int64_t rows) { return torch::empty({rows, in}).uniform_(-bound, bound); });
+    stored_ = store_weight(out, in, stored, [&](int64_t, int64_t rows) {
+      return torch::empty({rows, in}).uniform_(-bound, bound);
+    });
     for (auto [name, tensor] : stored_->tensors()) *tensor = register_buffer(name, *tensor);
   }
   if (with_bias) bias = register_parameter("bias", torch::empty({out}).uniform_(-bound, bound));

@@ -30,8 +30,8 @@ struct ActivationFunction : Function<ActivationFunction> {
     if (model::derives_from_output(spec.strategy.form)) {
       // The output is stored as its consumer stores it: the consumer's
       // store finds this copy and shares it.
-      stash(ctx, {store(x >= branch_point(kind), model::SlotKind::mask, spec),
-                  store(y, model::SlotKind::activation, *output_spec)});
+      stash(ctx,
+            {store(x >= branch_point(kind), model::SlotKind::mask, spec), store(y, model::SlotKind::activation, *output_spec)});
     } else {
       stash(ctx, {store_slot(*layer, 0, x)});
     }
@@ -88,7 +88,8 @@ struct MulFunction : Function<MulFunction> {
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
     const Unstashed saved = unstash(ctx);
     const at::Tensor& g = grad[0];
-    const std::vector<int64_t> a_shape = ctx->saved_data["a_shape"].toIntVector(), b_shape = ctx->saved_data["b_shape"].toIntVector();
+    const std::vector<int64_t> a_shape = ctx->saved_data["a_shape"].toIntVector(),
+                               b_shape = ctx->saved_data["b_shape"].toIntVector();
     const auto gradients = [&](const std::vector<at::Tensor>& s) -> variable_list {
       return {s[1].defined() ? (g * s[1]).sum_to_size(a_shape) : at::Tensor(),
               s[0].defined() ? (g * s[0]).sum_to_size(b_shape) : at::Tensor()};

@@ -152,12 +152,9 @@ struct VocabParallelLMHead : public Function<VocabParallelLMHead> {
     return {local.clamp(0, rows - 1), local.ge(0).logical_and(local.lt(rows))};
   }
   // The input of every token: gathered where the group splits them, `x` is this rank's share.
-  static at::Tensor tokens_of(TensorGroup& group, const at::Tensor& x) {
-    return group.splits_sequence() ? group.gathered(x) : x;
-  }
+  static at::Tensor tokens_of(TensorGroup& group, const at::Tensor& x) { return group.splits_sequence() ? group.gathered(x) : x; }
   // The share's softmax of `rows`' logits, and (with `loss`) the mean loss.
-  static at::Tensor softmax(const at::Tensor& rows, const at::Tensor& w, TensorGroup& group, const Targets& t,
-                            at::Tensor* loss) {
+  static at::Tensor softmax(const at::Tensor& rows, const at::Tensor& w, TensorGroup& group, const Targets& t, at::Tensor* loss) {
     const at::Tensor logits = at::linear(rows, w).to(at::kFloat);
     const at::Tensor top = group.max(std::get<0>(logits.max(-1)));
     at::Tensor out = (logits - top.unsqueeze(-1)).exp_();

@@ -7,7 +7,8 @@ namespace papaya::executor {
 Projection::Projection(torch::nn::Module& parent, const std::string& name, int64_t in, int64_t out, bool bias,
                        const model::TransformerConfig& config, const std::string& role) {
   const auto& lora = config.lora;
-  base = parent.register_module(name, std::make_shared<Linear>(in, out, bias, lora ? lora->base_weights : model::WeightFormat::fp32));
+  base = parent.register_module(name,
+                                std::make_shared<Linear>(in, out, bias, lora ? lora->base_weights : model::WeightFormat::fp32));
   if (!lora || std::find(lora->targets.begin(), lora->targets.end(), role) == lora->targets.end()) return;
   if (lora->dropout > 0) drop_ = parent.register_module(name + "_lora_drop", std::make_shared<Dropout>(lora->dropout));
   a_ = parent.register_module(name + "_lora_a", std::make_shared<Linear>(in, lora->rank, false));

@@ -46,7 +46,8 @@ MixtureOfExperts::MixtureOfExperts(const model::TransformerConfig& c, int mixtur
   }
   if (moe.shared_hidden > 0) {
     if (moe.shared_gate) shared_gate = register_module("shared_gate", std::make_shared<Linear>(c.d_model, 1, false));
-    shared = register_module("shared", std::make_shared<FeedForward>(c, moe.shared_hidden, false, "swiglu", 0.0, moe.shared_gate));
+    shared =
+        register_module("shared", std::make_shared<FeedForward>(c, moe.shared_hidden, false, "swiglu", 0.0, moe.shared_gate));
   }
 }
 
@@ -75,7 +76,7 @@ torch::Tensor MixtureOfExperts::forward(const torch::Tensor& x) {
   const torch::Tensor tokens = x.reshape({-1, x.size(-1)});
   const int64_t n = tokens.size(0), count = static_cast<int64_t>(experts->size());
   const torch::Tensor p = probs->forward(router->forward(tokens).to(torch::kFloat));  // (n, experts)
-  torch::Tensor weights, chosen;  // (n, k)
+  torch::Tensor weights, chosen;                                                      // (n, k)
   if (busiest_share_) {
     chosen = forced_choice(n, p.device());
     weights = p.gather(1, chosen);
@@ -98,7 +99,8 @@ torch::Tensor MixtureOfExperts::forward(const torch::Tensor& x) {
   if (balancing_weight_ == 0 || !torch::GradMode::is_enabled() || !p.requires_grad()) return out;
   // The share of the n k routings each expert got (no gradient), and the
   // tokens' mean probability of it.
-  const torch::Tensor share = torch::bincount(chosen.flatten(), {}, count).to(torch::kFloat) / static_cast<double>(n * chosen_per_token_);
+  const torch::Tensor share =
+      torch::bincount(chosen.flatten(), {}, count).to(torch::kFloat) / static_cast<double>(n * chosen_per_token_);
   const torch::Tensor balancing = static_cast<double>(count) * chosen_per_token_ * (p.mean(0) * share).sum();
   return AddedLoss::apply(out, balancing, balancing_weight_, &network_);
 }

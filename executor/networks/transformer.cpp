@@ -140,7 +140,7 @@ class Attention : public torch::nn::Module {
   }
 
   Projection qkv, q_proj, k_proj, v_proj, proj;  // qkv, or q, k and v
-  std::shared_ptr<Norm> q_norm, k_norm;  // OLMoE's, or none
+  std::shared_ptr<Norm> q_norm, k_norm;          // OLMoE's, or none
   std::shared_ptr<Rotary> rope_q, rope_k;
   AttentionCore core;
   std::shared_ptr<Dropout> proj_drop;
@@ -153,8 +153,8 @@ class Attention : public torch::nn::Module {
 // The experts of a mixture block, or its MLP.
 struct BlockMlp {
   const TransformerConfig& c;
-  int mixture_blocks;         // 0: no block is one
-  const Network& network;     // its loss scale, read in backward
+  int mixture_blocks;      // 0: no block is one
+  const Network& network;  // its loss scale, read in backward
 };
 
 class Block : public Segment {
@@ -184,7 +184,7 @@ class Block : public Segment {
 
   std::shared_ptr<Norm> ln1, ln2;
   std::shared_ptr<Attention> attn;
-  std::shared_ptr<FeedForward> mlp;      // or
+  std::shared_ptr<FeedForward> mlp;  // or
   std::shared_ptr<MixtureOfExperts> moe;
 
  protected:
@@ -341,8 +341,6 @@ void check_tensor_split(const model::NetworkConfig& config, int ranks, bool sequ
   if (config.position_rows() > 0) with_sp("a learned position table not built");
 }
 
-std::shared_ptr<Network> build_transformer(const model::NetworkConfig& config) {
-  return std::make_shared<Transformer>(config);
-}
+std::shared_ptr<Network> build_transformer(const model::NetworkConfig& config) { return std::make_shared<Transformer>(config); }
 
 }  // namespace papaya::executor

@@ -256,7 +256,7 @@ at::Tensor dequantize(const at::Tensor& buffer, const QuantLayout& l, at::IntArr
 // of 256 words. Elsewhere in ATen passes.
 namespace {
 
-constexpr uint64_t bool_lanes = 0x0101010101010101ull;  // bit 0 of each byte
+constexpr uint64_t bool_lanes = 0x0101010101010101ull;   // bit 0 of each byte
 constexpr uint64_t gather_bits = 0x0102040810204080ull;  // byte j's bit 0 to bit 56 + j
 
 uint8_t packed_byte(uint64_t bools) { return static_cast<uint8_t>(((bools & bool_lanes) * gather_bits) >> 56); }
@@ -299,9 +299,8 @@ at::Tensor pack_mask(const at::Tensor& mask) {
   at::Tensor packed = at::empty({(n + 7) / 8}, mask.options().dtype(at::kByte));
   uint8_t* out = packed.data_ptr<uint8_t>();
   if (values.scalar_type() != at::kBool) {
-    AT_DISPATCH_ALL_TYPES_AND2(at::kBFloat16, at::kHalf, values.scalar_type(), "pack_mask", [&] {
-      pack_nonzero(values.data_ptr<scalar_t>(), n, out, 0, packed.numel());
-    });
+    AT_DISPATCH_ALL_TYPES_AND2(at::kBFloat16, at::kHalf, values.scalar_type(), "pack_mask",
+                               [&] { pack_nonzero(values.data_ptr<scalar_t>(), n, out, 0, packed.numel()); });
     return packed;
   }
   const uint8_t* in = reinterpret_cast<const uint8_t*>(values.data_ptr<bool>());

@@ -199,8 +199,7 @@ at::Tensor input_grad_from_mask(const at::Tensor& grad, const at::Tensor& positi
     const scalar_t* gp = g.data_ptr<scalar_t>();
     const bool* mp = mask.data_ptr<bool>();
     scalar_t* op = out.data_ptr<scalar_t>();
-    at::parallel_for(0, g.numel(), chunk_values,
-                     [&](int64_t begin, int64_t end) { masked_range(gp, mp, op, begin, end); });
+    at::parallel_for(0, g.numel(), chunk_values, [&](int64_t begin, int64_t end) { masked_range(gp, mp, op, begin, end); });
   });
   return out;
 }

@@ -13,8 +13,7 @@ at::Tensor input_grad_cuda(const invert::DerivativeTable& table, const at::Tenso
   const c10::cuda::CUDAGuard guard(grad.device());
   // The kernel reads and writes fp32 and bf16; other dtypes go through fp32.
   const at::ScalarType dtype = grad.scalar_type() == at::kBFloat16 ? at::kBFloat16 : at::kFloat;
-  const at::Tensor g = grad.to(dtype).contiguous(), y = output.to(dtype).contiguous(),
-                   branch = right.to(at::kBool).contiguous();
+  const at::Tensor g = grad.to(dtype).contiguous(), y = output.to(dtype).contiguous(), branch = right.to(at::kBool).contiguous();
   at::Tensor out = at::empty_like(g);
   C10_CUDA_CHECK(papaya_invert_backward(g.data_ptr(), y.data_ptr(), branch.data_ptr<bool>(),
                                         dtype == at::kBFloat16 ? papaya_bfloat16 : papaya_float32, g.numel(), table.values,

@@ -14,9 +14,9 @@ using model::WeightFormat;
 
 // NormalFloat4's levels (Dettmers et al., QLoRA, appendix E): the quantiles
 // of a standard normal scaled to [-1, 1], with an exact zero.
-constexpr std::array<float, 16> kNf4Levels = {
-    -1.0f,         -0.6961928f, -0.52507305f, -0.3949175f, -0.28444138f, -0.18477343f, -0.091050036f, 0.0f,
-    0.079580299f, 0.16093020f, 0.24611230f,  0.33791524f, 0.44070983f,  0.56261700f,  0.72295684f,   1.0f};
+constexpr std::array<float, 16> kNf4Levels = {-1.0f,         -0.6961928f, -0.52507305f, -0.3949175f, -0.28444138f, -0.18477343f,
+                                              -0.091050036f, 0.0f,        0.079580299f, 0.16093020f, 0.24611230f,  0.33791524f,
+                                              0.44070983f,   0.56261700f, 0.72295684f,  1.0f};
 
 at::Tensor levels(const at::Device& device) {
   return torch::tensor(std::vector<float>(kNf4Levels.begin(), kNf4Levels.end()), torch::dtype(torch::kFloat).device(device));
@@ -47,8 +47,7 @@ void code_nf4_blocks(const at::Tensor& flat, int64_t first_block, at::Tensor& co
     const at::Tensor chunk = padded_rows(flat.narrow(0, from, values), model::nf4_block);
     const at::Tensor chunk_absmax = chunk.abs().amax(1);
     absmax.narrow(0, first_block + first, count).copy_(chunk_absmax);
-    const at::Tensor index =
-        at::bucketize(chunk / chunk_absmax.clamp_min(FLT_MIN).unsqueeze(1), midpoints).view({-1, 2});
+    const at::Tensor index = at::bucketize(chunk / chunk_absmax.clamp_min(FLT_MIN).unsqueeze(1), midpoints).view({-1, 2});
     codes.narrow(0, (first_block + first) * model::nf4_block / 2, count * model::nf4_block / 2)
         .copy_(index.select(1, 0) * 16 + index.select(1, 1));
   }
@@ -86,10 +85,9 @@ void load_nf4_cpu(const at::Tensor& codes, const at::Tensor& absmax, T* out, int
 // The stored nf4 weight into `out` (its numel values, contiguous).
 void load_nf4(const StoredWeight& s, at::Tensor& out) {
   const int64_t blocks = s.scales.numel();
-  const at::Tensor absmax = (s.scales.to(at::kFloat) *
-                                 s.scale_scales.repeat_interleave(model::nf4_absmax_block).narrow(0, 0, blocks) +
-                             s.scale_offset)
-                                .contiguous();
+  const at::Tensor absmax =
+      (s.scales.to(at::kFloat) * s.scale_scales.repeat_interleave(model::nf4_absmax_block).narrow(0, 0, blocks) + s.scale_offset)
+          .contiguous();
   if (s.codes.device().is_cpu()) {
     const at::Tensor codes = s.codes.contiguous();
     if (out.scalar_type() == at::kBFloat16) {
@@ -104,11 +102,12 @@ void load_nf4(const StoredWeight& s, at::Tensor& out) {
   // chunk's values made in fp32, then written into `out` (its padding not).
   const at::Tensor level = levels(s.codes.device());
   const at::Tensor byte = at::arange(256, at::TensorOptions().dtype(at::kLong).device(s.codes.device()));
-  const at::Tensor pairs = at::stack({level.index_select(0, byte.div(16, "floor")), level.index_select(0, byte.remainder(16))}, 1);
+  const at::Tensor pairs =
+      at::stack({level.index_select(0, byte.div(16, "floor")), level.index_select(0, byte.remainder(16))}, 1);
   for (int64_t first = 0; first < blocks; first += kBlocksAtOnce) {
     const int64_t count = std::min(kBlocksAtOnce, blocks - first), from = first * model::nf4_block;
-    const at::Tensor chunk =
-        pairs.index_select(0, s.codes.narrow(0, from / 2, count * model::nf4_block / 2).to(at::kLong)).view({count, model::nf4_block});
+    const at::Tensor chunk = pairs.index_select(0, s.codes.narrow(0, from / 2, count * model::nf4_block / 2).to(at::kLong))
+                                 .view({count, model::nf4_block});
     chunk.mul_(absmax.narrow(0, first, count).unsqueeze(1));
     const int64_t valid = std::min(count * model::nf4_block, out.numel() - from);
     out.narrow(0, from, valid).copy_(chunk.view(-1).narrow(0, 0, valid));
@@ -175,7 +174,8 @@ StoredWeight store_weight(int64_t rows, int64_t cols, WeightFormat format, const
     switch (format) {
       case WeightFormat::fp32:
       case WeightFormat::bf16:
-        if (!s.codes.defined()) s.codes = at::empty({rows, cols}, on.dtype(format == WeightFormat::bf16 ? at::kBFloat16 : at::kFloat));
+        if (!s.codes.defined())
+          s.codes = at::empty({rows, cols}, on.dtype(format == WeightFormat::bf16 ? at::kBFloat16 : at::kFloat));
         s.codes.narrow(0, first, count).copy_(w);
         break;
       case WeightFormat::int8: {

@@ -14,10 +14,10 @@ namespace papaya::executor {
 struct StoredWeight {
   model::WeightFormat format = model::WeightFormat::fp32;
   std::vector<int64_t> shape;
-  at::Tensor codes;          // fp32 or bf16 values; int8: int8 codes; nf4: uint8, two codes a byte (high nibble first)
-  at::Tensor scales;         // int8: fp32 absmax / 127 a row; nf4: int8 codes of each block's absmax less their mean
-  at::Tensor scale_scales;   // nf4: fp32, what one step of those codes is worth, a group of 256 blocks
-  at::Tensor scale_offset;   // nf4: fp32, the absmaxes' mean (one value)
+  at::Tensor codes;         // fp32 or bf16 values; int8: int8 codes; nf4: uint8, two codes a byte (high nibble first)
+  at::Tensor scales;        // int8: fp32 absmax / 127 a row; nf4: int8 codes of each block's absmax less their mean
+  at::Tensor scale_scales;  // nf4: fp32, what one step of those codes is worth, a group of 256 blocks
+  at::Tensor scale_offset;  // nf4: fp32, the absmaxes' mean (one value)
 
   // The tensors that hold it, by name, as its layer registers them.
   std::vector<std::pair<const char*, at::Tensor*>> tensors();

@@ -59,7 +59,6 @@ struct KeptHooks : torch::autograd::SavedVariableHooks {
   at::Tensor kept;
 };
 
-
 }  // namespace
 
 // What the first forward found: the layers in the order they ran, and what each saved.
@@ -217,7 +216,8 @@ torch::Tensor ModuleLayer::run(const std::vector<torch::Tensor>& inputs, const B
     if (network_.failure_) std::rethrow_exception(std::exchange(network_.failure_, nullptr));
     throw;
   }
-  return end(output.isTuple() ? output.toTupleRef().elements()[0].toTensor() : output.toTensor());  // its output (layer_markers.h)
+  return end(output.isTuple() ? output.toTupleRef().elements()[0].toTensor()
+                              : output.toTensor());  // its output (layer_markers.h)
 }
 
 void LayerHooks::call_pack_hook(const at::Tensor& tensor) {
@@ -378,8 +378,8 @@ void ImportedNetwork::to(torch::Device device, bool non_blocking) {
   const Discovery found = discover(device);
   for (size_t i = 0; i < std::max(found.layers.size(), owned_.size()); ++i) {
     if (i >= found.layers.size() || i >= owned_.size() || found.layers[i].path != owned_[i]->path()) {
-      throw InputError(label_ + ": on " + device.str() + " its forward runs other modules than on " + before.str() +
-                       " (module " + (i < owned_.size() ? owned_[i]->path() : found.layers[i].path) +
+      throw InputError(label_ + ": on " + device.str() + " its forward runs other modules than on " + before.str() + " (module " +
+                       (i < owned_.size() ? owned_[i]->path() : found.layers[i].path) +
                        "): papaya needs the same modules to run on every device");
     }
     owned_[i]->reset_slots(found.layers[i].slots);

@@ -167,22 +167,22 @@ class ImportedNetwork : public Network, MarkerSink, SaveHook {
   std::string label_;
   std::optional<LossKind> asked_loss_;  // --loss
   std::optional<LossKind> loss_kind_;   // set by the first forward
-  at::Generator labels_;  // the loss's synthetic targets
+  at::Generator labels_;                // the loss's synthetic targets
   std::vector<std::shared_ptr<ModuleLayer>> owned_;
   std::vector<std::shared_ptr<ImportedSegment>> owned_segments_;
   std::map<std::string, ModuleLayer*> by_path_;
   std::map<std::string, ImportedSegment*> segments_by_path_;
-  std::set<const void*> held_;  // the storages of parameters and buffers
+  std::set<const void*> held_;            // the storages of parameters and buffers
   std::unique_ptr<Discovery> discovery_;  // while the layers are being found
   torch::Device discovered_on_ = torch::kCPU;
   // The layer the tensors autograd saves are charged to: the one running,
   // else the last that ran in this forward or segment (the code between
   // layers saves for its backward too: SqueezeExcitation's scale * input).
   ModuleLayer* saver_ = nullptr;
-  bool keeps_saved_ = true;               // false in a probe: nothing will run backward
+  bool keeps_saved_ = true;                              // false in a probe: nothing will run backward
   std::vector<std::map<std::string, int>> call_scopes_;  // each scope's calls so far, by module path
   std::string open_call_;                                // the layer call begun and not ended
-  std::exception_ptr failure_;            // thrown in a marker, rethrown past the interpreter
+  std::exception_ptr failure_;                           // thrown in a marker, rethrown past the interpreter
 };
 
 // A TorchScript network's config (model::TorchScriptConfig), built by loading

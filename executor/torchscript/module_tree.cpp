@@ -19,9 +19,7 @@ bool is_container(const std::string& type) { return type == "Sequential" || type
 
 class Walker {
  public:
-  explicit Walker(const torch::jit::Module& top) {
-    index(top, "");
-  }
+  explicit Walker(const torch::jit::Module& top) { index(top, ""); }
 
   // One forward (the method `forward`, or one of its overloads) of the
   // module at `path`, run `times` per network forward.

@@ -26,7 +26,7 @@ struct ModuleNode {
 struct ModuleTree {
   std::vector<ModuleNode> modules;  // depth first, as the module hierarchy lists them
   int64_t parameters = 0;           // every parameter, shared ones once
-  int layers() const;  // each call of a layer module is one (imported_network.h)
+  int layers() const;               // each call of a layer module is one (imported_network.h)
   int segments() const;
 };
 

@@ -28,7 +28,8 @@ std::vector<at::Tensor> batch_tensors(const torch::IValue& batch, const std::str
 }
 
 void check_argument(const at::Tensor& t, const model::InputSpec& spec, const std::string& where) {
-  if (spec.dims.front()) throw InputError(where + ": the input spec " + spec.text() + " needs its batch B first to be read from data");
+  if (spec.dims.front())
+    throw InputError(where + ": the input spec " + spec.text() + " needs its batch B first to be read from data");
   bool same = t.scalar_type() == scalar_type(spec) && t.dim() == static_cast<int64_t>(spec.dims.size());
   for (size_t d = 0; same && d < spec.dims.size(); ++d) same = !spec.dims[d] || t.size(d) == *spec.dims[d];
   if (!same) {
@@ -70,8 +71,8 @@ RecordedBatches load_recorded_batches(const std::string& path, const std::vector
     const std::string where = "data file " + path + ": batch " + std::to_string(b);
     const auto tensors = batch_tensors(batches[b], where);
     if (tensors.size() != specs.size() && tensors.size() != specs.size() + 1) {
-      throw InputError(where + ": " + std::to_string(tensors.size()) + " tensors; the forward takes " + std::to_string(specs.size()) +
-                       " (and a target may follow)");
+      throw InputError(where + ": " + std::to_string(tensors.size()) + " tensors; the forward takes " +
+                       std::to_string(specs.size()) + " (and a target may follow)");
     }
     if (b == 0) with_target = tensors.size() > specs.size();
     if (with_target != (tensors.size() > specs.size())) {
@@ -80,8 +81,8 @@ RecordedBatches load_recorded_batches(const std::string& path, const std::vector
     for (size_t i = 0; i < specs.size(); ++i) {
       check_argument(tensors[i], specs[i], where + ", argument " + std::to_string(i));
       if (tensors[i].size(0) != tensors[0].size(0)) {
-        throw InputError(where + ", argument " + std::to_string(i) + ": " + std::to_string(tensors[i].size(0)) + " rows, argument 0 has " +
-                         std::to_string(tensors[0].size(0)));
+        throw InputError(where + ", argument " + std::to_string(i) + ": " + std::to_string(tensors[i].size(0)) +
+                         " rows, argument 0 has " + std::to_string(tensors[0].size(0)));
       }
     }
     if (with_target && (tensors.back().dim() == 0 || tensors.back().size(0) != tensors[0].size(0))) {

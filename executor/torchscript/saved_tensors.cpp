@@ -11,7 +11,7 @@
 namespace papaya::executor::torchscript {
 
 struct SavedTensorRecorder::State {
-  std::set<const void*> parameters;                      // storages
+  std::set<const void*> parameters;                          // storages
   std::set<std::tuple<const void*, int64_t, int64_t>> seen;  // storage, offset, numel
   SavedBytes saved;
 
@@ -59,9 +59,7 @@ struct HookEngine : torch::autograd::Engine {
 
 void install_engine() {
   static std::once_flag once;
-  std::call_once(once, [] {
-    torch::autograd::set_default_engine_stub(&HookEngine::get);
-  });
+  std::call_once(once, [] { torch::autograd::set_default_engine_stub(&HookEngine::get); });
 }
 
 // Installed as the program starts, before any backward runs: LibTorch 2.x

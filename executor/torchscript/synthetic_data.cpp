@@ -46,7 +46,8 @@ LossKind loss_kind(const torch::jit::IValue& output, std::optional<LossKind> ask
   }
   const at::Tensor& t = output.toTensor();
   if (!at::isFloatingType(t.scalar_type())) {
-    throw InputError(label + ": forward returns " + std::string(c10::toString(t.scalar_type())) + " values: no loss of them has a gradient");
+    throw InputError(label + ": forward returns " + std::string(c10::toString(t.scalar_type())) +
+                     " values: no loss of them has a gradient");
   }
   if (t.dim() == 0) {
     if (asked && *asked != LossKind::output) {
@@ -83,8 +84,8 @@ at::Tensor loss_of(const torch::jit::IValue& output, LossKind kind, at::Generato
     case LossKind::cross_entropy: {
       const at::Tensor logits = t.reshape({-1, t.size(-1)});
       if (!target.defined()) {
-        const at::Tensor labels = drawn(at::randint(0, t.size(-1), whole(t.sizes().slice(0, t.dim() - 1)), generator,
-                                                    at::TensorOptions().dtype(at::kLong)));
+        const at::Tensor labels = drawn(
+            at::randint(0, t.size(-1), whole(t.sizes().slice(0, t.dim() - 1)), generator, at::TensorOptions().dtype(at::kLong)));
         return at::cross_entropy_loss(logits.to(at::kFloat), labels.reshape({-1}));
       }
       if (at::isFloatingType(target.scalar_type()) || target.numel() != logits.size(0)) {
@@ -102,10 +103,12 @@ at::Tensor loss_of(const torch::jit::IValue& output, LossKind kind, at::Generato
     }
     case LossKind::mse: {
       if (!target.defined()) {
-        return at::mse_loss(t.to(at::kFloat), drawn(at::randn(whole(t.sizes()), generator, at::TensorOptions().dtype(at::kFloat))));
+        return at::mse_loss(t.to(at::kFloat),
+                            drawn(at::randn(whole(t.sizes()), generator, at::TensorOptions().dtype(at::kFloat))));
       }
       if (!at::isFloatingType(target.scalar_type()) || target.sizes() != t.sizes()) {
-        throw InputError(label + ": mse of an output " + shape_text(t) + " needs a floating target of that shape; the data's is " +
+        throw InputError(label + ": mse of an output " + shape_text(t) +
+                         " needs a floating target of that shape; the data's is " +
                          std::string(c10::toString(target.scalar_type())) + shape_text(target));
       }
       return at::mse_loss(t.to(at::kFloat), target.to(at::kFloat));

@@ -327,7 +327,9 @@ json bert_like(const json& hf, json out, const std::string& label, std::optional
 // intermediate_size 3072, hidden_act gelu, hidden_dropout_prob 0,
 // attention_probs_dropout_prob 0, image_size 224, patch_size 16, num_channels 3.
 json vit(const json& hf, json out, const std::string& label, std::optional<int> seq_len) {
-  if (seq_len) throw InputError(label + ": a ViT takes no sequence length: its sequence is its patches (image_size / patch_size, squared, + 1)");
+  if (seq_len)
+    throw InputError(label +
+                     ": a ViT takes no sequence length: its sequence is its patches (image_size / patch_size, squared, + 1)");
   const int d = field(hf, "hidden_size", 768, label);
   out["family"] = "vit";
   out["fused_qkv"] = false;  // q, k and v projected apart
@@ -355,8 +357,9 @@ std::string attention_of(const json& hf, const std::string& label) {
     const std::string given = it->is_string() ? it->get<std::string>() : it->dump();
     if (given == "eager") return "materialized";
     if (given == "sdpa" || given == "flash_attention_2" || given == "flash_attention_3") return "fused";
-    throw InputError(label + ": /" + key + ": '" + given +
-                     "' is not an attention papaya runs (eager: materialized; sdpa, flash_attention_2, flash_attention_3: fused)");
+    throw InputError(
+        label + ": /" + key + ": '" + given +
+        "' is not an attention papaya runs (eager: materialized; sdpa, flash_attention_2, flash_attention_3: fused)");
   }
   return "fused";
 }

@@ -179,8 +179,7 @@ void check_frozen_layers(const NetworkConfig& config, const std::string& where) 
                        (layers.size() > 6 ? ", ...)" : ")"));
     }
   }
-  if (!config.freeze.empty() &&
-      std::none_of(layers.begin(), layers.end(), [](const LayerParameters& l) { return l.trained; })) {
+  if (!config.freeze.empty() && std::none_of(layers.begin(), layers.end(), [](const LayerParameters& l) { return l.trained; })) {
     throw InputError(where + ": freezes every layer with weights of " + config.name + ": nothing would train");
   }
 }

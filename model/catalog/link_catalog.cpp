@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "model/error.h"
 #include "model/catalog/hardware.h"
+#include "model/error.h"
 #include "model/json_file.h"
 
 namespace papaya::model {

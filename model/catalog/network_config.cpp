@@ -5,10 +5,10 @@
 #include <filesystem>
 #include <limits>
 
-#include "model/error.h"
 #include "model/catalog/hf_config.h"
 #include "model/catalog/input_spec.h"
 #include "model/catalog/layer_pattern.h"
+#include "model/error.h"
 #include "model/json_file.h"
 
 namespace papaya::model {
@@ -301,8 +301,8 @@ json with_seq_len(json doc, int seq_len, const std::string& label) {
 std::vector<std::string> projection_roles(const TransformerConfig& t) {
   std::vector<std::string> roles = t.fused_qkv ? std::vector<std::string>{"qkv"} : std::vector<std::string>{"q", "k", "v"};
   roles.push_back("o");
-  for (const char* role : t.activation == "swiglu" ? std::vector<const char*>{"gate", "up", "down"}
-                                                   : std::vector<const char*>{"fc1", "fc2"}) {
+  for (const char* role :
+       t.activation == "swiglu" ? std::vector<const char*>{"gate", "up", "down"} : std::vector<const char*>{"fc1", "fc2"}) {
     roles.push_back(role);
   }
   return roles;
@@ -348,7 +348,8 @@ NetworkConfig parse_network_config(const json& doc, const std::string& label) {
   config.description = doc.value("description", "");
   if (doc.contains("freeze")) {
     config.freeze = doc.at("freeze").get<std::vector<std::string>>();
-    for (size_t i = 0; i < config.freeze.size(); ++i) check_layer_pattern(config.freeze[i], label + ": /freeze/" + std::to_string(i));
+    for (size_t i = 0; i < config.freeze.size(); ++i)
+      check_layer_pattern(config.freeze[i], label + ": /freeze/" + std::to_string(i));
   }
   return config;
 }
@@ -397,7 +398,8 @@ NetworkConfig with_lora(const NetworkConfig& config, const LoraConfig& lora) {
     throw InputError(where + ": LoRA adapts a transformer's projections; a " + to_string(config.family) + " network has none");
   }
   json doc = config.document;
-  doc["lora"] = {{"rank", lora.rank}, {"alpha", lora.alpha}, {"dropout", lora.dropout}, {"base_weights", to_string(lora.base_weights)}};
+  doc["lora"] = {
+      {"rank", lora.rank}, {"alpha", lora.alpha}, {"dropout", lora.dropout}, {"base_weights", to_string(lora.base_weights)}};
   if (!lora.targets.empty()) doc["lora"]["targets"] = lora.targets;
   return reparsed(config, doc, origin(config));
 }
@@ -422,7 +424,8 @@ NetworkConfig with_expert_routing(const NetworkConfig& config, double busiest_sh
 
 NetworkConfig with_freeze(const NetworkConfig& config, const std::vector<std::string>& patterns) {
   if (config.family == Family::torchscript) {
-    throw InputError(origin(config) + ": freezing layers by name applies to papaya's networks; a TorchScript archive's "
+    throw InputError(origin(config) +
+                     ": freezing layers by name applies to papaya's networks; a TorchScript archive's "
                      "frozen weights are those without requires_grad");
   }
   json doc = config.document;

@@ -85,7 +85,7 @@ struct TransformerConfig {
   // transformers train with), or materialized as scores, softmax and context
   // that keep the probabilities (the published per-layer counts, e.g.
   // Korthikanti et al.'s, assume these).
-  std::string attention = "fused";  // fused | materialized
+  std::string attention = "fused";              // fused | materialized
   bool tied_head = true;                        // gpt: the LM head is the token embedding
   bool parallel_residual = false;               // x + attn(ln1 x) + mlp(ln2 x)
   int seq_len = 0;                              // gpt, bert; vit: derived (patches + class token)

@@ -46,8 +46,8 @@ bool routes_tokens_in_proportion(const NetworkConfig& config, int parts) {
   if (!moe.busiest_share) return false;  // the router's choice grows with the tokens only by chance
   // Forced, they are shared out unit by unit (routing_unit): the fewest an
   // expert gets of a unit, as MixtureOfExperts shares them.
-  const int64_t busiest = std::min(unit / moe.experts_per_token,
-                                   static_cast<int64_t>(std::llround(*moe.busiest_share * static_cast<double>(unit))));
+  const int64_t busiest =
+      std::min(unit / moe.experts_per_token, static_cast<int64_t>(std::llround(*moe.busiest_share * static_cast<double>(unit))));
   const int64_t fewest = std::min(busiest, (unit - busiest) / (moe.experts - 1));
   return fewest >= min_expert_routings;
 }
@@ -56,9 +56,9 @@ NetworkConfig at_shape_fraction(const NetworkConfig& config, int k, int parts, S
   const std::string where = (config.source.empty() ? config.name : config.source) + ": " + std::to_string(k) + "/" +
                             std::to_string(parts) + " of its " + (cut == ShapeCut::widths ? "widths" : "shape");
   if (!cuttable(config, cut)) {
-    throw InputError(where + ": a " + to_string(config.family) + " network has no " +
-                     (config.family == Family::vit ? "tokens to cut but its patches: its widths alone are"
-                                                   : "tokens and heads to cut"));
+    throw InputError(
+        where + ": a " + to_string(config.family) + " network has no " +
+        (config.family == Family::vit ? "tokens to cut but its patches: its widths alone are" : "tokens and heads to cut"));
   }
   const int limit = shape_parts_limit(config, cut);
   if (parts < 1 || limit % parts != 0) {

@@ -29,10 +29,10 @@
 #include <string>
 #include <vector>
 
-#include "model/curves.h"
-#include "model/parallel/data_parallel.h"
 #include "model/catalog/hardware.h"
+#include "model/curves.h"
 #include "model/layer_model.h"
+#include "model/parallel/data_parallel.h"
 
 namespace papaya::model {
 
@@ -59,13 +59,13 @@ struct LayerTime {
 };
 
 struct Target {
-  std::string name;                                 // "cpu (profiled)", "H100-SXM-80GB"
-  bool profiled = true;                             // the machine the profile was taken on
-  bool gpu = false;                                 // allocations are rounded to cuda_block_bytes
-  double memory_bytes = 0;                          // capacity
-  double h2d_bytes_per_s = 0, d2h_bytes_per_s = 0;  // 0: no host link, so no swap
-  std::vector<LayerTime> forward_seconds, backward_seconds;        // per layer
-  std::vector<SaturatingCurve> recompute_seconds;                  // per segment
+  std::string name;                                          // "cpu (profiled)", "H100-SXM-80GB"
+  bool profiled = true;                                      // the machine the profile was taken on
+  bool gpu = false;                                          // allocations are rounded to cuda_block_bytes
+  double memory_bytes = 0;                                   // capacity
+  double h2d_bytes_per_s = 0, d2h_bytes_per_s = 0;           // 0: no host link, so no swap
+  std::vector<LayerTime> forward_seconds, backward_seconds;  // per layer
+  std::vector<SaturatingCurve> recompute_seconds;            // per segment
   SaturatingCurve optimizer_seconds, rest_seconds;
   std::vector<CodecMeasurement> codecs;  // never empty
   std::vector<InvertMeasurement> inverts;

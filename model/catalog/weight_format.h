@@ -12,8 +12,8 @@ namespace papaya::model {
 
 enum class WeightFormat { fp32, bf16, int8, nf4 };
 
-constexpr int64_t nf4_block = 64;           // weights per absmax
-constexpr int64_t nf4_absmax_block = 256;   // absmaxes per scale of their codes
+constexpr int64_t nf4_block = 64;          // weights per absmax
+constexpr int64_t nf4_absmax_block = 256;  // absmaxes per scale of their codes
 
 // "fp32", "bf16", "int8", "nf4"; throws InputError "where: ..." otherwise.
 WeightFormat parse_weight_format(const std::string& name, const std::string& where);

@@ -97,9 +97,8 @@ struct Walk {
       whole = whole && std::abs(v[i] - std::round(v[i])) < 1e-6;
     }
     if (v[0] == v[1] && v[1] == v[2]) return *docs[0];
-    const double value = flops == FlopsGrowth::cubic_from_zero && key == "forward_flops_per_sample"
-                             ? cubic_from_zero_at(x, v, at)
-                             : quadratic_at(x, v, at);
+    const double value = flops == FlopsGrowth::cubic_from_zero && key == "forward_flops_per_sample" ? cubic_from_zero_at(x, v, at)
+                                                                                                    : quadratic_at(x, v, at);
     if (integers) return static_cast<int64_t>(std::llround(value));
     return whole ? std::round(value) : value;
   }
@@ -150,8 +149,8 @@ LayerModel extrapolated(const ModelAtSize (&models)[3], double size, FlopsGrowth
   // lead while small fractions' time goes to the other kernels.
   for (size_t j = 0; j < out.segments.size(); ++j) {
     const std::string& path = out.segments[j].path;
-    out.segments[j].recompute_seconds = scaled(largest.segments[j].recompute_seconds,
-                                               ratio_of(segment_forward(out, path), segment_forward(largest, path)));
+    out.segments[j].recompute_seconds =
+        scaled(largest.segments[j].recompute_seconds, ratio_of(segment_forward(out, path), segment_forward(largest, path)));
   }
   // The rest of the step is the glue between layers (sums, splits, copies):
   // it moves bytes, which grow as a quadratic, where the FLOPs grow as a

@@ -8,16 +8,16 @@
 #include <map>
 #include <set>
 
-#include "model/fit/block_scaling.h"
-#include "model/error.h"
-#include "model/median.h"
 #include "model/catalog/layer_parameters.h"
 #include "model/catalog/network_config.h"
 #include "model/catalog/parameter_count.h"
-#include "model/plan.h"
-#include "model/fit/plan_step_calibration.h"
-#include "model/plan_space/predict.h"
 #include "model/catalog/target.h"
+#include "model/error.h"
+#include "model/fit/block_scaling.h"
+#include "model/fit/plan_step_calibration.h"
+#include "model/median.h"
+#include "model/plan.h"
+#include "model/plan_space/predict.h"
 
 namespace papaya::model {
 namespace {
@@ -129,9 +129,8 @@ std::optional<std::pair<double, double>> fit_efficiencies(const std::vector<Laye
     const double k = backward ? l.backward_seconds.per_sample : l.forward_seconds.per_sample;
     if (k <= 0 || (l.forward_flops_per_sample <= 0 && l.forward_bytes_moved_per_sample <= 0)) continue;
     const double flops = backward ? traits(l.kind).backward_flops_ratio : 1, bytes = backward ? 2 : 1;
-    auto* cost = new ceres::AutoDiffCostFunction<RooflineResidual, 1, 1, 1>(
-        new RooflineResidual{std::log(k), flops * l.forward_flops_per_sample / peak,
-                             bytes * l.forward_bytes_moved_per_sample / hw.memory_bandwidth});
+    auto* cost = new ceres::AutoDiffCostFunction<RooflineResidual, 1, 1, 1>(new RooflineResidual{
+        std::log(k), flops * l.forward_flops_per_sample / peak, bytes * l.forward_bytes_moved_per_sample / hw.memory_bandwidth});
     problem.AddResidualBlock(cost, new ceres::CauchyLoss(0.5), &log_c, &log_m);
     ++used;
   }

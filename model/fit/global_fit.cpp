@@ -5,8 +5,8 @@
 #include <limits>
 #include <set>
 
-#include "model/error.h"
 #include "model/catalog/hardware.h"
+#include "model/error.h"
 
 namespace papaya::model {
 namespace {

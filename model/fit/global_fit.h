@@ -56,9 +56,9 @@ struct SeriesFit {
   std::optional<RobustFit<LinearCurve>> time_linear;   // seconds: gamma per sample, delta fixed
   std::optional<RobustFit<SaturatingCurve>> time_max;  // seconds: max(a, k*b) + c
 
-  std::optional<int> max_batch;  // b*
-  std::string max_batch_limit;   // what sets b*: "memory" or "oom"
-  std::optional<int> best_batch;              // from the smallest batch that ran up to b*
+  std::optional<int> max_batch;              // b*
+  std::string max_batch_limit;               // what sets b*: "memory" or "oom"
+  std::optional<int> best_batch;             // from the smallest batch that ran up to b*
   std::optional<double> best_samples_per_s;  // from the time model
   std::optional<int> best_measured_batch;
   std::optional<double> best_measured_samples_per_s;  // among runs at a batch <= b* (every run without a b*)

@@ -45,8 +45,14 @@ json measured_to_json(const MeasuredSeries& series) {
 
 // The schema has checked each field's type; what it cannot say is checked here.
 MeasuredSeries measured_from_json(const json& doc, const SeriesFit& fit, const std::string& where) {
-  MeasuredSeries series{fit.gpu, optional_at<double>(doc, "gpu_memory_bytes"), fit.gpus, fit.network, fit.precision, fit.strategy,
-                        doc.at("peak_was_bytes"), {}};
+  MeasuredSeries series{fit.gpu,
+                        optional_at<double>(doc, "gpu_memory_bytes"),
+                        fit.gpus,
+                        fit.network,
+                        fit.precision,
+                        fit.strategy,
+                        doc.at("peak_was_bytes"),
+                        {}};
   const json& runs = doc.at("runs");
   for (size_t i = 0; i < runs.size(); ++i) {
     const json& run = runs[i];
@@ -103,7 +109,8 @@ SeriesFit series_from_json(const json& doc, const std::string& where) {
                           optional_at<double>(doc, "baseline_best_measured_samples_per_s")};
   }
   fit.notes = doc.at("notes").get<std::vector<std::string>>();
-  if (doc.contains("measured") && !doc.at("measured").is_null()) fit.measured = measured_from_json(doc.at("measured"), fit, where);
+  if (doc.contains("measured") && !doc.at("measured").is_null())
+    fit.measured = measured_from_json(doc.at("measured"), fit, where);
   return fit;
 }
 

@@ -24,8 +24,8 @@ std::optional<std::string> outside_runs(const MeasuredSeries& series, int batch)
     highest = std::max(highest.value_or(run.batch), run.batch);
   }
   if (!lowest || (batch >= *lowest && batch <= *highest)) return std::nullopt;
-  return "batch " + std::to_string(batch) + " is outside the runs (" + std::to_string(*lowest) + "-" +
-         std::to_string(*highest) + "): the curves extrapolated";
+  return "batch " + std::to_string(batch) + " is outside the runs (" + std::to_string(*lowest) + "-" + std::to_string(*highest) +
+         "): the curves extrapolated";
 }
 
 }  // namespace

@@ -9,8 +9,8 @@
 #include <tuple>
 #include <utility>
 
-#include "model/error.h"
 #include "model/catalog/hardware.h"
+#include "model/error.h"
 #include "model/units.h"
 
 namespace papaya::model {

@@ -4,10 +4,10 @@
 #include <cstdio>
 #include <functional>
 
+#include "model/catalog/target.h"
 #include "model/plan.h"
 #include "model/plan_space/plan_space.h"
 #include "model/strategy_table.h"
-#include "model/catalog/target.h"
 
 namespace papaya::model {
 namespace {

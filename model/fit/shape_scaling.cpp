@@ -17,8 +17,7 @@ LayerModel at_full_shape(const std::vector<ModelAtFraction>& profiled, int parts
   const ModelAtSize models[3] = {{static_cast<double>(sorted[0].k), sorted[0].model},
                                  {static_cast<double>(sorted[1].k), sorted[1].model},
                                  {static_cast<double>(sorted[2].k), sorted[2].model}};
-  return extrapolated(models, parts, cut == ShapeCut::widths ? FlopsGrowth::quadratic : FlopsGrowth::cubic_from_zero,
-                      label);
+  return extrapolated(models, parts, cut == ShapeCut::widths ? FlopsGrowth::quadratic : FlopsGrowth::cubic_from_zero, label);
 }
 
 }  // namespace papaya::model

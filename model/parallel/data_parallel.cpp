@@ -43,8 +43,8 @@ double GatheredWeights::before_backward(int layer) const {
 }
 
 double GatheredWeights::recompute(int layer, int last) const {
-  const bool held = last + 1 < static_cast<int>(model.layers.size()) &&
-                    (layer == last + 1 || layer == next_in_backward(last + 1));
+  const bool held =
+      last + 1 < static_cast<int>(model.layers.size()) && (layer == last + 1 || layer == next_in_backward(last + 1));
   return before_backward(last) + (held ? 0 : weights(layer));
 }
 

@@ -22,10 +22,14 @@ void check_layout(const ParallelLayout& l, const TransformerShape& s, int gpus) 
   const auto require = [](bool ok, const std::string& why) {
     if (!ok) throw InputError("layout: " + why);
   };
-  for (auto [degree, name] : {std::pair{l.tensor, "tensor parallelism"}, {l.pipeline, "pipeline parallelism"},
-                              {l.virtual_stages, "virtual pipeline stages"}, {l.context, "context parallelism"},
-                              {l.expert, "expert parallelism"}, {l.data, "data parallelism"},
-                              {l.micro_batch, "the micro-batch"}, {l.micro_batches, "micro-batches"}}) {
+  for (auto [degree, name] : {std::pair{l.tensor, "tensor parallelism"},
+                              {l.pipeline, "pipeline parallelism"},
+                              {l.virtual_stages, "virtual pipeline stages"},
+                              {l.context, "context parallelism"},
+                              {l.expert, "expert parallelism"},
+                              {l.data, "data parallelism"},
+                              {l.micro_batch, "the micro-batch"},
+                              {l.micro_batches, "micro-batches"}}) {
     require(degree >= 1, std::string(name) + " is " + n(degree) + ": at least 1");
   }
   require(l.zero_stage >= 0 && l.zero_stage <= 3, "ZeRO stage " + n(l.zero_stage) + ": a ZeRO stage is 0 to 3");
@@ -34,8 +38,7 @@ void check_layout(const ParallelLayout& l, const TransformerShape& s, int gpus) 
           n(s.kv_heads) + " k/v heads do not split over tensor parallelism " + n(l.tensor) +
               " (nor t over them, each copied to t/k/v-heads ranks)");
   require(!l.sequence || l.tensor > 1, "sequence parallelism needs tensor parallelism above 1");
-  require(!l.sequence || s.tokens % l.tensor == 0,
-          n(s.tokens) + " tokens do not split over sequence parallelism " + n(l.tensor));
+  require(!l.sequence || s.tokens % l.tensor == 0, n(s.tokens) + " tokens do not split over sequence parallelism " + n(l.tensor));
   require(l.pipeline * l.virtual_stages <= s.blocks, n(s.blocks) + " blocks for " + n(l.pipeline) + " pipeline stages x " +
                                                          n(l.virtual_stages) + " chunks: a chunk needs a block");
   require(l.virtual_stages == 1 || l.pipeline > 1, "virtual pipeline stages need pipeline parallelism above 1");

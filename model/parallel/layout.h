@@ -34,8 +34,8 @@ struct ParallelLayout {
 struct TransformerShape {
   int blocks = 0;
   int heads = 0, kv_heads = 0;
-  int experts = 0;  // 0: no mixture of experts
-  int tokens = 0;   // a sample's
+  int experts = 0;               // 0: no mixture of experts
+  int tokens = 0;                // a sample's
   bool fused_attention = false;  // one fused layer (FlashAttention), or scores, softmax and context
 };
 

@@ -74,8 +74,9 @@ LayerModel stage_model(const LayerModel& rank, const StageSpan& span) {
     keep[j] = block >= 0 ? block >= span.first_block && block < span.end_block : seen_block ? span.last : span.first;
     if (keep[j] && first == rank.layers.size()) first = j;
   }
-  if (first == rank.layers.size()) throw InputError("pipeline stage of blocks " + std::to_string(span.first_block) + "-" +
-                                                    std::to_string(span.end_block - 1) + " holds no layers");
+  if (first == rank.layers.size())
+    throw InputError("pipeline stage of blocks " + std::to_string(span.first_block) + "-" + std::to_string(span.end_block - 1) +
+                     " holds no layers");
 
   // What the layers before the stage hold at its start, less the stage's input.
   double before_per_sample = 0, before_fixed = 0;
@@ -105,14 +106,14 @@ LayerModel stage_model(const LayerModel& rank, const StageSpan& span) {
       trainable += static_cast<double>(l.shared_trainable_bytes);
     }
   }
-  stage.static_bytes = whole_static(all_parameters, all_trainable, rank.static_bytes)
-                           .share(all_parameters > 0 ? parameters / all_parameters : 1,
-                                  all_trainable > 0 ? trainable / all_trainable : 1)
-                           .total();
+  stage.static_bytes =
+      whole_static(all_parameters, all_trainable, rank.static_bytes)
+          .share(all_parameters > 0 ? parameters / all_parameters : 1, all_trainable > 0 ? trainable / all_trainable : 1)
+          .total();
   const double static_shift = stage.static_bytes - rank.static_bytes;
   for (LayerFit& l : stage.layers) {
-    for (LinearCurve* c : {&l.forward_start, &l.forward_peak, &l.forward_gap_peak, &l.backward_start, &l.backward_peak,
-                           &l.backward_gap_peak}) {
+    for (LinearCurve* c :
+         {&l.forward_start, &l.forward_peak, &l.forward_gap_peak, &l.backward_start, &l.backward_peak, &l.backward_gap_peak}) {
       *c = less(*c, before_per_sample, before_fixed - static_shift);
     }
   }
@@ -128,7 +129,8 @@ LayerModel stage_model(const LayerModel& rank, const StageSpan& span) {
   const double static_share = rank.static_bytes > 0 ? stage.static_bytes / rank.static_bytes : 1;
   stage.optimizer_peak.fixed = stage.static_bytes + (rank.optimizer_peak.fixed - rank.static_bytes) * static_share;
   stage.optimizer_seconds = rank.optimizer_seconds.times(static_share);
-  stage.rest_seconds = rank.rest_seconds.times(static_cast<double>(stage.layers.size()) / static_cast<double>(rank.layers.size()));
+  stage.rest_seconds =
+      rank.rest_seconds.times(static_cast<double>(stage.layers.size()) / static_cast<double>(rank.layers.size()));
   return stage;
 }
 

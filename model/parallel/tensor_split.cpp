@@ -43,7 +43,9 @@ struct Shares {
   }
 };
 
-bool is_norm(LayerKind kind) { return kind == LayerKind::layernorm || kind == LayerKind::rmsnorm || kind == LayerKind::batchnorm; }
+bool is_norm(LayerKind kind) {
+  return kind == LayerKind::layernorm || kind == LayerKind::rmsnorm || kind == LayerKind::batchnorm;
+}
 
 // One layer's share, and whether the stream leaves it at a block's width.
 LayerShare share_of(const LayerDescription& layer, const Shares& s, bool& in_width) {
@@ -244,9 +246,10 @@ LayerModel split_across_ranks(const LayerModel& whole, const TransformerShape& s
     trainable += static_cast<double>(l.trainable_bytes());
     trainable_rank += static_cast<double>(l.trainable_bytes()) * shares[j].parameters;
   }
-  rank.static_bytes = whole_static(parameters, trainable, whole.static_bytes)
-                          .share(parameters > 0 ? parameters_rank / parameters : 1, trainable > 0 ? trainable_rank / trainable : 1)
-                          .total();
+  rank.static_bytes =
+      whole_static(parameters, trainable, whole.static_bytes)
+          .share(parameters > 0 ? parameters_rank / parameters : 1, trainable > 0 ? trainable_rank / trainable : 1)
+          .total();
   const double static_shift = rank.static_bytes - whole.static_bytes;
 
   double before = 0, before_rank = 0, copies_before = 0, copies_before_rank = 0;
@@ -272,7 +275,8 @@ LayerModel split_across_ranks(const LayerModel& whole, const TransformerShape& s
     r.forward_gap_peak = rescaled(w.forward_gap_peak, before, before_rank, input, forward_shift);
     r.backward_start = rescaled(w.backward_start, through, through_rank, backward_live(w.backward_start), backward_shift);
     r.backward_peak = beyond(r.backward_start, w.backward_start, w.backward_peak, share.backward_working, share.parameters);
-    r.backward_gap_peak = rescaled(w.backward_gap_peak, through, through_rank, backward_live(w.backward_gap_peak), backward_shift);
+    r.backward_gap_peak =
+        rescaled(w.backward_gap_peak, through, through_rank, backward_live(w.backward_gap_peak), backward_shift);
     const auto input_slot = std::find_if(w.saved.begin(), w.saved.end(), [](const auto& t) { return t.slot == "input"; });
     const double input_bytes = input_slot == w.saved.end() ? 0 : input_slot->storage_bytes_per_sample;
     if (share.gathered_input > 0) {
@@ -280,7 +284,8 @@ LayerModel split_across_ranks(const LayerModel& whole, const TransformerShape& s
       // gradient over every token, of which the transient above counts this rank's share.
       const double gathered = input_bytes * share.gathered_input;
       if (r.forward_peak.per_sample > 0) r.forward_peak.per_sample += gathered;
-      if (r.backward_peak.per_sample > 0) r.backward_peak.per_sample += gathered * (2 - share.slots.front() / share.gathered_input);
+      if (r.backward_peak.per_sample > 0)
+        r.backward_peak.per_sample += gathered * (2 - share.slots.front() / share.gathered_input);
     }
     if (share.input_gradient > 0 && r.backward_peak.per_sample > 0) {
       r.backward_peak.per_sample += input_bytes * (share.input_gradient - share.backward_working);

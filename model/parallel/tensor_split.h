@@ -49,15 +49,15 @@ TransformerShape transformer_shape(const LayerModel& model, const std::string& l
 
 // The part of a layer one rank holds.
 struct LayerShare {
-  double parameters = 1;          // of its weights (and their gradients and optimizer state)
-  double output = 1;              // of its output
-  double compute = 1;             // of its FLOPs
-  std::vector<double> slots;      // of each saved tensor (LayerDescription::saved order)
+  double parameters = 1;      // of its weights (and their gradients and optimizer state)
+  double output = 1;          // of its output
+  double compute = 1;         // of its FLOPs
+  std::vector<double> slots;  // of each saved tensor (LayerDescription::saved order)
   // Of what its backward makes beyond its start: its largest tensor's share
   // (of its output, FLOPs, saved tensors), the LM head's its logits'
   // (their gradient, vocabulary-parallel, is what it makes).
   double backward_working = 1;
-  bool within_width = false;      // its output is a block's inner width (split t ways)
+  bool within_width = false;  // its output is a block's inner width (split t ways)
   // Under sequence parallelism a column-parallel projection (and the LM
   // head) gathers the group's tokens of its input for the product, in
   // forward and again in backward, where its input's gradient is over all

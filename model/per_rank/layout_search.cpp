@@ -80,7 +80,8 @@ std::string choose_simplest(std::vector<LayoutEstimate>& best) {
   } else if (!spared.empty()) {
     why += ", without " + joined(spared);
   }
-  std::rotate(best.begin(), best.begin() + static_cast<std::ptrdiff_t>(chosen), best.begin() + static_cast<std::ptrdiff_t>(chosen) + 1);
+  std::rotate(best.begin(), best.begin() + static_cast<std::ptrdiff_t>(chosen),
+              best.begin() + static_cast<std::ptrdiff_t>(chosen) + 1);
   return why;
 }
 
@@ -109,8 +110,9 @@ LayoutAnswer search_layouts(const LayoutPricer& pricer, const LayoutQuestion& q,
     if (!degree) continue;
     fixed *= *degree;
     if (*degree < 1 || q.gpus % fixed != 0) {
-      throw InputError("layout: " + std::string(name) + " parallelism " + std::to_string(*degree) + " with the degrees fixed before it (" +
-                       std::to_string(fixed) + " GPUs) does not divide " + std::to_string(q.gpus) + " GPUs");
+      throw InputError("layout: " + std::string(name) + " parallelism " + std::to_string(*degree) +
+                       " with the degrees fixed before it (" + std::to_string(fixed) + " GPUs) does not divide " +
+                       std::to_string(q.gpus) + " GPUs");
     }
   }
   const int per_node = pricer.request().links.gpus_per_node;
@@ -142,7 +144,7 @@ LayoutAnswer search_layouts(const LayoutPricer& pricer, const LayoutQuestion& q,
             std::vector<std::pair<int, bool>> variants;
             for (int zero : choices(q.zero_stage, q.zero_stages)) {
               if (d * c == 1 && zero > 0) continue;  // nothing to shard over
-              const std::vector<bool> offloads = q.offload_optimizer ? std::vector<bool>{*q.offload_optimizer}
+              const std::vector<bool> offloads = q.offload_optimizer    ? std::vector<bool>{*q.offload_optimizer}
                                                  : pricer.can_offload() ? std::vector<bool>{false, true}
                                                                         : std::vector<bool>{false};
               for (bool offload : offloads) {
@@ -188,9 +190,8 @@ LayoutAnswer search_layouts(const LayoutPricer& pricer, const LayoutQuestion& q,
     throw InputError(first_reason ? *first_reason : "layout: no layout of " + std::to_string(q.gpus) + " GPUs");
   }
   // Ties (to rounding) in the order found: fewer GPUs on the context, and smaller micro-batches, first.
-  std::stable_sort(answer.best.begin(), answer.best.end(), [](const LayoutEstimate& a, const LayoutEstimate& b) {
-    return a.tokens_per_s > b.tokens_per_s * (1 + 1e-9);
-  });
+  std::stable_sort(answer.best.begin(), answer.best.end(),
+                   [](const LayoutEstimate& a, const LayoutEstimate& b) { return a.tokens_per_s > b.tokens_per_s * (1 + 1e-9); });
   if (!answer.best.empty()) answer.why = choose_simplest(answer.best);
   if (answer.best.size() > keep) answer.best.resize(keep);
   if (!answer.best.empty()) answer.nearest.reset();

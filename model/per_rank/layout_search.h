@@ -18,9 +18,9 @@ namespace papaya::model {
 
 struct LayoutQuestion {
   int gpus = 1;
-  double budget_bytes = 0;  // per GPU
-  int global_batch = 0;     // samples an iteration (a multiple of d·micro-batch); 0: default_global_batch
-  std::vector<std::string> plans;  // whole-network plans to weigh (keep first)
+  double budget_bytes = 0;                   // per GPU
+  int global_batch = 0;                      // samples an iteration (a multiple of d·micro-batch); 0: default_global_batch
+  std::vector<std::string> plans;            // whole-network plans to weigh (keep first)
   std::vector<int> zero_stages{0, 1, 2, 3};  // those an engine can run
   bool even_stages = false;                  // blocks a multiple of p·v (an engine's even split)
   // Fixed where set.
@@ -38,9 +38,9 @@ struct LayoutAnswer {
   // layout_time_tolerance of the fastest: the fewest model-parallel
   // dimensions, interleaving, recompute and offloading), then most tokens/s first.
   std::vector<LayoutEstimate> best;
-  std::string why;  // why the first was chosen, in words
+  std::string why;                        // why the first was chosen, in words
   std::optional<LayoutEstimate> nearest;  // where none fits: the least peak found
-  int priced = 0, pruned = 0;          // layouts priced; (t, c, p, v, e, ZeRO, offload) choices pruned by their static bytes
+  int priced = 0, pruned = 0;             // layouts priced; (t, c, p, v, e, ZeRO, offload) choices pruned by their static bytes
 };
 
 // Throws InputError where no layout of the GPUs exists (none divides the

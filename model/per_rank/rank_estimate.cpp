@@ -23,7 +23,10 @@ struct GroupLinks {
 
 static GroupLinks group_links(const ParallelLayout& l, const ClusterLinks& links) {
   const auto over = [&](int span) { return span <= links.gpus_per_node ? &links.intra : &links.inter; };
-  return {over(l.tensor), over(l.tensor * l.context), over(l.tensor * l.expert), over(l.tensor * l.context * l.data),
+  return {over(l.tensor),
+          over(l.tensor * l.context),
+          over(l.tensor * l.expert),
+          over(l.tensor * l.context * l.data),
           over(l.gpus()),
           l.tensor * l.context * l.data <= links.gpus_per_node ? links.intra_name : links.inter_name};
 }
@@ -77,8 +80,8 @@ InFlightBytes in_flight_bytes(const PlanSpace& space, const Assignment& assignme
   if (!span.first && !saves_its_input_raw(space, assignment, stage)) {
     out.received = static_cast<double>(space.batch()) * input_per_sample;
   }
-  out.activations = space.at_batch(2 * space.batch()).saved_bytes(assignment, at) - space.saved_bytes(assignment, at) +
-                    out.received;
+  out.activations =
+      space.at_batch(2 * space.batch()).saved_bytes(assignment, at) - space.saved_bytes(assignment, at) + out.received;
   return out;
 }
 
@@ -167,8 +170,8 @@ struct LayoutPricer::StagePrice {
 struct LayoutPricer::Stage {
   LayerModel model;
   Target alone;
-  double weight_copies = 0;  // its layers' half-precision weight copies
-  double input_bytes_per_sample = 0;  // the activation it receives (none on the first stage)
+  double weight_copies = 0;                                  // its layers' half-precision weight copies
+  double input_bytes_per_sample = 0;                         // the activation it receives (none on the first stage)
   std::map<std::string, std::unique_ptr<PlanSpace>> spaces;  // by data-parallel ranks and ZeRO stage, at batch 1
   std::map<std::string, StagePrice> prices;
   // Each whole-network plan by name, on its layout and as its spaces' decisions (the same in each).
@@ -219,8 +222,7 @@ const LayoutPricer::StagePrice& LayoutPricer::price(Stage& st, const ParallelLay
                                                     const GroupLinks& links, const StageSpan& span) const {
   const int data_ranks = layout.data * layout.context;  // gradients are reduced over both
   const std::string key = std::to_string(layout.micro_batch) + "/" + plan_name + "/" + std::to_string(data_ranks) + "/" +
-                          std::to_string(layout.zero_stage) + "/" + std::to_string(layout.micro_batches) + "/" +
-                          links.data_name;
+                          std::to_string(layout.zero_stage) + "/" + std::to_string(layout.micro_batches) + "/" + links.data_name;
   auto found = st.prices.find(key);
   if (found != st.prices.end()) return found->second;
   const PlanSpace with_data = space(st, data_ranks, layout.zero_stage, links).at_batch(layout.micro_batch);
@@ -295,8 +297,8 @@ LayoutEstimate LayoutPricer::estimate(const ParallelLayout& layout, const std::s
     s.data_comm_seconds = p.exchange;
     if (layout.offload_optimizer) {
       // Gradients to the host, updated weights back.
-      out.offload_seconds = std::max(out.offload_seconds, p.held.gradients / st.alone.d2h_bytes_per_s +
-                                                              p.held.weights / st.alone.h2d_bytes_per_s);
+      out.offload_seconds =
+          std::max(out.offload_seconds, p.held.gradients / st.alone.d2h_bytes_per_s + p.held.weights / st.alone.h2d_bytes_per_s);
     }
     slowest = std::max(slowest, s.micro_batch_seconds);
     if (s.peak_bytes > out.peak_bytes) out.peak_bytes = s.peak_bytes, out.peak_stage = static_cast<int>(index);

@@ -32,11 +32,11 @@
 #include <vector>
 
 #include "model/catalog/target.h"
-#include "model/plan_space/plan_space.h"
 #include "model/layer_model.h"
 #include "model/parallel/layout.h"
 #include "model/parallel/link.h"
 #include "model/parallel/pipeline_stages.h"
+#include "model/plan_space/plan_space.h"
 
 namespace papaya::model {
 
@@ -49,12 +49,12 @@ struct ClusterLinks {
 
 struct StageEstimate {
   StageSpan span;
-  double peak_bytes = 0;        // per GPU
-  std::string peak_at;          // where in the step ("backward blocks.3.mlp.fc2")
-  double static_bytes = 0;      // weights, gradients and optimizer state on the GPU (after ZeRO)
-  double activation_bytes = 0;  // one micro-batch's, from its forward to its backward
+  double peak_bytes = 0;           // per GPU
+  std::string peak_at;             // where in the step ("backward blocks.3.mlp.fc2")
+  double static_bytes = 0;         // weights, gradients and optimizer state on the GPU (after ZeRO)
+  double activation_bytes = 0;     // one micro-batch's, from its forward to its backward
   double weight_copies_bytes = 0;  // its layers' half-precision weight copies, held from forward to backward (keep)
-  double in_flight = 1;         // micro-batches held at once
+  double in_flight = 1;            // micro-batches held at once
   double micro_batch_seconds = 0;  // one micro-batch, its communication included
   double tensor_comm_seconds = 0, pipeline_comm_seconds = 0, context_comm_seconds = 0, expert_comm_seconds = 0;
   double data_comm_seconds = 0;  // the gradient exchange's exposed part, once an iteration
@@ -114,8 +114,8 @@ class LayoutPricer {
   LayoutRequest request_;
   TransformerShape shape_;
   bool host_link_ = false;
-  double peak_flops_ = 0;   // the target's; 0: unknown (a CPU)
-  double model_flops_ = 0;  // forward FLOPs a sample
+  double peak_flops_ = 0;                       // the target's; 0: unknown (a CPU)
+  double model_flops_ = 0;                      // forward FLOPs a sample
   std::map<std::string, double> whole_output_;  // each layer's output bytes a sample, before any split
   mutable std::map<std::string, LayerModel> ranks_;
   mutable std::map<std::string, std::unique_ptr<Stage>> stages_;

@@ -2,9 +2,9 @@
 #include <algorithm>
 #include <map>
 
-#include "model/plan_space/plan_space.h"
 #include "model/plan_space/internal/held.h"
 #include "model/plan_space/internal/timeline.h"
+#include "model/plan_space/plan_space.h"
 
 namespace papaya::model {
 
@@ -31,8 +31,7 @@ std::vector<PlanSpace::Change> PlanSpace::changes(const std::vector<std::pair<in
     if (it != held.end()) return it->second;
     plan_space::StorageHeld& h = held[g];
     const std::vector<TensorStrategy>* per_slot = strategies.of_storage(g);
-    plan_space::hold_slots(at, g, per_slot ? *per_slot : keep_of(g), none_recomputed, core_recomputed(g), h,
-                           lm_head_recomputed);
+    plan_space::hold_slots(at, g, per_slot ? *per_slot : keep_of(g), none_recomputed, core_recomputed(g), h, lm_head_recomputed);
     return h;
   };
   for (const auto& decision : decisions) held_by(decision.first);

@@ -22,11 +22,11 @@
 #include <string>
 #include <vector>
 
+#include "model/catalog/target.h"
 #include "model/layer_model.h"
 #include "model/plan.h"
 #include "model/plan_space/types.h"
 #include "model/strategy.h"
-#include "model/catalog/target.h"
 
 namespace papaya::model {
 

@@ -59,7 +59,7 @@ struct HeldTensor {
 };
 
 struct TimelineParts {
-  std::vector<HeldBand> bands;  // sum to timeline() at each point
+  std::vector<HeldBand> bands;      // sum to timeline() at each point
   std::vector<HeldTensor> tensors;  // the saved bands, tensor by tensor
 };
 

@@ -192,7 +192,8 @@ TEST(Cli, BadInputExitsTwoWithOneLine) {
 TEST(Cli, AttentionIsFusedOrMaterializedAsAsked) {
   const TempDir dir("papaya-attention");
   const auto first_layers = [&](const std::string& flags) {
-    const Outcome run = run_papaya("profile --network gpt-tiny --batch 1,2 --probe-batch 0 --steps 2 --out " + dir.path("p.json") + flags);
+    const Outcome run =
+        run_papaya("profile --network gpt-tiny --batch 1,2 --probe-batch 0 --steps 2 --out " + dir.path("p.json") + flags);
     EXPECT_EQ(run.code, 0) << run.err;
     std::vector<std::string> kinds;
     const json profile = json::parse(std::ifstream(dir.path("p.json")));
@@ -204,7 +205,8 @@ TEST(Cli, AttentionIsFusedOrMaterializedAsAsked) {
   EXPECT_EQ(first_layers(""), (std::vector<std::string>{"linear", "fused_attention", "linear"}));
   EXPECT_EQ(first_layers(" --attention materialized"),
             (std::vector<std::string>{"linear", "attention_scores", "softmax", "attention_context", "linear"}));
-  expect_input_error("train --network resnet-tiny --attention fused", "--attention: resnet-tiny is a resnet network: it has no attention");
+  expect_input_error("train --network resnet-tiny --attention fused",
+                     "--attention: resnet-tiny is a resnet network: it has no attention");
   expect_input_error("train --network gpt-tiny --attention flash", "--attention");
   expect_input_error("train --network gpt-tiny --plan recompute-attention", "recompute-attention has nothing to drop");
 }
@@ -233,9 +235,12 @@ TEST(Cli, FreezeNamesTheLayersThatTrainNot) {
   const json out = json::parse(run.out);
   EXPECT_GT(out.at("trainable_parameters").get<double>(), 0);
   EXPECT_LT(out.at("trainable_parameters").get<double>(), out.at("parameters").get<double>() / 2);
-  expect_input_error("train --network gpt-tiny --freeze 'embed*'", "--freeze: 'embed*' matches no layer with weights of gpt-tiny");
-  expect_input_error("train --network mlp-tiny --freeze '*'", "--freeze: freezes every layer with weights of mlp-tiny: nothing would train");
-  expect_input_error("recommend --network gpt-tiny --freeze 'blocks.[1-0].*'", "--freeze: 'blocks.[1-0].*': a bracket is a range");
+  expect_input_error("train --network gpt-tiny --freeze 'embed*'",
+                     "--freeze: 'embed*' matches no layer with weights of gpt-tiny");
+  expect_input_error("train --network mlp-tiny --freeze '*'",
+                     "--freeze: freezes every layer with weights of mlp-tiny: nothing would train");
+  expect_input_error("recommend --network gpt-tiny --freeze 'blocks.[1-0].*'",
+                     "--freeze: 'blocks.[1-0].*': a bracket is a range");
 }
 
 // A mixture of experts is imported and counted, and what cannot run it yet
@@ -255,7 +260,8 @@ TEST(Cli, MixturesOfExpertsAreCountedAndTrained) {
                      "--moe-imbalance: 0.7 is not a busiest expert's share of mixtral-tiny's routings: a share from 1/4 "
                      "(balanced) to 1/2 (every token)");
   expect_input_error("profile --network mixtral-tiny --moe-imbalance 0.2 --out x.json", "--moe-imbalance: 0.2 is not");
-  expect_input_error("train --network gpt-tiny --moe-imbalance 0.5 --steps 1", "--moe-imbalance: gpt-tiny has no mixture of experts");
+  expect_input_error("train --network gpt-tiny --moe-imbalance 0.5 --steps 1",
+                     "--moe-imbalance: gpt-tiny has no mixture of experts");
 }
 
 TEST(Cli, BadConfigFilesNameTheProblem) {

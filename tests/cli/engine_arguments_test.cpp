@@ -28,12 +28,12 @@ void expect_lines(const std::string& text, const std::vector<std::string>& lines
 
 TEST(EngineArguments, MegatronGetsItsOwnArgumentNames) {
   const std::string args = megatron_arguments(layout(1, "recompute-all"), shape, "bf16");
-  expect_lines(args, {"--tensor-model-parallel-size 2 \\\n", "--pipeline-model-parallel-size 2 \\\n",
-                      "--num-layers-per-virtual-pipeline-stage 2 \\\n", "--context-parallel-size 1 \\\n",
-                      "--sequence-parallel \\\n", "--recompute-granularity full \\\n", "--recompute-method uniform \\\n",
-                      "--recompute-num-layers 1 \\\n", "--micro-batch-size 2 \\\n", "--global-batch-size 16 \\\n",
-                      "--seq-length 32 \\\n", "--use-distributed-optimizer \\\n", "--bf16 \\\n",
-                      "--attention-backend flash \\\n"});
+  expect_lines(args,
+               {"--tensor-model-parallel-size 2 \\\n", "--pipeline-model-parallel-size 2 \\\n",
+                "--num-layers-per-virtual-pipeline-stage 2 \\\n", "--context-parallel-size 1 \\\n", "--sequence-parallel \\\n",
+                "--recompute-granularity full \\\n", "--recompute-method uniform \\\n", "--recompute-num-layers 1 \\\n",
+                "--micro-batch-size 2 \\\n", "--global-batch-size 16 \\\n", "--seq-length 32 \\\n",
+                "--use-distributed-optimizer \\\n", "--bf16 \\\n", "--attention-backend flash \\\n"});
   expect_lines(megatron_arguments(layout(1, "recompute-all"), materialized, "bf16"), {"--attention-backend unfused \\\n"});
   EXPECT_EQ(args.find("--expert-model-parallel-size"), std::string::npos);  // no experts
   model::LayoutEstimate offloaded = layout(1, "keep");

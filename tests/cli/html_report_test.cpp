@@ -45,7 +45,8 @@ struct Row {
 // body), nothing said on the console; each plan's row of peaks.
 std::vector<Row> rendered(const std::string& chromium, const TempDir& dir, const std::string& page) {
   const std::string command = chromium + " --no-sandbox --disable-gpu --enable-logging=stderr --v=0 --virtual-time-budget=5000 " +
-                              "--dump-dom file://" + dir.path(page) + " >" + dir.path("dom.html") + " 2>" + dir.path("browser.log");
+                              "--dump-dom file://" + dir.path(page) + " >" + dir.path("dom.html") + " 2>" +
+                              dir.path("browser.log");
   EXPECT_EQ(std::system(command.c_str()), 0) << read(dir.path("browser.log"));
   const std::string log = read(dir.path("browser.log")), dom = read(dir.path("dom.html"));
   EXPECT_EQ(log.find("CONSOLE"), std::string::npos) << page << ": " << log;
@@ -89,7 +90,7 @@ TEST(HtmlReport, TheBrowserShowsThePeaksOfTheJson) {
   const std::regex raw(R"re(^([^,]+ \(raw\) [^,]+)(, [^,]+ \(raw\) [^,]+){2}$)re");
   EXPECT_TRUE(std::regex_match(rows[0].tensors, raw)) << rows[0].tensors;
   for (const std::string& command : {"plan " + model_file + " --budget 2.5MiB",
-                                    "recommend --network mlp-tiny --budget 64MiB --out " + dir.path("plan.json")}) {
+                                     "recommend --network mlp-tiny --budget 64MiB --out " + dir.path("plan.json")}) {
     const Outcome planned = run_papaya(command + " --json --html " + dir.path("plan.html"));
     ASSERT_EQ(planned.code, 0) << planned.err;
     const json doc = json::parse(planned.out);
@@ -101,8 +102,8 @@ TEST(HtmlReport, TheBrowserShowsThePeaksOfTheJson) {
     EXPECT_EQ(shown[1].peak_at, chosen["peak_at"].get<std::string>()) << command;
   }
   // validate's: the first plan's step at the largest batch as predicted, beside the measured rows.
-  const Outcome validated = run_papaya("validate --network mlp-tiny --batches 4,8 --plans keep,quantize-4 --steps 3 --json --html " +
-                                       dir.path("validate.html"));
+  const Outcome validated = run_papaya(
+      "validate --network mlp-tiny --batches 4,8 --plans keep,quantize-4 --steps 3 --json --html " + dir.path("validate.html"));
   ASSERT_EQ(validated.code, 0) << validated.err;
   const std::vector<Row> checked = rendered(chromium, dir, "validate.html");
   ASSERT_EQ(checked.size(), 2u);

@@ -45,8 +45,8 @@ TEST(Layouts, RecommendLaysATransformerOutOverGpus) {
 }
 
 TEST(Layouts, LimitsGivesTheBestLayoutOnEachGpu) {
-  const Outcome run = run_papaya(
-      "limits --network llama-tiny --hardware H100-SXM-80GB,T4 --gpus 8 --gpus-per-node 4 --global-batch 32 --json");
+  const Outcome run =
+      run_papaya("limits --network llama-tiny --hardware H100-SXM-80GB,T4 --gpus 8 --gpus-per-node 4 --global-batch 32 --json");
   ASSERT_EQ(run.code, 0) << run.err;
   const json doc = json::parse(run.out);
   ASSERT_EQ(doc.size(), 2u);
@@ -200,7 +200,7 @@ TEST(Layouts, ImpossibleSplitsExitTwoNamingTheConstraint) {
   expect_input_error("plan m.json --budget 1GiB --gpus 4 --tp 2 --plot p.svg", "--plot p.svg: writes one GPU's plan");
   expect_input_error("predict m.json --batch 1 --gpus 4 --tp 2 --html p.html", "--html p.html: writes one GPU's plan");
   const Outcome mlp = run_papaya("recommend --network mlp-tiny --hardware H100-SXM-80GB --gpus 4 --gpus-per-node 4 --out " +
-                                      dir.path("plan.json"));
+                                 dir.path("plan.json"));
   EXPECT_EQ(mlp.code, 2);
   EXPECT_NE(mlp.err.find("no attention layers"), std::string::npos) << mlp.err;
 }

@@ -7,8 +7,8 @@
 #include <sstream>
 
 #include "model/profile.h"
-#include "tests/support/synthetic_profile.h"
 #include "tests/cli/run_papaya.h"
+#include "tests/support/synthetic_profile.h"
 
 namespace papaya::testing {
 namespace {
@@ -176,9 +176,11 @@ TEST_F(ModelCommands, PredictAndLimitsForDataParallelGpus) {
        {"A100-40GB x 4 GPUs (ZeRO-1, over NVLink-3", "H100-SXM-80GB x 4 GPUs (ZeRO-1, over NVLink-4", "per GPU"}) {
     EXPECT_NE(run.out.find(text), std::string::npos) << text << "\n" << run.out;
   }
-  expect_input_error("predict " + model_ + " --batch 4 --gpus 2", "no interconnect known; name a link");  // the profiled CPU has no interconnect
+  expect_input_error("predict " + model_ + " --batch 4 --gpus 2",
+                     "no interconnect known; name a link");  // the profiled CPU has no interconnect
   expect_input_error("predict " + model_ + " --batch 4 --zero 1", "ZeRO stage 1 shards across GPUs: it needs 2 GPUs or more");
-  expect_input_error("predict " + model_ + " --batch 4 --hardware V100 --link nvlink-2", "link nvlink-2 joins GPUs: it needs 2 GPUs or more");
+  expect_input_error("predict " + model_ + " --batch 4 --hardware V100 --link nvlink-2",
+                     "link nvlink-2 joins GPUs: it needs 2 GPUs or more");
   expect_input_error("predict " + model_ + " --batch 4 --hardware V100 --gpus 2 --link pigeon", "pigeon");
 }
 

@@ -17,9 +17,9 @@ namespace {
 std::unique_ptr<CLI::App> papaya_app() {
   auto app = std::make_unique<CLI::App>("papaya");
   app->require_subcommand(1);
-  for (const auto& register_command : {register_networks, register_import_hf, register_hardware, register_inspect,
-                                       register_train, register_profile, register_fit, register_predict, register_limits,
-                                       register_plan, register_recommend, register_validate}) {
+  for (const auto& register_command :
+       {register_networks, register_import_hf, register_hardware, register_inspect, register_train, register_profile,
+        register_fit, register_predict, register_limits, register_plan, register_recommend, register_validate}) {
     register_command(*app);
   }
   return app;

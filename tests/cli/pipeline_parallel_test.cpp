@@ -32,8 +32,8 @@ TEST(PipelineParallel, TwoStagesTrainAsOneProcessWithTheModelsMemory) {
       const std::string what = plan + ", " + std::to_string(micro_batches) + " micro-batches";
       const std::string common = " --network llama-tiny --steps 4 --json --plan " + plan;
       const Outcome alone = run_papaya("train --batch " + std::to_string(2 * micro_batches) + common);
-      const Outcome staged = run_papaya("train --batch 2 --nproc 2 --pp 2 --timeout 60 --micro-batches " +
-                                        std::to_string(micro_batches) + common);
+      const Outcome staged =
+          run_papaya("train --batch 2 --nproc 2 --pp 2 --timeout 60 --micro-batches " + std::to_string(micro_batches) + common);
       ASSERT_EQ(alone.code, 0) << alone.err;
       ASSERT_EQ(staged.code, 0) << staged.err;
       const json single = json::parse(alone.out), stages = json::parse(staged.out);
@@ -43,8 +43,9 @@ TEST(PipelineParallel, TwoStagesTrainAsOneProcessWithTheModelsMemory) {
       EXPECT_EQ(stages["ranks"][0]["static_bytes"].get<double>() + stages["ranks"][1]["static_bytes"].get<double>(),
                 single["static_bytes"].get<double>())
           << what;
-      const json model = predicted_stages(model_file, "--batch 2 --gpus 2 --pp 2 --global-batch " +
-                                                          std::to_string(2 * micro_batches) + " --link ethernet-10g --plan " + plan);
+      const json model =
+          predicted_stages(model_file, "--batch 2 --gpus 2 --pp 2 --global-batch " + std::to_string(2 * micro_batches) +
+                                           " --link ethernet-10g --plan " + plan);
       ASSERT_EQ(model.size(), 2u) << what;
       for (size_t s = 0; s < 2; ++s) {
         EXPECT_EQ(stages["ranks"][s]["static_bytes"].get<double>(), model[s]["static_bytes"].get<double>()) << what;
@@ -70,8 +71,10 @@ TEST(PipelineParallel, PipelinesAsDataParallelRanksShardTheirState) {
   const json single = json::parse(run_papaya("train --network llama-tiny --steps 3 --json --batch 16").out);
   for (const int zero : {0, 1, 2, 3}) {
     const std::string what = "--zero " + std::to_string(zero);
-    const Outcome grid = run_papaya("train --network llama-tiny --steps 3 --json --nproc 4 --pp 2 --micro-batches 4 --batch 2 "
-                                    "--timeout 60 " + what);
+    const Outcome grid = run_papaya(
+        "train --network llama-tiny --steps 3 --json --nproc 4 --pp 2 --micro-batches 4 --batch 2 "
+        "--timeout 60 " +
+        what);
     ASSERT_EQ(grid.code, 0) << grid.err;
     const json ranks = json::parse(grid.out);
     EXPECT_EQ(ranks["global_batch"], 16);

@@ -12,8 +12,8 @@
 #include "model/plan.h"
 #include "model/plan_space/predict.h"
 #include "model/profile.h"
-#include "tests/support/synthetic_profile.h"
 #include "tests/cli/run_papaya.h"
+#include "tests/support/synthetic_profile.h"
 
 namespace papaya::testing {
 namespace {

@@ -27,8 +27,8 @@ TEST(TensorParallel, TwoRanksTrainAsOneProcessWithTheModelsMemory) {
   const TempDir dir("papaya-tp");
   const std::string model_file = profiled_model(dir, "llama-tiny");
   ASSERT_FALSE(::testing::Test::HasFailure());
-  for (const auto& [batch, plan] : std::vector<std::pair<int, std::string>>{
-           {2, "keep"}, {4, "keep"}, {4, "recompute-all"}, {4, "quantize-4"}}) {
+  for (const auto& [batch, plan] :
+       std::vector<std::pair<int, std::string>>{{2, "keep"}, {4, "keep"}, {4, "recompute-all"}, {4, "quantize-4"}}) {
     const std::string common = " --network llama-tiny --steps 4 --json --batch " + std::to_string(batch) + " --plan " + plan;
     const Outcome alone = run_papaya("train" + common);
     ASSERT_EQ(alone.code, 0) << alone.err;
@@ -42,8 +42,8 @@ TEST(TensorParallel, TwoRanksTrainAsOneProcessWithTheModelsMemory) {
       EXPECT_EQ(ranks["sequence_parallel"], sp == "on");
       EXPECT_EQ(ranks["global_batch"], batch);
       expect_losses_of_one_process(ranks, single, what, plan == "quantize-4" ? 1 : single["losses"].size());
-      const json stages = predicted_stages(model_file, "--batch " + std::to_string(batch) + " --gpus 2 --tp 2 --sp " + sp +
-                                                            " --link ethernet-10g --plan " + plan);
+      const json stages = predicted_stages(
+          model_file, "--batch " + std::to_string(batch) + " --gpus 2 --tp 2 --sp " + sp + " --link ethernet-10g --plan " + plan);
       ASSERT_EQ(stages.size(), 1u) << what;
       expect_ranks_hold_their_stages(ranks, stages, 2, 1, what);
     }
@@ -64,12 +64,14 @@ TEST(TensorParallel, WithinPipelineStagesFourRanksTrainAsOneProcess) {
   const TempDir dir("papaya-tp-pp");
   const std::string model_file = profiled_model(dir, "llama-tiny");
   ASSERT_FALSE(::testing::Test::HasFailure());
-  for (const auto& [plan, sequence] : std::vector<std::pair<std::string, std::string>>{
-           {"keep", "on"}, {"recompute-all", "on"}, {"quantize-4", "off"}}) {
+  for (const auto& [plan, sequence] :
+       std::vector<std::pair<std::string, std::string>>{{"keep", "on"}, {"recompute-all", "on"}, {"quantize-4", "off"}}) {
     const std::string what = plan + ", --sp " + sequence;
     const Outcome alone = run_papaya("train --network llama-tiny --steps 3 --json --batch 8 --plan " + plan);
-    const Outcome grid = run_papaya("train --network llama-tiny --steps 3 --json --nproc 4 --tp 2 --pp 2 --batch 2 "
-                                    "--micro-batches 4 --timeout 60 --sp " + sequence + " --plan " + plan);
+    const Outcome grid = run_papaya(
+        "train --network llama-tiny --steps 3 --json --nproc 4 --tp 2 --pp 2 --batch 2 "
+        "--micro-batches 4 --timeout 60 --sp " +
+        sequence + " --plan " + plan);
     ASSERT_EQ(alone.code, 0) << alone.err;
     ASSERT_EQ(grid.code, 0) << grid.err;
     const json single = json::parse(alone.out), ranks = json::parse(grid.out);
@@ -77,8 +79,8 @@ TEST(TensorParallel, WithinPipelineStagesFourRanksTrainAsOneProcess) {
     EXPECT_EQ(ranks["pipeline"], 2);
     EXPECT_EQ(ranks["global_batch"], 8);
     expect_losses_of_one_process(ranks, single, what, plan == "quantize-4" ? 1 : single["losses"].size());
-    const json stages = predicted_stages(model_file, "--batch 2 --gpus 4 --tp 2 --pp 2 --global-batch 8 --link ethernet-10g --sp " +
-                                                          sequence + " --plan " + plan);
+    const json stages = predicted_stages(
+        model_file, "--batch 2 --gpus 4 --tp 2 --pp 2 --global-batch 8 --link ethernet-10g --sp " + sequence + " --plan " + plan);
     ASSERT_EQ(stages.size(), 2u) << what;
     expect_ranks_hold_their_stages(ranks, stages, 2, 1, what);
   }
@@ -97,7 +99,8 @@ TEST(TensorParallel, PairsAsDataParallelRanksShardTheirStateWithZero) {
   const json single = json::parse(run_papaya("train --network llama-tiny --steps 3 --json --batch 4").out);
   for (const int zero : {1, 2, 3}) {
     const std::string what = "--zero " + std::to_string(zero);
-    const Outcome grid = run_papaya("train --network llama-tiny --steps 3 --json --nproc 4 --tp 2 --batch 2 --timeout 60 " + what);
+    const Outcome grid =
+        run_papaya("train --network llama-tiny --steps 3 --json --nproc 4 --tp 2 --batch 2 --timeout 60 " + what);
     ASSERT_EQ(grid.code, 0) << grid.err;
     const json ranks = json::parse(grid.out);
     EXPECT_EQ(ranks["global_batch"], 4);

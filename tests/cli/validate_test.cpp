@@ -79,8 +79,10 @@ TEST_F(Validate, AutocastPeaksArePredictedFromItsProfile) {
   // Fused attention (the default), and materialized with its probabilities recomputed.
   for (const std::string attention : {"fused --plans keep,recompute-all,quantize-4",
                                       "materialized --plans keep,recompute-all,recompute-attention,quantize-4"}) {
-    const Outcome run = run_papaya("validate --network gpt-tiny --precision amp-bf16 --profile-batches 1,2,4 --batches 8 "
-                                   "--steps 3 --json --attention " + attention);
+    const Outcome run = run_papaya(
+        "validate --network gpt-tiny --precision amp-bf16 --profile-batches 1,2,4 --batches 8 "
+        "--steps 3 --json --attention " +
+        attention);
     ASSERT_EQ(run.code, 0) << run.err;
     const json doc = json::parse(run.out);
     EXPECT_EQ(doc["precision"], "amp-bf16");

@@ -92,8 +92,9 @@ TEST(Autocast, MatmulsSaveHalfCopiesNormsSoftmaxAndLossesFp32) {
   };
   const model::NetworkConfig gpt_tiny = testing::tiny_config("gpt-tiny", 0.1);
   const auto gpt = saved_dtypes(gpt_tiny, amp_bf16);
-  expect(gpt, {"linear:input", "fused_attention:q", "fused_attention:k", "fused_attention:v", "fused_attention:output",
-               "lm_head:input", "gelu:input"},
+  expect(gpt,
+         {"linear:input", "fused_attention:q", "fused_attention:k", "fused_attention:v", "fused_attention:output",
+          "lm_head:input", "gelu:input"},
          half);
   expect(gpt, {"layernorm:input", "layernorm:mean", "fused_attention:lse", "lm_head:logprobs"}, fp32);
   const auto materialized = saved_dtypes(testing::materialized(gpt_tiny), amp_bf16);

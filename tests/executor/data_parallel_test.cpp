@@ -6,8 +6,8 @@
 
 #include <tuple>
 
-#include "executor/distributed/shards.h"
 #include "executor/distributed/sharded_data_parallel.h"
+#include "executor/distributed/shards.h"
 
 #include "executor/optimizer.h"
 #include "tests/executor/moms_fixture.h"
@@ -173,7 +173,9 @@ TEST(DataParallel, ZeroTwoAndThreeTakePlainDataParallelismsSteps) {
         const torch::Tensor& expected = plain[0].parameters[i];
         const torch::Tensor stepped = both.narrow(0, at, expected.numel()).view_as(expected);
         at += expected.numel();
-        const auto off = [&](const torch::Tensor& t) { return (t - expected).norm().item<double>() / expected.norm().item<double>(); };
+        const auto off = [&](const torch::Tensor& t) {
+          return (t - expected).norm().item<double>() / expected.norm().item<double>();
+        };
         EXPECT_LT(off(stepped), 1e-5) << name << " --zero " << zero << " parameter " << i;
         for (size_t r = 0; r < 2; ++r) {
           const torch::Tensor& held = sharded[r].parameters[i];

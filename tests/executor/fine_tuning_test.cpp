@@ -21,7 +21,8 @@ namespace {
 class LayerParametersOf : public ::testing::TestWithParam<const char*> {};
 
 model::NetworkConfig config_of(const std::string& text) {
-  return text.front() == '{' ? model::parse_network_config(nlohmann::json::parse(text), "config") : model::load_network_config(text);
+  return text.front() == '{' ? model::parse_network_config(nlohmann::json::parse(text), "config")
+                             : model::load_network_config(text);
 }
 
 TEST_P(LayerParametersOf, AreTheExecutorsLayerByLayer) {
@@ -51,8 +52,8 @@ TEST_P(LayerParametersOf, AreTheExecutorsLayerByLayer) {
 INSTANTIATE_TEST_SUITE_P(
     EveryFamily, LayerParametersOf,
     ::testing::Values(
-        "gpt-tiny", "llama-tiny", "llama-tiny-lora", "mixtral-tiny", "qwen-moe-tiny", "olmoe-tiny", "bert-tiny", "vit-tiny", "resnet-tiny",
-        "mlp-tiny",
+        "gpt-tiny", "llama-tiny", "llama-tiny-lora", "mixtral-tiny", "qwen-moe-tiny", "olmoe-tiny", "bert-tiny", "vit-tiny",
+        "resnet-tiny", "mlp-tiny",
         R"({"name": "untied", "family": "gpt", "layers": 2, "d_model": 16, "heads": 4, "kv_heads": 2, "seq_len": 8, "vocab": 20,
             "activation": "swiglu", "norm": "rmsnorm", "positions": "rotary", "tied_head": false, "fused_qkv": false,
             "lora": {"rank": 2, "targets": ["k", "o", "up"], "base_weights": "nf4"}, "freeze": ["tok_emb"]})",
@@ -122,7 +123,8 @@ TEST(Freeze, AnRmsNormAfterAFrozenFrontSavesOnlyWhatItsWeightsGradientReads) {
     const nlohmann::json doc = {{"papaya_plan", 1}, {"name", "ln1-8"}, {"tensors", {{"blocks.0.ln1:normalized", "quantize-8"}}}};
     return testing::planned(c, model::parse_plan(doc, layout, c.name, "plan")).network;
   };
-  const testing::Step moms = testing::step(*stored_at_8_bits(config), batch), exact = testing::step(*stored_at_8_bits(whole), batch);
+  const testing::Step moms = testing::step(*stored_at_8_bits(config), batch),
+                      exact = testing::step(*stored_at_8_bits(whole), batch);
   EXPECT_TRUE(torch::equal(moms.grads.at(weight), exact.grads.at(weight)));
 }
 
@@ -141,7 +143,8 @@ TEST(Freeze, PatternsThatMatchNothingOrEverythingAreNamed) {
   EXPECT_EQ(check_error(model::with_freeze(gpt, {"tok_emb", "embed*"})),
             "--freeze: 'embed*' matches no layer with weights of gpt-tiny (its layers: tok_emb, pos_emb, blocks.0.ln1, "
             "blocks.0.attn.qkv, blocks.0.attn.proj, blocks.0.ln2, ...)");
-  EXPECT_EQ(check_error(model::with_freeze(gpt, {"*"})), "--freeze: freezes every layer with weights of gpt-tiny: nothing would train");
+  EXPECT_EQ(check_error(model::with_freeze(gpt, {"*"})),
+            "--freeze: freezes every layer with weights of gpt-tiny: nothing would train");
 }
 
 // A profile of a network's first blocks stands for the rest as copies of

@@ -18,7 +18,8 @@ MixtureOfExperts& mixture_of(Network& network, const std::string& block) {
 }
 
 torch::Tensor swiglu(const FeedForward& f, const torch::Tensor& t) {
-  return torch::linear(torch::silu(torch::linear(t, f.fc1.base->weight)) * torch::linear(t, f.up.base->weight), f.fc2.base->weight);
+  return torch::linear(torch::silu(torch::linear(t, f.fc1.base->weight)) * torch::linear(t, f.up.base->weight),
+                       f.fc2.base->weight);
 }
 
 struct Dense {
@@ -32,7 +33,8 @@ Dense dense(const MixtureOfExperts& m, const model::MoeConfig& moe, const torch:
   auto [top, chosen] = p.topk(moe.experts_per_token, -1);
   const torch::Tensor routing = torch::zeros_like(p).scatter(1, chosen, moe.normalize_top_k ? top / top.sum(-1, true) : top);
   torch::Tensor out = torch::zeros_like(t);
-  for (int e = 0; e < moe.experts; ++e) out = out + swiglu(*m.experts->ptr(e)->as<FeedForward>(), t) * routing.select(1, e).unsqueeze(1);
+  for (int e = 0; e < moe.experts; ++e)
+    out = out + swiglu(*m.experts->ptr(e)->as<FeedForward>(), t) * routing.select(1, e).unsqueeze(1);
   if (m.shared) {
     torch::Tensor s = swiglu(*m.shared, t);
     if (m.shared_gate) s = s * torch::sigmoid(torch::linear(t, m.shared_gate->weight));
@@ -77,8 +79,8 @@ TEST_P(Mixture, IsTheDenseReferenceWithItsBalancingLoss) {
   const std::vector<torch::Tensor> want = gradients((ref.out * r).sum() + moe.aux_loss / blocks * ref.balancing, of);
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) {
-    EXPECT_TRUE(torch::allclose(got[i], want[i], 1e-4, 1e-6)) << "gradient " << i << ": off by "
-                                                              << (got[i] - want[i]).abs().max().item<double>();
+    EXPECT_TRUE(torch::allclose(got[i], want[i], 1e-4, 1e-6))
+        << "gradient " << i << ": off by " << (got[i] - want[i]).abs().max().item<double>();
   }
 }
 

@@ -12,9 +12,9 @@
 #include "executor/networks/zoo.h"
 #include "executor/optimizer.h"
 #include "executor/trainer.h"
-#include "model/median.h"
 #include "model/catalog/network_config.h"
 #include "model/catalog/parameter_count.h"
+#include "model/median.h"
 
 namespace papaya::executor {
 namespace {
@@ -133,9 +133,8 @@ INSTANTIATE_TEST_SUITE_P(Zoo, TinyNetwork,
 TEST(Networks, GptLayoutAndShapes) {
   const auto config = model::load_network_config("gpt-tiny");
   auto network = build_network(config);
-  for (const char* path :
-       {"tok_emb", "pos_emb", "blocks.0.ln1", "blocks.0.attn.qkv", "blocks.0.attn.fused", "blocks.0.attn.proj",
-        "blocks.1.mlp.fc1", "blocks.1.mlp.act", "blocks.1.mlp.fc2", "ln_f", "lm_head"}) {
+  for (const char* path : {"tok_emb", "pos_emb", "blocks.0.ln1", "blocks.0.attn.qkv", "blocks.0.attn.fused", "blocks.0.attn.proj",
+                           "blocks.1.mlp.fc1", "blocks.1.mlp.act", "blocks.1.mlp.fc2", "ln_f", "lm_head"}) {
     EXPECT_NE(network->find_layer(path), nullptr) << path;
   }
   EXPECT_NE(network->find_segment("blocks.1"), nullptr);
@@ -218,7 +217,8 @@ TEST(Networks, ImportedHuggingFaceTypesBuildWhatTheModelCounts) {
       EXPECT_EQ(recorder.shapes["blocks.0.attn.k"], (std::vector<int64_t>{2, 16, kv * 8})) << type;
       EXPECT_EQ(recorder.shapes["blocks.0.attn.v"], (std::vector<int64_t>{2, 16, kv * 8})) << type;
     }
-    EXPECT_EQ(recorder.shapes["blocks.0.attn.fused"], (std::vector<int64_t>{2, 4, 16, 8})) << type;  // fused, as transformers' SDPA
+    EXPECT_EQ(recorder.shapes["blocks.0.attn.fused"], (std::vector<int64_t>{2, 4, 16, 8}))
+        << type;  // fused, as transformers' SDPA
     const bool rotary = type != "opt";
     EXPECT_EQ(recorder.shapes.count("blocks.0.attn.rope_k"), rotary ? 1u : 0u) << type;
     if (rotary) {

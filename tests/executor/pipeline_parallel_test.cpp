@@ -5,8 +5,8 @@
 
 #include <gtest/gtest.h>
 
-#include "executor/distributed/parameter_storage.h"
 #include "executor/data.h"
+#include "executor/distributed/parameter_storage.h"
 #include "executor/optimizer.h"
 #include "model/error.h"
 #include "tests/executor/moms_fixture.h"
@@ -23,10 +23,10 @@ constexpr int64_t micro_batch = 2;
 // parameter the stage does not hold is left undefined.
 std::vector<torch::Tensor> trained(Network& network, DataSource& data, Collectives* collectives, std::vector<double>& losses) {
   const auto stage = collectives ? std::make_unique<PipelineParallel>(*collectives, network, micro_batches) : nullptr;
-  const auto optimizer = make_optimizer(
-      network, 1e-3, 0.01,
-      collectives ? std::optional(stage_parameters(network, collectives->world().rank, collectives->world().size))
-                  : std::nullopt);
+  const auto optimizer =
+      make_optimizer(network, 1e-3, 0.01,
+                     collectives ? std::optional(stage_parameters(network, collectives->world().rank, collectives->world().size))
+                                 : std::nullopt);
   for (int step = 0; step < steps; ++step) {
     network.zero_grad();
     const Batch batch = data.next(micro_batch * micro_batches);

@@ -177,7 +177,8 @@ TEST(Qlora, AMixturesStoredExpertsArePricedAsTheModelPricesThem) {
     const model::NetworkConfig tuned = model::with_lora(config, lora);
     const auto network = build_network(tuned);
     const auto optimizer = make_optimizer(*network, 1e-3, 0.01);
-    EXPECT_DOUBLE_EQ(static_cast<double>(static_bytes(*network, *optimizer)), model::static_state_bytes(tuned)) << to_string(format);
+    EXPECT_DOUBLE_EQ(static_cast<double>(static_bytes(*network, *optimizer)), model::static_state_bytes(tuned))
+        << to_string(format);
     EXPECT_EQ(network->trainable_parameter_count(), model::trainable_parameter_count(tuned)) << to_string(format);
     const testing::Step step = testing::step(*network, make_synthetic_data(tuned, torch::kCPU, 1)->next(2));
     EXPECT_TRUE(std::isfinite(step.loss)) << to_string(format);
@@ -209,7 +210,8 @@ void load_stored_weights(const Pair& p) {
   const torch::NoGradGuard no_grad;
   for (const Layer* layer : p.stored->layers()) {
     if (layer->stored_weight()) {
-      dynamic_cast<Linear&>(*p.exact->find_layer(layer->path())).weight.copy_(load_weight(*layer->stored_weight(), torch::kFloat));
+      dynamic_cast<Linear&>(*p.exact->find_layer(layer->path()))
+          .weight.copy_(load_weight(*layer->stored_weight(), torch::kFloat));
     }
   }
 }
@@ -246,14 +248,15 @@ TEST(Qlora, AdapterGradientsMoveAsTheWeightsErrorImplies) {
   const Pair half = pair_of(WeightFormat::bf16);
   const Batch batch = make_synthetic_data(half.exact->config(), torch::kCPU, 1)->next(3);
   const testing::Step exact = testing::step(*half.exact, batch);
-  const double half_weights = weight_error(half), half_gradients = testing::relative_error(testing::step(*half.stored, batch), exact);
+  const double half_weights = weight_error(half),
+               half_gradients = testing::relative_error(testing::step(*half.stored, batch), exact);
   ASSERT_GT(half_gradients, 0);
   for (WeightFormat format : {WeightFormat::int8, WeightFormat::nf4}) {
     const Pair p = pair_of(format);
     const double weights = weight_error(p), gradients = testing::relative_error(testing::step(*p.stored, batch), exact);
     EXPECT_GT(weights, half_weights) << to_string(format);
-    EXPECT_LE(gradients, 4 * half_gradients * weights / half_weights) << to_string(format) << ": weights " << weights
-                                                                       << " off, bf16's " << half_weights;
+    EXPECT_LE(gradients, 4 * half_gradients * weights / half_weights)
+        << to_string(format) << ": weights " << weights << " off, bf16's " << half_weights;
     EXPECT_GT(gradients, 0) << to_string(format);
   }
 }

@@ -21,7 +21,7 @@ constexpr int64_t batch = 4;
 
 struct Trained {
   std::vector<double> losses;
-  int64_t parameters = 0;               // elements held
+  int64_t parameters = 0;                 // elements held
   std::vector<torch::Tensor> norm_grads;  // each norm's weight's, at the first step
 };
 

@@ -3,8 +3,8 @@
 // slot names are the executor's), as papaya train and predict do.
 #include "model/plan.h"
 #include "model/catalog/network_config.h"
-#include "tests/support/synthetic_profile.h"
 #include "tests/fuzz/fuzz_input.h"
+#include "tests/support/synthetic_profile.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace papaya;

@@ -40,9 +40,8 @@ TEST(LayerKind, TraitsSayWhichStrategiesApply) {
   for (LayerKind kind : layer_kinds()) {
     const LayerKindTraits& t = traits(kind);
     EXPECT_EQ(t.invertible_input, kind == LayerKind::gelu || kind == LayerKind::silu) << to_string(kind);
-    EXPECT_EQ(t.attention,
-              kind == LayerKind::attention_scores || kind == LayerKind::softmax || kind == LayerKind::attention_context ||
-                  kind == LayerKind::fused_attention)
+    EXPECT_EQ(t.attention, kind == LayerKind::attention_scores || kind == LayerKind::softmax ||
+                               kind == LayerKind::attention_context || kind == LayerKind::fused_attention)
         << to_string(kind);
     // Fused attention's backward makes its scores again before its four products.
     EXPECT_EQ(t.backward_flops_ratio, kind == LayerKind::fused_attention ? 2.5 : 2) << to_string(kind);

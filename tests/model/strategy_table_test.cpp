@@ -79,12 +79,10 @@ TEST(StrategyTable, EveryListedNameIsItsRowsAndParsesBack) {
 }
 
 TEST(StrategyTable, PapayasTableCrossesThePlanNameFactors) {
-  EXPECT_EQ(plan_name_factors(),
-            (std::vector<std::vector<std::string>>{
-                {"recompute-all", "recompute-attention"},
-                {"quantize-8", "quantize-4", "quantize-2", "adaptive-4"},
-                {"invert"},
-                {"swap"}}));
+  EXPECT_EQ(plan_name_factors(), (std::vector<std::vector<std::string>>{{"recompute-all", "recompute-attention"},
+                                                                        {"quantize-8", "quantize-4", "quantize-2", "adaptive-4"},
+                                                                        {"invert"},
+                                                                        {"swap"}}));
   size_t combinations = 1, without_swap = 1;
   for (const auto& factor : plan_name_factors()) {
     combinations *= factor.size() + 1;

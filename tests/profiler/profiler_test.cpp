@@ -9,25 +9,25 @@
 #include <fstream>
 #include <iostream>
 #include <map>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 
-#include "executor/networks/source_for.h"
 #include "executor/data.h"
 #include "executor/memory.h"
 #include "executor/networks/network.h"
+#include "executor/networks/source_for.h"
 #include "executor/networks/zoo.h"
 #include "executor/plan_apply.h"
 #include "executor/session.h"
 #include "executor/trainer.h"
-#include "model/error.h"
-#include "model/fit/fit_profile.h"
 #include "model/catalog/network_config.h"
 #include "model/catalog/parameter_count.h"
+#include "model/catalog/target.h"
+#include "model/error.h"
+#include "model/fit/fit_profile.h"
 #include "model/plan.h"
 #include "model/plan_space/predict.h"
 #include "model/units.h"
-#include "model/catalog/target.h"
 #include "profiler/batch_run.h"
 #include "profiler/layer_probe.h"
 #include "profiler/profiler.h"
@@ -313,9 +313,17 @@ PeakUnderPlan peak_under_plan(const nlohmann::json& config, const std::string& p
 // above the measured peak and not below it by more than 1% (without the
 // gaps: 5% below).
 TEST(Profiler, PeaksBetweenLayersArePredictedUnderAPlan) {
-  const PeakUnderPlan run = peak_under_plan({{"name", "glue-gpt"}, {"family", "gpt"}, {"layers", 1},          {"d_model", 48},
-                                             {"heads", 3},         {"mlp_ratio", 2},  {"activation", "silu"}, {"norm", "rmsnorm"},
-                                             {"dropout", 0.1},     {"seq_len", 32},   {"vocab", 64}},
+  const PeakUnderPlan run = peak_under_plan({{"name", "glue-gpt"},
+                                             {"family", "gpt"},
+                                             {"layers", 1},
+                                             {"d_model", 48},
+                                             {"heads", 3},
+                                             {"mlp_ratio", 2},
+                                             {"activation", "silu"},
+                                             {"norm", "rmsnorm"},
+                                             {"dropout", 0.1},
+                                             {"seq_len", 32},
+                                             {"vocab", 64}},
                                             "quantize-4", 32);
   const double measured = static_cast<double>(run.measured);
   EXPECT_GE(run.predicted.peak_bytes, 0.99 * measured) << model::peak_location(run.fitted, run.predicted);
@@ -335,10 +343,21 @@ TEST(Profiler, TheLmHeadsChunksArePredictedUnderRecompute) {
   for (bool tied : {true, false}) {
     for (bool lora : {false, true}) {
       nlohmann::json config = {{"name", std::string("big-vocab-") + (tied ? "tied" : "untied") + (lora ? "-lora" : "")},
-                               {"family", "gpt"}, {"layers", 1}, {"d_model", 32}, {"heads", 2}, {"kv_heads", 1},
-                               {"mlp_hidden", 64}, {"activation", "swiglu"}, {"norm", "rmsnorm"}, {"positions", "rotary"},
-                               {"qkv_bias", false}, {"fused_qkv", false}, {"proj_bias", false}, {"tied_head", tied},
-                               {"seq_len", 32}, {"vocab", 16384}};
+                               {"family", "gpt"},
+                               {"layers", 1},
+                               {"d_model", 32},
+                               {"heads", 2},
+                               {"kv_heads", 1},
+                               {"mlp_hidden", 64},
+                               {"activation", "swiglu"},
+                               {"norm", "rmsnorm"},
+                               {"positions", "rotary"},
+                               {"qkv_bias", false},
+                               {"fused_qkv", false},
+                               {"proj_bias", false},
+                               {"tied_head", tied},
+                               {"seq_len", 32},
+                               {"vocab", 16384}};
       if (lora) config["lora"] = {{"rank", 4}, {"alpha", 8}, {"targets", {"q", "v"}}};
       const PeakUnderPlan run = peak_under_plan(config, "recompute-all", 16);
       EXPECT_NEAR(run.predicted.peak_bytes, static_cast<double>(run.measured), 0.01 * static_cast<double>(run.measured))
@@ -354,10 +373,22 @@ TEST(Profiler, TheLmHeadsChunksArePredictedUnderRecompute) {
 // nf4 weights, 6 % of a QLoRA recompute-all peak; here 2 to 6 % under).
 TEST(Profiler, ARecomputedStoredBaseHoldsNoCopyOfItsWeights) {
   for (const std::string format : {"bf16", "int8", "nf4"}) {
-    const nlohmann::json config = {{"name", "stored-" + format}, {"family", "gpt"}, {"layers", 2}, {"d_model", 128},
-                                   {"heads", 4}, {"kv_heads", 2}, {"mlp_hidden", 352}, {"activation", "swiglu"},
-                                   {"norm", "rmsnorm"}, {"positions", "rotary"}, {"qkv_bias", false}, {"fused_qkv", false},
-                                   {"proj_bias", false}, {"tied_head", false}, {"seq_len", 32}, {"vocab", 128},
+    const nlohmann::json config = {{"name", "stored-" + format},
+                                   {"family", "gpt"},
+                                   {"layers", 2},
+                                   {"d_model", 128},
+                                   {"heads", 4},
+                                   {"kv_heads", 2},
+                                   {"mlp_hidden", 352},
+                                   {"activation", "swiglu"},
+                                   {"norm", "rmsnorm"},
+                                   {"positions", "rotary"},
+                                   {"qkv_bias", false},
+                                   {"fused_qkv", false},
+                                   {"proj_bias", false},
+                                   {"tied_head", false},
+                                   {"seq_len", 32},
+                                   {"vocab", 128},
                                    {"lora", {{"rank", 4}, {"targets", {"q", "v"}}, {"base_weights", format}}}};
     const PeakUnderPlan run = peak_under_plan(config, "recompute-all", 8);
     EXPECT_NEAR(run.predicted.peak_bytes, static_cast<double>(run.measured), 0.01 * static_cast<double>(run.measured))
@@ -474,8 +505,8 @@ TEST(MedianRun, TakesMediansOverEveryStepAndTheLargestBytes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cpu, TinyProfile,
-                         ::testing::Values("gpt-tiny", "llama-tiny", "llama-tiny-lora", "mixtral-tiny", "olmoe-tiny", "vit-tiny", "resnet-tiny",
-                                           "mlp-tiny"),
+                         ::testing::Values("gpt-tiny", "llama-tiny", "llama-tiny-lora", "mixtral-tiny", "olmoe-tiny", "vit-tiny",
+                                           "resnet-tiny", "mlp-tiny"),
                          [](const auto& info) {
                            std::string name = info.param;
                            for (char& c : name) c = c == '-' ? '_' : c;

@@ -79,7 +79,9 @@ __global__ void quantize_groups(const void* x, int dtype, Layout l, uint64_t see
     for (int j = 0; j < per_byte; ++j) {
       const int64_t i = static_cast<int64_t>(b) * per_byte + j;
       const float v = i < count ? load(x, dtype, first + i) : 0.f;
-      code |= quant::code_of(v, mn, scale, quant::uniform(quant::noise_key(seed), static_cast<uint32_t>(group * l.group_size + i)), levels) << (l.bits * j);
+      code |= quant::code_of(v, mn, scale,
+                             quant::uniform(quant::noise_key(seed), static_cast<uint32_t>(group * l.group_size + i)), levels)
+              << (l.bits * j);
     }
     out[group * l.code_bytes + b] = static_cast<uint8_t>(code);
   }

@@ -6,9 +6,9 @@
 #include <utility>
 #include <vector>
 
-#include "model/plan_space/types.h"
 #include "model/plan_space/internal/index.h"
 #include "model/plan_space/internal/pricing.h"
+#include "model/plan_space/types.h"
 #include "model/strategy.h"
 
 namespace papaya::model::plan_space {
@@ -23,8 +23,8 @@ struct StorageHeld {
 // What an assignment holds.
 struct Held {
   std::vector<StorageHeld> storages;
-  std::vector<bool> recomputed;  // per segment
-  std::vector<bool> runs_moms;   // per layer (see runs_moms)
+  std::vector<bool> recomputed;        // per segment
+  std::vector<bool> runs_moms;         // per layer (see runs_moms)
   std::vector<bool> cores_recomputed;  // per attention core (see core_recomputed)
   bool lm_head_recomputed = false;
 };

@@ -231,7 +231,6 @@ struct Builder {
   }
 };
 
-
 // Per layer, the bytes of the storages that a recomputed segment's layers
 // save first at it (its input's storage aside, which the segment keeps), as
 // keep's figures hold them: what the recompute has made again by then.

@@ -9,11 +9,11 @@
 #include <memory>
 #include <vector>
 
+#include "model/catalog/target.h"
 #include "model/layer_model.h"
 #include "model/plan_space/types.h"
 #include "model/profile.h"
 #include "model/strategy.h"
-#include "model/catalog/target.h"
 
 namespace papaya::model::plan_space {
 

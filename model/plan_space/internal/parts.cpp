@@ -55,8 +55,7 @@ std::vector<HeldTensor> saved_tensors(const AtBatch& at, const Held& h, Changes&
 double saved_bytes_at(const AtBatch& at, const Held& h, int point) {
   double bytes = 0;
   walk_saved(
-      at, h,
-      [&](int, const Change& c, const StorageChange&) { bytes += c.from <= point && point <= c.to ? c.bytes : 0; },
+      at, h, [&](int, const Change& c, const StorageChange&) { bytes += c.from <= point && point <= c.to ? c.bytes : 0; },
       [](const Change&) {});
   return bytes;
 }

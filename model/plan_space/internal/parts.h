@@ -1,10 +1,10 @@
 #pragma once
 // Inside PlanSpace (plan_space.h): a plan's timeline (timeline.h) taken
 // apart by what holds the bytes.
-#include "model/plan_space/types.h"
 #include "model/plan_space/internal/held.h"
 #include "model/plan_space/internal/index.h"
 #include "model/plan_space/internal/timeline.h"
+#include "model/plan_space/types.h"
 
 namespace papaya::model::plan_space {
 

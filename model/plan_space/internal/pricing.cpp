@@ -37,8 +37,7 @@ Copy& copy_for(const Target& target, std::vector<Copy>& copies, const TensorStra
 
 // The option that stores a storage (or a segment's input) as `copies`, its
 // slots taking `per_slot`; `raw_bytes`: the whole storage.
-Option option(const AtBatch& at, const std::vector<Copy>& copies, const std::vector<TensorStrategy>& per_slot,
-                         double raw_bytes) {
+Option option(const AtBatch& at, const std::vector<Copy>& copies, const std::vector<TensorStrategy>& per_slot, double raw_bytes) {
   const Target& target = at.target();
   Option o;
   o.per_slot = per_slot;

@@ -6,10 +6,10 @@
 #include <cstdint>
 #include <vector>
 
+#include "model/catalog/target.h"
 #include "model/plan_space/internal/index.h"
 #include "model/plan_space/types.h"
 #include "model/strategy.h"
-#include "model/catalog/target.h"
 
 namespace papaya::model::plan_space {
 
@@ -35,8 +35,7 @@ struct Copy {
 
 // The option that stores a storage (or a segment's input) as `copies`, its
 // slots taking `per_slot`; `raw_bytes`: the whole storage.
-Option option(const AtBatch& at, const std::vector<Copy>& copies, const std::vector<TensorStrategy>& per_slot,
-              double raw_bytes);
+Option option(const AtBatch& at, const std::vector<Copy>& copies, const std::vector<TensorStrategy>& per_slot, double raw_bytes);
 
 double pack_seconds(const Target& target, const TensorStrategy& s, double raw_bytes);
 // One use of a stored copy in `layer`'s backward: unpacking it, and for an

@@ -117,9 +117,11 @@ void add_lm_head_chunks(const AtBatch& at, Changes& out) {
   // chunk on it also holds its input's gradient over every row, which keep's
   // makes after its peak too.
   const double weight_gradient = static_cast<double>(head.trainable_bytes() + head.shared_trainable_bytes);
-  const double input_gradient = ix.lm_head.input_slot >= 0 && batch > at.lm_head_chunk_batch ? at.slot(ix.lm_head.input_slot).bytes : 0;
-  out.push_back({b, b, backward_slope * fewer + at.target().allocated(chunk_logprobs) + at.target().allocated(weight_gradient) +
-                           at.target().allocated(input_gradient)});
+  const double input_gradient =
+      ix.lm_head.input_slot >= 0 && batch > at.lm_head_chunk_batch ? at.slot(ix.lm_head.input_slot).bytes : 0;
+  out.push_back({b, b,
+                 backward_slope * fewer + at.target().allocated(chunk_logprobs) + at.target().allocated(weight_gradient) +
+                     at.target().allocated(input_gradient)});
 }
 
 std::vector<double> bytes_at(const AtBatch& at, const Held& h) {

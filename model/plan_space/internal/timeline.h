@@ -4,9 +4,9 @@
 // over intervals of points, and the timeline and its peak that they make.
 #include <vector>
 
-#include "model/plan_space/types.h"
 #include "model/plan_space/internal/held.h"
 #include "model/plan_space/internal/index.h"
+#include "model/plan_space/types.h"
 
 namespace papaya::model::plan_space {
 

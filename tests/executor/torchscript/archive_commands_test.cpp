@@ -33,7 +33,8 @@ TEST(ArchiveCommands, RecommendThenTrainWithThePlanAtThePredictedPeak) {
   const std::string budget = std::to_string(static_cast<int64_t>(keep_peak * 0.9));
 
   const std::string plan = dir.path("plan.json");
-  const Outcome recommend = run_papaya("recommend --network " + cnn + input + " --budget " + budget + " --out " + plan + " --json");
+  const Outcome recommend =
+      run_papaya("recommend --network " + cnn + input + " --budget " + budget + " --out " + plan + " --json");
   ASSERT_EQ(recommend.code, 0) << recommend.err;
   nlohmann::json planned;
   std::ifstream(plan) >> planned;
@@ -208,10 +209,11 @@ TEST(ArchiveCommands, TrainsOnRecordedBatches) {
     std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     return path;
   };
-  const Outcome train = run_papaya("train --network " + cnn + input + " --data " + save("ok.pt", torch::tensor({1, 9, 0}, at::kLong)) +
-                                   " --batch 4 --steps 3 --json");
+  const Outcome train = run_papaya("train --network " + cnn + input + " --data " +
+                                   save("ok.pt", torch::tensor({1, 9, 0}, at::kLong)) + " --batch 4 --steps 3 --json");
   ASSERT_EQ(train.code, 0) << train.err;
-  EXPECT_NE(nlohmann::json::parse(train.out).at("data").get<std::string>().find("1 batches, 3 rows, with targets"), std::string::npos)
+  EXPECT_NE(nlohmann::json::parse(train.out).at("data").get<std::string>().find("1 batches, 3 rows, with targets"),
+            std::string::npos)
       << train.out;
   expect_input_error("train --network " + cnn + input + " --data " + save("bad.pt", torch::tensor({1, 10, 0}, at::kLong)) +
                          " --batch 2 --steps 2",

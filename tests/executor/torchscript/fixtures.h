@@ -30,7 +30,8 @@ inline torch::jit::Module linear(const std::string& type, int64_t in, int64_t ou
 // and their fixtures' weights are random).
 inline std::string archive_path(const std::string& name) {
   static int calls = 0;
-  const std::string file = "papaya-torchscript-" + name + "-" + std::to_string(::getpid()) + "-" + std::to_string(calls++) + ".pt";
+  const std::string file =
+      "papaya-torchscript-" + name + "-" + std::to_string(::getpid()) + "-" + std::to_string(calls++) + ".pt";
   return (std::filesystem::temp_directory_path() / file).string();
 }
 
@@ -92,11 +93,11 @@ inline torch::jit::Module small_cnn(bool in_place = false) {
     torch::jit::Module m("Block");
     m.register_module("conv1", conv(8, 8));
     torch::jit::Module relu("ReLU");
-    relu.define(in_place ? "def forward(self, x):\n  return torch.relu_(x)\n" : "def forward(self, x):\n  return torch.relu(x)\n");
+    relu.define(in_place ? "def forward(self, x):\n  return torch.relu_(x)\n"
+                         : "def forward(self, x):\n  return torch.relu(x)\n");
     m.register_module("relu", relu);
     m.register_module("conv2", conv(8, 8));
-    m.define(std::string("def forward(self, x):\n") +
-             "  y = self.conv2.forward(self.relu.forward(self.conv1.forward(x)))\n" +
+    m.define(std::string("def forward(self, x):\n") + "  y = self.conv2.forward(self.relu.forward(self.conv1.forward(x)))\n" +
              (in_place ? "  y += x\n  return self.relu.forward(y)\n" : "  return self.relu.forward(y + x)\n"));
     return m;
   };

@@ -79,7 +79,6 @@ TEST(ImportedNetwork, LayersAreTheLeafModulesCallsInTheOrderTheyRun) {
   const model::LayerDesc& head = *layout.find_layer("head");
   ASSERT_GE(head.slots.size(), 1u);
   EXPECT_EQ(head.slots.back().storage, "head:" + head.slots.back().name);  // the mean: its own
-
 }
 
 // Counts what the layers report.
@@ -121,7 +120,8 @@ TEST(ImportedNetwork, GradientsAreThoseOfTheArchiveRunAsItIs) {
     for (const auto& p : network->parameters()) ours.push_back(p.grad());
     for (const auto& p : plain.parameters()) theirs.push_back(p.grad());
     ASSERT_EQ(ours.size(), theirs.size());
-    for (size_t i = 0; i < ours.size(); ++i) EXPECT_TRUE(torch::equal(ours[i], theirs[i])) << "step " << step << ", parameter " << i;
+    for (size_t i = 0; i < ours.size(); ++i)
+      EXPECT_TRUE(torch::equal(ours[i], theirs[i])) << "step " << step << ", parameter " << i;
   }
 }
 

@@ -82,8 +82,9 @@ TEST(InspectCommand, BadInputIsOneLineAndExitTwo) {
   expect_input_error("inspect " + path + " --input 'float[B,4]'", "unknown dtype 'float'");
   expect_input_error("inspect " + path + " --batch 2", "--batch: the forward's inputs are needed");
   // The user's forward fails on the inputs given: its own error, on one line.
-  expect_input_error("inspect " + path + " --batch 2 --input 'float32[B,5]'",
-                     "net.pt: running it at batch 2 failed: RuntimeError: mat1 and mat2 shapes cannot be multiplied (2x5 and 4x4)");
+  expect_input_error(
+      "inspect " + path + " --batch 2 --input 'float32[B,5]'",
+      "net.pt: running it at batch 2 failed: RuntimeError: mat1 and mat2 shapes cannot be multiplied (2x5 and 4x4)");
   expect_input_error("inspect " + std::string(PAPAYA_SOURCE_DIR) + "/configs/networks/gpt-tiny.json",
                      "not a TorchScript archive (no zip header)");
 }

@@ -8,8 +8,8 @@
 #include <map>
 
 #include "executor/torchscript/archive.h"
-#include "tests/executor/torchscript/fixtures.h"
 #include "model/error.h"
+#include "tests/executor/torchscript/fixtures.h"
 
 namespace papaya::executor::torchscript {
 namespace {

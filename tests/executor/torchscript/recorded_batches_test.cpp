@@ -30,7 +30,8 @@ std::string write(const std::string& name, const torch::IValue& value) {
 
 torch::IValue batches(const std::vector<std::vector<at::Tensor>>& list) {
   c10::impl::GenericList out(c10::AnyType::get());
-  for (const auto& batch : list) out.push_back(c10::ivalue::Tuple::create(std::vector<torch::IValue>(batch.begin(), batch.end())));
+  for (const auto& batch : list)
+    out.push_back(c10::ivalue::Tuple::create(std::vector<torch::IValue>(batch.begin(), batch.end())));
   return out;
 }
 
@@ -87,11 +88,13 @@ TEST(RecordedBatches, WhatDiffersFromTheForwardsInputsIsNamed) {
   const std::string tensor = write("tensor", torch::randn({2, 3, 8, 8}));
   EXPECT_EQ(error_of(tensor), "data file " + tensor + ": holds a Tensor, not a list of batches");
   const std::string dtype = write("dtype", batches({{torch::zeros({2, 3, 8, 8}, at::kDouble)}}));
-  EXPECT_EQ(error_of(dtype), "data file " + dtype + ": batch 0, argument 0: Double[2, 3, 8, 8], the forward's is float32[B,3,8,8]");
+  EXPECT_EQ(error_of(dtype),
+            "data file " + dtype + ": batch 0, argument 0: Double[2, 3, 8, 8], the forward's is float32[B,3,8,8]");
   const std::string shape = write("shape", batches({{torch::zeros({2, 3, 8, 8})}, {torch::zeros({2, 3, 4, 4})}}));
-  EXPECT_EQ(error_of(shape), "data file " + shape + ": batch 1, argument 0: Float[2, 3, 4, 4], the forward's is float32[B,3,8,8]");
-  const std::string target = write("target", batches({{torch::zeros({2, 3, 8, 8}), torch::zeros({2}, at::kLong)},
-                                                      {torch::zeros({2, 3, 8, 8})}}));
+  EXPECT_EQ(error_of(shape),
+            "data file " + shape + ": batch 1, argument 0: Float[2, 3, 4, 4], the forward's is float32[B,3,8,8]");
+  const std::string target =
+      write("target", batches({{torch::zeros({2, 3, 8, 8}), torch::zeros({2}, at::kLong)}, {torch::zeros({2, 3, 8, 8})}}));
   EXPECT_EQ(error_of(target), "data file " + target + ": batch 1: no target, where batch 0 has one");
   const std::string rows = write("rows-target", batches({{torch::zeros({2, 3, 8, 8}), torch::zeros({3}, at::kLong)}}));
   EXPECT_EQ(error_of(rows), "data file " + rows + ": batch 0, target: [3], not one row for each of the batch's 2");
@@ -100,7 +103,8 @@ TEST(RecordedBatches, WhatDiffersFromTheForwardsInputsIsNamed) {
 
   const std::vector<model::InputSpec> tokens{model::parse_input_spec("int64[B,4]<10", "test")};
   const std::string bound = write("bound", batches({{torch::tensor({{1, 2, 3, 10}}, at::kLong)}}));
-  EXPECT_EQ(error_of(bound, tokens), "data file " + bound + ": batch 0, argument 0: values span [1, 10], outside [0, 10) of int64[B,4]<10");
+  EXPECT_EQ(error_of(bound, tokens),
+            "data file " + bound + ": batch 0, argument 0: values span [1, 10], outside [0, 10) of int64[B,4]<10");
 }
 
 }  // namespace

@@ -12,10 +12,10 @@ namespace {
 
 TEST(SyntheticData, InputsFollowTheirSpecs) {
   at::Generator generator = at::detail::createCPUGenerator(7);
-  const auto inputs = synthetic_inputs({model::parse_input_spec("bfloat16[B,3,8]", "test"),
-                                        model::parse_input_spec("int64[B,16]<50", "test"),
-                                        model::parse_input_spec("bool[B]", "test")},
-                                       5, generator);
+  const auto inputs =
+      synthetic_inputs({model::parse_input_spec("bfloat16[B,3,8]", "test"), model::parse_input_spec("int64[B,16]<50", "test"),
+                        model::parse_input_spec("bool[B]", "test")},
+                       5, generator);
   ASSERT_EQ(inputs.size(), 3u);
   const at::Tensor image = inputs[0].toTensor(), tokens = inputs[1].toTensor(), mask = inputs[2].toTensor();
   EXPECT_EQ(image.sizes(), (std::vector<int64_t>{5, 3, 8}));
@@ -73,7 +73,8 @@ TEST(SyntheticData, ARanksDrawnTargetIsItsRowsOfTheWholeBatchs) {
 TEST(SyntheticData, LossesAgainstTheDatasTarget) {
   at::Generator unused = at::detail::createCPUGenerator(0);
   const at::Tensor logits = torch::randn({4, 10}), labels = torch::tensor({3, 0, 9, 9}, at::kLong);
-  EXPECT_TRUE(at::allclose(loss_of(logits, LossKind::cross_entropy, unused, labels, {}, "m.pt"), at::cross_entropy_loss(logits, labels)));
+  EXPECT_TRUE(
+      at::allclose(loss_of(logits, LossKind::cross_entropy, unused, labels, {}, "m.pt"), at::cross_entropy_loss(logits, labels)));
   const at::Tensor image = torch::randn({2, 3}), target = torch::randn({2, 3});
   EXPECT_TRUE(at::allclose(loss_of(image, LossKind::mse, unused, target, {}, "m.pt"), (image - target).pow(2).mean()));
   const auto why = [&](const at::Tensor& output, LossKind kind, const at::Tensor& t) {
@@ -106,7 +107,8 @@ TEST(SyntheticData, OutputsWithoutALossAreNamed) {
             "one (mse or cross-entropy)");
   EXPECT_EQ(why(torch::randn({2, 3, 4, 4}), LossKind::cross_entropy),
             "m.pt: cross-entropy needs logits [B, C] or [B, T, V]; forward returns [2, 3, 4, 4]");
-  EXPECT_EQ(why(torch::zeros({2, 3}, at::kLong), std::nullopt), "m.pt: forward returns Long values: no loss of them has a gradient");
+  EXPECT_EQ(why(torch::zeros({2, 3}, at::kLong), std::nullopt),
+            "m.pt: forward returns Long values: no loss of them has a gradient");
   EXPECT_NE(why(c10::ivalue::Tuple::create({torch::randn({1})}), std::nullopt).find("not a tensor"), std::string::npos);
   EXPECT_THROW(parse_loss_kind("l1", "--loss"), InputError);
   EXPECT_EQ(parse_loss_kind("cross-entropy", "--loss"), LossKind::cross_entropy);

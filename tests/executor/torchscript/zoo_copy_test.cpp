@@ -46,7 +46,9 @@ torch::jit::Module mlp_copy(const model::MlpConfig& c) {
 }
 
 // The copy's name of a zoo path: the Sequential's children are b0, b1.
-std::string copy_path(const std::string& zoo) { return std::regex_replace(zoo, std::regex("^blocks\\.(\\d+)\\."), "blocks.b$1."); }
+std::string copy_path(const std::string& zoo) {
+  return std::regex_replace(zoo, std::regex("^blocks\\.(\\d+)\\."), "blocks.b$1.");
+}
 
 std::map<std::string, int64_t> stored_bytes(Network& network, const Batch& batch) {
   StoredBytesRecorder recorder;

@@ -6,11 +6,11 @@
 
 #include <fstream>
 
-#include "model/error.h"
 #include "model/catalog/hf_config.h"
-#include "model/json_file.h"
 #include "model/catalog/network_config.h"
 #include "model/catalog/parameter_count.h"
+#include "model/error.h"
+#include "model/json_file.h"
 
 namespace papaya::model {
 namespace {
@@ -173,8 +173,8 @@ TEST(HfConfig, MixturesOfExpertsCountHuggingFacesParameters) {
   EXPECT_TRUE(mixtral.transformer().moe->normalize_top_k);
   EXPECT_DOUBLE_EQ(mixtral.transformer().moe->aux_loss, 0.02);
   const NetworkConfig qwen = shipped("qwen1.5-moe-a2.7b");
-  const int64_t qwen_layer = 3 * (2048 * 2048 + 2048) + 2048 * 2048 + 2 * 2048 + 2048 * 60 + 60 * 3 * 2048 * 1408 +
-                             3 * 2048 * 5632 + 2048;
+  const int64_t qwen_layer =
+      3 * (2048 * 2048 + 2048) + 2048 * 2048 + 2 * 2048 + 2048 * 60 + 60 * 3 * 2048 * 1408 + 3 * 2048 * 5632 + 2048;
   EXPECT_EQ(parameter_count(qwen), 24 * qwen_layer + 2 * 151936 * 2048 + 2048);
   EXPECT_EQ(parameter_count(qwen), 14315784192);
   EXPECT_FALSE(qwen.transformer().moe->normalize_top_k);

@@ -7,10 +7,10 @@
 
 #include <filesystem>
 
-#include "model/error.h"
 #include "model/catalog/hardware.h"
-#include "model/json_file.h"
 #include "model/catalog/link_catalog.h"
+#include "model/error.h"
+#include "model/json_file.h"
 
 namespace papaya::model {
 namespace {

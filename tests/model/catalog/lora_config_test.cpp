@@ -35,7 +35,7 @@ TEST(LoraConfig, CountsPeftsTrainableParametersOnLlama2_7B) {
   EXPECT_DOUBLE_EQ(static_state_bytes(llama_2_7b()), 16.0 * 6738415616);
   EXPECT_DOUBLE_EQ(static_state_bytes(q_v), 4.0 * 6738415616 + 16.0 * 4194304);
   EXPECT_DOUBLE_EQ(q_v.transformer().lora->scale(), 1.0);  // PEFT's default alpha 8 over rank 8
-  EXPECT_EQ(q_v.document.at("lora").at("rank"), 8);          // what profiles record
+  EXPECT_EQ(q_v.document.at("lora").at("rank"), 8);        // what profiles record
 }
 
 // QLoRA on Llama-2-7B: every block's seven projections stored as
@@ -89,7 +89,8 @@ TEST(LoraConfig, TargetsTheNetworkLacksAreNamed) {
   // GPT-2 makes q, k and v in one projection; Llama's MLP has no fc1.
   const NetworkConfig gpt2 = load_network_config(config_dir() + "/hf/gpt2.json");
   EXPECT_EQ(with_lora(gpt2, lora(4)).transformer().lora->targets, (std::vector<std::string>{"qkv"}));
-  EXPECT_NE(error_of(gpt2, lora(4, {"q"})).find("/lora/targets/0: 'q' names no projection of this network (its projections: qkv, o, fc1, fc2)"),
+  EXPECT_NE(error_of(gpt2, lora(4, {"q"}))
+                .find("/lora/targets/0: 'q' names no projection of this network (its projections: qkv, o, fc1, fc2)"),
             std::string::npos)
       << error_of(gpt2, lora(4, {"q"}));
   EXPECT_NE(error_of(llama_2_7b(), lora(4, {"v", "fc1"})).find("/lora/targets/1: 'fc1'"), std::string::npos);

@@ -3,10 +3,10 @@
 #include <filesystem>
 #include <fstream>
 
-#include "model/error.h"
-#include "model/json_file.h"
 #include "model/catalog/network_config.h"
 #include "model/catalog/parameter_count.h"
+#include "model/error.h"
+#include "model/json_file.h"
 
 namespace papaya::model {
 namespace {

@@ -73,12 +73,12 @@ TEST(ShapeFraction, TheWidthsAloneKeepTheTokens) {
   const NetworkConfig qwen_moe = load_network_config(config_dir() + "/hf/qwen1.5-moe-a2.7b.json");
   const NetworkConfig balanced = with_expert_routing(qwen_moe, 1.0 / 60);
   const NetworkConfig mixtral = load_network_config(config_dir() + "/hf/mixtral-8x7b.json");
-  EXPECT_FALSE(routes_tokens_in_proportion(qwen_moe, 8));   // the router's choice: 256 tokens x 4 over 60
-  EXPECT_TRUE(routes_tokens_in_proportion(balanced, 16));   // 128 tokens x 4 over 60, forced: 8 or 9 each
-  EXPECT_FALSE(routes_tokens_in_proportion(balanced, 32));  // 4 or 5
-  EXPECT_TRUE(routes_tokens_in_proportion(mixtral, 64));    // 32 tokens x 2 over 8: 8 each, whole
-  EXPECT_TRUE(routes_tokens_in_proportion(mixtral, 512));   // 4 tokens x 2 over 8: 1 each, whole
-  EXPECT_TRUE(routes_tokens_in_proportion(with_expert_routing(mixtral, 0.3), 32));   // 38 of 128, the others 12 or 13
+  EXPECT_FALSE(routes_tokens_in_proportion(qwen_moe, 8));                           // the router's choice: 256 tokens x 4 over 60
+  EXPECT_TRUE(routes_tokens_in_proportion(balanced, 16));                           // 128 tokens x 4 over 60, forced: 8 or 9 each
+  EXPECT_FALSE(routes_tokens_in_proportion(balanced, 32));                          // 4 or 5
+  EXPECT_TRUE(routes_tokens_in_proportion(mixtral, 64));                            // 32 tokens x 2 over 8: 8 each, whole
+  EXPECT_TRUE(routes_tokens_in_proportion(mixtral, 512));                           // 4 tokens x 2 over 8: 1 each, whole
+  EXPECT_TRUE(routes_tokens_in_proportion(with_expert_routing(mixtral, 0.3), 32));  // 38 of 128, the others 12 or 13
   EXPECT_FALSE(routes_tokens_in_proportion(with_expert_routing(mixtral, 0.3), 64));  // 19 of 64, the others 6 or 7
   // Forced routings are shared out per the smallest fraction's 512.
   EXPECT_EQ(at_shape_fraction(balanced, 3, 16, both).transformer().moe->routing_unit, 512);

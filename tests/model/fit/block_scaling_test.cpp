@@ -10,13 +10,13 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "model/error.h"
-#include "model/fit/fit_profile.h"
 #include "model/catalog/network_config.h"
 #include "model/catalog/parameter_count.h"
+#include "model/catalog/target.h"
+#include "model/error.h"
+#include "model/fit/fit_profile.h"
 #include "model/plan.h"
 #include "model/plan_space/predict.h"
-#include "model/catalog/target.h"
 #include "profiler/profiler.h"
 #include "tests/support/quick_fit.h"
 
@@ -113,8 +113,7 @@ TEST(ProfileBlocks, OnlyATransformersTwoToAllBlocks) {
     profile_network(options);
     ADD_FAILURE() << "no error";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("2 blocks: a resnet network has no identical blocks"), std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find("2 blocks: a resnet network has no identical blocks"), std::string::npos) << e.what();
   }
 }
 

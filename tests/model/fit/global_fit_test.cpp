@@ -236,7 +236,6 @@ TEST(GlobalFit, AStrategyHelpsWhereTheBaselineDoesNotFitBatch1) {
   EXPECT_EQ(m.series[1].verdict->note, "the baseline does not fit batch 1");
 }
 
-
 // PAPAYA's ResNet-50 runs on 2 V100s, as the multi-GPU CSV holds them:
 // quantize4 is flat at 541-548 samples/s over batches 264-424, and its time
 // line has a negative intercept, which put its best at batch 1 (1136

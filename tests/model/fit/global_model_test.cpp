@@ -7,8 +7,8 @@
 #include <filesystem>
 
 #include "model/error.h"
-#include "model/json_file.h"
 #include "model/fit/measurements.h"
+#include "model/json_file.h"
 
 namespace papaya::model {
 namespace {

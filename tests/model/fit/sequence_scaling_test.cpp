@@ -6,9 +6,8 @@
 // (an algorithm's workspace) need not, and bounds what the peaks may miss.
 #include <gtest/gtest.h>
 
-
-#include "model/error.h"
 #include "model/catalog/network_config.h"
+#include "model/error.h"
 #include "model/fit/sequence_scaling.h"
 #include "tests/support/quick_fit.h"
 

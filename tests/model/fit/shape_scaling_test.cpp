@@ -96,8 +96,7 @@ INSTANTIATE_TEST_SUITE_P(Cpu, ShapeScaling,
                                            Cut{"mixtral-tiny", model::ShapeCut::tokens_and_widths},
                                            Cut{"qwen-moe-tiny", model::ShapeCut::tokens_and_widths},
                                            Cut{"qwen-moe-tiny", model::ShapeCut::widths},
-                                           Cut{"llama-tiny", model::ShapeCut::widths},
-                                           Cut{"vit-tiny", model::ShapeCut::widths}),
+                                           Cut{"llama-tiny", model::ShapeCut::widths}, Cut{"vit-tiny", model::ShapeCut::widths}),
                          [](const auto& info) {
                            std::string name = info.param.network;
                            for (char& c : name) c = c == '-' ? '_' : c;
@@ -136,8 +135,7 @@ TEST(ShapeScaling, TimesGrowWithTheirWork) {
                 largest.segments[s].recompute_seconds.per_sample / sum(largest, forward, path), 1e-9)
         << path;
   }
-  EXPECT_NEAR(whole.rest_seconds.per_sample,
-              largest.rest_seconds.per_sample * sum(whole, moved, "") / sum(largest, moved, ""),
+  EXPECT_NEAR(whole.rest_seconds.per_sample, largest.rest_seconds.per_sample * sum(whole, moved, "") / sum(largest, moved, ""),
               1e-9 * whole.rest_seconds.per_sample);
 }
 

@@ -229,8 +229,8 @@ TEST_F(RankEstimate, TheSearchKeepsToTheBudgetAndFindsTheFastest) {
   // The first is the simplest of those within the model's error of the fastest, and says why.
   const auto parts = [](const LayoutEstimate& e) {
     const ParallelLayout& l = e.layout;
-    return (l.tensor > 1) + (l.context > 1) + (l.pipeline > 1) + (l.virtual_stages > 1) + (l.expert > 1) +
-           l.offload_optimizer + (e.plan.find("recompute") != std::string::npos);
+    return (l.tensor > 1) + (l.context > 1) + (l.pipeline > 1) + (l.virtual_stages > 1) + (l.expert > 1) + l.offload_optimizer +
+           (e.plan.find("recompute") != std::string::npos);
   };
   EXPECT_GE(a.best[0].tokens_per_s, (1 - layout_time_tolerance) * fastest);
   for (const LayoutEstimate& e : a.best) {

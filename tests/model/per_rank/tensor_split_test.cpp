@@ -180,7 +180,8 @@ TEST_F(TensorSplit, AProjectionGathersTheTokensUnderSequenceParallelism) {
     const double input = w.saved.front().storage_bytes_per_sample;  // every token's, in one process
     const auto beyond_start = [&](const LayerModel& m) {
       const LayerFit& l = m.layers[j];
-      return std::pair{l.forward_peak.per_sample - l.forward_start.per_sample, l.backward_peak.per_sample - l.backward_start.per_sample};
+      return std::pair{l.forward_peak.per_sample - l.forward_start.per_sample,
+                       l.backward_peak.per_sample - l.backward_start.per_sample};
     };
     const auto [forward, backward] = beyond_start(gathering);
     const double forward_alone = beyond_start(alone).first;
@@ -202,7 +203,8 @@ TEST_F(TensorSplit, ARowProjectionSumsEveryTokenAndTheHeadMakesItsInputsGradient
   const int t = 2;
   const LayerModel gathering = split(t, true), alone = split(t, false);
   const auto beyond_start = [](const LayerFit& l) {
-    return std::pair{l.forward_peak.per_sample - l.forward_start.per_sample, l.backward_peak.per_sample - l.backward_start.per_sample};
+    return std::pair{l.forward_peak.per_sample - l.forward_start.per_sample,
+                     l.backward_peak.per_sample - l.backward_start.per_sample};
   };
   int rows = 0, heads = 0;
   for (size_t j = 0; j < whole_->layers.size(); ++j) {
@@ -235,7 +237,8 @@ TEST_F(TensorSplit, TheResidualStreamsGradientIsWholeWithoutSequenceParallelism)
     double bytes = 0;
     for (size_t k = 0; k <= j; ++k) {
       for (const auto& saved : m.layers[k].saved) {
-        if (saved.per_sample && saved.storage == tensor_key(m.layers[k].path, saved.slot)) bytes += saved.storage_bytes_per_sample;
+        if (saved.per_sample && saved.storage == tensor_key(m.layers[k].path, saved.slot))
+          bytes += saved.storage_bytes_per_sample;
       }
     }
     return bytes;

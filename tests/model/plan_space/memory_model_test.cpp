@@ -378,8 +378,7 @@ TEST(MemoryModel, TheTimelineTakenApartHoldsTheParameterCopiesAndTheSavedTensors
   const TimelineParts quantized = space.timeline_parts(space.assignment(expand_plan_name("quantize-4", m.layout())));
   EXPECT_EQ(band(keep, "parameter copies"),
             (std::vector<double>{3000, 3000, 8000, 15000, 15000, 8000, 8000, 8000, 8000, 3000, 3000}));
-  EXPECT_EQ(band(quantized, "parameter copies"),
-            (std::vector<double>{3000, 0, 5000, 7000, 7000, 0, 0, 0, 5000, 0, 3000}));
+  EXPECT_EQ(band(quantized, "parameter copies"), (std::vector<double>{3000, 0, 5000, 7000, 7000, 0, 0, 0, 5000, 0, 3000}));
   EXPECT_DOUBLE_EQ(band(keep, "saved raw")[4], 1000.0 * B);
   EXPECT_DOUBLE_EQ(band(quantized, "saved raw")[4], 0);
   EXPECT_GT(band(quantized, "saved quantize-4")[4], 0);
