@@ -35,7 +35,8 @@ model::ClusterLinks cluster_links(const model::LayerModel& model, const LayoutPl
   const std::string inter = request.inter_node_link.empty() ? inter_node_default(intra) : request.inter_node_link;
   const model::LinkSpec intra_spec = model::load_link(intra), inter_spec = model::load_link(inter);
   if (request.inter_node_link.empty()) {
-    notes.push_back("between nodes: " + inter_spec.name + " assumed (one port a GPU); name another with the link option");
+    notes.push_back("between nodes: " + inter_spec.name +
+                    " assumed (one port a GPU); name another with the option for the link between nodes");
   }
   return {request.gpus_per_node, intra_spec.name, inter_spec.name, intra_spec.fit, inter_spec.fit};
 }
