@@ -8,8 +8,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
-data=${DATA:-bench/data/h200-qwen2-0.5b}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-for f in "$data"/*.profile.json.gz; do gunzip -c "$f" > "$tmp/$(basename "$f" .gz)"; done
+source bench/h200_profiles.sh  # $tmp: the profiles, unpacked
 "$build/bench/kernel_replay" "$tmp"/qwen2-0.5b-{1,2,3}-16.profile.json "$tmp/qwen2-0.5b-whole.profile.json"
