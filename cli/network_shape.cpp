@@ -18,8 +18,9 @@ std::string network_shape(const model::NetworkConfig& c) {
     default: {
       const auto& t = c.transformer();
       const std::string kv = t.kv_heads < t.heads ? " (" + std::to_string(t.kv_heads) + " k/v)" : "";
-      return std::to_string(t.layers) + "x" + std::to_string(t.d_model) + ", " + std::to_string(t.heads) + " heads" + kv + ", " +
-             std::to_string(c.sequence_length()) + " tokens";
+      const std::string width = t.head_width > 0 ? " of " + std::to_string(t.head_width) : "";
+      return std::to_string(t.layers) + "x" + std::to_string(t.d_model) + ", " + std::to_string(t.heads) + " heads" + width + kv +
+             ", " + std::to_string(c.sequence_length()) + " tokens";
     }
   }
 }

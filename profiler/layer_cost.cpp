@@ -49,8 +49,12 @@ double flops(const executor::Layer& layer, const LayerCall& call) {
     case model::FlopsShape::attention: {
       const torch::Tensor& q = call.inputs.at(0);
       const double rows = elements(q) / static_cast<double>(q.size(-1)), keys = static_cast<double>(call.inputs.at(1).size(-2));
-      // Causal: query i attends keys 0..i, (keys + 1) / 2 of them on average.
-      const double pairs = rows * (dynamic_cast<const executor::FusedAttention&>(layer).causal ? (keys + 1) / 2 : keys);
+      // Causal: query i attends keys 0..i, (keys + 1) / 2 of them on average;
+      // within a window of w < keys, w·keys - w(w - 1)/2 in all, over keys rows.
+      const auto& fused = dynamic_cast<const executor::FusedAttention&>(layer);
+      const double w = static_cast<double>(fused.window);
+      const double seen = !fused.causal ? keys : w > 0 && w < keys ? w - w * (w - 1) / (2 * keys) : (keys + 1) / 2;
+      const double pairs = rows * seen;
       return (4.0 * static_cast<double>(q.size(-1)) + kind.flops_per_output) * pairs;
     }
   }

@@ -24,7 +24,17 @@ struct Shape {
 
   // The keys rows [first, first + rows) see: all, or up to the last row's own when causal.
   int64_t keys_seen(bool causal, int64_t first, int64_t rows) const { return causal ? std::min(keys, first + rows) : keys; }
+  // The first block of keys rows [first, ...) see: the one that holds the
+  // first row's earliest key within the window, or the first.
+  int64_t first_key_block(const BlockAttention& how, int64_t first) const {
+    if (!how.causal || how.window <= 0) return 0;
+    return std::max<int64_t>(0, first - how.window + 1) / key_block * key_block;
+  }
 };
+
+// A running maximum where a row has seen no key yet (-inf) taken as 0, so
+// that exponentials against it are 0, never NaN.
+at::Tensor finite_or_zero(const at::Tensor& row_max) { return at::where(at::isinf(row_max), at::zeros_like(row_max), row_max); }
 
 // Rows [first, first + rows) of every head of `t` (batch, heads, tokens, d),
 // fp32, with each k/v head's group of query heads stacked along the rows:
@@ -55,15 +65,20 @@ void write_rows(const at::Tensor& t, const at::Tensor& block, const Shape& s, in
 }
 
 // Scaled scores of a block of rows against keys [first_key, first_key +
-// keys), the keys past each row's own set to -inf when causal.
+// keys), the keys past each row's own (and before its window) set to -inf
+// when causal.
 at::Tensor block_scores(const at::Tensor& q_rows, const at::Tensor& k_block, const Shape& s, const BlockAttention& how,
                         int64_t first_row, int64_t rows, int64_t first_key) {
   at::Tensor scores = at::matmul(q_rows, k_block.transpose(-2, -1)).mul_(how.scale);
   const int64_t keys = k_block.size(2);
-  if (how.causal && first_key + keys - 1 > first_row) {
+  const bool past_row = first_key + keys - 1 > first_row;
+  const bool before_window = how.window > 0 && first_row + rows - 1 - first_key >= how.window;
+  if (how.causal && (past_row || before_window)) {
     const at::Tensor row = at::arange(first_row, first_row + rows, scores.options().dtype(at::kLong)).unsqueeze(1);
     const at::Tensor key = at::arange(first_key, first_key + keys, scores.options().dtype(at::kLong)).unsqueeze(0);
-    scores.view({s.batch, s.kv_heads, s.group, rows, keys}).masked_fill_(key > row, -std::numeric_limits<double>::infinity());
+    at::Tensor hidden = key > row;
+    if (before_window) hidden = hidden.logical_or(row - key >= how.window);
+    scores.view({s.batch, s.kv_heads, s.group, rows, keys}).masked_fill_(hidden, -std::numeric_limits<double>::infinity());
   }
   return scores;
 }
@@ -107,16 +122,18 @@ AttentionOutput block_attention_forward(const at::Tensor& q, const at::Tensor& k
     const at::Tensor q_rows = query_rows(q, s, first, rows);
     at::Tensor row_max, row_sum, acc;  // the online softmax's running maximum and sum; the weighted values
     const int64_t seen = s.keys_seen(how.causal, first, rows);
-    for (int64_t first_key = 0; first_key < seen; first_key += s.key_block) {
+    for (int64_t first_key = s.first_key_block(how, first); first_key < seen; first_key += s.key_block) {
       const int64_t keys = std::min(s.key_block, seen - first_key);
       at::Tensor p = block_scores(q_rows, k.narrow(2, first_key, keys).to(at::kFloat), s, how, first, rows, first_key);
       const at::Tensor block_max = std::get<0>(p.max(-1));
-      // Every row sees key 0 in the first block: its maximum is finite from then on.
+      // Without a window every row sees key 0 in the first block; with one,
+      // a row may see none of a block (its maximum -inf until it does).
       const at::Tensor new_max = row_max.defined() ? at::maximum(row_max, block_max) : block_max;
-      p.sub_(new_max.unsqueeze(-1)).exp_();
+      const at::Tensor reference = how.window > 0 ? finite_or_zero(new_max) : new_max;
+      p.sub_(reference.unsqueeze(-1)).exp_();
       const at::Tensor mask = block_mask(how, s, first, rows, first_key, keys, q.device());
       if (row_max.defined()) {
-        const at::Tensor rescale = (row_max - new_max).exp_();
+        const at::Tensor rescale = (row_max - reference).exp_();
         row_sum.mul_(rescale).add_(p.sum(-1));
         if (mask.defined()) p.mul_(mask);
         acc.mul_(rescale.unsqueeze(-1)).add_(at::matmul(p, v.narrow(2, first_key, keys).to(at::kFloat)));
@@ -149,7 +166,7 @@ AttentionGradients block_attention_backward(const at::Tensor& grad_out, const at
     const at::Tensor row_lse = row_values(lse, s, first, rows).unsqueeze(-1);
     at::Tensor grad_rows = at::zeros_like(q_rows);
     const int64_t seen = s.keys_seen(how.causal, first, rows);
-    for (int64_t first_key = 0; first_key < seen; first_key += s.key_block) {
+    for (int64_t first_key = s.first_key_block(how, first); first_key < seen; first_key += s.key_block) {
       const int64_t keys = std::min(s.key_block, seen - first_key);
       const at::Tensor k_block = k.narrow(2, first_key, keys).to(at::kFloat);
       const at::Tensor v_block = v.narrow(2, first_key, keys).to(at::kFloat);

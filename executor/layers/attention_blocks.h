@@ -1,7 +1,8 @@
 #pragma once
 // Fused attention in blocks, FlashAttention-2's algorithm (Dao, 2023) in
 // ATen ops: out = softmax(q k^T scale + causal mask) v without ever holding
-// a tokens x tokens tensor. Forward runs each block of query rows over the
+// a tokens x tokens tensor (causal, within a sliding window where one is
+// given). Forward runs each block of query rows over the
 // blocks of keys with an online softmax (a running row maximum and sum) and
 // keeps, beside its output, one fp32 log-sum-exp per query row and head;
 // backward makes each block's probabilities again from q, k and that
@@ -25,6 +26,9 @@ struct BlockAttention {
   bool causal = false;
   double dropout = 0;  // the probability of dropping an attention weight
   uint64_t seed = 0;   // the dropout mask's Philox key, drawn once a call
+  // Causal, a sliding window: row i sees keys i - window + 1 to i, and the
+  // blocks of keys wholly before them are skipped; 0: every key up to i.
+  int64_t window = 0;
 };
 
 // Query rows a block holds.

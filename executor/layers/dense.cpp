@@ -118,7 +118,8 @@ torch::Tensor Linear::forward(torch::Tensor x) {
   return scope.finish(output_scale == 1 ? y : y * output_scale);
 }
 
-Embedding::Embedding(int64_t count, int64_t dim) : Layer(LayerKind::embedding, {{"ids", SlotKind::index}}) {
+Embedding::Embedding(int64_t count, int64_t dim, double scale)
+    : Layer(LayerKind::embedding, {{"ids", SlotKind::index}}), scale(scale) {
   weight = register_parameter("weight", torch::randn({count, dim}) * 0.02);
 }
 
@@ -130,12 +131,15 @@ torch::Tensor Embedding::forward(torch::Tensor ids) {
     const torch::Tensor outside = local.lt(0).logical_or(local.ge(rows)).unsqueeze(-1);
     const torch::Tensor clamped = local.clamp(0, rows - 1);
     scope.saved("ids", clamped);
-    return scope.finish(group_->sum(torch::embedding(weight, clamped).masked_fill(outside, 0)).to(compute_dtype()));
+    torch::Tensor looked_up = group_->sum(torch::embedding(weight, clamped).masked_fill(outside, 0)).to(compute_dtype());
+    return scope.finish(scale == 1 ? looked_up : looked_up.mul_(scale));
   }
   scope.saved("ids", ids);
   // The rows are gathered in the table's dtype and only they are cast: a cast
   // of the table would copy all of it, and autograd would hold the copy.
-  return scope.finish(torch::embedding(weight, ids).to(compute_dtype()));
+  // Scaled in place: the rows are a new tensor nothing else holds.
+  torch::Tensor rows = torch::embedding(weight, ids).to(compute_dtype());
+  return scope.finish(scale == 1 ? rows : rows.mul_(scale));
 }
 
 void Embedding::split(const std::shared_ptr<TensorGroup>& group) {

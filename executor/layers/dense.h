@@ -42,13 +42,15 @@ class Linear : public Layer {
 // Token ids (int64) -> vectors. Saves the ids.
 class Embedding : public Layer {
  public:
-  Embedding(int64_t count, int64_t dim);
+  // `scale`: the rows looked up are multiplied by it (Gemma's sqrt(dim)).
+  Embedding(int64_t count, int64_t dim, double scale = 1);
   torch::Tensor forward(torch::Tensor ids);
   torch::Tensor run(const std::vector<torch::Tensor>&, const Batch& batch) override { return forward(batch.input); }
   // Keeps `group`'s rank's share of the rows (vocab-parallel, Megatron's):
   // an id outside it looks up zeros, and the group's sum is the lookup.
   void split(const std::shared_ptr<TensorGroup>& group);
   torch::Tensor weight;
+  double scale;
 
  private:
   std::shared_ptr<TensorGroup> group_;

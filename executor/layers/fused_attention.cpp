@@ -36,7 +36,7 @@ at::Tensor token_major(const at::Tensor& heads_first) {
 
 // One call of `layer`: in training with dropout, a new seed.
 BlockAttention call_of(const FusedAttention& layer) {
-  BlockAttention how{layer.scale, layer.causal, layer.is_training() ? layer.dropout : 0.0, 0};
+  BlockAttention how{layer.scale, layer.causal, layer.is_training() ? layer.dropout : 0.0, 0, layer.window};
   if (how.dropout > 0) how.seed = draw_seed();
   return how;
 }
@@ -61,13 +61,15 @@ struct FusedAttentionFunction : Function<FusedAttentionFunction> {
     ctx->saved_data["causal"] = how.causal;
     ctx->saved_data["dropout"] = how.dropout;
     ctx->saved_data["seed"] = static_cast<int64_t>(how.seed);
+    ctx->saved_data["window"] = how.window;
     return out.out;
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
     const Unstashed saved = unstash(ctx);
     const BlockAttention how{ctx->saved_data["scale"].toDouble(), ctx->saved_data["causal"].toBool(),
-                             ctx->saved_data["dropout"].toDouble(), static_cast<uint64_t>(ctx->saved_data["seed"].toInt())};
+                             ctx->saved_data["dropout"].toDouble(), static_cast<uint64_t>(ctx->saved_data["seed"].toInt()),
+                             ctx->saved_data["window"].toInt()};
     const auto gradients = [&](const std::vector<at::Tensor>& s) -> variable_list {
       const at::Tensor& g_out = grad[0];  // (batch, heads, tokens, head_dim)
       const at::Tensor out = s[3].view({g_out.size(0), g_out.size(2), g_out.size(1), g_out.size(3)}).transpose(1, 2);
@@ -83,7 +85,7 @@ struct FusedAttentionFunction : Function<FusedAttentionFunction> {
 }  // namespace
 }  // namespace moms
 
-FusedAttention::FusedAttention(int64_t head_dim, bool causal, double dropout)
+FusedAttention::FusedAttention(int64_t head_dim, bool causal, double dropout, int64_t window)
     : Layer(LayerKind::fused_attention, {{"q", SlotKind::activation},
                                          {"k", SlotKind::activation},
                                          {"v", SlotKind::activation},
@@ -91,7 +93,8 @@ FusedAttention::FusedAttention(int64_t head_dim, bool causal, double dropout)
                                          {"lse", SlotKind::stats}}),
       scale(1.0 / std::sqrt(static_cast<double>(head_dim))),
       causal(causal),
-      dropout(dropout) {}
+      dropout(dropout),
+      window(window) {}
 
 torch::Tensor FusedAttention::forward(torch::Tensor q, torch::Tensor k, torch::Tensor v) {
   Scope scope(*this, {&q, &k, &v});

@@ -17,7 +17,9 @@ namespace papaya::executor {
 
 class FusedAttention : public Layer {
  public:
-  FusedAttention(int64_t head_dim, bool causal, double dropout);
+  // `window`: causal, each query sees its last `window` keys (a sliding
+  // window: Mistral, Gemma); 0: every key up to its own.
+  FusedAttention(int64_t head_dim, bool causal, double dropout, int64_t window = 0);
   // q (batch, heads, tokens, head_dim), k and v (batch, kv_heads, tokens,
   // head_dim): the context (batch, heads, tokens, head_dim), a view of a
   // token-major tensor (heads concatenated per token are a view of it).
@@ -28,6 +30,7 @@ class FusedAttention : public Layer {
   double scale;
   bool causal;
   double dropout;  // on the attention weights, in training
+  int64_t window;
 };
 
 }  // namespace papaya::executor

@@ -11,17 +11,16 @@ const torch::Tensor& SequenceTables::causal_mask(int64_t n, const torch::Device&
 
 std::pair<torch::Tensor, torch::Tensor> SequenceTables::rotary(int64_t tokens, int64_t dims, double base,
                                                                const torch::Device& device, torch::ScalarType dtype) {
-  if (!cos_.defined() || cos_.size(0) != tokens || rotary_dims_ != dims || rotary_base_ != base || cos_.device() != device ||
-      cos_.scalar_type() != dtype) {
+  Angles& a = rotary_[base];
+  if (!a.cos.defined() || a.cos.size(0) != tokens || a.dims != dims || a.cos.device() != device || a.cos.scalar_type() != dtype) {
     const auto fp32 = torch::TensorOptions(device).dtype(torch::kFloat);
     const torch::Tensor inverse_frequency = torch::pow(base, -torch::arange(0, dims, 2, fp32) / static_cast<double>(dims));
     const torch::Tensor angles = torch::outer(torch::arange(tokens, fp32), inverse_frequency).repeat({1, 2});
-    cos_ = angles.cos().to(dtype);
-    sin_ = angles.sin().to(dtype);
-    rotary_dims_ = dims;
-    rotary_base_ = base;
+    a.cos = angles.cos().to(dtype);
+    a.sin = angles.sin().to(dtype);
+    a.dims = dims;
   }
-  return {cos_, sin_};
+  return {a.cos, a.sin};
 }
 
 }  // namespace papaya::executor

@@ -6,6 +6,7 @@
 // and would make a network's memory other than its blocks' sum.
 #include <torch/torch.h>
 
+#include <map>
 #include <utility>
 
 namespace papaya::executor {
@@ -16,14 +17,17 @@ class SequenceTables {
   const torch::Tensor& causal_mask(int64_t n, const torch::Device& device);
   // cos and sin of each position's angles, (tokens, dims) in `dtype`, as
   // HuggingFace lays them out: each frequency twice, halves concatenated.
+  // One pair a base (Gemma 3's local and global blocks alternate two).
   std::pair<torch::Tensor, torch::Tensor> rotary(int64_t tokens, int64_t dims, double base, const torch::Device& device,
                                                  torch::ScalarType dtype);
 
  private:
+  struct Angles {
+    torch::Tensor cos, sin;
+    int64_t dims = 0;
+  };
   torch::Tensor above_diagonal_;
-  torch::Tensor cos_, sin_;
-  int64_t rotary_dims_ = 0;
-  double rotary_base_ = 0;
+  std::map<double, Angles> rotary_;  // by base
 };
 
 }  // namespace papaya::executor

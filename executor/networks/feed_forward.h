@@ -1,6 +1,6 @@
 #pragma once
 // A transformer block's MLP, and each expert of a mixture: fc1 -> act -> fc2,
-// or for SwiGLU fc2(silu(fc1 x) * up x); an expert's output weighted by its
+// or gated, fc2(act(fc1 x) * up x) (SwiGLU: SiLU, GeGLU: GELU); an expert's output weighted by its
 // tokens' routing weights (a layer, so that plans store what it saves);
 // then the residual dropout if any.
 #include <memory>
@@ -21,7 +21,9 @@ class FeedForward : public torch::nn::Module {
   // column-parallel, fc2 row-parallel, its output summed over the group.
   void split(const std::shared_ptr<TensorGroup>& group);
 
-  Projection fc1, up, fc2;  // HuggingFace's gate_proj, up_proj, down_proj in a SwiGLU MLP
+  // HuggingFace's gate_proj, up_proj, down_proj in a gated MLP; fc1 is
+  // gate_up_proj and there is no up where they are joined (Phi-3).
+  Projection fc1, up, fc2;
   std::shared_ptr<Activation> act;
   std::shared_ptr<Mul> gate, weighted;
   std::shared_ptr<Dropout> drop;

@@ -35,8 +35,10 @@ torch::Tensor drop_or_pass(const std::shared_ptr<Dropout>& dropout, torch::Tenso
 
 class Attention : public torch::nn::Module {
  public:
-  Attention(const TransformerConfig& c, bool causal, const std::shared_ptr<SequenceTables>& tables)
-      : heads_(c.heads), kv_heads_(c.kv_heads), head_dim_(c.head_dim()) {
+  // `window`: causal attention within a sliding window of that many keys (0: none).
+  Attention(const TransformerConfig& c, bool causal, int64_t window, double rotary_base,
+            const std::shared_ptr<SequenceTables>& tables)
+      : heads_(c.heads), kv_heads_(c.kv_heads), head_dim_(c.head_dim()), per_head_norm_(c.qk_norm == model::QkNorm::head) {
     if (c.fused_qkv) {
       qkv = Projection(*this, "qkv", c.d_model, (c.heads + 2 * c.kv_heads) * c.head_dim(), c.qkv_bias, c, "qkv");
     } else {
@@ -44,23 +46,28 @@ class Attention : public torch::nn::Module {
       k_proj = Projection(*this, "k", c.d_model, c.kv_heads * c.head_dim(), c.qkv_bias, c, "k");
       v_proj = Projection(*this, "v", c.d_model, c.kv_heads * c.head_dim(), c.qkv_bias, c, "v");
     }
-    if (c.qk_norm) {  // OLMoE's: over each projection's whole output
-      q_norm = register_module("q_norm", std::make_shared<Norm>(c.norm, c.heads * c.head_dim()));
+    if (c.qk_norm == model::QkNorm::projection) {  // OLMoE's: over each projection's whole output
+      q_norm = register_module("q_norm", std::make_shared<Norm>(c.norm, c.attention_width()));
       k_norm = register_module("k_norm", std::make_shared<Norm>(c.norm, c.kv_heads * c.head_dim()));
+    } else if (c.qk_norm == model::QkNorm::head) {  // Qwen3's: over each head, one weight for all
+      q_norm = register_module("q_norm", std::make_shared<Norm>(c.norm, c.head_dim()));
+      k_norm = register_module("k_norm", std::make_shared<Norm>(c.norm, c.head_dim()));
     }
     if (c.rotary()) {
-      rope_q = register_module("rope_q", std::make_shared<Rotary>(c.rotary_dims(), c.rotary_base, tables));
-      rope_k = register_module("rope_k", std::make_shared<Rotary>(c.rotary_dims(), c.rotary_base, tables));
+      rope_q = register_module("rope_q", std::make_shared<Rotary>(c.rotary_dims(), rotary_base, tables));
+      rope_k = register_module("rope_k", std::make_shared<Rotary>(c.rotary_dims(), rotary_base, tables));
     }
     if (c.fused_attention()) {
-      core.fused = register_module("fused", std::make_shared<FusedAttention>(c.head_dim(), causal, c.attention_dropout));
+      core.fused = register_module("fused", std::make_shared<FusedAttention>(c.head_dim(), causal, c.attention_dropout, window));
+      if (c.attention_scale > 0) core.fused->scale = c.attention_scale;
     } else {
       core.scores = register_module("scores", std::make_shared<AttentionScores>(c.head_dim(), causal, tables));
+      if (c.attention_scale > 0) core.scores->scale = c.attention_scale;
       core.softmax = register_module("softmax", std::make_shared<Softmax>());
       core.drop = maybe_dropout(*this, "drop", c.attention_dropout);
       core.context = register_module("context", std::make_shared<AttentionContext>());
     }
-    proj = Projection(*this, "proj", c.d_model, c.d_model, c.proj_bias, c, "o");
+    proj = Projection(*this, "proj", c.attention_width(), c.d_model, c.proj_bias, c, "o");
     proj_drop = maybe_dropout(*this, "proj_drop", c.dropout);
   }
 
@@ -88,8 +95,13 @@ class Attention : public torch::nn::Module {
       torch::Tensor q_out = q_proj.forward(x), k_out = k_proj.forward(x);
       v = heads_of(v_proj.forward(x), 0, kv_heads_);
       if (q_norm) {
-        q_out = q_norm->forward(q_out);
-        k_out = k_norm->forward(k_out);
+        // Per head: over the last of (b, s, heads, head_dim), back to (b, s, heads head_dim).
+        const auto normed = [&](Norm& norm, const torch::Tensor& projected) {
+          if (!per_head_norm_) return norm.forward(projected);
+          return norm.forward(projected.view({projected.size(0), projected.size(1), -1, head_dim_})).flatten(2);
+        };
+        q_out = normed(*q_norm, q_out);
+        k_out = normed(*k_norm, k_out);
       }
       q = heads_of(q_out, 0, heads_);
       k = heads_of(k_out, 0, kv_heads_);
@@ -140,13 +152,14 @@ class Attention : public torch::nn::Module {
   }
 
   Projection qkv, q_proj, k_proj, v_proj, proj;  // qkv, or q, k and v
-  std::shared_ptr<Norm> q_norm, k_norm;          // OLMoE's, or none
+  std::shared_ptr<Norm> q_norm, k_norm;          // OLMoE's or Qwen3's, or none
   std::shared_ptr<Rotary> rope_q, rope_k;
   AttentionCore core;
   std::shared_ptr<Dropout> proj_drop;
 
  private:
   int64_t heads_, kv_heads_, head_dim_;
+  bool per_head_norm_;
   std::shared_ptr<TensorGroup> group_;
 };
 
@@ -159,8 +172,8 @@ struct BlockMlp {
 
 class Block : public Segment {
  public:
-  Block(const TransformerConfig& c, bool causal, bool pre_norm, const std::shared_ptr<SequenceTables>& tables,
-        const BlockMlp* mixture)
+  Block(const TransformerConfig& c, bool causal, int64_t window, double rotary_base, bool pre_norm,
+        const std::shared_ptr<SequenceTables>& tables, const BlockMlp* mixture)
       : pre_norm_(pre_norm), parallel_(c.parallel_residual) {
     const auto add_mlp = [&] {
       if (mixture) {
@@ -171,11 +184,13 @@ class Block : public Segment {
     };
     if (pre_norm) {
       ln1 = register_module("ln1", std::make_shared<Norm>(c.norm, c.d_model));
-      attn = register_module("attn", std::make_shared<Attention>(c, causal, tables));
+      attn = register_module("attn", std::make_shared<Attention>(c, causal, window, rotary_base, tables));
+      if (c.post_norms) post_attn_norm = register_module("post_attn_norm", std::make_shared<Norm>(c.norm, c.d_model));
       ln2 = register_module("ln2", std::make_shared<Norm>(c.norm, c.d_model));
       add_mlp();
+      if (c.post_norms) post_mlp_norm = register_module("post_mlp_norm", std::make_shared<Norm>(c.norm, c.d_model));
     } else {
-      attn = register_module("attn", std::make_shared<Attention>(c, causal, tables));
+      attn = register_module("attn", std::make_shared<Attention>(c, causal, window, rotary_base, tables));
       ln1 = register_module("ln1", std::make_shared<Norm>(c.norm, c.d_model));
       add_mlp();
       ln2 = register_module("ln2", std::make_shared<Norm>(c.norm, c.d_model));
@@ -183,6 +198,7 @@ class Block : public Segment {
   }
 
   std::shared_ptr<Norm> ln1, ln2;
+  std::shared_ptr<Norm> post_attn_norm, post_mlp_norm;  // Gemma's, or none
   std::shared_ptr<Attention> attn;
   std::shared_ptr<FeedForward> mlp;  // or
   std::shared_ptr<MixtureOfExperts> moe;
@@ -196,8 +212,9 @@ class Block : public Segment {
       return x + branches;
     }
     if (pre_norm_) {
-      x = x + attn->forward(ln1->forward(x));
-      return x + mlp_of(ln2->forward(x));
+      const auto normed = [](const std::shared_ptr<Norm>& norm, torch::Tensor h) { return norm ? norm->forward(h) : h; };
+      x = x + normed(post_attn_norm, attn->forward(ln1->forward(x)));
+      return x + normed(post_mlp_norm, mlp_of(ln2->forward(x)));
     }
     x = ln1->forward(x + attn->forward(x));
     return ln2->forward(x + mlp_of(x));
@@ -216,7 +233,9 @@ class Transformer : public Network {
       patch_emb = register_module("patch_emb", std::make_shared<Conv2d>(c.channels, c.d_model, c.patch, c.patch, 0, true));
       cls_token = register_module("cls_token", std::make_shared<ClassToken>(c.d_model));
     } else {
-      tok_emb = register_module("tok_emb", std::make_shared<Embedding>(c.vocab, c.d_model));
+      tok_emb = register_module(
+          "tok_emb",
+          std::make_shared<Embedding>(c.vocab, c.d_model, c.scaled_embedding ? std::sqrt(static_cast<double>(c.d_model)) : 1.0));
     }
     if (c.token_types > 0) type_emb = register_module("type_emb", std::make_shared<TokenTypeEmbedding>(c.token_types, c.d_model));
     if (config.position_rows() > 0) {
@@ -230,8 +249,8 @@ class Transformer : public Network {
     for (int i = 0; i < c.layers; ++i) mixture_blocks += c.is_moe_block(i) ? 1 : 0;
     const BlockMlp mixture{c, mixture_blocks, *this};
     for (int i = 0; i < c.layers; ++i) {
-      blocks->push_back(std::make_shared<Block>(c, family == Family::gpt, family != Family::bert, tables,
-                                                c.is_moe_block(i) ? &mixture : nullptr));
+      blocks->push_back(std::make_shared<Block>(c, family == Family::gpt, c.window_of(i), c.rotary_base_of(i),
+                                                family != Family::bert, tables, c.is_moe_block(i) ? &mixture : nullptr));
     }
     if (family != Family::bert) ln_f = register_module("ln_f", std::make_shared<Norm>(c.norm, c.d_model));
     if (family == Family::gpt) {
@@ -323,7 +342,9 @@ void check_tensor_split(const model::NetworkConfig& config, int ranks, bool sequ
   const auto* c = std::get_if<TransformerConfig>(&config.body);
   if (!c || config.family != Family::gpt) refuse("built for decoder LMs (gpt) of the zoo only");
   if (c->lora) refuse("of LoRA adapters not built");
-  if (c->qk_norm) refuse("of q and k norms not built");
+  if (c->qk_norm != model::QkNorm::none) refuse("of q and k norms not built");
+  if (c->fused_gate_up) refuse("of a joined gate and up projection not built");
+  if (c->post_norms) refuse("of the branches' output norms not built");
   if (c->proj_bias || c->mlp_bias) refuse("a row-parallel projection's bias not built (it is added once, after the sum)");
   for (int i = 0; i < c->layers; ++i) {
     if (c->is_moe_block(i)) refuse("of a mixture of experts not built");

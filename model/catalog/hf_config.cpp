@@ -1,6 +1,7 @@
 #include "model/catalog/hf_config.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "model/error.h"
@@ -83,10 +84,32 @@ void require_head_dim(const json& hf, int hidden, int heads, const std::string& 
   }
 }
 
+// Rotary positions' base (rope_theta; newer configs put it in
+// rope_parameters). A scaling of their frequencies (rope_scaling, or
+// rope_parameters' rope_type) is refused: papaya's rotary layer rotates by
+// the base's frequencies alone.
+double rope_base_of(const json& hf, double fallback, const std::string& label) {
+  double base = field(hf, "rope_theta", fallback, label);
+  for (const char* key : {"rope_scaling", "rope_parameters"}) {
+    const auto it = hf.find(key);
+    if (it == hf.end() || it->is_null()) continue;
+    if (!it->is_object()) throw InputError(label + ": /" + key + ": " + it->dump() + " is not an object");
+    const std::string where = label + ": /" + key;
+    base = field(*it, "rope_theta", base, where);
+    const std::string type = field<std::string>(*it, "rope_type", field<std::string>(*it, "type", "default", where), where);
+    if (type != "default") {
+      throw InputError(where + ": rope type '" + type +
+                       "' is not built; papaya's rotary positions use the base frequencies alone (rope_type default)");
+    }
+  }
+  return base;
+}
+
 // Per-type defaults of the Llama-like decoders (LlamaConfig, MistralConfig,
 // Qwen2Config); kv_heads 0: as many as heads.
 struct LlamaDefaults {
   int vocab, hidden, intermediate, layers, heads, kv_heads, positions;
+  int head_dim = 0;  // 0: hidden / heads
 };
 
 // Llama, Mistral, Qwen2: RMSNorm, rotary positions, grouped-query attention,
@@ -98,13 +121,15 @@ json llama_like(const json& hf, json out, const std::string& label, std::optiona
     throw InputError(label + ": /hidden_act: '" + act + "': papaya's gated MLP is SwiGLU (silu)");
   }
   const int hidden = field(hf, "hidden_size", d.hidden, label), heads = field(hf, "num_attention_heads", d.heads, label);
-  require_head_dim(hf, hidden, heads, label);
+  if (heads < 1) throw InputError(label + ": /num_attention_heads: " + std::to_string(heads) + " heads");
+  const int head_dim = field(hf, "head_dim", d.head_dim > 0 ? d.head_dim : hidden / heads, label);
   const bool attention_bias = field(hf, "attention_bias", false, label);
   out["family"] = "gpt";
   out["fused_qkv"] = false;  // q, k and v projected apart
   out["layers"] = field(hf, "num_hidden_layers", d.layers, label);
   out["d_model"] = hidden;
   out["heads"] = heads;
+  if (head_dim * heads != hidden) out["head_dim"] = head_dim;
   const int kv_heads = field(hf, "num_key_value_heads", d.kv_heads > 0 ? d.kv_heads : heads, label);
   if (kv_heads < 1 || heads % kv_heads != 0) {
     throw InputError(label + ": /num_key_value_heads: " + std::to_string(kv_heads) + " does not divide " + std::to_string(heads) +
@@ -115,7 +140,7 @@ json llama_like(const json& hf, json out, const std::string& label, std::optiona
   out["activation"] = "swiglu";
   out["norm"] = "rmsnorm";
   out["positions"] = "rotary";
-  out["rotary_base"] = field(hf, "rope_theta", 10000.0, label);
+  out["rotary_base"] = rope_base_of(hf, 10000.0, label);
   const double rotated = field(hf, "partial_rotary_factor", 1.0, label);
   if (rotated != 1.0) out["rotary_fraction"] = rotated;
   out["qkv_bias"] = qkv_bias || attention_bias;
@@ -128,14 +153,44 @@ json llama_like(const json& hf, json out, const std::string& label, std::optiona
   return out;
 }
 
-// Sliding-window attention masks what lies past the window; within it, it is
-// causal attention over the whole sequence, which papaya builds.
-void require_within_window(const json& hf, const json& net, int fallback, const std::string& label) {
-  const int window = field(hf, "sliding_window", fallback, label);
-  if (net.at("seq_len").get<int>() > window) {
-    throw InputError(label + ": /sliding_window: " + std::to_string(window) + " tokens, fewer than the sequence's " +
-                     net.at("seq_len").dump() + "; papaya's attention is causal over the whole sequence");
+// Sliding-window attention: each token sees its last sliding_window tokens
+// (`fallback` where the field is absent; null: no window), in `blocks`
+// (empty: every block). A window as long as the sequence is none; a shorter
+// one goes in the papaya document, which fused attention honours.
+void add_window(const json& hf, json& net, std::optional<int> fallback, const std::vector<int>& blocks,
+                const std::string& label) {
+  const auto given = hf.find("sliding_window");
+  if (given != hf.end() && given->is_null()) return;
+  if (given == hf.end() && !fallback) return;
+  const int window = field(hf, "sliding_window", fallback.value_or(0), label);
+  if (window < 1) throw InputError(label + ": /sliding_window: " + std::to_string(window) + " tokens is no window");
+  if (window >= net.at("seq_len").get<int>()) return;
+  net["sliding_window"] = {{"tokens", window}};
+  if (!blocks.empty()) net["sliding_window"]["blocks"] = blocks;
+}
+
+// The blocks a Qwen2/Qwen3 config's window slides in where use_sliding_window:
+// those layer_types names sliding_attention, else from max_window_layers
+// (`fallback` where absent) on; none where it is off.
+std::vector<int> qwen_window_blocks(const json& hf, const json& net, int fallback, const std::string& label) {
+  const int layers = net.at("layers");
+  std::vector<int> blocks;
+  const auto types = hf.find("layer_types");
+  if (types != hf.end() && types->is_array()) {
+    for (size_t i = 0; i < types->size(); ++i) {
+      if ((*types)[i] == "sliding_attention") blocks.push_back(static_cast<int>(i));
+    }
+    return blocks;
   }
+  for (int i = field(hf, "max_window_layers", fallback, label); i < layers; ++i) blocks.push_back(i);
+  return blocks;
+}
+
+// Qwen2's and Qwen3's window, where use_sliding_window and some block slides.
+void add_qwen_window(const json& hf, json& net, int max_window_layers, const std::string& label) {
+  if (!field(hf, "use_sliding_window", false, label)) return;
+  const std::vector<int> blocks = qwen_window_blocks(hf, net, max_window_layers, label);
+  if (!blocks.empty()) add_window(hf, net, 4096, blocks, label);
 }
 
 // LlamaConfig: vocab_size 32000, hidden_size 4096, intermediate_size 11008,
@@ -149,7 +204,7 @@ json llama(const json& hf, json out, const std::string& label, std::optional<int
 // max_position_embeddings 131072, sliding_window 4096.
 json mistral(const json& hf, json out, const std::string& label, std::optional<int> seq_len) {
   json net = llama_like(hf, std::move(out), label, seq_len, {32000, 4096, 14336, 32, 32, 8, 131072}, false);
-  require_within_window(hf, net, 4096, label);
+  add_window(hf, net, 4096, {}, label);
   return net;
 }
 
@@ -158,8 +213,127 @@ json mistral(const json& hf, json out, const std::string& label, std::optional<i
 // use_sliding_window false.
 json qwen2(const json& hf, json out, const std::string& label, std::optional<int> seq_len) {
   json net = llama_like(hf, std::move(out), label, seq_len, {151936, 4096, 22016, 32, 32, 0, 32768}, true);
-  if (field(hf, "use_sliding_window", false, label)) require_within_window(hf, net, 4096, label);
+  add_qwen_window(hf, net, 28, label);
   return net;
+}
+
+// Qwen3Config: as Qwen2's but intermediate_size 22016, heads of head_dim
+// 128 whatever the hidden size, q and k RMS-normalized over each head, no
+// q/k/v biases (attention_bias false), max_window_layers 28 sliding where
+// use_sliding_window.
+json qwen3(const json& hf, json out, const std::string& label, std::optional<int> seq_len) {
+  json net = llama_like(hf, std::move(out), label, seq_len, {151936, 4096, 22016, 32, 32, 32, 32768, 128}, false);
+  add_qwen_window(hf, net, 28, label);
+  net["qk_norm"] = "head";
+  return net;
+}
+
+// Phi3Config: vocab_size 32064, hidden_size 3072, intermediate_size 8192,
+// 32 layers and heads (k/v heads as many), max_position_embeddings 4096,
+// no biases, q, k and v one projection (qkv_proj) and the MLP's gate and
+// up one (gate_up_proj), resid_pdrop and embd_pdrop 0, an LM head of its
+// own, sliding_window null (2047 in Phi-3-mini-4k).
+json phi3(const json& hf, json out, const std::string& label, std::optional<int> seq_len) {
+  json net = llama_like(hf, std::move(out), label, seq_len, {32064, 3072, 8192, 32, 32, 0, 4096}, false);
+  add_window(hf, net, std::nullopt, {}, label);
+  net["fused_qkv"] = true;
+  net["fused_gate_up"] = true;
+  const double residual = field(hf, "resid_pdrop", 0.0, label), embedding = field(hf, "embd_pdrop", 0.0, label);
+  if (embedding != residual) {
+    throw InputError(label + ": /embd_pdrop: " + std::to_string(embedding) + " apart from resid_pdrop " +
+                     std::to_string(residual) + "; papaya's dropout after the embeddings is the residual branches' rate");
+  }
+  if (residual > 0) net["dropout"] = residual;
+  return net;
+}
+
+// A soft cap on logits (Gemma 2's tanh(x / c)·c) is not built: refused
+// where the config sets one.
+void refuse_softcap(const json& hf, const char* key, const std::string& label) {
+  const auto it = hf.find(key);
+  if (it != hf.end() && !it->is_null()) {
+    throw InputError(label + ": /" + key + ": " + it->dump() + "; papaya's attention and LM head cap no logits (null)");
+  }
+}
+
+// Gemma3TextConfig: vocab_size 262208, hidden_size 2304, intermediate_size
+// 9216, 26 layers, 8 heads of head_dim 256, 4 k/v heads, a GeGLU MLP
+// (hidden_activation gelu_pytorch_tanh), RMSNorm before and after each
+// branch (post_attention_layernorm, post_feedforward_layernorm) and q and k
+// RMS-normalized per head, token embeddings times sqrt(hidden_size), scores
+// scaled by query_pre_attn_scalar^-1/2 (256), a sliding window of 4096 in
+// every block but each sliding_window_pattern-th (6; or as layer_types
+// says) with rope_local_base_freq (10000) there and rope_theta (1e6) in the
+// others, a tied LM head, 131072 positions. Gemma's RMSNorm weighs by
+// 1 + w with w from 0: built as a weight w' = 1 + w from 1 (the same
+// function and gradients).
+json gemma3_text(const json& hf, json out, const std::string& label, std::optional<int> seq_len) {
+  const std::string act = field<std::string>(hf, "hidden_activation", "gelu_pytorch_tanh", label);
+  if (act.rfind("gelu", 0) != 0) {
+    throw InputError(label + ": /hidden_activation: '" + act + "': papaya's Gemma MLP is GeGLU (gelu)");
+  }
+  refuse_softcap(hf, "attn_logit_softcapping", label);
+  refuse_softcap(hf, "final_logit_softcapping", label);
+  const int hidden = field(hf, "hidden_size", 2304, label), heads = field(hf, "num_attention_heads", 8, label);
+  const int layers = field(hf, "num_hidden_layers", 26, label);
+  const int kv_heads = field(hf, "num_key_value_heads", 4, label);
+  if (heads < 1 || kv_heads < 1 || heads % kv_heads != 0) {
+    throw InputError(label + ": /num_key_value_heads: " + std::to_string(kv_heads) + " does not divide " + std::to_string(heads) +
+                     " attention heads");
+  }
+  const bool bias = field(hf, "attention_bias", false, label);
+  out["family"] = "gpt";
+  out["fused_qkv"] = false;
+  out["layers"] = layers;
+  out["d_model"] = hidden;
+  out["heads"] = heads;
+  out["kv_heads"] = kv_heads;
+  out["head_dim"] = field(hf, "head_dim", 256, label);
+  out["mlp_hidden"] = field(hf, "intermediate_size", 9216, label);
+  out["activation"] = "geglu";
+  out["norm"] = "rmsnorm";
+  out["post_norms"] = true;
+  out["qk_norm"] = "head";
+  out["scaled_embedding"] = true;
+  out["attention_scale"] = 1 / std::sqrt(field(hf, "query_pre_attn_scalar", 256.0, label));
+  out["positions"] = "rotary";
+  out["rotary_base"] = rope_base_of(hf, 1e6, label);
+  out["qkv_bias"] = bias;
+  out["proj_bias"] = bias;
+  out["mlp_bias"] = false;
+  out["tied_head"] = field(hf, "tie_word_embeddings", true, label);
+  dropout_of(hf, "attention_dropout", 0.0, "attention_dropout", out, label);
+  out["seq_len"] = seq_len_of(seq_len, field(hf, "max_position_embeddings", 131072, label), label);
+  out["vocab"] = field(hf, "vocab_size", 262208, label);
+  // The local blocks: those layer_types names sliding_attention, else all
+  // but every pattern-th. Their window and rotary base go in the document
+  // even where the window spans the sequence: the base is theirs.
+  std::vector<int> local;
+  const auto types = hf.find("layer_types");
+  const int pattern = field(hf, "sliding_window_pattern", 6, label);
+  for (int i = 0; i < layers; ++i) {
+    const bool sliding = types != hf.end() && types->is_array() && static_cast<size_t>(i) < types->size()
+                             ? (*types)[static_cast<size_t>(i)] == "sliding_attention"
+                             : pattern < 1 || (i + 1) % pattern != 0;
+    if (sliding) local.push_back(i);
+  }
+  if (!local.empty()) {
+    out["sliding_window"] = {{"tokens", field(hf, "sliding_window", 4096, label)},
+                             {"blocks", local},
+                             {"rotary_base", field(hf, "rope_local_base_freq", 10000.0, label)}};
+  }
+  return out;
+}
+
+// Gemma3Config (image and text): its text_config, Gemma3TextConfig's
+// defaults where it leaves them out. The vision tower (SigLIP) and its
+// projector are not built: the network is the language model.
+json gemma3(const json& hf, json out, const std::string& label, std::optional<int> seq_len) {
+  const auto text = hf.find("text_config");
+  if (text == hf.end() || !text->is_object())
+    throw InputError(label + ": /text_config: a gemma3 config's language model, expected an object");
+  out["description"] = "the language model of a HuggingFace gemma3 config (its vision tower not built)";
+  return gemma3_text(*text, std::move(out), label + ": /text_config", seq_len);
 }
 
 // The routed experts of a HuggingFace MoE config: `experts_key` of them,
@@ -182,7 +356,7 @@ json moe_of(const json& hf, const char* experts_key, int experts, int per_token,
 // 2 a token (renormalized), router_aux_loss_coef 0.001, sliding_window null.
 json mixtral(const json& hf, json out, const std::string& label, std::optional<int> seq_len) {
   json net = llama_like(hf, std::move(out), label, seq_len, {32000, 4096, 14336, 32, 32, 8, 131072}, false);
-  if (hf.contains("sliding_window") && !hf.at("sliding_window").is_null()) require_within_window(hf, net, 4096, label);
+  add_window(hf, net, std::nullopt, {}, label);
   net["moe"] = moe_of(hf, "num_local_experts", 8, 2, "intermediate_size", 14336, true, 0.001, label);
   return net;
 }
@@ -194,7 +368,7 @@ json mixtral(const json& hf, json out, const std::string& label, std::optional<i
 // router_aux_loss_coef 0.001.
 json qwen2_moe(const json& hf, json out, const std::string& label, std::optional<int> seq_len) {
   json net = llama_like(hf, std::move(out), label, seq_len, {151936, 2048, 5632, 24, 16, 16, 8192}, true);
-  if (field(hf, "use_sliding_window", false, label)) require_within_window(hf, net, 4096, label);
+  add_qwen_window(hf, net, 28, label);
   json moe = moe_of(hf, "num_experts", 60, 4, "moe_intermediate_size", 1408, false, 0.001, label);
   moe["shared_hidden"] = field(hf, "shared_expert_intermediate_size", 5632, label);
   moe["shared_gate"] = moe["shared_hidden"].get<int>() > 0;
@@ -209,8 +383,24 @@ json qwen2_moe(const json& hf, json out, const std::string& label, std::optional
 // RMS-normalized, router_aux_loss_coef 0.01, 4096 positions.
 json olmoe(const json& hf, json out, const std::string& label, std::optional<int> seq_len) {
   json net = llama_like(hf, std::move(out), label, seq_len, {50304, 2048, 1024, 16, 16, 0, 4096}, false);
-  net["qk_norm"] = true;
+  net["qk_norm"] = "projection";
   net["moe"] = moe_of(hf, "num_experts", 64, 8, "intermediate_size", 1024, false, 0.01, label);
+  return net;
+}
+
+// Qwen3MoeConfig: as Qwen3's (2048 wide, 24 layers, 32 heads, 4 k/v
+// heads, 6144 dense MLP; head_dim hidden / heads where not given), 128
+// experts of moe_intermediate_size 768, 8 a token (not renormalized), no
+// shared expert, every decoder_sparse_step-th layer sparse but
+// mlp_only_layers, router_aux_loss_coef 0.001.
+json qwen3_moe(const json& hf, json out, const std::string& label, std::optional<int> seq_len) {
+  json net = llama_like(hf, std::move(out), label, seq_len, {151936, 2048, 6144, 24, 32, 4, 32768}, false);
+  add_qwen_window(hf, net, 28, label);
+  net["qk_norm"] = "head";
+  json moe = moe_of(hf, "num_experts", 128, 8, "moe_intermediate_size", 768, false, 0.001, label);
+  moe["sparse_step"] = field(hf, "decoder_sparse_step", 1, label);
+  moe["dense_blocks"] = field(hf, "mlp_only_layers", std::vector<int>{}, label);
+  net["moe"] = moe;
   return net;
 }
 
@@ -229,7 +419,7 @@ json gpt_neox(const json& hf, json out, const std::string& label, std::optional<
   out["positions"] = "rotary";
   // Newer configs name rotary_pct partial_rotary_factor, rotary_emb_base rope_theta.
   out["rotary_fraction"] = field(hf, "partial_rotary_factor", field(hf, "rotary_pct", 0.25, label), label);
-  out["rotary_base"] = field(hf, "rope_theta", field(hf, "rotary_emb_base", 10000.0, label), label);
+  out["rotary_base"] = rope_base_of(hf, field(hf, "rotary_emb_base", 10000.0, label), label);
   out["qkv_bias"] = bias;
   out["proj_bias"] = bias;
   out["parallel_residual"] = field(hf, "use_parallel_residual", true, label);
@@ -364,6 +554,23 @@ std::string attention_of(const json& hf, const std::string& label) {
   return "fused";
 }
 
+// The precision an imported network trains in: bf16 mixed precision, as
+// torchtitan, Megatron-LM and the HF Trainer train (weights, gradients and
+// AdamW state fp32; matmuls and the activations they make in bf16), unless
+// its torch_dtype (newer configs: dtype) is float32. A float16 checkpoint
+// trains in bf16 too: the type today's GPUs train in.
+std::string precision_of(const json& hf, const std::string& label) {
+  for (const char* key : {"torch_dtype", "dtype"}) {
+    const auto it = hf.find(key);
+    if (it == hf.end() || it->is_null()) continue;
+    const std::string given = it->is_string() ? it->get<std::string>() : it->dump();
+    if (given == "float32") return "fp32";
+    if (given == "bfloat16" || given == "float16" || given == "auto") return "amp-bf16";
+    throw InputError(label + ": /" + key + ": '" + given + "' is not a type papaya trains in (float32, bfloat16, float16)");
+  }
+  return "amp-bf16";
+}
+
 json converted(const std::string& type, const json& hf, json out, const std::string& label, std::optional<int> seq_len) {
   if (type == "gpt2") return gpt2(hf, std::move(out), label, seq_len);
   if (type == "bert") return bert_like(hf, std::move(out), label, seq_len, 30522, 0);
@@ -374,6 +581,11 @@ json converted(const std::string& type, const json& hf, json out, const std::str
   if (type == "mixtral") return mixtral(hf, std::move(out), label, seq_len);
   if (type == "qwen2") return qwen2(hf, std::move(out), label, seq_len);
   if (type == "qwen2_moe") return qwen2_moe(hf, std::move(out), label, seq_len);
+  if (type == "qwen3") return qwen3(hf, std::move(out), label, seq_len);
+  if (type == "phi3") return phi3(hf, std::move(out), label, seq_len);
+  if (type == "gemma3_text") return gemma3_text(hf, std::move(out), label, seq_len);
+  if (type == "gemma3") return gemma3(hf, std::move(out), label, seq_len);
+  if (type == "qwen3_moe") return qwen3_moe(hf, std::move(out), label, seq_len);
   if (type == "olmoe") return olmoe(hf, std::move(out), label, seq_len);
   if (type == "gpt_neox") return gpt_neox(hf, std::move(out), label, seq_len);
   if (type == "opt") return opt(hf, std::move(out), label, seq_len);
@@ -386,7 +598,8 @@ json converted(const std::string& type, const json& hf, json out, const std::str
 bool is_hf_config(const json& doc) { return doc.is_object() && doc.contains("model_type") && !doc.contains("family"); }
 
 const char* supported_hf_model_types() {
-  return "gpt2, bert, roberta, vit, llama, mistral, mixtral, qwen2, qwen2_moe, olmoe, gpt_neox, opt";
+  return "gpt2, bert, roberta, vit, llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, phi3, gemma3, gemma3_text, "
+         "olmoe, gpt_neox, opt";
 }
 
 json network_config_from_hf(const json& hf, const std::string& name, const std::string& label, std::optional<int> seq_len) {
@@ -396,6 +609,7 @@ json network_config_from_hf(const json& hf, const std::string& name, const std::
   json out = {{"name", name}, {"description", "imported from a HuggingFace " + type + " config"}};
   json net = converted(type, hf, std::move(out), label, seq_len);
   net["attention"] = attention_of(hf, label);
+  net["precision"] = precision_of(hf, label);
   return net;
 }
 

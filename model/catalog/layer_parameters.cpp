@@ -81,21 +81,26 @@ void add_transformer(Layers& layers, const NetworkConfig& config) {
       add_projection(layers, t, block + "attn.", "k", "k", t.qkv_bias);
       add_projection(layers, t, block + "attn.", "v", "v", t.qkv_bias);
     }
-    if (t.qk_norm) {
-      layers.add(block + "attn.q_norm", d);
+    if (t.qk_norm == QkNorm::projection) {
+      layers.add(block + "attn.q_norm", t.attention_width());
       layers.add(block + "attn.k_norm", kv);
+    } else if (t.qk_norm == QkNorm::head) {
+      layers.add(block + "attn.q_norm", t.head_dim());
+      layers.add(block + "attn.k_norm", t.head_dim());
     }
     add_projection(layers, t, block + "attn.", "proj", "o", t.proj_bias);
+    if (t.post_norms) layers.add(block + "post_attn_norm", norm_count(t));
     if (post_norm) layers.add(block + "ln1", norm_count(t));
     if (!post_norm) layers.add(block + "ln2", norm_count(t));
     if (t.is_moe_block(i)) {
       add_experts(layers, t, block + "moe.");
     } else {
-      const bool swiglu = t.activation == "swiglu";
-      add_projection(layers, t, block + "mlp.", "fc1", swiglu ? "gate" : "fc1", t.mlp_bias);
-      if (swiglu) add_projection(layers, t, block + "mlp.", "up", "up", t.mlp_bias);
-      add_projection(layers, t, block + "mlp.", "fc2", swiglu ? "down" : "fc2", t.mlp_bias);
+      const bool gated = t.gated();
+      add_projection(layers, t, block + "mlp.", "fc1", !gated ? "fc1" : t.fused_gate_up ? "gate_up" : "gate", t.mlp_bias);
+      if (gated && !t.fused_gate_up) add_projection(layers, t, block + "mlp.", "up", "up", t.mlp_bias);
+      add_projection(layers, t, block + "mlp.", "fc2", gated ? "down" : "fc2", t.mlp_bias);
     }
+    if (t.post_norms) layers.add(block + "post_mlp_norm", norm_count(t));
     if (post_norm) layers.add(block + "ln2", norm_count(t));
   }
   if (config.family != Family::bert) layers.add("ln_f", norm_count(t));

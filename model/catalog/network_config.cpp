@@ -22,6 +22,12 @@ int TransformerConfig::mlp_hidden() const {
 // As HuggingFace's GPT-NeoX: int(head_size · rotary_pct).
 int TransformerConfig::rotary_dims() const { return static_cast<int>(head_dim() * rotary_fraction); }
 
+int TransformerConfig::window_of(int i) const {
+  if (sliding_window == 0) return 0;
+  return window_blocks.empty() || std::find(window_blocks.begin(), window_blocks.end(), i) != window_blocks.end() ? sliding_window
+                                                                                                                  : 0;
+}
+
 bool TransformerConfig::is_moe_block(int i) const {
   return moe && (i + 1) % moe->sparse_step == 0 &&
          std::find(moe->dense_blocks.begin(), moe->dense_blocks.end(), i) == moe->dense_blocks.end();
@@ -197,15 +203,23 @@ TransformerConfig parse_transformer(const json& doc, Family family, const std::s
   t.rotary_base = doc.value("rotary_base", t.rotary_base);
   t.qkv_bias = doc.value("qkv_bias", t.qkv_bias);
   t.fused_qkv = doc.value("fused_qkv", t.fused_qkv);
+  t.fused_gate_up = doc.value("fused_gate_up", t.fused_gate_up);
   t.attention = doc.value("attention", t.attention);
   t.proj_bias = doc.value("proj_bias", t.proj_bias);
-  t.mlp_bias = doc.value("mlp_bias", t.activation != "swiglu");  // Llama's MLP has none
+  t.mlp_bias = doc.value("mlp_bias", !t.gated());  // Llama's MLP has none
   t.tied_head = doc.value("tied_head", t.tied_head);
   t.parallel_residual = doc.value("parallel_residual", t.parallel_residual);
+  t.post_norms = doc.value("post_norms", t.post_norms);
+  t.scaled_embedding = doc.value("scaled_embedding", t.scaled_embedding);
+  t.attention_scale = doc.value("attention_scale", t.attention_scale);
+  require(!t.post_norms || family != Family::bert, label, "/post_norms",
+          "normalizes a pre-norm block's branches; a bert block is post-norm");
+  require(!t.post_norms || !t.parallel_residual, label, "/post_norms", "not built with \"parallel_residual\"");
   t.token_types = doc.value("token_types", t.token_types);
   t.pooler = doc.value("pooler", t.pooler);
-  require(t.d_model % t.heads == 0, label, "/heads",
-          std::to_string(t.heads) + " heads do not divide d_model " + std::to_string(t.d_model));
+  t.head_width = doc.value("head_dim", t.head_width);
+  require(t.head_width > 0 || t.d_model % t.heads == 0, label, "/heads",
+          std::to_string(t.heads) + " heads do not divide d_model " + std::to_string(t.d_model) + " (give head_dim)");
   require(t.heads % t.kv_heads == 0, label, "/kv_heads",
           std::to_string(t.kv_heads) + " k/v heads do not divide " + std::to_string(t.heads) + " heads");
   require(doc.contains("mlp_hidden") ? !doc.contains("mlp_ratio") : true, label, "/mlp_hidden",
@@ -235,9 +249,26 @@ TransformerConfig parse_transformer(const json& doc, Family family, const std::s
             std::to_string(t.max_positions) + " positions are fewer than seq_len " + std::to_string(t.seq_len));
     if (family == Family::bert) t.classes = doc.at("classes");
   }
+  require(!t.fused_gate_up || t.gated(), label, "/fused_gate_up",
+          "joins a gated MLP's gate and up: \"activation\": \"swiglu\" or \"geglu\"");
+  require(!t.fused_gate_up || !doc.contains("moe"), label, "/fused_gate_up", "not built for a mixture of experts' experts");
   if (doc.contains("moe")) t.moe = parse_moe(doc.at("moe"), t, label);
-  t.qk_norm = doc.value("qk_norm", false);
-  require(!t.qk_norm || !t.fused_qkv, label, "/qk_norm", "normalizes q and k projections: \"fused_qkv\": false");
+  if (doc.contains("sliding_window")) {
+    const json& window = doc.at("sliding_window");
+    t.sliding_window = window.at("tokens");
+    t.window_blocks = window.value("blocks", std::vector<int>{});
+    t.window_rotary_base = window.value("rotary_base", t.window_rotary_base);
+    require(t.window_rotary_base == 0 || t.rotary(), label, "/sliding_window/rotary_base", "only with \"positions\": \"rotary\"");
+    require(family == Family::gpt && t.fused_attention(), label, "/sliding_window",
+            "a window of causal attention: a gpt network's, with \"attention\": \"fused\"");
+    for (size_t i = 0; i < t.window_blocks.size(); ++i) {
+      require(t.window_blocks[i] < t.layers, label, "/sliding_window/blocks/" + std::to_string(i),
+              "block " + std::to_string(t.window_blocks[i]) + " of " + std::to_string(t.layers));
+    }
+  }
+  const std::string qk_norm = doc.value("qk_norm", std::string("none"));
+  t.qk_norm = qk_norm == "projection" ? QkNorm::projection : qk_norm == "head" ? QkNorm::head : QkNorm::none;
+  require(t.qk_norm == QkNorm::none || !t.fused_qkv, label, "/qk_norm", "normalizes q and k projections: \"fused_qkv\": false");
   if (doc.contains("lora")) t.lora = parse_lora(doc.at("lora"), t, label);
   return t;
 }
@@ -301,8 +332,9 @@ json with_seq_len(json doc, int seq_len, const std::string& label) {
 std::vector<std::string> projection_roles(const TransformerConfig& t) {
   std::vector<std::string> roles = t.fused_qkv ? std::vector<std::string>{"qkv"} : std::vector<std::string>{"q", "k", "v"};
   roles.push_back("o");
-  for (const char* role :
-       t.activation == "swiglu" ? std::vector<const char*>{"gate", "up", "down"} : std::vector<const char*>{"fc1", "fc2"}) {
+  for (const char* role : !t.gated()        ? std::vector<const char*>{"fc1", "fc2"}
+                          : t.fused_gate_up ? std::vector<const char*>{"gate_up", "down"}
+                                            : std::vector<const char*>{"gate", "up", "down"}) {
     roles.push_back(role);
   }
   return roles;
@@ -310,10 +342,13 @@ std::vector<std::string> projection_roles(const TransformerConfig& t) {
 
 std::pair<int64_t, int64_t> projection_shape(const TransformerConfig& t, const std::string& role) {
   const int64_t d = t.d_model, h = t.mlp_hidden(), kv = static_cast<int64_t>(t.kv_heads) * t.head_dim();
-  if (role == "q" || role == "o") return {d, d};
+  const int64_t q = t.attention_width();
+  if (role == "q") return {d, q};
+  if (role == "o") return {q, d};
   if (role == "k" || role == "v") return {d, kv};
-  if (role == "qkv") return {d, d + 2 * kv};
+  if (role == "qkv") return {d, q + 2 * kv};
   if (role == "down" || role == "fc2") return {h, d};
+  if (role == "gate_up") return {d, 2 * h};
   return {d, h};  // gate, up, fc1
 }
 
@@ -346,6 +381,7 @@ NetworkConfig parse_network_config(const json& doc, const std::string& label) {
   }
   config.name = doc.at("name");
   config.description = doc.value("description", "");
+  config.precision = doc.value("precision", config.precision);
   if (doc.contains("freeze")) {
     config.freeze = doc.at("freeze").get<std::vector<std::string>>();
     for (size_t i = 0; i < config.freeze.size(); ++i)
@@ -445,6 +481,18 @@ NetworkConfig with_blocks(const NetworkConfig& config, int blocks) {
   }
   json doc = config.document;
   doc["layers"] = blocks;
+  // The windowed blocks among those kept (none left: no window).
+  if (doc.contains("sliding_window") && doc["sliding_window"].contains("blocks")) {
+    std::vector<int> kept;
+    for (int b : config.transformer().window_blocks) {
+      if (b < blocks) kept.push_back(b);
+    }
+    if (kept.empty()) {
+      doc.erase("sliding_window");
+    } else {
+      doc["sliding_window"]["blocks"] = kept;
+    }
+  }
   return reparsed(config, doc, where);
 }
 

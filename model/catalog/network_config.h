@@ -60,14 +60,17 @@ struct MoeConfig {
   int64_t routing_unit = 0;
 };
 
+enum class QkNorm { none, projection, head };
+
 struct TransformerConfig {
   int layers = 0;
   int d_model = 0;
   int heads = 0;
-  int kv_heads = 0;  // heads of k and v: fewer than `heads` is grouped-query attention
+  int kv_heads = 0;    // heads of k and v: fewer than `heads` is grouped-query attention
+  int head_width = 0;  // each head's dimensions where the config gives them (Qwen3, Gemma), else d_model / heads
   double mlp_ratio = 4.0;
   int mlp_width = 0;                  // the MLP's width where given, else mlp_ratio·d_model
-  std::string activation = "gelu";    // gelu | silu | relu | swiglu
+  std::string activation = "gelu";    // gelu | silu | relu | swiglu | geglu (gated: gate, up, down)
   std::string norm = "layernorm";     // layernorm | rmsnorm
   double dropout = 0.0;               // after embeddings and on each residual branch
   double attention_dropout = 0.0;     // on attention's probabilities (default: dropout)
@@ -80,36 +83,64 @@ struct TransformerConfig {
   // ViT, Llama, OPT): under autocast each of the three saves its own
   // half-type copy of the input.
   bool fused_qkv = true;
+  // A SwiGLU MLP's gate and up as one projection of twice the width, its
+  // output split in two (Phi-3's gate_up_proj): under autocast one half-type
+  // copy of the input saved, not two.
+  bool fused_gate_up = false;
   // Attention fused into one layer that keeps no token-by-token scores
   // (FlashAttention, PyTorch's scaled_dot_product_attention: what
   // transformers train with), or materialized as scores, softmax and context
   // that keep the probabilities (the published per-layer counts, e.g.
   // Korthikanti et al.'s, assume these).
-  std::string attention = "fused";              // fused | materialized
-  bool tied_head = true;                        // gpt: the LM head is the token embedding
-  bool parallel_residual = false;               // x + attn(ln1 x) + mlp(ln2 x)
-  int seq_len = 0;                              // gpt, bert; vit: derived (patches + class token)
-  int vocab = 0;                                // gpt, bert
-  int classes = 0;                              // bert, vit
-  int token_types = 0;                          // bert: rows of a token-type table added to the input (0: none)
-  bool pooler = false;                          // bert: dense + tanh on the first token before the classifier
+  std::string attention = "fused";  // fused | materialized
+  // Causal attention within a sliding window: each token sees its last
+  // `sliding_window` (itself among them) in the blocks `window_blocks` say
+  // (empty: every block; Mistral, and Qwen2/3, Gemma and GPT-OSS in some);
+  // 0: no window. Fused attention only.
+  int sliding_window = 0;
+  std::vector<int> window_blocks;
+  bool tied_head = true;           // gpt: the LM head is the token embedding
+  bool parallel_residual = false;  // x + attn(ln1 x) + mlp(ln2 x)
+  // Each branch's output normalized before it joins the stream (Gemma 2
+  // and 3): x + post_attn_norm(attn(ln1 x)), then the MLP's alike.
+  bool post_norms = false;
+  bool scaled_embedding = false;  // token embeddings times sqrt(d_model) (Gemma)
+  double attention_scale = 0;     // the scores' scale; 0: 1 / sqrt(head_dim) (Gemma: query_pre_attn_scalar^-1/2)
+  double window_rotary_base = 0;  // rotary base of the blocks with a sliding window; 0: rotary_base (Gemma 3's local blocks)
+  int seq_len = 0;                // gpt, bert; vit: derived (patches + class token)
+  int vocab = 0;                  // gpt, bert
+  int classes = 0;                // bert, vit
+  int token_types = 0;            // bert: rows of a token-type table added to the input (0: none)
+  bool pooler = false;            // bert: dense + tanh on the first token before the classifier
   int image_size = 0, patch = 0, channels = 3;  // vit
   std::optional<LoraConfig> lora;               // fine-tuned with LoRA adapters, else trained whole
   std::optional<MoeConfig> moe;                 // mixture-of-experts blocks
-  bool qk_norm = false;                         // q and k RMS-normalized after their projections (OLMoE)
+  // q and k normalized after their projections: over each projection's
+  // whole output (OLMoE), or over each head with one weight of head_dim()
+  // (Qwen3, Gemma 3).
+  QkNorm qk_norm = QkNorm::none;
 
   int mlp_hidden() const;
-  int head_dim() const { return d_model / heads; }
+  int head_dim() const { return head_width > 0 ? head_width : d_model / heads; }
+  // The width of attention's output: every q head's dimensions (d_model
+  // unless the config gives a head width).
+  int64_t attention_width() const { return static_cast<int64_t>(heads) * head_dim(); }
   bool rotary() const { return positions == "rotary"; }
+  // A gated MLP (SwiGLU, GeGLU): fc2(act(gate x) * up x).
+  bool gated() const { return activation == "swiglu" || activation == "geglu"; }
+  // The rotary base of block `i`.
+  double rotary_base_of(int i) const { return window_rotary_base > 0 && window_of(i) > 0 ? window_rotary_base : rotary_base; }
   bool fused_attention() const { return attention == "fused"; }
   // The leading dimensions of each head that rotary embeddings rotate.
   int rotary_dims() const;
   // Whether block `i` is a mixture of experts.
   bool is_moe_block(int i) const;
+  // The sliding window of block `i`'s attention, 0 for none.
+  int window_of(int i) const;
 };
 
 // The roles of a block's projections: q, k, v (or qkv), o, then gate, up,
-// down (SwiGLU) or fc1, fc2.
+// down (SwiGLU; gate_up, down where joined) or fc1, fc2.
 std::vector<std::string> projection_roles(const TransformerConfig& t);
 // A projection's inputs and outputs by its role.
 std::pair<int64_t, int64_t> projection_shape(const TransformerConfig& t, const std::string& role);
@@ -151,6 +182,9 @@ struct NetworkConfig {
   // Fine-tuned with the layers these patterns match frozen
   // (model/catalog/layer_pattern.h); empty: as the body says.
   std::vector<std::string> freeze;
+  // The precision it trains in unless a command is told otherwise (fp32,
+  // bf16, amp-bf16, amp-fp16): an imported LLM's is bf16 mixed precision.
+  std::string precision = "fp32";
 
   const TransformerConfig& transformer() const { return std::get<TransformerConfig>(body); }
   const ResNetConfig& resnet() const { return std::get<ResNetConfig>(body); }

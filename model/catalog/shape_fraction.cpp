@@ -26,6 +26,8 @@ int shape_parts_limit(const NetworkConfig& config, ShapeCut cut) {
   if (!cuttable(config, cut)) return 1;
   const TransformerConfig& t = config.transformer();
   int divisible = t.head_dim();
+  // A width the config gives apart from its heads' is cut apart.
+  if (t.head_width > 0) divisible = std::gcd(divisible, t.d_model);
   if (cut == ShapeCut::tokens_and_widths) divisible = std::gcd(divisible, t.seq_len);
   // Two dimensions a head at least: rotary positions rotate pairs, and a
   // head of one dimension takes other kernels (its tensors saved otherwise).
@@ -68,10 +70,19 @@ NetworkConfig at_shape_fraction(const NetworkConfig& config, int k, int parts, S
   if (k < 1 || k > parts) throw InputError(where + ": a fraction from 1/" + std::to_string(parts) + " to 1");
   const TransformerConfig& t = config.transformer();
   nlohmann::json doc = config.document;
-  if (cut == ShapeCut::tokens_and_widths) doc["seq_len"] = fraction_of(t.seq_len, k, parts);
+  if (cut == ShapeCut::tokens_and_widths) {
+    doc["seq_len"] = fraction_of(t.seq_len, k, parts);
+    // A sliding window as the tokens: the keys a token sees grow with them.
+    if (t.sliding_window > 0) doc["sliding_window"]["tokens"] = fraction_of(t.sliding_window, k, parts);
+  }
   // The position table keeps its rows (a learned one names them where the config did not).
   if (text(config) && !t.rotary() && !doc.contains("max_positions")) doc["max_positions"] = t.max_positions;
-  doc["d_model"] = t.heads * fraction_of(t.head_dim(), k, parts);
+  if (t.head_width > 0) {
+    doc["head_dim"] = fraction_of(t.head_width, k, parts);
+    doc["d_model"] = fraction_of(t.d_model, k, parts);
+  } else {
+    doc["d_model"] = t.heads * fraction_of(t.head_dim(), k, parts);
+  }
   doc.erase("mlp_ratio");
   doc["mlp_hidden"] = fraction_of(t.mlp_hidden(), k, parts);
   if (text(config)) doc["vocab"] = fraction_of(t.vocab, k, parts);

@@ -33,12 +33,16 @@ torch::Tensor repeat_kv(const torch::Tensor& t) { return t.repeat_interleave(hea
 // The textbook form in float64, each k/v head repeated for its group; `mask`
 // (batch, heads, tokens, tokens): the dropout's, applied after the softmax.
 Result reference(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& g, bool causal,
-                 const torch::Tensor& mask = {}) {
+                 const torch::Tensor& mask = {}, int64_t window = 0) {
   Result r{
       {}, q.to(torch::kDouble).requires_grad_(), k.to(torch::kDouble).requires_grad_(), v.to(torch::kDouble).requires_grad_()};
   torch::Tensor scores = torch::matmul(r.q, repeat_kv(r.k).transpose(-2, -1)) / std::sqrt(static_cast<double>(head_dim));
   if (causal) {
     scores = scores.masked_fill(torch::ones({tokens, tokens}, torch::kBool).triu(1), -std::numeric_limits<double>::infinity());
+  }
+  if (window > 0) {  // key j of row i hidden where i - j >= window
+    scores =
+        scores.masked_fill(torch::ones({tokens, tokens}, torch::kBool).tril(-window), -std::numeric_limits<double>::infinity());
   }
   torch::Tensor probs = torch::softmax(scores, -1);
   if (mask.defined()) probs = probs * mask.to(torch::kDouble);
@@ -62,8 +66,8 @@ Result materialized(const torch::Tensor& q, const torch::Tensor& k, const torch:
 }
 
 Result fused(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& g, bool causal,
-             double dropout = 0) {
-  FusedAttention layer(head_dim, causal, dropout);
+             double dropout = 0, int64_t window = 0) {
+  FusedAttention layer(head_dim, causal, dropout, window);
   Result r = leaves(q, k, v);
   r.out = layer.forward(r.q, r.k, r.v);
   r.out.backward(g);
@@ -109,6 +113,26 @@ TEST(FusedAttention, EqualsTheMaterializedLayersInFp32AndBf16CausalOrNot) {
       const Result exact = reference(in.q, in.k, in.v, in.g, causal);
       expect_as_exact(fused(in.q, in.k, in.v, in.g, causal), exact, materialized(in.q, in.k, in.v, in.g, causal), exact, what);
     }
+  }
+}
+
+// A sliding window (each row sees its last `window` keys): against the
+// float64 reference with the window's mask, as exact as the materialized
+// path is without one; windows of one key, fewer than a block of keys, more
+// than a block of rows, and the whole sequence (no window at all: the same
+// bits as plain causal attention).
+TEST(FusedAttention, WithinASlidingWindowEqualsTheReference) {
+  for (const torch::ScalarType dtype : {torch::kFloat, torch::kBFloat16}) {
+    const Inputs in = inputs(dtype);
+    const Result exact = reference(in.q, in.k, in.v, in.g, true);
+    const Result m = materialized(in.q, in.k, in.v, in.g, true);
+    for (const int64_t window : {1, 5, 20}) {
+      const std::string what = std::string(c10::toString(dtype)) + ", window " + std::to_string(window);
+      expect_as_exact(fused(in.q, in.k, in.v, in.g, true, 0, window), reference(in.q, in.k, in.v, in.g, true, {}, window), m,
+                      exact, what);
+    }
+    const auto whole = four(fused(in.q, in.k, in.v, in.g, true, 0, tokens)), plain = four(fused(in.q, in.k, in.v, in.g, true));
+    for (size_t i = 0; i < 4; ++i) EXPECT_TRUE(torch::equal(whole[i], plain[i])) << c10::toString(dtype) << " " << i;
   }
 }
 

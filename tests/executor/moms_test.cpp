@@ -132,7 +132,8 @@ TEST_P(EveryNetwork, StoredBytesAreTheModelsDeviceBytes) {
 
 INSTANTIATE_TEST_SUITE_P(Zoo, EveryNetwork,
                          ::testing::Values("gpt-tiny", "llama-tiny", "llama-tiny-lora", "mixtral-tiny", "qwen-moe-tiny",
-                                           "olmoe-tiny", "bert-tiny", "bert-hf-tiny", "vit-tiny", "resnet-tiny", "mlp-tiny"),
+                                           "olmoe-tiny", "qwen3-tiny", "phi3-tiny", "gemma3-tiny", "bert-tiny", "bert-hf-tiny",
+                                           "vit-tiny", "resnet-tiny", "mlp-tiny"),
                          [](const auto& info) {
                            std::string name = info.param;
                            std::replace(name.begin(), name.end(), '-', '_');

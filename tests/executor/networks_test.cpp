@@ -191,6 +191,24 @@ TEST(Networks, ImportedHuggingFaceTypesBuildWhatTheModelCounts) {
       {"qwen2", {{"model_type", "qwen2"}, {"num_key_value_heads", 2}, {"tie_word_embeddings", true}}},
       {"gpt_neox", {{"model_type", "gpt_neox"}, {"rotary_pct", 0.25}}},
       {"opt", {{"model_type", "opt"}, {"ffn_dim", 64}}},
+      // q, k and v one projection, gate and up one.
+      {"phi3", {{"model_type", "phi3"}, {"num_key_value_heads", 2}}},
+      // Heads of 12 dimensions apart from hidden / heads, q and k normalized per head.
+      {"qwen3", {{"model_type", "qwen3"}, {"num_key_value_heads", 2}, {"head_dim", 12}}},
+      // Gemma 3: branch norms, GeGLU, scaled embeddings, every second block global.
+      {"gemma3_text",
+       {{"model_type", "gemma3_text"},
+        {"num_key_value_heads", 2},
+        {"head_dim", 12},
+        {"sliding_window", 8},
+        {"sliding_window_pattern", 2}}},
+      {"qwen3_moe",
+       {{"model_type", "qwen3_moe"},
+        {"num_key_value_heads", 2},
+        {"head_dim", 12},
+        {"num_experts", 4},
+        {"num_experts_per_tok", 2},
+        {"moe_intermediate_size", 16}}},
   };
   for (auto [type, doc] : docs) {
     doc.update({{"hidden_size", 32},
@@ -208,21 +226,33 @@ TEST(Networks, ImportedHuggingFaceTypesBuildWhatTheModelCounts) {
     const torch::Tensor loss = network->loss(make_synthetic_data(config, torch::kCPU, 0)->next(2));
     loss.backward();
     EXPECT_TRUE(std::isfinite(loss.item<double>())) << type;
-    const int64_t kv = config.transformer().kv_heads;
-    if (type == "gpt_neox") {  // one fused projection, as HuggingFace's query_key_value
-      EXPECT_EQ(recorder.shapes["blocks.0.attn.qkv"], (std::vector<int64_t>{2, 16, (4 + 2 * kv) * 8})) << type;
+    const int64_t kv = config.transformer().kv_heads, dim = doc.value("head_dim", 8);
+    if (type == "gpt_neox" || type == "phi3") {  // one fused projection, as HuggingFace's query_key_value, qkv_proj
+      EXPECT_EQ(recorder.shapes["blocks.0.attn.qkv"], (std::vector<int64_t>{2, 16, (4 + 2 * kv) * dim})) << type;
     } else {
       EXPECT_EQ(recorder.shapes.count("blocks.0.attn.qkv"), 0u) << type;
-      EXPECT_EQ(recorder.shapes["blocks.0.attn.q"], (std::vector<int64_t>{2, 16, 4 * 8})) << type;
-      EXPECT_EQ(recorder.shapes["blocks.0.attn.k"], (std::vector<int64_t>{2, 16, kv * 8})) << type;
-      EXPECT_EQ(recorder.shapes["blocks.0.attn.v"], (std::vector<int64_t>{2, 16, kv * 8})) << type;
+      EXPECT_EQ(recorder.shapes["blocks.0.attn.q"], (std::vector<int64_t>{2, 16, 4 * dim})) << type;
+      EXPECT_EQ(recorder.shapes["blocks.0.attn.k"], (std::vector<int64_t>{2, 16, kv * dim})) << type;
+      EXPECT_EQ(recorder.shapes["blocks.0.attn.v"], (std::vector<int64_t>{2, 16, kv * dim})) << type;
     }
-    EXPECT_EQ(recorder.shapes["blocks.0.attn.fused"], (std::vector<int64_t>{2, 4, 16, 8}))
+    EXPECT_EQ(recorder.shapes["blocks.0.attn.proj"], (std::vector<int64_t>{2, 16, 32})) << type;
+    EXPECT_EQ(recorder.shapes.count("blocks.0.post_mlp_norm"), type == "gemma3_text" ? 1u : 0u) << type;
+    if (type == "phi3") {  // gate_up_proj: twice the MLP's width, no up of its own
+      EXPECT_EQ(recorder.shapes["blocks.0.mlp.fc1"], (std::vector<int64_t>{2, 16, 2 * 48})) << type;
+      EXPECT_EQ(recorder.shapes.count("blocks.0.mlp.up"), 0u) << type;
+      EXPECT_EQ(recorder.shapes["blocks.0.mlp.gate"], (std::vector<int64_t>{2, 16, 48})) << type;
+    }
+    const bool per_head_norm = type.rfind("qwen3", 0) == 0 || type == "gemma3_text";
+    EXPECT_EQ(recorder.shapes.count("blocks.0.attn.k_norm"), per_head_norm ? 1u : 0u) << type;
+    if (per_head_norm) {
+      EXPECT_EQ(recorder.shapes["blocks.0.attn.k_norm"], (std::vector<int64_t>{2, 16, kv, dim})) << type;
+    }
+    EXPECT_EQ(recorder.shapes["blocks.0.attn.fused"], (std::vector<int64_t>{2, 4, 16, dim}))
         << type;  // fused, as transformers' SDPA
     const bool rotary = type != "opt";
     EXPECT_EQ(recorder.shapes.count("blocks.0.attn.rope_k"), rotary ? 1u : 0u) << type;
     if (rotary) {
-      EXPECT_EQ(recorder.shapes["blocks.0.attn.rope_k"], (std::vector<int64_t>{2, kv, 16, 8})) << type;
+      EXPECT_EQ(recorder.shapes["blocks.0.attn.rope_k"], (std::vector<int64_t>{2, kv, 16, dim})) << type;
     }
     EXPECT_EQ(recorder.shapes.count("pos_emb"), rotary ? 0u : 1u) << type;
   }

@@ -78,6 +78,19 @@ TEST(LayerFacts, GptTinyByHand) {
 
 // vit-tiny: 16 patches + a class token, d_model 64. The classifier saves the
 // class token's row, a view that keeps the whole final norm's output alive.
+// gpt-tiny with a sliding window of 8 tokens in its second block: each row
+// attends its last 8 keys, the first 7 rows fewer: 8 - 8·7 / (2·32) keys a
+// row on average; the first block's attention as it was.
+TEST(LayerFacts, ASlidingWindowCountsTheKeysEachRowSees) {
+  nlohmann::json doc = model::load_network_config("gpt-tiny").document;
+  doc["sliding_window"] = {{"tokens", 8}, {"blocks", {1}}};
+  auto built = executor::build_network(model::parse_network_config(doc, "windowed.json"));
+  const auto layers = describe_layers(*built, executor::probe_layout(*built));
+  EXPECT_DOUBLE_EQ(layer(layers, "blocks.0.attn.fused").forward_flops_per_sample, (4.0 * 16 + 5) * 4 * 32 * 16.5);
+  EXPECT_DOUBLE_EQ(layer(layers, "blocks.1.attn.fused").forward_flops_per_sample,
+                   (4.0 * 16 + 5) * 4 * 32 * (8 - 8.0 * 7 / (2 * 32)));
+}
+
 TEST(LayerFacts, VitHeadSavesAViewOfTheWholeSequence) {
   const auto layers = facts_of("vit-tiny");
   const auto& input = slot(layer(layers, "head"), "input");

@@ -124,16 +124,22 @@ TEST(HfConfig, WhatPapayaCannotBuildIsRefusedNamingTheField) {
             std::string::npos);
   EXPECT_NE(error_of({{"model_type", "roberta"}}, 511).find("sequence length 511 is past the 510 positions"), std::string::npos);
   EXPECT_NE(error_of({{"model_type", "llama"}, {"hidden_act", "gelu"}}).find("/hidden_act: 'gelu'"), std::string::npos);
-  EXPECT_NE(error_of({{"model_type", "llama"}, {"head_dim", 256}}).find("/head_dim: 256"), std::string::npos);
+  EXPECT_NE(error_of({{"model_type", "bert"}, {"head_dim", 256}}).find("/head_dim: 256"), std::string::npos);
+  EXPECT_EQ(error_of({{"model_type", "llama"}, {"rope_scaling", {{"rope_type", "llama3"}, {"factor", 8.0}}}}),
+            "config.json: /rope_scaling: rope type 'llama3' is not built; papaya's rotary positions use the base "
+            "frequencies alone (rope_type default)");
+  EXPECT_NE(error_of({{"model_type", "qwen3"}, {"rope_parameters", {{"rope_type", "yarn"}}}})
+                .find("/rope_parameters: rope type 'yarn'"),
+            std::string::npos);
   EXPECT_NE(error_of({{"model_type", "llama"}, {"num_key_value_heads", 5}}).find("/num_key_value_heads: 5 does not divide 32"),
             std::string::npos);
-  EXPECT_NE(error_of({{"model_type", "mistral"}}, 8192).find("/sliding_window: 4096 tokens"), std::string::npos);
   EXPECT_NE(error_of({{"model_type", "opt"}, {"do_layer_norm_before", false}}).find("/do_layer_norm_before"), std::string::npos);
   EXPECT_NE(error_of({{"model_type", "opt"}, {"word_embed_proj_dim", 512}}).find("/word_embed_proj_dim"), std::string::npos);
-  EXPECT_NE(error_of({{"model_type", "t5"}})
-                .find("config.json: /model_type: 't5' is not a supported model type (supported: gpt2, bert, roberta, vit, "
-                      "llama, mistral, mixtral, qwen2, qwen2_moe, olmoe, gpt_neox, opt)"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of({{"model_type", "t5"}})
+          .find("config.json: /model_type: 't5' is not a supported model type (supported: gpt2, bert, roberta, vit, "
+                "llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, phi3, gemma3, gemma3_text, olmoe, gpt_neox, opt)"),
+      std::string::npos);
   EXPECT_NE(error_of({{"model_type", "gpt2"}, {"activation_function", "tanh"}}).find("/activation_function: 'tanh'"),
             std::string::npos);
   EXPECT_NE(error_of({{"model_type", "gpt2"}, {"tie_word_embeddings", false}}).find("/tie_word_embeddings"), std::string::npos);
@@ -143,6 +149,129 @@ TEST(HfConfig, WhatPapayaCannotBuildIsRefusedNamingTheField) {
   EXPECT_NE(error_of({{"model_type", "llama"}, {"attn_implementation", "flex_attention"}})
                 .find("config.json: /attn_implementation: 'flex_attention' is not an attention papaya runs"),
             std::string::npos);
+}
+
+// Qwen3ForCausalLM ("Qwen/Qwen3-8B") and Qwen3MoeForCausalLM
+// ("Qwen/Qwen3-30B-A3B"): their num_parameters(), as their cards say (8.2 B,
+// 30.5 B): heads of 128 dimensions whatever the hidden size (4096 = 32 x
+// 128, but 2048 < 32 x 128), q and k normalized per head with one weight of
+// 128 each, 128 experts of 768 a layer, top-8 renormalized, no shared one.
+TEST(HfConfig, Qwen3CountsHuggingFacesParameters) {
+  const NetworkConfig dense = shipped("qwen3-8b");
+  EXPECT_EQ(parameter_count(dense), 8190735360);
+  EXPECT_EQ(dense.transformer().head_dim(), 128);
+  EXPECT_EQ(dense.transformer().qk_norm, QkNorm::head);
+  EXPECT_DOUBLE_EQ(dense.transformer().rotary_base, 1e6);
+  const NetworkConfig moe = shipped("qwen3-30b-a3b");
+  const int64_t layer = 2048 * 4096 + 2 * 2048 * 512 + 4096 * 2048 + 2 * 128 + 2 * 2048 + 2048 * 128 + 128 * 3 * 2048 * 768;
+  EXPECT_EQ(parameter_count(moe), 48 * layer + 2 * 151936 * 2048 + 2048);
+  EXPECT_EQ(parameter_count(moe), 30532122624);
+  EXPECT_EQ(moe.transformer().attention_width(), 4096);
+  EXPECT_TRUE(moe.transformer().moe->normalize_top_k);
+  EXPECT_EQ(moe.transformer().moe->shared_hidden, 0);
+  // Qwen3MoeConfig's head_dim, where not given, is hidden / heads.
+  EXPECT_EQ(parse_network_config(json{{"model_type", "qwen3_moe"}}, "q.json").transformer().head_dim(), 64);
+  // rope_parameters (newer configs) carries the base.
+  const NetworkConfig newer = parse_network_config(
+      json{{"model_type", "qwen3"}, {"rope_parameters", {{"rope_type", "default"}, {"rope_theta", 5e6}}}}, "q.json");
+  EXPECT_DOUBLE_EQ(newer.transformer().rotary_base, 5e6);
+}
+
+// Phi3ForCausalLM ("microsoft/Phi-3-mini-4k-instruct"): num_parameters()
+// 3,821,079,552 (3.8 B, as its card says): q, k and v one projection, the
+// MLP's gate and up one, no biases; its window of 2047 tokens in every block.
+TEST(HfConfig, Phi3CountsHuggingFacesParameters) {
+  const NetworkConfig phi = shipped("phi-3-mini-4k");
+  const int64_t layer = 3072 * 3 * 3072 + 3072 * 3072 + 3072 * 2 * 8192 + 8192 * 3072 + 2 * 3072;
+  EXPECT_EQ(parameter_count(phi), 32 * layer + 2 * 32064 * 3072 + 3072);
+  EXPECT_EQ(parameter_count(phi), 3821079552);
+  EXPECT_TRUE(phi.transformer().fused_qkv);
+  EXPECT_TRUE(phi.transformer().fused_gate_up);
+  EXPECT_EQ(phi.transformer().seq_len, 2048);
+  EXPECT_EQ(phi.transformer().window_of(0), 2047);
+  EXPECT_EQ(phi.transformer().window_of(31), 2047);
+  EXPECT_EQ(projection_roles(phi.transformer()), (std::vector<std::string>{"qkv", "o", "gate_up", "down"}));
+  json dropped = json::parse(std::ifstream(config_dir() + "/hf/phi-3-mini-4k.json"));
+  dropped["embd_pdrop"] = 0.1;
+  EXPECT_NE(error_of(dropped).find("/embd_pdrop: 0.1"), std::string::npos);
+}
+
+// A window shorter than the sequence is honoured (fused attention masks
+// what lies before it), in the blocks the config slides: Mistral's every
+// block, Qwen2's from max_window_layers on (or as layer_types says) where
+// use_sliding_window; one as long as the sequence is none. Eager attention
+// has no window: refused.
+TEST(HfConfig, SlidingWindowsShorterThanTheSequenceAreKept) {
+  const auto window = [](const json& hf, std::optional<int> seq_len) {
+    return parse_network_config(network_config_from_hf(hf, "n", "config.json", seq_len), "n").transformer();
+  };
+  const TransformerConfig mistral = window({{"model_type", "mistral"}}, 8192);
+  EXPECT_EQ(mistral.window_of(0), 4096);
+  EXPECT_EQ(mistral.window_of(31), 4096);
+  EXPECT_EQ(window({{"model_type", "mistral"}}, 4096).sliding_window, 0);
+  const json qwen = {{"model_type", "qwen2"}, {"use_sliding_window", true}, {"sliding_window", 1024}, {"max_window_layers", 30}};
+  const TransformerConfig sliding = window(qwen, 2048);
+  EXPECT_EQ(sliding.window_of(29), 0);
+  EXPECT_EQ(sliding.window_of(30), 1024);
+  EXPECT_EQ(sliding.window_blocks, (std::vector<int>{30, 31}));
+  json typed = qwen;
+  typed["num_hidden_layers"] = 3;
+  typed["layer_types"] = {"sliding_attention", "full_attention", "sliding_attention"};
+  EXPECT_EQ(window(typed, 2048).window_blocks, (std::vector<int>{0, 2}));
+  EXPECT_EQ(window({{"model_type", "qwen2"}, {"sliding_window", 1024}}, 2048).sliding_window, 0);  // use_sliding_window false
+  try {
+    window({{"model_type", "mistral"}, {"attn_implementation", "eager"}}, 8192);
+    ADD_FAILURE() << "an eager Mistral past its window was taken";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("n: /sliding_window: a window of causal attention: a gpt network's, with "
+                                         "\"attention\": \"fused\""),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// Gemma3ForCausalLM ("google/gemma-3-1b-it"): num_parameters() 999,885,952
+// (1 B, as its card says): heads of 256 over a 1152-wide stream, q and k
+// norms of 256, four norms a block (each branch's input and output), a
+// tied head. Five blocks of six slide over 512 tokens at rotary base 10000,
+// the sixth is global at 1e6; scores scaled by 256^-1/2. A gemma3 config is
+// its text_config's language model; soft caps are refused.
+TEST(HfConfig, Gemma3CountsHuggingFacesParameters) {
+  const NetworkConfig gemma = shipped("gemma-3-1b");
+  const int64_t layer = 1152 * 1024 + 2 * 1152 * 256 + 1024 * 1152 + 2 * 256 + 3 * 1152 * 6912 + 4 * 1152;
+  EXPECT_EQ(parameter_count(gemma), 26 * layer + 262144 * 1152 + 1152);
+  EXPECT_EQ(parameter_count(gemma), 999885952);
+  const TransformerConfig& t = gemma.transformer();
+  EXPECT_EQ(t.activation, "geglu");
+  EXPECT_TRUE(t.post_norms);
+  EXPECT_TRUE(t.scaled_embedding);
+  EXPECT_DOUBLE_EQ(t.attention_scale, 1.0 / 16);
+  for (int i = 0; i < 26; ++i) {
+    const bool global = (i + 1) % 6 == 0;
+    EXPECT_EQ(t.window_of(i), global ? 0 : 512) << i;
+    EXPECT_DOUBLE_EQ(t.rotary_base_of(i), global ? 1e6 : 1e4) << i;
+  }
+  json image_and_text = {{"model_type", "gemma3"},
+                         {"text_config", json::parse(std::ifstream(config_dir() + "/hf/gemma-3-1b.json"))}};
+  EXPECT_EQ(parameter_count(parse_network_config(image_and_text, "g.json")), 999885952);
+  image_and_text["text_config"]["final_logit_softcapping"] = 30.0;
+  EXPECT_NE(error_of(image_and_text).find("config.json: /text_config: /final_logit_softcapping: 30.0"), std::string::npos)
+      << error_of(image_and_text);
+  EXPECT_NE(error_of({{"model_type", "gemma3_text"}, {"hidden_activation", "relu"}}).find("/hidden_activation: 'relu'"),
+            std::string::npos);
+}
+
+// Imported networks train in bf16 mixed precision unless their torch_dtype
+// is float32.
+TEST(HfConfig, ImportedNetworksTrainInBf16MixedPrecisionByDefault) {
+  EXPECT_EQ(shipped("llama-2-7b").precision, "amp-bf16");  // torch_dtype float16
+  EXPECT_EQ(shipped("qwen3-8b").precision, "amp-bf16");
+  EXPECT_EQ(parse_network_config(json{{"model_type", "gpt2"}}, "g.json").precision, "amp-bf16");
+  EXPECT_EQ(parse_network_config(json{{"model_type", "gpt2"}, {"torch_dtype", "float32"}}, "g.json").precision, "fp32");
+  EXPECT_EQ(parse_network_config(json{{"model_type", "gpt2"}, {"dtype", "bfloat16"}}, "g.json").precision, "amp-bf16");
+  EXPECT_EQ(error_of({{"model_type", "gpt2"}, {"torch_dtype", "int8"}}),
+            "config.json: /torch_dtype: 'int8' is not a type papaya trains in (float32, bfloat16, float16)");
+  EXPECT_EQ(load_network_config("llama-tiny").precision, "fp32");  // papaya's own
 }
 
 // Attention as transformers runs the model: fused (SDPA) unless the config
@@ -180,7 +309,7 @@ TEST(HfConfig, MixturesOfExpertsCountHuggingFacesParameters) {
   EXPECT_FALSE(qwen.transformer().moe->normalize_top_k);
   const NetworkConfig olmoe = shipped("olmoe-1b-7b");
   EXPECT_EQ(parameter_count(olmoe), 6919161856);
-  EXPECT_TRUE(olmoe.transformer().qk_norm);
+  EXPECT_EQ(olmoe.transformer().qk_norm, QkNorm::projection);
   // Only every second block sparse, and block 0 dense by name.
   json sparse = json::parse(std::ifstream(config_dir() + "/hf/qwen1.5-moe-a2.7b.json"));
   sparse["decoder_sparse_step"] = 2;

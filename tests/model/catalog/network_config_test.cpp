@@ -96,7 +96,7 @@ TEST(NetworkConfig, WrongTypeNamesThePath) {
 // OLMoE's q and k norms act on the q and k projections, so they need them apart.
 TEST(NetworkConfig, QkNormsNeedSeparateProjections) {
   json doc = gpt();
-  doc["qk_norm"] = true;
+  doc["qk_norm"] = "head";
   EXPECT_NE(error_of(doc).find("/qk_norm: normalizes q and k projections"), std::string::npos) << error_of(doc);
   doc["fused_qkv"] = false;
   EXPECT_EQ(error_of(doc), "");
@@ -114,7 +114,28 @@ TEST(NetworkConfig, NonPositiveSizeIsRejected) {
 TEST(NetworkConfig, HeadsMustDivideDModel) {
   json doc = gpt();
   doc["heads"] = 5;
-  EXPECT_EQ(error_of(doc), "t.json: /heads: 5 heads do not divide d_model 64");
+  EXPECT_EQ(error_of(doc), "t.json: /heads: 5 heads do not divide d_model 64 (give head_dim)");
+}
+
+// A sliding window names its blocks; the first K blocks (what
+// --profile-blocks measures) keep those among them, and no window where
+// none is; a block past the network, or a window on a bert's or a
+// materialized attention, is refused.
+TEST(NetworkConfig, ASlidingWindowKeepsItsBlocksAmongTheFirstK) {
+  json doc = gpt();
+  doc["layers"] = 4;
+  doc["sliding_window"] = {{"tokens", 8}, {"blocks", {1, 3}}};
+  const NetworkConfig windowed = parse_network_config(doc, "t.json");
+  EXPECT_EQ(windowed.transformer().window_of(1), 8);
+  EXPECT_EQ(windowed.transformer().window_of(2), 0);
+  EXPECT_EQ(with_blocks(windowed, 2).transformer().window_blocks, (std::vector<int>{1}));
+  doc["sliding_window"]["blocks"] = {3};
+  EXPECT_EQ(with_blocks(parse_network_config(doc, "t.json"), 2).transformer().sliding_window, 0);
+  doc["sliding_window"]["blocks"] = {4};
+  EXPECT_EQ(error_of(doc), "t.json: /sliding_window/blocks/0: block 4 of 4");
+  doc["sliding_window"]["blocks"] = {0};
+  doc["attention"] = "materialized";
+  EXPECT_NE(error_of(doc).find("/sliding_window: a window of causal attention"), std::string::npos) << error_of(doc);
 }
 
 // Run through tests/fuzz/network_config.cpp: heads 2^32 read as 0, and

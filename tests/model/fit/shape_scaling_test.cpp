@@ -84,7 +84,10 @@ TEST_P(ShapeScaling, ThreeFractionsGiveTheWholeNetworksBytes) {
 // token types, a pooler, dropout; llama-tiny-lora: frozen projections with
 // adapters of a fixed rank; mixtral-tiny: experts' tokens routed;
 // qwen-moe-tiny, whose 6 experts get 8 x 2 / 6 routings of a quarter of its
-// 32 tokens (2 or 3 each), and so every quarter's shared out alike. The
+// 32 tokens (2 or 3 each), and so every quarter's shared out alike;
+// qwen3-tiny: a head width apart from the stream's, cut apart from it, and
+// q and k normalized per head; gemma3-tiny: a sliding window cut with the
+// tokens, in two of its three blocks. The
 // widths alone: qwen-moe-tiny; llama-tiny, FLOPs a quadratic then; vit-tiny,
 // whose patches are its image's (a patch embedding, a class token, a
 // classifier).
@@ -96,6 +99,8 @@ INSTANTIATE_TEST_SUITE_P(Cpu, ShapeScaling,
                                            Cut{"mixtral-tiny", model::ShapeCut::tokens_and_widths},
                                            Cut{"qwen-moe-tiny", model::ShapeCut::tokens_and_widths},
                                            Cut{"qwen-moe-tiny", model::ShapeCut::widths},
+                                           Cut{"qwen3-tiny", model::ShapeCut::tokens_and_widths},
+                                           Cut{"gemma3-tiny", model::ShapeCut::tokens_and_widths},
                                            Cut{"llama-tiny", model::ShapeCut::widths}, Cut{"vit-tiny", model::ShapeCut::widths}),
                          [](const auto& info) {
                            std::string name = info.param.network;
