@@ -35,9 +35,9 @@ void to_json(nlohmann::json& out, const Imported& i) {
 }
 
 void print_text(std::ostream& out, const Imported& i) {
-  Table table({"network", "family", "shape", "parameters", "description"});
+  Table table({"network", "family", "shape", "parameters", "trains in", "description"});
   table.add_row({i.config.name, model::to_string(i.config.family), network_shape(i.config),
-                 model::format_si(static_cast<double>(i.parameters)), i.config.description});
+                 model::format_si(static_cast<double>(i.parameters)), i.config.precision, i.config.description});
   table.print(out);
   if (i.written.empty()) {
     out << "\n" << i.config.document.dump(2) << "\n";

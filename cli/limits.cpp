@@ -43,8 +43,8 @@ struct LimitsArgs {
   NetworkOptions network_options;
   int profile_blocks = 0;
   int profile_parts = 0;
-  std::string precision = "fp32";
-  std::string device;  // empty: cuda where there is one, else cpu
+  std::string precision;  // "": the network's
+  std::string device;     // empty: cuda where there is one, else cpu
   std::string hardware;
   std::string budget;
   pipeline::DataParallelRequest data_parallel;
@@ -276,7 +276,7 @@ model::LayerModel profiled_model(const LimitsArgs& args, const model::NetworkCon
 
 void check_sources(const LimitsArgs& args) {
   if (args.model.empty() == args.network.empty()) throw InputError("limits: give a model file or --network, one of them");
-  if (!args.model.empty() && (args.seq_len || args.profile_blocks > 0 || args.profile_parts > 0 || args.precision != "fp32")) {
+  if (!args.model.empty() && (args.seq_len || args.profile_blocks > 0 || args.profile_parts > 0 || !args.precision.empty())) {
     throw InputError("limits " + args.model +
                      ": --seq-len, --profile-blocks, --profile-parts and --precision go with --network (a model is "
                      "fitted already)");

@@ -16,8 +16,9 @@ void add_network_options(CLI::App* cmd, std::string& network, std::optional<int>
 void add_precision_option(CLI::App* cmd, std::string& precision) {
   cmd->add_option("--precision", precision,
                   "fp32; bf16 (every activation); amp-bf16 or amp-fp16 (torch.autocast's policy: matmuls in the half type, "
-                  "norms, softmax and losses in fp32). Weights, gradients and AdamW state stay fp32")
-      ->capture_default_str();
+                  "norms, softmax and losses in fp32). Weights, gradients and AdamW state stay fp32. Default: the "
+                  "network's: amp-bf16 for an imported HuggingFace config (fp32 where its torch_dtype is float32), "
+                  "fp32 for the others");
 }
 
 void add_profile_blocks_option(CLI::App* cmd, int& blocks) {

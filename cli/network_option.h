@@ -16,7 +16,8 @@ inline const std::string default_network = "gpt-tiny";
 // config.json) and --seq-len.
 void add_network_options(CLI::App* cmd, std::string& network, std::optional<int>& seq_len);
 
-// --precision: fp32, bf16, amp-bf16 or amp-fp16 (executor/precision.h).
+// --precision: fp32, bf16, amp-bf16 or amp-fp16 (executor/precision.h);
+// left empty where not given: the network's (NetworkConfig::precision).
 void add_precision_option(CLI::App* cmd, std::string& precision);
 
 // --profile-blocks K (profiler::ProfileOptions::profile_blocks; 0 stays: all

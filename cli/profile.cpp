@@ -153,6 +153,7 @@ ProfileRun compute(const ProfileArgs& args) {
   check_writable(args.out);
   profiler::ProfileOptions options = args.options;
   options.network = load_network(args.network, args.seq_len, args.network_options);
+  if (options.precision.empty()) options.precision = options.network.precision;
   if (args.batches.empty()) {  // the profiler's, times the smallest batch the network runs at
     for (int& b : options.batches) b *= options.network.smallest_batch();
   } else {
@@ -182,6 +183,7 @@ void register_profile(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "profile", "Measure a network layer by layer (time, memory, saved tensors) at several batch sizes; write a profile.");
   profiler::ProfileOptions& o = args->options;
+  o.precision.clear();  // the network's unless --precision says
   add_network_options(cmd, args->network, args->seq_len);
   add_archive_options(cmd, args->network_options);
   add_fine_tuning_options(cmd, args->network_options);

@@ -45,8 +45,8 @@ struct RecommendArgs {
   NetworkOptions network_options;
   int profile_blocks = 0;  // 0: all if they fit
   int profile_parts = 0;   // 0: chosen
-  std::string precision = "fp32";
-  std::string device;  // empty: cuda where there is one, else cpu
+  std::string precision;   // "": the network's
+  std::string device;      // empty: cuda where there is one, else cpu
   std::string hardware;
   std::string budget;
   int64_t batch = 0;  // 0: choose it

@@ -54,6 +54,8 @@ void prepare_train_run(TrainRun& run) {
       throw InputError("--pp with --save or --resume: saving a pipeline's training state is not built yet");
     }
   }
+  run.network_config = load_network(run.network, run.seq_len, run.network_options);
+  if (run.precision.empty()) run.precision = run.network_config->precision;
   const executor::Precision precision = executor::resolve_precision(run.precision, device);
   if (run.splits_layers() && precision.dtype == torch::kHalf) {
     throw InputError("--precision " + run.precision + " with --" + (run.pipeline > 1 ? "pp" : "tp") +
@@ -63,7 +65,6 @@ void prepare_train_run(TrainRun& run) {
     throw InputError("--precision " + run.precision + " with --zero " + std::to_string(run.zero) +
                      ": fp16 loss scaling needs every gradient on every rank; use bf16, or --zero 1");
   }
-  run.network_config = load_network(run.network, run.seq_len, run.network_options);
   if (run.tensor > 1) executor::check_tensor_split(*run.network_config, run.tensor, run.sequence_parallel);
   if (run.pipeline > 1) {
     const model::NetworkConfig& config = *run.network_config;

@@ -21,7 +21,7 @@ struct TrainRun {
   // nullopt where a resumed state's network is trained as it was.
   std::optional<model::NetworkConfig> network_config;
   std::string device = "cpu";          // cpu, cuda, cuda:N
-  std::string precision = "fp32";      // fp32, bf16, amp-bf16, amp-fp16
+  std::string precision;               // fp32, bf16, amp-bf16, amp-fp16; "": the network's
   std::string data;                    // a data file (text, or recorded batches); "": synthetic data
   std::string plan = "keep";           // plan name or file, read against the built network
   std::optional<model::Plan> planned;  // instead of `plan`: one already made for this network

@@ -242,7 +242,7 @@ Profiled profile_and_fit(const ProfileAndFitRequest& asked, Reporter& reporter) 
   profiler::ProfileOptions options;
   options.profile_blocks = scaling.parts > 0 ? scaling.blocks : request.profile_blocks;
   options.device = request.device;
-  options.precision = request.precision;
+  options.precision = request.precision.empty() ? request.network.precision : request.precision;
   options.batches = request.batches;
   if (request.quick) {
     options.warmup = 1;

@@ -18,12 +18,12 @@ namespace papaya::pipeline {
 std::vector<int> default_profile_batches(const model::NetworkConfig& network);
 
 struct ProfileAndFitRequest {
-  model::NetworkConfig network;    // parsed once by the caller, at its sequence length
-  std::string device = "cpu";      // cpu, cuda, cuda:N
-  std::string precision = "fp32";  // fp32, bf16, amp-bf16, amp-fp16
-  std::string hardware;            // the catalog entry to target; "": the profiled machine
-  std::vector<int> batches;        // to profile; empty: default_profile_batches
-  int profile_blocks = 0;          // as profiler::ProfileOptions's (0: all if they fit)
+  model::NetworkConfig network;  // parsed once by the caller, at its sequence length
+  std::string device = "cpu";    // cpu, cuda, cuda:N
+  std::string precision;         // fp32, bf16, amp-bf16, amp-fp16; "": the network's
+  std::string hardware;          // the catalog entry to target; "": the profiled machine
+  std::vector<int> batches;      // to profile; empty: default_profile_batches
+  int profile_blocks = 0;        // as profiler::ProfileOptions's (0: all if they fit)
   // A text transformer profiled at 1, 2 and 3 of this many parts of its
   // shape and modelled whole (model/catalog/shape_fraction.h); 1: at its own
   // shape; 0: chosen (below).
