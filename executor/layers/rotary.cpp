@@ -38,12 +38,12 @@ struct RotaryFunction : torch::autograd::Function<RotaryFunction> {
 
 }  // namespace
 
-Rotary::Rotary(int64_t dims, double base, std::shared_ptr<SequenceTables> tables)
-    : Layer(LayerKind::rotary, {}), dims(dims), base(base), tables_(std::move(tables)) {}
+Rotary::Rotary(int64_t dims, double base, std::shared_ptr<SequenceTables> tables, model::RopeScaling scaling)
+    : Layer(LayerKind::rotary, {}), dims(dims), base(base), scaling(std::move(scaling)), tables_(std::move(tables)) {}
 
 torch::Tensor Rotary::forward(torch::Tensor x) {
   Scope scope(*this, {&x});
-  const auto [cos, sin] = tables_->rotary(x.size(-2), dims, base, x.device(), x.scalar_type());
+  const auto [cos, sin] = tables_->rotary(x.size(-2), dims, base, scaling, x.device(), x.scalar_type());
   return scope.finish(RotaryFunction::apply(x, cos, sin, dims));
 }
 

@@ -12,11 +12,12 @@ namespace papaya::executor {
 class Rotary : public Layer {
  public:
   // `tables`: the network's, shared by its layers.
-  Rotary(int64_t dims, double base, std::shared_ptr<SequenceTables> tables);
+  Rotary(int64_t dims, double base, std::shared_ptr<SequenceTables> tables, model::RopeScaling scaling = {});
   torch::Tensor forward(torch::Tensor x);
   torch::Tensor run(const std::vector<torch::Tensor>& in, const Batch&) override { return forward(in.at(0)); }
   int64_t dims;
   double base;
+  model::RopeScaling scaling;
 
  private:
   std::shared_ptr<SequenceTables> tables_;

@@ -1,5 +1,7 @@
 #include "executor/layers/sequence_tables.h"
 
+#include <sstream>
+
 namespace papaya::executor {
 
 const torch::Tensor& SequenceTables::causal_mask(int64_t n, const torch::Device& device) {
@@ -10,11 +12,16 @@ const torch::Tensor& SequenceTables::causal_mask(int64_t n, const torch::Device&
 }
 
 std::pair<torch::Tensor, torch::Tensor> SequenceTables::rotary(int64_t tokens, int64_t dims, double base,
-                                                               const torch::Device& device, torch::ScalarType dtype) {
-  Angles& a = rotary_[base];
+                                                               const model::RopeScaling& scaling, const torch::Device& device,
+                                                               torch::ScalarType dtype) {
+  std::ostringstream key;
+  key << base << " " << scaling.type << " " << scaling.factor << " " << scaling.low_freq_factor << " " << scaling.high_freq_factor
+      << " " << scaling.original_max_positions;
+  Angles& a = rotary_[key.str()];
   if (!a.cos.defined() || a.cos.size(0) != tokens || a.dims != dims || a.cos.device() != device || a.cos.scalar_type() != dtype) {
     const auto fp32 = torch::TensorOptions(device).dtype(torch::kFloat);
-    const torch::Tensor inverse_frequency = torch::pow(base, -torch::arange(0, dims, 2, fp32) / static_cast<double>(dims));
+    const std::vector<double> frequencies = model::rotary_frequencies(static_cast<int>(dims), base, scaling);
+    const torch::Tensor inverse_frequency = torch::tensor(frequencies, torch::kDouble).to(fp32);
     const torch::Tensor angles = torch::outer(torch::arange(tokens, fp32), inverse_frequency).repeat({1, 2});
     a.cos = angles.cos().to(dtype);
     a.sin = angles.sin().to(dtype);

@@ -7,7 +7,10 @@
 #include <torch/torch.h>
 
 #include <map>
+#include <string>
 #include <utility>
+
+#include "model/catalog/rotary_frequencies.h"
 
 namespace papaya::executor {
 
@@ -17,9 +20,10 @@ class SequenceTables {
   const torch::Tensor& causal_mask(int64_t n, const torch::Device& device);
   // cos and sin of each position's angles, (tokens, dims) in `dtype`, as
   // HuggingFace lays them out: each frequency twice, halves concatenated.
-  // One pair a base (Gemma 3's local and global blocks alternate two).
-  std::pair<torch::Tensor, torch::Tensor> rotary(int64_t tokens, int64_t dims, double base, const torch::Device& device,
-                                                 torch::ScalarType dtype);
+  // One pair a base and scaling (Gemma 3's local and global blocks
+  // alternate two).
+  std::pair<torch::Tensor, torch::Tensor> rotary(int64_t tokens, int64_t dims, double base, const model::RopeScaling& scaling,
+                                                 const torch::Device& device, torch::ScalarType dtype);
 
  private:
   struct Angles {
@@ -27,7 +31,7 @@ class SequenceTables {
     int64_t dims = 0;
   };
   torch::Tensor above_diagonal_;
-  std::map<double, Angles> rotary_;  // by base
+  std::map<std::string, Angles> rotary_;  // by base and scaling
 };
 
 }  // namespace papaya::executor

@@ -36,7 +36,7 @@ torch::Tensor drop_or_pass(const std::shared_ptr<Dropout>& dropout, torch::Tenso
 class Attention : public torch::nn::Module {
  public:
   // `window`: causal attention within a sliding window of that many keys (0: none).
-  Attention(const TransformerConfig& c, bool causal, int64_t window, double rotary_base,
+  Attention(const TransformerConfig& c, bool causal, int64_t window, double rotary_base, const model::RopeScaling& scaling,
             const std::shared_ptr<SequenceTables>& tables)
       : heads_(c.heads), kv_heads_(c.kv_heads), head_dim_(c.head_dim()), per_head_norm_(c.qk_norm == model::QkNorm::head) {
     if (c.fused_qkv) {
@@ -54,8 +54,8 @@ class Attention : public torch::nn::Module {
       k_norm = register_module("k_norm", std::make_shared<Norm>(c.norm, c.head_dim()));
     }
     if (c.rotary()) {
-      rope_q = register_module("rope_q", std::make_shared<Rotary>(c.rotary_dims(), rotary_base, tables));
-      rope_k = register_module("rope_k", std::make_shared<Rotary>(c.rotary_dims(), rotary_base, tables));
+      rope_q = register_module("rope_q", std::make_shared<Rotary>(c.rotary_dims(), rotary_base, tables, scaling));
+      rope_k = register_module("rope_k", std::make_shared<Rotary>(c.rotary_dims(), rotary_base, tables, scaling));
     }
     if (c.fused_attention()) {
       core.fused = register_module("fused", std::make_shared<FusedAttention>(c.head_dim(), causal, c.attention_dropout, window));
@@ -172,8 +172,9 @@ struct BlockMlp {
 
 class Block : public Segment {
  public:
-  Block(const TransformerConfig& c, bool causal, int64_t window, double rotary_base, bool pre_norm,
-        const std::shared_ptr<SequenceTables>& tables, const BlockMlp* mixture)
+  // Block `index` of the network: its window and rotation are its own.
+  Block(const TransformerConfig& c, int index, bool causal, bool pre_norm, const std::shared_ptr<SequenceTables>& tables,
+        const BlockMlp* mixture)
       : pre_norm_(pre_norm), parallel_(c.parallel_residual) {
     const auto add_mlp = [&] {
       if (mixture) {
@@ -184,13 +185,15 @@ class Block : public Segment {
     };
     if (pre_norm) {
       ln1 = register_module("ln1", std::make_shared<Norm>(c.norm, c.d_model));
-      attn = register_module("attn", std::make_shared<Attention>(c, causal, window, rotary_base, tables));
+      attn = register_module("attn", std::make_shared<Attention>(c, causal, c.window_of(index), c.rotary_base_of(index),
+                                                                 c.rope_scaling_of(index), tables));
       if (c.post_norms) post_attn_norm = register_module("post_attn_norm", std::make_shared<Norm>(c.norm, c.d_model));
       ln2 = register_module("ln2", std::make_shared<Norm>(c.norm, c.d_model));
       add_mlp();
       if (c.post_norms) post_mlp_norm = register_module("post_mlp_norm", std::make_shared<Norm>(c.norm, c.d_model));
     } else {
-      attn = register_module("attn", std::make_shared<Attention>(c, causal, window, rotary_base, tables));
+      attn = register_module("attn", std::make_shared<Attention>(c, causal, c.window_of(index), c.rotary_base_of(index),
+                                                                 c.rope_scaling_of(index), tables));
       ln1 = register_module("ln1", std::make_shared<Norm>(c.norm, c.d_model));
       add_mlp();
       ln2 = register_module("ln2", std::make_shared<Norm>(c.norm, c.d_model));
@@ -249,8 +252,8 @@ class Transformer : public Network {
     for (int i = 0; i < c.layers; ++i) mixture_blocks += c.is_moe_block(i) ? 1 : 0;
     const BlockMlp mixture{c, mixture_blocks, *this};
     for (int i = 0; i < c.layers; ++i) {
-      blocks->push_back(std::make_shared<Block>(c, family == Family::gpt, c.window_of(i), c.rotary_base_of(i),
-                                                family != Family::bert, tables, c.is_moe_block(i) ? &mixture : nullptr));
+      blocks->push_back(std::make_shared<Block>(c, i, family == Family::gpt, family != Family::bert, tables,
+                                                c.is_moe_block(i) ? &mixture : nullptr));
     }
     if (family != Family::bert) ln_f = register_module("ln_f", std::make_shared<Norm>(c.norm, c.d_model));
     if (family == Family::gpt) {

@@ -85,10 +85,10 @@ void require_head_dim(const json& hf, int hidden, int heads, const std::string& 
 }
 
 // Rotary positions' base (rope_theta; newer configs put it in
-// rope_parameters). A scaling of their frequencies (rope_scaling, or
-// rope_parameters' rope_type) is refused: papaya's rotary layer rotates by
-// the base's frequencies alone.
-double rope_base_of(const json& hf, double fallback, const std::string& label) {
+// rope_parameters) and the scaling of their frequencies (rope_scaling, or
+// rope_parameters' rope_type): linear and llama3 are built, written into
+// `out`; another type (yarn, longrope, dynamic) is refused.
+void rope_of(const json& hf, double fallback, json& out, const std::string& label) {
   double base = field(hf, "rope_theta", fallback, label);
   for (const char* key : {"rope_scaling", "rope_parameters"}) {
     const auto it = hf.find(key);
@@ -97,12 +97,19 @@ double rope_base_of(const json& hf, double fallback, const std::string& label) {
     const std::string where = label + ": /" + key;
     base = field(*it, "rope_theta", base, where);
     const std::string type = field<std::string>(*it, "rope_type", field<std::string>(*it, "type", "default", where), where);
-    if (type != "default") {
-      throw InputError(where + ": rope type '" + type +
-                       "' is not built; papaya's rotary positions use the base frequencies alone (rope_type default)");
+    if (type == "default") continue;
+    if (type != "linear" && type != "llama3") {
+      throw InputError(where + ": rope type '" + type + "' is not built (default, linear and llama3 are)");
     }
+    json scaling = {{"type", type}, {"factor", field(*it, "factor", 1.0, where)}};
+    if (type == "llama3") {
+      scaling["low_freq_factor"] = field(*it, "low_freq_factor", 1.0, where);
+      scaling["high_freq_factor"] = field(*it, "high_freq_factor", 4.0, where);
+      scaling["original_max_positions"] = field(*it, "original_max_position_embeddings", 8192.0, where);
+    }
+    out["rope_scaling"] = scaling;
   }
-  return base;
+  out["rotary_base"] = base;
 }
 
 // Per-type defaults of the Llama-like decoders (LlamaConfig, MistralConfig,
@@ -140,7 +147,7 @@ json llama_like(const json& hf, json out, const std::string& label, std::optiona
   out["activation"] = "swiglu";
   out["norm"] = "rmsnorm";
   out["positions"] = "rotary";
-  out["rotary_base"] = rope_base_of(hf, 10000.0, label);
+  rope_of(hf, 10000.0, out, label);
   const double rotated = field(hf, "partial_rotary_factor", 1.0, label);
   if (rotated != 1.0) out["rotary_fraction"] = rotated;
   out["qkv_bias"] = qkv_bias || attention_bias;
@@ -297,7 +304,7 @@ json gemma3_text(const json& hf, json out, const std::string& label, std::option
   out["scaled_embedding"] = true;
   out["attention_scale"] = 1 / std::sqrt(field(hf, "query_pre_attn_scalar", 256.0, label));
   out["positions"] = "rotary";
-  out["rotary_base"] = rope_base_of(hf, 1e6, label);
+  rope_of(hf, 1e6, out, label);
   out["qkv_bias"] = bias;
   out["proj_bias"] = bias;
   out["mlp_bias"] = false;
@@ -419,7 +426,7 @@ json gpt_neox(const json& hf, json out, const std::string& label, std::optional<
   out["positions"] = "rotary";
   // Newer configs name rotary_pct partial_rotary_factor, rotary_emb_base rope_theta.
   out["rotary_fraction"] = field(hf, "partial_rotary_factor", field(hf, "rotary_pct", 0.25, label), label);
-  out["rotary_base"] = rope_base_of(hf, field(hf, "rotary_emb_base", 10000.0, label), label);
+  rope_of(hf, field(hf, "rotary_emb_base", 10000.0, label), out, label);
   out["qkv_bias"] = bias;
   out["proj_bias"] = bias;
   out["parallel_residual"] = field(hf, "use_parallel_residual", true, label);

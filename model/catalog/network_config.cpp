@@ -201,6 +201,17 @@ TransformerConfig parse_transformer(const json& doc, Family family, const std::s
   t.positions = doc.value("positions", t.positions);
   t.rotary_fraction = doc.value("rotary_fraction", t.rotary_fraction);
   t.rotary_base = doc.value("rotary_base", t.rotary_base);
+  if (doc.contains("rope_scaling")) {
+    const json& s = doc.at("rope_scaling");
+    t.rope_scaling.type = s.at("type");
+    t.rope_scaling.factor = s.at("factor");
+    t.rope_scaling.low_freq_factor = s.value("low_freq_factor", t.rope_scaling.low_freq_factor);
+    t.rope_scaling.high_freq_factor = s.value("high_freq_factor", t.rope_scaling.high_freq_factor);
+    t.rope_scaling.original_max_positions = s.value("original_max_positions", t.rope_scaling.original_max_positions);
+    require(t.positions == "rotary", label, "/rope_scaling", "only with \"positions\": \"rotary\"");
+    require(t.rope_scaling.type != "llama3" || t.rope_scaling.high_freq_factor > t.rope_scaling.low_freq_factor, label,
+            "/rope_scaling/high_freq_factor", "must be above low_freq_factor");
+  }
   t.qkv_bias = doc.value("qkv_bias", t.qkv_bias);
   t.fused_qkv = doc.value("fused_qkv", t.fused_qkv);
   t.fused_gate_up = doc.value("fused_gate_up", t.fused_gate_up);

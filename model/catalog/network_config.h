@@ -8,6 +8,7 @@
 #include <variant>
 #include <vector>
 
+#include "model/catalog/rotary_frequencies.h"
 #include "model/catalog/weight_format.h"
 
 namespace papaya::model {
@@ -77,7 +78,8 @@ struct TransformerConfig {
   std::string positions = "learned";  // learned (a table added to the input) | rotary (q and k rotated)
   double rotary_fraction = 1.0;       // of each head's dimensions, rotated
   double rotary_base = 10000;
-  int max_positions = 0;  // rows of a learned position table (gpt, bert; at least seq_len)
+  RopeScaling rope_scaling;  // of every block's rotation, but windowed blocks with a rotary base of their own
+  int max_positions = 0;     // rows of a learned position table (gpt, bert; at least seq_len)
   bool qkv_bias = true, proj_bias = true, mlp_bias = true;
   // One projection makes q, k and v (GPT-2, GPT-NeoX), or three do (BERT,
   // ViT, Llama, OPT): under autocast each of the three saves its own
@@ -128,8 +130,11 @@ struct TransformerConfig {
   bool rotary() const { return positions == "rotary"; }
   // A gated MLP (SwiGLU, GeGLU): fc2(act(gate x) * up x).
   bool gated() const { return activation == "swiglu" || activation == "geglu"; }
-  // The rotary base of block `i`.
-  double rotary_base_of(int i) const { return window_rotary_base > 0 && window_of(i) > 0 ? window_rotary_base : rotary_base; }
+  // The rotary base of block `i`, and its frequencies' scaling (Gemma 3's
+  // local blocks: their own base, unscaled).
+  double rotary_base_of(int i) const { return local_rotary(i) ? window_rotary_base : rotary_base; }
+  RopeScaling rope_scaling_of(int i) const { return local_rotary(i) ? RopeScaling{} : rope_scaling; }
+  bool local_rotary(int i) const { return window_rotary_base > 0 && window_of(i) > 0; }
   bool fused_attention() const { return attention == "fused"; }
   // The leading dimensions of each head that rotary embeddings rotate.
   int rotary_dims() const;

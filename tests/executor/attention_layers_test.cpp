@@ -91,5 +91,19 @@ TEST(Rotary, EqualsHuggingFacesRotationFullAndPartial) {
   }
 }
 
+// Scaled linearly by 2, position 2p turns as position p did.
+TEST(Rotary, LinearScalingSlowsEveryFrequency) {
+  SequenceTables tables;
+  model::RopeScaling linear;
+  linear.type = "linear";
+  linear.factor = 2;
+  const auto [cos, sin] = tables.rotary(8, 16, 10000, linear, torch::kCPU, torch::kFloat);
+  const auto [plain_cos, plain_sin] = tables.rotary(8, 16, 10000, {}, torch::kCPU, torch::kFloat);
+  for (int64_t p = 0; p < 4; ++p) {
+    EXPECT_TRUE(torch::allclose(cos[2 * p], plain_cos[p], 1e-6, 1e-6)) << p;
+    EXPECT_TRUE(torch::allclose(sin[2 * p], plain_sin[p], 1e-6, 1e-6)) << p;
+  }
+}
+
 }  // namespace
 }  // namespace papaya::executor

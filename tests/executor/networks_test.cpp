@@ -187,6 +187,16 @@ TEST(Networks, SwiGluAndRmsNormBuild) {
 TEST(Networks, ImportedHuggingFaceTypesBuildWhatTheModelCounts) {
   const std::map<std::string, nlohmann::json> docs = {
       {"llama", {{"model_type", "llama"}, {"num_key_value_heads", 2}}},
+      // Llama 3.1's rotation: its frequencies scaled.
+      {"llama-3.1",
+       {{"model_type", "llama"},
+        {"num_key_value_heads", 2},
+        {"rope_scaling",
+         {{"rope_type", "llama3"},
+          {"factor", 8.0},
+          {"low_freq_factor", 1.0},
+          {"high_freq_factor", 4.0},
+          {"original_max_position_embeddings", 8}}}}},
       {"mistral", {{"model_type", "mistral"}, {"num_key_value_heads", 1}, {"sliding_window", 16}}},
       {"qwen2", {{"model_type", "qwen2"}, {"num_key_value_heads", 2}, {"tie_word_embeddings", true}}},
       {"gpt_neox", {{"model_type", "gpt_neox"}, {"rotary_pct", 0.25}}},

@@ -125,9 +125,8 @@ TEST(HfConfig, WhatPapayaCannotBuildIsRefusedNamingTheField) {
   EXPECT_NE(error_of({{"model_type", "roberta"}}, 511).find("sequence length 511 is past the 510 positions"), std::string::npos);
   EXPECT_NE(error_of({{"model_type", "llama"}, {"hidden_act", "gelu"}}).find("/hidden_act: 'gelu'"), std::string::npos);
   EXPECT_NE(error_of({{"model_type", "bert"}, {"head_dim", 256}}).find("/head_dim: 256"), std::string::npos);
-  EXPECT_EQ(error_of({{"model_type", "llama"}, {"rope_scaling", {{"rope_type", "llama3"}, {"factor", 8.0}}}}),
-            "config.json: /rope_scaling: rope type 'llama3' is not built; papaya's rotary positions use the base "
-            "frequencies alone (rope_type default)");
+  EXPECT_EQ(error_of({{"model_type", "llama"}, {"rope_scaling", {{"rope_type", "dynamic"}, {"factor", 8.0}}}}),
+            "config.json: /rope_scaling: rope type 'dynamic' is not built (default, linear and llama3 are)");
   EXPECT_NE(error_of({{"model_type", "qwen3"}, {"rope_parameters", {{"rope_type", "yarn"}}}})
                 .find("/rope_parameters: rope type 'yarn'"),
             std::string::npos);
@@ -259,6 +258,27 @@ TEST(HfConfig, Gemma3CountsHuggingFacesParameters) {
       << error_of(image_and_text);
   EXPECT_NE(error_of({{"model_type", "gemma3_text"}, {"hidden_activation", "relu"}}).find("/hidden_activation: 'relu'"),
             std::string::npos);
+}
+
+// LlamaForCausalLM ("meta-llama/Llama-3.1-8B"): Llama 3's 8,030,261,248
+// parameters, its rotation scaled as llama3 says (factor 8 over 8,192
+// original positions); a gemma3 config's linear scaling is its global
+// blocks' alone.
+TEST(HfConfig, RopeScalingIsKept) {
+  const NetworkConfig llama = shipped("llama-3.1-8b");
+  EXPECT_EQ(parameter_count(llama), 8030261248);
+  const RopeScaling& s = llama.transformer().rope_scaling;
+  EXPECT_EQ(s.type, "llama3");
+  EXPECT_DOUBLE_EQ(s.factor, 8);
+  EXPECT_DOUBLE_EQ(s.high_freq_factor, 4);
+  EXPECT_DOUBLE_EQ(s.original_max_positions, 8192);
+  EXPECT_DOUBLE_EQ(llama.transformer().rotary_base, 500000);
+  EXPECT_EQ(llama.transformer().rope_scaling_of(31).type, "llama3");
+  json gemma = json::parse(std::ifstream(config_dir() + "/hf/gemma-3-1b.json"));
+  gemma["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 8.0}};
+  const TransformerConfig g = parse_network_config(gemma, "g.json").transformer();
+  EXPECT_EQ(g.rope_scaling_of(5).type, "linear");  // global
+  EXPECT_FALSE(g.rope_scaling_of(0).scales());     // local: its own base, unscaled
 }
 
 // Imported networks train in bf16 mixed precision unless their torch_dtype
