@@ -1,7 +1,5 @@
 #include "executor/layers/sequence_tables.h"
 
-#include <sstream>
-
 namespace papaya::executor {
 
 const torch::Tensor& SequenceTables::causal_mask(int64_t n, const torch::Device& device) {
@@ -14,10 +12,9 @@ const torch::Tensor& SequenceTables::causal_mask(int64_t n, const torch::Device&
 std::pair<torch::Tensor, torch::Tensor> SequenceTables::rotary(int64_t tokens, int64_t dims, double base,
                                                                const model::RopeScaling& scaling, const torch::Device& device,
                                                                torch::ScalarType dtype) {
-  std::ostringstream key;
-  key << base << " " << scaling.type << " " << scaling.factor << " " << scaling.low_freq_factor << " " << scaling.high_freq_factor
-      << " " << scaling.original_max_positions;
-  Angles& a = rotary_[key.str()];
+  // Read every call of every rotary layer: a key compared, not formatted.
+  Angles& a = rotary_[{base, scaling.type, scaling.factor, scaling.low_freq_factor, scaling.high_freq_factor,
+                       scaling.original_max_positions}];
   if (!a.cos.defined() || a.cos.size(0) != tokens || a.dims != dims || a.cos.device() != device || a.cos.scalar_type() != dtype) {
     const auto fp32 = torch::TensorOptions(device).dtype(torch::kFloat);
     const std::vector<double> frequencies = model::rotary_frequencies(static_cast<int>(dims), base, scaling);

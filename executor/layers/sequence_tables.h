@@ -8,6 +8,7 @@
 
 #include <map>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "model/catalog/rotary_frequencies.h"
@@ -31,7 +32,8 @@ class SequenceTables {
     int64_t dims = 0;
   };
   torch::Tensor above_diagonal_;
-  std::map<std::string, Angles> rotary_;  // by base and scaling
+  // By base and scaling (type, factor, low and high factors, original positions).
+  std::map<std::tuple<double, std::string, double, double, double, double>, Angles> rotary_;
 };
 
 }  // namespace papaya::executor
