@@ -54,6 +54,22 @@ int64_t head_numel(const at::Tensor& t, const model::TensorStrategy& s) {
   return s.headwise && t.dim() >= 2 ? t.size(-1) * t.size(-2) : t.numel();
 }
 
+// The dimensions of `t` from its largest stride to its smallest, where that
+// order makes a dense tensor that is not contiguous contiguous (a
+// channels-last activation, a transposed one); empty otherwise. Quantized in
+// that order, it is restored with its own strides, without a copy either
+// way: a backward then runs on what it saved (a convolution given an
+// activation in another memory format takes another algorithm, with other
+// scratch and time).
+std::vector<int64_t> memory_order(const at::Tensor& t) {
+  if (t.is_contiguous()) return {};
+  std::vector<int64_t> order(static_cast<size_t>(t.dim()));
+  for (int64_t d = 0; d < t.dim(); ++d) order[static_cast<size_t>(d)] = d;
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return t.stride(a) > t.stride(b); });
+  if (!t.permute(order).is_contiguous()) return {};
+  return order;
+}
+
 }  // namespace
 
 model::TensorStrategy effective_strategy(const StoreSpec& spec) {
@@ -92,10 +108,15 @@ c10::intrusive_ptr<Stored> store(const at::Tensor& t, model::SlotKind kind, cons
       out->version_ = t._version();
       break;
     case Encoding::mask: out->payload_ = pack_mask(t); break;
-    case Encoding::quantized:
+    case Encoding::quantized: {
+      // Headwise groups follow the logical last two dimensions.
+      if (!s.headwise) out->order_ = memory_order(t);
+      const at::Tensor in_order = out->order_.empty() ? t : t.permute(out->order_);
+      out->shape_ = in_order.sizes().vec();
       out->layout_ = QuantLayout{s.bits, s.group(), t.numel(), head_numel(t, s)};
-      out->payload_ = quantize(t, out->layout_);
+      out->payload_ = quantize(in_order, out->layout_);
       break;
+    }
     case Encoding::none: break;
   }
   const void* identity = out->encoding_ == Encoding::raw ? static_cast<const void*>(t.storage().unsafeGetStorageImpl())
@@ -132,7 +153,13 @@ at::Tensor Stored::restore() {
     case Encoding::raw:
       TORCH_CHECK(payload_._version() == version_, "a tensor saved for backward was modified in place");
       return payload_;
-    case Encoding::quantized: return dequantize(payload_, layout_, shape_, dtype_);
+    case Encoding::quantized: {
+      const at::Tensor x = dequantize(payload_, layout_, shape_, dtype_);
+      if (order_.empty()) return x;
+      std::vector<int64_t> back(order_.size());
+      for (size_t k = 0; k < order_.size(); ++k) back[static_cast<size_t>(order_[k])] = static_cast<int64_t>(k);
+      return x.permute(back);
+    }
     case Encoding::mask: return unpack_mask(payload_, shape_);
     case Encoding::none: break;
   }

@@ -35,8 +35,9 @@ class Stored : public torch::CustomClassHolder {
  private:
   friend c10::intrusive_ptr<Stored> store(const at::Tensor&, model::SlotKind, const StoreSpec&);
   model::Encoding encoding_ = model::Encoding::raw;
-  at::Tensor payload_;  // raw: a detached alias; otherwise the packed bytes
-  std::vector<int64_t> shape_;
+  at::Tensor payload_;          // raw: a detached alias; otherwise the packed bytes
+  std::vector<int64_t> shape_;  // quantized: in order_ where one is set
+  std::vector<int64_t> order_;  // quantized: the dimensions in memory order (empty: as they are)
   at::ScalarType dtype_ = at::kFloat;
   QuantLayout layout_;
   int64_t version_ = 0;             // raw: the source's version when stored

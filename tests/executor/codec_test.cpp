@@ -1,5 +1,5 @@
 // The CPU codec: its bytes value by value, sizes, error, unbiased rounding,
-// masks, heads.
+// masks, heads, memory formats.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -11,6 +11,7 @@
 #include "executor/storage/cpu_isa.h"
 #include "executor/storage/quant_math.h"
 #include "executor/storage/rounding.h"
+#include "executor/storage/stored.h"
 #include "model/strategy.h"
 
 namespace papaya::executor {
@@ -58,6 +59,26 @@ TEST(Codec, ErrorIsBelowOneStepOfEachGroup) {
     const torch::Tensor range = mx - mn + mn.abs() * bf16_step;
     const torch::Tensor step = (range / ((1 << bits) - 1) * (1 + bf16_step)).repeat_interleave(256).narrow(0, 0, 5000);
     EXPECT_TRUE(((back - x).abs() <= step * (1 + 1e-5)).all().item<bool>()) << bits << " bits";
+  }
+}
+
+// A saved activation in another memory format than its shape's own
+// (channels last, transposed) is quantized in the order of its memory and
+// comes back with its own strides, its values within a step of its range:
+// the backward that reads it runs as on the tensor it saved (a convolution
+// given another memory format takes another algorithm, scratch and time).
+TEST(Codec, AStoredTensorComesBackInItsOwnMemoryFormat) {
+  StoreSpec spec;
+  spec.strategy = quantized(8, 256);
+  const std::vector<torch::Tensor> tensors{torch::randn({2, 5, 3, 4}).contiguous(torch::MemoryFormat::ChannelsLast),
+                                           torch::randn({6, 7}).t(), torch::randn({3, 4, 5})};
+  for (const torch::Tensor& x : tensors) {
+    const torch::Tensor back = store(x, model::SlotKind::activation, spec)->restore();
+    EXPECT_EQ(back.sizes(), x.sizes());
+    EXPECT_EQ(back.strides(), x.strides());
+    const double mx = x.max().item<double>(), mn = x.min().item<double>(), bf16_step = 1.0 / 128;
+    const double step = (mx - mn + std::abs(mn) * bf16_step) / 255 * (1 + bf16_step);
+    EXPECT_LE((back - x).abs().max().item<double>(), step * (1 + 1e-5)) << x.sizes();
   }
 }
 
