@@ -74,7 +74,7 @@ const std::map<LayerKind, Entry>& table() {
       {K::lm_head,
        {"lm_head", {{{"input", S::activation}, {"logprobs", S::activation}}, false, false, true, true, F::logits, 6}}},
       // Its slots vary: they are the layer's own (LayerDescription::saved).
-      {K::module, {"module", {{}, false, false, false, false, F::per_output, 0, false, false, 2, true}}},
+      {K::module, {"module", {{}, false, false, false, false, F::per_output, 0, false, false}}},
   };
   return entries;
 }

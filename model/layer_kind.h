@@ -92,11 +92,6 @@ struct LayerKindTraits {
   // operand's gradient); fused attention's 2.5 (its scores made again, then
   // four products).
   double backward_flops_ratio = 2;
-  // Its backward is an autograd graph of many ops (an imported module's),
-  // each restoring the slots it saved as it runs and freeing them when it
-  // returns: restored slots are not live all at once, as in a native layer
-  // whose backward restores its slots together.
-  bool restores_slot_by_slot = false;
 };
 
 const LayerKindTraits& traits(LayerKind kind);

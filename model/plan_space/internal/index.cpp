@@ -318,12 +318,6 @@ AtBatch::AtBatch(std::shared_ptr<const Index> shared, int64_t batch_size) : inde
     const double output_after_stores = traits(layer.kind).stores_before_output ? 0 : output;
     at.forward_headroom = std::max(0.0, layer.forward_peak.at(b) - layer.forward_start.at(b) - output_after_stores);
     at.backward_headroom = std::max(0.0, layer.backward_peak.at(b) - layer.backward_start.at(b));
-    if (traits(layer.kind).restores_slot_by_slot) {
-      const LayerEntry& entry = ix.layers[j];
-      for (int i = entry.first_slot; i < entry.first_slot + entry.slot_count; ++i) {
-        if (at.largest_slot < 0 || slot(i).bytes > slot(at.largest_slot).bytes) at.largest_slot = i;
-      }
-    }
     layers.push_back(at);
   }
   for (size_t s = 0; s < ix.segments.size(); ++s) {

@@ -125,10 +125,6 @@ struct LayerAtBatch {
   // saves (forward; its output too where it stores before computing it) and
   // beyond its start (backward): room a codec's scratch fits in.
   double forward_headroom = 0, backward_headroom = 0;
-  // A layer that restores its slots one by one (LayerKindTraits::
-  // restores_slot_by_slot): its largest slot, whose restore stands for all
-  // of them at its backward (-1: none, or restored together).
-  int largest_slot = -1;
 };
 
 struct SegmentAtBatch {

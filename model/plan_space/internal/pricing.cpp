@@ -91,8 +91,7 @@ std::vector<Copy> copies_of(const AtBatch& at, int storage, const std::vector<Te
     c.fetched_by = std::max(c.fetched_by, slot.layer);
     const bool mask = row_of(s.form).encoding == Encoding::mask || slot.kind == SlotKind::mask;
     const double transient = mask ? static_cast<double>(size.numel) : size.bytes;  // a mask unpacks to bools
-    const int largest = at.layer(slot.layer).largest_slot;
-    c.uses.push_back({ix.layer(slot.layer).backward_at, slot.layer, size.bytes, transient, largest < 0 || largest == i});
+    c.uses.push_back({ix.layer(slot.layer).backward_at, slot.layer, size.bytes, transient});
   }
   return copies;
 }

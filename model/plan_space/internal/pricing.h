@@ -19,11 +19,6 @@ struct Use {
   int point = 0, charged_to = 0;
   double raw_bytes = 0;        // what unpacking reads back into
   double transient_bytes = 0;  // what it allocates
-  // Whether its restore adds to the others' at its point: false for all but
-  // the largest slot of a layer that restores its slots one by one
-  // (LayerAtBatch::largest_slot), one op's at a time, the largest standing
-  // for all.
-  bool adds_to_others = true;
 };
 
 // One stored form of a storage under a plan (not raw on the device).

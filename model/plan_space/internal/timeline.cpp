@@ -50,7 +50,6 @@ void add_storage(const AtBatch& at, int storage, const StorageHeld& held, double
     add_as(Kind::scratch, c.strategy, std::max(0.0, codec.pack_scratch(c.packed_from) - at.layer(c.created).forward_headroom),
            created_at, created_at);
     for (const Use& u : c.uses) {
-      if (!u.adds_to_others) continue;
       const double scratch = std::max(0.0, codec.unpack_scratch(u.raw_bytes) - at.layer(u.charged_to).backward_headroom);
       add_as(Kind::scratch, c.strategy, target.allocated(u.transient_bytes) + scratch, u.point, u.point);
     }

@@ -160,31 +160,6 @@ TEST(MemoryModel, CodecScratchCountsWhereItOutgrowsTheLayer) {
   EXPECT_DOUBLE_EQ(with[point(space, m, Phase::forward, "fc1")], without[point(space, m, Phase::forward, "fc1")]);
 }
 
-TEST(MemoryModel, AModuleRestoresItsSlotsOneByOne) {
-  // The head an imported module (kind "module": an autograd graph of ops,
-  // each restoring what it saved as it runs) saving its input (100 B a
-  // sample) and two tensors of its own, t1 (50 fp32, 200 B) and t2 (10 fp32,
-  // 40 B); its keep figures hold those 240 B more: forward 1000 / 1380,
-  // backward 1340 / 2140. Under quantize-4, at its backward: keep S + 2140b
-  // less every raw tensor stored packed (x0, h, g, the head's input: 1000b;
-  // t1 and t2: 240b), plus the copies (34000 as in Quantize4; t1's 12800
-  // values: 100 groups, 6800 B; t2's 2560: 20 groups, 1360 B), plus the
-  // largest slot restored, t1's 200b, standing for all of them: restored
-  // together, the input and t2 would add 140b more. = S + 1100b + 42160.
-  ProfileSpec spec = chain();
-  LayerSpec& head = spec.layers.back();
-  head.kind = "module";
-  head.saved.push_back(saved("t1", SlotKind::activation, 50, 4, "head:t1"));
-  head.saved.push_back(saved("t2", SlotKind::activation, 10, 4, "head:t2"));
-  head.forward_peak = per_sample(1380);
-  head.backward_start = per_sample(1340);
-  head.backward_peak = per_sample(2140);
-  const LayerModel m = fitted(spec);
-  const PlanSpace space(m, profiled_target(m), B);
-  const auto timeline = space.timeline(space.assignment(expand_plan_name("quantize-4", m.layout())));
-  EXPECT_DOUBLE_EQ(timeline[point(space, m, Phase::backward, "head")], S + 1100 * B + 42160);
-}
-
 TEST(MemoryModel, AnInvertedActivationPacksItsOutputForItsConsumer) {
   // Under quantize-4+invert the GELU packs its input's branch mask and its
   // output g, stored as fc2 stores it (fc2 then finds that copy), in its own
