@@ -115,7 +115,18 @@ class TimedRun {
       executor::ObserverGuard guard(&recorder_);
       output = forward();
     }
-    if (output.requires_grad()) output.dim() == 0 ? output.backward() : output.backward(torch::ones_like(output));
+    if (output.requires_grad()) {
+      if (output.dim() == 0) {
+        output.backward();
+      } else {
+        // Its gradient as a step hands it over: a tensor the autograd engine
+        // owns and frees once the layer's first op has read it (here made
+        // by a product's backward). A gradient held here through the
+        // backward would lie beside the layer's own scratch.
+        const torch::Tensor weights = torch::ones_like(output);
+        (output * weights).sum().backward();
+      }
+    }
     recorder_.finish_backward();
     executor::synchronize(device_);
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();

@@ -47,13 +47,16 @@ std::vector<Sample> samples(const Profile& p, const std::vector<size_t>& use, Ge
 }
 
 // A pass's peak bytes: its start's line plus the scratch it takes above its
-// start. Where the layer was probed within its segment, the scratch's line
-// runs from the largest profiled batch to the probe batch, where its shape
-// has settled (LayerProbe): a block run alone takes, layer by layer, the
-// scratch it takes in the whole step at that batch. A layer outside a block
-// runs by itself from a gradient of ones, which changes its scratch (llama's
-// final RMSNorm backward: +50% at 16), so its scratch, as every other byte
-// figure, takes the line through the two largest profiled batches.
+// start. Where the layer was probed (alone, or within its segment), the
+// scratch's line runs from the largest profiled batch to the probe batch,
+// where its shape has settled (LayerProbe): a block run alone takes, layer
+// by layer, the scratch it takes in the whole step at that batch, and a
+// layer run alone gets its gradient as a step hands it over (freed once
+// read), so that it takes its step's scratch too. Kernels chosen by the
+// batch show there: on one thread, LibTorch runs a 1x1 convolution on its
+// own path below a batch of 16 and on oneDNN's, with more scratch, from 16
+// on (ShuffleNetV2's last convolution). Else the scratch, as every other
+// byte figure, takes the line through the two largest profiled batches.
 // `start` is the pass's start, `start_line` its fitted line.
 LinearCurve peak_line(const std::vector<Sample>& start, const LinearCurve& start_line, const std::vector<Sample>& peak,
                       const Profile& p, std::optional<int64_t> probe_headroom) {
@@ -170,7 +173,7 @@ LayerModel fit_model(const Profile& p, const std::vector<size_t>& use, const std
       return l.probe ? std::optional<double>((*l.probe).*field) : std::nullopt;
     };
     const auto probed_headroom = [&](int64_t LayerProbe::*field) {
-      return l.probe && !l.segment.empty() ? std::optional<int64_t>((*l.probe).*field) : std::nullopt;
+      return l.probe ? std::optional<int64_t>((*l.probe).*field) : std::nullopt;
     };
     const std::vector<Sample> forward_start = figure(&LayerMeasurement::forward_start_bytes);
     const std::vector<Sample> backward_start = figure(&LayerMeasurement::backward_start_bytes);

@@ -223,10 +223,11 @@ TEST(MemoryModel, SwapNeedsAHostLink) {
 // A pass's scratch that changes its shape with the batch (oneDNN's
 // convolution backward on a CPU: a different algorithm up to batch 4 or 8)
 // misleads the line through the two largest profiled batches; the probe
-// batch, where a block run alone takes the step's scratch, anchors it. fc2's
-// backward scratch is 400 B per sample, but 3000 B more at batch 2; the head
-// (outside the block) runs alone from a gradient of ones, so its probe's
-// scratch is not the step's and is not used.
+// batch, where a block run alone takes the step's scratch, anchors it, and
+// so does a layer outside a block, run alone from a gradient it is handed as
+// in a step. fc2's backward scratch is 400 B per sample and the head's 800,
+// both 3000 B more at batch 2: through the two largest profiled batches,
+// fc2's is flat and the head's 400 B a sample.
 TEST(MemoryModel, AProbedBlockLayersScratchRunsFromTheLargestBatchToTheProbe) {
   Profile profile = make_profile(chain());
   ASSERT_EQ(profile.batches, (std::vector<int>{1, 2, 4}));
@@ -234,13 +235,14 @@ TEST(MemoryModel, AProbedBlockLayersScratchRunsFromTheLargestBatchToTheProbe) {
   const LayerModel without = fit_profile(profile, "synthetic").model;
   profile.probe_batch = 64;
   for (auto& l : profile.layers) l.probe = LayerProbe{1e-3, 2e-3, 0, 0};
-  profile.layers[2].probe->backward_headroom_bytes = 400 * 64;   // fc2: the step's scratch at 64
-  profile.layers[3].probe->backward_headroom_bytes = 9000 * 64;  // head: not the step's
+  profile.layers[2].probe->backward_headroom_bytes = 400 * 64;  // fc2: the step's scratch at 64
+  profile.layers[3].probe->backward_headroom_bytes = 800 * 64;  // the head's
   const LayerModel with = fit_profile(profile, "synthetic").model;
   ASSERT_EQ(with.layers[2].path, "fc2");
   EXPECT_DOUBLE_EQ(with.layers[2].backward_peak.at(B), S + 1500 * B);
   EXPECT_DOUBLE_EQ(without.layers[2].backward_peak.at(B), S + 6000);  // flat from 2 to 4
-  EXPECT_DOUBLE_EQ(with.layers[3].backward_peak.at(B), without.layers[3].backward_peak.at(B));
+  EXPECT_DOUBLE_EQ(with.layers[3].backward_peak.at(B), S + 1900 * B);
+  EXPECT_DOUBLE_EQ(without.layers[3].backward_peak.at(B), S + 400 * B + 6000);
   EXPECT_DOUBLE_EQ(with.layers[2].backward_start.at(B), S + 1100 * B);  // the start is the profiled batches' line
 }
 
