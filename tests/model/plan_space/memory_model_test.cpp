@@ -228,7 +228,7 @@ TEST(MemoryModel, SwapNeedsAHostLink) {
 // in a step. fc2's backward scratch is 400 B per sample and the head's 800,
 // both 3000 B more at batch 2: through the two largest profiled batches,
 // fc2's is flat and the head's 400 B a sample.
-TEST(MemoryModel, AProbedBlockLayersScratchRunsFromTheLargestBatchToTheProbe) {
+TEST(MemoryModel, AProbedLayersScratchRunsFromTheLargestBatchToTheProbe) {
   Profile profile = make_profile(chain());
   ASSERT_EQ(profile.batches, (std::vector<int>{1, 2, 4}));
   for (size_t i : {size_t{2}, size_t{3}}) profile.layers[i].measured[1].backward_peak_bytes += 3000;
