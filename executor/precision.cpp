@@ -45,6 +45,7 @@ AutocastRule autocast_rule(model::LayerKind kind) {
     case K::tanh:
     case K::dropout:
     case K::mul:
+    case K::clamped_swiglu:
     case K::rotary:
     case K::module: return AutocastRule::as_input;  // an imported network trains in fp32 (session.h)
   }

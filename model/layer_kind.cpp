@@ -48,6 +48,10 @@ const std::map<LayerKind, Entry>& table() {
       {K::tanh, {"tanh", {{{"output", S::activation}}, false, false, false, false, F::per_output, 5}}},
       {K::dropout, {"dropout", {{{"mask", S::mask}}, false, false, false, false, F::per_output, 2}}},
       {K::mul, {"mul", {{{"a", S::activation}, {"b", S::activation}}, false, false, false, false, F::per_output, 1, true}}},
+      // Two clamps, the sigmoid's product and exponential, the shift and two products.
+      {K::clamped_swiglu,
+       {"clamped_swiglu",
+        {{{"gate", S::activation}, {"up", S::activation}}, false, false, false, false, F::per_output, 10, true}}},
       // A multiply and a multiply-add per rotated output; saves nothing.
       {K::rotary, {"rotary", {{}, false, false, false, false, F::per_output, 3}}},
       // The scale is one more operation per score.

@@ -27,6 +27,9 @@ enum class LayerKind {
   tanh,
   dropout,
   mul,
+  // GPT-OSS's experts' gated unit of two inputs, gate and up: (clamp(up,
+  // ±limit) + 1)·c·sigmoid(alpha·c), c = min(gate, limit); saves both.
+  clamped_swiglu,
   rotary,
   attention_scores,
   softmax,

@@ -65,11 +65,18 @@ void write_rows(const at::Tensor& t, const at::Tensor& block, const Shape& s, in
 }
 
 // Scaled scores of a block of rows against keys [first_key, first_key +
-// keys), the keys past each row's own (and before its window) set to -inf
-// when causal.
+// keys), soft-capped where the call caps them, the keys past each row's own
+// (and before its window) set to -inf when causal. `slope`, where given and
+// the scores are capped: the cap's derivative at each score, 1 - tanh^2
+// (taken before the mask, so that it is finite everywhere).
 at::Tensor block_scores(const at::Tensor& q_rows, const at::Tensor& k_block, const Shape& s, const BlockAttention& how,
-                        int64_t first_row, int64_t rows, int64_t first_key) {
+                        int64_t first_row, int64_t rows, int64_t first_key, at::Tensor* slope = nullptr) {
   at::Tensor scores = at::matmul(q_rows, k_block.transpose(-2, -1)).mul_(how.scale);
+  if (how.softcap > 0) {
+    scores.div_(how.softcap).tanh_();
+    if (slope) *slope = 1 - scores.square();
+    scores.mul_(how.softcap);
+  }
   const int64_t keys = k_block.size(2);
   const bool past_row = first_key + keys - 1 > first_row;
   const bool before_window = how.window > 0 && first_row + rows - 1 - first_key >= how.window;
@@ -81,6 +88,14 @@ at::Tensor block_scores(const at::Tensor& q_rows, const at::Tensor& k_block, con
     scores.view({s.batch, s.kv_heads, s.group, rows, keys}).masked_fill_(hidden, -std::numeric_limits<double>::infinity());
   }
   return scores;
+}
+
+// The sinks' logits laid out as a block of rows' values: (1, kv_heads, group·rows).
+at::Tensor sink_rows(const at::Tensor& sinks, const Shape& s, int64_t rows) {
+  return sinks.to(at::kFloat)
+      .view({1, s.kv_heads, s.group, 1})
+      .expand({1, s.kv_heads, s.group, rows})
+      .reshape({1, s.kv_heads, s.group * rows});
 }
 
 // Dropout's mask for a block of rows (as block_scores lays them out), or undefined without dropout.
@@ -144,8 +159,16 @@ AttentionOutput block_attention_forward(const at::Tensor& q, const at::Tensor& k
       }
       row_max = new_max;
     }
-    write_rows(out, acc.div_(row_sum.unsqueeze(-1)), s, first, rows);
-    write_rows(lse, row_max.add_(row_sum.log_()), s, first, rows);
+    acc.div_(row_sum.unsqueeze(-1));
+    at::Tensor row_lse = row_max.add_(row_sum.log_());
+    if (how.sinks.defined()) {
+      // The sink joins the softmax: the row's weights shrink by exp(lse - lse with the sink).
+      const at::Tensor with_sink = at::logaddexp(row_lse, sink_rows(how.sinks, s, rows));
+      acc.mul_((row_lse - with_sink).exp_().unsqueeze(-1));
+      row_lse = with_sink;
+    }
+    write_rows(out, acc, s, first, rows);
+    write_rows(lse, row_lse, s, first, rows);
   }
   return {out, lse};
 }
@@ -158,19 +181,26 @@ AttentionGradients block_attention_backward(const at::Tensor& grad_out, const at
   // k's and v's gradients sum over every block of rows (and a group's query heads): fp32 throughout.
   at::Tensor grad_q = at::empty(q.sizes(), fp32);
   at::Tensor grad_k = at::zeros(k.sizes(), fp32), grad_v = at::zeros(v.sizes(), fp32);
+  // A sink's gradient: -sum over rows of its weight exp(sink - lse) times D (it has no value).
+  at::Tensor grad_sinks = how.sinks.defined() ? at::zeros({s.kv_heads, s.group}, fp32) : at::Tensor();
   for (int64_t first = 0; first < s.tokens; first += attention_query_block) {
     const int64_t rows = std::min(attention_query_block, s.tokens - first);
     const at::Tensor q_rows = query_rows(q, s, first, rows), g_rows = query_rows(grad_out, s, first, rows);
     // FlashAttention-2's D: rowsum(dO o O), the probabilities' part of every score's gradient.
     const at::Tensor d = (g_rows * query_rows(out, s, first, rows)).sum(-1).unsqueeze(-1);
     const at::Tensor row_lse = row_values(lse, s, first, rows).unsqueeze(-1);
+    if (grad_sinks.defined()) {
+      const at::Tensor sink_weight = (sink_rows(how.sinks, s, rows) - row_lse.squeeze(-1)).exp_();
+      grad_sinks.sub_((sink_weight * d.squeeze(-1)).view({s.batch, s.kv_heads, s.group, rows}).sum(at::IntArrayRef{0, 3}));
+    }
     at::Tensor grad_rows = at::zeros_like(q_rows);
     const int64_t seen = s.keys_seen(how.causal, first, rows);
     for (int64_t first_key = s.first_key_block(how, first); first_key < seen; first_key += s.key_block) {
       const int64_t keys = std::min(s.key_block, seen - first_key);
       const at::Tensor k_block = k.narrow(2, first_key, keys).to(at::kFloat);
       const at::Tensor v_block = v.narrow(2, first_key, keys).to(at::kFloat);
-      at::Tensor p = block_scores(q_rows, k_block, s, how, first, rows, first_key).sub_(row_lse).exp_();
+      at::Tensor slope;  // where the scores are capped
+      at::Tensor p = block_scores(q_rows, k_block, s, how, first, rows, first_key, &slope).sub_(row_lse).exp_();
       const at::Tensor mask = block_mask(how, s, first, rows, first_key, keys, q.device());
       at::Tensor grad_p = at::matmul(g_rows, v_block.transpose(-2, -1));
       if (mask.defined()) {
@@ -179,13 +209,16 @@ AttentionGradients block_attention_backward(const at::Tensor& grad_out, const at
       } else {
         grad_v.narrow(2, first_key, keys).add_(at::matmul(p.transpose(-2, -1), g_rows));
       }
-      const at::Tensor grad_scores = p.mul_(grad_p.sub_(d)).mul_(how.scale);
+      at::Tensor grad_scores = p.mul_(grad_p.sub_(d));
+      if (slope.defined()) grad_scores.mul_(slope);
+      grad_scores.mul_(how.scale);
       grad_rows.add_(at::matmul(grad_scores, k_block));
       grad_k.narrow(2, first_key, keys).add_(at::matmul(grad_scores.transpose(-2, -1), q_rows));
     }
     write_rows(grad_q, grad_rows, s, first, rows);
   }
-  return {grad_q.to(q.scalar_type()), grad_k.to(k.scalar_type()), grad_v.to(v.scalar_type())};
+  return {grad_q.to(q.scalar_type()), grad_k.to(k.scalar_type()), grad_v.to(v.scalar_type()),
+          grad_sinks.defined() ? grad_sinks.view({s.heads}) : at::Tensor()};
 }
 
 }  // namespace papaya::executor

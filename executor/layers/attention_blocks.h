@@ -29,6 +29,13 @@ struct BlockAttention {
   // Causal, a sliding window: row i sees keys i - window + 1 to i, and the
   // blocks of keys wholly before them are skipped; 0: every key up to i.
   int64_t window = 0;
+  // Scores soft-capped, cap·tanh(score / cap), before the mask and the
+  // softmax (Gemma 2's attention logits); 0: not capped.
+  double softcap = 0;
+  // Attention sinks (GPT-OSS): one logit a head, fp32 (heads), that joins
+  // each row's softmax with no value, so that a row may attend to nothing;
+  // undefined: none.
+  at::Tensor sinks;
 };
 
 // Query rows a block holds.
@@ -49,6 +56,7 @@ AttentionOutput block_attention_forward(const at::Tensor& q, const at::Tensor& k
 
 struct AttentionGradients {
   at::Tensor q, k, v;
+  at::Tensor sinks;  // fp32 (heads), where the call has sinks
 };
 
 // The gradients of q, k and v from the output's gradient and what forward kept.

@@ -36,7 +36,8 @@ at::Tensor token_major(const at::Tensor& heads_first) {
 
 // One call of `layer`: in training with dropout, a new seed.
 BlockAttention call_of(const FusedAttention& layer) {
-  BlockAttention how{layer.scale, layer.causal, layer.is_training() ? layer.dropout : 0.0, 0, layer.window};
+  BlockAttention how{layer.scale,   layer.causal, layer.is_training() ? layer.dropout : 0.0, 0, layer.window,
+                     layer.softcap, layer.sinks};
   if (how.dropout > 0) how.seed = draw_seed();
   return how;
 }
@@ -44,9 +45,12 @@ BlockAttention call_of(const FusedAttention& layer) {
 struct FusedAttentionFunction : Function<FusedAttentionFunction> {
   // `planned`: the slots stored as the plan says (else as they are: keep, or
   // a recomputation's forward in backward).
+  // `sinks`: the layer's, passed for their gradient (empty: none; an
+  // undefined input is not one autograd takes).
   static at::Tensor forward(AutogradContext* ctx, const FusedAttention* layer, const at::Tensor& q, const at::Tensor& k,
-                            const at::Tensor& v, bool planned, const SlotReport* report) {
+                            const at::Tensor& v, const at::Tensor& sinks, bool planned, const SlotReport* report) {
     const BlockAttention how = call_of(*layer);
+    ctx->saved_data["sinks"] = sinks;  // stash holds the saved variables
     const AttentionOutput out = block_attention_forward(q, k, v, how);
     // The output kept token-major, (batch, tokens, heads·head_dim), as the
     // output projection takes and saves it: one storage, one stored copy.
@@ -62,23 +66,30 @@ struct FusedAttentionFunction : Function<FusedAttentionFunction> {
     ctx->saved_data["dropout"] = how.dropout;
     ctx->saved_data["seed"] = static_cast<int64_t>(how.seed);
     ctx->saved_data["window"] = how.window;
+    ctx->saved_data["softcap"] = how.softcap;
     return out.out;
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
     const Unstashed saved = unstash(ctx);
-    const BlockAttention how{ctx->saved_data["scale"].toDouble(), ctx->saved_data["causal"].toBool(),
-                             ctx->saved_data["dropout"].toDouble(), static_cast<uint64_t>(ctx->saved_data["seed"].toInt()),
-                             ctx->saved_data["window"].toInt()};
+    BlockAttention how;
+    how.scale = ctx->saved_data["scale"].toDouble();
+    how.causal = ctx->saved_data["causal"].toBool();
+    how.dropout = ctx->saved_data["dropout"].toDouble();
+    how.seed = static_cast<uint64_t>(ctx->saved_data["seed"].toInt());
+    how.window = ctx->saved_data["window"].toInt();
+    how.softcap = ctx->saved_data["softcap"].toDouble();
+    const at::Tensor sinks = ctx->saved_data["sinks"].toTensor();
+    if (sinks.numel() > 0) how.sinks = sinks;
     const auto gradients = [&](const std::vector<at::Tensor>& s) -> variable_list {
       const at::Tensor& g_out = grad[0];  // (batch, heads, tokens, head_dim)
       const at::Tensor out = s[3].view({g_out.size(0), g_out.size(2), g_out.size(1), g_out.size(3)}).transpose(1, 2);
       const AttentionGradients g = block_attention_backward(g_out, s[0], s[1], s[2], out, s[4], how);
-      return {g.q, g.k, g.v};
+      return {g.q, g.k, g.v, g.sinks};
     };
     const variable_list out = gradients(saved.tensors);
     saved.estimate_sensitivity(gradients, out);
-    return {at::Tensor(), out[0], out[1], out[2], at::Tensor(), at::Tensor()};
+    return {at::Tensor(), out[0], out[1], out[2], out[3], at::Tensor(), at::Tensor()};
   }
 };
 
@@ -109,9 +120,12 @@ torch::Tensor FusedAttention::forward(torch::Tensor q, torch::Tensor k, torch::T
     for (size_t i = 0; i < 5; ++i) scope.saved(moms::slot_names[i], slots[i]);
     return scope.finish(out.out);
   }
-  if (uses_moms()) return scope.finish(moms::FusedAttentionFunction::apply(this, q, k, v, true, nullptr));
+  const torch::Tensor sinks_or_none = sinks.defined() ? sinks : torch::empty({0});
+  if (uses_moms()) return scope.finish(moms::FusedAttentionFunction::apply(this, q, k, v, sinks_or_none, true, nullptr));
   const moms::SlotReport report = [&scope](const std::string& slot, const at::Tensor& t) { scope.saved(slot, t); };
-  return scope.finish(moms::FusedAttentionFunction::apply(this, q, k, v, false, &report));
+  return scope.finish(moms::FusedAttentionFunction::apply(this, q, k, v, sinks_or_none, false, &report));
 }
+
+void FusedAttention::add_sinks(int64_t heads) { sinks = register_parameter("sinks", torch::zeros({heads})); }
 
 }  // namespace papaya::executor

@@ -31,6 +31,11 @@ class FusedAttention : public Layer {
   bool causal;
   double dropout;  // on the attention weights, in training
   int64_t window;
+  double softcap = 0;  // scores capped at ±softcap (cap·tanh(score / cap)); 0: not capped
+  // Attention sinks (GPT-OSS): a learned logit a head that joins each row's
+  // softmax with no value (a parameter, fp32); undefined: none.
+  torch::Tensor sinks;
+  void add_sinks(int64_t heads);
 };
 
 }  // namespace papaya::executor

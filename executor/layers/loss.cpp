@@ -30,6 +30,20 @@ at::Tensor logits_grad(const at::Tensor& grad, const at::Tensor& logprobs, const
   return logits.to(dtype);
 }
 
+// The LM head's logits in fp32, soft-capped where `softcap` > 0:
+// cap·tanh(z / cap) (Gemma 2's final logits).
+at::Tensor capped_logits(const at::Tensor& logits, double softcap) {
+  const at::Tensor z = logits.to(at::kFloat);
+  return softcap > 0 ? z.div(softcap).tanh_().mul_(softcap) : z;
+}
+
+// A gradient with respect to capped logits `capped`, taken back through the
+// cap in place: times 1 - tanh^2, from the capped values themselves.
+at::Tensor through_cap(at::Tensor grad, const at::Tensor& capped, double softcap) {
+  at::Tensor slope = capped.div(softcap);
+  return grad.mul_(slope.square_().neg_().add_(1));
+}
+
 struct CrossEntropyFunction : Function<CrossEntropyFunction> {
   static at::Tensor forward(AutogradContext* ctx, const CrossEntropy* layer, const at::Tensor& logits, const at::Tensor& target) {
     const at::Tensor logprobs = at::log_softmax(logits.to(at::kFloat), -1);
@@ -58,20 +72,25 @@ struct CrossEntropyFunction : Function<CrossEntropyFunction> {
 // chunk: {d x rows, d weight (accumulated and returned in fp32; undefined
 // for a frozen weight, which then takes no vocabulary-sized buffer)}.
 variable_list recomputed_gradients(const at::Tensor& grad, const at::Tensor& rows, const at::Tensor& weight,
-                                   const at::Tensor& targets, bool weight_trained) {
+                                   const at::Tensor& targets, bool weight_trained, double softcap) {
   at::Tensor grad_rows, grad_weight;
   const int64_t n = rows.size(0), step = model::lm_head_chunk_rows(weight.size(0));
   const at::Tensor per_token = grad.to(at::kFloat).div(n).neg();  // d loss / d logprob of each target
   for (int64_t start = 0; start < n; start += step) {
     const int64_t count = std::min(step, n - start);
     const at::Tensor x = rows.narrow(0, start, count), target = targets.narrow(0, start, count).unsqueeze(1);
-    at::Tensor logprobs = at::log_softmax(at::linear(x, weight).to(at::kFloat), -1);
+    at::Tensor capped = capped_logits(at::linear(x, weight), softcap);
+    at::Tensor logprobs = at::log_softmax(capped, -1);
+    if (softcap <= 0) capped.reset();  // the logits: only a cap's slope reads them again
     at::Tensor g = at::zeros_like(logprobs).scatter_(1, target, per_token.expand({count, 1}));
-    const at::Tensor logits = at::_log_softmax_backward_data(g, logprobs, -1, at::kFloat);
-    // The chunk's log-probabilities go before the casts below and the results
-    // are made only then: at no point more than keep's backward holds.
+    at::Tensor logits = at::_log_softmax_backward_data(g, logprobs, -1, at::kFloat);
+    // The chunk's log-probabilities go before the cap's slope, the casts
+    // below and the results are made: at no point more than keep's backward
+    // holds.
     logprobs.reset();
     g.reset();
+    if (softcap > 0) through_cap(logits, capped, softcap);
+    capped.reset();
     if (!grad_rows.defined()) {
       grad_rows = at::empty_like(rows);
       if (weight_trained) grad_weight = at::zeros(weight.sizes(), weight.options().dtype(at::kFloat));
@@ -86,11 +105,16 @@ variable_list recomputed_gradients(const at::Tensor& grad, const at::Tensor& row
 // head keeps the MOM-aware Function in every plan): nullptr where none is.
 using SlotReport = std::function<void(const std::string& slot, const at::Tensor& tensor)>;
 
+// With soft-capped logits the slot "logprobs" holds the capped logits in
+// fp32 (the log-probabilities less each row's log-sum-exp: as many bytes),
+// from which backward takes the log-probabilities and the cap's slope again.
 struct LMHeadFunction : Function<LMHeadFunction> {
   static at::Tensor forward(AutogradContext* ctx, const LMHead* layer, const at::Tensor& x, const at::Tensor& weight,
                             const at::Tensor& target, const SlotReport* report) {
     const at::Tensor rows = x.reshape({-1, x.size(-1)}), targets = target.reshape({-1});
     const at::Tensor w = computed_as(weight, x);
+    const double softcap = layer->softcap;
+    ctx->saved_data["softcap"] = softcap;
     if (model::recomputes(layer->store_spec(1).strategy.form)) {
       stash(ctx, {store_slot(*layer, 0, x)});
       ctx->save_for_backward({weight, targets});
@@ -98,13 +122,16 @@ struct LMHeadFunction : Function<LMHeadFunction> {
       const int64_t n = rows.size(0), step = model::lm_head_chunk_rows(weight.size(0));
       for (int64_t start = 0; start < n; start += step) {
         const int64_t count = std::min(step, n - start);
-        const at::Tensor logprobs = at::log_softmax(at::linear(rows.narrow(0, start, count), w).to(at::kFloat), -1);
+        const at::Tensor logprobs = at::log_softmax(capped_logits(at::linear(rows.narrow(0, start, count), w), softcap), -1);
         total.sub_(logprobs.gather(1, targets.narrow(0, start, count).unsqueeze(1)).sum());
       }
       return total.div_(n);
     }
-    const at::Tensor logprobs = at::log_softmax(at::linear(x, w).to(at::kFloat), -1);
+    at::Tensor capped = capped_logits(at::linear(x, w), softcap);
+    at::Tensor logprobs = at::log_softmax(capped, -1);
+    if (softcap <= 0) capped.reset();  // the logits: kept only where they are capped
     auto [loss, total_weight] = at::nll_loss_forward(logprobs.flatten(0, 1), targets, {}, mean, no_ignore);
+    if (softcap > 0) logprobs = std::move(capped);
     stash(ctx, {store_slot(*layer, 0, x), store_slot(*layer, 1, logprobs)});
     if (report) {
       (*report)("input", x);
@@ -120,13 +147,21 @@ struct LMHeadFunction : Function<LMHeadFunction> {
     const at::Tensor &weight = kept[0], &targets = kept[1];
     const at::Tensor w = computed_as(weight, saved.tensors[0]);
     const bool weight_trained = ctx->needs_input_grad(1);  // of x, weight, target
+    const double softcap = ctx->saved_data["softcap"].toDouble();
     const auto gradients = [&](const std::vector<at::Tensor>& s) -> variable_list {
       const at::Tensor rows = s[0].reshape({-1, s[0].size(-1)});
       if (s.size() == 1) {
-        const variable_list g = recomputed_gradients(grad[0], rows, w, targets, weight_trained);
+        const variable_list g = recomputed_gradients(grad[0], rows, w, targets, weight_trained, softcap);
         return {g[0].view_as(s[0]), gradient_for(weight, g[1])};
       }
-      const at::Tensor g = logits_grad(grad[0], s[1].flatten(0, 1), targets, kept[2], rows.scalar_type());
+      at::Tensor g;
+      if (softcap > 0) {
+        const at::Tensor capped = s[1].flatten(0, 1);
+        g = logits_grad(grad[0], at::log_softmax(capped, -1), targets, kept[2], at::kFloat);
+        g = through_cap(std::move(g), capped, softcap).to(rows.scalar_type());
+      } else {
+        g = logits_grad(grad[0], s[1].flatten(0, 1), targets, kept[2], rows.scalar_type());
+      }
       return {g.mm(w).view_as(s[0]), weight_trained ? gradient_for(weight, g.t().mm(rows)) : at::Tensor()};
     };
     const variable_list out = gradients(saved.tensors);
@@ -267,7 +302,7 @@ torch::Tensor LMHead::forward(torch::Tensor x, torch::Tensor target) {
     return scope.finish(moms::vocab_parallel_lm_head(*this, input, weight, target, *group_, first_row_));
   }
   if (uses_moms()) return scope.finish(moms::lm_head(*this, x, weight, target));
-  if (frozen_weight_in_training()) {
+  if (softcap > 0 || frozen_weight_in_training()) {
     const moms::SlotReport report = [&scope](const std::string& slot, const at::Tensor& t) { scope.saved(slot, t); };
     return scope.finish(moms::lm_head(*this, x, weight, target, &report));
   }

@@ -16,8 +16,9 @@ class CrossEntropy : public Layer {
 };
 
 // logits = x W^T with W the token embedding's (tied) weight or the head's
-// own, then mean cross-entropy over all tokens. Saves its input and the fp32
-// log-probabilities.
+// own, soft-capped where `softcap` > 0, then mean cross-entropy over all
+// tokens. Saves its input and the fp32 log-probabilities (capped: the fp32
+// capped logits, as many bytes, that backward takes them from).
 class LMHead : public Layer {
  public:
   explicit LMHead(torch::Tensor tied_weight);
@@ -31,6 +32,7 @@ class LMHead : public Layer {
   // summed over the group.
   void split(const std::shared_ptr<TensorGroup>& group);
   torch::Tensor weight;  // tied: not registered, owned by the embedding
+  double softcap = 0;    // the logits capped at ±softcap (cap·tanh(z / cap), Gemma 2); 0: not capped
 
  private:
   // A frozen weight (a fine-tuned network's tied embedding) runs the

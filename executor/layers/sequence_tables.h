@@ -20,7 +20,8 @@ class SequenceTables {
   // True above the diagonal, (n, n).
   const torch::Tensor& causal_mask(int64_t n, const torch::Device& device);
   // cos and sin of each position's angles, (tokens, dims) in `dtype`, as
-  // HuggingFace lays them out: each frequency twice, halves concatenated.
+  // HuggingFace lays them out: each frequency twice, halves concatenated;
+  // times the scaling's magnitude (yarn's attention factor).
   // One pair a base and scaling (Gemma 3's local and global blocks
   // alternate two).
   std::pair<torch::Tensor, torch::Tensor> rotary(int64_t tokens, int64_t dims, double base, const model::RopeScaling& scaling,
@@ -32,8 +33,9 @@ class SequenceTables {
     int64_t dims = 0;
   };
   torch::Tensor above_diagonal_;
-  // By base and scaling (type, factor, low and high factors, original positions).
-  std::map<std::tuple<double, std::string, double, double, double, double>, Angles> rotary_;
+  // By base and scaling (type, factor, low and high factors, original
+  // positions, yarn's betas, attention factor and rounding).
+  std::map<std::tuple<double, std::string, double, double, double, double, double, double, double, bool>, Angles> rotary_;
 };
 
 }  // namespace papaya::executor

@@ -4,17 +4,23 @@ namespace papaya::executor {
 
 FeedForward::FeedForward(const model::TransformerConfig& c, int64_t hidden, bool bias, const std::string& activation,
                          double dropout, bool weighted_output) {
-  const bool gated = activation == "swiglu" || activation == "geglu", joined = gated && c.fused_gate_up;
+  const bool clamped = activation == "clamped_swiglu";
+  const bool gated = activation == "swiglu" || activation == "geglu" || clamped, joined = gated && c.fused_gate_up;
   if (joined) {
     fc1 = Projection(*this, "fc1", c.d_model, 2 * hidden, bias, c, "gate_up");
   } else {
     fc1 = Projection(*this, "fc1", c.d_model, hidden, bias, c, gated ? "gate" : "fc1");
   }
-  const std::string gate_activation = activation == "swiglu" ? "silu" : activation == "geglu" ? "gelu" : activation;
-  act = register_module("act", std::make_shared<Activation>(gate_activation));
-  if (gated) {
-    if (!joined) up = Projection(*this, "up", c.d_model, hidden, bias, c, "up");
-    gate = register_module("gate", std::make_shared<Mul>());
+  if (clamped) {  // GPT-OSS's experts: their mixture's alpha and limit
+    up = Projection(*this, "up", c.d_model, hidden, bias, c, "up");
+    glu = register_module("glu", std::make_shared<ClampedSwiGlu>(c.moe->swiglu_alpha, c.moe->swiglu_limit));
+  } else {
+    const std::string gate_activation = activation == "swiglu" ? "silu" : activation == "geglu" ? "gelu" : activation;
+    act = register_module("act", std::make_shared<Activation>(gate_activation));
+    if (gated) {
+      if (!joined) up = Projection(*this, "up", c.d_model, hidden, bias, c, "up");
+      gate = register_module("gate", std::make_shared<Mul>());
+    }
   }
   fc2 = Projection(*this, "fc2", hidden, c.d_model, bias, c, gated ? "down" : "fc2");
   if (weighted_output) weighted = register_module("weighted", std::make_shared<Mul>());
@@ -32,6 +38,9 @@ torch::Tensor FeedForward::forward(const torch::Tensor& input, const torch::Tens
     const torch::Tensor both = fc1.forward(x);
     const int64_t half = both.size(-1) / 2;
     h = gate->forward(act->forward(both.narrow(-1, 0, half).contiguous()), both.narrow(-1, half, half).contiguous());
+  } else if (glu) {
+    h = fc1.forward(x);
+    h = glu->forward(std::move(h), up.forward(x));
   } else {
     h = act->forward(fc1.forward(x));
     if (gate) h = gate->forward(h, up.forward(x));

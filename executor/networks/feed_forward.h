@@ -1,11 +1,14 @@
 #pragma once
 // A transformer block's MLP, and each expert of a mixture: fc1 -> act -> fc2,
-// or gated, fc2(act(fc1 x) * up x) (SwiGLU: SiLU, GeGLU: GELU); an expert's output weighted by its
-// tokens' routing weights (a layer, so that plans store what it saves);
-// then the residual dropout if any.
+// or gated, fc2(act(fc1 x) * up x) (SwiGLU: SiLU, GeGLU: GELU), or
+// fc2(glu(fc1 x, up x)) with GPT-OSS's clamped SwiGLU (its alpha and limit
+// the mixture's); an expert's output weighted by its tokens' routing weights
+// (a layer, so that plans store what it saves); then the residual dropout
+// if any.
 #include <memory>
 #include <string>
 
+#include "executor/layers/clamped_swiglu.h"
 #include "executor/networks/lora.h"
 #include "executor/networks/tensor_group.h"
 
@@ -26,6 +29,7 @@ class FeedForward : public torch::nn::Module {
   Projection fc1, up, fc2;
   std::shared_ptr<Activation> act;
   std::shared_ptr<Mul> gate, weighted;
+  std::shared_ptr<ClampedSwiGlu> glu;  // in place of act and gate: clamped_swiglu
   std::shared_ptr<Dropout> drop;
 
  private:

@@ -38,11 +38,12 @@ MixtureOfExperts::MixtureOfExperts(const model::TransformerConfig& c, int mixtur
       balancing_weight_(c.moe->aux_loss / mixture_blocks),
       network_(network) {
   const model::MoeConfig& moe = *c.moe;
-  router = register_module("router", std::make_shared<Linear>(c.d_model, moe.experts, false));
+  router = register_module("router", std::make_shared<Linear>(c.d_model, moe.experts, moe.router_bias));
   probs = register_module("probs", std::make_shared<Softmax>());
   experts = register_module("experts", torch::nn::ModuleList());
+  const std::string activation = moe.swiglu_limit > 0 ? "clamped_swiglu" : "swiglu";
   for (int e = 0; e < moe.experts; ++e) {
-    experts->push_back(std::make_shared<FeedForward>(c, moe.expert_hidden, false, "swiglu", 0.0, /*weighted=*/true));
+    experts->push_back(std::make_shared<FeedForward>(c, moe.expert_hidden, moe.expert_bias, activation, 0.0, /*weighted=*/true));
   }
   if (moe.shared_hidden > 0) {
     if (moe.shared_gate) shared_gate = register_module("shared_gate", std::make_shared<Linear>(c.d_model, 1, false));

@@ -35,7 +35,7 @@ class MixtureOfExperts : public torch::nn::Module {
   MixtureOfExperts(const model::TransformerConfig& c, int mixture_blocks, const Network& network);
   torch::Tensor forward(const torch::Tensor& x);
 
-  std::shared_ptr<Linear> router;  // d -> experts, no bias
+  std::shared_ptr<Linear> router;  // d -> experts, a bias where the config says (GPT-OSS)
   std::shared_ptr<Softmax> probs;  // over the experts, in fp32
   torch::nn::ModuleList experts{nullptr};
   std::shared_ptr<Linear> shared_gate;  // d -> 1, or none (it runs before the shared expert, which it weights)

@@ -60,6 +60,8 @@ class Attention : public torch::nn::Module {
     if (c.fused_attention()) {
       core.fused = register_module("fused", std::make_shared<FusedAttention>(c.head_dim(), causal, c.attention_dropout, window));
       if (c.attention_scale > 0) core.fused->scale = c.attention_scale;
+      core.fused->softcap = c.attention_softcap;
+      if (c.attention_sinks) core.fused->add_sinks(c.heads);
     } else {
       core.scores = register_module("scores", std::make_shared<AttentionScores>(c.head_dim(), causal, tables));
       if (c.attention_scale > 0) core.scores->scale = c.attention_scale;
@@ -259,6 +261,7 @@ class Transformer : public Network {
     if (family == Family::gpt) {
       lm_head = register_module(
           "lm_head", c.tied_head ? std::make_shared<LMHead>(tok_emb->weight) : std::make_shared<LMHead>(c.vocab, c.d_model));
+      lm_head->softcap = c.logit_softcap;
     } else {
       if (c.pooler) {  // HuggingFace's BertPooler, and the dropout before its classifier
         pooler = register_module("pooler", std::make_shared<Linear>(c.d_model, c.d_model));
@@ -348,6 +351,8 @@ void check_tensor_split(const model::NetworkConfig& config, int ranks, bool sequ
   if (c->qk_norm != model::QkNorm::none) refuse("of q and k norms not built");
   if (c->fused_gate_up) refuse("of a joined gate and up projection not built");
   if (c->post_norms) refuse("of the branches' output norms not built");
+  if (c->logit_softcap > 0) refuse("of a soft cap on the LM head's logits not built");
+  if (c->attention_sinks) refuse("of attention sinks not built");
   if (c->proj_bias || c->mlp_bias) refuse("a row-parallel projection's bias not built (it is added once, after the sum)");
   for (int i = 0; i < c->layers; ++i) {
     if (c->is_moe_block(i)) refuse("of a mixture of experts not built");

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 
 #include "model/error.h"
@@ -84,10 +85,16 @@ void require_head_dim(const json& hf, int hidden, int heads, const std::string& 
   }
 }
 
+// yarn's magnitude in DeepSeek's terms, YaRN's 0.1·m·ln(factor) + 1.
+double yarn_scale(double factor, double m) { return factor <= 1 ? 1 : 0.1 * m * std::log(factor) + 1; }
+
 // Rotary positions' base (rope_theta; newer configs put it in
 // rope_parameters) and the scaling of their frequencies (rope_scaling, or
-// rope_parameters' rope_type): linear and llama3 are built, written into
-// `out`; another type (yarn, longrope, dynamic) is refused.
+// rope_parameters' rope_type): linear, llama3 and yarn are built, written
+// into `out`; another type (longrope, dynamic) is refused. yarn's original
+// positions default to the config's max_position_embeddings, its attention
+// factor to attention_factor, else mscale over mscale_all_dim where both
+// are given (DeepSeek's), else 0.1 ln(factor) + 1.
 void rope_of(const json& hf, double fallback, json& out, const std::string& label) {
   double base = field(hf, "rope_theta", fallback, label);
   for (const char* key : {"rope_scaling", "rope_parameters"}) {
@@ -98,14 +105,25 @@ void rope_of(const json& hf, double fallback, json& out, const std::string& labe
     base = field(*it, "rope_theta", base, where);
     const std::string type = field<std::string>(*it, "rope_type", field<std::string>(*it, "type", "default", where), where);
     if (type == "default") continue;
-    if (type != "linear" && type != "llama3") {
-      throw InputError(where + ": rope type '" + type + "' is not built (default, linear and llama3 are)");
+    if (type != "linear" && type != "llama3" && type != "yarn") {
+      throw InputError(where + ": rope type '" + type + "' is not built (default, linear, llama3 and yarn are)");
     }
-    json scaling = {{"type", type}, {"factor", field(*it, "factor", 1.0, where)}};
+    const double factor = field(*it, "factor", 1.0, where);
+    json scaling = {{"type", type}, {"factor", factor}};
     if (type == "llama3") {
       scaling["low_freq_factor"] = field(*it, "low_freq_factor", 1.0, where);
       scaling["high_freq_factor"] = field(*it, "high_freq_factor", 4.0, where);
       scaling["original_max_positions"] = field(*it, "original_max_position_embeddings", 8192.0, where);
+    } else if (type == "yarn") {
+      scaling["original_max_positions"] =
+          field(*it, "original_max_position_embeddings", field(hf, "max_position_embeddings", 2048.0, label), where);
+      scaling["beta_fast"] = field(*it, "beta_fast", 32.0, where);
+      scaling["beta_slow"] = field(*it, "beta_slow", 1.0, where);
+      scaling["truncate"] = field(*it, "truncate", true, where);
+      const double mscale = field(*it, "mscale", 0.0, where), mscale_all_dim = field(*it, "mscale_all_dim", 0.0, where);
+      const double derived = mscale > 0 && mscale_all_dim > 0 ? yarn_scale(factor, mscale) / yarn_scale(factor, mscale_all_dim)
+                                                              : yarn_scale(factor, 1);
+      scaling["attention_factor"] = field(*it, "attention_factor", derived, where);
     }
     out["rope_scaling"] = scaling;
   }
@@ -176,21 +194,28 @@ void add_window(const json& hf, json& net, std::optional<int> fallback, const st
   if (!blocks.empty()) net["sliding_window"]["blocks"] = blocks;
 }
 
-// The blocks a Qwen2/Qwen3 config's window slides in where use_sliding_window:
-// those layer_types names sliding_attention, else from max_window_layers
-// (`fallback` where absent) on; none where it is off.
-std::vector<int> qwen_window_blocks(const json& hf, const json& net, int fallback, const std::string& label) {
-  const int layers = net.at("layers");
+// The blocks of `layers` whose attention slides: those the config's
+// layer_types names sliding_attention where it gives them, else those
+// `by_default` picks.
+std::vector<int> sliding_blocks(const json& hf, int layers, const std::function<bool(int)>& by_default) {
   std::vector<int> blocks;
   const auto types = hf.find("layer_types");
-  if (types != hf.end() && types->is_array()) {
-    for (size_t i = 0; i < types->size(); ++i) {
-      if ((*types)[i] == "sliding_attention") blocks.push_back(static_cast<int>(i));
-    }
-    return blocks;
+  const bool listed = types != hf.end() && types->is_array();
+  for (int i = 0; i < layers; ++i) {
+    const bool sliding = listed
+                             ? static_cast<size_t>(i) < types->size() && (*types)[static_cast<size_t>(i)] == "sliding_attention"
+                             : by_default(i);
+    if (sliding) blocks.push_back(i);
   }
-  for (int i = field(hf, "max_window_layers", fallback, label); i < layers; ++i) blocks.push_back(i);
   return blocks;
+}
+
+// The blocks a Qwen2/Qwen3 config's window slides in where use_sliding_window:
+// as layer_types says, else from max_window_layers (`fallback` where absent)
+// on.
+std::vector<int> qwen_window_blocks(const json& hf, const json& net, int fallback, const std::string& label) {
+  const int first = field(hf, "max_window_layers", fallback, label);
+  return sliding_blocks(hf, net.at("layers"), [first](int i) { return i >= first; });
 }
 
 // Qwen2's and Qwen3's window, where use_sliding_window and some block slides.
@@ -254,33 +279,56 @@ json phi3(const json& hf, json out, const std::string& label, std::optional<int>
   return net;
 }
 
-// A soft cap on logits (Gemma 2's tanh(x / c)·c) is not built: refused
-// where the config sets one.
-void refuse_softcap(const json& hf, const char* key, const std::string& label) {
-  const auto it = hf.find(key);
-  if (it != hf.end() && !it->is_null()) {
-    throw InputError(label + ": /" + key + ": " + it->dump() + "; papaya's attention and LM head cap no logits (null)");
+// The attention transformers runs the model with: its config's
+// attn_implementation where it says (eager: the probabilities materialized),
+// else SDPA, fused, as transformers runs Llama-like models by default.
+std::string attention_of(const json& hf, const std::string& label) {
+  for (const char* key : {"attn_implementation", "_attn_implementation"}) {
+    const auto it = hf.find(key);
+    if (it == hf.end() || it->is_null()) continue;
+    const std::string given = it->is_string() ? it->get<std::string>() : it->dump();
+    if (given == "eager") return "materialized";
+    if (given == "sdpa" || given == "flash_attention_2" || given == "flash_attention_3") return "fused";
+    throw InputError(
+        label + ": /" + key + ": '" + given +
+        "' is not an attention papaya runs (eager: materialized; sdpa, flash_attention_2, flash_attention_3: fused)");
   }
+  return "fused";
 }
 
-// Gemma3TextConfig: vocab_size 262208, hidden_size 2304, intermediate_size
+// A soft cap on logits, c·tanh(x / c): the config's (null: none), else `fallback`.
+double softcap_of(const json& hf, const char* key, double fallback, const std::string& label) {
+  const auto it = hf.find(key);
+  const double cap = it == hf.end() ? fallback : it->is_null() ? 0.0 : field(hf, key, 0.0, label);
+  if (cap < 0) throw InputError(label + ": /" + key + ": " + std::to_string(cap) + " caps nothing (null: no cap)");
+  return cap;
+}
+
+// What Gemma 2's and Gemma 3's text configs differ in where they leave a
+// field out.
+struct GemmaDefaults {
+  int vocab, positions;
+  double rope_theta, attention_softcap, logit_softcap;
+  int window_pattern;  // every pattern-th block global, the others local
+};
+
+// Gemma 2 and 3 (text): vocab_size, hidden_size 2304, intermediate_size
 // 9216, 26 layers, 8 heads of head_dim 256, 4 k/v heads, a GeGLU MLP
 // (hidden_activation gelu_pytorch_tanh), RMSNorm before and after each
-// branch (post_attention_layernorm, post_feedforward_layernorm) and q and k
-// RMS-normalized per head, token embeddings times sqrt(hidden_size), scores
-// scaled by query_pre_attn_scalar^-1/2 (256), a sliding window of 4096 in
-// every block but each sliding_window_pattern-th (6; or as layer_types
-// says) with rope_local_base_freq (10000) there and rope_theta (1e6) in the
-// others, a tied LM head, 131072 positions. Gemma's RMSNorm weighs by
-// 1 + w with w from 0: built as a weight w' = 1 + w from 1 (the same
-// function and gradients).
-json gemma3_text(const json& hf, json out, const std::string& label, std::optional<int> seq_len) {
+// branch (post_attention_layernorm, post_feedforward_layernorm), token
+// embeddings times sqrt(hidden_size), scores scaled by
+// query_pre_attn_scalar^-1/2 (256) and soft-capped where
+// attn_logit_softcapping says, the LM head's logits where
+// final_logit_softcapping says, a sliding window of 4096 in the local
+// blocks (those layer_types names sliding_attention, else all but every
+// window_pattern-th), a tied LM head. Gemma's RMSNorm weighs by 1 + w with
+// w from 0: built as a weight w' = 1 + w from 1 (the same function and
+// gradients).
+json gemma_text(const json& hf, json out, const std::string& label, std::optional<int> seq_len, const GemmaDefaults& d) {
   const std::string act = field<std::string>(hf, "hidden_activation", "gelu_pytorch_tanh", label);
   if (act.rfind("gelu", 0) != 0) {
     throw InputError(label + ": /hidden_activation: '" + act + "': papaya's Gemma MLP is GeGLU (gelu)");
   }
-  refuse_softcap(hf, "attn_logit_softcapping", label);
-  refuse_softcap(hf, "final_logit_softcapping", label);
   const int hidden = field(hf, "hidden_size", 2304, label), heads = field(hf, "num_attention_heads", 8, label);
   const int layers = field(hf, "num_hidden_layers", 26, label);
   const int kv_heads = field(hf, "num_key_value_heads", 4, label);
@@ -300,36 +348,56 @@ json gemma3_text(const json& hf, json out, const std::string& label, std::option
   out["activation"] = "geglu";
   out["norm"] = "rmsnorm";
   out["post_norms"] = true;
-  out["qk_norm"] = "head";
   out["scaled_embedding"] = true;
   out["attention_scale"] = 1 / std::sqrt(field(hf, "query_pre_attn_scalar", 256.0, label));
+  const double attention_cap = softcap_of(hf, "attn_logit_softcapping", d.attention_softcap, label);
+  if (attention_cap > 0) {
+    if (attention_of(hf, label) != "fused") {
+      throw InputError(label +
+                       ": /attn_logit_softcapping: papaya caps the scores inside fused attention only "
+                       "(attn_implementation flash_attention_2 or sdpa), not with them materialized (eager)");
+    }
+    out["attention_softcap"] = attention_cap;
+  }
+  const double logit_cap = softcap_of(hf, "final_logit_softcapping", d.logit_softcap, label);
+  if (logit_cap > 0) out["logit_softcap"] = logit_cap;
   out["positions"] = "rotary";
-  rope_of(hf, 1e6, out, label);
+  rope_of(hf, d.rope_theta, out, label);
   out["qkv_bias"] = bias;
   out["proj_bias"] = bias;
   out["mlp_bias"] = false;
   out["tied_head"] = field(hf, "tie_word_embeddings", true, label);
   dropout_of(hf, "attention_dropout", 0.0, "attention_dropout", out, label);
-  out["seq_len"] = seq_len_of(seq_len, field(hf, "max_position_embeddings", 131072, label), label);
-  out["vocab"] = field(hf, "vocab_size", 262208, label);
-  // The local blocks: those layer_types names sliding_attention, else all
-  // but every pattern-th. Their window and rotary base go in the document
-  // even where the window spans the sequence: the base is theirs.
-  std::vector<int> local;
-  const auto types = hf.find("layer_types");
-  const int pattern = field(hf, "sliding_window_pattern", 6, label);
-  for (int i = 0; i < layers; ++i) {
-    const bool sliding = types != hf.end() && types->is_array() && static_cast<size_t>(i) < types->size()
-                             ? (*types)[static_cast<size_t>(i)] == "sliding_attention"
-                             : pattern < 1 || (i + 1) % pattern != 0;
-    if (sliding) local.push_back(i);
-  }
-  if (!local.empty()) {
-    out["sliding_window"] = {{"tokens", field(hf, "sliding_window", 4096, label)},
-                             {"blocks", local},
-                             {"rotary_base", field(hf, "rope_local_base_freq", 10000.0, label)}};
-  }
+  out["seq_len"] = seq_len_of(seq_len, field(hf, "max_position_embeddings", d.positions, label), label);
+  out["vocab"] = field(hf, "vocab_size", d.vocab, label);
+  const int pattern = field(hf, "sliding_window_pattern", d.window_pattern, label);
+  const std::vector<int> local = sliding_blocks(hf, layers, [pattern](int i) { return pattern < 1 || (i + 1) % pattern != 0; });
+  if (!local.empty()) out["sliding_window"] = {{"tokens", field(hf, "sliding_window", 4096, label)}, {"blocks", local}};
   return out;
+}
+
+// Gemma2Config: Gemma's defaults with vocab_size 256000, 8192 positions,
+// rope_theta 1e4, scores soft-capped at 50 and the final logits at 30, every
+// second block global (layer_types, or the odd ones). A window as long as
+// the sequence is none.
+json gemma2(const json& hf, json out, const std::string& label, std::optional<int> seq_len) {
+  json net = gemma_text(hf, std::move(out), label, seq_len, {256000, 8192, 1e4, 50.0, 30.0, 2});
+  if (net.contains("sliding_window") && net["sliding_window"]["tokens"] >= net["seq_len"]) net.erase("sliding_window");
+  return net;
+}
+
+// Gemma3TextConfig: Gemma's defaults with vocab_size 262208, 131072
+// positions, q and k RMS-normalized per head, no soft caps (where the
+// config gives one, it is honoured), every sixth block global
+// (sliding_window_pattern, or as layer_types says), with rope_local_base_freq
+// (10000) in the local blocks and rope_theta (1e6) in the global ones. The
+// local blocks' window and rotary base go in the document even where the
+// window spans the sequence: the base is theirs.
+json gemma3_text(const json& hf, json out, const std::string& label, std::optional<int> seq_len) {
+  json net = gemma_text(hf, std::move(out), label, seq_len, {262208, 131072, 1e6, 0.0, 0.0, 6});
+  net["qk_norm"] = "head";
+  if (net.contains("sliding_window")) net["sliding_window"]["rotary_base"] = field(hf, "rope_local_base_freq", 10000.0, label);
+  return net;
 }
 
 // Gemma3Config (image and text): its text_config, Gemma3TextConfig's
@@ -407,6 +475,37 @@ json qwen3_moe(const json& hf, json out, const std::string& label, std::optional
   json moe = moe_of(hf, "num_experts", 128, 8, "moe_intermediate_size", 768, false, 0.001, label);
   moe["sparse_step"] = field(hf, "decoder_sparse_step", 1, label);
   moe["dense_blocks"] = field(hf, "mlp_only_layers", std::vector<int>{}, label);
+  net["moe"] = moe;
+  return net;
+}
+
+// GptOssConfig: as Llama's with vocab_size 201088, hidden_size 2880, 36
+// layers, 64 heads of head_dim 64, 8 k/v heads, biases on q, k, v and o
+// (attention_bias), a learned sink a head, a sliding window of 128 in every
+// other block (layer_types, or the even ones), rope_theta 150000 with yarn
+// (factor 32 over 4,096 original positions, betas 32 and 1, not
+// truncated), an LM head of its own, 131072 positions; every block a
+// mixture of 128 local experts of intermediate_size 2880, 4 a token (the
+// router's softmax over its top 4: renormalized), router and experts with
+// biases, each expert's gate and up joined by a SwiGLU clamped at
+// swiglu_limit (7) with a sigmoid of slope 1.702 (HuggingFace's constant),
+// router_aux_loss_coef 0.9.
+json gpt_oss(const json& hf, json out, const std::string& label, std::optional<int> seq_len) {
+  json given = hf;
+  if (!given.contains("rope_scaling")) {
+    given["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 32.0},    {"beta_fast", 32.0},
+                             {"beta_slow", 1.0},    {"truncate", false}, {"original_max_position_embeddings", 4096}};
+  }
+  if (!given.contains("rope_theta")) given["rope_theta"] = 150000.0;
+  if (!given.contains("attention_bias")) given["attention_bias"] = true;
+  json net = llama_like(given, std::move(out), label, seq_len, {201088, 2880, 2880, 36, 64, 8, 131072, 64}, false);
+  net["attention_sinks"] = true;
+  const std::vector<int> local = sliding_blocks(hf, net.at("layers"), [](int i) { return i % 2 == 0; });
+  if (!local.empty()) add_window(hf, net, 128, local, label);
+  json moe = moe_of(hf, "num_local_experts", 128, 4, "intermediate_size", 2880, true, 0.9, label);
+  moe["router_bias"] = true;
+  moe["expert_bias"] = true;
+  moe["clamped_swiglu"] = {{"alpha", 1.702}, {"limit", field(hf, "swiglu_limit", 7.0, label)}};
   net["moe"] = moe;
   return net;
 }
@@ -544,23 +643,6 @@ json vit(const json& hf, json out, const std::string& label, std::optional<int> 
   return out;
 }
 
-// The attention transformers runs the model with: its config's
-// attn_implementation where it says (eager: the probabilities materialized),
-// else SDPA, fused, as transformers runs Llama-like models by default.
-std::string attention_of(const json& hf, const std::string& label) {
-  for (const char* key : {"attn_implementation", "_attn_implementation"}) {
-    const auto it = hf.find(key);
-    if (it == hf.end() || it->is_null()) continue;
-    const std::string given = it->is_string() ? it->get<std::string>() : it->dump();
-    if (given == "eager") return "materialized";
-    if (given == "sdpa" || given == "flash_attention_2" || given == "flash_attention_3") return "fused";
-    throw InputError(
-        label + ": /" + key + ": '" + given +
-        "' is not an attention papaya runs (eager: materialized; sdpa, flash_attention_2, flash_attention_3: fused)");
-  }
-  return "fused";
-}
-
 // The precision an imported network trains in: bf16 mixed precision, as
 // torchtitan, Megatron-LM and the HF Trainer train (weights, gradients and
 // AdamW state fp32; matmuls and the activations they make in bf16), unless
@@ -590,9 +672,11 @@ json converted(const std::string& type, const json& hf, json out, const std::str
   if (type == "qwen2_moe") return qwen2_moe(hf, std::move(out), label, seq_len);
   if (type == "qwen3") return qwen3(hf, std::move(out), label, seq_len);
   if (type == "phi3") return phi3(hf, std::move(out), label, seq_len);
+  if (type == "gemma2") return gemma2(hf, std::move(out), label, seq_len);
   if (type == "gemma3_text") return gemma3_text(hf, std::move(out), label, seq_len);
   if (type == "gemma3") return gemma3(hf, std::move(out), label, seq_len);
   if (type == "qwen3_moe") return qwen3_moe(hf, std::move(out), label, seq_len);
+  if (type == "gpt_oss") return gpt_oss(hf, std::move(out), label, seq_len);
   if (type == "olmoe") return olmoe(hf, std::move(out), label, seq_len);
   if (type == "gpt_neox") return gpt_neox(hf, std::move(out), label, seq_len);
   if (type == "opt") return opt(hf, std::move(out), label, seq_len);
@@ -605,8 +689,8 @@ json converted(const std::string& type, const json& hf, json out, const std::str
 bool is_hf_config(const json& doc) { return doc.is_object() && doc.contains("model_type") && !doc.contains("family"); }
 
 const char* supported_hf_model_types() {
-  return "gpt2, bert, roberta, vit, llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, phi3, gemma3, gemma3_text, "
-         "olmoe, gpt_neox, opt";
+  return "gpt2, bert, roberta, vit, llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, phi3, gemma2, gemma3, "
+         "gemma3_text, gpt_oss, olmoe, gpt_neox, opt";
 }
 
 json network_config_from_hf(const json& hf, const std::string& name, const std::string& label, std::optional<int> seq_len) {

@@ -39,11 +39,11 @@ void add_projection(Layers& layers, const TransformerConfig& t, const std::strin
 }
 
 // A SwiGLU expert of `hidden` under `prefix`: gate (fc1), up, down (fc2),
-// no biases, each a projection of its role.
-void add_expert(Layers& layers, const TransformerConfig& t, const std::string& prefix, int64_t hidden) {
-  add_linear(layers, t, prefix, "fc1", "gate", t.d_model, hidden, false);
-  add_linear(layers, t, prefix, "up", "up", t.d_model, hidden, false);
-  add_linear(layers, t, prefix, "fc2", "down", hidden, t.d_model, false);
+// each a projection of its role, with biases where `bias`.
+void add_expert(Layers& layers, const TransformerConfig& t, const std::string& prefix, int64_t hidden, bool bias) {
+  add_linear(layers, t, prefix, "fc1", "gate", t.d_model, hidden, bias);
+  add_linear(layers, t, prefix, "up", "up", t.d_model, hidden, bias);
+  add_linear(layers, t, prefix, "fc2", "down", hidden, t.d_model, bias);
 }
 
 // A mixture of experts: its router, each expert, and the shared expert with
@@ -51,11 +51,13 @@ void add_expert(Layers& layers, const TransformerConfig& t, const std::string& p
 void add_experts(Layers& layers, const TransformerConfig& t, const std::string& prefix) {
   const MoeConfig& moe = *t.moe;
   const int64_t d = t.d_model;
-  layers.add(prefix + "router", d * moe.experts);
-  for (int e = 0; e < moe.experts; ++e) add_expert(layers, t, prefix + "experts." + std::to_string(e) + ".", moe.expert_hidden);
+  layers.add(prefix + "router", d * moe.experts + (moe.router_bias ? moe.experts : 0));
+  for (int e = 0; e < moe.experts; ++e) {
+    add_expert(layers, t, prefix + "experts." + std::to_string(e) + ".", moe.expert_hidden, moe.expert_bias);
+  }
   if (moe.shared_hidden == 0) return;
   if (moe.shared_gate) layers.add(prefix + "shared_gate", d);  // weights the shared expert: computed first
-  add_expert(layers, t, prefix + "shared.", moe.shared_hidden);
+  add_expert(layers, t, prefix + "shared.", moe.shared_hidden, false);
 }
 
 void add_transformer(Layers& layers, const NetworkConfig& config) {
@@ -88,6 +90,7 @@ void add_transformer(Layers& layers, const NetworkConfig& config) {
       layers.add(block + "attn.q_norm", t.head_dim());
       layers.add(block + "attn.k_norm", t.head_dim());
     }
+    if (t.attention_sinks) layers.add(block + "attn.fused", t.heads);
     add_projection(layers, t, block + "attn.", "proj", "o", t.proj_bias);
     if (t.post_norms) layers.add(block + "post_attn_norm", norm_count(t));
     if (post_norm) layers.add(block + "ln1", norm_count(t));

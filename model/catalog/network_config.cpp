@@ -112,8 +112,11 @@ void reject_foreign_keys(const json& doc, Family family, const std::string& labe
     require(!doc.contains(key), label, "/" + key, "not an option of a " + to_string(family) + " network");
   }
   if (family == Family::gpt) require(!doc.contains("classes"), label, "/classes", "not an option of a gpt network");
-  if (family != Family::gpt)
-    require(!doc.contains("tied_head"), label, "/tied_head", "not an option of a " + to_string(family) + " network");
+  for (const char* key : {"tied_head", "logit_softcap"}) {
+    if (family != Family::gpt) {
+      require(!doc.contains(key), label, std::string("/") + key, "not an option of a " + to_string(family) + " network");
+    }
+  }
   for (const char* key : {"token_types", "pooler"}) {
     if (family != Family::bert) {
       require(!doc.contains(key), label, std::string("/") + key, "not an option of a " + to_string(family) + " network");
@@ -159,6 +162,13 @@ MoeConfig parse_moe(const json& doc, const TransformerConfig& t, const std::stri
     moe.busiest_share = share;
   }
   moe.routing_unit = doc.value("routing_unit", int64_t{0});
+  moe.router_bias = doc.value("router_bias", moe.router_bias);
+  moe.expert_bias = doc.value("expert_bias", moe.expert_bias);
+  if (doc.contains("clamped_swiglu")) {
+    const json& clamped = doc.at("clamped_swiglu");
+    moe.swiglu_alpha = clamped.value("alpha", moe.swiglu_alpha);
+    moe.swiglu_limit = clamped.at("limit");
+  }
   require(moe.routing_unit == 0 || moe.busiest_share, label, "/moe/routing_unit",
           "shares out forced routings: give busiest_share");
   require(moe.experts_per_token <= moe.experts, label, "/moe/experts_per_token",
@@ -208,6 +218,15 @@ TransformerConfig parse_transformer(const json& doc, Family family, const std::s
     t.rope_scaling.low_freq_factor = s.value("low_freq_factor", t.rope_scaling.low_freq_factor);
     t.rope_scaling.high_freq_factor = s.value("high_freq_factor", t.rope_scaling.high_freq_factor);
     t.rope_scaling.original_max_positions = s.value("original_max_positions", t.rope_scaling.original_max_positions);
+    t.rope_scaling.beta_fast = s.value("beta_fast", t.rope_scaling.beta_fast);
+    t.rope_scaling.beta_slow = s.value("beta_slow", t.rope_scaling.beta_slow);
+    t.rope_scaling.attention_factor = s.value("attention_factor", t.rope_scaling.attention_factor);
+    t.rope_scaling.truncate = s.value("truncate", t.rope_scaling.truncate);
+    for (const char* key : {"beta_fast", "beta_slow", "attention_factor", "truncate"}) {
+      require(!s.contains(key) || t.rope_scaling.type == "yarn", label, std::string("/rope_scaling/") + key, "only with yarn");
+    }
+    require(t.rope_scaling.type != "yarn" || t.rope_scaling.beta_fast > t.rope_scaling.beta_slow, label,
+            "/rope_scaling/beta_fast", "must be above beta_slow");
     require(t.positions == "rotary", label, "/rope_scaling", "only with \"positions\": \"rotary\"");
     require(t.rope_scaling.type != "llama3" || t.rope_scaling.high_freq_factor > t.rope_scaling.low_freq_factor, label,
             "/rope_scaling/high_freq_factor", "must be above low_freq_factor");
@@ -223,6 +242,13 @@ TransformerConfig parse_transformer(const json& doc, Family family, const std::s
   t.post_norms = doc.value("post_norms", t.post_norms);
   t.scaled_embedding = doc.value("scaled_embedding", t.scaled_embedding);
   t.attention_scale = doc.value("attention_scale", t.attention_scale);
+  t.attention_softcap = doc.value("attention_softcap", t.attention_softcap);
+  require(t.attention_softcap == 0 || t.fused_attention(), label, "/attention_softcap",
+          "caps the scores inside fused attention: \"attention\": \"fused\"");
+  t.logit_softcap = doc.value("logit_softcap", t.logit_softcap);
+  t.attention_sinks = doc.value("attention_sinks", t.attention_sinks);
+  require(!t.attention_sinks || t.fused_attention(), label, "/attention_sinks",
+          "a logit a head inside fused attention: \"attention\": \"fused\"");
   require(!t.post_norms || family != Family::bert, label, "/post_norms",
           "normalizes a pre-norm block's branches; a bert block is post-norm");
   require(!t.post_norms || !t.parallel_residual, label, "/post_norms", "not built with \"parallel_residual\"");

@@ -59,6 +59,12 @@ struct MoeConfig {
   // at once), so that each expert's share grows in proportion with the
   // tokens: a shape fraction's (shape_fraction.h).
   int64_t routing_unit = 0;
+  // GPT-OSS's: a bias on the router's logits and on each expert's
+  // projections, and the experts' gate and up joined by a clamped SwiGLU,
+  // (clamp(up, ±limit) + 1)·c·sigmoid(alpha·c), c = min(gate, limit), in
+  // place of silu(gate)·up (limit 0: the plain one).
+  bool router_bias = false, expert_bias = false;
+  double swiglu_alpha = 1.702, swiglu_limit = 0;
 };
 
 enum class QkNorm { none, projection, head };
@@ -108,6 +114,12 @@ struct TransformerConfig {
   bool post_norms = false;
   bool scaled_embedding = false;  // token embeddings times sqrt(d_model) (Gemma)
   double attention_scale = 0;     // the scores' scale; 0: 1 / sqrt(head_dim) (Gemma: query_pre_attn_scalar^-1/2)
+  // Logits soft-capped, cap·tanh(x / cap) (Gemma 2): attention's scores
+  // after their scale (inside fused attention), and the LM head's; 0: not.
+  double attention_softcap = 0, logit_softcap = 0;
+  // A learned logit a head that joins each row's softmax with no value, so
+  // that a row may attend to nothing (GPT-OSS's sinks). Fused attention only.
+  bool attention_sinks = false;
   double window_rotary_base = 0;  // rotary base of the blocks with a sliding window; 0: rotary_base (Gemma 3's local blocks)
   int seq_len = 0;                // gpt, bert; vit: derived (patches + class token)
   int vocab = 0;                  // gpt, bert

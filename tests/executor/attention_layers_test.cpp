@@ -7,6 +7,7 @@
 
 #include "executor/layers/attention.h"
 #include "executor/layers/rotary.h"
+#include "model/catalog/rotary_frequencies.h"
 #include "tests/executor/moms_fixture.h"
 
 namespace papaya::executor {
@@ -103,6 +104,32 @@ TEST(Rotary, LinearScalingSlowsEveryFrequency) {
     EXPECT_TRUE(torch::allclose(cos[2 * p], plain_cos[p], 1e-6, 1e-6)) << p;
     EXPECT_TRUE(torch::allclose(sin[2 * p], plain_sin[p], 1e-6, 1e-6)) << p;
   }
+}
+
+// yarn: cos and sin are the yarn frequencies' angles times the attention
+// factor (1.5 here), so that position 0 scales what it rotates by it; a
+// rotation's gradient is its transpose, scaled alike.
+TEST(Rotary, YarnScalesTheRotationByItsAttentionFactor) {
+  model::RopeScaling yarn;
+  yarn.type = "yarn";
+  yarn.factor = 8;
+  yarn.original_max_positions = 16;
+  yarn.attention_factor = 1.5;
+  SequenceTables tables;
+  const auto [cos, sin] = tables.rotary(tokens, 16, 10000, yarn, torch::kCPU, torch::kFloat);
+  const std::vector<double> frequencies = model::rotary_frequencies(16, 10000, yarn);
+  const torch::Tensor angles = torch::outer(torch::arange(tokens, torch::kDouble), torch::tensor(frequencies, torch::kDouble));
+  EXPECT_TRUE(torch::allclose(cos, (angles.cos() * 1.5).repeat({1, 2}).to(torch::kFloat), 1e-6, 1e-6));
+  EXPECT_TRUE(torch::allclose(sin, (angles.sin() * 1.5).repeat({1, 2}).to(torch::kFloat), 1e-6, 1e-6));
+  torch::manual_seed(0);
+  const torch::Tensor x = torch::randn({batch, heads, tokens, 16}).requires_grad_();
+  Rotary rotary(16, 10000, std::make_shared<SequenceTables>(), yarn);
+  const torch::Tensor y = rotary.forward(x);
+  EXPECT_TRUE(torch::allclose(y.select(2, 0), x.select(2, 0) * 1.5, 1e-6, 1e-6));
+  // Norms grow by the factor at every position: a rotation times 1.5.
+  EXPECT_TRUE(torch::allclose(y.norm(2, -1), x.norm(2, -1) * 1.5, 1e-5, 1e-5));
+  y.sum().backward();
+  EXPECT_TRUE(torch::allclose(x.grad().norm(2, -1), torch::ones({batch, heads, tokens}).mul(4 * 1.5), 1e-5, 1e-5));
 }
 
 }  // namespace

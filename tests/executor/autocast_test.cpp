@@ -182,8 +182,8 @@ TEST_P(AutocastNetwork, PlansUnderAutocastGiveItsGradients) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Zoo, AutocastNetwork,
-                         ::testing::Values("gpt-tiny", "llama-tiny", "qwen3-tiny", "phi3-tiny", "gemma3-tiny", "bert-hf-tiny",
-                                           "vit-tiny", "resnet-tiny", "mlp-tiny"),
+                         ::testing::Values("gpt-tiny", "llama-tiny", "qwen3-tiny", "phi3-tiny", "gemma2-tiny", "gemma3-tiny",
+                                           "bert-hf-tiny", "vit-tiny", "resnet-tiny", "mlp-tiny"),
                          [](const auto& info) {
                            std::string name = info.param;
                            for (char& c : name) c = c == '-' ? '_' : c;

@@ -26,17 +26,24 @@ constexpr int64_t batch = 2, heads = 6, kv_heads = 2, tokens = 37, head_dim = 8;
 
 struct Result {
   torch::Tensor out, q, k, v;  // the output and the inputs' gradients
+  torch::Tensor sinks;         // with sinks: their gradient
 };
 
 torch::Tensor repeat_kv(const torch::Tensor& t) { return t.repeat_interleave(heads / kv_heads, 1); }
 
 // The textbook form in float64, each k/v head repeated for its group; `mask`
 // (batch, heads, tokens, tokens): the dropout's, applied after the softmax.
+// `sinks` (heads): a logit a head joined to each row's softmax, its column
+// dropped after (GPT-OSS's eager attention).
 Result reference(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& g, bool causal,
-                 const torch::Tensor& mask = {}, int64_t window = 0) {
-  Result r{
-      {}, q.to(torch::kDouble).requires_grad_(), k.to(torch::kDouble).requires_grad_(), v.to(torch::kDouble).requires_grad_()};
+                 const torch::Tensor& mask = {}, int64_t window = 0, double softcap = 0, const torch::Tensor& sinks = {}) {
+  Result r{{},
+           q.to(torch::kDouble).requires_grad_(),
+           k.to(torch::kDouble).requires_grad_(),
+           v.to(torch::kDouble).requires_grad_(),
+           sinks.defined() ? sinks.to(torch::kDouble).requires_grad_() : torch::Tensor()};
   torch::Tensor scores = torch::matmul(r.q, repeat_kv(r.k).transpose(-2, -1)) / std::sqrt(static_cast<double>(head_dim));
+  if (softcap > 0) scores = torch::tanh(scores / softcap) * softcap;
   if (causal) {
     scores = scores.masked_fill(torch::ones({tokens, tokens}, torch::kBool).triu(1), -std::numeric_limits<double>::infinity());
   }
@@ -44,7 +51,13 @@ Result reference(const torch::Tensor& q, const torch::Tensor& k, const torch::Te
     scores =
         scores.masked_fill(torch::ones({tokens, tokens}, torch::kBool).tril(-window), -std::numeric_limits<double>::infinity());
   }
-  torch::Tensor probs = torch::softmax(scores, -1);
+  torch::Tensor probs;
+  if (sinks.defined()) {
+    const torch::Tensor column = r.sinks.view({1, heads, 1, 1}).expand({batch, heads, tokens, 1});
+    probs = torch::softmax(torch::cat({scores, column}, -1), -1).narrow(-1, 0, tokens);
+  } else {
+    probs = torch::softmax(scores, -1);
+  }
   if (mask.defined()) probs = probs * mask.to(torch::kDouble);
   r.out = torch::matmul(probs, repeat_kv(r.v));
   r.out.backward(g.to(torch::kDouble));
@@ -52,7 +65,7 @@ Result reference(const torch::Tensor& q, const torch::Tensor& k, const torch::Te
 }
 
 Result leaves(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
-  return {{}, q.detach().requires_grad_(), k.detach().requires_grad_(), v.detach().requires_grad_()};
+  return {{}, q.detach().requires_grad_(), k.detach().requires_grad_(), v.detach().requires_grad_(), {}};
 }
 
 Result materialized(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& g, bool causal) {
@@ -66,11 +79,18 @@ Result materialized(const torch::Tensor& q, const torch::Tensor& k, const torch:
 }
 
 Result fused(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& g, bool causal,
-             double dropout = 0, int64_t window = 0) {
+             double dropout = 0, int64_t window = 0, double softcap = 0, const torch::Tensor& sinks = {}) {
   FusedAttention layer(head_dim, causal, dropout, window);
+  layer.softcap = softcap;
+  if (sinks.defined()) {
+    layer.add_sinks(heads);
+    const torch::NoGradGuard no_grad;
+    layer.sinks.copy_(sinks);
+  }
   Result r = leaves(q, k, v);
   r.out = layer.forward(r.q, r.k, r.v);
   r.out.backward(g);
+  if (sinks.defined()) r.sinks = layer.sinks.grad();
   return r;
 }
 
@@ -133,6 +153,59 @@ TEST(FusedAttention, WithinASlidingWindowEqualsTheReference) {
     }
     const auto whole = four(fused(in.q, in.k, in.v, in.g, true, 0, tokens)), plain = four(fused(in.q, in.k, in.v, in.g, true));
     for (size_t i = 0; i < 4; ++i) EXPECT_TRUE(torch::equal(whole[i], plain[i])) << c10::toString(dtype) << " " << i;
+  }
+}
+
+// Soft-capped scores (cap·tanh(score / cap), Gemma 2's): against the float64
+// reference with the cap, as exact as the materialized path is without one,
+// causal or not and within a window; caps of 0.5 (every score bent) and 3.
+TEST(FusedAttention, WithSoftCappedScoresEqualsTheReference) {
+  for (const torch::ScalarType dtype : {torch::kFloat, torch::kBFloat16}) {
+    for (const bool causal : {true, false}) {
+      const Inputs in = inputs(dtype);
+      const Result exact = reference(in.q, in.k, in.v, in.g, causal);
+      const Result m = materialized(in.q, in.k, in.v, in.g, causal);
+      for (const double cap : {0.5, 3.0}) {
+        const std::string what = std::string(c10::toString(dtype)) + (causal ? ", causal" : "") + ", cap " + std::to_string(cap);
+        const Result capped = reference(in.q, in.k, in.v, in.g, causal, {}, 0, cap);
+        expect_as_exact(fused(in.q, in.k, in.v, in.g, causal, 0, 0, cap), capped, m, exact, what);
+        // The cap changes the result: a test of it, not of the plain path.
+        EXPECT_GT(largest_error(capped.q.grad(), exact.q.grad()), 1e-2) << what;
+      }
+      if (causal) {
+        expect_as_exact(fused(in.q, in.k, in.v, in.g, true, 0, 5, 0.5), reference(in.q, in.k, in.v, in.g, true, {}, 5, 0.5), m,
+                        exact, std::string(c10::toString(dtype)) + ", window 5, cap 0.5");
+      }
+    }
+  }
+}
+
+// Attention sinks (GPT-OSS): a logit a head in each row's softmax with no
+// value. Against the float64 reference that appends the sinks as a column
+// and drops it after the softmax, as exact as the materialized path is
+// without them; the sinks' own gradient (a sum over every row, as v's is)
+// within the materialized path's relative error on v's gradient. Sinks of
+// about ±2, so that they take a share of each row.
+TEST(FusedAttention, WithSinksEqualsTheReference) {
+  torch::manual_seed(1);
+  const torch::Tensor sinks = torch::randn({heads}) * 2;
+  for (const torch::ScalarType dtype : {torch::kFloat, torch::kBFloat16}) {
+    for (const bool causal : {true, false}) {
+      const Inputs in = inputs(dtype);
+      const std::string what = std::string(c10::toString(dtype)) + (causal ? ", causal" : "");
+      const Result exact = reference(in.q, in.k, in.v, in.g, causal);
+      const Result m = materialized(in.q, in.k, in.v, in.g, causal);
+      const Result with = reference(in.q, in.k, in.v, in.g, causal, {}, 0, 0, sinks);
+      const Result got = fused(in.q, in.k, in.v, in.g, causal, 0, 0, 0, sinks);
+      expect_as_exact(got, with, m, exact, what);
+      const double epsilon = dtype == torch::kBFloat16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -23);
+      const double v_relative = largest_error(m.v.grad(), exact.v.grad()) / exact.v.grad().abs().max().item<double>();
+      EXPECT_LE(largest_error(got.sinks, with.sinks.grad()),
+                4 * std::max(v_relative, epsilon) * with.sinks.grad().abs().max().item<double>())
+          << what;
+      EXPECT_EQ(got.sinks.scalar_type(), torch::kFloat) << what;
+      EXPECT_GT(largest_error(with.out, exact.out), 1e-2) << what;  // the sinks change the result
+    }
   }
 }
 

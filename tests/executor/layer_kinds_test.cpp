@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "executor/layers/attention.h"
+#include "executor/layers/clamped_swiglu.h"
 #include "executor/layers/conv.h"
 #include "executor/layers/dense.h"
 #include "executor/layers/elementwise.h"
@@ -38,6 +39,7 @@ TEST(LayerKinds, EveryLayerSavesWhatItsKindSays) {
       std::make_shared<TokenTypeEmbedding>(2, 4),
       std::make_shared<Dropout>(0.1),
       std::make_shared<Mul>(),
+      std::make_shared<ClampedSwiGlu>(1.702, 7.0),
       std::make_shared<Rotary>(8, 10000, std::make_shared<SequenceTables>()),
       std::make_shared<AttentionScores>(8, true, std::make_shared<SequenceTables>()),
       std::make_shared<Softmax>(),

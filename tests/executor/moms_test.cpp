@@ -5,12 +5,15 @@
 #include <set>
 
 #include "executor/data.h"
+#include "executor/layers/clamped_swiglu.h"
 #include "executor/layers/dense.h"
 #include "executor/layers/elementwise.h"
+#include "executor/layers/loss.h"
 #include "executor/memory.h"
 #include "executor/storage/cpu_isa.h"
 #include "executor/storage/invert.h"
 #include "executor/storage/stored_bytes.h"
+#include "model/catalog/parameter_count.h"
 #include "model/plan.h"
 #include "model/strategy.h"
 #include "tests/executor/moms_fixture.h"
@@ -132,8 +135,8 @@ TEST_P(EveryNetwork, StoredBytesAreTheModelsDeviceBytes) {
 
 INSTANTIATE_TEST_SUITE_P(Zoo, EveryNetwork,
                          ::testing::Values("gpt-tiny", "llama-tiny", "llama-tiny-lora", "mixtral-tiny", "qwen-moe-tiny",
-                                           "olmoe-tiny", "qwen3-tiny", "phi3-tiny", "gemma3-tiny", "bert-tiny", "bert-hf-tiny",
-                                           "vit-tiny", "resnet-tiny", "mlp-tiny"),
+                                           "olmoe-tiny", "qwen3-tiny", "phi3-tiny", "gemma2-tiny", "gemma3-tiny", "gpt-oss-tiny",
+                                           "bert-tiny", "bert-hf-tiny", "vit-tiny", "resnet-tiny", "mlp-tiny"),
                          [](const auto& info) {
                            std::string name = info.param;
                            std::replace(name.begin(), name.end(), '-', '_');
@@ -238,6 +241,135 @@ TEST(LMHead, RecomputedLogProbabilitiesGiveKeepsGradients) {
   const double keep_off = testing::relative_error(exact_bf16, exact);
   EXPECT_LT(testing::relative_error(chunked_bf16, exact), 1.5 * keep_off) << "keep's bf16 path: " << keep_off;
   EXPECT_LE(std::abs(chunked_bf16.loss - exact.loss), 1.5 * std::abs(exact_bf16.loss - exact.loss) + 1e-6 * exact.loss);
+}
+
+// Soft-capped logits (cap·tanh(z / cap), Gemma 2's final logits): the loss
+// and the input's and weight's gradients against a float64 reference, kept
+// and recomputed chunk by chunk (640 rows, chunks of 256), as exact as the
+// uncapped head is against its own; logits of about ±3 under a cap of 1,
+// so that the tanh bends.
+TEST(LMHead, SoftCappedLogitsGiveTheReferencesGradients) {
+  constexpr int64_t vocab = 8192, dim = 16;
+  ASSERT_EQ(model::lm_head_chunk_rows(vocab), 256);
+  torch::manual_seed(0);
+  const torch::Tensor x = torch::randn({2, 320, dim}), weight = torch::randn({vocab, dim}) * 0.75;
+  const torch::Tensor target = torch::randint(vocab, {2, 320});
+  struct Out {
+    torch::Tensor loss, x, weight;  // the loss, and the gradients
+  };
+  const auto head = [&](double cap, bool recomputed) {
+    LMHead layer(vocab, dim);
+    layer.softcap = cap;
+    {
+      const torch::NoGradGuard no_grad;
+      layer.weight.copy_(weight);
+    }
+    if (recomputed) layer.set_store_spec(1, StoreSpec{model::parse_tensor_strategy("recompute", "t")});
+    const torch::Tensor input = x.clone().requires_grad_();
+    const torch::Tensor loss = layer.forward(input, target);
+    loss.backward();
+    return Out{loss, input.grad(), layer.weight.grad()};
+  };
+  const auto reference = [&](double cap) {
+    const torch::Tensor input = x.to(torch::kDouble).requires_grad_(), w = weight.to(torch::kDouble).requires_grad_();
+    torch::Tensor logits = torch::linear(input, w);
+    if (cap > 0) logits = torch::tanh(logits / cap) * cap;
+    const torch::Tensor loss = torch::nll_loss(torch::log_softmax(logits, -1).flatten(0, 1), target.flatten());
+    loss.backward();
+    return Out{loss, input.grad(), w.grad()};
+  };
+  const auto errors = [](const Out& got, const Out& exact) {
+    std::vector<double> e;
+    for (const auto& [a, b] : {std::pair{got.loss, exact.loss}, {got.x, exact.x}, {got.weight, exact.weight}}) {
+      e.push_back((a.to(torch::kDouble) - b).abs().max().item<double>());
+    }
+    return e;
+  };
+  const std::vector<double> uncapped = errors(head(0, false), reference(0));
+  const Out exact = reference(1.0), plain = reference(0);
+  for (const bool recomputed : {false, true}) {
+    const std::vector<double> capped = errors(head(1.0, recomputed), exact);
+    const std::vector<double> scale = {exact.loss.abs().item<double>(), exact.x.abs().max().item<double>(),
+                                       exact.weight.abs().max().item<double>()};
+    for (size_t i = 0; i < 3; ++i) {
+      EXPECT_LE(capped[i], 4 * std::max(uncapped[i], std::ldexp(scale[i], -23))) << (recomputed ? "recomputed " : "kept ") << i;
+    }
+  }
+  EXPECT_GT((exact.x - plain.x).abs().max().item<double>(), 1e-2 * exact.x.abs().max().item<double>());  // the cap bends
+}
+
+// Attention sinks (GPT-OSS's) in a network: a parameter of `heads` logits a
+// block, counted as the model counts it; each block's get a gradient; a
+// recomputed block gives keep's gradients to the bit, and quantize-8's are a
+// fraction of quantize-4's error, as for the zoo.
+TEST(AttentionSinks, AreParametersEveryPlanTrains) {
+  nlohmann::json doc = tiny_config("llama-tiny").document;
+  doc["name"] = "llama-tiny-sinks";
+  doc["attention_sinks"] = true;
+  const auto config = model::parse_network_config(doc, "llama-tiny-sinks.json");
+  const auto& t = config.transformer();
+  EXPECT_EQ(model::parameter_count(config), model::parameter_count(tiny_config("llama-tiny")) + t.layers * t.heads);
+  const Batch batch = batch_for(config);
+  const auto keep = planned(config, "keep");
+  EXPECT_EQ(keep.network->parameter_count(), model::parameter_count(config));
+  const auto exact = testing::step(*keep.network, batch);
+  for (int i = 0; i < t.layers; ++i) {
+    const std::string name = "blocks." + std::to_string(i) + ".attn.fused.sinks";
+    ASSERT_EQ(exact.grads.count(name), 1u) << name;
+    EXPECT_GT(exact.grads.at(name).abs().max().item<double>(), 0) << name;
+  }
+  const model::Plan recomputed = testing::recompute_segments(keep.layout);
+  EXPECT_TRUE(testing::identical(testing::step(*planned(config, recomputed).network, batch), exact));
+  const double q4 = testing::relative_error(testing::step(*planned(config, "quantize-4").network, batch), exact);
+  EXPECT_GT(q4, 0);
+  EXPECT_LT(testing::relative_error(testing::step(*planned(config, "quantize-8").network, batch), exact), q4 / 8);
+}
+
+// GPT-OSS's clamped SwiGLU: its output and both inputs' gradients against
+// a float64 reference of HuggingFace's expression, (clamp(up, ±limit) +
+// 1)·c·sigmoid(alpha·c), c = min(gate, limit), with inputs on both sides of
+// the clamps (limit 1.5 over values of about ±3), within a few roundings of
+// the largest value; its two inputs stored in 8 bits where 8 bits hold them
+// exactly, keep's bits.
+TEST(ClampedSwiGlu, EqualsHuggingFacesExpressionAndItsGradients) {
+  const double alpha = 1.702;
+  struct Out {
+    torch::Tensor y, gate, up;
+  };
+  const auto run = [&](const torch::Tensor& gate, const torch::Tensor& up, const torch::Tensor& g, double limit,
+                       const std::optional<StoreSpec>& spec) {
+    ClampedSwiGlu layer(alpha, limit);
+    if (spec) {
+      layer.set_store_spec(0, *spec);
+      layer.set_store_spec(1, *spec);
+    }
+    const torch::Tensor a = gate.clone().requires_grad_(), b = up.clone().requires_grad_();
+    const torch::Tensor y = layer.forward(a, b);
+    y.backward(g);
+    return Out{y, a.grad(), b.grad()};
+  };
+  torch::manual_seed(0);
+  const torch::Tensor gate = torch::randn({64, 40}) * 3, up = torch::randn({64, 40}) * 3, g = torch::randn({64, 40});
+  const double limit = 1.5;
+  ASSERT_TRUE((gate > limit).any().item<bool>() && (up.abs() > limit).any().item<bool>());
+  const torch::Tensor a = gate.to(torch::kDouble).requires_grad_(), b = up.to(torch::kDouble).requires_grad_();
+  const torch::Tensor c = a.clamp_max(limit);
+  const torch::Tensor y = (b.clamp(-limit, limit) + 1) * c * torch::sigmoid(c * alpha);
+  y.backward(g.to(torch::kDouble));
+  const Out got = run(gate, up, g, limit, std::nullopt);
+  for (const auto& [name, value, exact] :
+       {std::tuple{"output", got.y, y.detach()}, std::tuple{"gate's gradient", got.gate, a.grad()},
+        std::tuple{"up's gradient", got.up, b.grad()}}) {
+    EXPECT_LE((value.to(torch::kDouble) - exact).abs().max().item<double>(),
+              16 * std::ldexp(1.0, -23) * exact.abs().max().item<double>())
+        << name;
+  }
+  const torch::Tensor on_grid_gate = testing::on_8bit_grid({64, 40}), on_grid_up = testing::on_8bit_grid({64, 40});
+  const Out keep = run(on_grid_gate, on_grid_up, g, 0.5, std::nullopt),
+            stored = run(on_grid_gate, on_grid_up, g, 0.5, testing::eight_bits());
+  EXPECT_TRUE(torch::equal(stored.y, keep.y));
+  EXPECT_TRUE(torch::equal(stored.gate, keep.gate));
+  EXPECT_TRUE(torch::equal(stored.up, keep.up));
 }
 
 // An inverted GELU stores its output as its consumer stores it: one copy

@@ -197,6 +197,11 @@ TEST(Networks, ImportedHuggingFaceTypesBuildWhatTheModelCounts) {
           {"low_freq_factor", 1.0},
           {"high_freq_factor", 4.0},
           {"original_max_position_embeddings", 8}}}}},
+      // YaRN's rotation: its frequencies ramped, cos and sin scaled.
+      {"llama-yarn",
+       {{"model_type", "llama"},
+        {"num_key_value_heads", 2},
+        {"rope_scaling", {{"rope_type", "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 4}}}}},
       {"mistral", {{"model_type", "mistral"}, {"num_key_value_heads", 1}, {"sliding_window", 16}}},
       {"qwen2", {{"model_type", "qwen2"}, {"num_key_value_heads", 2}, {"tie_word_embeddings", true}}},
       {"gpt_neox", {{"model_type", "gpt_neox"}, {"rotary_pct", 0.25}}},
@@ -212,6 +217,17 @@ TEST(Networks, ImportedHuggingFaceTypesBuildWhatTheModelCounts) {
         {"head_dim", 12},
         {"sliding_window", 8},
         {"sliding_window_pattern", 2}}},
+      // Gemma 2: as Gemma 3 without q and k norms, scores and logits soft-capped.
+      {"gemma2", {{"model_type", "gemma2"}, {"num_key_value_heads", 2}, {"head_dim", 12}, {"sliding_window", 8}}},
+      // GPT-OSS: sinks, biases, a window in block 0, yarn, clamped experts with biases.
+      {"gpt_oss",
+       {{"model_type", "gpt_oss"},
+        {"num_key_value_heads", 2},
+        {"head_dim", 12},
+        {"sliding_window", 8},
+        {"num_local_experts", 4},
+        {"num_experts_per_tok", 2},
+        {"rope_scaling", {{"rope_type", "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 4}}}}},
       {"qwen3_moe",
        {{"model_type", "qwen3_moe"},
         {"num_key_value_heads", 2},
@@ -246,7 +262,8 @@ TEST(Networks, ImportedHuggingFaceTypesBuildWhatTheModelCounts) {
       EXPECT_EQ(recorder.shapes["blocks.0.attn.v"], (std::vector<int64_t>{2, 16, kv * dim})) << type;
     }
     EXPECT_EQ(recorder.shapes["blocks.0.attn.proj"], (std::vector<int64_t>{2, 16, 32})) << type;
-    EXPECT_EQ(recorder.shapes.count("blocks.0.post_mlp_norm"), type == "gemma3_text" ? 1u : 0u) << type;
+    const bool gemma = type.rfind("gemma", 0) == 0;
+    EXPECT_EQ(recorder.shapes.count("blocks.0.post_mlp_norm"), gemma ? 1u : 0u) << type;
     if (type == "phi3") {  // gate_up_proj: twice the MLP's width, no up of its own
       EXPECT_EQ(recorder.shapes["blocks.0.mlp.fc1"], (std::vector<int64_t>{2, 16, 2 * 48})) << type;
       EXPECT_EQ(recorder.shapes.count("blocks.0.mlp.up"), 0u) << type;

@@ -166,9 +166,10 @@ TEST(ActivationMemory, RecomputingASegmentPeaksNoHigherThanKeepPlusItsOutputsGra
 // The newest imported shapes learn: over 200 steps of the synthetic task the
 // mean loss of the last 20 is below that of the first 20 (heads wider than
 // the stream's share and normalized per head; gate and up one projection;
-// Gemma's branch norms, GeGLU, scaled embeddings and local windows).
+// Gemma's branch norms, GeGLU, scaled embeddings and local windows; Gemma
+// 2's soft-capped scores and logits).
 TEST(NewShapes, LossFallsOver200Steps) {
-  for (const char* name : {"qwen3-tiny", "phi3-tiny", "gemma3-tiny"}) {
+  for (const char* name : {"qwen3-tiny", "phi3-tiny", "gemma2-tiny", "gemma3-tiny", "gpt-oss-tiny"}) {
     const TrainReport r = train_with(testing::tiny_config(name), "keep", 200, 16, 1e-3, 0);
     ASSERT_EQ(r.losses.size(), 200u) << name;
     const auto mean = [&](size_t first) {

@@ -126,19 +126,19 @@ TEST(HfConfig, WhatPapayaCannotBuildIsRefusedNamingTheField) {
   EXPECT_NE(error_of({{"model_type", "llama"}, {"hidden_act", "gelu"}}).find("/hidden_act: 'gelu'"), std::string::npos);
   EXPECT_NE(error_of({{"model_type", "bert"}, {"head_dim", 256}}).find("/head_dim: 256"), std::string::npos);
   EXPECT_EQ(error_of({{"model_type", "llama"}, {"rope_scaling", {{"rope_type", "dynamic"}, {"factor", 8.0}}}}),
-            "config.json: /rope_scaling: rope type 'dynamic' is not built (default, linear and llama3 are)");
-  EXPECT_NE(error_of({{"model_type", "qwen3"}, {"rope_parameters", {{"rope_type", "yarn"}}}})
-                .find("/rope_parameters: rope type 'yarn'"),
+            "config.json: /rope_scaling: rope type 'dynamic' is not built (default, linear, llama3 and yarn are)");
+  EXPECT_NE(error_of({{"model_type", "qwen3"}, {"rope_parameters", {{"rope_type", "longrope"}}}})
+                .find("/rope_parameters: rope type 'longrope'"),
             std::string::npos);
   EXPECT_NE(error_of({{"model_type", "llama"}, {"num_key_value_heads", 5}}).find("/num_key_value_heads: 5 does not divide 32"),
             std::string::npos);
   EXPECT_NE(error_of({{"model_type", "opt"}, {"do_layer_norm_before", false}}).find("/do_layer_norm_before"), std::string::npos);
   EXPECT_NE(error_of({{"model_type", "opt"}, {"word_embed_proj_dim", 512}}).find("/word_embed_proj_dim"), std::string::npos);
-  EXPECT_NE(
-      error_of({{"model_type", "t5"}})
-          .find("config.json: /model_type: 't5' is not a supported model type (supported: gpt2, bert, roberta, vit, "
-                "llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, phi3, gemma3, gemma3_text, olmoe, gpt_neox, opt)"),
-      std::string::npos);
+  EXPECT_NE(error_of({{"model_type", "t5"}})
+                .find("config.json: /model_type: 't5' is not a supported model type (supported: gpt2, bert, roberta, vit, "
+                      "llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, phi3, gemma2, gemma3, gemma3_text, gpt_oss, "
+                      "olmoe, gpt_neox, opt)"),
+            std::string::npos);
   EXPECT_NE(error_of({{"model_type", "gpt2"}, {"activation_function", "tanh"}}).find("/activation_function: 'tanh'"),
             std::string::npos);
   EXPECT_NE(error_of({{"model_type", "gpt2"}, {"tie_word_embeddings", false}}).find("/tie_word_embeddings"), std::string::npos);
@@ -234,7 +234,7 @@ TEST(HfConfig, SlidingWindowsShorterThanTheSequenceAreKept) {
 // norms of 256, four norms a block (each branch's input and output), a
 // tied head. Five blocks of six slide over 512 tokens at rotary base 10000,
 // the sixth is global at 1e6; scores scaled by 256^-1/2. A gemma3 config is
-// its text_config's language model; soft caps are refused.
+// its text_config's language model; a soft cap it sets is honoured.
 TEST(HfConfig, Gemma3CountsHuggingFacesParameters) {
   const NetworkConfig gemma = shipped("gemma-3-1b");
   const int64_t layer = 1152 * 1024 + 2 * 1152 * 256 + 1024 * 1152 + 2 * 256 + 3 * 1152 * 6912 + 4 * 1152;
@@ -253,11 +253,106 @@ TEST(HfConfig, Gemma3CountsHuggingFacesParameters) {
   json image_and_text = {{"model_type", "gemma3"},
                          {"text_config", json::parse(std::ifstream(config_dir() + "/hf/gemma-3-1b.json"))}};
   EXPECT_EQ(parameter_count(parse_network_config(image_and_text, "g.json")), 999885952);
+  EXPECT_EQ(gemma.transformer().logit_softcap, 0);
+  EXPECT_EQ(gemma.transformer().attention_softcap, 0);
   image_and_text["text_config"]["final_logit_softcapping"] = 30.0;
-  EXPECT_NE(error_of(image_and_text).find("config.json: /text_config: /final_logit_softcapping: 30.0"), std::string::npos)
-      << error_of(image_and_text);
+  EXPECT_EQ(parse_network_config(image_and_text, "g.json").transformer().logit_softcap, 30);
   EXPECT_NE(error_of({{"model_type", "gemma3_text"}, {"hidden_activation", "relu"}}).find("/hidden_activation: 'relu'"),
             std::string::npos);
+}
+
+// Gemma2ForCausalLM: num_parameters() of google/gemma-2-2b 2,614,341,888,
+// gemma-2-9b 9,241,705,984 and gemma-2-27b 27,227,128,320 (heads of 128,
+// scores scaled by 144^-1/2); no q and k norms, four norms a block, a tied
+// head. Even blocks slide over 4096 tokens (none at the default 2048),
+// odd ones are global, all at rotary base 1e4; scores soft-capped at 50,
+// the final logits at 30 (null: not capped). The scores are capped inside
+// fused attention: with them materialized (eager) the cap is refused,
+// naming it.
+TEST(HfConfig, Gemma2CountsHuggingFacesParametersAndCapsItsLogits) {
+  const NetworkConfig gemma = shipped("gemma-2-2b");
+  const int64_t layer = 2304 * 2048 + 2 * 2304 * 1024 + 2048 * 2304 + 3 * 2304 * 9216 + 4 * 2304;
+  EXPECT_EQ(parameter_count(gemma), 26 * layer + 256000 * 2304 + 2304);
+  EXPECT_EQ(parameter_count(gemma), 2614341888);
+  const TransformerConfig& t = gemma.transformer();
+  EXPECT_EQ(t.qk_norm, QkNorm::none);
+  EXPECT_TRUE(t.post_norms);
+  EXPECT_DOUBLE_EQ(t.attention_softcap, 50);
+  EXPECT_DOUBLE_EQ(t.logit_softcap, 30);
+  EXPECT_DOUBLE_EQ(t.attention_scale, 1.0 / 16);
+  EXPECT_EQ(t.seq_len, 2048);
+  for (int i = 0; i < 26; ++i) EXPECT_EQ(t.window_of(i), 0) << i;
+  json hf = json::parse(std::ifstream(config_dir() + "/hf/gemma-2-2b.json"));
+  const TransformerConfig long_context =
+      parse_network_config(network_config_from_hf(hf, "g", "g.json", 8192), "g.json").transformer();
+  for (int i = 0; i < 26; ++i) {
+    EXPECT_EQ(long_context.window_of(i), i % 2 == 0 ? 4096 : 0) << i;
+    EXPECT_DOUBLE_EQ(long_context.rotary_base_of(i), 1e4) << i;
+  }
+  const auto sized = [&](int hidden, int mlp, int layers, int heads, int head_dim, double scalar) {
+    json h = hf;
+    h["hidden_size"] = hidden;
+    h["intermediate_size"] = mlp;
+    h["num_hidden_layers"] = layers;
+    h["num_attention_heads"] = heads;
+    h["num_key_value_heads"] = heads / 2;
+    h["head_dim"] = head_dim;
+    h["query_pre_attn_scalar"] = scalar;
+    return parse_network_config(h, "g.json");
+  };
+  EXPECT_EQ(parameter_count(sized(3584, 14336, 42, 16, 256, 256)), 9241705984);
+  const NetworkConfig big = sized(4608, 36864, 46, 32, 128, 144);
+  EXPECT_EQ(parameter_count(big), 27227128320);
+  EXPECT_DOUBLE_EQ(big.transformer().attention_scale, 1.0 / 12);
+  json uncapped = hf;
+  uncapped["attn_logit_softcapping"] = nullptr;
+  uncapped["final_logit_softcapping"] = nullptr;
+  EXPECT_EQ(parse_network_config(uncapped, "g.json").transformer().attention_softcap, 0);
+  EXPECT_EQ(parse_network_config(uncapped, "g.json").transformer().logit_softcap, 0);
+  json eager = hf;
+  eager["attn_implementation"] = "eager";
+  EXPECT_NE(error_of(eager).find("config.json: /attn_logit_softcapping: papaya caps the scores inside fused attention only"),
+            std::string::npos)
+      << error_of(eager);
+  uncapped["attn_implementation"] = "eager";  // its window spans the 2048 tokens: none to refuse either
+  EXPECT_FALSE(parse_network_config(uncapped, "g.json").transformer().fused_attention());
+}
+
+// GptOssForCausalLM: num_parameters() of openai/gpt-oss-20b 20,914,757,184
+// (the experts counted as parameters, not as the checkpoint's MXFP4 bytes;
+// the shipped config is the published one without its quantization_config)
+// and of gpt-oss-120b 116,829,156,672 (36 blocks, 128 experts): biases on
+// q, k, v and o, a sink a head, router and experts with biases, an LM head
+// of its own. Even blocks slide over 128 tokens, odd ones are global; yarn
+// over 4,096 original positions; experts clamped at 7.
+TEST(HfConfig, GptOssCountsHuggingFacesParameters) {
+  const NetworkConfig oss = shipped("gpt-oss-20b");
+  const int64_t attention = 2880 * 4096 + 4096 + 2 * (2880 * 512 + 512) + 4096 * 2880 + 2880 + 64;
+  const int64_t experts = 32 * (2880 * 5760 + 5760 + 2880 * 2880 + 2880) + 2880 * 32 + 32;
+  EXPECT_EQ(parameter_count(oss), 24 * (attention + experts + 2 * 2880) + 2 * 201088 * 2880 + 2880);
+  EXPECT_EQ(parameter_count(oss), 20914757184);
+  const TransformerConfig& t = oss.transformer();
+  EXPECT_TRUE(t.attention_sinks);
+  EXPECT_EQ(t.head_dim(), 64);
+  EXPECT_FALSE(t.tied_head);
+  for (int i = 0; i < 24; ++i) EXPECT_EQ(t.window_of(i), i % 2 == 0 ? 128 : 0) << i;
+  EXPECT_EQ(t.rope_scaling.type, "yarn");
+  EXPECT_DOUBLE_EQ(t.rope_scaling.original_max_positions, 4096);
+  EXPECT_FALSE(t.rope_scaling.truncate);
+  EXPECT_DOUBLE_EQ(t.rotary_base, 150000);
+  ASSERT_TRUE(t.moe);
+  EXPECT_EQ(t.moe->experts_per_token, 4);
+  EXPECT_TRUE(t.moe->normalize_top_k);
+  EXPECT_TRUE(t.moe->router_bias && t.moe->expert_bias);
+  EXPECT_DOUBLE_EQ(t.moe->swiglu_limit, 7);
+  EXPECT_DOUBLE_EQ(t.moe->swiglu_alpha, 1.702);
+  EXPECT_EQ(oss.precision, "amp-bf16");
+  json big = json::parse(std::ifstream(config_dir() + "/hf/gpt-oss-20b.json"));
+  big["num_hidden_layers"] = 36;
+  big["num_local_experts"] = 128;
+  big.erase("layer_types");  // as long as the blocks: HuggingFace's default alternation
+  EXPECT_EQ(parameter_count(parse_network_config(big, "g.json")), 116829156672);
+  EXPECT_EQ(parse_network_config(big, "g.json").transformer().window_of(34), 128);
 }
 
 // LlamaForCausalLM ("meta-llama/Llama-3.1-8B"): Llama 3's 8,030,261,248
@@ -279,6 +374,37 @@ TEST(HfConfig, RopeScalingIsKept) {
   const TransformerConfig g = parse_network_config(gemma, "g.json").transformer();
   EXPECT_EQ(g.rope_scaling_of(5).type, "linear");  // global
   EXPECT_FALSE(g.rope_scaling_of(0).scales());     // local: its own base, unscaled
+}
+
+// yarn as GPT-OSS gives it (factor 32 over 4,096 original positions, betas
+// 32 and 1, not truncated): its attention factor 0.1 ln 32 + 1; DeepSeek's
+// mscale over mscale_all_dim (1 / 1: a factor of 1); the original positions
+// the config's own where the scaling leaves them out; a given
+// attention_factor kept.
+TEST(HfConfig, YarnScalingIsKept) {
+  json oss = {{"model_type", "qwen3"},
+              {"max_position_embeddings", 131072},
+              {"rope_scaling",
+               {{"rope_type", "yarn"},
+                {"factor", 32.0},
+                {"original_max_position_embeddings", 4096},
+                {"beta_fast", 32.0},
+                {"beta_slow", 1.0},
+                {"truncate", false}}}};
+  const RopeScaling s = parse_network_config(oss, "o.json").transformer().rope_scaling;
+  EXPECT_EQ(s.type, "yarn");
+  EXPECT_DOUBLE_EQ(s.factor, 32);
+  EXPECT_DOUBLE_EQ(s.original_max_positions, 4096);
+  EXPECT_FALSE(s.truncate);
+  EXPECT_NEAR(rotary_magnitude(s), 0.1 * std::log(32.0) + 1, 1e-12);
+  json deepseek = oss;
+  deepseek["rope_scaling"] = {{"type", "yarn"}, {"factor", 40.0}, {"mscale", 1.0}, {"mscale_all_dim", 1.0}};
+  const RopeScaling d = parse_network_config(deepseek, "d.json").transformer().rope_scaling;
+  EXPECT_DOUBLE_EQ(rotary_magnitude(d), 1);
+  EXPECT_DOUBLE_EQ(d.original_max_positions, 131072);
+  EXPECT_TRUE(d.truncate);
+  deepseek["rope_scaling"]["attention_factor"] = 1.2;
+  EXPECT_DOUBLE_EQ(rotary_magnitude(parse_network_config(deepseek, "d.json").transformer().rope_scaling), 1.2);
 }
 
 // Imported networks train in bf16 mixed precision unless their torch_dtype
