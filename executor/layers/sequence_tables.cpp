@@ -12,19 +12,15 @@ const torch::Tensor& SequenceTables::causal_mask(int64_t n, const torch::Device&
 std::pair<torch::Tensor, torch::Tensor> SequenceTables::rotary(int64_t tokens, int64_t dims, double base,
                                                                const model::RopeScaling& scaling, const torch::Device& device,
                                                                torch::ScalarType dtype) {
-  // Read every call of every rotary layer: a key compared, not formatted.
-  Angles& a =
-      rotary_[{base, scaling.type, scaling.factor, scaling.low_freq_factor, scaling.high_freq_factor,
-               scaling.original_max_positions, scaling.beta_fast, scaling.beta_slow, scaling.attention_factor, scaling.truncate}];
-  if (!a.cos.defined() || a.cos.size(0) != tokens || a.dims != dims || a.cos.device() != device || a.cos.scalar_type() != dtype) {
+  const std::vector<double> frequencies = model::rotary_frequencies(static_cast<int>(dims), base, scaling, tokens);
+  const double magnitude = model::rotary_magnitude(scaling);
+  Angles& a = rotary_[{frequencies, magnitude}];
+  if (!a.cos.defined() || a.cos.size(0) != tokens || a.cos.device() != device || a.cos.scalar_type() != dtype) {
     const auto fp32 = torch::TensorOptions(device).dtype(torch::kFloat);
-    const std::vector<double> frequencies = model::rotary_frequencies(static_cast<int>(dims), base, scaling);
     const torch::Tensor inverse_frequency = torch::tensor(frequencies, torch::kDouble).to(fp32);
     const torch::Tensor angles = torch::outer(torch::arange(tokens, fp32), inverse_frequency).repeat({1, 2});
-    const double magnitude = model::rotary_magnitude(scaling);
     a.cos = angles.cos().mul_(magnitude).to(dtype);
     a.sin = angles.sin().mul_(magnitude).to(dtype);
-    a.dims = dims;
   }
   return {a.cos, a.sin};
 }

@@ -8,8 +8,8 @@
 
 #include <map>
 #include <string>
-#include <tuple>
 #include <utility>
+#include <vector>
 
 #include "model/catalog/rotary_frequencies.h"
 
@@ -21,21 +21,21 @@ class SequenceTables {
   const torch::Tensor& causal_mask(int64_t n, const torch::Device& device);
   // cos and sin of each position's angles, (tokens, dims) in `dtype`, as
   // HuggingFace lays them out: each frequency twice, halves concatenated;
-  // times the scaling's magnitude (yarn's attention factor).
+  // times the scaling's magnitude (yarn's and longrope's attention factor).
   // One pair a base and scaling (Gemma 3's local and global blocks
-  // alternate two).
+  // alternate two); the frequencies are made again each call (a few dozen
+  // powers) to find it.
   std::pair<torch::Tensor, torch::Tensor> rotary(int64_t tokens, int64_t dims, double base, const model::RopeScaling& scaling,
                                                  const torch::Device& device, torch::ScalarType dtype);
 
  private:
   struct Angles {
     torch::Tensor cos, sin;
-    int64_t dims = 0;
   };
   torch::Tensor above_diagonal_;
-  // By base and scaling (type, factor, low and high factors, original
-  // positions, yarn's betas, attention factor and rounding).
-  std::map<std::tuple<double, std::string, double, double, double, double, double, double, double, bool>, Angles> rotary_;
+  // By the frequencies and the magnitude they make (whatever base and
+  // scaling made them).
+  std::map<std::pair<std::vector<double>, double>, Angles> rotary_;
 };
 
 }  // namespace papaya::executor

@@ -90,11 +90,15 @@ double yarn_scale(double factor, double m) { return factor <= 1 ? 1 : 0.1 * m * 
 
 // Rotary positions' base (rope_theta; newer configs put it in
 // rope_parameters) and the scaling of their frequencies (rope_scaling, or
-// rope_parameters' rope_type): linear, llama3 and yarn are built, written
-// into `out`; another type (longrope, dynamic) is refused. yarn's original
-// positions default to the config's max_position_embeddings, its attention
-// factor to attention_factor, else mscale over mscale_all_dim where both
-// are given (DeepSeek's), else 0.1 ln(factor) + 1.
+// rope_parameters' rope_type): linear, llama3, yarn and longrope are built,
+// written into `out`; dynamic changes nothing within max_position_embeddings,
+// past which papaya refuses a sequence; another type is refused. yarn's
+// original positions default to the config's max_position_embeddings, its
+// attention factor to attention_factor, else mscale over mscale_all_dim
+// where both are given (DeepSeek's), else 0.1 ln(factor) + 1. longrope's
+// original positions are the config's original_max_position_embeddings
+// (its factor then max_position_embeddings over them), else its
+// max_position_embeddings with the scaling's factor.
 void rope_of(const json& hf, double fallback, json& out, const std::string& label) {
   double base = field(hf, "rope_theta", fallback, label);
   for (const char* key : {"rope_scaling", "rope_parameters"}) {
@@ -104,11 +108,12 @@ void rope_of(const json& hf, double fallback, json& out, const std::string& labe
     const std::string where = label + ": /" + key;
     base = field(*it, "rope_theta", base, where);
     const std::string type = field<std::string>(*it, "rope_type", field<std::string>(*it, "type", "default", where), where);
-    if (type == "default") continue;
-    if (type != "linear" && type != "llama3" && type != "yarn") {
-      throw InputError(where + ": rope type '" + type + "' is not built (default, linear, llama3 and yarn are)");
+    if (type == "default" || type == "dynamic") continue;
+    if (type != "linear" && type != "llama3" && type != "yarn" && type != "longrope") {
+      throw InputError(where + ": rope type '" + type +
+                       "' is not built (default, linear, dynamic, llama3, yarn and longrope are)");
     }
-    const double factor = field(*it, "factor", 1.0, where);
+    double factor = field(*it, "factor", 1.0, where);
     json scaling = {{"type", type}, {"factor", factor}};
     if (type == "llama3") {
       scaling["low_freq_factor"] = field(*it, "low_freq_factor", 1.0, where);
@@ -124,6 +129,18 @@ void rope_of(const json& hf, double fallback, json& out, const std::string& labe
       const double derived = mscale > 0 && mscale_all_dim > 0 ? yarn_scale(factor, mscale) / yarn_scale(factor, mscale_all_dim)
                                                               : yarn_scale(factor, 1);
       scaling["attention_factor"] = field(*it, "attention_factor", derived, where);
+    } else if (type == "longrope") {
+      const double positions = field(hf, "max_position_embeddings", 2048.0, label);
+      const double original = field(hf, "original_max_position_embeddings", 0.0, label);
+      if (original > 0) factor = positions / original;
+      scaling["factor"] = factor;
+      scaling["original_max_positions"] = original > 0 ? original : positions;
+      for (const auto& [key, papaya_key] :
+           {std::pair{"short_factor", "short_factors"}, std::pair{"long_factor", "long_factors"}}) {
+        if (!it->contains(key)) throw InputError(where + ": /" + key + ": longrope needs a factor for each rotated pair");
+        scaling[papaya_key] = field(*it, key, std::vector<double>{}, where);
+      }
+      if (it->contains("attention_factor")) scaling["attention_factor"] = field(*it, "attention_factor", 1.0, where);
     }
     out["rope_scaling"] = scaling;
   }

@@ -222,8 +222,16 @@ TransformerConfig parse_transformer(const json& doc, Family family, const std::s
     t.rope_scaling.beta_slow = s.value("beta_slow", t.rope_scaling.beta_slow);
     t.rope_scaling.attention_factor = s.value("attention_factor", t.rope_scaling.attention_factor);
     t.rope_scaling.truncate = s.value("truncate", t.rope_scaling.truncate);
-    for (const char* key : {"beta_fast", "beta_slow", "attention_factor", "truncate"}) {
+    t.rope_scaling.short_factors = s.value("short_factors", std::vector<double>{});
+    t.rope_scaling.long_factors = s.value("long_factors", std::vector<double>{});
+    for (const char* key : {"beta_fast", "beta_slow", "truncate"}) {
       require(!s.contains(key) || t.rope_scaling.type == "yarn", label, std::string("/rope_scaling/") + key, "only with yarn");
+    }
+    require(!s.contains("attention_factor") || t.rope_scaling.type == "yarn" || t.rope_scaling.type == "longrope", label,
+            "/rope_scaling/attention_factor", "only with yarn or longrope");
+    for (const char* key : {"short_factors", "long_factors"}) {
+      require(s.contains(key) == (t.rope_scaling.type == "longrope"), label, std::string("/rope_scaling/") + key,
+              "longrope's, and needed by it");
     }
     require(t.rope_scaling.type != "yarn" || t.rope_scaling.beta_fast > t.rope_scaling.beta_slow, label,
             "/rope_scaling/beta_fast", "must be above beta_slow");
@@ -266,6 +274,12 @@ TransformerConfig parse_transformer(const json& doc, Family family, const std::s
   require(!t.rotary() || (t.rotary_dims() >= 2 && t.rotary_dims() % 2 == 0), label, "/rotary_fraction",
           "rotates " + std::to_string(t.rotary_dims()) + " of each head's " + std::to_string(t.head_dim()) +
               " dimensions; rotary embeddings rotate an even number, at least 2");
+  for (const auto& [key, factors] :
+       {std::pair{"short_factors", &t.rope_scaling.short_factors}, std::pair{"long_factors", &t.rope_scaling.long_factors}}) {
+    require(factors->empty() || static_cast<int>(factors->size()) * 2 == t.rotary_dims(), label,
+            std::string("/rope_scaling/") + key,
+            std::to_string(factors->size()) + " factors for the " + std::to_string(t.rotary_dims() / 2) + " rotated pairs");
+  }
   if (family == Family::vit) {
     t.image_size = doc.at("image_size");
     t.patch = doc.at("patch");

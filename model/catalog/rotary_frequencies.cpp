@@ -14,8 +14,10 @@ double dimension_turning(double turns, int dims, double base, double positions) 
 
 }  // namespace
 
-std::vector<double> rotary_frequencies(int dims, double base, const RopeScaling& scaling) {
+std::vector<double> rotary_frequencies(int dims, double base, const RopeScaling& scaling, int64_t tokens) {
   std::vector<double> out;
+  const std::vector<double>& longrope =
+      static_cast<double>(tokens) > scaling.original_max_positions ? scaling.long_factors : scaling.short_factors;
   // yarn's ramp over the pairs: from the pair turning beta_fast times to the one turning beta_slow times.
   double ramp_low = 0, ramp_high = 0;
   if (scaling.type == "yarn") {
@@ -31,7 +33,9 @@ std::vector<double> rotary_frequencies(int dims, double base, const RopeScaling&
   }
   for (int i = 0; i < dims; i += 2) {
     const double frequency = std::pow(base, -static_cast<double>(i) / dims);
-    if (scaling.type == "yarn") {
+    if (scaling.type == "longrope") {
+      out.push_back(frequency / longrope.at(static_cast<size_t>(i / 2)));
+    } else if (scaling.type == "yarn") {
       const double interpolated = std::clamp((i / 2 - ramp_low) / (ramp_high - ramp_low), 0.0, 1.0);
       out.push_back(frequency / scaling.factor * interpolated + frequency * (1 - interpolated));
     } else if (scaling.type == "linear") {
@@ -57,9 +61,11 @@ std::vector<double> rotary_frequencies(int dims, double base, const RopeScaling&
 }
 
 double rotary_magnitude(const RopeScaling& scaling) {
-  if (scaling.type != "yarn") return 1;
+  if (scaling.type != "yarn" && scaling.type != "longrope") return 1;
   if (scaling.attention_factor > 0) return scaling.attention_factor;
-  return scaling.factor <= 1 ? 1 : 0.1 * std::log(scaling.factor) + 1;
+  if (scaling.factor <= 1) return 1;
+  if (scaling.type == "longrope") return std::sqrt(1 + std::log(scaling.factor) / std::log(scaling.original_max_positions));
+  return 0.1 * std::log(scaling.factor) + 1;
 }
 
 }  // namespace papaya::model

@@ -202,6 +202,12 @@ TEST(Networks, ImportedHuggingFaceTypesBuildWhatTheModelCounts) {
        {{"model_type", "llama"},
         {"num_key_value_heads", 2},
         {"rope_scaling", {{"rope_type", "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 4}}}}},
+      // Phi-3's long-context rotation: a factor a pair, the long ones past 8 positions.
+      {"llama-longrope",
+       {{"model_type", "llama"},
+        {"num_key_value_heads", 2},
+        {"original_max_position_embeddings", 8},
+        {"rope_scaling", {{"type", "longrope"}, {"short_factor", {1.0, 1.0, 1.0, 1.0}}, {"long_factor", {1.0, 2.0, 4.0, 8.0}}}}}},
       {"mistral", {{"model_type", "mistral"}, {"num_key_value_heads", 1}, {"sliding_window", 16}}},
       {"qwen2", {{"model_type", "qwen2"}, {"num_key_value_heads", 2}, {"tie_word_embeddings", true}}},
       {"gpt_neox", {{"model_type", "gpt_neox"}, {"rotary_pct", 0.25}}},

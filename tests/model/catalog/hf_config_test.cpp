@@ -4,11 +4,13 @@
 // is refused naming the field.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 
 #include "model/catalog/hf_config.h"
 #include "model/catalog/network_config.h"
 #include "model/catalog/parameter_count.h"
+#include "model/catalog/rotary_frequencies.h"
 #include "model/error.h"
 #include "model/json_file.h"
 
@@ -125,10 +127,14 @@ TEST(HfConfig, WhatPapayaCannotBuildIsRefusedNamingTheField) {
   EXPECT_NE(error_of({{"model_type", "roberta"}}, 511).find("sequence length 511 is past the 510 positions"), std::string::npos);
   EXPECT_NE(error_of({{"model_type", "llama"}, {"hidden_act", "gelu"}}).find("/hidden_act: 'gelu'"), std::string::npos);
   EXPECT_NE(error_of({{"model_type", "bert"}, {"head_dim", 256}}).find("/head_dim: 256"), std::string::npos);
-  EXPECT_EQ(error_of({{"model_type", "llama"}, {"rope_scaling", {{"rope_type", "dynamic"}, {"factor", 8.0}}}}),
-            "config.json: /rope_scaling: rope type 'dynamic' is not built (default, linear, llama3 and yarn are)");
-  EXPECT_NE(error_of({{"model_type", "qwen3"}, {"rope_parameters", {{"rope_type", "longrope"}}}})
-                .find("/rope_parameters: rope type 'longrope'"),
+  EXPECT_EQ(error_of({{"model_type", "llama"}, {"rope_scaling", {{"rope_type", "mrope"}, {"factor", 8.0}}}}),
+            "config.json: /rope_scaling: rope type 'mrope' is not built (default, linear, dynamic, llama3, yarn and longrope "
+            "are)");
+  EXPECT_NE(error_of({{"model_type", "qwen3"}, {"rope_parameters", {{"rope_type", "mrope"}}}})
+                .find("/rope_parameters: rope type 'mrope'"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"model_type", "phi3"}, {"rope_scaling", {{"type", "longrope"}, {"long_factor", {1.0}}}}})
+                .find("/rope_scaling: /short_factor: longrope needs a factor for each rotated pair"),
             std::string::npos);
   EXPECT_NE(error_of({{"model_type", "llama"}, {"num_key_value_heads", 5}}).find("/num_key_value_heads: 5 does not divide 32"),
             std::string::npos);
@@ -374,6 +380,47 @@ TEST(HfConfig, RopeScalingIsKept) {
   const TransformerConfig g = parse_network_config(gemma, "g.json").transformer();
   EXPECT_EQ(g.rope_scaling_of(5).type, "linear");  // global
   EXPECT_FALSE(g.rope_scaling_of(0).scales());     // local: its own base, unscaled
+}
+
+// longrope as Phi-3-mini-128k gives it (131,072 positions over 4,096
+// original: factor 32, cos and sin times sqrt(1 + ln 32 / ln 4096)), each
+// pair's frequency divided by its short factor within 4,096 tokens and by
+// its long one past them; dynamic NTK scaling changes nothing within the
+// positions, the only sequences papaya runs.
+TEST(HfConfig, LongropeAndDynamicScalingAreKept) {
+  std::vector<double> short_factors(48), long_factors(48);
+  for (size_t i = 0; i < 48; ++i) {
+    short_factors[i] = 1 + 0.01 * static_cast<double>(i);
+    long_factors[i] = 1 + static_cast<double>(i);
+  }
+  const json phi = {{"model_type", "phi3"},
+                    {"max_position_embeddings", 131072},
+                    {"original_max_position_embeddings", 4096},
+                    {"rope_scaling", {{"type", "longrope"}, {"short_factor", short_factors}, {"long_factor", long_factors}}}};
+  const TransformerConfig t = parse_network_config(phi, "p.json").transformer();
+  const RopeScaling& s = t.rope_scaling;
+  EXPECT_EQ(s.type, "longrope");
+  EXPECT_DOUBLE_EQ(s.factor, 32);
+  EXPECT_NEAR(rotary_magnitude(s), std::sqrt(1 + std::log(32.0) / std::log(4096.0)), 1e-15);
+  const std::vector<double> plain = rotary_frequencies(96, t.rotary_base, {});
+  const std::vector<double> within = rotary_frequencies(96, t.rotary_base, s, 2048),
+                            past = rotary_frequencies(96, t.rotary_base, s, 8192);
+  for (size_t i = 0; i < 48; ++i) {
+    EXPECT_DOUBLE_EQ(within[i], plain[i] / short_factors[i]) << i;
+    EXPECT_DOUBLE_EQ(past[i], plain[i] / long_factors[i]) << i;
+  }
+  json shorter = phi;
+  shorter["rope_scaling"]["long_factor"] = std::vector<double>(47, 1.0);
+  try {
+    parse_network_config(shorter, "p.json");
+    ADD_FAILURE() << "47 long factors accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("p.json: /rope_scaling/long_factors: 47 factors for the 48 rotated pairs"),
+              std::string::npos)
+        << e.what();
+  }
+  const json dynamic = {{"model_type", "llama"}, {"rope_scaling", {{"rope_type", "dynamic"}, {"factor", 2.0}}}};
+  EXPECT_FALSE(parse_network_config(dynamic, "d.json").transformer().rope_scaling.scales());
 }
 
 // yarn as GPT-OSS gives it (factor 32 over 4,096 original positions, betas
