@@ -4,6 +4,8 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <optional>
+#include <utility>
 
 #include "model/error.h"
 
@@ -296,21 +298,28 @@ json phi3(const json& hf, json out, const std::string& label, std::optional<int>
   return net;
 }
 
+// The first of `keys` (one field under its names old and new) the config
+// gives, not null: its key and its value as text.
+std::optional<std::pair<std::string, std::string>> first_given(const json& hf, std::initializer_list<const char*> keys) {
+  for (const char* key : keys) {
+    const auto it = hf.find(key);
+    if (it == hf.end() || it->is_null()) continue;
+    return std::pair<std::string, std::string>{key, it->is_string() ? it->get<std::string>() : it->dump()};
+  }
+  return std::nullopt;
+}
+
 // The attention transformers runs the model with: its config's
 // attn_implementation where it says (eager: the probabilities materialized),
 // else SDPA, fused, as transformers runs Llama-like models by default.
 std::string attention_of(const json& hf, const std::string& label) {
-  for (const char* key : {"attn_implementation", "_attn_implementation"}) {
-    const auto it = hf.find(key);
-    if (it == hf.end() || it->is_null()) continue;
-    const std::string given = it->is_string() ? it->get<std::string>() : it->dump();
-    if (given == "eager") return "materialized";
-    if (given == "sdpa" || given == "flash_attention_2" || given == "flash_attention_3") return "fused";
-    throw InputError(
-        label + ": /" + key + ": '" + given +
-        "' is not an attention papaya runs (eager: materialized; sdpa, flash_attention_2, flash_attention_3: fused)");
-  }
-  return "fused";
+  const auto given = first_given(hf, {"attn_implementation", "_attn_implementation"});
+  if (!given) return "fused";
+  const auto& [key, value] = *given;
+  if (value == "eager") return "materialized";
+  if (value == "sdpa" || value == "flash_attention_2" || value == "flash_attention_3") return "fused";
+  throw InputError(label + ": /" + key + ": '" + value +
+                   "' is not an attention papaya runs (eager: materialized; sdpa, flash_attention_2, flash_attention_3: fused)");
 }
 
 // A soft cap on logits, c·tanh(x / c): the config's (null: none), else `fallback`.
@@ -666,15 +675,12 @@ json vit(const json& hf, json out, const std::string& label, std::optional<int> 
 // its torch_dtype (newer configs: dtype) is float32. A float16 checkpoint
 // trains in bf16 too: the type today's GPUs train in.
 std::string precision_of(const json& hf, const std::string& label) {
-  for (const char* key : {"torch_dtype", "dtype"}) {
-    const auto it = hf.find(key);
-    if (it == hf.end() || it->is_null()) continue;
-    const std::string given = it->is_string() ? it->get<std::string>() : it->dump();
-    if (given == "float32") return "fp32";
-    if (given == "bfloat16" || given == "float16" || given == "auto") return "amp-bf16";
-    throw InputError(label + ": /" + key + ": '" + given + "' is not a type papaya trains in (float32, bfloat16, float16)");
-  }
-  return "amp-bf16";
+  const auto given = first_given(hf, {"torch_dtype", "dtype"});
+  if (!given) return "amp-bf16";
+  const auto& [key, value] = *given;
+  if (value == "float32") return "fp32";
+  if (value == "bfloat16" || value == "float16" || value == "auto") return "amp-bf16";
+  throw InputError(label + ": /" + key + ": '" + value + "' is not a type papaya trains in (float32, bfloat16, float16)");
 }
 
 json converted(const std::string& type, const json& hf, json out, const std::string& label, std::optional<int> seq_len) {
