@@ -102,6 +102,13 @@ LinearCurve fit_linear(const std::vector<Sample>& samples) {
   return line;
 }
 
+double through_points(const std::vector<Sample>& points, double batch) {
+  size_t k = 1;  // the segment from points[k - 1] to points[k]
+  while (k + 1 < points.size() && batch > points[k].batch) ++k;
+  const Sample &a = points[k - 1], &b = points[k];
+  return a.value + (b.value - a.value) * (batch - a.batch) / (b.batch - a.batch);
+}
+
 SaturatingCurve fit_saturating(const std::vector<Sample>& input, double min_fixed) {
   std::vector<Sample> samples = input;
   std::sort(samples.begin(), samples.end(), [](const Sample& x, const Sample& y) { return x.batch < y.batch; });

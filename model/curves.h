@@ -37,6 +37,11 @@ struct Sample {
 // distinct batch sizes (the caller checks).
 LinearCurve fit_linear(const std::vector<Sample>& samples);
 
+// The broken line through `points` (at least two, batches ascending and
+// distinct) at `batch`: from each point straight to the next, and beyond the
+// first or the last along the segment there.
+double through_points(const std::vector<Sample>& points, double batch);
+
 // A profile's allocator bytes, which are exact: the line through its two
 // largest batch sizes (each one's mean). The points lie on one line unless
 // an allocation changes its shape with the batch, and that happens at the

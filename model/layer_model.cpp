@@ -13,7 +13,36 @@ json to_json(const SaturatingCurve& c) { return {{"floor", c.floor}, {"per_sampl
 LinearCurve linear_from(const json& doc) { return {doc.at("per_sample"), doc.at("fixed")}; }
 SaturatingCurve saturating_from(const json& doc) { return {doc.at("floor"), doc.at("per_sample"), doc.at("fixed")}; }
 
+json points_to_json(const std::vector<Sample>& points) {
+  json out = json::array();
+  for (const Sample& s : points) out.push_back({s.batch, s.value});
+  return out;
+}
+
+std::vector<Sample> points_from(const json& memory, const char* key, const std::string& where) {
+  std::vector<Sample> out;
+  for (const json& point : memory.value(key, json::array())) {
+    out.push_back({point.at(0), point.at(1)});
+    if (out.size() > 1 && !(out.back().batch > out[out.size() - 2].batch)) {
+      throw InputError(where + "/memory/" + key + ": batch " + point.at(0).dump() + " does not follow a smaller one");
+    }
+  }
+  return out;
+}
+
+double peak_at(const LinearCurve& start, const LinearCurve& peak, const std::vector<Sample>& headroom, double batch) {
+  return headroom.size() < 2 ? peak.at(batch) : start.at(batch) + through_points(headroom, batch);
+}
+
 }  // namespace
+
+double forward_peak_at(const LayerFit& layer, double batch) {
+  return peak_at(layer.forward_start, layer.forward_peak, layer.forward_headroom, batch);
+}
+
+double backward_peak_at(const LayerFit& layer, double batch) {
+  return peak_at(layer.backward_start, layer.backward_peak, layer.backward_headroom, batch);
+}
 
 NetworkLayout LayerModel::layout() const { return layout_of(segments, layers); }
 
@@ -28,6 +57,8 @@ json layer_model_to_json(const LayerModel& m) {
                     {"forward_gap_peak", to_json(l.forward_gap_peak)},
                     {"backward_gap_peak", to_json(l.backward_gap_peak)}}},
                   {"seconds", {{"forward", to_json(l.forward_seconds)}, {"backward", to_json(l.backward_seconds)}}}};
+    if (!l.forward_headroom.empty()) layer["memory"]["forward_headroom"] = points_to_json(l.forward_headroom);
+    if (!l.backward_headroom.empty()) layer["memory"]["backward_headroom"] = points_to_json(l.backward_headroom);
     add_layer_description_json(l, layer);
     layers.push_back(layer);
   }
@@ -132,6 +163,9 @@ LayerModel layer_model_from_json(const json& doc, const std::string& label) {
     layer.backward_peak = linear_from(mem.at("backward_peak"));
     layer.forward_gap_peak = linear_from(mem.at("forward_gap_peak"));
     layer.backward_gap_peak = linear_from(mem.at("backward_gap_peak"));
+    const std::string where = label + ": /layers/" + std::to_string(m.layers.size());
+    layer.forward_headroom = points_from(mem, "forward_headroom", where);
+    layer.backward_headroom = points_from(mem, "backward_headroom", where);
     layer.forward_seconds = saturating_from(l.at("seconds").at("forward"));
     layer.backward_seconds = saturating_from(l.at("seconds").at("backward"));
     m.layers.push_back(std::move(layer));

@@ -31,8 +31,18 @@ struct LayerFit : LayerDescription {
   // the peaks between the layer before it in each pass and it (profile.h).
   LinearCurve forward_start, forward_peak, backward_start, backward_peak;
   LinearCurve forward_gap_peak, backward_gap_peak;
+  // Each pass's scratch above its start where it was measured at batches
+  // up to the probe's (model/fit/fit_profile.cpp): the peak between them is
+  // the start's line plus the broken line through them, and beyond them the
+  // peak's line, which runs through the last two. Empty, or cleared where
+  // a model is made over for another shape: the peak's line alone.
+  std::vector<Sample> forward_headroom, backward_headroom;
   SaturatingCurve forward_seconds, backward_seconds;
 };
+
+// A layer's peak bytes in each pass at `batch` (LayerFit's figures).
+double forward_peak_at(const LayerFit& layer, double batch);
+double backward_peak_at(const LayerFit& layer, double batch);
 
 struct SegmentFit {
   std::string path;

@@ -37,6 +37,15 @@ json to_json(const LayerProfile& l) {
                   {"backward_s", l.probe->backward_s},
                   {"forward_headroom_bytes", l.probe->forward_headroom_bytes},
                   {"backward_headroom_bytes", l.probe->backward_headroom_bytes}};
+    if (!l.probe->rungs.empty()) {
+      json rungs = json::array();
+      for (const HeadroomRung& r : l.probe->rungs) {
+        rungs.push_back({{"batch", r.batch},
+                         {"forward_headroom_bytes", r.forward_headroom_bytes},
+                         {"backward_headroom_bytes", r.backward_headroom_bytes}});
+      }
+      j["probe"]["rungs"] = rungs;
+    }
   }
   return j;
 }
@@ -89,8 +98,14 @@ LayerProfile layer_from_json(const json& j, const std::string& where) {
   for (const auto& m : j.at("measured")) l.measured.push_back(measurement_from_json(m));
   if (j.contains("probe")) {
     const json& probe = j.at("probe");
-    l.probe = LayerProbe{probe.at("forward_s"), probe.at("backward_s"), probe.at("forward_headroom_bytes"),
-                         probe.at("backward_headroom_bytes")};
+    l.probe = LayerProbe{probe.at("forward_s"),
+                         probe.at("backward_s"),
+                         probe.at("forward_headroom_bytes"),
+                         probe.at("backward_headroom_bytes"),
+                         {}};
+    for (const json& r : probe.value("rungs", json::array())) {
+      l.probe->rungs.push_back({r.at("batch"), r.at("forward_headroom_bytes"), r.at("backward_headroom_bytes")});
+    }
   }
   return l;
 }
@@ -178,6 +193,13 @@ void check_consistency(const Profile& p, const std::string& label) {
     const std::string pointer = "/layers/" + std::to_string(i);
     per_batch(p.layers[i].measured.size(), pointer + "/measured");
     require(!p.layers[i].probe || p.probe_batch > 0, label, pointer + "/probe", "a probe without /probe_batch");
+    if (!p.layers[i].probe) continue;
+    int64_t below = 0;
+    for (const HeadroomRung& r : p.layers[i].probe->rungs) {
+      require(r.batch > below && r.batch < p.probe_batch, label, pointer + "/probe/rungs",
+              "batch " + std::to_string(r.batch) + " is not between the rung before it and /probe_batch");
+      below = r.batch;
+    }
   }
   check_layer_references(p.layers, p.segments, label, "profile");
 }

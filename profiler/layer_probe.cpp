@@ -1,7 +1,9 @@
 #include "profiler/layer_probe.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <numeric>
 #include <stdexcept>
 #include <unordered_map>
 #include <utility>
@@ -67,15 +69,29 @@ void mark_batched(std::vector<Inputs>& small, const std::vector<Inputs>& larger,
   }
 }
 
+// `grown` with its dimensions laid out in memory in the order of `like`'s
+// strides: a layer or block takes other kernels, with other scratch, on a
+// permuted layout (ConvNeXt's blocks take the channels-last output of a
+// LayerNorm over permuted dimensions) than on a contiguous one.
+torch::Tensor laid_out_as(const torch::Tensor& grown, const torch::Tensor& like) {
+  if (like.is_contiguous()) return grown;
+  std::vector<int64_t> order(static_cast<size_t>(like.dim()));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return like.stride(a) > like.stride(b); });
+  std::vector<int64_t> back(order.size());
+  for (size_t k = 0; k < order.size(); ++k) back[static_cast<size_t>(order[k])] = static_cast<int64_t>(k);
+  return grown.permute(order).contiguous().permute(back);
+}
+
 // `t` (batch first, `from` samples, where `carries_batch`) repeated along
-// the batch to `batch` samples (its first `batch` ones where fewer); a
-// tensor without the batch (positions from torch.arange, a mask the batch
-// shares) as it is.
+// the batch to `batch` samples (its first `batch` ones where fewer), laid out
+// as `t` is; a tensor without the batch (positions from torch.arange, a mask
+// the batch shares) as it is.
 torch::Tensor grow(const torch::Tensor& t, bool carries_batch, int64_t from, int64_t batch) {
   if (!carries_batch) return t;
   std::vector<int64_t> times(t.dim(), 1);
   times[0] = (batch + from - 1) / from;
-  return t.repeat(times).narrow(0, 0, batch);
+  return laid_out_as(t.repeat(times).narrow(0, 0, batch), t);
 }
 
 std::vector<torch::Tensor> grown(const Inputs& captured, int64_t from, int64_t batch) {
@@ -157,8 +173,11 @@ model::LayerProbe median_figures(const Samples& samples, size_t layer) {
     forward_headroom.push_back(static_cast<double>(m.forward_peak_bytes - m.forward_start_bytes));
     backward_headroom.push_back(static_cast<double>(m.backward_peak_bytes - m.backward_start_bytes));
   }
-  return {model::median(forward), model::median(backward), std::llround(model::median(forward_headroom)),
-          std::llround(model::median(backward_headroom))};
+  return {model::median(forward),
+          model::median(backward),
+          std::llround(model::median(forward_headroom)),
+          std::llround(model::median(backward_headroom)),
+          {}};
 }
 
 // Runs `probe` unless it ran out of memory before; marks it so when it does.
@@ -170,6 +189,21 @@ void sample(Samples& samples, Probe probe) {
   } catch (const std::exception& e) {
     if (!is_out_of_memory(e)) throw;
     samples.out_of_memory = true;
+  }
+}
+
+// Runs `rung` at the two largest profiled batches and the doublings of the
+// largest below the probe batch, up to one that runs out of memory.
+template <typename Rung>
+void climb(const ProbeOptions& options, Rung rung) {
+  std::vector<int64_t> batches;
+  const size_t n = options.profiled.size();
+  if (n >= 2 && options.profiled[n - 2] < options.from) batches.push_back(options.profiled[n - 2]);
+  for (int64_t b = options.from; b < options.batch; b *= 2) batches.push_back(b);
+  try {
+    for (int64_t b : batches) rung(b);
+  } catch (const std::exception& e) {
+    if (!is_out_of_memory(e)) throw;
   }
 }
 
@@ -189,16 +223,21 @@ LayerProbes probe_layers(executor::Network& network, executor::DataSource& data,
     network.loss(*run);  // the graph goes with the loss; the captured inputs stay
   }
   mark_batched(capture.layers, capture_larger.layers, options.from);
-  const auto grow_batch = [&](const torch::Tensor& t, const torch::Tensor& in_larger) {
-    return grow(t, batched(t, in_larger, options.from), options.from, options.batch);
+  // The network's batch at `b` samples, grown from `small`.
+  const auto batch_of = [&](int64_t b) {
+    const auto grow_batch = [&](const torch::Tensor& t, const torch::Tensor& in_larger) {
+      return grow(t, batched(t, in_larger, options.from), options.from, b);
+    };
+    executor::Batch out;
+    out.input = grow_batch(small.input, larger.input);
+    if (small.target.defined()) out.target = grow_batch(small.target, larger.target);
+    for (size_t k = 0; k < small.arguments.size(); ++k) {
+      out.arguments.push_back(
+          grow_batch(small.arguments[k], k < larger.arguments.size() ? larger.arguments[k] : torch::Tensor()));
+    }
+    return out;
   };
-  executor::Batch batch;
-  batch.input = grow_batch(small.input, larger.input);
-  if (small.target.defined()) batch.target = grow_batch(small.target, larger.target);
-  for (size_t k = 0; k < small.arguments.size(); ++k) {
-    batch.arguments.push_back(
-        grow_batch(small.arguments[k], k < larger.arguments.size() ? larger.arguments[k] : torch::Tensor()));
-  }
+  const executor::Batch batch = batch_of(options.batch);
   const auto& layers = network.layers();
   const auto& segments = network.segments();
   std::vector<std::vector<size_t>> members(segments.size());
@@ -253,6 +292,31 @@ LayerProbes probe_layers(executor::Network& network, executor::DataSource& data,
     }
   }
 
+  // The rungs: each run once more, bytes only (climb).
+  std::vector<std::vector<model::HeadroomRung>> rungs(layers.size());
+  const auto add_rung = [&](const RunFigures& run, size_t layer, int64_t b) {
+    const model::LayerMeasurement& m = run.bytes.at(layer);
+    rungs[layer].push_back({b, m.forward_peak_bytes - m.forward_start_bytes, m.backward_peak_bytes - m.backward_start_bytes});
+  };
+  for (size_t s = 0; s < segments.size(); ++s) {
+    if (segment_samples[s].out_of_memory) continue;
+    climb(options, [&](int64_t b) {
+      std::vector<torch::Tensor> in = grown(segment_inputs[s], options.from, b);
+      const RunFigures run = timed([&] { return segments[s]->run_layers(in.front()); });
+      for (size_t i : members[s]) add_rung(run, i, b);
+    });
+    if (options.on_probe) options.on_probe();
+  }
+  for (size_t i = 0; i < layers.size(); ++i) {
+    if (!layers[i]->segment().empty() || !layers[i]->runs_alone() || layer_samples[i].out_of_memory) continue;
+    climb(options, [&](int64_t b) {
+      std::vector<torch::Tensor> in = grown(capture.layers[i], options.from, b);
+      const executor::Batch at = batch_of(b);
+      add_rung(timed([&] { return layers[i]->run(in, at); }), i, b);
+    });
+    if (options.on_probe) options.on_probe();
+  }
+
   LayerProbes probes;
   probes.layers.resize(layers.size());
   probes.segments.resize(segments.size());
@@ -267,6 +331,7 @@ LayerProbes probe_layers(executor::Network& network, executor::DataSource& data,
   for (size_t i = 0; i < layers.size(); ++i) {
     if (!layer_samples[i].out_of_memory && !layer_samples[i].layers.empty())
       probes.layers[i] = median_figures(layer_samples[i], i);
+    if (probes.layers[i]) probes.layers[i]->rungs = std::move(rungs[i]);
   }
   return probes;
 }

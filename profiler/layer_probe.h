@@ -40,8 +40,10 @@ struct ProbeOptions {
   // probes instead of on every run of one. The first round also warms up
   // (memory and kernels for the new shapes).
   int rounds = 3;
-  int64_t memory_limit = 0;        // > 0: as BatchRunOptions's
-  std::function<void()> on_probe;  // after each segment and each layer outside one, in each round
+  int64_t memory_limit = 0;  // > 0: as BatchRunOptions's
+  // After each segment and each layer outside one, in each round and once
+  // more after its rungs (model::LayerProbe::rungs).
+  std::function<void()> on_probe;
 };
 
 struct LayerProbes {

@@ -218,12 +218,12 @@ model::Profile profile_network(const ProfileOptions& options) {
   const int rounds = std::min(options.rounds, options.steps);
   const auto steps_in = [&](int r) { return options.steps / rounds + (r < options.steps % rounds ? 1 : 0); };
   const auto warmup_in = [&](int r) { return r == 0 ? options.warmup : std::min(options.warmup, 1); };
-  // Probes: each segment, and each layer outside one, in each round.
+  // Probes: each segment, and each layer outside one, in each round and once for its rungs.
   int total = 0;
   if (probe_batch > 0) {
     total = static_cast<int>(network.segments().size());
     for (const auto* layer : network.layers()) total += layer->segment().empty() ? 1 : 0;
-    total *= rounds;
+    total *= rounds + 1;  // the rounds and the rungs
   }
   for (int r = 0; r < rounds; ++r) total += (warmup_in(r) + steps_in(r) + 1) * static_cast<int>(batches.size());
   total += static_cast<int>(calibration_plans().size()) * (options.warmup + options.steps);

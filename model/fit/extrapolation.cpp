@@ -125,14 +125,23 @@ double segment_forward(const LayerModel& m, const std::string& segment) {
   return sum;
 }
 
+// A model's document with its layers' peaks as lines alone: the points of
+// their scratch (LayerFit::forward_headroom) are its own size's.
+json lines_only(LayerModel m) {
+  for (LayerFit& l : m.layers) {
+    l.forward_headroom.clear();
+    l.backward_headroom.clear();
+  }
+  return layer_model_to_json(m);
+}
+
 }  // namespace
 
 LayerModel extrapolated(const ModelAtSize (&models)[3], double size, FlopsGrowth flops, const std::string& label) {
   if (!(models[0].size < models[1].size && models[1].size < models[2].size)) {
     throw std::logic_error("extrapolated: sizes not distinct and ascending");
   }
-  const json docs[3] = {layer_model_to_json(models[0].model), layer_model_to_json(models[1].model),
-                        layer_model_to_json(models[2].model)};
+  const json docs[3] = {lines_only(models[0].model), lines_only(models[1].model), lines_only(models[2].model)};
   const json* parts[3] = {&docs[0], &docs[1], &docs[2]};
   const double x[3] = {models[0].size, models[1].size, models[2].size};
   LayerModel out = layer_model_from_json(Walk{x, size, flops}(parts, "", label + ": the models differ at "), label);

@@ -46,29 +46,67 @@ std::vector<Sample> samples(const Profile& p, const std::vector<size_t>& use, Ge
   return out;
 }
 
+struct PeakFit {
+  LinearCurve line;
+  std::vector<Sample> headroom;  // LayerFit::forward_headroom's
+};
+
 // A pass's peak bytes: its start's line plus the scratch it takes above its
 // start. Where the layer was probed (alone, or within its segment), the
-// scratch's line runs from the largest profiled batch to the probe batch,
-// where its shape has settled (LayerProbe): a block run alone takes, layer
-// by layer, the scratch it takes in the whole step at that batch, and a
-// layer run alone gets its gradient as a step hands it over (freed once
-// read), so that it takes its step's scratch too. Kernels chosen by the
-// batch show there: on one thread, LibTorch runs a 1x1 convolution on its
-// own path below a batch of 16 and on oneDNN's, with more scratch, from 16
-// on (ShuffleNetV2's last convolution). Else the scratch, as every other
-// byte figure, takes the line through the two largest profiled batches.
+// scratch runs through what the step took at each profiled batch, what the
+// probe's runs took at its rungs and at the probe batch, where its shape
+// has settled (LayerProbe), and on along the line through the last two: a
+// block run alone takes, layer by layer, the scratch it takes in the whole
+// step at that batch, and a layer run alone gets its gradient as a step
+// hands it over (freed once read), so that it takes its step's scratch too.
+// Kernels chosen by the batch show there: on one thread, LibTorch runs a
+// 1x1 convolution on its own path below a batch of 16 and on oneDNN's, with
+// more scratch, from 16 on (ShuffleNetV2's last convolution, a UNet's head),
+// which a line from the profiled batches to the probe's cuts across. What
+// the step takes beside the probe's run at the profiled batches is added to
+// each run's: the last layer of a TorchScript network, whose step runs the
+// code after it and the loss, with their gradients' transients, which a run
+// alone cannot; a block whose output's gradient comes in another layout in
+// the step (the traced MLP-Mixer's, transposed: 32 KiB a sample more in one
+// layer, less in another). Else the scratch, as every other byte figure,
+// takes the line through the two largest profiled batches.
 // `start` is the pass's start, `start_line` its fitted line.
-LinearCurve peak_line(const std::vector<Sample>& start, const LinearCurve& start_line, const std::vector<Sample>& peak,
-                      const Profile& p, std::optional<int64_t> probe_headroom) {
-  if (!probe_headroom) return fit_bytes(peak);
-  double largest = 0;
-  for (const Sample& s : start) largest = std::max(largest, s.batch);
-  std::vector<Sample> headroom{{static_cast<double>(p.probe_batch), static_cast<double>(*probe_headroom)}};
+PeakFit peak_fit(const std::vector<Sample>& start, const LinearCurve& start_line, const std::vector<Sample>& peak,
+                 const Profile& p, const std::optional<LayerProbe>& probe, int64_t LayerProbe::*probe_headroom,
+                 int64_t HeadroomRung::*rung_headroom) {
+  if (!probe) return {fit_bytes(peak), {}};
+  std::map<double, double> points;  // batch -> scratch
   for (size_t k = 0; k < start.size(); ++k) {
-    if (start[k].batch == largest) headroom.push_back({largest, peak[k].value - start[k].value});
+    const double above = peak[k].value - start[k].value;
+    const auto [at, added] = points.emplace(start[k].batch, above);
+    if (!added) at->second = std::max(at->second, above);
   }
-  const LinearCurve above = fit_linear(headroom);
-  return {start_line.per_sample + above.per_sample, start_line.fixed + above.fixed};
+  const double largest = points.rbegin()->first;
+  // What the step takes beside the probe's run at the profiled batches it
+  // has a rung at: the line through the two largest (through zero where one).
+  std::vector<Sample> beside;
+  for (const HeadroomRung& r : probe->rungs) {
+    const auto step = points.find(static_cast<double>(r.batch));
+    if (step != points.end()) beside.push_back({step->first, step->second - static_cast<double>(r.*rung_headroom)});
+  }
+  LinearCurve extra;
+  if (beside.size() >= 2) {
+    extra = fit_linear(std::vector<Sample>(beside.end() - 2, beside.end()));
+  } else if (beside.size() == 1) {
+    extra.per_sample = beside.front().value / beside.front().batch;
+  }
+  const auto in_step = [&](double b, int64_t run) { return std::max(0.0, static_cast<double>(run) + extra.at(b)); };
+  for (const HeadroomRung& r : probe->rungs) {
+    const double b = static_cast<double>(r.batch);
+    if (b > largest) points[b] = in_step(b, r.*rung_headroom);
+  }
+  const double probe_batch = p.probe_batch;
+  points[probe_batch] = in_step(probe_batch, (*probe).*probe_headroom);
+  PeakFit out;
+  for (const auto& [b, bytes] : points) out.headroom.push_back({b, bytes});
+  const LinearCurve above = fit_linear(std::vector<Sample>(out.headroom.end() - 2, out.headroom.end()));
+  out.line = {start_line.per_sample + above.per_sample, start_line.fixed + above.fixed};
+  return out;
 }
 
 // A layer's or segment's time at the profile's probe batch, where it has one,
@@ -172,17 +210,18 @@ LayerModel fit_model(const Profile& p, const std::vector<size_t>& use, const std
     const auto probed = [&](double LayerProbe::*field) {
       return l.probe ? std::optional<double>((*l.probe).*field) : std::nullopt;
     };
-    const auto probed_headroom = [&](int64_t LayerProbe::*field) {
-      return l.probe ? std::optional<int64_t>((*l.probe).*field) : std::nullopt;
-    };
     const std::vector<Sample> forward_start = figure(&LayerMeasurement::forward_start_bytes);
     const std::vector<Sample> backward_start = figure(&LayerMeasurement::backward_start_bytes);
     f.forward_start = fit_bytes(forward_start);
-    f.forward_peak = peak_line(forward_start, f.forward_start, figure(&LayerMeasurement::forward_peak_bytes), p,
-                               probed_headroom(&LayerProbe::forward_headroom_bytes));
+    PeakFit forward = peak_fit(forward_start, f.forward_start, figure(&LayerMeasurement::forward_peak_bytes), p, l.probe,
+                               &LayerProbe::forward_headroom_bytes, &HeadroomRung::forward_headroom_bytes);
+    f.forward_peak = forward.line;
+    f.forward_headroom = std::move(forward.headroom);
     f.backward_start = fit_bytes(backward_start);
-    f.backward_peak = peak_line(backward_start, f.backward_start, figure(&LayerMeasurement::backward_peak_bytes), p,
-                                probed_headroom(&LayerProbe::backward_headroom_bytes));
+    PeakFit backward = peak_fit(backward_start, f.backward_start, figure(&LayerMeasurement::backward_peak_bytes), p, l.probe,
+                                &LayerProbe::backward_headroom_bytes, &HeadroomRung::backward_headroom_bytes);
+    f.backward_peak = backward.line;
+    f.backward_headroom = std::move(backward.headroom);
     f.forward_gap_peak = fit_bytes(figure(&LayerMeasurement::forward_gap_peak_bytes));
     f.backward_gap_peak = fit_bytes(figure(&LayerMeasurement::backward_gap_peak_bytes));
     f.forward_seconds = fit_time(
@@ -312,11 +351,12 @@ ProfileFit fit_profile(const Profile& p, const std::string& label) {
       time.push_back({meas.backward_s, f.backward_seconds.at(b), f.path, "backward seconds", batch});
       memory.push_back(
           {static_cast<double>(meas.forward_start_bytes), f.forward_start.at(b), f.path, "forward start bytes", batch});
-      memory.push_back({static_cast<double>(meas.forward_peak_bytes), f.forward_peak.at(b), f.path, "forward peak bytes", batch});
+      memory.push_back(
+          {static_cast<double>(meas.forward_peak_bytes), forward_peak_at(f, b), f.path, "forward peak bytes", batch});
       memory.push_back(
           {static_cast<double>(meas.backward_start_bytes), f.backward_start.at(b), f.path, "backward start bytes", batch});
       memory.push_back(
-          {static_cast<double>(meas.backward_peak_bytes), f.backward_peak.at(b), f.path, "backward peak bytes", batch});
+          {static_cast<double>(meas.backward_peak_bytes), backward_peak_at(f, b), f.path, "backward peak bytes", batch});
     }
   }
   out.quality.time = summarize(time);

@@ -277,6 +277,8 @@ LayerModel split_across_ranks(const LayerModel& whole, const TransformerShape& s
     r.backward_peak = beyond(r.backward_start, w.backward_start, w.backward_peak, share.backward_working, share.parameters);
     r.backward_gap_peak =
         rescaled(w.backward_gap_peak, through, through_rank, backward_live(w.backward_gap_peak), backward_shift);
+    r.forward_headroom.clear();  // the whole layer's scratch: the rank's peaks are the lines above
+    r.backward_headroom.clear();
     const auto input_slot = std::find_if(w.saved.begin(), w.saved.end(), [](const auto& t) { return t.slot == "input"; });
     const double input_bytes = input_slot == w.saved.end() ? 0 : input_slot->storage_bytes_per_sample;
     if (share.gathered_input > 0) {

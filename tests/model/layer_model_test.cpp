@@ -51,6 +51,7 @@ class LayerModelFile : public ::testing::Test {
 };
 
 TEST_F(LayerModelFile, RoundTripKeepsEveryPrediction) {
+  model_.layers[1].backward_headroom = {{1, 100}, {8, 2000}, {16, 9000}};  // a scratch measured at rungs
   const std::string path = (dir_ / "model.json").string();
   write_layer_model(path, model_);
   const LayerModel read = read_layer_model(path);
@@ -92,6 +93,11 @@ TEST_F(LayerModelFile, RejectsBadFiles) {
   doc = good;
   doc["segments"][0]["input"]["storage"] = "x:y";
   expect_rejected(doc, "/segments/0/input/storage");
+  doc = good;
+  doc["layers"][1]["memory"]["forward_headroom"] = {{8, 100}, {8, 200}};
+  expect_rejected(doc, "/layers/1/memory/forward_headroom: batch 8 does not follow a smaller one");
+  doc["layers"][1]["memory"]["forward_headroom"] = {{8, 100}};
+  expect_rejected(doc, "/layers/1/memory/forward_headroom");
 }
 
 TEST_F(LayerModelFile, MalformedAndMissingFiles) {

@@ -36,7 +36,7 @@ Profile small_profile() {
   fc.forward_flops_per_sample = 16512;
   fc.forward_bytes_moved_per_sample = 768;
   fc.measured = {{1e-4, 2e-4, 1000, 1512, 1600, 2000, 1900, 2500}, {}};
-  fc.probe = LayerProbe{5e-3, 1e-2, 800, 1200};
+  fc.probe = LayerProbe{5e-3, 1e-2, 800, 1200, {{2, 10, 20}, {4, 15, 30}}};
   LayerProfile act;
   act.path = "blocks.0.act";
   act.kind = LayerKind::relu;
@@ -81,6 +81,8 @@ TEST(Profile, RoundTripsThroughAFile) {
   EXPECT_EQ(back.probe_batch, 256);
   ASSERT_TRUE(back.layers[0].probe);
   EXPECT_DOUBLE_EQ(back.layers[0].probe->backward_s, 1e-2);
+  ASSERT_EQ(back.layers[0].probe->rungs.size(), 2u);
+  EXPECT_EQ(back.layers[0].probe->rungs[1].backward_headroom_bytes, 30);
   EXPECT_FALSE(back.layers[1].probe);
   ASSERT_TRUE(back.segments[0].probe);
   EXPECT_DOUBLE_EQ(back.segments[0].probe->between_s, 3e-4);
@@ -91,6 +93,9 @@ TEST(Profile, RoundTripsThroughAFile) {
   EXPECT_EQ(profile_from_json(older, "older.json").layers[0].parameter_copy_bytes, 0);
   // Nor probes.
   older.erase("probe_batch");
+  json without_rungs = profile_to_json(p);
+  without_rungs["layers"][0]["probe"].erase("rungs");
+  EXPECT_TRUE(profile_from_json(without_rungs, "older.json").layers[0].probe->rungs.empty());
   older["layers"][0].erase("probe");
   older["segments"][0].erase("probe");
   older["segments"][0].erase("between_s");
@@ -166,6 +171,11 @@ TEST(Profile, DamagedDocumentsNameWhatIsWrong) {
   doc = good;
   doc["probe_batch"] = 64;
   EXPECT_EQ(load_error(doc), "p.json: /probe_batch: 64 is not larger than the largest batch (64)");
+  doc = good;
+  doc["layers"][0]["probe"]["rungs"][1]["batch"] = 256;
+  EXPECT_EQ(load_error(doc), "p.json: /layers/0/probe/rungs: batch 256 is not between the rung before it and /probe_batch");
+  doc["layers"][0]["probe"]["rungs"][1]["batch"] = 2;
+  EXPECT_EQ(load_error(doc), "p.json: /layers/0/probe/rungs: batch 2 is not between the rung before it and /probe_batch");
   doc = good;
   doc["machine"]["timing"] = "sundial";
   EXPECT_NE(load_error(doc).find("p.json: /machine/timing"), std::string::npos) << load_error(doc);

@@ -242,6 +242,8 @@ TEST_P(TinyProfile, TheStepsPeakIsThePassesOrTheOptimizerSteps) {
 // the scratch above each pass's start that it takes in a whole step at that
 // batch, byte for byte: the fit extrapolates peaks through the probe's
 // (model/fit/fit_profile.cpp), as small batches may use other algorithms.
+// So does its run at the rungs below the probe batch: at the profiled
+// batches, the step's own there.
 TEST_P(TinyProfile, ABlockLayersScratchAtTheProbeBatchIsTheWholeStepsThere) {
   constexpr int at = 8;
   ProfileOptions options;
@@ -263,6 +265,17 @@ TEST_P(TinyProfile, ABlockLayersScratchAtTheProbeBatchIsTheWholeStepsThere) {
     const model::LayerMeasurement& m = whole.layers.at(i).measured.at(0);
     EXPECT_EQ(l.probe->forward_headroom_bytes, m.forward_peak_bytes - m.forward_start_bytes) << l.path;
     EXPECT_EQ(l.probe->backward_headroom_bytes, m.backward_peak_bytes - m.backward_start_bytes) << l.path;
+    ASSERT_EQ(l.probe->rungs.size(), 3u) << l.path;  // batches 1, 2 and 4, below the probe's 8
+    EXPECT_EQ(l.probe->rungs[2].batch, 4);
+    for (size_t k : {size_t{0}, size_t{1}}) {
+      const model::HeadroomRung& rung = l.probe->rungs[k];
+      const model::LayerMeasurement& step = l.measured.at(k);
+      EXPECT_EQ(rung.batch, probed.batches.at(k));
+      EXPECT_EQ(rung.forward_headroom_bytes, step.forward_peak_bytes - step.forward_start_bytes)
+          << l.path << " at " << rung.batch;
+      EXPECT_EQ(rung.backward_headroom_bytes, step.backward_peak_bytes - step.backward_start_bytes)
+          << l.path << " at " << rung.batch;
+    }
     ++compared;
   }
   if (!probed.segments.empty()) {

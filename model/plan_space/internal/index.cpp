@@ -287,9 +287,9 @@ AtBatch::AtBatch(std::shared_ptr<const Index> shared, int64_t batch_size) : inde
     const LayerFit& layer = ix.fit(point.layer);
     switch (point.phase) {
       case Phase::forward_gap: keep_bytes[p] = layer.forward_gap_peak.at(b); break;
-      case Phase::forward: keep_bytes[p] = layer.forward_peak.at(b); break;
+      case Phase::forward: keep_bytes[p] = forward_peak_at(layer, b); break;
       case Phase::backward_gap: keep_bytes[p] = layer.backward_gap_peak.at(b); break;
-      case Phase::backward: keep_bytes[p] = layer.backward_peak.at(b); break;
+      case Phase::backward: keep_bytes[p] = backward_peak_at(layer, b); break;
       case Phase::recompute: {
         // The recompute runs the segment's forward again from the start of
         // its backward: what keep's forward held at the layer beyond its
@@ -301,7 +301,7 @@ AtBatch::AtBatch(std::shared_ptr<const Index> shared, int64_t batch_size) : inde
         const Segment& seg = ix.segment(point.segment);
         double saved = 0;
         for (int l = seg.first_layer; l <= point.layer; ++l) saved += remade[static_cast<size_t>(l)];
-        keep_bytes[p] = ix.fit(seg.last_layer).backward_start.at(b) + layer.forward_peak.at(b) -
+        keep_bytes[p] = ix.fit(seg.last_layer).backward_start.at(b) + forward_peak_at(layer, b) -
                         ix.fit(seg.first_layer).forward_start.at(b) - saved;
         break;
       }
@@ -316,8 +316,8 @@ AtBatch::AtBatch(std::shared_ptr<const Index> shared, int64_t batch_size) : inde
     at.forward_s = ix.target.forward_seconds[j].at(b);
     at.backward_s = ix.target.backward_seconds[j].at(b);
     const double output_after_stores = traits(layer.kind).stores_before_output ? 0 : output;
-    at.forward_headroom = std::max(0.0, layer.forward_peak.at(b) - layer.forward_start.at(b) - output_after_stores);
-    at.backward_headroom = std::max(0.0, layer.backward_peak.at(b) - layer.backward_start.at(b));
+    at.forward_headroom = std::max(0.0, forward_peak_at(layer, b) - layer.forward_start.at(b) - output_after_stores);
+    at.backward_headroom = std::max(0.0, backward_peak_at(layer, b) - layer.backward_start.at(b));
     layers.push_back(at);
   }
   for (size_t s = 0; s < ix.segments.size(); ++s) {

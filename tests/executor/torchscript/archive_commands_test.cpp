@@ -118,6 +118,19 @@ TEST(ArchiveCommands, ATensorWithoutTheBatchIsNotGrownWhereItsSizeIsTheBatchs) {
   EXPECT_EQ(headroom[0], headroom[1]);
 }
 
+// The profile of `network` (saved in `dir`), taking `input`, at batches 1
+// and 2 with the probe at 8; empty where papaya failed (a test failure).
+nlohmann::json probed_profile(const torch::jit::Module& network, const std::string& input, const TempDir& dir) {
+  const std::string path = dir.path("network.pt"), out = dir.path("p.json");
+  network.save(path);
+  const Outcome run = run_papaya("profile --network " + path + " --input '" + input +
+                                 "' --batch 1,2 --steps 2 --warmup 1 --probe-batch 8 --out " + out);
+  EXPECT_EQ(run.code, 0) << run.err;
+  nlohmann::json profile;
+  if (run.code == 0) std::ifstream(out) >> profile;
+  return profile;
+}
+
 // A module the network calls with an argument besides its tensors
 // (MultiheadAttention's need_weights=False) computes something else when
 // called with its tensors alone (here it saved other tensors, which aborted
@@ -134,17 +147,44 @@ TEST(ArchiveCommands, AModuleCalledWithOtherArgumentsIsNotProbedAlone) {
   top.register_module("fc", executor::torchscript::testing::linear("Linear", 3, 4, true));
   top.register_module("attention", attention);
   top.define("def forward(self, x):\n  return self.attention.forward(self.fc.forward(x), False)\n");
-  const std::string net = dir.path("arguments.pt"), out = dir.path("p.json");
-  top.save(net);
-  const Outcome run = run_papaya("profile --network " + net + " --input 'float32[B,3]' --batch 1,2 --steps 2 --warmup 1 " +
-                                 "--probe-batch 8 --out " + out);
-  ASSERT_EQ(run.code, 0) << run.err;
-  nlohmann::json profile;
-  std::ifstream(out) >> profile;
+  const nlohmann::json profile = probed_profile(top, "float32[B,3]", dir);
   std::map<std::string, bool> probed;
   for (const auto& layer : profile.at("layers")) probed[layer.at("path")] = layer.contains("probe");
   EXPECT_TRUE(probed.at("fc"));
   EXPECT_FALSE(probed.at("attention"));
+}
+
+// A layer is probed on its input's layout in the step: here a permuted one
+// (as ConvNeXt's LayerNorm takes its image with the channels last), which
+// its layer norm copies before it normalizes, where a contiguous one would
+// need no copy. So each rung at a profiled batch is the step's scratch
+// there, byte for byte.
+TEST(ArchiveCommands, ALayerIsProbedOnItsInputsLayoutInTheStep) {
+  TempDir dir("papaya-archive-layout");
+  torch::jit::Module norm("Norm");
+  norm.register_parameter("weight", torch::rand({3}).add(0.5).requires_grad_(true), false);
+  norm.define("def forward(self, x):\n  return torch.layer_norm(x, [3]) * self.weight\n");
+  torch::jit::Module top("Net");
+  top.register_module("norm", norm);
+  top.register_module("head", executor::torchscript::testing::linear("Linear", 48, 10, true));
+  top.define(
+      "def forward(self, x):\n  y = self.norm.forward(x.permute(0, 2, 3, 1))\n  return self.head.forward(y.reshape(y.size(0), "
+      "-1))\n");
+  const nlohmann::json profile = probed_profile(top, "float32[B,3,4,4]", dir);
+  const nlohmann::json& layer = profile.at("layers").at(0);
+  ASSERT_EQ(layer.at("path"), "norm");
+  const nlohmann::json& rungs = layer.at("probe").at("rungs");
+  ASSERT_GE(rungs.size(), 2u);
+  for (size_t k : {size_t{0}, size_t{1}}) {
+    const nlohmann::json& step = layer.at("measured").at(k);
+    EXPECT_EQ(rungs[k].at("batch"), profile.at("batches").at(k));
+    EXPECT_EQ(rungs[k].at("forward_headroom_bytes").get<int64_t>(),
+              step.at("forward_peak_bytes").get<int64_t>() - step.at("forward_start_bytes").get<int64_t>())
+        << "at batch " << rungs[k].at("batch");
+    EXPECT_EQ(rungs[k].at("backward_headroom_bytes").get<int64_t>(),
+              step.at("backward_peak_bytes").get<int64_t>() - step.at("backward_start_bytes").get<int64_t>())
+        << "at batch " << rungs[k].at("batch");
+  }
 }
 
 // The trained network back: --save-model writes the archive given with the

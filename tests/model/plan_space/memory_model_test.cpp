@@ -246,6 +246,45 @@ TEST(MemoryModel, AProbedLayersScratchRunsFromTheLargestBatchToTheProbe) {
   EXPECT_DOUBLE_EQ(with.layers[2].backward_start.at(B), S + 1100 * B);  // the start is the profiled batches' line
 }
 
+// A kernel chosen by the batch between the profiled batches and the probe's
+// (on one thread LibTorch runs a 1x1 convolution on oneDNN from a batch of 16
+// on) shows at the probe's rungs, and the peak goes from rung to rung: here
+// the head run alone takes 500 B of backward scratch a sample up to batch 8
+// and 900 from 16 on. What the step takes beside the head run alone at the
+// profiled batches (the loss after it: 800 B a sample in the step against
+// 500 alone at batches 2 and 4) is added at every rung and at the probe. A
+// line from batch 4 to the probe's would cut across the step, over it at 8
+// and under it at 16.
+TEST(MemoryModel, AProbedLayersScratchGoesFromRungToRungWithWhatTheStepTakesBeside) {
+  Profile profile = make_profile(chain());
+  profile.probe_batch = 64;
+  for (auto& l : profile.layers) {
+    const LayerMeasurement& m = l.measured.back();  // batch 4: the probe's are the same per sample
+    l.probe = LayerProbe{1e-3,
+                         2e-3,
+                         (m.forward_peak_bytes - m.forward_start_bytes) * 16,
+                         (m.backward_peak_bytes - m.backward_start_bytes) * 16,
+                         {}};
+  }
+  LayerProbe& head = *profile.layers[3].probe;
+  ASSERT_EQ(profile.layers[3].path, "head");
+  head.backward_headroom_bytes = 900 * 64;
+  head.rungs = {
+      {2, 140 * 2, 500 * 2}, {4, 140 * 4, 500 * 4}, {8, 140 * 8, 500 * 8}, {16, 140 * 16, 900 * 16}, {32, 140 * 32, 900 * 32}};
+  const LayerModel m = fit_profile(profile, "synthetic").model;
+  const LayerFit& fitted_head = m.layers[3];
+  EXPECT_DOUBLE_EQ(backward_peak_at(fitted_head, 8), S + 1100 * 8 + 800 * 8);
+  EXPECT_DOUBLE_EQ(backward_peak_at(fitted_head, 12), S + 1100 * 12 + (6400 + 19200) / 2);  // halfway from 8 to 16
+  EXPECT_DOUBLE_EQ(backward_peak_at(fitted_head, 16), S + 1100 * 16 + 1200 * 16);
+  EXPECT_DOUBLE_EQ(backward_peak_at(fitted_head, B), S + 1100 * B + 1200 * B);  // on from the last two
+  EXPECT_DOUBLE_EQ(fitted_head.backward_peak.at(B), S + 2300 * B);
+  EXPECT_DOUBLE_EQ(forward_peak_at(fitted_head, 16), S + 1140 * 16);
+  const Estimate at_16 = at(m, "keep", 16);
+  EXPECT_DOUBLE_EQ(at_16.peak_bytes, S + 2300 * 16);
+  EXPECT_EQ(m.layers[static_cast<size_t>(at_16.peak_at.layer)].path, "head");
+  EXPECT_DOUBLE_EQ(at(m, "keep", 8).peak_bytes, S + 1900 * 8);
+}
+
 // Where the optimizer's step peaks above the passes at the profiled batches
 // (weights large against activations: a one-block ViT of a few tokens), it
 // is a floor of the peak, the same under every plan, not part of the
