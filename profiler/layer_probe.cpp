@@ -192,16 +192,21 @@ void sample(Samples& samples, Probe probe) {
   }
 }
 
-// Runs `rung` at the two largest profiled batches and the doublings of the
-// largest below the probe batch, up to one that runs out of memory.
-template <typename Rung>
-void climb(const ProbeOptions& options, Rung rung) {
+// The rungs' batches: the two largest profiled ones and the doublings of
+// the largest below the probe batch.
+std::vector<int64_t> rung_batches(const ProbeOptions& options) {
   std::vector<int64_t> batches;
   const size_t n = options.profiled.size();
   if (n >= 2 && options.profiled[n - 2] < options.from) batches.push_back(options.profiled[n - 2]);
   for (int64_t b = options.from; b < options.batch; b *= 2) batches.push_back(b);
+  return batches;
+}
+
+// Runs `rung` at each rung in turn, up to one that runs out of memory.
+template <typename Rung>
+void climb(size_t rungs, Rung rung) {
   try {
-    for (int64_t b : batches) rung(b);
+    for (size_t k = 0; k < rungs; ++k) rung(k);
   } catch (const std::exception& e) {
     if (!is_out_of_memory(e)) throw;
   }
@@ -255,6 +260,16 @@ LayerProbes probe_layers(executor::Network& network, executor::DataSource& data,
   }
   LayerRecorder recorder(network, timer, memory, options.memory_limit);
   TimedRun timed(recorder, timer, small.input.device());
+  // One run of segment `s`, or of layer `i` alone on the network's batch
+  // `at`, at `b` samples.
+  const auto run_segment = [&](size_t s, int64_t b) {
+    std::vector<torch::Tensor> in = grown(segment_inputs[s], options.from, b);
+    return timed([&] { return segments[s]->run_layers(in.front()); });
+  };
+  const auto run_layer = [&](size_t i, const executor::Batch& at, int64_t b) {
+    std::vector<torch::Tensor> in = grown(capture.layers[i], options.from, b);
+    return timed([&] { return layers[i]->run(in, at); });
+  };
 
   std::vector<Samples> segment_samples(segments.size());
   std::vector<Samples> layer_samples(layers.size());  // layers outside segments
@@ -263,8 +278,7 @@ LayerProbes probe_layers(executor::Network& network, executor::DataSource& data,
       executor::Segment& segment = *segments[s];
       // A run at `b`: each layer's times, and the rest of the segment's.
       const auto run_at = [&](int64_t b) {
-        std::vector<torch::Tensor> in = grown(segment_inputs[s], options.from, b);
-        RunFigures run = timed([&] { return segment.run_layers(in.front()); });
+        RunFigures run = run_segment(s, b);
         for (size_t i : members[s]) run.seconds -= run.times[i].forward_s + run.times[i].backward_s;
         return run;
       };
@@ -284,15 +298,15 @@ LayerProbes probe_layers(executor::Network& network, executor::DataSource& data,
     }
     for (size_t i = 0; i < layers.size(); ++i) {
       if (!layers[i]->segment().empty() || !layers[i]->runs_alone()) continue;
-      sample(layer_samples[i], [&] {
-        std::vector<torch::Tensor> in = grown(capture.layers[i], options.from, options.batch);
-        layer_samples[i].layers.push_back(timed([&] { return layers[i]->run(in, batch); }));
-      });
+      sample(layer_samples[i], [&] { layer_samples[i].layers.push_back(run_layer(i, batch, options.batch)); });
       if (options.on_probe) options.on_probe();
     }
   }
 
-  // The rungs: each run once more, bytes only (climb).
+  // The rungs: each run once more, bytes only.
+  const std::vector<int64_t> at_rung = rung_batches(options);
+  std::vector<executor::Batch> rung_data;
+  for (int64_t b : at_rung) rung_data.push_back(batch_of(b));
   std::vector<std::vector<model::HeadroomRung>> rungs(layers.size());
   const auto add_rung = [&](const RunFigures& run, size_t layer, int64_t b) {
     const model::LayerMeasurement& m = run.bytes.at(layer);
@@ -300,20 +314,15 @@ LayerProbes probe_layers(executor::Network& network, executor::DataSource& data,
   };
   for (size_t s = 0; s < segments.size(); ++s) {
     if (segment_samples[s].out_of_memory) continue;
-    climb(options, [&](int64_t b) {
-      std::vector<torch::Tensor> in = grown(segment_inputs[s], options.from, b);
-      const RunFigures run = timed([&] { return segments[s]->run_layers(in.front()); });
-      for (size_t i : members[s]) add_rung(run, i, b);
+    climb(at_rung.size(), [&](size_t k) {
+      const RunFigures run = run_segment(s, at_rung[k]);
+      for (size_t i : members[s]) add_rung(run, i, at_rung[k]);
     });
     if (options.on_probe) options.on_probe();
   }
   for (size_t i = 0; i < layers.size(); ++i) {
     if (!layers[i]->segment().empty() || !layers[i]->runs_alone() || layer_samples[i].out_of_memory) continue;
-    climb(options, [&](int64_t b) {
-      std::vector<torch::Tensor> in = grown(capture.layers[i], options.from, b);
-      const executor::Batch at = batch_of(b);
-      add_rung(timed([&] { return layers[i]->run(in, at); }), i, b);
-    });
+    climb(at_rung.size(), [&](size_t k) { add_rung(run_layer(i, rung_data[k], at_rung[k]), i, at_rung[k]); });
     if (options.on_probe) options.on_probe();
   }
 

@@ -76,11 +76,7 @@ PeakFit peak_fit(const std::vector<Sample>& start, const LinearCurve& start_line
                  int64_t HeadroomRung::*rung_headroom) {
   if (!probe) return {fit_bytes(peak), {}};
   std::map<double, double> points;  // batch -> scratch
-  for (size_t k = 0; k < start.size(); ++k) {
-    const double above = peak[k].value - start[k].value;
-    const auto [at, added] = points.emplace(start[k].batch, above);
-    if (!added) at->second = std::max(at->second, above);
-  }
+  for (size_t k = 0; k < start.size(); ++k) points[start[k].batch] = peak[k].value - start[k].value;
   const double largest = points.rbegin()->first;
   // What the step takes beside the probe's run at the profiled batches it
   // has a rung at: the line through the two largest (through zero where one).
