@@ -13,7 +13,9 @@ bool half(const std::string& precision) { return precision == "bf16" || precisio
 }  // namespace
 
 EngineLimits engine_limits(const std::string& engine) {
-  if (engine == "megatron") return {{"keep", "recompute-attention", "recompute-all"}, {0, 1}, true, false, true};
+  if (engine == "megatron") {
+    return {{"keep", "recompute-attention", "recompute-all"}, {0, 1}, true, false, true, model::StateHolding::megatron};
+  }
   if (engine == "torchtitan") return {{"keep", "recompute-all"}, {0, 2, 3}, false, true, true};
   throw InputError("engine '" + engine + "': megatron or torchtitan");
 }

@@ -22,6 +22,7 @@ struct EngineLimits {
   // Blocks split evenly over stages and chunks (--num-layers-per-virtual-pipeline-stage,
   // pipeline_parallel_layers_per_stage): a multiple of p·v.
   bool even_stages = true;
+  model::StateHolding holding = model::StateHolding::measured;  // how it holds weights, gradients and optimizer state
 };
 
 // "megatron" or "torchtitan"; InputError naming the engines otherwise.

@@ -124,7 +124,10 @@ pipeline::LayoutPlanRequest layout_request(const LayoutOptions& o, const pipelin
     if (!model::is_plan_name(plan)) throw InputError("--plans: '" + plan + "' is not a whole-network plan name");
   }
   q.plans = o.plans;
-  if (!o.emit.empty()) keep_to_engine(q, o.emit);
+  if (!o.emit.empty()) {
+    keep_to_engine(q, o.emit);
+    r.holding = engine_limits(o.emit).holding;
+  }
   return r;
 }
 

@@ -48,6 +48,11 @@ LayoutSetting setting_of(const model::LayerModel& model, const LayoutPlanRequest
   s.hardware = target.name;
   s.notes = target.notes;
   s.links = cluster_links(model, request, target, s.notes);
+  if (request.holding == model::StateHolding::megatron && model.precision != "fp32") {
+    s.notes.push_back(
+        "static memory as Megatron-LM holds it: half-precision weights, fp32 main gradients, 12 bytes of optimizer "
+        "state a parameter (its distributed optimizer shards them), no weight copies to compute with");
+  }
   return s;
 }
 
@@ -83,7 +88,7 @@ LayoutPlanned plan_layouts(const model::LayerModel& model, LayoutPlanRequest req
                                   " left out: the network's attention is fused and keeps no probabilities to recompute");
     }
   }
-  const model::LayoutPricer pricer(model, {request.hardware, out.setting.links, request.compute_efficiency});
+  const model::LayoutPricer pricer(model, {request.hardware, out.setting.links, request.compute_efficiency, request.holding});
   out.setting.shape = pricer.shape();
   if (q.global_batch == 0) q.global_batch = model::default_global_batch(out.setting.shape.tokens, q.gpus);
   out.global_batch = q.global_batch;
@@ -111,7 +116,7 @@ LayoutPredicted predict_layout(const model::LayerModel& model, const LayoutPlanR
   LayoutPredicted out;
   const model::Target target = model::make_target(model, request.hardware, request.compute_efficiency);
   out.setting = setting_of(model, request, target);
-  const model::LayoutPricer pricer(model, {request.hardware, out.setting.links, request.compute_efficiency});
+  const model::LayoutPricer pricer(model, {request.hardware, out.setting.links, request.compute_efficiency, request.holding});
   out.setting.shape = pricer.shape();
   if (plans.empty()) plans = model::plan_names(model, target);
   for (const std::string& plan : plans) out.estimates.push_back(pricer.estimate(layout, plan));

@@ -17,9 +17,10 @@ struct LayoutPlanRequest {
   std::string intra_node_link;  // "": the hardware's interconnect
   std::string inter_node_link;  // "": InfiniBand of the hardware's generation (inter_node_default)
   int gpus_per_node = 8;
-  std::optional<double> compute_efficiency;  // model::catalog_target's
-  std::optional<double> budget_bytes;        // per GPU; default: 80% of the hardware's memory
-  model::LayoutQuestion question;            // budget_bytes and plans filled in here
+  std::optional<double> compute_efficiency;                     // model::catalog_target's
+  std::optional<double> budget_bytes;                           // per GPU; default: 80% of the hardware's memory
+  model::LayoutQuestion question;                               // budget_bytes and plans filled in here
+  model::StateHolding holding = model::StateHolding::measured;  // the engine's (Megatron-LM's for --emit megatron)
   size_t keep = 5;
 };
 

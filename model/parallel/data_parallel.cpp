@@ -2,24 +2,31 @@
 
 namespace papaya::model {
 
-RankStatic whole_static(const LayerModel& model) {
+bool computes_with_held_weights(const LayerModel& model, const DataParallel& world) {
+  // In fp32 Megatron-LM holds what the profile measured: fp32 weights, their
+  // gradients (its main gradients) and AdamW's two moments, no copies.
+  return world.holding == StateHolding::megatron && model.precision != "fp32";
+}
+
+RankStatic whole_static(const LayerModel& model, const DataParallel& world) {
   double parameters = 0, trainable = 0;
   for (const LayerFit& layer : model.layers) {
     parameters += static_cast<double>(layer.parameter_bytes);
     trainable += static_cast<double>(layer.trainable_bytes());
   }
+  if (computes_with_held_weights(model, world)) return megatron_static(parameters, trainable);
   return whole_static(parameters, trainable, model.static_bytes);
 }
 
 double static_bytes_per_rank(const LayerModel& model, const DataParallel& world) {
-  return shard(whole_static(model), world.ranks, world.zero_stage).total();
+  return shard(whole_static(model, world), world.ranks, world.zero_stage).total();
 }
 
 double rank_bytes_shift(const LayerModel& model, const DataParallel& world) {
-  if (!world.active()) return 0;
-  const RankStatic whole = whole_static(model);
-  return shard(whole, world.ranks, world.zero_stage).total() - whole.total() +
-         exchange_buffer_bytes(whole, world.ranks, world.zero_stage, world.bucket_bytes);
+  if (!world.active() && world.holding == StateHolding::measured) return 0;
+  const RankStatic whole = whole_static(model, world);
+  return shard(whole, world.ranks, world.zero_stage).total() - model.static_bytes +
+         exchange_buffer_bytes(whole, world.ranks, world.zero_stage, world.bucket_bytes, world.holding);
 }
 
 double GatheredWeights::weights(int layer) const {

@@ -23,19 +23,27 @@ struct DataParallel {
   std::string link_name;  // "NVLink-2", or a measured link's
   LinkFit link;
   double bucket_bytes = default_bucket_bytes;
+  StateHolding holding = StateHolding::measured;  // on every rank, one alone too
 
   bool active() const { return ranks > 1; }
 };
 
-// The model's weights (its layers' parameter bytes) and static bytes taken apart.
-RankStatic whole_static(const LayerModel& model);
+// Whether `world`'s trainer keeps the weights in the half type the model
+// computes in (Megatron-LM in half precision), so that no layer holds a
+// copy cast to compute with (LayerFit::parameter_copy_bytes).
+bool computes_with_held_weights(const LayerModel& model, const DataParallel& world);
+
+// The model's weights (its layers' parameter bytes) and static bytes taken
+// apart, as `world`'s trainer holds them.
+RankStatic whole_static(const LayerModel& model, const DataParallel& world);
 
 // The weights, gradients and optimizer state one rank of `world` holds.
 double static_bytes_per_rank(const LayerModel& model, const DataParallel& world);
 
-// What one rank holds beyond (negative: short of) what one process holds, at
-// every point of the step: its share of the static state less the whole,
-// plus the exchange buffers. 0 for one rank.
+// What one rank holds beyond (negative: short of) what the profiled process
+// held, at every point of the step: its share of the static state as its
+// trainer holds it less the profile's, plus the exchange buffers. 0 for one
+// rank holding the state as measured.
 double rank_bytes_shift(const LayerModel& model, const DataParallel& world);
 
 // What a ZeRO-3 rank holds beyond that at a point of the step, as papaya's

@@ -201,7 +201,10 @@ LayoutPricer::Stage& LayoutPricer::stage(const ParallelLayout& layout, const Sta
   auto stage = std::make_unique<Stage>();
   stage->model = stage_model(rank->second, span);
   stage->alone = make_target(stage->model, request_.hardware, request_.compute_efficiency);
-  for (const LayerFit& layer : stage->model.layers) stage->weight_copies += static_cast<double>(layer.parameter_copy_bytes);
+  stage->alone.data_parallel.holding = request_.holding;
+  if (!computes_with_held_weights(stage->model, stage->alone.data_parallel)) {
+    for (const LayerFit& layer : stage->model.layers) stage->weight_copies += static_cast<double>(layer.parameter_copy_bytes);
+  }
   const std::vector<LayerFit>& ranked = rank->second.layers;
   for (size_t j = 1; j < ranked.size(); ++j) {
     if (ranked[j].path == stage->model.layers.front().path) stage->input_bytes_per_sample = ranked[j - 1].output_bytes_per_sample;
@@ -214,7 +217,11 @@ const PlanSpace& LayoutPricer::space(Stage& st, int data_ranks, int zero_stage, 
   auto found = st.spaces.find(key);
   if (found != st.spaces.end()) return *found->second;
   Target target = st.alone;
-  if (data_ranks > 1) set_data_parallel(target, {data_ranks, zero_stage, links.data_name, *links.data});
+  if (data_ranks > 1) {
+    DataParallel world{data_ranks, zero_stage, links.data_name, *links.data};
+    world.holding = request_.holding;
+    set_data_parallel(target, world);
+  }
   return *st.spaces.emplace(key, std::make_unique<PlanSpace>(st.model, target, 1)).first->second;
 }
 
@@ -241,7 +248,7 @@ const LayoutPricer::StagePrice& LayoutPricer::price(Stage& st, const ParallelLay
   p.peak = estimate.peak_bytes + p.comm.context_buffer_bytes + (estimate.peak_in_optimizer_step ? 0 : in_flight.received);
   p.peak_at = peak_location(st.model, estimate);
   p.activations = in_flight.activations;
-  p.held = shard(whole_static(st.model), data_ranks, layout.zero_stage);
+  p.held = shard(whole_static(st.model, st.alone.data_parallel), data_ranks, layout.zero_stage);
   const double optimizer_whole = st.alone.optimizer_seconds.at(layout.micro_batch);
   p.optimizer = layout.zero_stage >= 1 ? optimizer_whole / data_ranks : optimizer_whole;
   p.micro_batch_seconds = by_itself.seconds - optimizer_whole + p.comm.tensor + p.comm.pipeline + p.comm.context + p.comm.expert;
@@ -254,7 +261,8 @@ double LayoutPricer::static_floor(const ParallelLayout& layout) const {
   const int data_ranks = layout.data * layout.context;
   double floor = 0;
   for (const StageSpan& span : pipeline_stages(shape_.blocks, layout.pipeline)) {
-    RankStatic held = shard(whole_static(stage(layout, span).model), data_ranks, layout.zero_stage);
+    const Stage& st = stage(layout, span);
+    RankStatic held = shard(whole_static(st.model, st.alone.data_parallel), data_ranks, layout.zero_stage);
     if (layout.offload_optimizer) held.optimizer = 0;
     floor = std::max(floor, held.total());
   }

@@ -78,7 +78,8 @@ struct LayoutEstimate {
 struct LayoutRequest {
   std::string hardware;  // a catalog entry; "": the profiled machine
   ClusterLinks links;
-  std::optional<double> compute_efficiency;  // catalog_target's
+  std::optional<double> compute_efficiency;       // catalog_target's
+  StateHolding holding = StateHolding::measured;  // the engine's (Megatron-LM's for its layouts)
 };
 
 struct GroupLinks;  // the links of a layout's groups (rank_estimate.cpp)

@@ -76,6 +76,9 @@ TEST(EngineArguments, EachEngineRunsWhatItHasArgumentsFor) {
   EXPECT_EQ(engine_limits("megatron").plans, (std::vector<std::string>{"keep", "recompute-attention", "recompute-all"}));
   // torchtitan's selective checkpointing saves some operators' outputs, not attention's core alone.
   EXPECT_EQ(engine_limits("torchtitan").plans, (std::vector<std::string>{"keep", "recompute-all"}));
+  // Megatron-LM holds the weights in the half type and its own main gradients; torchtitan's FSDP2 as papaya does.
+  EXPECT_EQ(engine_limits("megatron").holding, model::StateHolding::megatron);
+  EXPECT_EQ(engine_limits("torchtitan").holding, model::StateHolding::measured);
   EXPECT_THROW(engine_limits("deepspeed"), InputError);
 }
 

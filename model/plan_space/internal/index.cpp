@@ -253,9 +253,10 @@ std::vector<double> remade_by_recompute(const AtBatch& at) {
 }  // namespace
 
 Index::Index(const LayerModel& m, const Target& t) : model(&m), target(t), layers(m.layers.size()) {
+  const bool copies = !computes_with_held_weights(m, t.data_parallel);
   for (size_t j = 0; j < m.layers.size(); ++j) {
     layers[j].invert_seconds_per_byte = t.invert_extra_seconds(m.layers[j].kind, 1);
-    layers[j].parameter_copy_bytes = static_cast<double>(m.layers[j].parameter_copy_bytes);
+    layers[j].parameter_copy_bytes = copies ? static_cast<double>(m.layers[j].parameter_copy_bytes) : 0;
   }
   Builder build{*this, m};
   build.segments_and_points();
@@ -350,7 +351,7 @@ AtBatch::AtBatch(std::shared_ptr<const Index> shared, int64_t batch_size) : inde
   optimizer_peak_bytes += shift;
   if (world.zero_stage >= 1) optimizer_s /= world.ranks;
   if (world.active() && (world.zero_stage == 1 || world.zero_stage == 2)) {
-    parameter_gather_s = world.link.gather_seconds(whole_static(model).weights, world.ranks);
+    parameter_gather_s = world.link.gather_seconds(whole_static(model, world).weights, world.ranks);
   }
 }
 

@@ -74,13 +74,13 @@ TimelineParts parts_of(const AtBatch& at, const Held& h) {
   };
   const auto constant = [&](const std::string& name, double bytes) { band(name).assign(points, bytes); };
 
-  const RankStatic whole = whole_static(*ix.model);
+  const RankStatic whole = whole_static(*ix.model, world);
   const RankStatic rank = world.active() ? shard(whole, world.ranks, world.zero_stage) : whole;
   constant("weights", rank.weights);
   constant("gradients", rank.gradients);
   constant("AdamW state", rank.optimizer);
   if (world.active()) {
-    constant("exchange buffers", exchange_buffer_bytes(whole, world.ranks, world.zero_stage, world.bucket_bytes));
+    constant("exchange buffers", exchange_buffer_bytes(whole, world.ranks, world.zero_stage, world.bucket_bytes, world.holding));
   }
   band("gathered weights") = at.gathered_bytes;
 

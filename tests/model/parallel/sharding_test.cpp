@@ -43,12 +43,32 @@ TEST(Sharding, FrozenWeightsHaveNoGradientsNorOptimizerState) {
 TEST(Sharding, TheExchangeHoldsAGradientCopyUnlessGradientsAreSharded) {
   const RankStatic whole = whole_static(400e6, 400e6, 1600e6);
   const double bucket = 25e6;
-  EXPECT_DOUBLE_EQ(exchange_buffer_bytes(whole, 1, 0, bucket), 0.0);  // one process exchanges nothing
-  EXPECT_DOUBLE_EQ(exchange_buffer_bytes(whole, 4, 0, bucket), 400e6);
-  EXPECT_DOUBLE_EQ(exchange_buffer_bytes(whole, 4, 1, bucket), 400e6);
-  EXPECT_DOUBLE_EQ(exchange_buffer_bytes(whole, 4, 2, bucket), 50e6);
-  EXPECT_DOUBLE_EQ(exchange_buffer_bytes(whole, 4, 3, bucket), 50e6);
-  EXPECT_DOUBLE_EQ(exchange_buffer_bytes(whole_static(4e6, 4e6, 16e6), 4, 2, bucket), 4e6);  // less than a bucket
+  EXPECT_DOUBLE_EQ(exchange_buffer_bytes(whole, 1, 0, bucket, StateHolding::measured), 0.0);  // one process exchanges nothing
+  EXPECT_DOUBLE_EQ(exchange_buffer_bytes(whole, 4, 0, bucket, StateHolding::measured), 400e6);
+  EXPECT_DOUBLE_EQ(exchange_buffer_bytes(whole, 4, 1, bucket, StateHolding::measured), 400e6);
+  EXPECT_DOUBLE_EQ(exchange_buffer_bytes(whole, 4, 2, bucket, StateHolding::measured), 50e6);
+  EXPECT_DOUBLE_EQ(exchange_buffer_bytes(whole, 4, 3, bucket, StateHolding::measured), 50e6);
+  EXPECT_DOUBLE_EQ(exchange_buffer_bytes(whole_static(4e6, 4e6, 16e6), 4, 2, bucket, StateHolding::measured),
+                   4e6);  // less than a bucket
+}
+
+// Megatron-LM's own table of bytes a parameter in bf16 with fp32 main
+// gradients (its distributed optimizer's guide): 18 plain, 6 + 12/d with
+// the distributed optimizer; its gradient buffer is reduced in place.
+TEST(Sharding, MegatronHoldsHalfWeightsFp32MainGradientsAndTwelveBytesOfOptimizerState) {
+  const double p = 1e9;  // parameters, measured as fp32 (4 bytes)
+  const RankStatic whole = megatron_static(4 * p, 4 * p);
+  EXPECT_DOUBLE_EQ(whole.weights, 2 * p);
+  EXPECT_DOUBLE_EQ(whole.gradients, 4 * p);
+  EXPECT_DOUBLE_EQ(whole.optimizer, 12 * p);
+  EXPECT_DOUBLE_EQ(shard(whole, 8, 0).total(), 18 * p);
+  EXPECT_DOUBLE_EQ(shard(whole, 8, 1).total(), 6 * p + 12 * p / 8);
+  EXPECT_DOUBLE_EQ(exchange_buffer_bytes(whole, 8, 0, 25e6, StateHolding::megatron), 0.0);
+  // Frozen weights stay as measured (a LoRA's base in bf16); only the adapters carry the rest.
+  const double frozen = 13.5e9, adapters = 4 * 4.2e6;
+  const RankStatic lora = megatron_static(frozen + adapters, adapters);
+  EXPECT_DOUBLE_EQ(lora.weights, frozen + adapters / 2);
+  EXPECT_DOUBLE_EQ(lora.gradients + lora.optimizer, 4 * adapters);
 }
 
 }  // namespace

@@ -67,6 +67,47 @@ TEST_F(RankEstimate, DataParallelismAloneIsTheDataParallelModel) {
   }
 }
 
+// Laid out for Megatron-LM, a GPU holds the static state as Megatron-LM
+// does in bf16 (sharding_test: 18 bytes a parameter, 6 + 12/d with its
+// distributed optimizer), no copies of the weights cast to compute with and
+// no gradient copy for the exchange; every other byte of the step as
+// measured. In fp32 its static state is what was measured, still without
+// the gradient copy.
+TEST_F(RankEstimate, LaidOutForMegatronAGpuHoldsWhatMegatronHolds) {
+  NetworkConfig config = load_network_config("llama-tiny");
+  std::get<TransformerConfig>(config.body).layers = 4;
+  const LayerModel amp = profiler::quick_fit(config, 0, "amp-bf16");
+  double parameters = 0, trainable = 0, copies = 0;
+  for (const LayerFit& layer : amp.layers) {
+    parameters += static_cast<double>(layer.parameter_bytes);
+    trainable += static_cast<double>(layer.trainable_bytes());
+    copies += static_cast<double>(layer.parameter_copy_bytes);
+  }
+  ASSERT_GT(copies, 0) << "autocast keeps its bf16 weights for backward";
+  const LayoutRequest megatron{"", links(), std::nullopt, StateHolding::megatron};
+  for (int zero : {0, 1}) {
+    ParallelLayout l;
+    l.data = 4, l.zero_stage = zero, l.micro_batch = 2;
+    const LayoutEstimate ours = estimate_layout(amp, l, {"", links()}, "keep");
+    const LayoutEstimate theirs = estimate_layout(amp, l, megatron, "keep");
+    const RankStatic held = shard(megatron_static(parameters, trainable), 4, zero);
+    EXPECT_NEAR(theirs.stages[0].static_bytes, held.total(), 1) << "ZeRO-" << zero;
+    EXPECT_EQ(theirs.stages[0].weight_copies_bytes, 0);
+    EXPECT_EQ(ours.stages[0].weight_copies_bytes, copies);
+    // The peak moves by the static state's difference, less the exchange's
+    // gradient copy and the weight copies that were held there (at most all).
+    const double moved = held.total() - ours.stages[0].static_bytes - whole_static(amp, DataParallel{}).gradients;
+    EXPECT_LE(theirs.peak_bytes, ours.peak_bytes + moved + 1) << "ZeRO-" << zero;
+    EXPECT_GE(theirs.peak_bytes, ours.peak_bytes + moved - copies - 1) << "ZeRO-" << zero;
+  }
+  ParallelLayout l;
+  l.data = 4, l.micro_batch = 2;
+  const LayoutEstimate fp32 = estimate_layout(*model_, l, {"", links(), std::nullopt, StateHolding::megatron}, "keep");
+  const LayoutEstimate measured = estimate_layout(*model_, l, {"", links()}, "keep");
+  EXPECT_DOUBLE_EQ(fp32.stages[0].static_bytes, measured.stages[0].static_bytes);
+  EXPECT_NEAR(fp32.peak_bytes, measured.peak_bytes - whole_static(*model_, DataParallel{}).gradients, 1);
+}
+
 TEST_F(RankEstimate, PipelineStagesHoldTheirBlocksAndTheirMicroBatchesInFlight) {
   ParallelLayout l;
   l.pipeline = 2, l.micro_batches = 4, l.micro_batch = 2;
