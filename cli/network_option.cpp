@@ -23,8 +23,9 @@ void add_precision_option(CLI::App* cmd, std::string& precision) {
 
 void add_profile_blocks_option(CLI::App* cmd, int& blocks) {
   cmd->add_option("--profile-blocks", blocks,
-                  "Profile the first K of a transformer's blocks (2 or more) and scale the model to all of them; default: "
-                  "all where their weights, gradients and AdamW state take at most half of the device's memory, else 2")
+                  "Profile the first K of a transformer's blocks (2 or more, every attention window among them) and scale "
+                  "the model to all of them; default: all where their weights, gradients and AdamW state take at most half "
+                  "of the device's memory, else 2 (Gemma 3: 6, its first global block)")
       ->check(positive(blocks));
 }
 

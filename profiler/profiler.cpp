@@ -107,21 +107,31 @@ int blocks_to_profile(const model::NetworkConfig& whole, const ProfileOptions& o
   const int asked = options.profile_blocks;
   if (asked > 0) {
     const int all = std::holds_alternative<model::TransformerConfig>(whole.body) ? whole.transformer().layers : 0;
-    return asked == all ? 0 : model::with_blocks(whole, asked).transformer().layers;
+    if (asked == all) return 0;
+    const int blocks = model::with_blocks(whole, asked).transformer().layers;
+    const int needed = model::blocks_with_every_window(whole.transformer());
+    if (blocks < needed) {
+      throw InputError(whole.name + ": " + std::to_string(blocks) + " blocks do not hold every attention window of its " +
+                       std::to_string(all) + " (block " + std::to_string(needed - 1) + "'s is the first of its kind): profile " +
+                       std::to_string(needed) + " or more");
+    }
+    return blocks;
   }
   if (asked < 0) throw InputError(std::to_string(asked) + " blocks to profile: cannot be negative");
-  if (!std::holds_alternative<model::TransformerConfig>(whole.body) || whole.transformer().layers <= 2) return 0;
+  if (!std::holds_alternative<model::TransformerConfig>(whole.body)) return 0;
+  const int blocks = model::blocks_with_every_window(whole.transformer());
+  if (blocks >= whole.transformer().layers) return 0;
   const double memory = device_memory(options);
   const double state = model::static_state_bytes(whole);
   if (state <= memory / 2) return 0;
   if (options.on_warning) {
     const int all = whole.transformer().layers;
     options.on_warning("the whole network's weights, gradients and AdamW state (" + model::format_bytes(state) +
-                       ") take more than half of this device's " + model::format_bytes(memory) + ": profiling 2 of its " +
-                       std::to_string(all) + " blocks, and the model scales them to all " + std::to_string(all) +
-                       " (the blocks to profile can be chosen)");
+                       ") take more than half of this device's " + model::format_bytes(memory) + ": profiling " +
+                       std::to_string(blocks) + " of its " + std::to_string(all) + " blocks, and the model scales them to all " +
+                       std::to_string(all) + " (the blocks to profile can be chosen)");
   }
-  return 2;
+  return blocks;
 }
 
 // A network whose weights, gradients and AdamW state alone are more than

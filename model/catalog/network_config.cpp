@@ -520,6 +520,24 @@ NetworkConfig with_freeze(const NetworkConfig& config, const std::vector<std::st
   return reparsed(config, doc, origin(config));
 }
 
+std::vector<int> window_kinds(const TransformerConfig& t) {
+  std::vector<int> windows, kinds;
+  for (int i = 0; i < t.layers; ++i) {
+    const auto seen = std::find(windows.begin(), windows.end(), t.window_of(i));
+    kinds.push_back(static_cast<int>(seen - windows.begin()));
+    if (seen == windows.end()) windows.push_back(t.window_of(i));
+  }
+  return kinds;
+}
+
+int blocks_with_every_window(const TransformerConfig& t) {
+  const std::vector<int> kinds = window_kinds(t);
+  if (kinds.empty()) return 0;
+  const int last_new =
+      static_cast<int>(std::find(kinds.begin(), kinds.end(), *std::max_element(kinds.begin(), kinds.end())) - kinds.begin());
+  return std::min(t.layers, std::max(2, last_new + 1));
+}
+
 NetworkConfig with_blocks(const NetworkConfig& config, int blocks) {
   const std::string where = origin(config) + ": " + std::to_string(blocks) + " blocks";
   if (!std::holds_alternative<TransformerConfig>(config.body)) {

@@ -258,6 +258,19 @@ NetworkConfig with_expert_routing(const NetworkConfig& config, double busiest_sh
 // --profile-blocks for another family or a count outside 2..layers.
 NetworkConfig with_blocks(const NetworkConfig& config, int blocks);
 
+// The blocks of a transformer numbered by their attention's window, in the
+// order the windows first appear (Gemma 3's five local blocks, then a
+// global one: 0 0 0 0 0 1 0 ...): blocks of one number compute alike, so a
+// model of some of them prices the others as the last profiled of theirs
+// (model/fit/block_scaling.h).
+std::vector<int> window_kinds(const TransformerConfig& t);
+
+// The fewest first blocks, 2 at least, among which every window of the
+// network's blocks appears: what a profile of some blocks measures so that
+// every block is modelled from one alike (Gemma 3's: 6; GPT-OSS's, whose
+// windowed and full blocks alternate: 2).
+int blocks_with_every_window(const TransformerConfig& t);
+
 // Parses and validates a config document, a papaya one or a HuggingFace
 // config.json (model/catalog/hf_config.h; named after `label`'s file name); `label`
 // names it in errors.

@@ -55,6 +55,21 @@ void shift_all(LayerFit& layer, const LinearCurve& step, double times, double sh
   for (auto figure : memory_figures()) layer.*figure = advanced(layer.*figure, step, times, shift);
 }
 
+// `layer` with the times, costs and each pass's scratch above its start of
+// `alike`, the same layer of a block of its kind (a window bounds attention's
+// work and its kernel's scratch, not what the layer saves): what it holds
+// at its start and between layers stays its own.
+void as_alike(LayerFit& layer, const LayerFit& alike) {
+  layer.forward_seconds = alike.forward_seconds;
+  layer.backward_seconds = alike.backward_seconds;
+  layer.forward_flops_per_sample = alike.forward_flops_per_sample;
+  layer.forward_bytes_moved_per_sample = alike.forward_bytes_moved_per_sample;
+  layer.forward_peak = advanced(layer.forward_start, alike.forward_peak - alike.forward_start, 1, 0);
+  layer.backward_peak = advanced(layer.backward_start, alike.backward_peak - alike.backward_start, 1, 0);
+  layer.forward_headroom = alike.forward_headroom;
+  layer.backward_headroom = alike.backward_headroom;
+}
+
 }  // namespace
 
 int block_count(const LayerModel& model) {
@@ -63,7 +78,8 @@ int block_count(const LayerModel& model) {
   return count;
 }
 
-LayerModel scale_blocks(const LayerModel& profiled, int blocks, double static_bytes, const std::string& label) {
+LayerModel scale_blocks(const LayerModel& profiled, int blocks, double static_bytes, const std::vector<int>& kinds,
+                        const std::string& label) {
   const int k = block_count(profiled);
   if (k < 2) throw InputError(label + ": scaling blocks needs at least 2 profiled (has " + std::to_string(k) + ")");
   if (blocks < k)
@@ -86,6 +102,23 @@ LayerModel scale_blocks(const LayerModel& profiled, int blocks, double static_by
       throw InputError(label + ": the blocks' layers are not " + std::to_string(k) + " equal runs one after another");
     }
   }
+  if (!kinds.empty() && kinds.size() != static_cast<size_t>(blocks)) {
+    throw InputError(label + ": " + std::to_string(kinds.size()) + " kinds of block for " + std::to_string(blocks) + " blocks");
+  }
+  const auto kind = [&](int b) { return kinds.empty() ? 0 : kinds[static_cast<size_t>(b)]; };
+  // The last profiled block up to `last` of block b's kind (-1: none).
+  const auto alike = [&](int b, int last) {
+    for (int j = last; j >= 0; --j) {
+      if (kind(j) == kind(b)) return j;
+    }
+    return -1;
+  };
+  for (int b = k; b < blocks; ++b) {
+    if (alike(b, k - 1) < 0) {
+      throw InputError(label + ": block " + std::to_string(b) + " is of a kind (its attention's window) that none of the " +
+                       std::to_string(k) + " profiled blocks is");
+    }
+  }
   const auto& last_block = of_block[static_cast<size_t>(k - 1)];
   const auto& before_last = of_block[static_cast<size_t>(k - 2)];
   const double shift = static_bytes - profiled.static_bytes;
@@ -98,10 +131,12 @@ LayerModel scale_blocks(const LayerModel& profiled, int blocks, double static_by
     out.layers.push_back(profiled.layers[j]);
     shift_all(out.layers.back(), {}, 0, shift);
   }
-  // Blocks K-1 to N-1 as the last profiled one, b - (K-1) blocks more held;
+  // Blocks K-1 to N-1 as the last profiled one, b - from blocks more held;
   // but a block's last layer meets the next block (which saves its output,
   // and whose backward precedes it), not the layers after the blocks: in all
   // but the last block it is the one of the block before the last profiled.
+  // Where that one is of another kind, the layer's work and scratch are the
+  // last profiled block's of its kind.
   for (int b = k - 1; b < blocks; ++b) {
     for (size_t t = 0; t < per_block; ++t) {
       const bool meets_a_block = t + 1 == per_block && b + 1 < blocks;
@@ -109,6 +144,7 @@ LayerModel scale_blocks(const LayerModel& profiled, int blocks, double static_by
       LayerFit layer = profiled.layers[(meets_a_block ? before_last : last_block)[t]];
       shift_all(layer, step, b - from, shift);
       rename(layer, k - 1, meets_a_block ? b + 1 : b);  // block `from` becomes b
+      if (kind(from) != kind(b)) as_alike(layer, profiled.layers[of_block[static_cast<size_t>(alike(b, k - 1))][t]]);
       out.layers.push_back(std::move(layer));
     }
   }
@@ -119,6 +155,11 @@ LayerModel scale_blocks(const LayerModel& profiled, int blocks, double static_by
     out.layers.push_back(std::move(layer));
   }
 
+  std::vector<const SegmentFit*> segment_of(static_cast<size_t>(k), nullptr);
+  for (const auto& s : profiled.segments) {
+    const int b = block_of_path(s.path);
+    if (b >= 0 && s.path == "blocks." + std::to_string(b)) segment_of[static_cast<size_t>(b)] = &s;
+  }
   out.segments.clear();
   for (const auto& s : profiled.segments) {
     out.segments.push_back(s);
@@ -128,6 +169,8 @@ LayerModel scale_blocks(const LayerModel& profiled, int blocks, double static_by
       copy.path = renamed(s.path, k - 1, b);
       copy.input.storage = renamed(s.input.storage, k - 1, b);
       copy.input.last_forward_use = renamed(s.input.last_forward_use, k - 1, b);
+      const SegmentFit* timed = segment_of[static_cast<size_t>(alike(b, k - 1))];
+      if (timed) copy.recompute_seconds = timed->recompute_seconds;
       out.segments.push_back(std::move(copy));
     }
   }

@@ -1,9 +1,11 @@
 // `profile --profile-blocks`: a transformer profiled with 2 of its 4 blocks
 // and scaled to 4 (model/fit/block_scaling.h) against the same network profiled
 // whole. The blocks are the same code on the same machine, so every layer's
-// description and memory figure, and every predicted peak, must come out as
-// the whole profile's; times are copies of the last profiled block and are
-// the benchmark's to judge (bench/prediction_accuracy.sh, PROFILE_BLOCKS).
+// description (its FLOPs among them: a windowed block's attention sees fewer
+// keys) and memory figure, and every predicted peak, must come out as the
+// whole profile's; times are copies of the last profiled block of the same
+// window and are the benchmark's to judge (bench/prediction_accuracy.sh,
+// PROFILE_BLOCKS).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -35,6 +37,9 @@ TEST_P(ProfileBlocks, TwoOfFourBlocksScaleToTheWholeNetworksLayersAndBytes) {
   nlohmann::json doc = model::load_network_config(GetParam()).document;
   doc["name"] = GetParam() + "-4-blocks";
   doc["layers"] = 4;
+  // Windowed and global blocks alternating (Gemma 2's, GPT-OSS's): the third
+  // block is modelled from the first, not from the last profiled.
+  if (doc.contains("sliding_window")) doc["sliding_window"]["blocks"] = {0, 2};
   const std::string path = (std::filesystem::temp_directory_path() / ("papaya-test-" + GetParam() + "-4.json")).string();
   std::ofstream(path) << doc;
   const model::LayerModel scaled = quick_fit(path, std::nullopt, 2);
@@ -69,7 +74,8 @@ TEST_P(ProfileBlocks, TwoOfFourBlocksScaleToTheWholeNetworksLayersAndBytes) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Cpu, ProfileBlocks, ::testing::Values("gpt-tiny", "llama-tiny", "bert-hf-tiny", "vit-tiny"),
+INSTANTIATE_TEST_SUITE_P(Cpu, ProfileBlocks,
+                         ::testing::Values("gpt-tiny", "llama-tiny", "bert-hf-tiny", "vit-tiny", "gemma2-tiny", "gemma3-tiny"),
                          [](const auto& info) { return info.param.substr(0, info.param.find('-')); });
 
 // Unasked, the whole network is profiled where its 16 bytes a parameter take
@@ -97,6 +103,35 @@ TEST(ProfileBlocks, TwoBlocksUnaskedOnlyWhereTheWholeNetworksStateTakesOverHalfT
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find("profiling 2 of its 4 blocks"), std::string::npos) << warnings[0];
   std::filesystem::remove(path);
+}
+
+// The fewest first blocks holding every attention window: Gemma 3's first
+// global block is its sixth; fewer asked is refused, naming how many.
+TEST(ProfileBlocks, EveryAttentionWindowIsAmongTheProfiledBlocks) {
+  nlohmann::json doc = model::load_network_config("gemma3-tiny").document;
+  doc["layers"] = 8;
+  doc["sliding_window"]["blocks"] = {0, 1, 2, 3, 4, 6, 7};
+  const std::string path = (std::filesystem::temp_directory_path() / "papaya-test-gemma3-8.json").string();
+  std::ofstream(path) << doc;
+  const model::NetworkConfig config = model::load_network_config(path);
+  std::filesystem::remove(path);
+  EXPECT_EQ(model::window_kinds(config.transformer()), (std::vector<int>{0, 0, 0, 0, 0, 1, 0, 0}));
+  EXPECT_EQ(model::blocks_with_every_window(config.transformer()), 6);
+  EXPECT_EQ(model::blocks_with_every_window(model::load_network_config("gemma2-tiny").transformer()), 2);  // 0 and 2 windowed
+  EXPECT_EQ(model::blocks_with_every_window(model::load_network_config("llama-tiny").transformer()), 2);
+  ProfileOptions options;
+  options.network = config;
+  options.batches = {1};
+  options.profile_blocks = 5;
+  try {
+    profile_network(options);
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("5 blocks do not hold every attention window of its 8 (block 5's is the first of "
+                                         "its kind): profile 6 or more"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(ProfileBlocks, OnlyATransformersTwoToAllBlocks) {
