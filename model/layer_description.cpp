@@ -8,17 +8,20 @@
 namespace papaya::model {
 
 nlohmann::json saved_tensor_to_json(const SavedTensorProfile& t) {
-  return {{"slot", t.slot},
-          {"kind", to_string(t.kind)},
-          {"dtype", t.dtype},
-          {"element_size", t.element_size},
-          {"sample_shape", t.sample_shape},
-          {"per_sample", t.per_sample},
-          {"numel_per_sample", t.numel_per_sample},
-          {"storage", t.storage},
-          {"storage_bytes_per_sample", t.storage_bytes_per_sample},
-          {"held_by_caller", t.held_by_caller},
-          {"last_forward_use", t.last_forward_use}};
+  nlohmann::json doc = {{"slot", t.slot},
+                        {"kind", to_string(t.kind)},
+                        {"dtype", t.dtype},
+                        {"element_size", t.element_size},
+                        {"sample_shape", t.sample_shape},
+                        {"per_sample", t.per_sample},
+                        {"numel_per_sample", t.numel_per_sample},
+                        {"storage", t.storage},
+                        {"storage_bytes_per_sample", t.storage_bytes_per_sample},
+                        {"held_by_caller", t.held_by_caller},
+                        {"last_forward_use", t.last_forward_use}};
+  if (t.saved_after_forward) doc["saved_after_forward"] = true;
+  if (!t.view.empty()) doc["view"] = t.view;
+  return doc;
 }
 
 SavedTensorProfile saved_tensor_from_json(const nlohmann::json& doc) {
@@ -34,6 +37,8 @@ SavedTensorProfile saved_tensor_from_json(const nlohmann::json& doc) {
   t.storage_bytes_per_sample = doc.at("storage_bytes_per_sample");
   t.held_by_caller = doc.value("held_by_caller", false);
   t.last_forward_use = doc.value("last_forward_use", "");
+  t.saved_after_forward = doc.value("saved_after_forward", false);
+  t.view = doc.value("view", "");
   return t;
 }
 
@@ -105,6 +110,7 @@ void check_layer_references(const std::vector<const LayerDescription*>& layers, 
     for (size_t k = 0; k < l.saved.size(); ++k) {
       const std::string saved = pointer + "/saved/" + std::to_string(k);
       require(slots.count(l.saved[k].storage), saved + "/storage", "'" + l.saved[k].storage + not_saved);
+      require(l.saved[k].view.empty() || slots.count(l.saved[k].view), saved + "/view", "'" + l.saved[k].view + not_saved);
       const std::string& use = l.saved[k].last_forward_use;
       require(use.empty() || paths.count(use), saved + "/last_forward_use", "'" + use + "' is not a layer of this " + noun);
     }

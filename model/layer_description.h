@@ -31,6 +31,15 @@ struct SavedTensorProfile {
   // it (a residual's input: the block's end); "": its saver. Raw storage a
   // plan stores otherwise is freed after that layer's forward.
   std::string last_forward_use;
+  // Saved by the network's code after the layer's forward returned (a
+  // loss's log-probabilities, charged to the last layer): its backward, which
+  // uses it, runs before the layer's own.
+  bool saved_after_forward = false;
+  // "path:slot" of the first slot saving the same view of that storage (the
+  // same offset, sizes and strides: one stored copy serves both; chunks of
+  // one tensor are stored apart); "" where not measured: any slot of its
+  // storage.
+  std::string view;
 };
 
 struct LayerDescription {

@@ -1,5 +1,7 @@
 #include "model/layer_model.h"
 
+#include <algorithm>
+
 #include "model/error.h"
 #include "model/json_file.h"
 
@@ -44,6 +46,43 @@ double backward_peak_at(const LayerFit& layer, double batch) {
   return peak_at(layer.backward_start, layer.backward_peak, layer.backward_headroom, batch);
 }
 
+namespace {
+
+// The stored step's scratch at `batch` through `points`: the broken line
+// between them; past the last, the larger of the last segment's line and
+// the line from zero through the last point. A pass's peak is the largest
+// of lines in the batch, each of some fixed bytes and some bytes a sample,
+// so that its bytes a sample only fall as the batch grows: the line from
+// zero is above it past the last point, where the last segment's falls
+// below it once a steeper line takes over (an LSTM's backward, its
+// gathered gradients past its fixed scratch). Not keep's rule: the stored
+// step's figures lower a prediction, and may not lower it past the truth.
+double stored_headroom_at(const std::vector<Sample>& points, double batch) {
+  const Sample& last = points.back();
+  const double along = through_points(points, batch);
+  return batch <= last.batch ? along : std::max(along, last.value * batch / last.batch);
+}
+
+}  // namespace
+
+double stored_forward_shift_at(const LayerFit& layer, double batch) {
+  if (layer.stored_forward_headroom.size() < 2) return 0;
+  return stored_headroom_at(layer.stored_forward_headroom, batch) -
+         (forward_peak_at(layer, batch) - layer.forward_start.at(batch));
+}
+
+double stored_backward_shift_at(const LayerFit& layer, double batch) {
+  if (layer.stored_backward_headroom.size() < 2) return 0;
+  return stored_headroom_at(layer.stored_backward_headroom, batch) -
+         (backward_peak_at(layer, batch) - layer.backward_start.at(batch));
+}
+
+double stored_backward_gap_shift_at(const LayerFit& layer, double batch) {
+  if (layer.stored_backward_gap_headroom.size() < 2) return 0;
+  return stored_headroom_at(layer.stored_backward_gap_headroom, batch) -
+         (layer.backward_gap_peak.at(batch) - layer.backward_start.at(batch));
+}
+
 NetworkLayout LayerModel::layout() const { return layout_of(segments, layers); }
 
 json layer_model_to_json(const LayerModel& m) {
@@ -59,6 +98,12 @@ json layer_model_to_json(const LayerModel& m) {
                   {"seconds", {{"forward", to_json(l.forward_seconds)}, {"backward", to_json(l.backward_seconds)}}}};
     if (!l.forward_headroom.empty()) layer["memory"]["forward_headroom"] = points_to_json(l.forward_headroom);
     if (!l.backward_headroom.empty()) layer["memory"]["backward_headroom"] = points_to_json(l.backward_headroom);
+    if (!l.stored_forward_headroom.empty())
+      layer["memory"]["stored_forward_headroom"] = points_to_json(l.stored_forward_headroom);
+    if (!l.stored_backward_headroom.empty())
+      layer["memory"]["stored_backward_headroom"] = points_to_json(l.stored_backward_headroom);
+    if (!l.stored_backward_gap_headroom.empty())
+      layer["memory"]["stored_backward_gap_headroom"] = points_to_json(l.stored_backward_gap_headroom);
     add_layer_description_json(l, layer);
     layers.push_back(layer);
   }
@@ -166,6 +211,9 @@ LayerModel layer_model_from_json(const json& doc, const std::string& label) {
     const std::string where = label + ": /layers/" + std::to_string(m.layers.size());
     layer.forward_headroom = points_from(mem, "forward_headroom", where);
     layer.backward_headroom = points_from(mem, "backward_headroom", where);
+    layer.stored_forward_headroom = points_from(mem, "stored_forward_headroom", where);
+    layer.stored_backward_headroom = points_from(mem, "stored_backward_headroom", where);
+    layer.stored_backward_gap_headroom = points_from(mem, "stored_backward_gap_headroom", where);
     layer.forward_seconds = saturating_from(l.at("seconds").at("forward"));
     layer.backward_seconds = saturating_from(l.at("seconds").at("backward"));
     m.layers.push_back(std::move(layer));

@@ -37,12 +37,31 @@ struct LayerFit : LayerDescription {
   // peak's line, which runs through the last two. Empty, or cleared where
   // a model is made over for another shape: the peak's line alone.
   std::vector<Sample> forward_headroom, backward_headroom;
+  // Each pass's scratch above its start with every slot stored by the
+  // narrowest codec, at the profiled batches and the probe's
+  // (LayerProfile::stored; the probe's taken as keep's there plus what
+  // storing added to the probe's run): a broken line as forward_headroom.
+  // Empty: not measured, or cleared where a model is made over for
+  // another shape.
+  std::vector<Sample> stored_forward_headroom, stored_backward_headroom;
+  // The peak before its backward above its backward's start in that step,
+  // at the profiled batches: where the code after its forward (a loss)
+  // reads back what it saved.
+  std::vector<Sample> stored_backward_gap_headroom;
   SaturatingCurve forward_seconds, backward_seconds;
 };
 
 // A layer's peak bytes in each pass at `batch` (LayerFit's figures).
 double forward_peak_at(const LayerFit& layer, double batch);
 double backward_peak_at(const LayerFit& layer, double batch);
+// What storing every slot as LayerFit::stored_*_headroom were measured
+// adds to each pass's scratch above its start, and to the backward gap's
+// peak above the backward's start, beyond keep's at `batch` (those points
+// against forward_peak_at's, backward_peak_at's and backward_gap_peak's);
+// 0 where they are fewer than two.
+double stored_forward_shift_at(const LayerFit& layer, double batch);
+double stored_backward_shift_at(const LayerFit& layer, double batch);
+double stored_backward_gap_shift_at(const LayerFit& layer, double batch);
 
 struct SegmentFit {
   std::string path;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <type_traits>
 
 #include "model/error.h"
 #include "model/json_file.h"
@@ -27,6 +28,35 @@ json to_json(const LayerMeasurement& m) {
           {"backward_gap_peak_bytes", m.backward_gap_peak_bytes}};
 }
 
+template <typename Rung>
+json to_json(const std::vector<Rung>& rungs) {
+  json out = json::array();
+  for (const Rung& r : rungs) {
+    out.push_back({{"batch", r.batch},
+                   {"forward_headroom_bytes", r.forward_headroom_bytes},
+                   {"backward_headroom_bytes", r.backward_headroom_bytes}});
+    if constexpr (std::is_same_v<Rung, StoredHeadroom>) {
+      if (r.backward_gap_headroom_bytes) out.back()["backward_gap_headroom_bytes"] = *r.backward_gap_headroom_bytes;
+    }
+  }
+  return out;
+}
+
+std::vector<HeadroomRung> rungs_from_json(const json& rungs) {
+  std::vector<HeadroomRung> out;
+  for (const json& r : rungs) out.push_back({r.at("batch"), r.at("forward_headroom_bytes"), r.at("backward_headroom_bytes")});
+  return out;
+}
+
+std::vector<StoredHeadroom> stored_from_json(const json& stored) {
+  std::vector<StoredHeadroom> out;
+  for (const json& r : stored) {
+    out.push_back({r.at("batch"), r.at("forward_headroom_bytes"), r.at("backward_headroom_bytes"), std::nullopt});
+    if (r.contains("backward_gap_headroom_bytes")) out.back().backward_gap_headroom_bytes = r.at("backward_gap_headroom_bytes");
+  }
+  return out;
+}
+
 json to_json(const LayerProfile& l) {
   json measured = json::array();
   for (const auto& m : l.measured) measured.push_back(to_json(m));
@@ -37,16 +67,9 @@ json to_json(const LayerProfile& l) {
                   {"backward_s", l.probe->backward_s},
                   {"forward_headroom_bytes", l.probe->forward_headroom_bytes},
                   {"backward_headroom_bytes", l.probe->backward_headroom_bytes}};
-    if (!l.probe->rungs.empty()) {
-      json rungs = json::array();
-      for (const HeadroomRung& r : l.probe->rungs) {
-        rungs.push_back({{"batch", r.batch},
-                         {"forward_headroom_bytes", r.forward_headroom_bytes},
-                         {"backward_headroom_bytes", r.backward_headroom_bytes}});
-      }
-      j["probe"]["rungs"] = rungs;
-    }
+    if (!l.probe->rungs.empty()) j["probe"]["rungs"] = to_json(l.probe->rungs);
   }
+  if (!l.stored.empty()) j["stored"] = to_json(l.stored);
   return j;
 }
 
@@ -103,10 +126,9 @@ LayerProfile layer_from_json(const json& j, const std::string& where) {
                          probe.at("forward_headroom_bytes"),
                          probe.at("backward_headroom_bytes"),
                          {}};
-    for (const json& r : probe.value("rungs", json::array())) {
-      l.probe->rungs.push_back({r.at("batch"), r.at("forward_headroom_bytes"), r.at("backward_headroom_bytes")});
-    }
+    l.probe->rungs = rungs_from_json(probe.value("rungs", json::array()));
   }
+  l.stored = stored_from_json(j.value("stored", json::array()));
   return l;
 }
 
@@ -193,6 +215,12 @@ void check_consistency(const Profile& p, const std::string& label) {
     const std::string pointer = "/layers/" + std::to_string(i);
     per_batch(p.layers[i].measured.size(), pointer + "/measured");
     require(!p.layers[i].probe || p.probe_batch > 0, label, pointer + "/probe", "a probe without /probe_batch");
+    int64_t stored_below = 0;
+    for (const StoredHeadroom& r : p.layers[i].stored) {
+      require(r.batch > stored_below, label, pointer + "/stored",
+              "batch " + std::to_string(r.batch) + " does not follow a smaller one");
+      stored_below = r.batch;
+    }
     if (!p.layers[i].probe) continue;
     int64_t below = 0;
     for (const HeadroomRung& r : p.layers[i].probe->rungs) {

@@ -63,9 +63,28 @@ struct SegmentProbe {
   double between_s = 0;    // as SegmentProfile::between_s
 };
 
+// A layer's scratch at one batch in a step whose every slot the narrowest
+// codec stores (LayerProfile::stored).
+struct StoredHeadroom {
+  int64_t batch = 0;
+  int64_t forward_headroom_bytes = 0, backward_headroom_bytes = 0;  // each pass's peak above its start
+  // The peak before its backward (the backward of the code after its
+  // forward: a loss's) above its backward's start; none where the layer ran
+  // alone or within its block (the probe batch's).
+  std::optional<int64_t> backward_gap_headroom_bytes;
+};
+
 struct LayerProfile : LayerDescription {
   std::vector<LayerMeasurement> measured;  // one per Profile::batches entry (empty ones for OOM batches)
   std::optional<LayerProbe> probe;         // absent: not probed, or out of memory at the probe batch
+  // Each pass's scratch above its start in a step whose every slot the
+  // narrowest codec stores (narrowest_codec_plan(), strategy_table.h), at
+  // the profiled batches that ran and at two and four times the largest,
+  // and at the probe batch run as the probe runs it: a layer of many ops
+  // frees each tensor it saves once that is stored, and restores them one op
+  // at a time in backward (an LSTM's time steps), which keep's figures
+  // cannot show. Batches ascending; empty: not measured.
+  std::vector<StoredHeadroom> stored;
 };
 
 // One segment at each batch size: what checkpointing it adds to its forward

@@ -69,6 +69,11 @@ std::vector<std::string> listed_names(const StrategyRow& row) {
   return names;
 }
 
+const std::string& narrowest_codec_plan() {
+  static const std::string name = listed_names(row_of(Form::quantized)).back();
+  return name;
+}
+
 std::string tensor_grammar() {
   // Those that combine with nothing, then those joined by '+'.
   std::vector<std::string> alone, joining;

@@ -60,6 +60,11 @@ const StrategyRow& swap_row();
 // for each of its listed bits.
 std::vector<std::string> listed_names(const StrategyRow& row);
 
+// The whole-network plan storing every slot it can with the narrowest codec
+// ("quantize-2"): a profile measures each layer's scratch under it
+// (LayerProfile::stored).
+const std::string& narrowest_codec_plan();
+
 // The tensor grammar as errors spell it: "keep, invert, recompute,
 // quantize-{8,4,2} (quantize-1 for masks), adaptive-N, swap, the last three
 // joined by '+'".

@@ -14,7 +14,8 @@ bool shares_storage(const torch::Tensor& a, const torch::Tensor& b) {
 
 class CallRecorder : public executor::LayerObserver {
  public:
-  explicit CallRecorder(const executor::Network& network) : calls(network.layers().size()), seen(calls.size(), 0) {
+  explicit CallRecorder(const executor::Network& network)
+      : calls(network.layers().size()), seen(calls.size(), 0), ended(calls.size(), false) {
     for (size_t i = 0; i < network.layers().size(); ++i) index[network.layers()[i]] = i;
   }
 
@@ -25,13 +26,20 @@ class CallRecorder : public executor::LayerObserver {
   }
 
   void saved(const executor::Layer& layer, const executor::Slot& slot, const torch::Tensor& tensor) override {
-    calls[index.at(&layer)].saved.emplace_back(slot.name, tensor);
+    const size_t i = index.at(&layer);
+    calls[i].saved.emplace_back(slot.name, tensor);
+    if (ended[i]) calls[i].after_forward_slots.push_back(slot.name);
   }
 
-  void forward_end(const executor::Layer& layer, torch::Tensor& output) override { calls[index.at(&layer)].output = output; }
+  void forward_end(const executor::Layer& layer, torch::Tensor& output) override {
+    const size_t i = index.at(&layer);
+    calls[i].output = output;
+    ended[i] = true;
+  }
 
   std::vector<LayerCall> calls;
   std::vector<int> seen;
+  std::vector<bool> ended;
   std::unordered_map<const executor::Layer*, size_t> index;
 };
 

@@ -16,7 +16,8 @@ struct LayerCall {
   std::vector<torch::Tensor> inputs;                         // the tensors the layer reports as its inputs
   std::vector<std::pair<std::string, torch::Tensor>> saved;  // slot name, tensor
   torch::Tensor output;
-  std::vector<std::string> data_slots;  // saved slots that share a storage with the batch's own tensors
+  std::vector<std::string> data_slots;           // saved slots that share a storage with the batch's own tensors
+  std::vector<std::string> after_forward_slots;  // saved after the layer's forward returned (the code after it)
 };
 
 // One forward of the network on a synthetic batch of `batch` samples, without

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <stdexcept>
+#include <tuple>
 
 #include "profiler/forward_lifetimes.h"
 #include "profiler/layer_calls.h"
@@ -70,9 +71,27 @@ model::SavedTensorProfile describe_saved(const model::SlotDesc& slot, const torc
 
 }  // namespace
 
+// Each saved tensor's view key (SavedTensorProfile::view): the first slot,
+// in forward order, saving the same view of the same storage.
+std::map<std::string, std::string> view_keys(const executor::Network& network, const std::vector<LayerCall>& calls) {
+  using View = std::tuple<const void*, int64_t, std::vector<int64_t>, std::vector<int64_t>, torch::ScalarType>;
+  std::map<View, std::string> first;
+  std::map<std::string, std::string> out;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    for (const auto& [name, t] : calls[i].saved) {
+      const View view{t.storage().unsafeGetStorageImpl(), t.storage_offset(), t.sizes().vec(), t.strides().vec(),
+                      t.scalar_type()};
+      const std::string key = model::tensor_key(network.layers()[i]->path(), name);
+      out[key] = first.emplace(view, key).first->second;
+    }
+  }
+  return out;
+}
+
 std::vector<model::LayerProfile> describe_layers(executor::Network& network, const model::NetworkLayout& layout) {
   const Batches b{network.config().smallest_batch()};
   const std::vector<LayerCall> at_s = record_calls(network, b.s), at_2s = record_calls(network, 2 * b.s);
+  const std::map<std::string, std::string> views = view_keys(network, at_s);
   const std::vector<std::map<std::string, int>> last_use = last_forward_uses(network, 2 * b.s);
   const std::vector<int64_t> copies = parameter_copy_bytes(network, b.s);
   std::vector<model::LayerProfile> out;
@@ -90,6 +109,9 @@ std::vector<model::LayerProfile> describe_layers(executor::Network& network, con
       p.saved.push_back(describe_saved(slot, saved_tensor(at_s[i], slot.name), saved_tensor(at_2s[i], slot.name), b,
                                        std::find(data.begin(), data.end(), slot.name) != data.end()));
       p.saved.back().last_forward_use = network.layers().at(static_cast<size_t>(last_use[i].at(slot.name)))->path();
+      const auto& after = at_s[i].after_forward_slots;
+      p.saved.back().saved_after_forward = std::find(after.begin(), after.end(), slot.name) != after.end();
+      p.saved.back().view = views.at(model::tensor_key(layer.path(), slot.name));
     }
     p.output_bytes_per_sample = b.growth(nbytes(at_s[i].output), nbytes(at_2s[i].output));
     for (const auto& parameter : layer.parameters(/*recurse=*/false)) {

@@ -273,7 +273,8 @@ LayerProbes probe_layers(executor::Network& network, executor::DataSource& data,
 
   std::vector<Samples> segment_samples(segments.size());
   std::vector<Samples> layer_samples(layers.size());  // layers outside segments
-  for (int round = 0; round < options.rounds; ++round) {
+  const int rounds = options.bytes_only ? 1 : options.rounds;
+  for (int round = 0; round < rounds; ++round) {
     for (size_t s = 0; s < segments.size(); ++s) {
       executor::Segment& segment = *segments[s];
       // A run at `b`: each layer's times, and the rest of the segment's.
@@ -285,6 +286,10 @@ LayerProbes probe_layers(executor::Network& network, executor::DataSource& data,
       Samples& samples = segment_samples[s];
       sample(samples, [&] {
         RunFigures run = run_at(options.batch);
+        if (options.bytes_only) {
+          samples.layers.push_back(std::move(run));
+          return;
+        }
         const double between = run.seconds;
         samples.between_profiled.resize(options.profiled.size());
         for (size_t k = 0; k < options.profiled.size(); ++k)
@@ -304,7 +309,7 @@ LayerProbes probe_layers(executor::Network& network, executor::DataSource& data,
   }
 
   // The rungs: each run once more, bytes only.
-  const std::vector<int64_t> at_rung = rung_batches(options);
+  const std::vector<int64_t> at_rung = options.bytes_only ? std::vector<int64_t>{} : rung_batches(options);
   std::vector<executor::Batch> rung_data;
   for (int64_t b : at_rung) rung_data.push_back(batch_of(b));
   std::vector<std::vector<model::HeadroomRung>> rungs(layers.size());
@@ -312,7 +317,7 @@ LayerProbes probe_layers(executor::Network& network, executor::DataSource& data,
     const model::LayerMeasurement& m = run.bytes.at(layer);
     rungs[layer].push_back({b, m.forward_peak_bytes - m.forward_start_bytes, m.backward_peak_bytes - m.backward_start_bytes});
   };
-  for (size_t s = 0; s < segments.size(); ++s) {
+  for (size_t s = 0; s < segments.size() && !options.bytes_only; ++s) {
     if (segment_samples[s].out_of_memory) continue;
     climb(at_rung.size(), [&](size_t k) {
       const RunFigures run = run_segment(s, at_rung[k]);
@@ -320,7 +325,7 @@ LayerProbes probe_layers(executor::Network& network, executor::DataSource& data,
     });
     if (options.on_probe) options.on_probe();
   }
-  for (size_t i = 0; i < layers.size(); ++i) {
+  for (size_t i = 0; i < layers.size() && !options.bytes_only; ++i) {
     if (!layers[i]->segment().empty() || !layers[i]->runs_alone() || layer_samples[i].out_of_memory) continue;
     climb(at_rung.size(), [&](size_t k) { add_rung(run_layer(i, rung_data[k], at_rung[k]), i, at_rung[k]); });
     if (options.on_probe) options.on_probe();
@@ -333,9 +338,10 @@ LayerProbes probe_layers(executor::Network& network, executor::DataSource& data,
   for (size_t s = 0; s < segments.size(); ++s) {
     const Samples& samples = segment_samples[s];
     if (samples.out_of_memory) continue;
+    for (size_t i : members[s]) probes.layers[i] = median_figures(samples, i);
+    if (options.bytes_only) continue;
     probes.segments[s] = model::SegmentProbe{model::median(samples.recompute), model::median(samples.between)};
     for (const auto& between : samples.between_profiled) probes.between_s[s].push_back(model::median(between));
-    for (size_t i : members[s]) probes.layers[i] = median_figures(samples, i);
   }
   for (size_t i = 0; i < layers.size(); ++i) {
     if (!layer_samples[i].out_of_memory && !layer_samples[i].layers.empty())

@@ -41,6 +41,9 @@ struct ProbeOptions {
   // (memory and kernels for the new shapes).
   int rounds = 3;
   int64_t memory_limit = 0;  // > 0: as BatchRunOptions's
+  // One run of each at the probe batch for its bytes alone (a plan's
+  // scratch): no rounds, rungs, work between layers or recompute timed.
+  bool bytes_only = false;
   // After each segment and each layer outside one, in each round and once
   // more after its rungs (model::LayerProbe::rungs).
   std::function<void()> on_probe;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <variant>
 
@@ -18,6 +19,7 @@
 #include "model/error.h"
 #include "model/fit/plan_step_calibration.h"
 #include "model/plan.h"
+#include "model/strategy_table.h"
 #include "model/units.h"
 #include "profiler/batch_run.h"
 #include "profiler/codec_speed.h"
@@ -151,6 +153,72 @@ std::vector<std::string> calibration_plans() {
   return {plans.codec, plans.recompute};
 }
 
+// Each layer's scratch with its slots stored (LayerProfile::stored): a
+// step of the narrowest codec's plan at each batch that ran and at two and
+// four times the largest (memory alone, which one step after one of warm-up
+// shows; the stored plan takes less than keep's, and a batch out of memory
+// ends them), and each layer at the probe batch under it, alone or in its
+// block, as the probe runs keep's. A pass's peak is the largest of lines in
+// the batch, and where the largest changes between the profiled batches and
+// the probe's (an LSTM's backward, from its fixed scratch to its gathered
+// gradients) the larger batches show the steeper one. Calls `on_done` after
+// each batch and after the probe.
+void measure_stored(executor::Session& session, LayerTimer& timer, const ProfileOptions& options, model::Profile& profile,
+                    const std::function<void()>& on_done) {
+  executor::apply_plan(*session.network, model::load_plan(model::narrowest_codec_plan(), session.layout, session.config.name),
+                       session.layout);
+  ProbeOptions probe;
+  std::vector<int> batches;
+  for (const model::IterationMeasurement& it : profile.iterations) {
+    if (it.oom) {
+      on_done();
+      continue;
+    }
+    probe.from = it.batch;
+    probe.profiled.push_back(it.batch);
+    batches.push_back(it.batch);
+  }
+  const int largest = batches.back();
+  for (int times : {2, 4}) batches.push_back(times * largest);
+  bool out_of_memory = false;
+  for (const int batch : batches) {
+    // Past the probe batch, the probe's runs say more.
+    if (out_of_memory || (profile.probe_batch > 0 && batch >= profile.probe_batch)) {
+      on_done();
+      continue;
+    }
+    BatchRunOptions run_options;
+    run_options.batch = batch;
+    run_options.warmup = 1;
+    run_options.steps = 1;
+    run_options.memory_limit = options.memory_limit;
+    run_options.time_segments = false;
+    const BatchRun run = run_batch(*session.network, *session.data, *session.optimizer, session.memory, timer, run_options);
+    on_done();
+    out_of_memory = run.iteration.oom;
+    if (out_of_memory) continue;
+    for (size_t i = 0; i < profile.layers.size(); ++i) {
+      const model::LayerMeasurement& m = run.layers[i];
+      profile.layers[i].stored.push_back({batch, m.forward_peak_bytes - m.forward_start_bytes,
+                                          m.backward_peak_bytes - m.backward_start_bytes,
+                                          m.backward_gap_peak_bytes - m.backward_start_bytes});
+    }
+  }
+  if (profile.probe_batch <= 0) return;
+  probe.batch = profile.probe_batch;
+  probe.memory_limit = options.memory_limit;
+  probe.bytes_only = true;
+  const LayerProbes probes = probe_layers(*session.network, *session.data, session.memory, timer, probe);
+  on_done();
+  for (size_t i = 0; i < profile.layers.size(); ++i) {
+    const std::optional<model::LayerProbe>& p = probes.layers[i];
+    if (p) {
+      profile.layers[i].stored.push_back(
+          {profile.probe_batch, p->forward_headroom_bytes, p->backward_headroom_bytes, std::nullopt});
+    }
+  }
+}
+
 // Every segment of the zoo hands its input to its first layer, which saves it
 // as "input" (the assumption segment_recompute.cpp makes too).
 model::SavedTensorProfile segment_input(const std::vector<model::LayerProfile>& layers, const std::string& segment) {
@@ -237,6 +305,7 @@ model::Profile profile_network(const ProfileOptions& options) {
   }
   for (int r = 0; r < rounds; ++r) total += (warmup_in(r) + steps_in(r) + 1) * static_cast<int>(batches.size());
   total += static_cast<int>(calibration_plans().size()) * (options.warmup + options.steps);
+  total += static_cast<int>(batches.size()) + 2 + (probe_batch > 0 ? 1 : 0);  // measure_stored (OOM batches too: 1 each)
   int done = 0, planned = 0;
   std::vector<std::vector<BatchRun>> runs(batches.size());
   for (int r = 0; r < rounds; ++r) {
@@ -328,6 +397,9 @@ model::Profile profile_network(const ProfileOptions& options) {
     const BatchRun run = median_run({run_batch(network, data, *session.optimizer, memory, *timer, run_options)});
     if (!run.iteration.oom) profile.plan_steps.push_back({name, smallest->batch, run.iteration.iteration_s});
   }
+  measure_stored(session, *timer, options, profile, [&] {
+    if (options.on_progress) options.on_progress(++done, total, "each layer's scratch under " + model::narrowest_codec_plan());
+  });
   executor::apply_plan(network, model::load_plan("keep", session.layout, session.config.name), session.layout);
 
   profile.machine = describe_machine(device, *timer);

@@ -34,6 +34,7 @@ void rename(LayerFit& layer, int from, int to) {
   for (auto& t : layer.saved) {
     t.storage = renamed(t.storage, from, to);
     t.last_forward_use = renamed(t.last_forward_use, from, to);
+    t.view = renamed(t.view, from, to);
   }
   for (auto& s : layer.output_saved_by) s = renamed(s, from, to);
 }
@@ -68,6 +69,9 @@ void as_alike(LayerFit& layer, const LayerFit& alike) {
   layer.backward_peak = advanced(layer.backward_start, alike.backward_peak - alike.backward_start, 1, 0);
   layer.forward_headroom = alike.forward_headroom;
   layer.backward_headroom = alike.backward_headroom;
+  layer.stored_forward_headroom = alike.stored_forward_headroom;
+  layer.stored_backward_headroom = alike.stored_backward_headroom;
+  layer.stored_backward_gap_headroom = alike.stored_backward_gap_headroom;
 }
 
 }  // namespace

@@ -131,6 +131,9 @@ json lines_only(LayerModel m) {
   for (LayerFit& l : m.layers) {
     l.forward_headroom.clear();
     l.backward_headroom.clear();
+    l.stored_forward_headroom.clear();
+    l.stored_backward_headroom.clear();
+    l.stored_backward_gap_headroom.clear();
   }
   return layer_model_to_json(m);
 }

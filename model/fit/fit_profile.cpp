@@ -105,6 +105,54 @@ PeakFit peak_fit(const std::vector<Sample>& start, const LinearCurve& start_line
   return out;
 }
 
+// LayerFit::stored_forward_headroom (or backward's): the stored step's
+// scratch at each batch of `use` and each past the profiled ones it ran at,
+// and at the probe batch keep's scratch there (`keep`,
+// LayerFit::forward_headroom's points) plus what storing added to the
+// probe's run.
+std::vector<Sample> stored_headroom(const Profile& p, const std::vector<size_t>& use, const LayerProfile& l,
+                                    const std::vector<Sample>& keep, int64_t LayerProbe::*probe_headroom,
+                                    int64_t StoredHeadroom::*stored_headroom) {
+  const auto stored_at = [&](int64_t batch) {
+    return std::find_if(l.stored.begin(), l.stored.end(), [&](const StoredHeadroom& r) { return r.batch == batch; });
+  };
+  std::vector<Sample> out;
+  for (size_t i : use) {
+    const auto stored = stored_at(p.batches[i]);
+    if (stored != l.stored.end())
+      out.push_back({static_cast<double>(p.batches[i]), static_cast<double>((*stored).*stored_headroom)});
+  }
+  const int largest = *std::max_element(p.batches.begin(), p.batches.end());
+  for (const StoredHeadroom& r : l.stored) {
+    if (r.batch > largest && r.batch != p.probe_batch)
+      out.push_back({static_cast<double>(r.batch), static_cast<double>(r.*stored_headroom)});
+  }
+  std::sort(out.begin(), out.end(), [](const Sample& a, const Sample& b) { return a.batch < b.batch; });
+  const auto probed = stored_at(p.probe_batch);
+  if (l.probe && probed != l.stored.end() && !keep.empty() && keep.back().batch == p.probe_batch) {
+    const double added = static_cast<double>((*probed).*stored_headroom - (*l.probe).*probe_headroom);
+    out.push_back({static_cast<double>(p.probe_batch), std::max(0.0, keep.back().value + added)});
+  }
+  if (out.size() < 2) out.clear();  // no line
+  return out;
+}
+
+// LayerFit::stored_backward_gap_headroom: at each batch of `use` and each
+// past the profiled ones the stored step ran at.
+std::vector<Sample> stored_gap_headroom(const Profile& p, const std::vector<size_t>& use, const LayerProfile& l) {
+  const int largest = *std::max_element(p.batches.begin(), p.batches.end());
+  std::vector<Sample> out;
+  for (const StoredHeadroom& r : l.stored) {
+    const bool used = std::any_of(use.begin(), use.end(), [&](size_t i) { return p.batches[i] == r.batch; });
+    if (r.backward_gap_headroom_bytes && (used || r.batch > largest)) {
+      out.push_back({static_cast<double>(r.batch), static_cast<double>(*r.backward_gap_headroom_bytes)});
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const Sample& a, const Sample& b) { return a.batch < b.batch; });
+  if (out.size() < 2) out.clear();  // no line
+  return out;
+}
+
 // A layer's or segment's time at the profile's probe batch, where it has one,
 // joins the profiled batches' (the one point past them the curve is fitted to).
 std::vector<Sample> with_probe(std::vector<Sample> s, const Profile& p, std::optional<double> probe_seconds) {
@@ -218,6 +266,11 @@ LayerModel fit_model(const Profile& p, const std::vector<size_t>& use, const std
                                 &LayerProbe::backward_headroom_bytes, &HeadroomRung::backward_headroom_bytes);
     f.backward_peak = backward.line;
     f.backward_headroom = std::move(backward.headroom);
+    f.stored_forward_headroom = stored_headroom(p, use, l, f.forward_headroom, &LayerProbe::forward_headroom_bytes,
+                                                &StoredHeadroom::forward_headroom_bytes);
+    f.stored_backward_headroom = stored_headroom(p, use, l, f.backward_headroom, &LayerProbe::backward_headroom_bytes,
+                                                 &StoredHeadroom::backward_headroom_bytes);
+    f.stored_backward_gap_headroom = stored_gap_headroom(p, use, l);
     f.forward_gap_peak = fit_bytes(figure(&LayerMeasurement::forward_gap_peak_bytes));
     f.backward_gap_peak = fit_bytes(figure(&LayerMeasurement::backward_gap_peak_bytes));
     f.forward_seconds = fit_time(

@@ -211,7 +211,10 @@ std::vector<LayerShare> layer_shares(const LayerModel& model, const TransformerS
 
 LayerModel split_across_ranks(const LayerModel& whole, const TransformerShape& shape, const ParallelLayout& layout) {
   const std::vector<LayerShare> shares = layer_shares(whole, shape, layout);
-  const double stream = Shares(shape, layout).hidden;
+  const Shares degrees(shape, layout);
+  const double stream = degrees.hidden;
+  // A rank's part of a layer has no stored figures of its own (LayerFit::stored_forward_headroom).
+  const bool splits = degrees.tensor > 1 || degrees.expert > 1 || degrees.tokens < 1;
   LayerModel rank = whole;
   const size_t n = whole.layers.size();
 
@@ -279,6 +282,11 @@ LayerModel split_across_ranks(const LayerModel& whole, const TransformerShape& s
         rescaled(w.backward_gap_peak, through, through_rank, backward_live(w.backward_gap_peak), backward_shift);
     r.forward_headroom.clear();  // the whole layer's scratch: the rank's peaks are the lines above
     r.backward_headroom.clear();
+    if (splits) {
+      r.stored_forward_headroom.clear();
+      r.stored_backward_headroom.clear();
+      r.stored_backward_gap_headroom.clear();
+    }
     const auto input_slot = std::find_if(w.saved.begin(), w.saved.end(), [](const auto& t) { return t.slot == "input"; });
     const double input_bytes = input_slot == w.saved.end() ? 0 : input_slot->storage_bytes_per_sample;
     if (share.gathered_input > 0) {

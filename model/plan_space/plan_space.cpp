@@ -6,6 +6,7 @@
 #include "model/plan_space/internal/index.h"
 #include "model/plan_space/internal/parts.h"
 #include "model/plan_space/internal/step_time.h"
+#include "model/plan_space/internal/stored_scratch.h"
 #include "model/plan_space/internal/timeline.h"
 
 namespace papaya::model {
@@ -21,14 +22,22 @@ const char* to_string(Phase phase) {
   return "?";
 }
 
+namespace {
+
+std::shared_ptr<const plan_space::AtBatch> priced(std::shared_ptr<const plan_space::Index> index, int64_t batch) {
+  auto at = std::make_shared<plan_space::AtBatch>(std::move(index), batch);
+  plan_space::price_stored_scratch(*at);
+  return at;
+}
+
+}  // namespace
+
 PlanSpace::PlanSpace(const LayerModel& model, const Target& target, int64_t batch)
-    : PlanSpace(std::make_shared<const plan_space::AtBatch>(std::make_shared<const plan_space::Index>(model, target), batch)) {}
+    : PlanSpace(priced(std::make_shared<const plan_space::Index>(model, target), batch)) {}
 
 PlanSpace::PlanSpace(std::shared_ptr<const plan_space::AtBatch> at) : at_(std::move(at)) {}
 
-PlanSpace PlanSpace::at_batch(int64_t batch) const {
-  return PlanSpace(std::make_shared<const plan_space::AtBatch>(at_->index, batch));
-}
+PlanSpace PlanSpace::at_batch(int64_t batch) const { return PlanSpace(priced(at_->index, batch)); }
 
 int64_t PlanSpace::batch() const { return at_->batch; }
 double PlanSpace::optimizer_peak_bytes() const { return at_->optimizer_peak_bytes; }

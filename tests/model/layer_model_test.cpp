@@ -52,6 +52,9 @@ class LayerModelFile : public ::testing::Test {
 
 TEST_F(LayerModelFile, RoundTripKeepsEveryPrediction) {
   model_.layers[1].backward_headroom = {{1, 100}, {8, 2000}, {16, 9000}};  // a scratch measured at rungs
+  model_.layers[1].stored_forward_headroom = {{1, 50}, {8, 400}};          // and with every slot stored
+  model_.layers[1].stored_backward_headroom = {{1, 80}, {8, 1500}, {16, 7000}};
+  model_.layers[1].stored_backward_gap_headroom = {{1, 10}, {8, 90}};
   const std::string path = (dir_ / "model.json").string();
   write_layer_model(path, model_);
   const LayerModel read = read_layer_model(path);

@@ -37,11 +37,14 @@ Profile small_profile() {
   fc.forward_bytes_moved_per_sample = 768;
   fc.measured = {{1e-4, 2e-4, 1000, 1512, 1600, 2000, 1900, 2500}, {}};
   fc.probe = LayerProbe{5e-3, 1e-2, 800, 1200, {{2, 10, 20}, {4, 15, 30}}};
+  fc.stored = {{4, 300, 700, 250}, {256, 500, 900, std::nullopt}};  // the stored step's, and at the probe batch
   LayerProfile act;
   act.path = "blocks.0.act";
   act.kind = LayerKind::relu;
   act.segment = "blocks.0";
   act.saved = {{"output", SlotKind::mask, "float32", 4, {128}, true, 128, "blocks.0.act:output", 512}};
+  act.saved[0].saved_after_forward = true;
+  act.saved[0].view = "blocks.0.act:output";
   act.output_saved_by = {"blocks.0.act:output"};
   act.measured = {{1e-5, 2e-5, 1512, 2024, 2024, 1700, 1600, 1800}, {}};
   p.layers = {fc, act};
@@ -83,6 +86,11 @@ TEST(Profile, RoundTripsThroughAFile) {
   EXPECT_DOUBLE_EQ(back.layers[0].probe->backward_s, 1e-2);
   ASSERT_EQ(back.layers[0].probe->rungs.size(), 2u);
   EXPECT_EQ(back.layers[0].probe->rungs[1].backward_headroom_bytes, 30);
+  ASSERT_EQ(back.layers[0].stored.size(), 2u);
+  EXPECT_EQ(back.layers[0].stored[0].backward_gap_headroom_bytes, std::optional<int64_t>(250));
+  EXPECT_FALSE(back.layers[0].stored[1].backward_gap_headroom_bytes);
+  EXPECT_TRUE(back.layers[1].saved[0].saved_after_forward);
+  EXPECT_EQ(back.layers[1].saved[0].view, "blocks.0.act:output");
   EXPECT_FALSE(back.layers[1].probe);
   ASSERT_TRUE(back.segments[0].probe);
   EXPECT_DOUBLE_EQ(back.segments[0].probe->between_s, 3e-4);
@@ -100,6 +108,13 @@ TEST(Profile, RoundTripsThroughAFile) {
   older["segments"][0].erase("probe");
   older["segments"][0].erase("between_s");
   EXPECT_EQ(profile_from_json(older, "older.json").probe_batch, 0);
+  older["layers"][0].erase("stored");  // nor stored steps
+  older["layers"][1]["saved"][0].erase("saved_after_forward");
+  older["layers"][1]["saved"][0].erase("view");
+  const Profile before_stores = profile_from_json(older, "older.json");
+  EXPECT_TRUE(before_stores.layers[0].stored.empty());
+  EXPECT_FALSE(before_stores.layers[1].saved[0].saved_after_forward);
+  EXPECT_EQ(before_stores.layers[1].saved[0].view, "");
 }
 
 TEST(Profile, LayoutCarriesSlotsSegmentsAndSharing) {
@@ -176,6 +191,12 @@ TEST(Profile, DamagedDocumentsNameWhatIsWrong) {
   EXPECT_EQ(load_error(doc), "p.json: /layers/0/probe/rungs: batch 256 is not between the rung before it and /probe_batch");
   doc["layers"][0]["probe"]["rungs"][1]["batch"] = 2;
   EXPECT_EQ(load_error(doc), "p.json: /layers/0/probe/rungs: batch 2 is not between the rung before it and /probe_batch");
+  doc = good;
+  doc["layers"][0]["stored"][1]["batch"] = 4;
+  EXPECT_EQ(load_error(doc), "p.json: /layers/0/stored: batch 4 does not follow a smaller one");
+  doc = good;
+  doc["layers"][1]["saved"][0]["view"] = "blocks.0.fc:output";
+  EXPECT_EQ(load_error(doc), "p.json: /layers/1/saved/0/view: 'blocks.0.fc:output' is not a saved tensor of this profile");
   doc = good;
   doc["machine"]["timing"] = "sundial";
   EXPECT_NE(load_error(doc).find("p.json: /machine/timing"), std::string::npos) << load_error(doc);

@@ -12,11 +12,12 @@ namespace {
 const TensorStrategy keep{};
 
 // The raw storage held from a user's forward (no earlier than the storage's
-// first saver, before which it is the forward's own) to its backward.
-void hold_raw_user(const Index& ix, int storage, int layer, StorageHeld& held) {
+// first saver, before which it is the forward's own) to `until`, where its
+// backward reads it.
+void hold_raw_user(const Index& ix, int storage, int layer, int until, StorageHeld& held) {
   const Storage& st = ix.storage(storage);
   const int from = st.slots.empty() ? layer + 1 : ix.layer(std::max(layer, st.first_layer)).forward_at;
-  held.raw.push_back({from, ix.layer(layer).backward_at});
+  held.raw.push_back({from, until});
 }
 
 }  // namespace
@@ -60,16 +61,18 @@ void hold_inverted_output(const AtBatch& at, int slot, const SlotStrategies& str
   auto it = output.copies.end();
   if (consumer >= 0 && ix.active(ix.slot(consumer).layer, recomputed)) {
     const TensorStrategy& stored_as = strategies.of(consumer);
-    it = std::find_if(output.copies.begin(), output.copies.end(), [&](const Copy& c) { return c.strategy == stored_as; });
+    const int view = ix.slot_entry(consumer).view;
+    it = std::find_if(output.copies.begin(), output.copies.end(),
+                      [&](const Copy& c) { return c.strategy == stored_as && c.view == view; });
   }
   if (it == output.copies.end()) {  // the output is kept raw, by its consumer or by the layer itself
-    hold_raw_user(ix, layer.output_storage, j, output);
+    hold_raw_user(ix, layer.output_storage, j, layer.backward_at, output);
     return;
   }
   const double raw = at.slot(consumer).bytes;
   it->created = std::min(it->created, j);  // the activation stores it, for its consumer to find
-  it->first_user = std::min(it->first_user, j);
-  it->uses.push_back({layer.backward_at, j, raw, raw});
+  it->released_at = std::max(it->released_at, layer.backward_at);
+  it->uses.push_back({layer.backward_at, j, raw, raw, true});
 }
 
 bool core_recomputed(const Index& ix, int core, const SlotStrategies& strategies, const std::vector<bool>& recomputed) {
@@ -91,7 +94,7 @@ void hold_slots(const AtBatch& at, int storage, const std::vector<TensorStrategy
     held.raw.push_back({ix.layer(st.first_layer).forward_at, ix.layer(facts.code_holds_until).forward_at});
   }
   if (core_recomputed) {  // made again by the core's backward, used down to its first saver's
-    held.raw.push_back({ix.layer(ix.core(facts.core).context).backward_at, ix.layer(st.first_layer).backward_at});
+    held.raw.push_back({ix.layer(ix.core(facts.core).context).backward_at, facts.released_at});
     return;
   }
   std::vector<TensorStrategy> stored(st.slots.size());  // what copies_of makes copies of
@@ -99,7 +102,7 @@ void hold_slots(const AtBatch& at, int storage, const std::vector<TensorStrategy
     const Slot& slot = ix.slot(st.slots[k]);
     const TensorStrategy& s = per_slot[k];
     if (!ix.active(slot.layer, recomputed)) {  // rematerialized by its segment's recompute
-      held.raw.push_back({ix.layer(slot.layer).recompute_at, ix.layer(slot.layer).backward_at});
+      held.raw.push_back({ix.layer(slot.layer).recompute_at, ix.slot_entry(st.slots[k]).used_at});
       continue;
     }
     if (s.swap && !at.target().has_host_link()) {
@@ -107,7 +110,7 @@ void hold_slots(const AtBatch& at, int storage, const std::vector<TensorStrategy
                        " lacks (predict for a GPU of the catalog)");
     }
     if (recomputes(s.form) && facts.core < 0) lm_head_recomputed = true;
-    if (s.is_keep()) hold_raw_user(ix, storage, slot.layer, held);
+    if (s.is_keep()) hold_raw_user(ix, storage, slot.layer, ix.slot_entry(st.slots[k]).used_at, held);
     stored[k] = s;
   }
   held.copies = copies_of(at, storage, stored);
@@ -116,8 +119,9 @@ void hold_slots(const AtBatch& at, int storage, const std::vector<TensorStrategy
 void hold_segment_input(const AtBatch& at, int segment, const TensorStrategy& input, StorageHeld& held) {
   const Index& ix = *at.index;
   const Segment& seg = ix.segment(segment);
+  const int until = ix.layer(seg.first_layer).backward_at;
   if (input.is_keep()) {
-    hold_raw_user(ix, seg.input_storage, seg.first_layer, held);
+    hold_raw_user(ix, seg.input_storage, seg.first_layer, until, held);
     return;
   }
   if (input.swap && !at.target().has_host_link()) {
@@ -126,7 +130,7 @@ void hold_segment_input(const AtBatch& at, int segment, const TensorStrategy& in
   const double raw = at.segment(segment).input_bytes;
   Copy& c = input_copy(at, segment, input, held.copies);
   c.created = std::min(c.created, seg.first_layer);
-  c.first_user = std::min(c.first_user, seg.first_layer);
+  c.released_at = std::max(c.released_at, until);
   c.fetched_by = std::max(c.fetched_by, seg.last_layer);
   c.uses.push_back({ix.layer(seg.first_layer).recompute_at, seg.last_layer, raw, raw});
 }

@@ -8,6 +8,7 @@
 
 #include "model/error.h"
 #include "model/layout.h"
+#include "model/plan.h"
 #include "model/strategy_table.h"
 
 namespace papaya::model::plan_space {
@@ -122,7 +123,11 @@ struct Builder {
         slot_index[key] = i;
         if (layer(j).first_slot < 0) layer(j).first_slot = i;
         ++layer(j).slot_count;
-        ix.slot_entries.push_back({&t, storage(g).slots.size()});
+        const auto view = slot_index.find(t.view);
+        ix.slot_entries.push_back({&t, storage(g).slots.size(), -1,
+                                   t.view.empty()             ? -1
+                                   : view == slot_index.end() ? i
+                                                              : view->second});
         storage(g).slots.push_back(i);
         ix.slots.push_back({key, j, g, t.kind});
         if (traits(fit(j).kind).recomputes_logprobs && t.slot == "input") ix.lm_head.input_slot = i;
@@ -187,6 +192,19 @@ struct Builder {
           facts(ix.slot(i).storage).core = c;
         }
       }
+    }
+  }
+
+  // Where backward reads each slot, and when keep frees each storage.
+  void backward_uses() {
+    for (size_t i = 0; i < ix.slots.size(); ++i) {
+      const int j = ix.slots[i].layer, b = layer(j).backward_at;
+      const bool after = ix.slot_entries[i].tensor->saved_after_forward && b > 0 &&
+                         ix.points[static_cast<size_t>(b - 1)].phase == Phase::backward_gap &&
+                         ix.points[static_cast<size_t>(b - 1)].layer == j;
+      ix.slot_entries[i].used_at = after ? b - 1 : b;
+      int& released = facts(ix.slots[i].storage).released_at;
+      released = std::max(released, ix.slot_entries[i].used_at);
     }
   }
 
@@ -263,6 +281,15 @@ Index::Index(const LayerModel& m, const Target& t) : model(&m), target(t), layer
   build.slots_and_storages();
   build.attention_cores();
   build.candidates();
+  build.backward_uses();
+  const bool stored = std::any_of(m.layers.begin(), m.layers.end(), [](const LayerFit& l) {
+    return !l.stored_forward_headroom.empty() || !l.stored_backward_headroom.empty() || !l.stored_backward_gap_headroom.empty();
+  });
+  if (stored && !slots.empty()) {
+    const Plan step = load_plan(narrowest_codec_plan(), m.layout(), m.network);
+    for (size_t i = 0; i < slots.size(); ++i)
+      stored_step.push_back(step.tensor(fit(slots[i].layer).path, slot_entries[i].tensor->slot));
+  }
 }
 
 AtBatch::AtBatch(std::shared_ptr<const Index> shared, int64_t batch_size) : index(std::move(shared)), batch(batch_size) {

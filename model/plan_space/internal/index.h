@@ -35,6 +35,14 @@ struct LayerEntry {
 struct SlotEntry {
   const SavedTensorProfile* tensor = nullptr;  // in the model's layer
   size_t position = 0;                         // in its storage's slots
+  // The point its backward reads it at: its layer's B point, or the backward
+  // gap before it where the code after the layer's forward saved it (a
+  // loss's log-probabilities: its backward runs there).
+  int used_at = -1;
+  // The first slot saving the same view of its storage (itself where none
+  // before it does): slots of one view and one strategy share a stored copy
+  // (executor/storage/stored.h). -1 where not measured: every slot of its storage.
+  int view = -1;
 };
 
 // One option of a storage: the strategy asked of it and what each of its slots takes.
@@ -51,6 +59,7 @@ struct StorageEntry {
   bool grows = false;                 // with the batch
   bool held_by_caller = false;        // the batch's data: held all step whatever the plan
   int code_holds_until = 0;           // the last layer whose forward the network's code holds it through
+  int released_at = -1;               // keep frees it after this point: its slots' last use (a slotless one: -1)
   std::vector<Candidate> candidates;  // its options: [0] keep
 };
 
@@ -92,6 +101,9 @@ struct Index {
   std::vector<TimelinePoint> points;
   LmHead lm_head;
   std::vector<AttentionCore> cores;
+  // Each slot as the profile's stored step stored it (narrowest_codec_plan());
+  // empty where no layer has its figures (LayerFit::stored_forward_headroom).
+  std::vector<TensorStrategy> stored_step;
 
   // By the int indices PlanSpace's types use.
   int layer_count() const { return static_cast<int>(layers.size()); }
@@ -119,12 +131,27 @@ struct SlotAtBatch {
   double bytes = 0;  // its own tensor
 };
 
+// What storing a layer's slots did to one of its passes in the profile's
+// stored step beyond what the timeline adds for the stored copies there
+// (the copies made in forward and their codec's scratch; the tensors
+// restored in backward and theirs), and the raw bytes of those copies: a
+// plan's packed copies take their share of `bytes` by their raw bytes
+// (stored_scratch.h). 0 where not measured.
+struct StoredShift {
+  double bytes = 0, raw = 0;
+  // A copy of `raw_bytes` of this raw's share.
+  double share(double raw_bytes) const { return raw > 0 ? bytes * raw_bytes / raw : 0; }
+};
+
 struct LayerAtBatch {
   double forward_s = 0, backward_s = 0;
   // What the layer allocates beyond its start, its output and what else it
   // saves (forward; its output too where it stores before computing it) and
   // beyond its start (backward): room a codec's scratch fits in.
   double forward_headroom = 0, backward_headroom = 0;
+  // At its F point, at the backward gap before it (where the code after its
+  // forward reads what it saved) and at its B point.
+  StoredShift stored_forward, stored_backward_gap, stored_backward;
 };
 
 struct SegmentAtBatch {

@@ -27,7 +27,8 @@ void walk_saved(const AtBatch& at, const Held& h, Saved saved, Scratch scratch) 
     add_storage(at, static_cast<int>(g), h.storages[g], 1, changes, &kinds);
     for (size_t k = 0; k < changes.size(); ++k) {
       switch (kinds[k].kind) {
-        case StorageChange::Kind::keep_storage: break;  // inside keep's figures, which the rest is
+        case StorageChange::Kind::keep_storage:
+        case StorageChange::Kind::stored_scratch: break;  // inside keep's figures, which the rest is
         case StorageChange::Kind::scratch: scratch(changes[k]); break;
         case StorageChange::Kind::raw:
         case StorageChange::Kind::copy: saved(static_cast<int>(g), changes[k], kinds[k]); break;

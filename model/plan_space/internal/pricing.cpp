@@ -15,16 +15,17 @@ TensorStrategy unswapped(TensorStrategy s) {
   return s;
 }
 
-// The copy stored as `s` among `copies` (added if none is), grown to hold a
-// tensor of `numel` values; head_numel: values per attention head, for
-// headwise groups (0: one head).
-Copy& copy_for(const Target& target, std::vector<Copy>& copies, const TensorStrategy& s, SlotKind kind, int64_t numel,
+// The copy of `view` stored as `s` among `copies` (added if none is), grown
+// to hold a tensor of `numel` values; head_numel: values per attention head,
+// for headwise groups (0: one head).
+Copy& copy_for(const Target& target, std::vector<Copy>& copies, const TensorStrategy& s, int view, SlotKind kind, int64_t numel,
                int element_size, double raw, int64_t head_numel = 0) {
-  auto it = std::find_if(copies.begin(), copies.end(), [&](const Copy& c) { return c.strategy == s; });
+  auto it = std::find_if(copies.begin(), copies.end(), [&](const Copy& c) { return c.strategy == s && c.view == view; });
   if (it == copies.end()) {
     copies.push_back(Copy{});
     it = copies.end() - 1;
     it->strategy = s;
+    it->view = view;
   }
   it->device_bytes = std::max(
       it->device_bytes, target.allocated(static_cast<double>(device_bytes(kind, numel, element_size, unswapped(s), head_numel))));
@@ -85,13 +86,15 @@ std::vector<Copy> copies_of(const AtBatch& at, int storage, const std::vector<Te
     // A headwise tensor's heads are its last two dimensions, (heads, tokens, .) per sample.
     const auto& shape = tensor.sample_shape;
     const int64_t head_numel = shape.size() >= 3 ? shape[shape.size() - 1] * shape[shape.size() - 2] : 0;
-    Copy& c = copy_for(at.target(), copies, s, slot.kind, size.numel, tensor.element_size, size.bytes, head_numel);
+    Copy& c = copy_for(at.target(), copies, s, ix.slot_entry(i).view, slot.kind, size.numel, tensor.element_size, size.bytes,
+                       head_numel);
     c.created = std::min(c.created, slot.layer);
-    c.first_user = std::min(c.first_user, slot.layer);
+    const int used_at = ix.slot_entry(i).used_at;
+    c.released_at = std::max(c.released_at, used_at);
     c.fetched_by = std::max(c.fetched_by, slot.layer);
     const bool mask = row_of(s.form).encoding == Encoding::mask || slot.kind == SlotKind::mask;
     const double transient = mask ? static_cast<double>(size.numel) : size.bytes;  // a mask unpacks to bools
-    c.uses.push_back({ix.layer(slot.layer).backward_at, slot.layer, size.bytes, transient});
+    c.uses.push_back({used_at, slot.layer, size.bytes, transient, true});
   }
   return copies;
 }
@@ -99,7 +102,7 @@ std::vector<Copy> copies_of(const AtBatch& at, int storage, const std::vector<Te
 Copy& input_copy(const AtBatch& at, int segment, const TensorStrategy& s, std::vector<Copy>& copies) {
   const SavedTensorProfile& input = *at.index->segment_entry(segment).input;
   const SegmentAtBatch& size = at.segment(segment);
-  return copy_for(at.target(), copies, s, input.kind, size.input_numel, input.element_size, size.input_bytes);
+  return copy_for(at.target(), copies, s, -1, input.kind, size.input_numel, input.element_size, size.input_bytes);
 }
 
 double held_gradient_bytes(const AtBatch& at, int segment) {

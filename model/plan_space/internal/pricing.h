@@ -19,17 +19,19 @@ struct Use {
   int point = 0, charged_to = 0;
   double raw_bytes = 0;        // what unpacking reads back into
   double transient_bytes = 0;  // what it allocates
+  bool of_slot = false;        // a slot's (not a recomputed segment's input)
 };
 
 // One stored form of a storage under a plan (not raw on the device).
 struct Copy {
-  TensorStrategy strategy;   // swap included
-  double device_bytes = 0;   // the stored form, allocator-rounded
-  double host_bytes = 0;     // swapped: in pinned host memory
-  double packed_from = 0;    // raw bytes packed in forward
-  int created = INT_MAX;     // the layer whose forward stores it
-  int first_user = INT_MAX;  // released after this layer's backward
-  int fetched_by = -1;       // the layer whose backward needs it first (prefetch)
+  TensorStrategy strategy;  // swap included
+  int view = -1;            // of its slots (SlotEntry::view); -1: the storage's
+  double device_bytes = 0;  // the stored form, allocator-rounded
+  double host_bytes = 0;    // swapped: in pinned host memory
+  double packed_from = 0;   // raw bytes packed in forward
+  int created = INT_MAX;    // the layer whose forward stores it
+  int released_at = -1;     // freed after this point: its last use in backward
+  int fetched_by = -1;      // the layer whose backward needs it first (prefetch)
   std::vector<Use> uses;
 };
 
@@ -43,7 +45,7 @@ double pack_seconds(const Target& target, const TensorStrategy& s, double raw_by
 double use_seconds(const AtBatch& at, const TensorStrategy& s, int layer, double raw_bytes);
 
 // The distinct stored forms of a storage whose slots take `per_slot`
-// (slots of one strategy share one), each used by its slots' layers.
+// (slots of one view and strategy share one), each used by its slots' layers.
 std::vector<Copy> copies_of(const AtBatch& at, int storage, const std::vector<TensorStrategy>& per_slot);
 // The copy of a segment's input stored as `s`, among `copies`; its uses are
 // the caller's to add.

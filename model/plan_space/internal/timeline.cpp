@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "model/plan_space/internal/stored_scratch.h"
 #include "model/strategy_table.h"
 
 namespace papaya::model {
@@ -26,7 +27,7 @@ void add_storage(const AtBatch& at, int storage, const StorageHeld& held, double
     // Keep's figures already hold the storage, at its own bytes (a profile
     // counts the tensors', on CUDA too).
     add_as(Kind::keep_storage, {}, -at.storage_bytes(storage), ix.layer(st.first_layer).forward_at,
-           ix.layer(st.first_layer).backward_at);
+           ix.storage_entry(storage).released_at);
   }
   for (const Copy& c : held.copies) {
     const auto add = [&](double bytes, int from, int to) { add_as(Kind::copy, c.strategy, bytes, from, to); };
@@ -39,11 +40,17 @@ void add_storage(const AtBatch& at, int storage, const StorageHeld& held, double
         add(c.device_bytes, created_at, forward_to);
       }
       const int back_from = c.fetched_by + 1 < n ? ix.layer(c.fetched_by + 1).backward_at : first_backward;
-      add(c.device_bytes, back_from, ix.layer(c.first_user).backward_at);
+      add(c.device_bytes, back_from, c.released_at);
     } else {
-      add(c.device_bytes, created_at, ix.layer(c.first_user).backward_at);
+      add(c.device_bytes, created_at, c.released_at);
     }
     if (!is_packed(c.strategy)) continue;
+    // A slot's copy (not a recomputed segment's input) takes its share of
+    // what storing did to its layers' passes.
+    const auto slot_use = [](const Use& u) { return u.of_slot; };
+    if (std::any_of(c.uses.begin(), c.uses.end(), slot_use)) {
+      add_as(Kind::stored_scratch, c.strategy, at.layer(c.created).stored_forward.share(c.packed_from), created_at, created_at);
+    }
     // The codec's scratch counts where it outgrows what the layer itself
     // needs beyond its start (and its output, in forward) at that point.
     const CodecMeasurement& codec = target.codec(codec_bits(c.strategy));
@@ -52,6 +59,7 @@ void add_storage(const AtBatch& at, int storage, const StorageHeld& held, double
     for (const Use& u : c.uses) {
       const double scratch = std::max(0.0, codec.unpack_scratch(u.raw_bytes) - at.layer(u.charged_to).backward_headroom);
       add_as(Kind::scratch, c.strategy, target.allocated(u.transient_bytes) + scratch, u.point, u.point);
+      if (slot_use(u)) add_as(Kind::stored_scratch, c.strategy, stored_shift_of_use(at, u).share(u.raw_bytes), u.point, u.point);
     }
   }
   std::sort(intervals.begin(), intervals.end());

@@ -13,10 +13,11 @@ namespace papaya::model::plan_space {
 using Changes = std::vector<Change>;
 
 // What one of add_storage's changes is: keep's storage let go, the raw
-// storage held, a stored copy (of `strategy`), or a codec's scratch and
-// unpacked transients.
+// storage held, a stored copy (of `strategy`), a codec's scratch and
+// unpacked transients, or what the layer's pass storing or restoring a
+// packed copy does beyond them (stored_scratch.h).
 struct StorageChange {
-  enum class Kind { keep_storage, raw, copy, scratch };
+  enum class Kind { keep_storage, raw, copy, scratch, stored_scratch };
   Kind kind = Kind::raw;
   TensorStrategy strategy;
 };

@@ -25,6 +25,21 @@ inline torch::jit::Module linear(const std::string& type, int64_t in, int64_t ou
   return m;
 }
 
+// A one-layer LSTM of `in` inputs and `hidden` units as a module of its own
+// calling torch.lstm (batch first, from a zero state) and returning its
+// output, through `method` (scripted nn.LSTM's is forward__0, an overload).
+inline torch::jit::Module lstm(int64_t in, int64_t hidden, const std::string& method = "forward") {
+  torch::jit::Module m("LSTM");
+  m.register_parameter("w_ih", (0.3 * torch::randn({4 * hidden, in})).requires_grad_(), false);
+  m.register_parameter("w_hh", (0.3 * torch::randn({4 * hidden, hidden})).requires_grad_(), false);
+  m.register_parameter("b_ih", torch::zeros({4 * hidden}).requires_grad_(), false);
+  m.register_parameter("b_hh", torch::zeros({4 * hidden}).requires_grad_(), false);
+  m.define("def " + method + "(self, x):\n  h0 = torch.zeros([1, x.size(0), " + std::to_string(hidden) +
+           "], dtype=x.dtype)\n  out, h, c = torch.lstm(x, [h0, h0], [self.w_ih, self.w_hh, self.b_ih, self.b_hh], True, 1, "
+           "0.0, True, False, True)\n  return out\n");
+  return m;
+}
+
 // Where a test can save an archive: a temporary file named after `name`,
 // the process and the call (tests run in parallel, each its own process,
 // and their fixtures' weights are random).

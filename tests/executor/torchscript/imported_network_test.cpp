@@ -459,16 +459,7 @@ TEST(ImportedNetwork, ChunkAndCatBetweenModulesRunAsTheArchive) {
 // it saves, called as scripted nn.LSTM is: through forward__0, an overload
 // of its forward; its gradients are the archive's.
 TEST(ImportedNetwork, AnLstmIsOneLayer) {
-  torch::jit::Module lstm("LSTM");
-  lstm.register_parameter("w_ih", (0.3 * torch::randn({16, 3})).requires_grad_(), false);
-  lstm.register_parameter("w_hh", (0.3 * torch::randn({16, 4})).requires_grad_(), false);
-  lstm.register_parameter("b_ih", torch::zeros({16}).requires_grad_(), false);
-  lstm.register_parameter("b_hh", torch::zeros({16}).requires_grad_(), false);
-  lstm.define(R"(def forward__0(self, x):
-  h0 = torch.zeros([1, x.size(0), 4], dtype=x.dtype)
-  out, h, c = torch.lstm(x, [h0, h0], [self.w_ih, self.w_hh, self.b_ih, self.b_hh], True, 1, 0.0, True, False, True)
-  return out
-)");
+  const torch::jit::Module lstm = testing::lstm(3, 4, "forward__0");
   torch::jit::Module head("Head");
   head.register_parameter("weight", (0.3 * torch::randn({4, 3})).requires_grad_(), false);
   head.define("def forward(self, x):\n  return x.select(1, -1).mm(self.weight)\n");
