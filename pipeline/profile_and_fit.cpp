@@ -245,6 +245,7 @@ Profiled profile_and_fit(const ProfileAndFitRequest& asked, Reporter& reporter) 
   options.device = request.device;
   options.precision = request.precision.empty() ? request.network.precision : request.precision;
   options.batches = request.batches;
+  options.measure_stored = scaling.parts == 0 && scaling.lengths.empty();  // a model made over keeps no stored figures
   if (request.quick) {
     options.warmup = 1;
     options.steps = 2;

@@ -305,7 +305,7 @@ model::Profile profile_network(const ProfileOptions& options) {
   }
   for (int r = 0; r < rounds; ++r) total += (warmup_in(r) + steps_in(r) + 1) * static_cast<int>(batches.size());
   total += static_cast<int>(calibration_plans().size()) * (options.warmup + options.steps);
-  total += static_cast<int>(batches.size()) + 2 + (probe_batch > 0 ? 1 : 0);  // measure_stored (OOM batches too: 1 each)
+  if (options.measure_stored) total += static_cast<int>(batches.size()) + 2 + (probe_batch > 0 ? 1 : 0);  // OOM batches: 1 each
   int done = 0, planned = 0;
   std::vector<std::vector<BatchRun>> runs(batches.size());
   for (int r = 0; r < rounds; ++r) {
@@ -397,9 +397,11 @@ model::Profile profile_network(const ProfileOptions& options) {
     const BatchRun run = median_run({run_batch(network, data, *session.optimizer, memory, *timer, run_options)});
     if (!run.iteration.oom) profile.plan_steps.push_back({name, smallest->batch, run.iteration.iteration_s});
   }
-  measure_stored(session, *timer, options, profile, [&] {
-    if (options.on_progress) options.on_progress(++done, total, "each layer's scratch under " + model::narrowest_codec_plan());
-  });
+  if (options.measure_stored) {
+    measure_stored(session, *timer, options, profile, [&] {
+      if (options.on_progress) options.on_progress(++done, total, "each layer's scratch under " + model::narrowest_codec_plan());
+    });
+  }
   executor::apply_plan(network, model::load_plan("keep", session.layout, session.config.name), session.layout);
 
   profile.machine = describe_machine(device, *timer);

@@ -42,6 +42,10 @@ struct ProfileOptions {
   // The batch every layer is also timed at alone (profiler/layer_probe.h):
   // none given, 16x the largest batch; 0: no probes.
   std::optional<int> probe_batch;
+  // Each layer's scratch with its slots stored (LayerProfile::stored); off
+  // where the model is made over for another shape or sequence length,
+  // which keeps only lines.
+  bool measure_stored = true;
   uint64_t seed = 0;
   // > 0: a batch whose allocated bytes pass it counts as out of memory, as on
   // a device with that much memory (emulates one on CPU).
