@@ -62,6 +62,16 @@ Option option(const AtBatch& at, const std::vector<Copy>& copies, const std::vec
   return o;
 }
 
+double pack_scratch_bytes(const AtBatch& at, const Copy& c) {
+  const double scratch = at.target().codec(codec_bits(c.strategy)).pack_scratch(c.packed_from);
+  return std::max(0.0, scratch - at.layer(c.created).forward_headroom);
+}
+
+double restore_bytes(const AtBatch& at, const Copy& c, const Use& u) {
+  const double scratch = at.target().codec(codec_bits(c.strategy)).unpack_scratch(u.raw_bytes);
+  return at.target().allocated(u.transient_bytes) + std::max(0.0, scratch - at.layer(u.charged_to).backward_headroom);
+}
+
 double pack_seconds(const Target& target, const TensorStrategy& s, double raw_bytes) {
   return is_packed(s) ? target.codec(codec_bits(s)).pack_seconds(raw_bytes) : 0;
 }

@@ -39,6 +39,12 @@ struct Copy {
 // slots taking `per_slot`; `raw_bytes`: the whole storage.
 Option option(const AtBatch& at, const std::vector<Copy>& copies, const std::vector<TensorStrategy>& per_slot, double raw_bytes);
 
+// The codec's scratch where it outgrows what the layer itself needs beyond
+// its start (and its output, in forward): packing a copy at its maker's F
+// point, and restoring a use at its point (the restored tensor with it).
+double pack_scratch_bytes(const AtBatch& at, const Copy& c);
+double restore_bytes(const AtBatch& at, const Copy& c, const Use& u);
+
 double pack_seconds(const Target& target, const TensorStrategy& s, double raw_bytes);
 // One use of a stored copy in `layer`'s backward: unpacking it, and for an
 // inverted activation the derivative from its output beyond keep's backward.

@@ -7,13 +7,8 @@
 
 namespace papaya::model::plan_space {
 
-const StoredShift& stored_shift_of_use(const AtBatch& at, const Use& u) {
-  const LayerAtBatch& layer = at.layer(u.charged_to);
-  return u.point == at.index->layer(u.charged_to).backward_at ? layer.stored_backward : layer.stored_backward_gap;
-}
-
-StoredShift& stored_shift_of_use(AtBatch& at, const Use& u) {
-  return const_cast<StoredShift&>(stored_shift_of_use(static_cast<const AtBatch&>(at), u));
+StoredShift LayerAtBatch::*stored_shift_of_use(const Index& index, const Use& u) {
+  return u.point == index.layer(u.charged_to).backward_at ? &LayerAtBatch::stored_backward : &LayerAtBatch::stored_backward_gap;
 }
 
 void price_stored_scratch(AtBatch& at) {
@@ -31,14 +26,12 @@ void price_stored_scratch(AtBatch& at) {
     for (int i : ix.storages[g].slots) per_slot.push_back(ix.stored_step[static_cast<size_t>(i)]);
     for (const Copy& c : copies_of(at, static_cast<int>(g), per_slot)) {
       if (!is_packed(c.strategy)) continue;
-      const CodecMeasurement& codec = target.codec(codec_bits(c.strategy));
-      LayerAtBatch& made = at.layers[static_cast<size_t>(c.created)];
-      made.stored_forward.bytes += c.device_bytes + std::max(0.0, codec.pack_scratch(c.packed_from) - made.forward_headroom);
-      made.stored_forward.raw += c.packed_from;
+      StoredShift& made = at.layers[static_cast<size_t>(c.created)].stored_forward;
+      made.bytes += c.device_bytes + pack_scratch_bytes(at, c);
+      made.raw += c.packed_from;
       for (const Use& u : c.uses) {
-        StoredShift& shift = stored_shift_of_use(at, u);
-        const double headroom = at.layers[static_cast<size_t>(u.charged_to)].backward_headroom;
-        shift.bytes += target.allocated(u.transient_bytes) + std::max(0.0, codec.unpack_scratch(u.raw_bytes) - headroom);
+        StoredShift& shift = at.layers[static_cast<size_t>(u.charged_to)].*stored_shift_of_use(ix, u);
+        shift.bytes += restore_bytes(at, c, u);
         shift.raw += u.raw_bytes;
       }
       if (c.released_at != ix.layer(ix.storages[g].first_layer).backward_at) {

@@ -16,8 +16,7 @@ namespace papaya::model::plan_space {
 void price_stored_scratch(AtBatch& at);
 
 // The shift of the pass that reads a use of a stored copy: its layer's B
-// point's, or the backward gap's before it.
-StoredShift& stored_shift_of_use(AtBatch& at, const Use& u);
-const StoredShift& stored_shift_of_use(const AtBatch& at, const Use& u);
+// point's, or the backward gap's before it (of LayerAtBatch).
+StoredShift LayerAtBatch::*stored_shift_of_use(const Index& index, const Use& u);
 
 }  // namespace papaya::model::plan_space

@@ -51,15 +51,12 @@ void add_storage(const AtBatch& at, int storage, const StorageHeld& held, double
     if (std::any_of(c.uses.begin(), c.uses.end(), slot_use)) {
       add_as(Kind::stored_scratch, c.strategy, at.layer(c.created).stored_forward.share(c.packed_from), created_at, created_at);
     }
-    // The codec's scratch counts where it outgrows what the layer itself
-    // needs beyond its start (and its output, in forward) at that point.
-    const CodecMeasurement& codec = target.codec(codec_bits(c.strategy));
-    add_as(Kind::scratch, c.strategy, std::max(0.0, codec.pack_scratch(c.packed_from) - at.layer(c.created).forward_headroom),
-           created_at, created_at);
+    add_as(Kind::scratch, c.strategy, pack_scratch_bytes(at, c), created_at, created_at);
     for (const Use& u : c.uses) {
-      const double scratch = std::max(0.0, codec.unpack_scratch(u.raw_bytes) - at.layer(u.charged_to).backward_headroom);
-      add_as(Kind::scratch, c.strategy, target.allocated(u.transient_bytes) + scratch, u.point, u.point);
-      if (slot_use(u)) add_as(Kind::stored_scratch, c.strategy, stored_shift_of_use(at, u).share(u.raw_bytes), u.point, u.point);
+      add_as(Kind::scratch, c.strategy, restore_bytes(at, c, u), u.point, u.point);
+      if (slot_use(u))
+        add_as(Kind::stored_scratch, c.strategy, (at.layer(u.charged_to).*stored_shift_of_use(ix, u)).share(u.raw_bytes), u.point,
+               u.point);
     }
   }
   std::sort(intervals.begin(), intervals.end());
