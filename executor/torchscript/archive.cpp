@@ -17,6 +17,10 @@
 
 #include "model/error.h"
 
+// A sanitizer's hook on an error it reports (a fuzzer sets it to write the
+// input as a crash); absent in a build without one.
+extern "C" void __sanitizer_set_death_callback(void (*callback)()) __attribute__((weak));
+
 namespace papaya::executor::torchscript {
 namespace {
 
@@ -106,6 +110,9 @@ void check_loads_apart(const std::string& path) {
     // Die of a fault as the fault, not through the handlers of the parent
     // (a sanitizer's, a fuzzer's) in this copy of it.
     for (const int fatal : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT}) std::signal(fatal, SIG_DFL);
+    // A sanitizer that finds LibTorch's loader freeing what it never
+    // allocated (a damaged archive, as fuzzing found) ends this child alone.
+    if (__sanitizer_set_death_callback) __sanitizer_set_death_callback(nullptr);
     torch::jit::Module module;
     torch::jit::ExtraFilesMap extra;
     std::string report = "E";
