@@ -245,13 +245,11 @@ std::optional<Limits::Fewest> fewest_gpus(const LimitsArgs& args, const model::L
   Limits::Fewest f;
   try {
     constexpr int most = 4096;
-    pipeline::LayoutPlanRequest request = layout_request(args.layout, args.data_parallel, hardware, budget);
-    f.planned = pipeline::fewest_gpus_that_fit(m, request, most);
+    pipeline::FewestGpus fewest =
+        pipeline::fewest_gpus_that_fit(m, layout_request(args.layout, args.data_parallel, hardware, budget), most);
+    f.planned = std::move(fewest.planned);
+    f.on_device = std::move(fewest.on_device);
     if (!f.planned) f.why_none = "no layout of up to " + std::to_string(most) + " GPUs fits it either";
-    if (f.planned && f.planned->answer.best.front().layout.offload_optimizer) {
-      request.question.offload_optimizer = false;
-      f.on_device = pipeline::fewest_gpus_that_fit(m, request, most);
-    }
   } catch (const InputError& e) {
     f.why_none = std::string("papaya lays out only a transformer over more GPUs (") + e.what() + ")";
   }
@@ -335,13 +333,17 @@ void layout_limits(const LimitsArgs& args, const Output& output) {
 // Each strategy's largest batch on each target, within its budget.
 std::vector<std::vector<Limit>> largest_batches(const model::LayerModel& m, const std::vector<model::Target>& targets,
                                                 const std::vector<double>& budgets, const std::vector<std::string>& strategies) {
-  std::vector<std::vector<Limit>> limits;
-  for (const auto& name : strategies) {
-    const model::Plan plan = model::expand_plan_name(name, m.layout());
-    std::vector<Limit>& row = limits.emplace_back();
-    for (size_t k = 0; k < targets.size(); ++k) {
-      const int64_t largest = model::max_batch(m, targets[k], plan, budgets[k]);
-      row.push_back({largest, largest > 0 ? model::predict(m, targets[k], plan, largest) : model::Estimate{}});
+  std::vector<model::Plan> plans;
+  const model::NetworkLayout layout = m.layout();
+  for (const auto& name : strategies) plans.push_back(model::expand_plan_name(name, layout));
+  std::vector<std::vector<Limit>> limits(strategies.size(), std::vector<Limit>(targets.size()));
+  for (size_t k = 0; k < targets.size(); ++k) {
+    // One space a target for every plan: indexing a network of many layers takes long.
+    const model::PlanSpace space(m, targets[k], 1);
+    for (size_t s = 0; s < plans.size(); ++s) {
+      const model::Assignment a = space.assignment(plans[s]);
+      const int64_t largest = model::max_batch(space, a, budgets[k]);
+      limits[s][k] = {largest, largest > 0 ? space.at_batch(largest).evaluate(a) : model::Estimate{}};
     }
   }
   return limits;

@@ -56,9 +56,9 @@ LayoutSetting setting_of(const model::LayerModel& model, const LayoutPlanRequest
   return s;
 }
 
-}  // namespace
-
-LayoutPlanned plan_layouts(const model::LayerModel& model, LayoutPlanRequest request) {
+// plan_layouts' answer before its search: the setting and the budget; the
+// budget and the plans to weigh filled into the request's question.
+LayoutPlanned prepared(const model::LayerModel& model, LayoutPlanRequest& request) {
   LayoutPlanned out;
   const model::Target target = model::make_target(model, request.hardware, request.compute_efficiency);
   out.setting = setting_of(model, request, target);
@@ -88,27 +88,55 @@ LayoutPlanned plan_layouts(const model::LayerModel& model, LayoutPlanRequest req
                                   " left out: the network's attention is fused and keeps no probabilities to recompute");
     }
   }
-  const model::LayoutPricer pricer(model, {request.hardware, out.setting.links, request.compute_efficiency, request.holding});
+  return out;
+}
+
+model::LayoutPricer pricer_for(const model::LayerModel& model, const LayoutPlanRequest& request, const LayoutSetting& setting) {
+  return model::LayoutPricer(model, {request.hardware, setting.links, request.compute_efficiency, request.holding});
+}
+
+// The search of a prepared request.
+LayoutPlanned searched(const model::LayoutPricer& pricer, LayoutPlanned out, LayoutPlanRequest request) {
   out.setting.shape = pricer.shape();
+  model::LayoutQuestion& q = request.question;
   if (q.global_batch == 0) q.global_batch = model::default_global_batch(out.setting.shape.tokens, q.gpus);
   out.global_batch = q.global_batch;
   out.answer = model::search_layouts(pricer, q, request.keep);
   return out;
 }
 
-std::optional<LayoutPlanned> fewest_gpus_that_fit(const model::LayerModel& model, LayoutPlanRequest request, int most) {
+}  // namespace
+
+LayoutPlanned plan_layouts(const model::LayerModel& model, LayoutPlanRequest request) {
+  LayoutPlanned out = prepared(model, request);
+  return searched(pricer_for(model, request, out.setting), std::move(out), request);
+}
+
+FewestGpus fewest_gpus_that_fit(const model::LayerModel& model, LayoutPlanRequest request, int most) {
   model::transformer_shape(model, model.network);  // a network without blocks to split is no question of GPUs
   request.keep = 1;
-  for (int gpus = 1; gpus <= most; gpus *= 2) {
-    request.question.gpus = gpus;
-    request.question.global_batch = 0;
-    try {
-      LayoutPlanned planned = plan_layouts(model, request);
-      if (!planned.answer.best.empty()) return planned;
-    } catch (const InputError&) {  // no layout of this many GPUs splits the network
+  const LayoutPlanned setting = prepared(model, request);
+  // One pricer for every count: the stages of one split, priced once.
+  const model::LayoutPricer pricer = pricer_for(model, request, setting.setting);
+  const auto fewest = [&](LayoutPlanRequest r) -> std::optional<LayoutPlanned> {
+    for (int gpus = 1; gpus <= most; gpus *= 2) {
+      r.question.gpus = gpus;
+      r.question.global_batch = 0;
+      try {
+        LayoutPlanned planned = searched(pricer, setting, r);
+        if (!planned.answer.best.empty()) return planned;
+      } catch (const InputError&) {  // no layout of this many GPUs splits the network
+      }
     }
+    return std::nullopt;
+  };
+  FewestGpus out;
+  out.planned = fewest(request);
+  if (out.planned && out.planned->answer.best.front().layout.offload_optimizer) {
+    request.question.offload_optimizer = false;
+    out.on_device = fewest(request);
   }
-  return std::nullopt;
+  return out;
 }
 
 LayoutPredicted predict_layout(const model::LayerModel& model, const LayoutPlanRequest& request,

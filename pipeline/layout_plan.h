@@ -48,10 +48,15 @@ LayoutPlanned plan_layouts(const model::LayerModel& model, LayoutPlanRequest req
 
 // The fewest GPUs, doubling from 1 to `most`, on which a layout of `request`
 // fits its budget, with that layout's plan (each count at its default global
-// batch); nullopt where none up to `most` does. Counts no layout can split
-// the network over are passed by; InputError for a network that is no
-// transformer (model/parallel/tensor_split.h).
-std::optional<LayoutPlanned> fewest_gpus_that_fit(const model::LayerModel& model, LayoutPlanRequest request, int most = 4096);
+// batch); nullopt where none up to `most` does. Where that layout offloads
+// the optimizer (the request leaving it open), also the fewest without
+// (on_device). Counts no layout can split the network over are passed by;
+// InputError for a network that is no transformer
+// (model/parallel/tensor_split.h), or as plan_layouts.
+struct FewestGpus {
+  std::optional<LayoutPlanned> planned, on_device;
+};
+FewestGpus fewest_gpus_that_fit(const model::LayerModel& model, LayoutPlanRequest request, int most = 4096);
 
 // One layout priced under each of `plans` (every whole-network plan of the
 // target where empty), whatever its peak: `papaya predict` with a layout.

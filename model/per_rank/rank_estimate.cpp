@@ -1,6 +1,7 @@
 #include "model/per_rank/rank_estimate.h"
 
 #include <algorithm>
+#include <deque>
 #include <map>
 
 #include "model/catalog/hardware.h"
@@ -73,15 +74,15 @@ bool saves_its_input_raw(const PlanSpace& space, const Assignment& assignment, c
 struct InFlightBytes {
   double received = 0, activations = 0;
 };
-InFlightBytes in_flight_bytes(const PlanSpace& space, const Assignment& assignment, const LayerModel& stage,
-                              const StageSpan& span, double input_per_sample) {
-  const size_t at = first_backward_point(space);
+// `saved`: what the stage saved at its first backward point at its batch
+// (PlanSpace::saved_bytes).
+InFlightBytes in_flight_bytes(const PlanSpace& space, const PlanSpace& at_twice_the_batch, const Assignment& assignment,
+                              double saved, const LayerModel& stage, const StageSpan& span, double input_per_sample) {
   InFlightBytes out;
   if (!span.first && !saves_its_input_raw(space, assignment, stage)) {
     out.received = static_cast<double>(space.batch()) * input_per_sample;
   }
-  out.activations =
-      space.at_batch(2 * space.batch()).saved_bytes(assignment, at) - space.saved_bytes(assignment, at) + out.received;
+  out.activations = at_twice_the_batch.saved_bytes(assignment, first_backward_point(space)) - saved + out.received;
   return out;
 }
 
@@ -170,9 +171,13 @@ struct LayoutPricer::StagePrice {
 struct LayoutPricer::Stage {
   LayerModel model;
   Target alone;
-  double weight_copies = 0;                                  // its layers' half-precision weight copies
-  double input_bytes_per_sample = 0;                         // the activation it receives (none on the first stage)
-  std::map<std::string, std::unique_ptr<PlanSpace>> spaces;  // by data-parallel ranks and ZeRO stage, at batch 1
+  double weight_copies = 0;           // its layers' half-precision weight copies
+  double input_bytes_per_sample = 0;  // the activation it receives (none on the first stage)
+  // By data-parallel ranks and ZeRO stage: the space at batch 1, and at the
+  // batches priced last (the search prices every plan and ZeRO stage of a
+  // micro-batch in turn; a space at a batch of many layers is megabytes).
+  std::map<std::string, PlanSpace> spaces;
+  std::map<std::string, std::deque<PlanSpace>> recent;
   std::map<std::string, StagePrice> prices;
   // Each whole-network plan by name, on its layout and as its spaces' decisions (the same in each).
   std::map<std::string, std::pair<Plan, Assignment>> plans;
@@ -212,17 +217,27 @@ LayoutPricer::Stage& LayoutPricer::stage(const ParallelLayout& layout, const Sta
   return *stages_.emplace(stage_key, std::move(stage)).first->second;
 }
 
-const PlanSpace& LayoutPricer::space(Stage& st, int data_ranks, int zero_stage, const GroupLinks& links) const {
+PlanSpace LayoutPricer::space(Stage& st, int data_ranks, int zero_stage, const GroupLinks& links, int64_t batch) const {
   const std::string key = std::to_string(data_ranks) + "/" + std::to_string(zero_stage) + "/" + links.data_name;
-  auto found = st.spaces.find(key);
-  if (found != st.spaces.end()) return *found->second;
-  Target target = st.alone;
-  if (data_ranks > 1) {
-    DataParallel world{data_ranks, zero_stage, links.data_name, *links.data};
-    world.holding = request_.holding;
-    set_data_parallel(target, world);
+  auto base = st.spaces.find(key);
+  if (base == st.spaces.end()) {
+    Target target = st.alone;
+    if (data_ranks > 1) {
+      DataParallel world{data_ranks, zero_stage, links.data_name, *links.data};
+      world.holding = request_.holding;
+      set_data_parallel(target, world);
+    }
+    base = st.spaces.emplace(key, PlanSpace(st.model, target, 1)).first;
   }
-  return *st.spaces.emplace(key, std::make_unique<PlanSpace>(st.model, target, 1)).first->second;
+  if (batch == 1) return base->second;
+  std::deque<PlanSpace>& recent = st.recent[key];
+  for (const PlanSpace& s : recent) {
+    if (s.batch() == batch) return s;
+  }
+  constexpr size_t kept = 4;
+  if (recent.size() == kept) recent.pop_front();
+  recent.push_back(base->second.at_batch(batch));
+  return recent.back();
 }
 
 const LayoutPricer::StagePrice& LayoutPricer::price(Stage& st, const ParallelLayout& layout, const std::string& plan_name,
@@ -232,8 +247,9 @@ const LayoutPricer::StagePrice& LayoutPricer::price(Stage& st, const ParallelLay
                           std::to_string(layout.zero_stage) + "/" + std::to_string(layout.micro_batches) + "/" + links.data_name;
   auto found = st.prices.find(key);
   if (found != st.prices.end()) return found->second;
-  const PlanSpace with_data = space(st, data_ranks, layout.zero_stage, links).at_batch(layout.micro_batch);
-  const PlanSpace alone = space(st, 1, 0, links).at_batch(layout.micro_batch);
+  const PlanSpace with_data = space(st, data_ranks, layout.zero_stage, links, layout.micro_batch);
+  const bool by_itself_alike = data_ranks == 1 && layout.zero_stage == 0;  // the same space
+  const PlanSpace alone = by_itself_alike ? with_data : space(st, 1, 0, links, layout.micro_batch);
   auto planned = st.plans.find(plan_name);
   if (planned == st.plans.end()) {
     Plan expanded = expand_plan_name(plan_name, st.model.layout());
@@ -241,10 +257,13 @@ const LayoutPricer::StagePrice& LayoutPricer::price(Stage& st, const ParallelLay
     planned = st.plans.emplace(plan_name, std::make_pair(std::move(expanded), std::move(decisions))).first;
   }
   const auto& [plan, assignment] = planned->second;
-  const Estimate estimate = with_data.evaluate(assignment), by_itself = alone.evaluate(assignment);
+  const auto [estimate, saved] = with_data.evaluate_with_saved_bytes(assignment, first_backward_point(with_data));
+  const Estimate by_itself = by_itself_alike ? estimate : alone.evaluate(assignment);
   StagePrice p;
   p.comm = stage_comm(st.model, st.alone, plan, layout, links, whole_output_, span);
-  const InFlightBytes in_flight = in_flight_bytes(with_data, assignment, st.model, span, st.input_bytes_per_sample);
+  const InFlightBytes in_flight =
+      in_flight_bytes(with_data, space(st, data_ranks, layout.zero_stage, links, 2 * layout.micro_batch), assignment, saved,
+                      st.model, span, st.input_bytes_per_sample);
   p.peak = estimate.peak_bytes + p.comm.context_buffer_bytes + (estimate.peak_in_optimizer_step ? 0 : in_flight.received);
   p.peak_at = peak_location(st.model, estimate);
   p.activations = in_flight.activations;

@@ -108,7 +108,7 @@ class LayoutPricer {
   struct Stage;
   struct StagePrice;
   Stage& stage(const ParallelLayout& layout, const StageSpan& span) const;
-  const PlanSpace& space(Stage& stage, int data_ranks, int zero_stage, const GroupLinks& links) const;
+  PlanSpace space(Stage& stage, int data_ranks, int zero_stage, const GroupLinks& links, int64_t batch) const;
   const StagePrice& price(Stage& stage, const ParallelLayout& layout, const std::string& plan, const GroupLinks& links,
                           const StageSpan& span) const;
   const LayerModel& whole_;

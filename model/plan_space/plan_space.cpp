@@ -49,13 +49,23 @@ const std::vector<TimelinePoint>& PlanSpace::points() const { return at_->index-
 double PlanSpace::slot_bytes(int slot) const { return at_->slot(slot).bytes; }
 double PlanSpace::storage_bytes(int storage) const { return at_->storage_bytes(storage); }
 
-Estimate PlanSpace::evaluate(const Assignment& assignment) const {
-  const plan_space::Held held = plan_space::hold(*at_, assignment);
-  Estimate e = plan_space::memory_of(*at_, held);
-  e.seconds = plan_space::step_seconds(*at_, held);
-  const double samples = static_cast<double>(batch()) * target().data_parallel.ranks;  // every rank's
+namespace {
+
+Estimate estimate_of(const plan_space::AtBatch& at, const plan_space::Held& held) {
+  Estimate e = plan_space::memory_of(at, held);
+  e.seconds = plan_space::step_seconds(at, held);
+  const double samples = static_cast<double>(at.batch) * at.target().data_parallel.ranks;  // every rank's
   e.samples_per_s = e.seconds > 0 ? samples / e.seconds : 0;
   return e;
+}
+
+}  // namespace
+
+Estimate PlanSpace::evaluate(const Assignment& assignment) const { return estimate_of(*at_, plan_space::hold(*at_, assignment)); }
+
+std::pair<Estimate, double> PlanSpace::evaluate_with_saved_bytes(const Assignment& assignment, size_t point) const {
+  const plan_space::Held held = plan_space::hold(*at_, assignment);
+  return {estimate_of(*at_, held), plan_space::saved_bytes_at(*at_, held, static_cast<int>(point))};
 }
 
 std::vector<double> PlanSpace::timeline(const Assignment& assignment) const {

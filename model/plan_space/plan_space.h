@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/catalog/target.h"
@@ -92,6 +93,9 @@ class PlanSpace {
   TimelineParts timeline_parts(const Assignment& assignment) const;
   // The saved bands' bytes at point `point` alone, without the timeline.
   double saved_bytes(const Assignment& assignment, size_t point) const;
+  // evaluate() and saved_bytes() at `point` from one pass over what the
+  // assignment holds (a network of many layers takes milliseconds a pass).
+  std::pair<Estimate, double> evaluate_with_saved_bytes(const Assignment& assignment, size_t point) const;
 
   // What decisions do to the timeline, exactly: timeline() of the keep
   // assignment with only those decisions made, minus timeline() of keep.

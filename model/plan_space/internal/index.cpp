@@ -309,7 +309,12 @@ AtBatch::AtBatch(std::shared_ptr<const Index> shared, int64_t batch_size) : inde
     whole = std::max(whole, slots.back().bytes);
   }
   keep_bytes.resize(ix.points.size());
+  // remade_through[j]: what the layers before j remade, so that each R point
+  // takes a difference (summed layer by layer, a block of a mixture's
+  // hundreds of layers took their square).
   const std::vector<double> remade = remade_by_recompute(*this);
+  std::vector<double> remade_through(remade.size() + 1, 0.0);
+  for (size_t j = 0; j < remade.size(); ++j) remade_through[j + 1] = remade_through[j] + remade[j];
   for (size_t p = 0; p < ix.points.size(); ++p) {
     const TimelinePoint& point = ix.points[p];
     const LayerFit& layer = ix.fit(point.layer);
@@ -327,8 +332,8 @@ AtBatch::AtBatch(std::shared_ptr<const Index> shared, int64_t batch_size) : inde
         // yet is still live: a frozen projection's input, read again by the
         // adapter beside it.
         const Segment& seg = ix.segment(point.segment);
-        double saved = 0;
-        for (int l = seg.first_layer; l <= point.layer; ++l) saved += remade[static_cast<size_t>(l)];
+        const double saved =
+            remade_through[static_cast<size_t>(point.layer) + 1] - remade_through[static_cast<size_t>(seg.first_layer)];
         keep_bytes[p] = ix.fit(seg.last_layer).backward_start.at(b) + forward_peak_at(layer, b) -
                         ix.fit(seg.first_layer).forward_start.at(b) - saved;
         break;
