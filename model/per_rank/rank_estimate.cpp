@@ -94,8 +94,50 @@ struct StageComm {
   double context_buffer_bytes = 0;
 };
 
-StageComm stage_comm(const LayerModel& stage, const Target& target, const Plan& plan, const ParallelLayout& l,
-                     const GroupLinks& links, const std::map<std::string, double>& whole_output, const StageSpan& span) {
+// What a stage's layer takes part in, from its path and kind alone: the
+// same under every layout and plan, so found once a stage (a mixture of
+// experts' stage has tens of thousands of layers, a layout search prices
+// hundreds of plans on it).
+struct LayerCommFacts {
+  enum class Collective { none, row_parallel, mixture_output, embedding };
+  Collective collective = Collective::none;
+  double whole_output = 0;  // its output a sample, before any split
+  int segment = -1;         // in the stage's segments (LayerModel::segments), -1: none
+  bool normalizes = false;  // a norm: its output is what a mixture's output all-reduce carries
+  bool dispatches = false;  // an expert's first projection: its input dispatched and combined
+  bool attention = false;   // a layer of an attention core
+  bool in_block = false;
+};
+
+std::vector<LayerCommFacts> comm_facts(const LayerModel& stage, const std::map<std::string, double>& whole_output) {
+  std::map<std::string, int> segments;
+  for (const SegmentFit& s : stage.segments) segments.emplace(s.path, static_cast<int>(segments.size()));
+  std::vector<LayerCommFacts> out;
+  for (const LayerFit& layer : stage.layers) {
+    LayerCommFacts f;
+    const std::string name = layer_role(layer.path);
+    f.whole_output = whole_output.at(layer.path);
+    if (!layer.segment.empty()) f.segment = segments.at(layer.segment);
+    f.normalizes = layer.kind == LayerKind::layernorm || layer.kind == LayerKind::rmsnorm;
+    using C = LayerCommFacts::Collective;
+    if (!in_mixture_of_experts(layer.path) && row_parallel(layer.path)) {
+      f.collective = C::row_parallel;
+    } else if (name == "router") {
+      f.collective = C::mixture_output;
+    } else if (layer.kind == LayerKind::embedding) {
+      f.collective = C::embedding;
+    }
+    f.dispatches = in_expert(layer.path) && name == "fc1";
+    f.attention = layer.kind == LayerKind::attention_scores || layer.kind == LayerKind::softmax ||
+                  layer.kind == LayerKind::attention_context || layer.kind == LayerKind::fused_attention;
+    f.in_block = block_of_path(layer.path) >= 0;
+    out.push_back(f);
+  }
+  return out;
+}
+
+StageComm stage_comm(const LayerModel& stage, const std::vector<LayerCommFacts>& facts, const Target& target, const Plan& plan,
+                     const ParallelLayout& l, const GroupLinks& links, const StageSpan& span) {
   StageComm out;
   const double mb = l.micro_batch;
   const auto tensor_collectives = [&](double bytes, int count) {
@@ -104,30 +146,32 @@ StageComm stage_comm(const LayerModel& stage, const Target& target, const Plan& 
     const double one = l.sequence ? 2 * links.tensor->gather_seconds(bytes, l.tensor) : links.tensor->seconds(bytes, l.tensor);
     return count * one;
   };
+  std::vector<bool> recomputed_segment;
+  for (const SegmentFit& s : stage.segments) recomputed_segment.push_back(plan.segment(s.path).recompute);
   double attention_s = 0, kv_bytes = 0, normalized = 0;
+  using C = LayerCommFacts::Collective;
   for (size_t j = 0; j < stage.layers.size(); ++j) {
     const LayerFit& layer = stage.layers[j];
-    const std::string name = layer_role(layer.path);
-    const double stream = mb * whole_output.at(layer.path) / l.context;  // the whole stream of the rank's tokens
-    const bool recomputed = !layer.segment.empty() && plan.segment(layer.segment).recompute;
-    if (layer.kind == LayerKind::layernorm || layer.kind == LayerKind::rmsnorm) normalized = whole_output.at(layer.path);
-    if (!in_mixture_of_experts(layer.path) && row_parallel(layer.path)) {
+    const LayerCommFacts& f = facts[j];
+    const double stream = mb * f.whole_output / l.context;  // the whole stream of the rank's tokens
+    const bool recomputed = f.segment >= 0 && recomputed_segment[static_cast<size_t>(f.segment)];
+    if (f.normalizes) normalized = f.whole_output;
+    if (f.collective == C::row_parallel) {
       out.tensor += tensor_collectives(stream, recomputed ? 3 : 2);  // forward's, backward's, a recompute's
-    } else if (name == "router") {
+    } else if (f.collective == C::mixture_output) {
       // A mixture of experts' output (its experts' and a shared expert's) is
       // all-reduced once: the stream its norm made.
       out.tensor += tensor_collectives(mb * normalized / l.context, recomputed ? 3 : 2);
-    } else if (layer.kind == LayerKind::embedding) {
+    } else if (f.collective == C::embedding) {
       out.tensor += tensor_collectives(stream, 1);
     }
-    if (in_expert(layer.path) && l.expert > 1 && name == "fc1") {
+    if (f.dispatches && l.expert > 1) {
       for (const auto& t : layer.saved) {
         // Dispatch and combine, in forward and in backward.
         if (t.slot == "input") out.expert += 4 * links.expert->gather_seconds(mb * t.storage_bytes_per_sample, l.expert);
       }
     }
-    if (layer.kind == LayerKind::attention_scores || layer.kind == LayerKind::softmax ||
-        layer.kind == LayerKind::attention_context || layer.kind == LayerKind::fused_attention) {
+    if (f.attention) {
       attention_s += target.forward_seconds[j].at(mb) + target.backward_seconds[j].at(mb);
       for (const auto& t : layer.saved) {
         if (t.slot == "k" || t.slot == "v") kv_bytes += mb * t.storage_bytes_per_sample;
@@ -143,8 +187,8 @@ StageComm stage_comm(const LayerModel& stage, const Target& target, const Plan& 
   }
   if (l.pipeline > 1) {
     double boundary = 0;
-    for (const LayerFit& layer : stage.layers) {
-      if (block_of_path(layer.path) >= 0) boundary = whole_output.at(layer.path);
+    for (const LayerCommFacts& f : facts) {
+      if (f.in_block) boundary = f.whole_output;
     }
     const double bytes = mb * boundary / l.context / (l.sequence ? l.tensor : 1);
     out.pipeline_send = links.pipeline->send_seconds(bytes);
@@ -173,6 +217,7 @@ struct LayoutPricer::Stage {
   Target alone;
   double weight_copies = 0;           // its layers' half-precision weight copies
   double input_bytes_per_sample = 0;  // the activation it receives (none on the first stage)
+  std::vector<LayerCommFacts> comm;   // one a layer
   // By data-parallel ranks and ZeRO stage: the space at batch 1, and at the
   // batches priced last (the search prices every plan and ZeRO stage of a
   // micro-batch in turn; a space at a batch of many layers is megabytes).
@@ -207,6 +252,7 @@ LayoutPricer::Stage& LayoutPricer::stage(const ParallelLayout& layout, const Sta
   stage->model = stage_model(rank->second, span);
   stage->alone = make_target(stage->model, request_.hardware, request_.compute_efficiency);
   stage->alone.data_parallel.holding = request_.holding;
+  stage->comm = comm_facts(stage->model, whole_output_);
   if (!computes_with_held_weights(stage->model, stage->alone.data_parallel)) {
     for (const LayerFit& layer : stage->model.layers) stage->weight_copies += static_cast<double>(layer.parameter_copy_bytes);
   }
@@ -248,19 +294,16 @@ const LayoutPricer::StagePrice& LayoutPricer::price(Stage& st, const ParallelLay
   auto found = st.prices.find(key);
   if (found != st.prices.end()) return found->second;
   const PlanSpace with_data = space(st, data_ranks, layout.zero_stage, links, layout.micro_batch);
-  const bool by_itself_alike = data_ranks == 1 && layout.zero_stage == 0;  // the same space
-  const PlanSpace alone = by_itself_alike ? with_data : space(st, 1, 0, links, layout.micro_batch);
   auto planned = st.plans.find(plan_name);
   if (planned == st.plans.end()) {
     Plan expanded = expand_plan_name(plan_name, st.model.layout());
-    Assignment decisions = alone.assignment(expanded);
+    Assignment decisions = with_data.assignment(expanded);
     planned = st.plans.emplace(plan_name, std::make_pair(std::move(expanded), std::move(decisions))).first;
   }
   const auto& [plan, assignment] = planned->second;
   const auto [estimate, saved] = with_data.evaluate_with_saved_bytes(assignment, first_backward_point(with_data));
-  const Estimate by_itself = by_itself_alike ? estimate : alone.evaluate(assignment);
   StagePrice p;
-  p.comm = stage_comm(st.model, st.alone, plan, layout, links, whole_output_, span);
+  p.comm = stage_comm(st.model, st.comm, st.alone, plan, layout, links, span);
   const InFlightBytes in_flight =
       in_flight_bytes(with_data, space(st, data_ranks, layout.zero_stage, links, 2 * layout.micro_batch), assignment, saved,
                       st.model, span, st.input_bytes_per_sample);
@@ -270,8 +313,9 @@ const LayoutPricer::StagePrice& LayoutPricer::price(Stage& st, const ParallelLay
   p.held = shard(whole_static(st.model, st.alone.data_parallel), data_ranks, layout.zero_stage);
   const double optimizer_whole = st.alone.optimizer_seconds.at(layout.micro_batch);
   p.optimizer = layout.zero_stage >= 1 ? optimizer_whole / data_ranks : optimizer_whole;
-  p.micro_batch_seconds = by_itself.seconds - optimizer_whole + p.comm.tensor + p.comm.pipeline + p.comm.context + p.comm.expert;
-  const double exchange = std::max(0.0, estimate.seconds - by_itself.seconds + optimizer_whole - p.optimizer);
+  p.micro_batch_seconds = estimate.passes_seconds + p.comm.tensor + p.comm.pipeline + p.comm.context + p.comm.expert;
+  // What the exchange (and ZeRO's gathers) leave exposed; none without data-parallel ranks.
+  const double exchange = data_ranks > 1 ? std::max(0.0, estimate.seconds - estimate.passes_seconds - p.optimizer) : 0.0;
   p.exchange = layout.zero_stage == 3 ? exchange * layout.micro_batches : exchange;  // gathers every micro-batch
   return st.prices.emplace(key, std::move(p)).first->second;
 }

@@ -53,7 +53,7 @@ namespace {
 
 Estimate estimate_of(const plan_space::AtBatch& at, const plan_space::Held& held) {
   Estimate e = plan_space::memory_of(at, held);
-  e.seconds = plan_space::step_seconds(at, held);
+  e.seconds = plan_space::step_seconds(at, held, &e.passes_seconds);
   const double samples = static_cast<double>(at.batch) * at.target().data_parallel.ranks;  // every rank's
   e.samples_per_s = e.seconds > 0 ? samples / e.seconds : 0;
   return e;

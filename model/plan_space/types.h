@@ -36,6 +36,7 @@ struct Estimate {
   TimelinePoint peak_at;
   bool peak_in_optimizer_step = false;  // then peak_at is the passes' highest point
   double seconds = 0;                   // one iteration
+  double passes_seconds = 0;            // of it, forward, backward and the rest as one rank by itself: no exchange, no optimizer
   double samples_per_s = 0;             // of all data-parallel ranks (Target::data_parallel)
   double host_bytes = 0;                // pinned host memory holding swapped tensors
 };

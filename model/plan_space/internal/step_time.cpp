@@ -55,9 +55,9 @@ class Exchange {
 // Gradients leave in buckets once backward has made them, on the network
 // link; under ZeRO-3 a layer's parameters are gathered there too, issued
 // when the layer before it starts (forward and backward alike).
-double overlapped_seconds(const Target& target, const std::vector<LayerStep>& layers) {
+double overlapped_seconds(const Target& target, const DataParallel& world, const std::vector<LayerStep>& layers) {
   const size_t n = layers.size();
-  Exchange exchange(target.data_parallel);
+  Exchange exchange(world);
   const auto gathered = [&](size_t j, double issued) {
     return exchange.gathers_layers() && layers[j].parameter_bytes > 0 ? exchange.gather(issued, layers[j].parameter_bytes) : 0.0;
   };
@@ -92,7 +92,7 @@ double overlapped_seconds(const Target& target, const std::vector<LayerStep>& la
 
 }  // namespace
 
-double step_seconds(const AtBatch& at, const Held& h) {
+double step_seconds(const AtBatch& at, const Held& h, double* passes) {
   const Index& ix = *at.index;
   std::vector<LayerStep> layers;
   for (size_t j = 0; j < at.layers.size(); ++j) {
@@ -119,7 +119,10 @@ double step_seconds(const AtBatch& at, const Held& h) {
   for (size_t c = 0; c < ix.cores.size(); ++c) {
     if (h.cores_recomputed[c]) step(ix.cores[c].context).backward_s += at.core_recompute_seconds(static_cast<int>(c));
   }
-  return overlapped_seconds(at.target(), layers) + at.optimizer_s + at.parameter_gather_s + at.rest_s;
+  const DataParallel& world = at.target().data_parallel;
+  const double overlapped = overlapped_seconds(at.target(), world, layers);
+  if (passes) *passes = (world.active() ? overlapped_seconds(at.target(), DataParallel{}, layers) : overlapped) + at.rest_s;
+  return overlapped + at.optimizer_s + at.parameter_gather_s + at.rest_s;
 }
 
 }  // namespace papaya::model::plan_space

@@ -11,6 +11,8 @@ namespace papaya::model::plan_space {
 // a recomputed segment's forward again before its backward, the LM head's
 // forward again when it recomputes, the optimizer and the rest of the
 // iteration, and the part of swapping that does not hide behind compute.
-double step_seconds(const AtBatch& at, const Held& held);
+// `passes`: the same without the optimizer and the data-parallel exchange
+// (a rank by itself), where given.
+double step_seconds(const AtBatch& at, const Held& held, double* passes = nullptr);
 
 }  // namespace papaya::model::plan_space
