@@ -381,6 +381,36 @@ TEST(PlanSpace, TheTimelineTakenApartAddsUpToIt) {
   }
 }
 
+// One pass gives what evaluate() and saved_bytes() give apart; a
+// data-parallel rank's passes (Estimate::passes_seconds) are the network's
+// trained alone, which its step takes but for the optimizer, and the
+// exchange and gathers are what the rank's step adds beyond them.
+TEST(PlanSpace, OnePassGivesTheEstimateTheSavedBytesAndARanksPasses) {
+  const LayerModel m = gpt_model(3, true);
+  const Target alone = profiled_target(m);
+  const PlanSpace by_itself(m, alone, 16);
+  for (const int zero : {0, 1, 3}) {
+    Target rank = alone;
+    set_data_parallel(rank, {4, zero, "test link", {1e-5, 1e10, {}}, default_bucket_bytes});
+    const PlanSpace space(m, rank, 16);
+    for (const auto& name : plan_names(m, alone)) {
+      const Assignment a = space.assignment(expand_plan_name(name, m.layout()));
+      const size_t point = space.points().size() / 2;
+      const auto [estimate, saved] = space.evaluate_with_saved_bytes(a, point);
+      const Estimate apart = space.evaluate(a);
+      EXPECT_EQ(estimate.peak_bytes, apart.peak_bytes) << name;
+      EXPECT_EQ(estimate.seconds, apart.seconds) << name;
+      EXPECT_EQ(estimate.passes_seconds, apart.passes_seconds) << name;
+      EXPECT_EQ(saved, space.saved_bytes(a, point)) << name;
+      const Estimate whole = by_itself.evaluate(a);
+      EXPECT_NEAR(whole.passes_seconds, whole.seconds - alone.optimizer_seconds.at(16), 1e-12 * whole.seconds) << name;
+      EXPECT_EQ(estimate.passes_seconds, whole.passes_seconds) << name << ", ZeRO-" << zero;
+      const double optimizer = zero >= 1 ? alone.optimizer_seconds.at(16) / 4 : alone.optimizer_seconds.at(16);
+      EXPECT_GT(estimate.seconds, estimate.passes_seconds + optimizer) << name << ", ZeRO-" << zero;
+    }
+  }
+}
+
 TEST(PlanSpace, FiveHundredLayersEvaluateAtEveryBatch) {
   const LayerModel m = gpt_model(46, true);  // 46 blocks of 11 layers + 4
   ASSERT_GE(m.layers.size(), 500u);
