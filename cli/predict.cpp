@@ -199,10 +199,12 @@ Prediction compute(const PredictArgs& args) {
   p.notes = target.notes;
   if (const auto note = model::extrapolation_note(m, args.batch)) p.notes.push_back(*note);
   const model::Plan keep = model::expand_plan_name("keep", m.layout());
-  p.keep_rate = model::predict(m, target, keep, args.batch).samples_per_s;
+  const model::PlanSpace space(m, target, args.batch);  // indexed once for every plan: long for many layers
+  p.keep_rate = space.evaluate(space.assignment(keep)).samples_per_s;
   for (const auto& plan : plans) {
-    const model::Estimate e = model::predict(m, target, plan, args.batch);
-    p.plans.push_back({plan.name, e, model::max_batch(m, target, plan, p.budget), model::peak_location(m, e)});
+    const model::Assignment a = space.assignment(plan);
+    const model::Estimate e = space.evaluate(a);
+    p.plans.push_back({plan.name, e, model::max_batch(space, a, p.budget), model::peak_location(m, e)});
   }
   if (!args.plot.empty()) plot_predictions(args, m, target, plans, p.budget);
   p.plot = args.plot;

@@ -74,15 +74,15 @@ bool saves_its_input_raw(const PlanSpace& space, const Assignment& assignment, c
 struct InFlightBytes {
   double received = 0, activations = 0;
 };
-// `saved`: what the stage saved at its first backward point at its batch
-// (PlanSpace::saved_bytes).
-InFlightBytes in_flight_bytes(const PlanSpace& space, const PlanSpace& at_twice_the_batch, const Assignment& assignment,
-                              double saved, const LayerModel& stage, const StageSpan& span, double input_per_sample) {
+// `saved`, `saved_at_twice`: what the stage saved at its first backward
+// point at its batch and at twice it (PlanSpace::saved_bytes).
+InFlightBytes in_flight_bytes(const PlanSpace& space, const Assignment& assignment, double saved, double saved_at_twice,
+                              const LayerModel& stage, const StageSpan& span, double input_per_sample) {
   InFlightBytes out;
   if (!span.first && !saves_its_input_raw(space, assignment, stage)) {
     out.received = static_cast<double>(space.batch()) * input_per_sample;
   }
-  out.activations = at_twice_the_batch.saved_bytes(assignment, first_backward_point(space)) - saved + out.received;
+  out.activations = saved_at_twice - saved + out.received;
   return out;
 }
 
@@ -301,12 +301,14 @@ const LayoutPricer::StagePrice& LayoutPricer::price(Stage& st, const ParallelLay
     planned = st.plans.emplace(plan_name, std::make_pair(std::move(expanded), std::move(decisions))).first;
   }
   const auto& [plan, assignment] = planned->second;
-  const auto [estimate, saved] = with_data.evaluate_with_saved_bytes(assignment, first_backward_point(with_data));
+  const size_t backward_from = first_backward_point(with_data);
+  const auto [estimate, saved] = with_data.evaluate_with_saved_bytes(assignment, backward_from);
+  const double saved_at_twice =
+      space(st, data_ranks, layout.zero_stage, links, 2 * layout.micro_batch).saved_bytes(assignment, backward_from);
   StagePrice p;
   p.comm = stage_comm(st.model, st.comm, st.alone, plan, layout, links, span);
   const InFlightBytes in_flight =
-      in_flight_bytes(with_data, space(st, data_ranks, layout.zero_stage, links, 2 * layout.micro_batch), assignment, saved,
-                      st.model, span, st.input_bytes_per_sample);
+      in_flight_bytes(with_data, assignment, saved, saved_at_twice, st.model, span, st.input_bytes_per_sample);
   p.peak = estimate.peak_bytes + p.comm.context_buffer_bytes + (estimate.peak_in_optimizer_step ? 0 : in_flight.received);
   p.peak_at = peak_location(st.model, estimate);
   p.activations = in_flight.activations;
