@@ -110,6 +110,9 @@ class Layer : public torch::nn::Module {
   // and the cast copies are what it saves.
   void set_compute_dtype(torch::ScalarType dtype, bool casts_inputs);
   torch::ScalarType compute_dtype() const { return compute_dtype_; }
+  // Computes in fp32 under autocast whatever its kind (DeepSeek-V3's router,
+  // whose logits HuggingFace takes in fp32).
+  bool fp32_under_autocast = false;
 
   // Whether it may hold the compute-dtype copies of its parameters from
   // forward to backward (the native path's autograd keeps them). Not where its

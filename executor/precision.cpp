@@ -43,6 +43,7 @@ AutocastRule autocast_rule(model::LayerKind kind) {
     case K::silu:
     case K::relu:
     case K::tanh:
+    case K::sigmoid:
     case K::dropout:
     case K::mul:
     case K::clamped_swiglu:

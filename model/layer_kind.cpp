@@ -46,6 +46,8 @@ const std::map<LayerKind, Entry>& table() {
       {K::relu, {"relu", {{{"output", S::mask}}, false, false, false, false, F::per_output, 1}}},
       // Backward differentiates from the output: 1 - y^2.
       {K::tanh, {"tanh", {{{"output", S::activation}}, false, false, false, false, F::per_output, 5}}},
+      // Backward differentiates from the output: y(1 - y).
+      {K::sigmoid, {"sigmoid", {{{"output", S::activation}}, false, false, false, false, F::per_output, 4}}},
       {K::dropout, {"dropout", {{{"mask", S::mask}}, false, false, false, false, F::per_output, 2}}},
       {K::mul, {"mul", {{{"a", S::activation}, {"b", S::activation}}, false, false, false, false, F::per_output, 1, true}}},
       // Two clamps, the sigmoid's product and exponential, the shift and two products.

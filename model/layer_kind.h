@@ -25,6 +25,7 @@ enum class LayerKind {
   silu,
   relu,
   tanh,
+  sigmoid,  // DeepSeek-V3's expert scores; saves its output
   dropout,
   mul,
   // GPT-OSS's experts' gated unit of two inputs, gate and up: (clamp(up,

@@ -192,7 +192,7 @@ Scaling scaling_for(ProfileAndFitRequest& request, Reporter& reporter) {
   } else if (is_slow && (text(config) || config.family == model::Family::vit) && request.shape_parts == 0 &&
              !short_lengths_quick(request, batch, slow)) {
     const int layers = config.transformer().layers;
-    const int fewest = model::blocks_with_every_window(config.transformer());
+    const int fewest = model::blocks_with_every_kind(config.transformer());
     const int blocks = request.profile_blocks > 0 ? request.profile_blocks : (fewest < layers ? fewest : 0);
     model::ShapeCut cut = text(config) ? model::ShapeCut::tokens_and_widths : model::ShapeCut::widths;
     int parts = quick_parts(config, cut, blocks, batch, slow);

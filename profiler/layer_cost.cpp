@@ -55,7 +55,9 @@ double flops(const executor::Layer& layer, const LayerCall& call) {
       const double w = static_cast<double>(fused.window);
       const double seen = !fused.causal ? keys : w > 0 && w < keys ? w - w * (w - 1) / (2 * keys) : (keys + 1) / 2;
       const double pairs = rows * seen;
-      return (4.0 * static_cast<double>(q.size(-1)) + kind.flops_per_output) * pairs;
+      // q·k over q's dimensions, the weights times v over v's (latent attention's are fewer).
+      const double value_dims = static_cast<double>(call.inputs.at(2).size(-1));
+      return (2.0 * static_cast<double>(q.size(-1)) + 2.0 * value_dims + kind.flops_per_output) * pairs;
     }
   }
   throw std::logic_error("no FLOP formula for layer kind " + std::string(model::to_string(layer.kind())));

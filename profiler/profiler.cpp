@@ -111,17 +111,17 @@ int blocks_to_profile(const model::NetworkConfig& whole, const ProfileOptions& o
     const int all = std::holds_alternative<model::TransformerConfig>(whole.body) ? whole.transformer().layers : 0;
     if (asked == all) return 0;
     const int blocks = model::with_blocks(whole, asked).transformer().layers;
-    const int needed = model::blocks_with_every_window(whole.transformer());
+    const int needed = model::blocks_with_every_kind(whole.transformer());
     if (blocks < needed) {
-      throw InputError(whole.name + ": " + std::to_string(blocks) + " blocks do not hold every attention window of its " +
-                       std::to_string(all) + " (block " + std::to_string(needed - 1) + "'s is the first of its kind): profile " +
+      throw InputError(whole.name + ": " + std::to_string(blocks) + " blocks do not hold every kind of its " +
+                       std::to_string(all) + " (an attention window, an MLP or a mixture of experts; two alike last): profile " +
                        std::to_string(needed) + " or more");
     }
     return blocks;
   }
   if (asked < 0) throw InputError(std::to_string(asked) + " blocks to profile: cannot be negative");
   if (!std::holds_alternative<model::TransformerConfig>(whole.body)) return 0;
-  const int blocks = model::blocks_with_every_window(whole.transformer());
+  const int blocks = model::blocks_with_every_kind(whole.transformer());
   if (blocks >= whole.transformer().layers) return 0;
   const double memory = device_memory(options);
   const double state = model::static_state_bytes(whole);

@@ -10,13 +10,12 @@ namespace {
 
 // The shapes of a call, with k's heads grouping q's.
 struct Shape {
-  int64_t batch, heads, tokens, dim, kv_heads, group, keys, key_block;
+  int64_t batch, heads, tokens, kv_heads, group, keys, key_block;
 
   Shape(const at::Tensor& q, const at::Tensor& k)
       : batch(q.size(0)),
         heads(q.size(1)),
         tokens(q.size(2)),
-        dim(q.size(3)),
         kv_heads(k.size(1)),
         group(q.size(1) / k.size(1)),
         keys(k.size(2)),
@@ -130,7 +129,8 @@ at::Tensor attention_dropout_mask(const BlockAttention& how, int64_t batch, int6
 AttentionOutput block_attention_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                         const BlockAttention& how) {
   const Shape s(q, k);
-  const at::Tensor out = at::empty({s.batch, s.tokens, s.heads, s.dim}, q.options()).permute({0, 2, 1, 3});
+  // Each head's output has v's dimensions, which may be other than q's and k's (latent attention's).
+  const at::Tensor out = at::empty({s.batch, s.tokens, s.heads, v.size(3)}, q.options()).permute({0, 2, 1, 3});
   const at::Tensor lse = at::empty({s.batch, s.heads, s.tokens}, q.options().dtype(at::kFloat));
   for (int64_t first = 0; first < s.tokens; first += attention_query_block) {
     const int64_t rows = std::min(attention_query_block, s.tokens - first);

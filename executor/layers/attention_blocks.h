@@ -48,8 +48,8 @@ struct AttentionOutput {
   at::Tensor lse;  // (batch, heads, tokens), fp32
 };
 
-// q (batch, heads, tokens, head_dim); k and v (batch, kv_heads, keys,
-// head_dim) with kv_heads dividing heads, each serving consecutive query
+// q and k (batch, heads or kv_heads, tokens or keys, head_dim); v (batch,
+// kv_heads, keys, value_dim; value_dim head_dim or another) with kv_heads dividing heads, each serving consecutive query
 // heads (grouped-query attention). The output is laid out token-major, as
 // FlashAttention's, so that heads concatenated per token are a view of it.
 AttentionOutput block_attention_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const BlockAttention& how);

@@ -9,7 +9,19 @@
 namespace papaya::executor {
 
 // The MOM-aware element-wise layers: activations (GELU/SiLU also inverted;
-// ReLU and tanh keep their output), dropout, and the gate product.
+// ReLU, tanh and sigmoid keep their output), dropout, and the gate product.
+namespace {
+
+// ReLU, tanh and sigmoid keep their output (ReLU only its sign).
+bool saves_output(LayerKind kind) { return kind == LayerKind::relu || kind == LayerKind::tanh || kind == LayerKind::sigmoid; }
+
+// The output of one of those.
+at::Tensor of_output_kind(LayerKind kind, const at::Tensor& x) {
+  return kind == LayerKind::relu ? at::relu(x) : kind == LayerKind::tanh ? at::tanh(x) : at::sigmoid(x);
+}
+
+}  // namespace
+
 namespace moms {
 namespace {
 
@@ -20,8 +32,8 @@ struct ActivationFunction : Function<ActivationFunction> {
   static at::Tensor forward(AutogradContext* ctx, const Layer* layer, const StoreSpec* output_spec, const at::Tensor& x) {
     const LayerKind kind = layer->kind();
     ctx->saved_data["kind"] = static_cast<int64_t>(kind);
-    if (kind == LayerKind::relu || kind == LayerKind::tanh) {
-      const at::Tensor y = kind == LayerKind::relu ? at::relu(x) : at::tanh(x);
+    if (saves_output(kind)) {
+      const at::Tensor y = of_output_kind(kind, x);
       stash(ctx, {store_slot(*layer, 0, y)});
       return y;
     }
@@ -53,6 +65,7 @@ struct ActivationFunction : Function<ActivationFunction> {
     }
     const auto gradients = [&](const std::vector<at::Tensor>& s) -> variable_list {
       if (kind == LayerKind::tanh) return {at::tanh_backward(g, s[0])};
+      if (kind == LayerKind::sigmoid) return {at::sigmoid_backward(g, s[0])};
       return {kind == LayerKind::gelu ? at::gelu_backward(g, s[0]) : at::silu_backward(g, s[0])};
     };
     const variable_list out = gradients(saved.tensors);
@@ -114,7 +127,7 @@ torch::Tensor activation(const Layer& layer, const StoreSpec& output_spec, const
 
 namespace {
 LayerKind activation_kind(const std::string& name) {
-  const LayerKind kinds[] = {LayerKind::gelu, LayerKind::silu, LayerKind::relu, LayerKind::tanh};
+  const LayerKind kinds[] = {LayerKind::gelu, LayerKind::silu, LayerKind::relu, LayerKind::tanh, LayerKind::sigmoid};
   const auto* it = std::find_if(std::begin(kinds), std::end(kinds), [&](LayerKind k) { return name == model::to_string(k); });
   TORCH_CHECK(it != std::end(kinds), "unknown activation ", name);
   return *it;
@@ -122,7 +135,7 @@ LayerKind activation_kind(const std::string& name) {
 
 std::vector<Slot> activation_slots(LayerKind kind) {
   if (kind == LayerKind::relu) return {{"output", SlotKind::mask}};  // backward needs only its sign
-  if (kind == LayerKind::tanh) return {{"output", SlotKind::activation}};
+  if (kind == LayerKind::tanh || kind == LayerKind::sigmoid) return {{"output", SlotKind::activation}};
   return {{"input", SlotKind::activation}};
 }
 }  // namespace
@@ -132,8 +145,8 @@ Activation::Activation(const std::string& kind) : Layer(activation_kind(kind), a
 torch::Tensor Activation::forward(torch::Tensor x) {
   Scope scope(*this, {&x});
   if (uses_moms()) return scope.finish(moms::activation(*this, output_spec, x));
-  if (kind() == LayerKind::relu || kind() == LayerKind::tanh) {
-    torch::Tensor y = kind() == LayerKind::relu ? torch::relu(x) : torch::tanh(x);
+  if (saves_output(kind())) {
+    torch::Tensor y = of_output_kind(kind(), x);
     scope.saved("output", y);
     return scope.finish(y);
   }

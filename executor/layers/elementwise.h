@@ -4,10 +4,10 @@
 
 namespace papaya::executor {
 
-// gelu and silu save their input; relu and tanh save their output.
+// gelu and silu save their input; relu, tanh and sigmoid save their output.
 class Activation : public Layer {
  public:
-  explicit Activation(const std::string& kind);  // gelu | silu | relu | tanh
+  explicit Activation(const std::string& kind);  // gelu | silu | relu | tanh | sigmoid
   torch::Tensor forward(torch::Tensor x);
   torch::Tensor run(const std::vector<torch::Tensor>& in, const Batch&) override { return forward(in.at(0)); }
   // Inverted (GELU/SiLU): how the output is stored, as the layer that saves

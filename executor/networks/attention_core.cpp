@@ -82,4 +82,23 @@ torch::Tensor AttentionCore::layers(torch::Tensor q, torch::Tensor k, torch::Ten
   return h;
 }
 
+AttentionCore attention_core_of(torch::nn::Module& parent, const model::TransformerConfig& c, bool causal, int64_t window,
+                                const std::shared_ptr<SequenceTables>& tables) {
+  AttentionCore core;
+  if (c.fused_attention()) {
+    core.fused =
+        parent.register_module("fused", std::make_shared<FusedAttention>(c.head_dim(), causal, c.attention_dropout, window));
+    if (c.attention_scale > 0) core.fused->scale = c.attention_scale;
+    core.fused->softcap = c.attention_softcap;
+    if (c.attention_sinks) core.fused->add_sinks(c.heads);
+    return core;
+  }
+  core.scores = parent.register_module("scores", std::make_shared<AttentionScores>(c.head_dim(), causal, tables));
+  if (c.attention_scale > 0) core.scores->scale = c.attention_scale;
+  core.softmax = parent.register_module("softmax", std::make_shared<Softmax>());
+  if (c.attention_dropout > 0) core.drop = parent.register_module("drop", std::make_shared<Dropout>(c.attention_dropout));
+  core.context = parent.register_module("context", std::make_shared<AttentionContext>());
+  return core;
+}
+
 }  // namespace papaya::executor

@@ -12,6 +12,8 @@
 #include "executor/layers/attention.h"
 #include "executor/layers/elementwise.h"
 #include "executor/layers/fused_attention.h"
+#include "executor/layers/sequence_tables.h"
+#include "model/catalog/network_config.h"
 
 namespace papaya::executor {
 
@@ -30,5 +32,11 @@ struct AttentionCore {
   // Layer by layer, as the plan stores each slot.
   torch::Tensor layers(torch::Tensor q, torch::Tensor k, torch::Tensor v) const;
 };
+
+// The core `c` says, its layers registered on `parent` (fused, or scores,
+// softmax, drop, context): causal where `causal`, within a sliding window of
+// `window` keys (0: none), its scale, soft cap and sinks the config's.
+AttentionCore attention_core_of(torch::nn::Module& parent, const model::TransformerConfig& c, bool causal, int64_t window,
+                                const std::shared_ptr<SequenceTables>& tables);
 
 }  // namespace papaya::executor

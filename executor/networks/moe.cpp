@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <tuple>
 
 namespace papaya::executor {
@@ -35,11 +36,21 @@ MixtureOfExperts::MixtureOfExperts(const model::TransformerConfig& c, int mixtur
       busiest_share_(c.moe->busiest_share),
       routing_unit_(c.moe->routing_unit),
       normalize_(c.moe->normalize_top_k),
+      groups_(c.moe->groups),
+      groups_per_token_(c.moe->groups_per_token),
+      routed_scale_(c.moe->routed_scale),
       balancing_weight_(c.moe->aux_loss / mixture_blocks),
       network_(network) {
   const model::MoeConfig& moe = *c.moe;
   router = register_module("router", std::make_shared<Linear>(c.d_model, moe.experts, moe.router_bias));
-  probs = register_module("probs", std::make_shared<Softmax>());
+  router->fp32_under_autocast = moe.sigmoid_scores;  // DeepSeek-V3's logits in fp32, as HuggingFace takes them
+  if (moe.sigmoid_scores) {
+    scores = register_module("scores", std::make_shared<Activation>("sigmoid"));
+  } else {
+    probs = register_module("probs", std::make_shared<Softmax>());
+  }
+  // A parameter, never trained: counted and saved with the weights, as the checkpoint holds it.
+  if (moe.selection_bias) selection_bias = register_parameter("selection_bias", torch::zeros({moe.experts}), false);
   experts = register_module("experts", torch::nn::ModuleList());
   const std::string activation = moe.swiglu_limit > 0 ? "clamped_swiglu" : "swiglu";
   for (int e = 0; e < moe.experts; ++e) {
@@ -73,18 +84,33 @@ torch::Tensor MixtureOfExperts::forced_choice(int64_t tokens, const torch::Devic
   return torch::tensor(ids, torch::kLong).view({chosen_per_token_, tokens}).t().contiguous().to(device);
 }
 
+torch::Tensor MixtureOfExperts::grouped_choice(const torch::Tensor& p) const {
+  torch::Tensor choice = selection_bias.defined() ? p.detach() + selection_bias : p.detach();
+  if (groups_ > 1) {
+    const int64_t n = choice.size(0);
+    const torch::Tensor by_group = choice.view({n, groups_, -1});
+    const torch::Tensor group_score = std::get<0>(by_group.topk(2, -1)).sum(-1);  // (n, groups)
+    const torch::Tensor best = std::get<1>(group_score.topk(groups_per_token_, -1));
+    const torch::Tensor outside = torch::ones({n, groups_}, choice.options().dtype(torch::kBool)).scatter_(1, best, false);
+    choice = by_group.masked_fill(outside.unsqueeze(-1), -std::numeric_limits<double>::infinity()).view({n, -1});
+  }
+  return std::get<1>(choice.topk(chosen_per_token_, -1));
+}
+
 torch::Tensor MixtureOfExperts::forward(const torch::Tensor& x) {
   const torch::Tensor tokens = x.reshape({-1, x.size(-1)});
   const int64_t n = tokens.size(0), count = static_cast<int64_t>(experts->size());
-  const torch::Tensor p = probs->forward(router->forward(tokens).to(torch::kFloat));  // (n, experts)
+  const torch::Tensor logits = router->forward(tokens).to(torch::kFloat);
+  const torch::Tensor p = scores ? scores->forward(logits) : probs->forward(logits);  // (n, experts)
   torch::Tensor weights, chosen;                                                      // (n, k)
-  if (busiest_share_) {
-    chosen = forced_choice(n, p.device());
+  if (busiest_share_ || selection_bias.defined() || groups_ > 1) {
+    chosen = busiest_share_ ? forced_choice(n, p.device()) : grouped_choice(p);
     weights = p.gather(1, chosen);
   } else {
     std::tie(weights, chosen) = p.topk(chosen_per_token_, -1);
   }
   if (normalize_) weights = weights / weights.sum(-1, /*keepdim=*/true);
+  if (routed_scale_ != 1) weights = weights * routed_scale_;
   weights = weights.to(x.scalar_type());
   torch::Tensor out = torch::zeros_like(tokens);
   for (int64_t e = 0; e < count; ++e) {

@@ -7,6 +7,11 @@
 // says), are summed back per token, with a shared expert's beside them
 // (sigmoid-gated where the config says).
 //
+// DeepSeek-V3 scores each expert by a sigmoid of its logit instead, chooses
+// by score plus a selection bias (a buffer DeepSeek adjusts by a rule
+// outside the gradient, zero here) within each token's best groups of
+// experts (a group ranked by its two best), and scales the chosen's weights.
+//
 // The load-balancing loss, Switch Transformer's as HuggingFace writes it
 // (experts x the sum over experts of the tokens' mean probability times the
 // share of routings it got), is taken per block and averaged over the
@@ -35,8 +40,10 @@ class MixtureOfExperts : public torch::nn::Module {
   MixtureOfExperts(const model::TransformerConfig& c, int mixture_blocks, const Network& network);
   torch::Tensor forward(const torch::Tensor& x);
 
-  std::shared_ptr<Linear> router;  // d -> experts, a bias where the config says (GPT-OSS)
-  std::shared_ptr<Softmax> probs;  // over the experts, in fp32
+  std::shared_ptr<Linear> router;      // d -> experts, a bias where the config says (GPT-OSS)
+  std::shared_ptr<Softmax> probs;      // over the experts, in fp32, or
+  std::shared_ptr<Activation> scores;  // each expert's sigmoid, in fp32 (DeepSeek-V3)
+  torch::Tensor selection_bias;        // (experts) added to the scores for the choice, never trained; or undefined
   torch::nn::ModuleList experts{nullptr};
   std::shared_ptr<Linear> shared_gate;  // d -> 1, or none (it runs before the shared expert, which it weights)
   std::shared_ptr<FeedForward> shared;  // or none
@@ -44,11 +51,16 @@ class MixtureOfExperts : public torch::nn::Module {
  private:
   // Each token's experts, forced by busiest_share: (tokens, k).
   torch::Tensor forced_choice(int64_t tokens, const torch::Device& device) const;
+  // Each token's k experts by score `p` (tokens, experts), plus the
+  // selection bias, within its best groups: (tokens, k).
+  torch::Tensor grouped_choice(const torch::Tensor& p) const;
 
   int64_t chosen_per_token_;
   std::optional<double> busiest_share_;
   int64_t routing_unit_;
   bool normalize_;
+  int64_t groups_, groups_per_token_;
+  double routed_scale_;
   double balancing_weight_;  // aux_loss / mixture blocks
   const Network& network_;
 };

@@ -81,7 +81,8 @@ void Network::set_precision(const Precision& precision) {
   precision_ = precision;
   compute_dtype_ = precision.autocast ? torch::kFloat : precision.dtype;
   for (auto* layer : layers_) {
-    const LayerPrecision p = layer_precision(layer->kind(), precision);
+    const LayerPrecision p = precision.autocast && layer->fp32_under_autocast ? LayerPrecision{torch::kFloat, true}
+                                                                              : layer_precision(layer->kind(), precision);
     layer->set_compute_dtype(p.dtype, p.casts_inputs);
   }
 }

@@ -11,6 +11,7 @@
 #include "executor/layers/rotary.h"
 #include "executor/networks/attention_core.h"
 #include "executor/networks/feed_forward.h"
+#include "executor/networks/latent_attention.h"
 #include "executor/networks/lora.h"
 #include "executor/networks/moe.h"
 #include "executor/networks/tensor_group.h"
@@ -57,18 +58,7 @@ class Attention : public torch::nn::Module {
       rope_q = register_module("rope_q", std::make_shared<Rotary>(c.rotary_dims(), rotary_base, tables, scaling));
       rope_k = register_module("rope_k", std::make_shared<Rotary>(c.rotary_dims(), rotary_base, tables, scaling));
     }
-    if (c.fused_attention()) {
-      core.fused = register_module("fused", std::make_shared<FusedAttention>(c.head_dim(), causal, c.attention_dropout, window));
-      if (c.attention_scale > 0) core.fused->scale = c.attention_scale;
-      core.fused->softcap = c.attention_softcap;
-      if (c.attention_sinks) core.fused->add_sinks(c.heads);
-    } else {
-      core.scores = register_module("scores", std::make_shared<AttentionScores>(c.head_dim(), causal, tables));
-      if (c.attention_scale > 0) core.scores->scale = c.attention_scale;
-      core.softmax = register_module("softmax", std::make_shared<Softmax>());
-      core.drop = maybe_dropout(*this, "drop", c.attention_dropout);
-      core.context = register_module("context", std::make_shared<AttentionContext>());
-    }
+    core = attention_core_of(*this, c, causal, window, tables);
     proj = Projection(*this, "proj", c.attention_width(), c.d_model, c.proj_bias, c, "o");
     proj_drop = maybe_dropout(*this, "proj_drop", c.dropout);
   }
@@ -187,8 +177,13 @@ class Block : public Segment {
     };
     if (pre_norm) {
       ln1 = register_module("ln1", std::make_shared<Norm>(c.norm, c.d_model));
-      attn = register_module("attn", std::make_shared<Attention>(c, causal, c.window_of(index), c.rotary_base_of(index),
-                                                                 c.rope_scaling_of(index), tables));
+      if (c.latent) {
+        latent_attn = register_module("attn", std::make_shared<LatentAttention>(c, c.window_of(index), c.rotary_base_of(index),
+                                                                                c.rope_scaling_of(index), tables));
+      } else {
+        attn = register_module("attn", std::make_shared<Attention>(c, causal, c.window_of(index), c.rotary_base_of(index),
+                                                                   c.rope_scaling_of(index), tables));
+      }
       if (c.post_norms) post_attn_norm = register_module("post_attn_norm", std::make_shared<Norm>(c.norm, c.d_model));
       ln2 = register_module("ln2", std::make_shared<Norm>(c.norm, c.d_model));
       add_mlp();
@@ -204,21 +199,23 @@ class Block : public Segment {
 
   std::shared_ptr<Norm> ln1, ln2;
   std::shared_ptr<Norm> post_attn_norm, post_mlp_norm;  // Gemma's, or none
-  std::shared_ptr<Attention> attn;
+  std::shared_ptr<Attention> attn;                      // or
+  std::shared_ptr<LatentAttention> latent_attn;
   std::shared_ptr<FeedForward> mlp;  // or
   std::shared_ptr<MixtureOfExperts> moe;
 
  protected:
   torch::Tensor forward(torch::Tensor x) override {
     const auto mlp_of = [&](const torch::Tensor& h) { return moe ? moe->forward(h) : mlp->forward(h); };
+    const auto attention_of = [&](const torch::Tensor& h) { return latent_attn ? latent_attn->forward(h) : attn->forward(h); };
     if (parallel_) {  // GPT-NeoX: both branches read the block's input
-      torch::Tensor branches = attn->forward(ln1->forward(x));
+      torch::Tensor branches = attention_of(ln1->forward(x));
       branches = branches + mlp_of(ln2->forward(x));
       return x + branches;
     }
     if (pre_norm_) {
       const auto normed = [](const std::shared_ptr<Norm>& norm, torch::Tensor h) { return norm ? norm->forward(h) : h; };
-      x = x + normed(post_attn_norm, attn->forward(ln1->forward(x)));
+      x = x + normed(post_attn_norm, attention_of(ln1->forward(x)));
       return x + normed(post_mlp_norm, mlp_of(ln2->forward(x)));
     }
     x = ln1->forward(x + attn->forward(x));
@@ -353,6 +350,7 @@ void check_tensor_split(const model::NetworkConfig& config, int ranks, bool sequ
   if (c->post_norms) refuse("of the branches' output norms not built");
   if (c->logit_softcap > 0) refuse("of a soft cap on the LM head's logits not built");
   if (c->attention_sinks) refuse("of attention sinks not built");
+  if (c->latent) refuse("of latent attention not built");
   if (c->proj_bias || c->mlp_bias) refuse("a row-parallel projection's bias not built (it is added once, after the sum)");
   for (int i = 0; i < c->layers; ++i) {
     if (c->is_moe_block(i)) refuse("of a mixture of experts not built");

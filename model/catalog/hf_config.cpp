@@ -536,6 +536,75 @@ json gpt_oss(const json& hf, json out, const std::string& label, std::optional<i
   return net;
 }
 
+// The one value a DeepSeek field may take, papaya's and HuggingFace's;
+// another is refused naming the field.
+void require_deepseek_value(const json& hf, const char* key, const json& only, const std::string& why, const std::string& label) {
+  const auto it = hf.find(key);
+  if (it == hf.end() || it->is_null() || *it == only) return;
+  throw InputError(label + ": /" + key + ": " + it->dump() + " is not built; " + why);
+}
+
+// DeepseekV3Config: vocab_size 129280, hidden_size 7168, 61 layers, 128
+// heads (k/v as many), dense MLPs of intermediate_size 18432 in the first
+// first_k_dense_replace (3) blocks, the others a mixture of 256 routed
+// experts of moe_intermediate_size 2048 and n_shared_experts (1) of that
+// width beside them, 8 a token within the best topk_group (4) of n_group
+// (8) groups, sigmoid scores with a selection bias, renormalized
+// (norm_topk_prob) and scaled by routed_scaling_factor (2.5); multi-head
+// latent attention (q_lora_rank 1536, kv_lora_rank 512, qk_nope_head_dim
+// 128, qk_rope_head_dim 64, v_head_dim 128), scores scaled by
+// qk_head_dim^-1/2 times yarn's mscale over mscale_all_dim squared, no
+// attention bias, an LM head of its own, 4096 positions, rope_theta 10000.
+// HuggingFace trains it without the multi-token-prediction layer
+// (num_nextn_predict_layers) and without DeepSeek's sequence-wise balance
+// loss; papaya too. rope_interleave lays the rotated pairs out otherwise in
+// the weights, which changes neither the memory nor the work.
+json deepseek_v3(const json& hf, json out, const std::string& label, std::optional<int> seq_len) {
+  require_deepseek_value(hf, "scoring_func", "sigmoid", "DeepSeek-V3's experts are scored by a sigmoid", label);
+  require_deepseek_value(hf, "topk_method", "noaux_tc", "DeepSeek-V3 chooses by group (noaux_tc)", label);
+  require_deepseek_value(hf, "moe_layer_freq", 1, "every block past first_k_dense_replace is a mixture", label);
+  require_deepseek_value(hf, "attention_bias", false, "papaya's latent attention projects without biases", label);
+  json given = hf;
+  given.erase("head_dim");  // HuggingFace's alias of qk_rope_head_dim, not a head's width
+  json net = llama_like(given, std::move(out), label, seq_len, {129280, 7168, 18432, 61, 128, 128, 4096}, false);
+  for (const char* key : {"head_dim", "qkv_bias", "fused_qkv"}) net.erase(key);
+  if (net.at("kv_heads") != net.at("heads")) {
+    throw InputError(label + ": /num_key_value_heads: latent attention makes k and v for every head (" + net.at("heads").dump() +
+                     ")");
+  }
+  net.erase("kv_heads");
+  const int nope = field(hf, "qk_nope_head_dim", 128, label), rope = field(hf, "qk_rope_head_dim", 64, label);
+  json latent = {{"kv_rank", field(hf, "kv_lora_rank", 512, label)},
+                 {"nope_dim", nope},
+                 {"rope_dim", rope},
+                 {"value_dim", field(hf, "v_head_dim", 128, label)}};
+  const auto q_rank = hf.find("q_lora_rank");
+  if (q_rank == hf.end() || !q_rank->is_null()) latent["q_rank"] = field(hf, "q_lora_rank", 1536, label);
+  net["latent_attention"] = latent;
+  double scale = 1 / std::sqrt(static_cast<double>(nope + rope));
+  if (net.contains("rope_scaling")) {
+    const json& scaling =
+        hf.contains("rope_scaling") && hf.at("rope_scaling").is_object() ? hf.at("rope_scaling") : hf.at("rope_parameters");
+    const double mscale_all_dim = field(scaling, "mscale_all_dim", 0.0, label + ": /rope_scaling");
+    if (mscale_all_dim > 0) scale *= std::pow(yarn_scale(net.at("rope_scaling").at("factor"), mscale_all_dim), 2);
+  }
+  net["attention_scale"] = scale;
+  const int experts_hidden = field(hf, "moe_intermediate_size", 2048, label);
+  json moe = moe_of(hf, "n_routed_experts", 256, 8, "moe_intermediate_size", experts_hidden, true, 0.0, label);
+  moe["aux_loss"] = 0.0;
+  moe["shared_hidden"] = experts_hidden * field(hf, "n_shared_experts", 1, label);
+  std::vector<int> dense(static_cast<size_t>(std::max(0, field(hf, "first_k_dense_replace", 3, label))));
+  for (size_t i = 0; i < dense.size(); ++i) dense[i] = static_cast<int>(i);
+  moe["dense_blocks"] = dense;
+  moe["scoring"] = "sigmoid";
+  moe["selection_bias"] = true;
+  moe["groups"] = field(hf, "n_group", 8, label);
+  moe["groups_per_token"] = field(hf, "topk_group", 4, label);
+  moe["routed_scale"] = field(hf, "routed_scaling_factor", 2.5, label);
+  net["moe"] = moe;
+  return net;
+}
+
 // GPTNeoXConfig: vocab_size 50432, hidden_size 6144, 44 layers, 64 heads,
 // intermediate_size 24576, hidden_act gelu, rotary_pct 0.25,
 // rotary_emb_base 10000, max_position_embeddings 2048,
@@ -700,6 +769,7 @@ json converted(const std::string& type, const json& hf, json out, const std::str
   if (type == "gemma3") return gemma3(hf, std::move(out), label, seq_len);
   if (type == "qwen3_moe") return qwen3_moe(hf, std::move(out), label, seq_len);
   if (type == "gpt_oss") return gpt_oss(hf, std::move(out), label, seq_len);
+  if (type == "deepseek_v3") return deepseek_v3(hf, std::move(out), label, seq_len);
   if (type == "olmoe") return olmoe(hf, std::move(out), label, seq_len);
   if (type == "gpt_neox") return gpt_neox(hf, std::move(out), label, seq_len);
   if (type == "opt") return opt(hf, std::move(out), label, seq_len);
@@ -713,7 +783,7 @@ bool is_hf_config(const json& doc) { return doc.is_object() && doc.contains("mod
 
 const char* supported_hf_model_types() {
   return "gpt2, bert, roberta, vit, llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, phi3, gemma2, gemma3, "
-         "gemma3_text, gpt_oss, olmoe, gpt_neox, opt";
+         "gemma3_text, gpt_oss, deepseek_v3, olmoe, gpt_neox, opt";
 }
 
 json network_config_from_hf(const json& hf, const std::string& name, const std::string& label, std::optional<int> seq_len) {

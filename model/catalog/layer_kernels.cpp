@@ -24,13 +24,13 @@ struct Passes {
 Passes passes_of(LayerKind kind) {
   using K = LayerKind;
   static const std::map<LayerKind, Passes> table = {
-      {K::embedding, {1, 1, 3, 2}},   {K::position, {1, 1, 1, 1}},  {K::class_token, {1, 1, 1, 1}},
-      {K::maxpool, {1, 1, 2, 1.5}},   {K::avgpool, {1, 1, 2, 1.5}}, {K::batchnorm, {2, 1.5, 2, 2.5}},
-      {K::layernorm, {1, 1, 2, 2}},   {K::rmsnorm, {4, 2.5, 8, 9}}, {K::gelu, {1, 1, 1, 1.5}},
-      {K::silu, {1, 1, 1, 1.5}},      {K::relu, {1, 1, 1, 1.5}},    {K::tanh, {1, 1, 1, 1.5}},
-      {K::dropout, {2, 1.5, 1, 1.5}}, {K::mul, {1, 1, 2, 2}},       {K::clamped_swiglu, {5, 3, 10, 6}},
-      {K::rotary, {3, 3, 3, 3}},      {K::softmax, {1, 1, 2, 3}},   {K::cross_entropy, {2, 1, 2, 1}},
-      {K::module, {1, 1, 2, 2}},
+      {K::embedding, {1, 1, 3, 2}},       {K::position, {1, 1, 1, 1}},    {K::class_token, {1, 1, 1, 1}},
+      {K::maxpool, {1, 1, 2, 1.5}},       {K::avgpool, {1, 1, 2, 1.5}},   {K::batchnorm, {2, 1.5, 2, 2.5}},
+      {K::layernorm, {1, 1, 2, 2}},       {K::rmsnorm, {4, 2.5, 8, 9}},   {K::gelu, {1, 1, 1, 1.5}},
+      {K::silu, {1, 1, 1, 1.5}},          {K::relu, {1, 1, 1, 1.5}},      {K::tanh, {1, 1, 1, 1.5}},
+      {K::sigmoid, {1, 1, 1, 1.5}},       {K::dropout, {2, 1.5, 1, 1.5}}, {K::mul, {1, 1, 2, 2}},
+      {K::clamped_swiglu, {5, 3, 10, 6}}, {K::rotary, {3, 3, 3, 3}},      {K::softmax, {1, 1, 2, 3}},
+      {K::cross_entropy, {2, 1, 2, 1}},   {K::module, {1, 1, 2, 2}},
   };
   const auto it = table.find(kind);
   return it != table.end() ? it->second : Passes{};

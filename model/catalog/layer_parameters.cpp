@@ -17,7 +17,11 @@ struct Layers {
   std::vector<LayerParameters> out;
 };
 
-int64_t norm_count(const TransformerConfig& t) { return t.norm == "rmsnorm" ? t.d_model : 2 * static_cast<int64_t>(t.d_model); }
+// A norm over `width` features (the stream's by default): a weight, and a bias unless RMSNorm.
+int64_t norm_count(const TransformerConfig& t, int64_t width = 0) {
+  const int64_t features = width > 0 ? width : t.d_model;
+  return t.norm == "rmsnorm" ? features : 2 * features;
+}
 
 // A linear of `role` (in -> out) named `name` under `prefix`, its weight
 // stored as a LoRA base's are, and its LoRA adapter where targeted.
@@ -60,6 +64,22 @@ void add_experts(Layers& layers, const TransformerConfig& t, const std::string& 
   add_expert(layers, t, prefix + "shared.", moe.shared_hidden, false);
 }
 
+// A latent attention's projections and their latents' norms, in the order
+// forward runs them: q's (down, norm, up; or one), then k's and v's.
+void add_latent_projections(Layers& layers, const TransformerConfig& t, const std::string& prefix) {
+  const LatentAttentionConfig& latent = *t.latent;
+  if (latent.q_rank > 0) {
+    add_projection(layers, t, prefix, "q_a", "q_a", false);
+    layers.add(prefix + "q_norm", norm_count(t, latent.q_rank));
+    add_projection(layers, t, prefix, "q_b", "q_b", false);
+  } else {
+    add_projection(layers, t, prefix, "q", "q", false);
+  }
+  add_projection(layers, t, prefix, "kv_a", "kv_a", false);
+  layers.add(prefix + "kv_norm", norm_count(t, latent.kv_rank));
+  add_projection(layers, t, prefix, "kv_b", "kv_b", false);
+}
+
 void add_transformer(Layers& layers, const NetworkConfig& config) {
   const TransformerConfig& t = config.transformer();
   const int64_t d = t.d_model, kv = static_cast<int64_t>(t.kv_heads) * t.head_dim();
@@ -76,7 +96,9 @@ void add_transformer(Layers& layers, const NetworkConfig& config) {
   for (int i = 0; i < t.layers; ++i) {
     const std::string block = "blocks." + std::to_string(i) + ".";
     if (!post_norm) layers.add(block + "ln1", norm_count(t));
-    if (t.fused_qkv) {
+    if (t.latent) {
+      add_latent_projections(layers, t, block + "attn.");
+    } else if (t.fused_qkv) {
       add_projection(layers, t, block + "attn.", "qkv", "qkv", t.qkv_bias);
     } else {
       add_projection(layers, t, block + "attn.", "q", "q", t.qkv_bias);

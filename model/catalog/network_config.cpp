@@ -20,7 +20,7 @@ int TransformerConfig::mlp_hidden() const {
 }
 
 // As HuggingFace's GPT-NeoX: int(head_size · rotary_pct).
-int TransformerConfig::rotary_dims() const { return static_cast<int>(head_dim() * rotary_fraction); }
+int TransformerConfig::rotary_dims() const { return latent ? latent->rope_dim : static_cast<int>(head_dim() * rotary_fraction); }
 
 int TransformerConfig::window_of(int i) const {
   if (sliding_window == 0) return 0;
@@ -169,6 +169,20 @@ MoeConfig parse_moe(const json& doc, const TransformerConfig& t, const std::stri
     moe.swiglu_alpha = clamped.value("alpha", moe.swiglu_alpha);
     moe.swiglu_limit = clamped.at("limit");
   }
+  moe.sigmoid_scores = doc.value("scoring", std::string("softmax")) == "sigmoid";
+  moe.selection_bias = doc.value("selection_bias", moe.selection_bias);
+  moe.groups = doc.value("groups", moe.groups);
+  moe.groups_per_token = doc.value("groups_per_token", moe.groups);
+  moe.routed_scale = doc.value("routed_scale", moe.routed_scale);
+  require(moe.experts % moe.groups == 0, label, "/moe/groups",
+          std::to_string(moe.groups) + " groups do not divide " + std::to_string(moe.experts) + " experts");
+  require(moe.groups == 1 || moe.experts / moe.groups >= 2, label, "/moe/groups",
+          "a group is ranked by its two best experts: at least 2 a group");
+  require(moe.groups_per_token <= moe.groups, label, "/moe/groups_per_token",
+          std::to_string(moe.groups_per_token) + " groups a token, of the " + std::to_string(moe.groups) + " there are");
+  require(moe.experts_per_token <= moe.groups_per_token * (moe.experts / moe.groups), label, "/moe/experts_per_token",
+          std::to_string(moe.experts_per_token) + " experts a token, of the " +
+              std::to_string(moe.groups_per_token * (moe.experts / moe.groups)) + " in its groups");
   require(moe.routing_unit == 0 || moe.busiest_share, label, "/moe/routing_unit",
           "shares out forced routings: give busiest_share");
   require(moe.experts_per_token <= moe.experts, label, "/moe/experts_per_token",
@@ -178,14 +192,39 @@ MoeConfig parse_moe(const json& doc, const TransformerConfig& t, const std::stri
   return moe;
 }
 
+LatentAttentionConfig parse_latent_attention(const json& doc, const TransformerConfig& t, Family family,
+                                             const std::string& label) {
+  const json& given = doc.at("latent_attention");
+  LatentAttentionConfig latent;
+  latent.q_rank = given.value("q_rank", 0);
+  latent.kv_rank = given.at("kv_rank");
+  latent.nope_dim = given.at("nope_dim");
+  latent.rope_dim = given.at("rope_dim");
+  latent.value_dim = given.at("value_dim");
+  const std::string where = "/latent_attention";
+  require(family == Family::gpt && t.rotary(), label, where, "a gpt network's, with \"positions\": \"rotary\"");
+  require(latent.rope_dim % 2 == 0, label, where + "/rope_dim", "rotary embeddings rotate an even number of dimensions");
+  for (const char* key : {"head_dim", "rotary_fraction", "fused_qkv", "qk_norm", "qkv_bias"}) {
+    require(!doc.contains(key), label, std::string("/") + key, "not an option of latent attention (its heads are its own)");
+  }
+  require(t.kv_heads == t.heads, label, "/kv_heads", "latent attention makes k and v for every head");
+  return latent;
+}
+
+// PEFT's q and v where the config names no targets: a latent attention's
+// up projections (q's whole where it has no latent), or one q/k/v projection.
+std::vector<std::string> default_lora_targets(const TransformerConfig& t) {
+  if (t.latent) return {t.latent->q_rank > 0 ? "q_b" : "q", "kv_b"};
+  return t.fused_qkv ? std::vector<std::string>{"qkv"} : std::vector<std::string>{"q", "v"};
+}
+
 LoraConfig parse_lora(const json& doc, const TransformerConfig& t, const std::string& label) {
   LoraConfig lora;
   lora.rank = doc.at("rank");
   lora.alpha = doc.value("alpha", lora.alpha);
   lora.dropout = doc.value("dropout", lora.dropout);
   lora.base_weights = parse_weight_format(doc.value("base_weights", std::string("fp32")), label + ": /lora/base_weights");
-  lora.targets = doc.contains("targets") ? doc.at("targets").get<std::vector<std::string>>()
-                                         : (t.fused_qkv ? std::vector<std::string>{"qkv"} : std::vector<std::string>{"q", "v"});
+  lora.targets = doc.contains("targets") ? doc.at("targets").get<std::vector<std::string>>() : default_lora_targets(t);
   const std::vector<std::string> roles = projection_roles(t);
   std::string known;
   for (const auto& role : roles) known += (known.empty() ? "" : ", ") + role;
@@ -263,7 +302,11 @@ TransformerConfig parse_transformer(const json& doc, Family family, const std::s
   t.token_types = doc.value("token_types", t.token_types);
   t.pooler = doc.value("pooler", t.pooler);
   t.head_width = doc.value("head_dim", t.head_width);
-  require(t.head_width > 0 || t.d_model % t.heads == 0, label, "/heads",
+  if (doc.contains("latent_attention")) {
+    t.latent = parse_latent_attention(doc, t, family, label);
+    t.fused_qkv = t.qkv_bias = false;  // its projections have neither
+  }
+  require(t.head_width > 0 || t.latent || t.d_model % t.heads == 0, label, "/heads",
           std::to_string(t.heads) + " heads do not divide d_model " + std::to_string(t.d_model) + " (give head_dim)");
   require(t.heads % t.kv_heads == 0, label, "/kv_heads",
           std::to_string(t.kv_heads) + " k/v heads do not divide " + std::to_string(t.heads) + " heads");
@@ -381,7 +424,9 @@ json with_seq_len(json doc, int seq_len, const std::string& label) {
 }  // namespace
 
 std::vector<std::string> projection_roles(const TransformerConfig& t) {
-  std::vector<std::string> roles = t.fused_qkv ? std::vector<std::string>{"qkv"} : std::vector<std::string>{"q", "k", "v"};
+  std::vector<std::string> roles = t.latent      ? latent_roles(*t.latent)
+                                   : t.fused_qkv ? std::vector<std::string>{"qkv"}
+                                                 : std::vector<std::string>{"q", "k", "v"};
   roles.push_back("o");
   for (const char* role : !t.gated()        ? std::vector<const char*>{"fc1", "fc2"}
                           : t.fused_gate_up ? std::vector<const char*>{"gate_up", "down"}
@@ -391,9 +436,23 @@ std::vector<std::string> projection_roles(const TransformerConfig& t) {
   return roles;
 }
 
+std::vector<std::string> latent_roles(const LatentAttentionConfig& latent) {
+  return latent.q_rank > 0 ? std::vector<std::string>{"q_a", "q_b", "kv_a", "kv_b"}
+                           : std::vector<std::string>{"q", "kv_a", "kv_b"};
+}
+
 std::pair<int64_t, int64_t> projection_shape(const TransformerConfig& t, const std::string& role) {
   const int64_t d = t.d_model, h = t.mlp_hidden(), kv = static_cast<int64_t>(t.kv_heads) * t.head_dim();
   const int64_t q = t.attention_width();
+  if (t.latent) {
+    const LatentAttentionConfig& l = *t.latent;
+    const int64_t heads = t.heads, q_heads = heads * t.head_dim();
+    if (role == "q") return {d, q_heads};
+    if (role == "q_a") return {d, l.q_rank};
+    if (role == "q_b") return {l.q_rank, q_heads};
+    if (role == "kv_a") return {d, l.kv_rank + l.rope_dim};
+    if (role == "kv_b") return {l.kv_rank, heads * (l.nope_dim + l.value_dim)};
+  }
   if (role == "q") return {d, q};
   if (role == "o") return {q, d};
   if (role == "k" || role == "v") return {d, kv};
@@ -520,22 +579,26 @@ NetworkConfig with_freeze(const NetworkConfig& config, const std::vector<std::st
   return reparsed(config, doc, origin(config));
 }
 
-std::vector<int> window_kinds(const TransformerConfig& t) {
-  std::vector<int> windows, kinds;
+std::vector<int> block_kinds(const TransformerConfig& t) {
+  std::vector<std::pair<int, bool>> seen_kinds;  // (window, a mixture), as first seen
+  std::vector<int> kinds;
   for (int i = 0; i < t.layers; ++i) {
-    const auto seen = std::find(windows.begin(), windows.end(), t.window_of(i));
-    kinds.push_back(static_cast<int>(seen - windows.begin()));
-    if (seen == windows.end()) windows.push_back(t.window_of(i));
+    const std::pair<int, bool> kind{t.window_of(i), t.is_moe_block(i)};
+    const auto seen = std::find(seen_kinds.begin(), seen_kinds.end(), kind);
+    kinds.push_back(static_cast<int>(seen - seen_kinds.begin()));
+    if (seen == seen_kinds.end()) seen_kinds.push_back(kind);
   }
   return kinds;
 }
 
-int blocks_with_every_window(const TransformerConfig& t) {
-  const std::vector<int> kinds = window_kinds(t);
+int blocks_with_every_kind(const TransformerConfig& t) {
+  const std::vector<int> kinds = block_kinds(t);
   if (kinds.empty()) return 0;
   const int last_new =
       static_cast<int>(std::find(kinds.begin(), kinds.end(), *std::max_element(kinds.begin(), kinds.end())) - kinds.begin());
-  return std::min(t.layers, std::max(2, last_new + 1));
+  int blocks = std::max(2, last_new + 1);
+  while (blocks < t.layers && t.is_moe_block(blocks - 2) != t.is_moe_block(blocks - 1)) ++blocks;
+  return std::min(t.layers, blocks);
 }
 
 NetworkConfig with_blocks(const NetworkConfig& config, int blocks) {

@@ -65,6 +65,30 @@ struct MoeConfig {
   // place of silu(gate)·up (limit 0: the plain one).
   bool router_bias = false, expert_bias = false;
   double swiglu_alpha = 1.702, swiglu_limit = 0;
+  // DeepSeek-V3's routing: each expert's score a sigmoid of its logit (not
+  // a softmax over them); experts chosen by score plus a selection bias (a
+  // buffer a rule outside the gradient adjusts; zero here) within the
+  // `groups_per_token` best of `groups` groups (a group ranked by its two
+  // best scores); the chosen's scores, renormalized where normalize_top_k,
+  // times `routed_scale` weigh their outputs.
+  bool sigmoid_scores = false;
+  bool selection_bias = false;
+  int groups = 1, groups_per_token = 1;
+  double routed_scale = 1;
+};
+
+// Multi-head latent attention (DeepSeek-V2/V3): q projected down to
+// `q_rank` (0: projected whole, no latent), normalized and up to every
+// head's nope_dim + rope_dim; k and v from one latent of `kv_rank`,
+// normalized and projected up to each head's nope_dim key part and its
+// value_dim value, beside a rope_dim key part projected once for all heads
+// and rotated; the nope parts are not rotated.
+struct LatentAttentionConfig {
+  int q_rank = 0;
+  int kv_rank = 0;
+  int nope_dim = 0;
+  int rope_dim = 0;
+  int value_dim = 0;
 };
 
 enum class QkNorm { none, projection, head };
@@ -133,12 +157,14 @@ struct TransformerConfig {
   // whole output (OLMoE), or over each head with one weight of head_dim()
   // (Qwen3, Gemma 3).
   QkNorm qk_norm = QkNorm::none;
+  std::optional<LatentAttentionConfig> latent;  // multi-head latent attention in place of q, k and v projections
 
   int mlp_hidden() const;
-  int head_dim() const { return head_width > 0 ? head_width : d_model / heads; }
-  // The width of attention's output: every q head's dimensions (d_model
-  // unless the config gives a head width).
-  int64_t attention_width() const { return static_cast<int64_t>(heads) * head_dim(); }
+  // q's and k's dimensions a head (a latent attention's nope and rope parts).
+  int head_dim() const { return latent ? latent->nope_dim + latent->rope_dim : head_width > 0 ? head_width : d_model / heads; }
+  // The width of attention's output: every head's value dimensions (d_model
+  // unless the config gives a head width or a latent attention's).
+  int64_t attention_width() const { return static_cast<int64_t>(heads) * (latent ? latent->value_dim : head_dim()); }
   bool rotary() const { return positions == "rotary"; }
   // A gated MLP (SwiGLU, GeGLU): fc2(act(gate x) * up x).
   bool gated() const { return activation == "swiglu" || activation == "geglu"; }
@@ -148,7 +174,8 @@ struct TransformerConfig {
   RopeScaling rope_scaling_of(int i) const { return local_rotary(i) ? RopeScaling{} : rope_scaling; }
   bool local_rotary(int i) const { return window_rotary_base > 0 && window_of(i) > 0; }
   bool fused_attention() const { return attention == "fused"; }
-  // The leading dimensions of each head that rotary embeddings rotate.
+  // The leading dimensions of each head that rotary embeddings rotate (a
+  // latent attention's rope part).
   int rotary_dims() const;
   // Whether block `i` is a mixture of experts.
   bool is_moe_block(int i) const;
@@ -156,9 +183,13 @@ struct TransformerConfig {
   int window_of(int i) const;
 };
 
-// The roles of a block's projections: q, k, v (or qkv), o, then gate, up,
-// down (SwiGLU; gate_up, down where joined) or fc1, fc2.
+// The roles of a block's projections: q, k, v (or qkv; a latent
+// attention's latent_roles), o, then gate, up, down (SwiGLU; gate_up, down
+// where joined) or fc1, fc2.
 std::vector<std::string> projection_roles(const TransformerConfig& t);
+// A latent attention's projections before o: q_a, q_b (q where q has no
+// latent), kv_a, kv_b.
+std::vector<std::string> latent_roles(const LatentAttentionConfig& latent);
 // A projection's inputs and outputs by its role.
 std::pair<int64_t, int64_t> projection_shape(const TransformerConfig& t, const std::string& role);
 
@@ -258,18 +289,22 @@ NetworkConfig with_expert_routing(const NetworkConfig& config, double busiest_sh
 // --profile-blocks for another family or a count outside 2..layers.
 NetworkConfig with_blocks(const NetworkConfig& config, int blocks);
 
-// The blocks of a transformer numbered by their attention's window, in the
-// order the windows first appear (Gemma 3's five local blocks, then a
-// global one: 0 0 0 0 0 1 0 ...): blocks of one number compute alike, so a
-// model of some of them prices the others as the last profiled of theirs
+// The blocks of a transformer numbered by their kind, in the order the
+// kinds first appear: blocks of one attention window and either an MLP or
+// a mixture of experts are of one kind (Gemma 3's five local blocks, then a
+// global one: 0 0 0 0 0 1 0 ...; DeepSeek-V3's three dense blocks, then
+// mixtures: 0 0 0 1 1 ...). Blocks of one number compute alike, so a model
+// of some of them prices the others as the last profiled of theirs
 // (model/fit/block_scaling.h).
-std::vector<int> window_kinds(const TransformerConfig& t);
+std::vector<int> block_kinds(const TransformerConfig& t);
 
-// The fewest first blocks, 2 at least, among which every window of the
-// network's blocks appears: what a profile of some blocks measures so that
-// every block is modelled from one alike (Gemma 3's: 6; GPT-OSS's, whose
-// windowed and full blocks alternate: 2).
-int blocks_with_every_window(const TransformerConfig& t);
+// The fewest first blocks, 2 at least, among which every kind of the
+// network's blocks appears and whose last two hold the same layers (both
+// MLPs or both mixtures: their difference is what one more block holds):
+// what a profile of some blocks measures so that every block is modelled
+// from one alike (Gemma 3's: 6; GPT-OSS's, whose windowed and full blocks
+// alternate: 2; DeepSeek-V3's: 5).
+int blocks_with_every_kind(const TransformerConfig& t);
 
 // Parses and validates a config document, a papaya one or a HuggingFace
 // config.json (model/catalog/hf_config.h; named after `label`'s file name); `label`

@@ -27,7 +27,12 @@ int shape_parts_limit(const NetworkConfig& config, ShapeCut cut) {
   const TransformerConfig& t = config.transformer();
   int divisible = t.head_dim();
   // A width the config gives apart from its heads' is cut apart.
-  if (t.head_width > 0) divisible = std::gcd(divisible, t.d_model);
+  if (t.head_width > 0 || t.latent) divisible = std::gcd(divisible, t.d_model);
+  if (t.latent) {
+    for (int width : {t.latent->nope_dim, t.latent->value_dim, t.latent->kv_rank, t.latent->q_rank}) {
+      divisible = std::gcd(divisible, width);  // gcd(x, 0) = x: no q latent cuts nothing
+    }
+  }
   if (cut == ShapeCut::tokens_and_widths) divisible = std::gcd(divisible, t.seq_len);
   // Two dimensions a head at least: rotary positions rotate pairs, and a
   // head of one dimension takes other kernels (its tensors saved otherwise).
@@ -77,7 +82,13 @@ NetworkConfig at_shape_fraction(const NetworkConfig& config, int k, int parts, S
   }
   // The position table keeps its rows (a learned one names them where the config did not).
   if (text(config) && !t.rotary() && !doc.contains("max_positions")) doc["max_positions"] = t.max_positions;
-  if (t.head_width > 0) {
+  if (t.latent) {
+    doc["d_model"] = fraction_of(t.d_model, k, parts);
+    nlohmann::json& latent = doc["latent_attention"];
+    for (const char* key : {"q_rank", "kv_rank", "nope_dim", "rope_dim", "value_dim"}) {
+      if (latent.contains(key)) latent[key] = fraction_of(latent.at(key).get<int64_t>(), k, parts);
+    }
+  } else if (t.head_width > 0) {
     doc["head_dim"] = fraction_of(t.head_width, k, parts);
     doc["d_model"] = fraction_of(t.d_model, k, parts);
   } else {

@@ -98,13 +98,18 @@ LayerModel scale_blocks(const LayerModel& profiled, int blocks, double static_by
     first = std::min(first, j);
     last = j;
   }
-  const size_t per_block = of_block[0].size();
+  // Each block a run after the one before; the last two alike (blocks of
+  // another kind before them may hold other layers: DeepSeek-V3's dense
+  // blocks before its mixtures).
+  const size_t per_block = of_block[static_cast<size_t>(k - 1)].size();
+  size_t next = first;
   for (int b = 0; b < k; ++b) {
     const auto& js = of_block[static_cast<size_t>(b)];
-    if (js.size() != per_block || js.front() != first + static_cast<size_t>(b) * per_block ||
-        js.back() + 1 != js.front() + per_block) {
-      throw InputError(label + ": the blocks' layers are not " + std::to_string(k) + " equal runs one after another");
+    if (js.empty() || js.front() != next || js.back() + 1 != js.front() + js.size() || (b >= k - 2 && js.size() != per_block)) {
+      throw InputError(label + ": the blocks' layers are not " + std::to_string(k) +
+                       " runs one after another, the last two alike");
     }
+    next = js.back() + 1;
   }
   if (!kinds.empty() && kinds.size() != static_cast<size_t>(blocks)) {
     throw InputError(label + ": " + std::to_string(kinds.size()) + " kinds of block for " + std::to_string(blocks) + " blocks");
@@ -118,9 +123,15 @@ LayerModel scale_blocks(const LayerModel& profiled, int blocks, double static_by
     return -1;
   };
   for (int b = k; b < blocks; ++b) {
-    if (alike(b, k - 1) < 0) {
-      throw InputError(label + ": block " + std::to_string(b) + " is of a kind (its attention's window) that none of the " +
-                       std::to_string(k) + " profiled blocks is");
+    const int like = alike(b, k - 1);
+    if (like < 0) {
+      throw InputError(label + ": block " + std::to_string(b) +
+                       " is of a kind (its attention's window, an MLP or a mixture) that none of the " + std::to_string(k) +
+                       " profiled blocks is");
+    }
+    if (of_block[static_cast<size_t>(like)].size() != per_block) {
+      throw InputError(label + ": block " + std::to_string(b) + " holds other layers than the last profiled block (block " +
+                       std::to_string(like) + "'s kind), which the blocks past it copy: profile the whole network");
     }
   }
   const auto& last_block = of_block[static_cast<size_t>(k - 1)];

@@ -438,7 +438,7 @@ ProfileFit fit_profile(const Profile& p, const std::string& label) {
     const NetworkConfig whole = parse_network_config(p.network_config, label + ": network_config");
     const int blocks = whole.transformer().layers;
     const double ratio = static_state_bytes(whole) / static_state_bytes(with_blocks(whole, p.profiled_blocks));
-    out.model = scale_blocks(out.model, blocks, out.model.static_bytes * ratio, window_kinds(whole.transformer()), label);
+    out.model = scale_blocks(out.model, blocks, out.model.static_bytes * ratio, block_kinds(whole.transformer()), label);
     // The blocks past the profiled ones copy the last: each is frozen as the
     // whole network's config says (--freeze may name blocks).
     std::map<std::string, bool> trained;

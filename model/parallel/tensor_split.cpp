@@ -16,7 +16,7 @@ namespace {
 enum class Split { column, row, replicated };
 
 Split split_of(const std::string& name) {
-  static const std::set<std::string> column{"qkv", "q", "k", "v", "fc1", "up"};
+  static const std::set<std::string> column{"qkv", "q", "k", "v", "q_b", "kv_b", "fc1", "up"};
   if (column.count(name)) return Split::column;
   if (row_parallel(name)) return Split::row;
   return Split::replicated;  // a router, a shared expert's gate, a classifier

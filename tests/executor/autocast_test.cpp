@@ -156,7 +156,12 @@ testing::Step step_in(const model::NetworkConfig& config, const PlanOrName& plan
 // all-bf16's are. bf16 arithmetic differs between CPUs, so the bound is
 // what bf16 does on this one.
 TEST_P(AutocastNetwork, GradientsAreFp32AndNoFurtherOffThanAllBf16) {
-  const auto config = testing::tiny_config(GetParam());
+  auto config = testing::tiny_config(GetParam());
+  // A mixture's experts forced, balanced: a token routed elsewhere by a
+  // rounding would swamp the errors compared.
+  if (const auto* t = std::get_if<model::TransformerConfig>(&config.body); t && t->moe) {
+    config = model::with_expert_routing(config, 1.0 / t->moe->experts);
+  }
   const auto exact = step_in(config, "keep", {});
   const auto amp = step_in(config, "keep", amp_bf16);
   const auto bf16 = step_in(config, "keep", {torch::kBFloat16});
@@ -183,7 +188,7 @@ TEST_P(AutocastNetwork, PlansUnderAutocastGiveItsGradients) {
 
 INSTANTIATE_TEST_SUITE_P(Zoo, AutocastNetwork,
                          ::testing::Values("gpt-tiny", "llama-tiny", "qwen3-tiny", "phi3-tiny", "gemma2-tiny", "gemma3-tiny",
-                                           "bert-hf-tiny", "vit-tiny", "resnet-tiny", "mlp-tiny"),
+                                           "deepseek-v3-tiny", "bert-hf-tiny", "vit-tiny", "resnet-tiny", "mlp-tiny"),
                          [](const auto& info) {
                            std::string name = info.param;
                            for (char& c : name) c = c == '-' ? '_' : c;

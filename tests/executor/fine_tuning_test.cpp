@@ -52,8 +52,8 @@ TEST_P(LayerParametersOf, AreTheExecutorsLayerByLayer) {
 INSTANTIATE_TEST_SUITE_P(
     EveryFamily, LayerParametersOf,
     ::testing::Values(
-        "gpt-tiny", "llama-tiny", "llama-tiny-lora", "mixtral-tiny", "qwen-moe-tiny", "olmoe-tiny", "bert-tiny", "vit-tiny",
-        "resnet-tiny", "mlp-tiny",
+        "gpt-tiny", "llama-tiny", "llama-tiny-lora", "mixtral-tiny", "qwen-moe-tiny", "olmoe-tiny", "deepseek-v3-tiny",
+        "bert-tiny", "vit-tiny", "resnet-tiny", "mlp-tiny",
         R"({"name": "untied", "family": "gpt", "layers": 2, "d_model": 16, "heads": 4, "kv_heads": 2, "seq_len": 8, "vocab": 20,
             "activation": "swiglu", "norm": "rmsnorm", "positions": "rotary", "tied_head": false, "fused_qkv": false,
             "lora": {"rank": 2, "targets": ["k", "o", "up"], "base_weights": "nf4"}, "freeze": ["tok_emb"]})",
@@ -61,6 +61,10 @@ INSTANTIATE_TEST_SUITE_P(
             "vocab": 20, "activation": "swiglu", "norm": "rmsnorm", "positions": "rotary", "fused_qkv": false,
             "moe": {"experts": 3, "experts_per_token": 2, "expert_hidden": 24, "shared_hidden": 8, "shared_gate": true},
             "lora": {"rank": 2, "targets": ["q", "v", "gate", "down"], "base_weights": "nf4"}})",
+        R"({"name": "qlora-latent", "family": "gpt", "layers": 2, "d_model": 16, "heads": 2, "seq_len": 8, "vocab": 20,
+            "activation": "swiglu", "norm": "rmsnorm", "positions": "rotary", "tied_head": false,
+            "latent_attention": {"kv_rank": 8, "nope_dim": 4, "rope_dim": 4, "value_dim": 6},
+            "lora": {"rank": 2, "targets": ["q", "kv_b", "o"], "base_weights": "nf4"}})",
         R"({"name": "bert", "family": "bert", "layers": 2, "d_model": 16, "heads": 2, "seq_len": 8, "vocab": 20,
             "classes": 3, "token_types": 2, "pooler": true, "freeze": ["blocks.[0-0].*", "emb_norm"]})",
         R"({"name": "bottleneck", "family": "resnet", "block": "bottleneck", "stages": [1, 2], "width": 4, "image_size": 16,

@@ -209,6 +209,24 @@ TEST(FusedAttention, WithSinksEqualsTheReference) {
   }
 }
 
+// Values narrower than q and k (latent attention's: 128 against 192 in
+// DeepSeek-V3): the output and v's gradient at v's width, as exact as the
+// materialized layers.
+TEST(FusedAttention, WithValuesOfAnotherWidthEqualsTheReference) {
+  constexpr int64_t value_dim = 5;
+  for (const torch::ScalarType dtype : {torch::kFloat, torch::kBFloat16}) {
+    Inputs in = inputs(dtype);
+    in.v = torch::randn({batch, kv_heads, tokens, value_dim}).to(dtype);
+    in.g = torch::randn({batch, heads, tokens, value_dim}).to(dtype);
+    for (const bool causal : {true, false}) {
+      const Result got = fused(in.q, in.k, in.v, in.g, causal);
+      EXPECT_EQ(got.out.sizes(), (std::vector<int64_t>{batch, heads, tokens, value_dim}));
+      const Result exact = reference(in.q, in.k, in.v, in.g, causal);
+      expect_as_exact(got, exact, materialized(in.q, in.k, in.v, in.g, causal), exact, causal ? "causal" : "not causal");
+    }
+  }
+}
+
 TEST(FusedAttention, ItsOutputIsTokenMajorAsFlashAttentionLaysItOut) {
   const Inputs in = inputs(torch::kFloat);
   FusedAttention layer(head_dim, true, 0);

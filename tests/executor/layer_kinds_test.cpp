@@ -36,6 +36,7 @@ TEST(LayerKinds, EveryLayerSavesWhatItsKindSays) {
       std::make_shared<Activation>("silu"),
       std::make_shared<Activation>("relu"),
       std::make_shared<Activation>("tanh"),
+      std::make_shared<Activation>("sigmoid"),
       std::make_shared<TokenTypeEmbedding>(2, 4),
       std::make_shared<Dropout>(0.1),
       std::make_shared<Mul>(),

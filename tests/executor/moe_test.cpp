@@ -1,9 +1,11 @@
 // A mixture of experts (executor/networks/moe.h) against a dense reference
 // written here: every expert on every token, weighted by a routing matrix
-// that is zero but for each token's chosen experts, and the balancing loss
-// as HuggingFace writes it added to the loss.
+// that is zero but for each token's chosen experts (DeepSeek-V3's chosen
+// token by token within their groups), and the balancing loss as
+// HuggingFace writes it added to the loss.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -26,12 +28,45 @@ struct Dense {
   torch::Tensor out, balancing;
 };
 
+// DeepSeek-V3's choice, token by token: each group of experts ranked by
+// the sum of its two best scores, the best groups_per_token kept, the
+// experts_per_token best scores within them chosen.
+torch::Tensor chosen_in_groups(const torch::Tensor& scores, const model::MoeConfig& moe) {
+  const int64_t n = scores.size(0), size = moe.experts / moe.groups;
+  const auto score = scores.accessor<float, 2>();
+  std::vector<int64_t> chosen;
+  for (int64_t i = 0; i < n; ++i) {
+    std::vector<std::pair<float, int64_t>> groups;
+    for (int64_t g = 0; g < moe.groups; ++g) {
+      std::vector<float> in_group;
+      for (int64_t e = g * size; e < (g + 1) * size; ++e) in_group.push_back(score[i][e]);
+      std::sort(in_group.rbegin(), in_group.rend());
+      groups.push_back({in_group[0] + in_group[1], g});
+    }
+    std::sort(groups.rbegin(), groups.rend());
+    std::vector<std::pair<float, int64_t>> candidates;
+    for (int64_t kept = 0; kept < moe.groups_per_token; ++kept) {
+      for (int64_t e = groups[kept].second * size; e < (groups[kept].second + 1) * size; ++e)
+        candidates.push_back({score[i][e], e});
+    }
+    std::sort(candidates.rbegin(), candidates.rend());
+    for (int k = 0; k < moe.experts_per_token; ++k) chosen.push_back(candidates[k].second);
+  }
+  return torch::tensor(chosen, torch::kLong).view({n, moe.experts_per_token});
+}
+
 Dense dense(const MixtureOfExperts& m, const model::MoeConfig& moe, const torch::Tensor& x) {
   const torch::Tensor t = x.reshape({-1, x.size(-1)});
   const int64_t n = t.size(0);
-  const torch::Tensor p = torch::softmax(torch::linear(t, m.router->weight), -1);
-  auto [top, chosen] = p.topk(moe.experts_per_token, -1);
-  const torch::Tensor routing = torch::zeros_like(p).scatter(1, chosen, moe.normalize_top_k ? top / top.sum(-1, true) : top);
+  const torch::Tensor logits = torch::linear(t, m.router->weight);
+  const torch::Tensor p = moe.sigmoid_scores ? torch::sigmoid(logits) : torch::softmax(logits, -1);
+  const torch::Tensor chosen =
+      moe.groups > 1 || moe.selection_bias
+          ? chosen_in_groups(m.selection_bias.defined() ? p.detach() + m.selection_bias : p.detach(), moe)
+          : std::get<1>(p.topk(moe.experts_per_token, -1));
+  torch::Tensor top = p.gather(1, chosen);
+  if (moe.normalize_top_k) top = top / top.sum(-1, true);
+  const torch::Tensor routing = torch::zeros_like(p).scatter(1, chosen, top * moe.routed_scale);
   torch::Tensor out = torch::zeros_like(t);
   for (int e = 0; e < moe.experts; ++e)
     out = out + swiglu(*m.experts->ptr(e)->as<FeedForward>(), t) * routing.select(1, e).unsqueeze(1);
@@ -66,10 +101,13 @@ TEST_P(Mixture, IsTheDenseReferenceWithItsBalancingLoss) {
   for (int i = 0; i < config.transformer().layers; ++i) blocks += config.transformer().is_moe_block(i) ? 1 : 0;
   const auto network = build_network(config);
   MixtureOfExperts& m = mixture_of(*network, "blocks." + std::to_string(config.transformer().layers - 1));
+  if (m.selection_bias.defined()) m.selection_bias.copy_(torch::randn_like(m.selection_bias) * 0.3);  // it sways the choice
   std::vector<torch::Tensor> of;
   const torch::Tensor x = torch::randn({3, 7, config.transformer().d_model}).requires_grad_();
   of.push_back(x);
-  for (const auto& p : m.parameters()) of.push_back(p);
+  for (const auto& p : m.parameters()) {
+    if (p.requires_grad()) of.push_back(p);  // not the selection bias
+  }
 
   const torch::Tensor r = torch::randn({3, 7, config.transformer().d_model});
   const torch::Tensor out = m.forward(x);
@@ -88,7 +126,9 @@ TEST_P(Mixture, IsTheDenseReferenceWithItsBalancingLoss) {
 // alone, and the network's loss scale multiplies it as it does the loss.
 TEST_P(Mixture, TheBalancingGradientIsScaledAsTheLoss) {
   torch::manual_seed(2);
-  const model::NetworkConfig config = model::load_network_config(GetParam());
+  nlohmann::json doc = model::load_network_config(GetParam()).document;
+  if (doc.at("moe").value("aux_loss", 0.01) == 0) doc["moe"]["aux_loss"] = 0.01;  // one to scale
+  const model::NetworkConfig config = model::parse_network_config(doc, GetParam());
   const auto network = build_network(config);
   MixtureOfExperts& m = mixture_of(*network, "blocks." + std::to_string(config.transformer().layers - 1));
   const torch::Tensor x = torch::randn({2, 5, config.transformer().d_model});
@@ -148,11 +188,12 @@ TEST_P(Mixture, ForcedRoutingGivesEachExpertItsShare) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Tiny, Mixture, ::testing::Values("mixtral-tiny", "qwen-moe-tiny", "olmoe-tiny"), [](const auto& info) {
-  std::string name = info.param;
-  std::replace(name.begin(), name.end(), '-', '_');
-  return name;
-});
+INSTANTIATE_TEST_SUITE_P(Tiny, Mixture, ::testing::Values("mixtral-tiny", "qwen-moe-tiny", "olmoe-tiny", "deepseek-v3-tiny"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
 
 }  // namespace
 }  // namespace papaya::executor

@@ -136,7 +136,8 @@ TEST_P(EveryNetwork, StoredBytesAreTheModelsDeviceBytes) {
 INSTANTIATE_TEST_SUITE_P(Zoo, EveryNetwork,
                          ::testing::Values("gpt-tiny", "llama-tiny", "llama-tiny-lora", "mixtral-tiny", "qwen-moe-tiny",
                                            "olmoe-tiny", "qwen3-tiny", "phi3-tiny", "gemma2-tiny", "gemma3-tiny", "gpt-oss-tiny",
-                                           "bert-tiny", "bert-hf-tiny", "vit-tiny", "resnet-tiny", "mlp-tiny"),
+                                           "deepseek-v3-tiny", "bert-tiny", "bert-hf-tiny", "vit-tiny", "resnet-tiny",
+                                           "mlp-tiny"),
                          [](const auto& info) {
                            std::string name = info.param;
                            std::replace(name.begin(), name.end(), '-', '_');

@@ -167,9 +167,10 @@ TEST(ActivationMemory, RecomputingASegmentPeaksNoHigherThanKeepPlusItsOutputsGra
 // mean loss of the last 20 is below that of the first 20 (heads wider than
 // the stream's share and normalized per head; gate and up one projection;
 // Gemma's branch norms, GeGLU, scaled embeddings and local windows; Gemma
-// 2's soft-capped scores and logits).
+// 2's soft-capped scores and logits; DeepSeek-V3's latent attention and
+// grouped sigmoid routing).
 TEST(NewShapes, LossFallsOver200Steps) {
-  for (const char* name : {"qwen3-tiny", "phi3-tiny", "gemma2-tiny", "gemma3-tiny", "gpt-oss-tiny"}) {
+  for (const char* name : {"qwen3-tiny", "phi3-tiny", "gemma2-tiny", "gemma3-tiny", "gpt-oss-tiny", "deepseek-v3-tiny"}) {
     const TrainReport r = train_with(testing::tiny_config(name), "keep", 200, 16, 1e-3, 0);
     ASSERT_EQ(r.losses.size(), 200u) << name;
     const auto mean = [&](size_t first) {

@@ -31,7 +31,7 @@ TEST(LayerKind, NamesRoundTrip) {
     names.insert(to_string(kind));
   }
   EXPECT_EQ(names.size(), layer_kinds().size());
-  EXPECT_EQ(layer_kinds().size(), 25u);
+  EXPECT_EQ(layer_kinds().size(), 26u);
   EXPECT_EQ(error_of([] { layer_kind_from_string("rope", "net.json: /layers/3/kind"); }),
             "net.json: /layers/3/kind: unknown layer kind 'rope'");
 }

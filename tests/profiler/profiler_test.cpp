@@ -582,8 +582,8 @@ TEST(MedianRun, TakesMediansOverEveryStepAndTheLargestBytes) {
 
 INSTANTIATE_TEST_SUITE_P(Cpu, TinyProfile,
                          ::testing::Values("gpt-tiny", "llama-tiny", "llama-tiny-lora", "mixtral-tiny", "olmoe-tiny",
-                                           "qwen3-tiny", "phi3-tiny", "gemma2-tiny", "gemma3-tiny", "gpt-oss-tiny", "vit-tiny",
-                                           "resnet-tiny", "mlp-tiny"),
+                                           "qwen3-tiny", "phi3-tiny", "gemma2-tiny", "gemma3-tiny", "gpt-oss-tiny",
+                                           "deepseek-v3-tiny", "vit-tiny", "resnet-tiny", "mlp-tiny"),
                          [](const auto& info) {
                            std::string name = info.param;
                            for (char& c : name) c = c == '-' ? '_' : c;

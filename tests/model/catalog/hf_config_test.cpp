@@ -143,6 +143,7 @@ TEST(HfConfig, WhatPapayaCannotBuildIsRefusedNamingTheField) {
   EXPECT_NE(error_of({{"model_type", "t5"}})
                 .find("config.json: /model_type: 't5' is not a supported model type (supported: gpt2, bert, roberta, vit, "
                       "llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, phi3, gemma2, gemma3, gemma3_text, gpt_oss, "
+                      "deepseek_v3, "
                       "olmoe, gpt_neox, opt)"),
             std::string::npos);
   EXPECT_NE(error_of({{"model_type", "gpt2"}, {"activation_function", "tanh"}}).find("/activation_function: 'tanh'"),
@@ -359,6 +360,61 @@ TEST(HfConfig, GptOssCountsHuggingFacesParameters) {
   big.erase("layer_types");  // as long as the blocks: HuggingFace's default alternation
   EXPECT_EQ(parameter_count(parse_network_config(big, "g.json")), 116829156672);
   EXPECT_EQ(parse_network_config(big, "g.json").transformer().window_of(34), 128);
+}
+
+// DeepseekV3ForCausalLM ("deepseek-ai/DeepSeek-V3", without the
+// multi-token-prediction layer HuggingFace does not load): its checkpoint's
+// 671,026,419,200 values, the 58 mixtures' 256 selection biases among them
+// (HuggingFace keeps them as buffers: its num_parameters() is 14,848
+// fewer; papaya as parameters it never trains). Latent
+// attention: q through a latent of 1536, k and v through one of 512 beside a
+// rotated key part of 64, heads of 128 + 64 q/k dimensions and 128 value
+// ones, scores scaled by 192^-1/2 times yarn's mscale (0.1 ln 40 + 1)
+// squared; three dense blocks, then 256 experts and a shared one.
+TEST(HfConfig, DeepSeekV3CountsHuggingFacesParameters) {
+  const NetworkConfig ds = shipped("deepseek-v3");
+  const int64_t d = 7168;
+  const int64_t attention = d * 1536 + 1536 + 1536 * 128 * 192 + d * 576 + 512 + 512 * 128 * 256 + 128 * 128 * d;
+  const int64_t expert = 3 * d * 2048, mixture = 257 * expert + d * 256;
+  const int64_t biases = 58 * 256;
+  EXPECT_EQ(parameter_count(ds), 61 * (attention + 2 * d) + 3 * (3 * d * 18432) + 58 * mixture + 2 * 129280 * d + d + biases);
+  EXPECT_EQ(parameter_count(ds), 671026419200);
+  EXPECT_EQ(parameter_count(ds) - biases, 671026404352);
+  EXPECT_EQ(trainable_parameter_count(ds), parameter_count(ds) - biases);
+  const TransformerConfig& t = ds.transformer();
+  ASSERT_TRUE(t.latent);
+  EXPECT_EQ(t.latent->q_rank, 1536);
+  EXPECT_EQ(t.latent->kv_rank, 512);
+  EXPECT_EQ(t.head_dim(), 192);
+  EXPECT_EQ(t.rotary_dims(), 64);
+  EXPECT_EQ(t.attention_width(), 128 * 128);
+  EXPECT_EQ(t.kv_heads, 128);
+  EXPECT_NEAR(t.attention_scale, std::pow(0.1 * std::log(40.0) + 1, 2) / std::sqrt(192.0), 1e-15);
+  EXPECT_DOUBLE_EQ(rotary_magnitude(t.rope_scaling), 1);  // mscale over mscale_all_dim
+  ASSERT_TRUE(t.moe);
+  for (int i = 0; i < 61; ++i) EXPECT_EQ(t.is_moe_block(i), i >= 3) << i;
+  EXPECT_TRUE(t.moe->sigmoid_scores && t.moe->selection_bias && t.moe->normalize_top_k);
+  EXPECT_EQ(t.moe->groups, 8);
+  EXPECT_EQ(t.moe->groups_per_token, 4);
+  EXPECT_DOUBLE_EQ(t.moe->routed_scale, 2.5);
+  EXPECT_EQ(t.moe->shared_hidden, 2048);
+  EXPECT_FALSE(t.moe->shared_gate);
+  EXPECT_EQ(t.moe->aux_loss, 0);
+  EXPECT_EQ(ds.precision, "amp-bf16");
+  // Without a q latent (q_lora_rank null), q is one projection to every head.
+  json whole_q = json::parse(std::ifstream(config_dir() + "/hf/deepseek-v3.json"));
+  whole_q["q_lora_rank"] = nullptr;
+  EXPECT_EQ(parameter_count(parse_network_config(whole_q, "d.json")),
+            parameter_count(ds) - 61 * (d * 1536 + 1536 + 1536 * 128 * 192 - d * 128 * 192));
+  for (const auto& [key, value] : {std::pair<const char*, json>{"scoring_func", "softmax"},
+                                   {"topk_method", "greedy"},
+                                   {"moe_layer_freq", 2},
+                                   {"attention_bias", true},
+                                   {"num_key_value_heads", 64}}) {
+    json changed = json::parse(std::ifstream(config_dir() + "/hf/deepseek-v3.json"));
+    changed[key] = value;
+    EXPECT_NE(error_of(changed).find(std::string("config.json: /") + key), std::string::npos) << key << ": " << error_of(changed);
+  }
 }
 
 // LlamaForCausalLM ("meta-llama/Llama-3.1-8B"): Llama 3's 8,030,261,248

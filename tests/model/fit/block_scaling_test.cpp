@@ -1,5 +1,5 @@
 // `profile --profile-blocks`: a transformer profiled with 2 of its 4 blocks
-// and scaled to 4 (model/fit/block_scaling.h) against the same network profiled
+// (3 where a dense block precedes its mixtures) and scaled to 4 (model/fit/block_scaling.h) against the same network profiled
 // whole. The blocks are the same code on the same machine, so every layer's
 // description (its FLOPs among them: a windowed block's attention sees fewer
 // keys) and memory figure, and every predicted peak, must come out as the
@@ -17,6 +17,7 @@
 #include "model/catalog/target.h"
 #include "model/error.h"
 #include "model/fit/fit_profile.h"
+#include "model/json_file.h"
 #include "model/plan.h"
 #include "model/plan_space/predict.h"
 #include "profiler/profiler.h"
@@ -33,16 +34,22 @@ void expect_same_bytes(double scaled, double whole, const std::string& what) {
 
 class ProfileBlocks : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(ProfileBlocks, TwoOfFourBlocksScaleToTheWholeNetworksLayersAndBytes) {
+TEST_P(ProfileBlocks, TheFewestBlocksOfEveryKindScaleToTheWholeNetworksLayersAndBytes) {
   nlohmann::json doc = model::load_network_config(GetParam()).document;
   doc["name"] = GetParam() + "-4-blocks";
   doc["layers"] = 4;
   // Windowed and global blocks alternating (Gemma 2's, GPT-OSS's): the third
   // block is modelled from the first, not from the last profiled.
   if (doc.contains("sliding_window")) doc["sliding_window"]["blocks"] = {0, 2};
+  // Experts' tokens as the modelling commands route them: balanced, so that
+  // every mixture holds what the others do.
+  if (doc.contains("moe")) doc["moe"]["busiest_share"] = 1.0 / doc["moe"]["experts"].get<double>();
   const std::string path = (std::filesystem::temp_directory_path() / ("papaya-test-" + GetParam() + "-4.json")).string();
   std::ofstream(path) << doc;
-  const model::LayerModel scaled = quick_fit(path, std::nullopt, 2);
+  // 2, but DeepSeek-V3's dense block and two mixtures: 3.
+  const int fewest = model::blocks_with_every_kind(model::load_network_config(path).transformer());
+  EXPECT_EQ(fewest, GetParam() == "deepseek-v3-tiny" ? 3 : 2);
+  const model::LayerModel scaled = quick_fit(path, std::nullopt, fewest);
   const model::LayerModel whole = quick_fit(path, std::nullopt, 0);
   std::filesystem::remove(path);
 
@@ -75,7 +82,8 @@ TEST_P(ProfileBlocks, TwoOfFourBlocksScaleToTheWholeNetworksLayersAndBytes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cpu, ProfileBlocks,
-                         ::testing::Values("gpt-tiny", "llama-tiny", "bert-hf-tiny", "vit-tiny", "gemma2-tiny", "gemma3-tiny"),
+                         ::testing::Values("gpt-tiny", "llama-tiny", "bert-hf-tiny", "vit-tiny", "gemma2-tiny", "gemma3-tiny",
+                                           "deepseek-v3-tiny"),
                          [](const auto& info) { return info.param.substr(0, info.param.find('-')); });
 
 // Unasked, the whole network is profiled where its 16 bytes a parameter take
@@ -105,9 +113,10 @@ TEST(ProfileBlocks, TwoBlocksUnaskedOnlyWhereTheWholeNetworksStateTakesOverHalfT
   std::filesystem::remove(path);
 }
 
-// The fewest first blocks holding every attention window: Gemma 3's first
-// global block is its sixth; fewer asked is refused, naming how many.
-TEST(ProfileBlocks, EveryAttentionWindowIsAmongTheProfiledBlocks) {
+// The fewest first blocks holding every kind: Gemma 3's first global block
+// is its sixth; DeepSeek-V3's first mixture its fourth, and a second one is
+// needed for what one more holds; fewer asked is refused, naming how many.
+TEST(ProfileBlocks, EveryKindOfBlockIsAmongTheProfiledBlocks) {
   nlohmann::json doc = model::load_network_config("gemma3-tiny").document;
   doc["layers"] = 8;
   doc["sliding_window"]["blocks"] = {0, 1, 2, 3, 4, 6, 7};
@@ -115,10 +124,15 @@ TEST(ProfileBlocks, EveryAttentionWindowIsAmongTheProfiledBlocks) {
   std::ofstream(path) << doc;
   const model::NetworkConfig config = model::load_network_config(path);
   std::filesystem::remove(path);
-  EXPECT_EQ(model::window_kinds(config.transformer()), (std::vector<int>{0, 0, 0, 0, 0, 1, 0, 0}));
-  EXPECT_EQ(model::blocks_with_every_window(config.transformer()), 6);
-  EXPECT_EQ(model::blocks_with_every_window(model::load_network_config("gemma2-tiny").transformer()), 2);  // 0 and 2 windowed
-  EXPECT_EQ(model::blocks_with_every_window(model::load_network_config("llama-tiny").transformer()), 2);
+  EXPECT_EQ(model::block_kinds(config.transformer()), (std::vector<int>{0, 0, 0, 0, 0, 1, 0, 0}));
+  EXPECT_EQ(model::blocks_with_every_kind(config.transformer()), 6);
+  EXPECT_EQ(model::blocks_with_every_kind(model::load_network_config("gemma2-tiny").transformer()), 2);  // 0 and 2 windowed
+  EXPECT_EQ(model::blocks_with_every_kind(model::load_network_config("llama-tiny").transformer()), 2);
+  const model::TransformerConfig deepseek =
+      model::load_network_config(model::config_dir() + "/hf/deepseek-v3.json").transformer();
+  EXPECT_EQ(model::block_kinds(deepseek)[2], 0);
+  EXPECT_EQ(model::block_kinds(deepseek)[3], 1);
+  EXPECT_EQ(model::blocks_with_every_kind(deepseek), 5);
   ProfileOptions options;
   options.network = config;
   options.batches = {1};
@@ -127,8 +141,8 @@ TEST(ProfileBlocks, EveryAttentionWindowIsAmongTheProfiledBlocks) {
     profile_network(options);
     ADD_FAILURE() << "no error";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("5 blocks do not hold every attention window of its 8 (block 5's is the first of "
-                                         "its kind): profile 6 or more"),
+    EXPECT_NE(std::string(e.what()).find("5 blocks do not hold every kind of its 8 (an attention window, an MLP or a mixture "
+                                         "of experts; two alike last): profile 6 or more"),
               std::string::npos)
         << e.what();
   }

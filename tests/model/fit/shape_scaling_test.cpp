@@ -87,7 +87,9 @@ TEST_P(ShapeScaling, ThreeFractionsGiveTheWholeNetworksBytes) {
 // 32 tokens (2 or 3 each), and so every quarter's shared out alike;
 // qwen3-tiny: a head width apart from the stream's, cut apart from it, and
 // q and k normalized per head; gemma3-tiny: a sliding window cut with the
-// tokens, in two of its three blocks. The
+// tokens, in two of its three blocks; deepseek-v3-tiny: latent attention's
+// ranks and head parts cut with the widths, a dense block before two
+// mixtures with a shared expert. The
 // widths alone: qwen-moe-tiny; llama-tiny, FLOPs a quadratic then; vit-tiny,
 // whose patches are its image's (a patch embedding, a class token, a
 // classifier).
@@ -101,6 +103,7 @@ INSTANTIATE_TEST_SUITE_P(Cpu, ShapeScaling,
                                            Cut{"qwen-moe-tiny", model::ShapeCut::widths},
                                            Cut{"qwen3-tiny", model::ShapeCut::tokens_and_widths},
                                            Cut{"gemma3-tiny", model::ShapeCut::tokens_and_widths},
+                                           Cut{"deepseek-v3-tiny", model::ShapeCut::tokens_and_widths},
                                            Cut{"llama-tiny", model::ShapeCut::widths}, Cut{"vit-tiny", model::ShapeCut::widths}),
                          [](const auto& info) {
                            std::string name = info.param.network;
