@@ -1,5 +1,7 @@
 #include "model/per_rank/rank_estimate.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <deque>
 #include <map>
@@ -226,7 +228,30 @@ struct LayoutPricer::Stage {
   std::map<std::string, StagePrice> prices;
   // Each whole-network plan by name, on its layout and as its spaces' decisions (the same in each).
   std::map<std::string, std::pair<Plan, Assignment>> plans;
+  uint64_t last_used = 0;  // the pricer's count of stage lookups when it was last looked up
 };
+
+namespace {
+
+// Whether this machine has less than a quarter of its memory free.
+bool memory_is_short() {
+  const long total = sysconf(_SC_PHYS_PAGES), free = sysconf(_SC_AVPHYS_PAGES);
+  return total > 0 && free >= 0 && free < total / 4;
+}
+
+}  // namespace
+
+void LayoutPricer::make_room() const {
+  if (stages_.size() < 4 || !memory_is_short()) return;
+  std::vector<uint64_t> uses;
+  for (const auto& [key, st] : stages_) uses.push_back(st->last_used);
+  std::nth_element(uses.begin(), uses.begin() + static_cast<std::ptrdiff_t>(uses.size() / 2), uses.end());
+  const uint64_t median = uses[uses.size() / 2];
+  for (auto it = stages_.begin(); it != stages_.end();) {
+    it = it->second->last_used < median ? stages_.erase(it) : std::next(it);
+  }
+  ranks_.clear();
+}
 
 LayoutPricer::LayoutPricer(const LayerModel& whole, LayoutRequest request)
     : whole_(whole), request_(std::move(request)), shape_(transformer_shape(whole, whole.network)) {
@@ -245,7 +270,10 @@ LayoutPricer::Stage& LayoutPricer::stage(const ParallelLayout& layout, const Sta
   const std::string stage_key =
       key + "/" + std::to_string(span.end_block - span.first_block) + (span.first ? "f" : "") + (span.last ? "l" : "");
   auto found = stages_.find(stage_key);
-  if (found != stages_.end()) return *found->second;
+  if (found != stages_.end()) {
+    found->second->last_used = ++stage_lookups_;
+    return *found->second;
+  }
   auto rank = ranks_.find(key);
   if (rank == ranks_.end()) rank = ranks_.emplace(key, split_across_ranks(whole_, shape_, layout)).first;
   auto stage = std::make_unique<Stage>();
@@ -260,6 +288,7 @@ LayoutPricer::Stage& LayoutPricer::stage(const ParallelLayout& layout, const Sta
   for (size_t j = 1; j < ranked.size(); ++j) {
     if (ranked[j].path == stage->model.layers.front().path) stage->input_bytes_per_sample = ranked[j - 1].output_bytes_per_sample;
   }
+  stage->last_used = ++stage_lookups_;
   return *stages_.emplace(stage_key, std::move(stage)).first->second;
 }
 
@@ -323,6 +352,7 @@ const LayoutPricer::StagePrice& LayoutPricer::price(Stage& st, const ParallelLay
 }
 
 double LayoutPricer::static_floor(const ParallelLayout& layout) const {
+  make_room();
   const int data_ranks = layout.data * layout.context;
   double floor = 0;
   for (const StageSpan& span : pipeline_stages(shape_.blocks, layout.pipeline)) {
@@ -336,6 +366,7 @@ double LayoutPricer::static_floor(const ParallelLayout& layout) const {
 
 LayoutEstimate LayoutPricer::estimate(const ParallelLayout& layout, const std::string& plan_name) const {
   check_layout(layout, shape_);
+  make_room();
   const GroupLinks links = group_links(layout, request_.links);
   LayoutEstimate out;
   out.layout = layout;

@@ -25,6 +25,7 @@
 // experts' all-to-alls) times micro-batches plus the bubble ((p-1)/v of
 // them), then the exchange's exposed part and the optimizer step, and with
 // offload the gradients and weights crossing the host link.
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
@@ -108,6 +109,11 @@ class LayoutPricer {
   struct Stage;
   struct StagePrice;
   Stage& stage(const ParallelLayout& layout, const StageSpan& span) const;
+  // Where the machine runs short of memory, lets go of the split models and
+  // of the less recently used half of the stages (a stage of a mixture of
+  // hundreds of experts a block holds gigabytes: DeepSeek-V3's); called
+  // before a layout is priced, never while one holds a stage.
+  void make_room() const;
   PlanSpace space(Stage& stage, int data_ranks, int zero_stage, const GroupLinks& links, int64_t batch) const;
   const StagePrice& price(Stage& stage, const ParallelLayout& layout, const std::string& plan, const GroupLinks& links,
                           const StageSpan& span) const;
@@ -120,6 +126,7 @@ class LayoutPricer {
   std::map<std::string, double> whole_output_;  // each layer's output bytes a sample, before any split
   mutable std::map<std::string, LayerModel> ranks_;
   mutable std::map<std::string, std::unique_ptr<Stage>> stages_;
+  mutable uint64_t stage_lookups_ = 0;
 };
 
 // One layout under a plan, as LayoutPricer prices it.
