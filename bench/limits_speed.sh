@@ -7,6 +7,9 @@
 # Markdown table (config, wall seconds, what the notice said, the largest
 # batch of keep and of the best row on the first hardware entry).
 #
+# A config that gives no answer within LIMIT_S seconds (default 600) is
+# stopped and its row says so.
+#
 #   bench/limits_speed.sh [build folder]      (default build)
 #   SEQ_LEN=4096 CONFIGS="configs/hf/llama-2-7b.json" bench/limits_speed.sh
 set -euo pipefail
@@ -26,8 +29,12 @@ echo "|---|---|---|---|---|"
 for config in $configs; do
   name=$(basename "$config" .json)
   start=$(date +%s.%N)
-  if "$build/papaya" limits --network "$config" ${SEQ_LEN:+--seq-len "$SEQ_LEN"} --hardware "$hardware" --json \
-       > "$out/$name.json" 2> "$out/$name.err"; then
+  status=0
+  timeout "${LIMIT_S:-600}" "$build/papaya" limits --network "$config" ${SEQ_LEN:+--seq-len "$SEQ_LEN"} --hardware "$hardware" \
+    --json > "$out/$name.json" 2> "$out/$name.err" || status=$?
+  if [ "$status" -eq 124 ]; then
+    printf "| %s | > %s | no answer | | |\n" "$name" "${LIMIT_S:-600}"
+  elif [ "$status" -eq 0 ]; then
     end=$(date +%s.%N)
     how=$(grep -o 'profiling [^(]*' "$out/$name.err" | head -1 | sed 's/ *$//' || true)
     first=${hardware%%,*}
