@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
+#include <type_traits>
 #include <utility>
 
 #include "model/error.h"
@@ -18,11 +20,19 @@ using nlohmann::json;
 // count past it is not taken as the default length.
 constexpr int default_seq_len_cap = 2048;
 
-// A field, or HuggingFace's default where the document leaves it out.
+// A field, or HuggingFace's default where the document leaves it out. An
+// integer past T's range is refused (read as T, 2^32 groups would be 0).
 template <typename T>
 T field(const json& hf, const char* key, T fallback, const std::string& label) {
   const auto it = hf.find(key);
   if (it == hf.end() || it->is_null()) return fallback;
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    const bool fits = it->is_number_unsigned()  ? it->get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<T>::max())
+                      : it->is_number_integer() ? it->get<int64_t>() >= static_cast<int64_t>(std::numeric_limits<T>::min()) &&
+                                                      it->get<int64_t>() <= static_cast<int64_t>(std::numeric_limits<T>::max())
+                                                : true;
+    if (!fits) throw InputError(label + ": /" + key + ": " + it->dump() + " is out of range");
+  }
   try {
     return it->get<T>();
   } catch (const json::exception&) {

@@ -83,23 +83,24 @@ void require(bool ok, const std::string& label, const std::string& pointer, cons
 }
 
 // The schemas bound integers from below only: one past an int would wrap
-// (heads 2^32 read as 0, then divided by). Configs hold them at the top
-// level and in arrays of integers (stages, hidden).
-void require_ints_fit(const json& doc, const std::string& label) {
-  const auto fits = [](const json& v) {
-    if (v.is_number_unsigned()) return v.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int>::max());
-    if (!v.is_number_integer()) return true;
-    const int64_t i = v.get<int64_t>();
-    return i >= std::numeric_limits<int>::min() && i <= std::numeric_limits<int>::max();
-  };
-  for (const auto& [key, value] : doc.items()) {
-    const std::string pointer = "/" + key;
-    require(fits(value), label, pointer, value.dump() + " is out of range");
-    if (!value.is_array()) continue;
-    for (size_t i = 0; i < value.size(); ++i) {
-      require(fits(value[i]), label, pointer + "/" + std::to_string(i), value[i].dump() + " is out of range");
+// (heads 2^32 read as 0, then divided by). Every integer of a config, at
+// any depth (a mixture's groups, a latent attention's ranks), is read as an
+// int but a mixture's routing_unit, which is an int64.
+void require_ints_fit(const json& value, const std::string& label, const std::string& pointer = "") {
+  if (value.is_object() || value.is_array()) {
+    for (const auto& [key, item] : value.items()) {  // an array's keys are its indices
+      if (key != "routing_unit") require_ints_fit(item, label, pointer + "/" + key);
     }
+    return;
   }
+  bool fits = true;
+  if (value.is_number_unsigned()) {
+    fits = value.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int>::max());
+  } else if (value.is_number_integer()) {
+    const int64_t i = value.get<int64_t>();
+    fits = i >= std::numeric_limits<int>::min() && i <= std::numeric_limits<int>::max();
+  }
+  require(fits, label, pointer, value.dump() + " is out of range");
 }
 
 // The transformer schema is shared by gpt, bert and vit: keys that belong to

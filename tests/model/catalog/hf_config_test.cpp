@@ -415,6 +415,10 @@ TEST(HfConfig, DeepSeekV3CountsHuggingFacesParameters) {
     changed[key] = value;
     EXPECT_NE(error_of(changed).find(std::string("config.json: /") + key), std::string::npos) << key << ": " << error_of(changed);
   }
+  // An integer past an int is refused, not read wrapped (2^32 + 4 groups as 4).
+  json wrapped = json::parse(std::ifstream(config_dir() + "/hf/deepseek-v3.json"));
+  wrapped["n_group"] = (int64_t{1} << 32) + 4;
+  EXPECT_EQ(error_of(wrapped), "config.json: /n_group: 4294967300 is out of range");
 }
 
 // LlamaForCausalLM ("meta-llama/Llama-3.1-8B"): Llama 3's 8,030,261,248

@@ -139,7 +139,7 @@ TEST(NetworkConfig, ASlidingWindowKeepsItsBlocksAmongTheFirstK) {
 }
 
 // Run through tests/fuzz/network_config.cpp: heads 2^32 read as 0, and
-// d_model % heads divided by zero (SIGFPE).
+// d_model % heads divided by zero (SIGFPE); a mixture's groups alike.
 TEST(NetworkConfig, IntegersBeyondAnIntAreRejected) {
   json doc = gpt();
   doc["heads"] = int64_t{1} << 32;
@@ -147,6 +147,14 @@ TEST(NetworkConfig, IntegersBeyondAnIntAreRejected) {
   const json resnet = json::parse(R"({"name": "r", "family": "resnet", "block": "basic", "stages": [1, 4294967297],
                                       "image_size": 32, "classes": 10})");
   EXPECT_EQ(error_of(resnet), "t.json: /stages/1: 4294967297 is out of range");
+  // Nested ones too: a mixture's groups 2^32 read as 0, then the experts
+  // divided by them; a latent attention's rank 2^32 + 1 read as 1.
+  json deepseek = load_network_config("deepseek-v3-tiny").document;
+  deepseek["moe"]["groups"] = int64_t{1} << 32;
+  EXPECT_EQ(error_of(deepseek), "t.json: /moe/groups: 4294967296 is out of range");
+  deepseek = load_network_config("deepseek-v3-tiny").document;
+  deepseek["latent_attention"]["kv_rank"] = (int64_t{1} << 32) + 1;
+  EXPECT_EQ(error_of(deepseek), "t.json: /latent_attention/kv_rank: 4294967297 is out of range");
 }
 
 // A ViT's sequence length (patches + class token) overflowed an int.
