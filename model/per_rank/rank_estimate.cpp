@@ -242,7 +242,11 @@ bool memory_is_short() {
 }  // namespace
 
 void LayoutPricer::make_room() const {
-  if (stages_.size() < 4 || !memory_is_short()) return;
+  // Memory grows by new stages: the machine's free memory (read from the
+  // kernel) is looked at only when some were made since the last look.
+  if (stages_.size() < 4 || stages_.size() == stages_seen_) return;
+  stages_seen_ = stages_.size();
+  if (!memory_is_short()) return;
   std::vector<uint64_t> uses;
   for (const auto& [key, st] : stages_) uses.push_back(st->last_used);
   std::nth_element(uses.begin(), uses.begin() + static_cast<std::ptrdiff_t>(uses.size() / 2), uses.end());
@@ -251,6 +255,7 @@ void LayoutPricer::make_room() const {
     it = it->second->last_used < median ? stages_.erase(it) : std::next(it);
   }
   ranks_.clear();
+  stages_seen_ = stages_.size();
 }
 
 LayoutPricer::LayoutPricer(const LayerModel& whole, LayoutRequest request)

@@ -127,6 +127,7 @@ class LayoutPricer {
   mutable std::map<std::string, LayerModel> ranks_;
   mutable std::map<std::string, std::unique_ptr<Stage>> stages_;
   mutable uint64_t stage_lookups_ = 0;
+  mutable size_t stages_seen_ = 0;  // how many stages make_room last found
 };
 
 // One layout under a plan, as LayoutPricer prices it.
