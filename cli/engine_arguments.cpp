@@ -3,12 +3,16 @@
 #include <sstream>
 
 #include "model/error.h"
+#include "model/fp8_recipe.h"
 #include "model/strategy_table.h"
 
 namespace papaya::cli {
 namespace {
 
-bool half(const std::string& precision) { return precision == "bf16" || precision == "amp-bf16"; }
+// bf16 weights and activations: bf16, autocast's, and the FP8 recipes' (whose other layers are bf16).
+bool half(const std::string& precision) {
+  return precision == "bf16" || precision == "amp-bf16" || model::is_fp8_precision(precision);
+}
 
 }  // namespace
 
@@ -52,6 +56,21 @@ std::string megatron_arguments(const model::LayoutEstimate& e, const model::Tran
     arg("--use-precision-aware-optimizer");  // which --optimizer-cpu-offload requires
   }
   if (half(precision)) arg("--bf16");
+  switch (model::fp8_recipe_of(precision)) {
+    case model::Fp8Recipe::none: break;
+    case model::Fp8Recipe::rowwise:
+      throw InputError("--emit megatron: precision fp8-rowwise is torchao's; Megatron-LM runs fp8-delayed or fp8-tensorwise");
+    case model::Fp8Recipe::tensorwise:
+      arg("--fp8-format hybrid");
+      arg("--fp8-recipe tensorwise");
+      break;
+    case model::Fp8Recipe::delayed:
+      arg("--fp8-format hybrid");
+      arg("--fp8-recipe delayed");
+      arg("--fp8-amax-history-len " + std::to_string(model::fp8_amax_history_length));
+      arg("--fp8-amax-compute-algo max");
+      break;
+  }
   return out.str();
 }
 
@@ -87,6 +106,17 @@ std::string torchtitan_config(const model::LayoutEstimate& e, const model::Trans
   out << "global_batch_size = " << l.global_batch() << "\n";
   out << "seq_len = " << shape.tokens << "\n";
   out << "mixed_precision_param = \"" << (half(precision) ? "bfloat16" : "float32") << "\"\n";
+  const model::Fp8Recipe recipe = model::fp8_recipe_of(precision);
+  if (recipe == model::Fp8Recipe::delayed) {
+    throw InputError(
+        "--emit torchtitan: precision fp8-delayed is Transformer Engine's; torchtitan runs fp8-tensorwise or fp8-rowwise");
+  }
+  if (recipe != model::Fp8Recipe::none) {
+    // The weights gathered in bf16, as papaya prices ZeRO-3's gathers.
+    out << "\n[model]\nconverters = [\"float8\"]\n";
+    out << "\n[float8]\nrecipe_name = \"" << (recipe == model::Fp8Recipe::rowwise ? "rowwise" : "tensorwise") << "\"\n";
+    out << "enable_fsdp_float8_all_gather = false\n";
+  }
   return out.str();
 }
 

@@ -16,7 +16,10 @@ void add_network_options(CLI::App* cmd, std::string& network, std::optional<int>
 void add_precision_option(CLI::App* cmd, std::string& precision) {
   cmd->add_option("--precision", precision,
                   "fp32; bf16 (every activation); amp-bf16 or amp-fp16 (torch.autocast's policy: matmuls in the half type, "
-                  "norms, softmax and losses in fp32). Weights, gradients and AdamW state stay fp32. Default: the "
+                  "norms, softmax and losses in fp32); fp8-tensorwise, fp8-rowwise (torchao's float8 recipes) or "
+                  "fp8-delayed (Transformer Engine's delayed scaling): amp-bf16 with the linear layers' products in FP8 "
+                  "(emulated on a CPU: its memory is FP8's, its time is not). Weights, gradients and AdamW state stay fp32. "
+                  "Default: the "
                   "network's: amp-bf16 for an imported HuggingFace config (fp32 where its torch_dtype is float32), "
                   "fp32 for the others");
 }

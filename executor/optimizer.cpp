@@ -35,7 +35,7 @@ std::unique_ptr<torch::optim::AdamW> make_optimizer(Network& network, double lr,
 }
 
 int64_t static_bytes(const Network& network, const torch::optim::Optimizer& optimizer) {
-  int64_t total = network.stored_weight_bytes();
+  int64_t total = network.stored_weight_bytes() + network.fp8_state_bytes();
   std::unordered_set<const void*> held;  // the storages counted so far
   const auto storage = [](const torch::Tensor& t) { return t.storage().unsafeGetStorageImpl(); };
   for (const auto& p : network.parameters()) {

@@ -19,8 +19,8 @@ namespace papaya::executor {
 std::unique_ptr<torch::optim::AdamW> make_optimizer(Network& network, double lr, double weight_decay,
                                                     const std::optional<std::vector<torch::Tensor>>& shard = std::nullopt);
 
-// Weights (stored ones as stored) + gradients + optimizer state, from the
-// tensors themselves.
+// Weights (stored ones as stored) + gradients + optimizer state + an FP8
+// recipe's state, from the tensors themselves.
 int64_t static_bytes(const Network& network, const torch::optim::Optimizer& optimizer);
 
 }  // namespace papaya::executor

@@ -58,18 +58,20 @@ AutocastRule autocast_rule(model::LayerKind kind) {
 Precision resolve_precision(const std::string& name, const torch::Device& device) {
   Precision p;
   if (name == "fp32") return p;
-  if (name == "bf16" || name == "amp-bf16") {
+  if (name == "bf16" || name == "amp-bf16" || model::is_fp8_precision(name)) {
     p.dtype = torch::kBFloat16;
   } else if (name == "amp-fp16") {
     p.dtype = torch::kHalf;
   } else {
-    throw InputError("precision " + name + ": expected fp32, bf16, amp-bf16 or amp-fp16");
+    throw InputError("precision " + name +
+                     ": expected fp32, bf16, amp-bf16, amp-fp16, fp8-tensorwise, fp8-rowwise or fp8-delayed");
   }
   if (!has_matmul(p.dtype, device)) {
     throw InputError("precision " + name + ": this LibTorch has no " + std::string(c10::toString(p.dtype)) +
                      " matrix multiply on " + device.str() + "; use amp-bf16 (the same bytes) or a CUDA device");
   }
-  p.autocast = name.rfind("amp-", 0) == 0;
+  p.fp8 = model::fp8_recipe_of(name);
+  p.autocast = name.rfind("amp-", 0) == 0 || p.fp8 != model::Fp8Recipe::none;
   return p;
 }
 

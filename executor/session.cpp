@@ -26,8 +26,8 @@ std::shared_ptr<Network> make_network(const NetworkSource& source, const torch::
   torch::manual_seed(options.seed);
   auto network = source.build();
   network->to(device);
-  network->set_precision(precision);
   if (options.tensor_group) network->split_tensors(options.tensor_group);  // every rank built the whole alike
+  network->set_precision(precision);  // after the split: an FP8 recipe converts each rank's share
   return network;
 }
 

@@ -104,11 +104,38 @@ void Linear::freeze() {
   frozen_ = true;
 }
 
+bool Linear::set_fp8(model::Fp8Recipe recipe) {
+  if (recipe == fp8_.recipe) return recipe != model::Fp8Recipe::none;
+  TORCH_CHECK(fp8_.recipe == model::Fp8Recipe::none, "a linear layer's FP8 recipe is set once");
+  if (recipe != model::Fp8Recipe::none && !stored_ && model::runs_in_fp8(weight.size(1), weight.size(0))) {
+    fp8_.recipe = recipe;
+    if (recipe == model::Fp8Recipe::delayed) {
+      fp8_.delayed = make_fp8_delayed_state(weight);
+      register_buffer("fp8_weight", fp8_.delayed->weight_codes);
+      register_buffer("fp8_weight_t", fp8_.delayed->weight_codes_t);
+      register_buffer("fp8_amax_history", fp8_.delayed->amax_history);
+      register_buffer("fp8_scales", fp8_.delayed->scales);
+    }
+  }
+  if (fp8_.recipe == model::Fp8Recipe::delayed && has_slot("input")) {
+    // Its input as E4M3 codes, which no plan compresses further.
+    std::vector<Slot> slots = this->slots();
+    slots[slot_index("input")].kind = SlotKind::index;
+    reset_slots(std::move(slots));
+  }
+  return fp8_.recipe != model::Fp8Recipe::none;
+}
+
 torch::Tensor Linear::forward(torch::Tensor x) {
   Scope scope(*this, {&x});
   torch::Tensor y;
   if (stored_) {
     y = moms::stored_linear(*this, x, bias);
+  } else if (fp8_.recipe != model::Fp8Recipe::none) {
+    const bool recomputed = NativePath::active();
+    const Fp8Input in = fp8_input(fp8_, x, recomputed);
+    if (!frozen_) scope.saved("input", in.saved);
+    y = fp8_linear(*this, fp8_, in, x, weight, bias, recomputed);
   } else if (uses_moms() || gathers_tokens) {
     y = moms::linear(*this, x, weight, bias);
   } else {

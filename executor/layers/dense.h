@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "executor/layer.h"
+#include "executor/layers/fp8_linear.h"
 #include "executor/networks/tensor_group.h"
 
 namespace papaya::executor {
@@ -19,6 +20,11 @@ class Linear : public Layer {
   void freeze() override;
   bool frozen() const { return frozen_; }
   const StoredWeight* stored_weight() const override { return stored_ ? &*stored_ : nullptr; }
+  // Runs its products in FP8 as `recipe` does (fp8_linear.h), where the
+  // recipe converts a layer of its features and its weight is a parameter;
+  // none: in its compute dtype. Returns whether it does.
+  bool set_fp8(model::Fp8Recipe recipe);
+  const Fp8Linear& fp8() const { return fp8_; }
   // The stored weight in `dtype`, for one matmul: into load_scratch where
   // the network gave one (valid until its next load), else a tensor of its own.
   torch::Tensor loaded_weight(torch::ScalarType dtype) const;
@@ -37,6 +43,7 @@ class Linear : public Layer {
  private:
   bool frozen_ = false;
   std::optional<StoredWeight> stored_;
+  Fp8Linear fp8_;
 };
 
 // Token ids (int64) -> vectors. Saves the ids.

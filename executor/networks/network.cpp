@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "executor/layers/dense.h"
 #include "model/error.h"
 
 namespace papaya::executor {
@@ -84,6 +85,11 @@ void Network::set_precision(const Precision& precision) {
     const LayerPrecision p = precision.autocast && layer->fp32_under_autocast ? LayerPrecision{torch::kFloat, true}
                                                                               : layer_precision(layer->kind(), precision);
     layer->set_compute_dtype(p.dtype, p.casts_inputs);
+    auto* linear = dynamic_cast<Linear*>(layer);
+    if (linear == nullptr || precision.fp8 == model::Fp8Recipe::none) continue;
+    if (linear->set_fp8(precision.fp8) && linear->gathers_tokens) {
+      throw InputError("layer " + layer->path() + ": FP8 training does not run with the sequence split (sequence parallelism)");
+    }
   }
 }
 
@@ -91,6 +97,17 @@ int64_t Network::parameter_count() const {
   int64_t n = 0;
   for (const auto& p : parameters()) n += p.numel();
   for (const Layer* layer : layers_) n += layer->stored_weight() ? layer->stored_weight()->numel() : 0;
+  return n;
+}
+
+int64_t Network::fp8_state_bytes() const {
+  int64_t n = 0;
+  for (const Layer* layer : layers_) {
+    const auto* linear = dynamic_cast<const Linear*>(layer);
+    if (linear == nullptr || !linear->fp8().delayed) continue;
+    const Fp8DelayedState& s = *linear->fp8().delayed;
+    for (const auto& t : {s.weight_codes, s.weight_codes_t, s.amax_history, s.scales}) n += t.numel() * t.element_size();
+  }
   return n;
 }
 

@@ -47,7 +47,9 @@ class Network : public torch::nn::Module {
   Layer* find_layer(const std::string& path) const;      // nullptr if none
   Segment* find_segment(const std::string& path) const;  // nullptr if none
 
-  // Sets every layer's compute type (parameters stay fp32).
+  // Sets every layer's compute type (parameters stay fp32) and, under an
+  // FP8 recipe, the linear layers it converts. Throws InputError for an FP8
+  // recipe over a projection that gathers a split sequence.
   void set_precision(const Precision& precision);
   // The type of the activations between layers: the network's input and
   // the residual stream (fp32 under autocast).
@@ -58,6 +60,9 @@ class Network : public torch::nn::Module {
   int64_t parameter_count() const;
   // Bytes of the weights layers store other than as parameters.
   int64_t stored_weight_bytes() const;
+  // Bytes an FP8 recipe keeps between steps beside the parameters (the
+  // delayed recipe's FP8 weights and amax histories).
+  int64_t fp8_state_bytes() const;
 
   // Stops recomputing the segments whose first layer saves no input (a
   // fine-tuned network's frozen front: nothing a recomputation could start

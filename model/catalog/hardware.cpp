@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "model/error.h"
+#include "model/fp8_recipe.h"
 #include "model/json_file.h"
 
 namespace papaya::model {
@@ -51,6 +52,7 @@ HardwareSpec parse(const nlohmann::json& doc, const std::string& label) {
 
 std::string compute_path(const std::string& precision) {
   const std::string amp = "amp-";
+  if (is_fp8_precision(precision)) return "bf16";  // the FP8 recipes' products alone are FP8 (layer_kernels.h)
   return precision.rfind(amp, 0) == 0 ? precision.substr(amp.size()) : precision;
 }
 

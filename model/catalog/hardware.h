@@ -37,7 +37,8 @@ struct HardwareSpec {
 
 // The catalog's compute path (a peak_flops key) of a training precision:
 // autocast's ("amp-bf16") run on its half type's, where its matmuls, nearly
-// all of its FLOPs, run.
+// all of its FLOPs, run; an FP8 recipe's on bf16's, beside the FP8 products
+// of the linear layers it converts (peak_flops "fp8").
 std::string compute_path(const std::string& precision);
 
 // Whether `wanted` is `name` or one of `aliases`, case-insensitive: how

@@ -77,7 +77,30 @@ void add_unshaped(const LayerDescription& layer, LayerKernels& out) {
 
 bool usable(double x) { return std::isfinite(x) && x >= 1; }
 
-void linear(const LayerDescription& layer, LayerKernels& out) {
+// An FP8 recipe's casts around a converted linear's products, in bytes read
+// and written: an amax reduction reads an operand (2 bytes an element in
+// bf16, 4 for the fp32 weight) and its cast reads it again and writes a
+// byte. torchao's recipes cast the input and the weight forward and, in
+// backward, the output's gradient in both orientations and the input and
+// weight again; Transformer Engine's delayed scaling fuses the amax into
+// the cast, casts the weight once (with its transpose) and reuses the
+// forward's codes of the input in backward.
+void add_fp8_casts(const LayerDescription& layer, Fp8Recipe recipe, double rows, double n, double k, LayerKernels& out) {
+  const double inputs = rows * k, outputs = rows * n, weights = n * k;
+  if (recipe == Fp8Recipe::delayed) {
+    out.forward.pass_bytes_per_sample += 3 * inputs, out.forward.pass_bytes_fixed += 6 * weights;
+    out.forward.pass_kernels += 2;
+    out.backward.pass_bytes_per_sample += 3 * outputs, out.backward.pass_kernels += 1;
+    return;
+  }
+  out.forward.pass_bytes_per_sample += 5 * inputs, out.forward.pass_bytes_fixed += 9 * weights;
+  out.forward.pass_kernels += 4;
+  out.backward.pass_bytes_per_sample += 5 * outputs, out.backward.pass_bytes_fixed += 9 * weights;
+  out.backward.pass_kernels += 4;
+  if (trains_weights(layer)) out.backward.pass_bytes_per_sample += 5 * outputs + 5 * inputs, out.backward.pass_kernels += 4;
+}
+
+void linear(const LayerDescription& layer, Fp8Recipe recipe, LayerKernels& out) {
   const SavedTensorProfile* input = slot(layer, "input");
   if (input == nullptr) return add_unshaped(layer, out);
   const double k = static_cast<double>(input->sample_shape.back());
@@ -85,6 +108,13 @@ void linear(const LayerDescription& layer, LayerKernels& out) {
   const double n = layer.forward_flops_per_sample / (flops_per_mnk(layer, k) * rows * k);
   if (!usable(rows) || !usable(n) || !usable(k)) return add_unshaped(layer, out);
   add_dense(layer, rows, std::round(n), k, out);
+  if (layer.kind == LayerKind::linear && recipe != Fp8Recipe::none &&
+      runs_in_fp8(static_cast<int64_t>(k), static_cast<int64_t>(std::round(n)))) {
+    for (DirectionWork* d : {&out.forward, &out.backward}) {
+      for (ProductWork& p : d->products) p.fp8 = true;
+    }
+    add_fp8_casts(layer, recipe, rows, std::round(n), k, out);
+  }
   if (layer.kind == LayerKind::lm_head) {
     // Log-softmax over the logits forward, its gradient backward (operands of
     // the products' width: the logits are the product's result).
@@ -151,12 +181,12 @@ double product_seconds(const ProductWork& p, double batch, const KernelModel& gp
 
 }  // namespace
 
-LayerKernels layer_kernels(const LayerDescription& layer) {
+LayerKernels layer_kernels(const LayerDescription& layer, Fp8Recipe recipe) {
   LayerKernels out;
   out.backward.backward = true;
   switch (layer.kind) {
     case LayerKind::linear:
-    case LayerKind::lm_head: linear(layer, out); return out;
+    case LayerKind::lm_head: linear(layer, recipe, out); return out;
     case LayerKind::conv2d: convolution(layer, out); return out;
     case LayerKind::attention_scores:
     case LayerKind::attention_context: attention_products(layer, out); return out;
@@ -172,9 +202,10 @@ LayerKernels layer_kernels(const LayerDescription& layer) {
   return out;
 }
 
-double kernel_seconds(const DirectionWork& work, double batch, const KernelModel& gpu, const MatmulPath& path, double bandwidth) {
+double kernel_seconds(const DirectionWork& work, double batch, const KernelModel& gpu, const MatmulPath& path, double bandwidth,
+                      const std::optional<MatmulPath>& fp8) {
   double seconds = 0;
-  for (const ProductWork& p : work.products) seconds += product_seconds(p, batch, gpu, path, bandwidth);
+  for (const ProductWork& p : work.products) seconds += product_seconds(p, batch, gpu, p.fp8 && fp8 ? *fp8 : path, bandwidth);
   if (work.unshaped_flops_per_sample > 0) {
     seconds += batch * work.unshaped_flops_per_sample / (path.efficiency * path.peak_flops) + gpu.kernel_latency_s;
   }

@@ -16,13 +16,18 @@
 //                    papaya's executor runs them, over its analytic bytes;
 //                    an embedding's backward writes its whole table's
 //                    gradient (zeroed, the rows summed, accumulated).
+// Under an FP8 recipe, a linear layer it converts (model/fp8_recipe.h) runs
+// its products in FP8 beside the casts of their operands: an amax reduction
+// and a cast each, memory passes over what the recipe casts.
 // Where a product's shape cannot be read (its input is not saved, the
 // numbers disagree), its FLOPs are priced at the products' ceiling without
 // waves; a TorchScript module, whose FLOPs papaya does not know, by its
 // bytes alone.
+#include <optional>
 #include <vector>
 
 #include "model/catalog/kernel_model.h"
+#include "model/fp8_recipe.h"
 #include "model/layer_description.h"
 
 namespace papaya::model {
@@ -34,6 +39,7 @@ struct ProductWork {
   BatchDimension grows = BatchDimension::rows;
   double count = 1;            // products (heads), a sample's where they grow with it
   double m = 0, n = 0, k = 0;  // a sample's along the growing dimension
+  bool fp8 = false;            // its operands FP8 (an FP8 recipe's)
 };
 
 struct DirectionWork {
@@ -51,10 +57,12 @@ struct LayerKernels {
   DirectionWork forward, backward;
 };
 
-// What `layer` runs.
-LayerKernels layer_kernels(const LayerDescription& layer);
+// What `layer` runs, trained under `recipe`.
+LayerKernels layer_kernels(const LayerDescription& layer, Fp8Recipe recipe = Fp8Recipe::none);
 
-// Seconds of one direction's kernels at a batch on a GPU.
-double kernel_seconds(const DirectionWork& work, double batch, const KernelModel& gpu, const MatmulPath& path, double bandwidth);
+// Seconds of one direction's kernels at a batch on a GPU: FP8 products on
+// `fp8`'s path (where given), the others on `path`.
+double kernel_seconds(const DirectionWork& work, double batch, const KernelModel& gpu, const MatmulPath& path, double bandwidth,
+                      const std::optional<MatmulPath>& fp8 = std::nullopt);
 
 }  // namespace papaya::model

@@ -9,6 +9,7 @@
 
 #include "model/catalog/layer_kernels.h"
 #include "model/error.h"
+#include "model/fp8_recipe.h"
 #include "model/units.h"
 
 namespace papaya::model {
@@ -182,19 +183,27 @@ Target catalog_target(const LayerModel& m, const HardwareSpec& hw, std::optional
   }
   const auto kernels = std::make_shared<const KernelModel>(hw.kernels);
   const MatmulPath path{peak, hw.kernels.matmul_efficiency_for(compute_path(m.precision)), m.precision == "fp32" ? 4.0 : 2.0};
+  const Fp8Recipe recipe = fp8_recipe_of(m.precision);
+  std::optional<MatmulPath> fp8_path;
+  if (recipe != Fp8Recipe::none) {
+    fp8_path = MatmulPath{hw.peak_for("fp8"), hw.kernels.matmul_efficiency_for("fp8"), 1.0};
+    t.notes.push_back("FP8 (" + m.precision + "): the linear layers it converts at " + hw.name + "'s FP8 peak, the rest in bf16");
+  }
   const double b = largest_batch(m);
   double profiled_sum = 0, target_sum = 0;
   for (const auto& l : m.layers) {
+    const auto work = std::make_shared<const LayerKernels>(layer_kernels(l, recipe));
     if (by_kernels) {
-      const auto work = std::make_shared<const LayerKernels>(layer_kernels(l));
       t.forward_seconds.push_back(
-          {{}, [=](double batch) { return kernel_seconds(work->forward, batch, *kernels, path, bandwidth); }});
+          {{}, [=](double batch) { return kernel_seconds(work->forward, batch, *kernels, path, bandwidth, fp8_path); }});
       t.backward_seconds.push_back(
-          {{}, [=](double batch) { return kernel_seconds(work->backward, batch, *kernels, path, bandwidth); }});
+          {{}, [=](double batch) { return kernel_seconds(work->backward, batch, *kernels, path, bandwidth, fp8_path); }});
     } else {
+      const bool in_fp8 = !work->forward.products.empty() && work->forward.products.front().fp8;
+      const double layer_peak = in_fp8 ? fp8_path->peak_flops : peak;
       const double flops = l.forward_flops_per_sample, bytes = l.forward_bytes_moved_per_sample;
-      const double fwd = std::max(flops / (peak * eta.forward_compute), bytes / (bandwidth * eta.forward_memory));
-      const double bwd = std::max(traits(l.kind).backward_flops_ratio * flops / (peak * eta.backward_compute),
+      const double fwd = std::max(flops / (layer_peak * eta.forward_compute), bytes / (bandwidth * eta.forward_memory));
+      const double bwd = std::max(traits(l.kind).backward_flops_ratio * flops / (layer_peak * eta.backward_compute),
                                   2 * bytes / (bandwidth * eta.backward_memory));
       if (m.on_gpu()) {
         t.forward_seconds.push_back({{l.forward_seconds.floor, fwd, l.forward_seconds.fixed}, {}});

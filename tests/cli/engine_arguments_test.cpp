@@ -68,6 +68,24 @@ TEST(EngineArguments, TorchtitanGetsItsOwnConfigKeys) {
   expect_lines(torchtitan_config(layout(2, "keep"), shape, "bf16"), {"fsdp_reshard_after_forward = \"never\"\n"});
 }
 
+// FP8: Megatron-LM runs Transformer Engine's recipes (delayed scaling with
+// papaya's history, or current tensorwise scaling), torchtitan torchao's
+// (its weights gathered in bf16, as papaya prices ZeRO-3); each refuses the
+// other's, naming the precision.
+TEST(EngineArguments, Fp8RecipesInEachEnginesNames) {
+  expect_lines(megatron_arguments(layout(1, "keep"), shape, "fp8-delayed"),
+               {"--bf16 \\\n", "--fp8-format hybrid \\\n", "--fp8-recipe delayed \\\n", "--fp8-amax-history-len 1024 \\\n",
+                "--fp8-amax-compute-algo max \\\n"});
+  expect_lines(megatron_arguments(layout(1, "keep"), shape, "fp8-tensorwise"), {"--fp8-recipe tensorwise \\\n"});
+  EXPECT_EQ(megatron_arguments(layout(1, "keep"), shape, "amp-bf16").find("--fp8"), std::string::npos);
+  EXPECT_THROW(megatron_arguments(layout(1, "keep"), shape, "fp8-rowwise"), InputError);
+  expect_lines(torchtitan_config(layout(3, "keep"), shape, "fp8-rowwise"),
+               {"mixed_precision_param = \"bfloat16\"\n", "[model]\nconverters = [\"float8\"]\n",
+                "[float8]\nrecipe_name = \"rowwise\"\n", "enable_fsdp_float8_all_gather = false\n"});
+  expect_lines(torchtitan_config(layout(3, "keep"), shape, "fp8-tensorwise"), {"recipe_name = \"tensorwise\"\n"});
+  EXPECT_THROW(torchtitan_config(layout(3, "keep"), shape, "fp8-delayed"), InputError);
+}
+
 TEST(EngineArguments, EachEngineRunsWhatItHasArgumentsFor) {
   EXPECT_EQ(engine_limits("megatron").zero_stages, (std::vector<int>{0, 1}));
   EXPECT_EQ(engine_limits("torchtitan").zero_stages, (std::vector<int>{0, 2, 3}));

@@ -11,6 +11,7 @@
 #include "model/error.h"
 #include "model/plan.h"
 #include "tests/executor/moms_fixture.h"
+#include "tests/support/test_names.h"
 
 namespace papaya::executor {
 namespace {
@@ -189,11 +190,7 @@ TEST_P(AutocastNetwork, PlansUnderAutocastGiveItsGradients) {
 INSTANTIATE_TEST_SUITE_P(Zoo, AutocastNetwork,
                          ::testing::Values("gpt-tiny", "llama-tiny", "qwen3-tiny", "phi3-tiny", "gemma2-tiny", "gemma3-tiny",
                                            "deepseek-v3-tiny", "bert-hf-tiny", "vit-tiny", "resnet-tiny", "mlp-tiny"),
-                         [](const auto& info) {
-                           std::string name = info.param;
-                           for (char& c : name) c = c == '-' ? '_' : c;
-                           return name;
-                         });
+                         test_support::NetworkParamName());
 
 }  // namespace
 }  // namespace papaya::executor

@@ -19,6 +19,7 @@
 #include "model/catalog/network_config.h"
 #include "profiler/layer_recorder.h"
 #include "tests/executor/torchscript/fixtures.h"
+#include "tests/support/test_names.h"
 
 namespace papaya::profiler {
 namespace {
@@ -173,11 +174,7 @@ TEST(Markers, KeepATensorPassedTwiceOneTensor) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Residual, Markers, ::testing::Values("gpt-tiny", "bert-tiny", "vit-tiny", "resnet-tiny", "mlp-tiny"),
-                         [](const auto& info) {
-                           std::string name = info.param;
-                           for (char& c : name) c = c == '-' ? '_' : c;
-                           return name;
-                         });
+                         test_support::NetworkParamName());
 
 }  // namespace
 }  // namespace papaya::profiler

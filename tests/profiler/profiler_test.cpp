@@ -35,6 +35,7 @@
 #include "profiler/summary.h"
 #include "profiler/wall_clock_timer.h"
 #include "tests/executor/torchscript/fixtures.h"
+#include "tests/support/test_names.h"
 
 namespace papaya::profiler {
 namespace {
@@ -584,11 +585,7 @@ INSTANTIATE_TEST_SUITE_P(Cpu, TinyProfile,
                          ::testing::Values("gpt-tiny", "llama-tiny", "llama-tiny-lora", "mixtral-tiny", "olmoe-tiny",
                                            "qwen3-tiny", "phi3-tiny", "gemma2-tiny", "gemma3-tiny", "gpt-oss-tiny",
                                            "deepseek-v3-tiny", "vit-tiny", "resnet-tiny", "mlp-tiny"),
-                         [](const auto& info) {
-                           std::string name = info.param;
-                           for (char& c : name) c = c == '-' ? '_' : c;
-                           return name;
-                         });
+                         test_support::NetworkParamName());
 
 TEST(Profiler, ABatchOverTheMemoryLimitIsAnOomRowAndTheOthersGoOn) {
   ProfileOptions options;

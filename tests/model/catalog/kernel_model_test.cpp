@@ -121,6 +121,41 @@ TEST(LayerKernels, ALinearIsOneProductForwardAndTwoBackward) {
   EXPECT_DOUBLE_EQ(kernel_seconds(trained.forward, 8, gpu, bf16, fast), matmul_seconds(gpu, bf16, 128, 32, 64, fast));
 }
 
+// Under an FP8 recipe a linear of features in multiples of 16 runs its
+// three products on the FP8 path, beside the casts of its operands: torchao
+// casts input and weight forward (amax and cast: 2 + 2 + 1 bytes an input,
+// 4 + 4 + 1 a weight) and the output's gradient twice, the input and weight
+// again backward; Transformer Engine casts each once, its amax fused.
+TEST(LayerKernels, AnFp8LinearRunsItsProductsInFp8BesideItsCasts) {
+  const LayerDescription l = linear_layer(16, 64, 32, true);
+  const double inputs = 16 * 64, outputs = 16 * 32, weights = 64 * 32;
+  const LayerKernels torchao = layer_kernels(l, Fp8Recipe::tensorwise);
+  for (const auto* d : {&torchao.forward, &torchao.backward}) {
+    for (const ProductWork& p : d->products) EXPECT_TRUE(p.fp8);
+  }
+  EXPECT_DOUBLE_EQ(torchao.forward.pass_bytes_per_sample, 5 * inputs);
+  EXPECT_DOUBLE_EQ(torchao.forward.pass_bytes_fixed, 9 * weights);
+  EXPECT_DOUBLE_EQ(torchao.backward.pass_bytes_per_sample, 10 * outputs + 5 * inputs);
+  EXPECT_DOUBLE_EQ(torchao.backward.pass_bytes_fixed, 9 * weights);
+  const LayerKernels te = layer_kernels(l, Fp8Recipe::delayed);
+  EXPECT_DOUBLE_EQ(te.forward.pass_bytes_per_sample, 3 * inputs);
+  EXPECT_DOUBLE_EQ(te.forward.pass_bytes_fixed, 6 * weights);
+  EXPECT_DOUBLE_EQ(te.backward.pass_bytes_per_sample, 3 * outputs);
+  // Features not multiples of 16, and the LM head: no FP8.
+  const LayerKernels odd = layer_kernels(linear_layer(16, 60, 32, true), Fp8Recipe::tensorwise);
+  EXPECT_FALSE(odd.forward.products.front().fp8);
+  EXPECT_EQ(odd.forward.pass_kernels, 1);
+  LayerDescription head = l;
+  head.kind = LayerKind::lm_head;
+  EXPECT_FALSE(layer_kernels(head, Fp8Recipe::tensorwise).forward.products.front().fp8);
+  // The products on the FP8 path where one is given.
+  const KernelModel gpu = four_sms();
+  const MatmulPath fp8{2 * peak, 1.0, 1};
+  const double casts = memory_pass_seconds(gpu, 8 * 5 * inputs + 9 * weights, fast) + 4 * gpu.kernel_latency_s;
+  EXPECT_DOUBLE_EQ(kernel_seconds(torchao.forward, 8, gpu, bf16, fast, fp8), matmul_seconds(gpu, fp8, 128, 32, 64, fast) + casts);
+  EXPECT_LT(kernel_seconds(torchao.forward, 8, gpu, bf16, fast, fp8), kernel_seconds(torchao.forward, 8, gpu, bf16, fast));
+}
+
 TEST(LayerKernels, ALinearWhoseInputIsNotSavedIsPricedByItsFlops) {
   LayerDescription l = linear_layer(16, 64, 32, true);
   l.saved.clear();

@@ -159,6 +159,34 @@ TEST(Target, AutocastInBf16IsPricedInFp16WhereThereIsNoBf16) {
                            [](const std::string& n) { return n.find("has no bf16") != std::string::npos; }));
 }
 
+// An FP8 recipe's linears run at the chip's FP8 peak (their products alone),
+// the rest as autocast's: faster than amp-bf16 where the chip has FP8, an
+// input error where it has none.
+TEST(Target, Fp8RecipesPriceTheirLinearsAtTheFp8Peak) {
+  LayerModel amp = fit_profile(testing::make_profile(testing::gpt_like(1)), "cpu.json").model;
+  amp.precision = "amp-bf16";
+  LayerModel fp8 = amp;
+  fp8.precision = "fp8-tensorwise";
+  EXPECT_THROW(make_target(fp8, "A100-40GB"), InputError);
+  const Target h100 = make_target(fp8, "H100-SXM-80GB");
+  EXPECT_TRUE(std::any_of(h100.notes.begin(), h100.notes.end(),
+                          [](const std::string& n) { return n.find("H100-SXM-80GB's FP8 peak") != std::string::npos; }));
+  const HardwareSpec hw = load_hardware("H100-SXM-80GB");
+  const MatmulPath bf16{hw.peak_for("amp-bf16"), hw.kernels.matmul_efficiency_for("bf16"), 2.0};
+  const MatmulPath fp8_path{hw.peak_for("fp8"), hw.kernels.matmul_efficiency_for("fp8"), 1.0};
+  const Target amp_h100 = make_target(amp, "H100-SXM-80GB");
+  int converted = 0;
+  for (size_t j = 0; j < fp8.layers.size(); ++j) {
+    const LayerKernels work = layer_kernels(fp8.layers[j], Fp8Recipe::tensorwise);
+    converted += !work.forward.products.empty() && work.forward.products.front().fp8;
+    EXPECT_DOUBLE_EQ(h100.forward_seconds[j].at(8),
+                     kernel_seconds(work.forward, 8, hw.kernels, bf16, hw.memory_bandwidth, fp8_path));
+    EXPECT_DOUBLE_EQ(amp_h100.forward_seconds[j].at(8),
+                     kernel_seconds(layer_kernels(amp.layers[j]).forward, 8, hw.kernels, bf16, hw.memory_bandwidth));
+  }
+  EXPECT_GT(converted, 0);
+}
+
 TEST(Target, CodecDefaultsWhenTheProfileMeasuredNone) {
   testing::ProfileSpec spec = testing::gpt_like(1);
   spec.codecs.clear();

@@ -17,6 +17,7 @@
 #include "model/error.h"
 #include "model/fit/shape_scaling.h"
 #include "tests/support/quick_fit.h"
+#include "tests/support/test_names.h"
 
 namespace papaya::profiler {
 namespace {
@@ -93,23 +94,18 @@ TEST_P(ShapeScaling, ThreeFractionsGiveTheWholeNetworksBytes) {
 // widths alone: qwen-moe-tiny; llama-tiny, FLOPs a quadratic then; vit-tiny,
 // whose patches are its image's (a patch embedding, a class token, a
 // classifier).
-INSTANTIATE_TEST_SUITE_P(Cpu, ShapeScaling,
-                         ::testing::Values(Cut{"llama-tiny", model::ShapeCut::tokens_and_widths},
-                                           Cut{"gpt-tiny", model::ShapeCut::tokens_and_widths},
-                                           Cut{"bert-hf-tiny", model::ShapeCut::tokens_and_widths},
-                                           Cut{"llama-tiny-lora", model::ShapeCut::tokens_and_widths},
-                                           Cut{"mixtral-tiny", model::ShapeCut::tokens_and_widths},
-                                           Cut{"qwen-moe-tiny", model::ShapeCut::tokens_and_widths},
-                                           Cut{"qwen-moe-tiny", model::ShapeCut::widths},
-                                           Cut{"qwen3-tiny", model::ShapeCut::tokens_and_widths},
-                                           Cut{"gemma3-tiny", model::ShapeCut::tokens_and_widths},
-                                           Cut{"deepseek-v3-tiny", model::ShapeCut::tokens_and_widths},
-                                           Cut{"llama-tiny", model::ShapeCut::widths}, Cut{"vit-tiny", model::ShapeCut::widths}),
-                         [](const auto& info) {
-                           std::string name = info.param.network;
-                           for (char& c : name) c = c == '-' ? '_' : c;
-                           return name + (info.param.cut == model::ShapeCut::widths ? "_widths" : "");
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Cpu, ShapeScaling,
+    ::testing::Values(
+        Cut{"llama-tiny", model::ShapeCut::tokens_and_widths}, Cut{"gpt-tiny", model::ShapeCut::tokens_and_widths},
+        Cut{"bert-hf-tiny", model::ShapeCut::tokens_and_widths}, Cut{"llama-tiny-lora", model::ShapeCut::tokens_and_widths},
+        Cut{"mixtral-tiny", model::ShapeCut::tokens_and_widths}, Cut{"qwen-moe-tiny", model::ShapeCut::tokens_and_widths},
+        Cut{"qwen-moe-tiny", model::ShapeCut::widths}, Cut{"qwen3-tiny", model::ShapeCut::tokens_and_widths},
+        Cut{"gemma3-tiny", model::ShapeCut::tokens_and_widths}, Cut{"deepseek-v3-tiny", model::ShapeCut::tokens_and_widths},
+        Cut{"llama-tiny", model::ShapeCut::widths}, Cut{"vit-tiny", model::ShapeCut::widths}),
+    [](const auto& info) {
+      return test_support::identifier(info.param.network) + (info.param.cut == model::ShapeCut::widths ? "_widths" : "");
+    });
 
 // llama-tiny's models at 1/4, 2/4 and 3/4 of its shape.
 std::vector<model::ModelAtFraction> llama_fractions() {
