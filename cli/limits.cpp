@@ -280,7 +280,9 @@ void check_sources(const LimitsArgs& args) {
                      "fitted already)");
   }
   if (args.hardware.empty()) throw InputError("limits: --hardware is needed: the catalog entries to size the batch for");
-  for (const auto& name : split_commas(args.hardware)) model::load_hardware(name);  // before minutes of profiling
+  for (const auto& name : split_commas(args.hardware)) {  // before minutes of profiling
+    model::load_hardware(name).check_runs(args.precision);
+  }
   args.data_parallel.validate();
 }
 

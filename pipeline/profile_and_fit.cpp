@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "model/catalog/hardware.h"
 #include "model/catalog/parameter_count.h"
 #include "model/catalog/shape_fraction.h"
 #include "model/error.h"
@@ -244,6 +245,7 @@ Profiled profile_and_fit(const ProfileAndFitRequest& asked, Reporter& reporter) 
   options.profile_blocks = scaling.parts > 0 ? scaling.blocks : request.profile_blocks;
   options.device = request.device;
   options.precision = request.precision.empty() ? request.network.precision : request.precision;
+  if (!request.hardware.empty()) model::load_hardware(request.hardware).check_runs(options.precision);  // before profiling
   options.batches = request.batches;
   options.measure_stored = scaling.parts == 0 && scaling.lengths.empty();  // a model made over keeps no stored figures
   if (request.quick) {

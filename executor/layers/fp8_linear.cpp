@@ -15,40 +15,62 @@ using torch::autograd::Function;
 constexpr int64_t input_column = 0, weight_column = 1, output_column = 2, output_gradient_column = 3,
                   input_gradient_column = 4;
 
-// An operand scaled, cast and read back in bf16, with the scale it took.
+// An operand cast: its codes and the scale they were cast with (a scalar,
+// or one a row: (rows, 1)).
 struct Cast {
-  torch::Tensor values;  // bf16, times `scale`
+  torch::Tensor codes;
   torch::Tensor scale;
+  Fp8Format format;
 };
 
 Cast cast(const torch::Tensor& t, const torch::Tensor& scale, Fp8Format format) {
-  return {fp8_decode(fp8_encode(t, scale, format), format, torch::kBFloat16), scale};
+  return {fp8_encode(t, scale, format), scale, format};
 }
 
 // One scale for the whole tensor (tensorwise).
-Cast cast_whole(const torch::Tensor& t, Fp8Format format) {
-  return cast(t, fp8_scale(t.detach().abs().max(), format), format);
+Cast cast_whole(const torch::Tensor& t, Fp8Format format) { return cast(t, fp8_scale(fp8_amax(t), format), format); }
+
+// A scale for each row of a matrix, a power of two (torchao's rowwise
+// recipe: each operand scaled along the dimension its product sums).
+Cast cast_rows(const torch::Tensor& t, Fp8Format format) {
+  return cast(t, fp8_scale(fp8_amax(t, 1), format, true), format);
 }
 
-// A scale along `dim` of a matrix's each row (dim 1) or column (dim 0),
-// rounded to a power of two (torchao's rowwise recipe).
-Cast cast_along(const torch::Tensor& t, int64_t dim, Fp8Format format) {
-  return cast(t, fp8_scale(t.detach().abs().amax(dim, true), format, true), format);
+// Rows [first, first + count) of an operand, read back in bf16.
+torch::Tensor read_rows(const Cast& c, int64_t first, int64_t count) {
+  return fp8_decode(c.codes.narrow(0, first, count), c.format, torch::kBFloat16);
 }
 
-// a (m x k) times b^T (b: n x k), unscaled by a's (m x 1 or 1) and b's
-// (n x 1 or 1) scales.
+torch::Tensor scale_rows(const Cast& c, int64_t first, int64_t count) {
+  return c.scale.dim() == 0 ? c.scale : c.scale.narrow(0, first, count);
+}
+
+// a (m x k) times b^T (b: n x k), unscaled, in bf16: a tile of each read
+// back at a time, so that the emulation's scratch is bounded (an FP8
+// product reads the codes themselves).
 torch::Tensor scaled_mm(const Cast& a, const Cast& b) {
-  torch::Tensor out = a.values.mm(b.values.t());
-  out.mul_(a.scale.reciprocal());
-  return out.mul_(b.scale.reciprocal().t());
+  const int64_t m = a.codes.size(0), n = b.codes.size(0), k = a.codes.size(1);
+  torch::Tensor out = torch::empty({m, n}, a.codes.options().dtype(torch::kBFloat16));
+  const int64_t step = std::max<int64_t>(1, fp8_tile_elements / std::max<int64_t>(1, k));
+  for (int64_t i = 0; i < m; i += step) {
+    const int64_t rows = std::min(step, m - i);
+    const torch::Tensor a_tile = read_rows(a, i, rows);
+    const torch::Tensor a_scale = scale_rows(a, i, rows).reciprocal();
+    for (int64_t j = 0; j < n; j += step) {
+      const int64_t cols = std::min(step, n - j);
+      torch::Tensor block = out.narrow(0, i, rows).narrow(1, j, cols);
+      at::mm_out(block, a_tile, read_rows(b, j, cols).t());
+      block.mul_(a_scale).mul_(scale_rows(b, j, cols).reciprocal().t());
+    }
+  }
+  return out;
 }
 
 void record_amax(Fp8DelayedState& s, int64_t column, const torch::Tensor& t) {
   const torch::NoGradGuard no_grad;
   const int64_t row = (s.steps - 1) % model::fp8_amax_history_length;
   torch::Tensor cell = s.amax_history[row][column];
-  cell.copy_(torch::maximum(cell, t.detach().abs().max().to(torch::kFloat)));
+  cell.copy_(torch::maximum(cell, fp8_amax(t).to(torch::kFloat)));
 }
 
 double scale_of(const Fp8DelayedState& s, int64_t column) { return s.scales[column].item<double>(); }
@@ -60,14 +82,11 @@ torch::Tensor scalar(double value) { return torch::full({}, value, torch::kFloat
 torch::Tensor forward_product(const Fp8Linear& fp8, const Fp8Input& in, const torch::Tensor& x2, const torch::Tensor& weight) {
   switch (fp8.recipe) {
     case Fp8Recipe::tensorwise: return scaled_mm(cast_whole(x2, Fp8Format::e4m3), cast_whole(weight, Fp8Format::e4m3));
-    case Fp8Recipe::rowwise:
-      return scaled_mm(cast_along(x2, 1, Fp8Format::e4m3), cast_along(weight, 1, Fp8Format::e4m3));
+    case Fp8Recipe::rowwise: return scaled_mm(cast_rows(x2, Fp8Format::e4m3), cast_rows(weight, Fp8Format::e4m3));
     case Fp8Recipe::delayed: {
-      Fp8DelayedState& s = *fp8.delayed;
-      const Cast xq{fp8_decode(in.saved.reshape({-1, in.saved.size(-1)}), Fp8Format::e4m3, torch::kBFloat16),
-                    scalar(in.scale)};
-      const Cast wq{fp8_decode(s.weight_codes, Fp8Format::e4m3, torch::kBFloat16), scalar(s.weight_scale)};
-      return scaled_mm(xq, wq);
+      const Fp8DelayedState& s = *fp8.delayed;
+      const Cast xq{in.saved.reshape({-1, in.saved.size(-1)}), scalar(in.scale), Fp8Format::e4m3};
+      return scaled_mm(xq, {s.weight_codes, scalar(s.weight_scale), Fp8Format::e4m3});
     }
     case Fp8Recipe::none: break;
   }
@@ -80,6 +99,9 @@ struct Gradients {
 
 // The input's gradient g W and (where it trains) the weight's g^T x, g
 // (rows x out) and x (rows x in, or its codes) as the recipe casts them.
+// A cast operand's transpose: the codes' (a view) with its scalar scale.
+Cast transposed(const Cast& c) { return {c.codes.t(), c.scale, c.format}; }
+
 Gradients backward_products(const Fp8Linear& fp8, const torch::Tensor& g2, const torch::Tensor& x2, double x_scale,
                             const torch::Tensor& weight, bool weight_gradient) {
   Gradients out;
@@ -87,27 +109,21 @@ Gradients backward_products(const Fp8Linear& fp8, const torch::Tensor& g2, const
     case Fp8Recipe::tensorwise: {
       const Cast gq = cast_whole(g2, Fp8Format::e5m2);
       out.input = scaled_mm(gq, cast_whole(weight.t(), Fp8Format::e4m3));
-      if (weight_gradient) out.weight = scaled_mm(cast_whole(g2.t(), Fp8Format::e5m2), cast_whole(x2.t(), Fp8Format::e4m3));
+      if (weight_gradient) out.weight = scaled_mm(transposed(gq), cast_whole(x2.t(), Fp8Format::e4m3));
       return out;
     }
     case Fp8Recipe::rowwise:
       // Each product's operands scaled along the dimension it sums over.
-      out.input = scaled_mm(cast_along(g2, 1, Fp8Format::e4m3), cast_along(weight.t(), 1, Fp8Format::e4m3));
-      if (weight_gradient) {
-        out.weight = scaled_mm(cast_along(g2.t(), 1, Fp8Format::e4m3), cast_along(x2.t(), 1, Fp8Format::e4m3));
-      }
+      out.input = scaled_mm(cast_rows(g2, Fp8Format::e4m3), cast_rows(weight.t(), Fp8Format::e4m3));
+      if (weight_gradient) out.weight = scaled_mm(cast_rows(g2.t(), Fp8Format::e4m3), cast_rows(x2.t(), Fp8Format::e4m3));
       return out;
     case Fp8Recipe::delayed: {
       Fp8DelayedState& s = *fp8.delayed;
       const Cast gq = cast(g2, scalar(scale_of(s, output_gradient_column)), Fp8Format::e5m2);
       record_amax(s, output_gradient_column, g2);
-      const Cast wt{fp8_decode(s.weight_codes_t, Fp8Format::e4m3, torch::kBFloat16), scalar(s.weight_scale)};
-      out.input = scaled_mm(gq, wt);
+      out.input = scaled_mm(gq, {s.weight_codes_t, scalar(s.weight_scale), Fp8Format::e4m3});
       record_amax(s, input_gradient_column, out.input);
-      if (weight_gradient) {
-        const Cast xq{fp8_decode(x2, Fp8Format::e4m3, torch::kBFloat16), scalar(x_scale)};
-        out.weight = scaled_mm({gq.values.t(), gq.scale}, {xq.values.t(), xq.scale});
-      }
+      if (weight_gradient) out.weight = scaled_mm(transposed(gq), {x2.t(), scalar(x_scale), Fp8Format::e4m3});
       return out;
     }
     case Fp8Recipe::none: break;

@@ -1,5 +1,6 @@
 #include "executor/storage/fp8_codes.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -32,9 +33,9 @@ const torch::Tensor& cpu_table(Fp8Format format) {
 
 }  // namespace
 
-torch::Tensor fp8_encode(const torch::Tensor& x, const torch::Tensor& scale, Fp8Format format) {
+// The codes of a tile of values, scaled.
+torch::Tensor encode_tile(const torch::Tensor& x, const torch::Tensor& scale, Fp8Format format) {
   const model::Fp8FormatSpec s = model::fp8_format_spec(format);
-  const torch::NoGradGuard no_grad;
   torch::Tensor a = (x.to(torch::kFloat) * scale).clamp_(-s.max, s.max);
   const torch::Tensor negative = a.lt(0);
   a.abs_();
@@ -46,6 +47,30 @@ torch::Tensor fp8_encode(const torch::Tensor& x, const torch::Tensor& scale, Fp8
   const torch::Tensor steps = a.div_(torch::exp2(exponent - s.mantissa_bits)).round_();
   const torch::Tensor code = exponent.add_(s.exponent_bias - 1).mul_(1 << s.mantissa_bits).add_(steps);
   return code.add_(negative.to(torch::kFloat).mul_(128)).to(torch::kByte);
+}
+
+torch::Tensor fp8_encode(const torch::Tensor& x, const torch::Tensor& scale, Fp8Format format) {
+  const torch::NoGradGuard no_grad;
+  const torch::Tensor rows = x.dim() == 2 ? x : x.reshape({-1, x.size(-1)});
+  torch::Tensor codes = torch::empty(rows.sizes(), rows.options().dtype(torch::kByte));
+  const int64_t n = rows.size(0), step = std::max<int64_t>(1, fp8_tile_elements / std::max<int64_t>(1, rows.size(1)));
+  const bool scale_by_row = scale.dim() == 2 && scale.size(0) == n && n > 1;
+  for (int64_t first = 0; first < n; first += step) {
+    const int64_t count = std::min(step, n - first);
+    codes.narrow(0, first, count)
+        .copy_(encode_tile(rows.narrow(0, first, count), scale_by_row ? scale.narrow(0, first, count) : scale, format));
+  }
+  return codes.view(x.sizes());
+}
+
+torch::Tensor fp8_amax(const torch::Tensor& t) {
+  const torch::Tensor d = t.detach();
+  return torch::maximum(d.min().neg(), d.max());
+}
+
+torch::Tensor fp8_amax(const torch::Tensor& t, int64_t dim) {
+  const torch::Tensor d = t.detach();
+  return torch::maximum(d.amin(dim, true).neg(), d.amax(dim, true));
 }
 
 torch::Tensor fp8_decode(const torch::Tensor& codes, Fp8Format format, torch::ScalarType dtype) {

@@ -66,6 +66,13 @@ double HardwareSpec::peak_for(const std::string& precision, bool allow_tf32) con
   return *it->second;
 }
 
+void HardwareSpec::check_runs(const std::string& precision) const {
+  const auto fp8 = peak_flops.find("fp8");
+  if (is_fp8_precision(precision) && (fp8 == peak_flops.end() || !fp8->second)) {
+    throw InputError("hardware " + name + " has no FP8 products (peak_tflops.fp8): precision " + precision + " needs them");
+  }
+}
+
 std::vector<HardwareSpec> hardware_catalog() {
   std::vector<HardwareSpec> all;
   for (const auto& [path, doc] : read_catalog_folder("hardware", "hardware entry")) all.push_back(parse(doc, path));

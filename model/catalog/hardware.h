@@ -33,6 +33,10 @@ struct HardwareSpec {
   // Peak FLOP/s for a training precision ("fp32" uses tf32 where it exists
   // only if `allow_tf32`); throws InputError if the chip has no such path.
   double peak_for(const std::string& precision, bool allow_tf32 = false) const;
+  // Throws InputError where `precision` is an FP8 recipe and the chip has
+  // no FP8 products. (Another precision's missing half type is priced in
+  // the other one: target.h.)
+  void check_runs(const std::string& precision) const;
 };
 
 // The catalog's compute path (a peak_flops key) of a training precision:

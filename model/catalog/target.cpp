@@ -186,6 +186,7 @@ Target catalog_target(const LayerModel& m, const HardwareSpec& hw, std::optional
   const Fp8Recipe recipe = fp8_recipe_of(m.precision);
   std::optional<MatmulPath> fp8_path;
   if (recipe != Fp8Recipe::none) {
+    hw.check_runs(m.precision);
     fp8_path = MatmulPath{hw.peak_for("fp8"), hw.kernels.matmul_efficiency_for("fp8"), 1.0};
     t.notes.push_back("FP8 (" + m.precision + "): the linear layers it converts at " + hw.name + "'s FP8 peak, the rest in bf16");
   }

@@ -227,6 +227,18 @@ TEST(Cli, QloraTrainsAndItsFlagsAreChecked) {
                      "--lora-targets: 'fc1' names no projection of llama-tiny (its projections: qkv, o, gate, up, down)");
 }
 
+// FP8: trained (the emulation) and, where a chip has no FP8 products,
+// refused before any profiling, naming chip and precision.
+TEST(Cli, Fp8TrainsAndNeedsAChipWithFp8) {
+  const Outcome run = run_papaya("train --network gpt-tiny --precision fp8-delayed --batch 2 --steps 2 --json");
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(json::parse(run.out).at("precision"), "fp8-delayed");
+  const std::string missing = "hardware A100-80GB has no FP8 products (peak_tflops.fp8): precision fp8-tensorwise needs them";
+  expect_input_error("recommend --network gpt-tiny --hardware A100-80GB --precision fp8-tensorwise", missing);
+  expect_input_error("limits --network gpt-tiny --hardware H100-SXM-80GB,A100-80GB --precision fp8-tensorwise", missing);
+  expect_input_error("train --network gpt-tiny --precision fp8", "precision fp8: expected fp32, bf16");
+}
+
 // --freeze: the layers named train not (the count printed beside the
 // total), and patterns that name nothing, everything, or no range are named.
 TEST(Cli, FreezeNamesTheLayersThatTrainNot) {
