@@ -19,7 +19,7 @@ Fp8FormatSpec fp8_format_spec(Fp8Format format) {
 bool runs_in_fp8(int64_t in_features, int64_t out_features) { return in_features % 16 == 0 && out_features % 16 == 0; }
 
 int64_t fp8_state_bytes(Fp8Recipe recipe, int64_t in_features, int64_t out_features) {
-  if (recipe != Fp8Recipe::delayed || !runs_in_fp8(in_features, out_features)) return 0;
+  if (recipe != Fp8Recipe::delayed) return 0;
   const int64_t history = fp8_amax_history_length * fp8_tensors_per_layer * 4;
   const int64_t scales = fp8_tensors_per_layer * 4;
   return 2 * in_features * out_features + history + scales;

@@ -31,9 +31,12 @@ struct Fp8FormatSpec {
 };
 Fp8FormatSpec fp8_format_spec(Fp8Format format);
 
-// Whether a recipe converts a linear layer of these features: the FP8
-// matrix product needs both multiples of 16 (torchao and torchtitan leave
-// other linears in bf16; papaya's executor does the same).
+// Whether a GPU's FP8 product takes a linear layer of these features: both
+// multiples of 16 (torchao and torchtitan leave other linears in bf16, and
+// the model prices them so). The executor's emulation converts every
+// linear: a profile taken at a fraction of a network's widths
+// (catalog/shape_fraction.h), which need not be multiples of 16, measures
+// what the whole network's linears save.
 bool runs_in_fp8(int64_t in_features, int64_t out_features);
 
 // Transformer Engine's delayed scaling keeps, per converted layer, an amax

@@ -107,7 +107,7 @@ void Linear::freeze() {
 bool Linear::set_fp8(model::Fp8Recipe recipe) {
   if (recipe == fp8_.recipe) return recipe != model::Fp8Recipe::none;
   TORCH_CHECK(fp8_.recipe == model::Fp8Recipe::none, "a linear layer's FP8 recipe is set once");
-  if (recipe != model::Fp8Recipe::none && !stored_ && model::runs_in_fp8(weight.size(1), weight.size(0))) {
+  if (recipe != model::Fp8Recipe::none && !stored_) {
     fp8_.recipe = recipe;
     if (recipe == model::Fp8Recipe::delayed) {
       fp8_.delayed = make_fp8_delayed_state(weight);

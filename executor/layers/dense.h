@@ -20,9 +20,9 @@ class Linear : public Layer {
   void freeze() override;
   bool frozen() const { return frozen_; }
   const StoredWeight* stored_weight() const override { return stored_ ? &*stored_ : nullptr; }
-  // Runs its products in FP8 as `recipe` does (fp8_linear.h), where the
-  // recipe converts a layer of its features and its weight is a parameter;
-  // none: in its compute dtype. Returns whether it does.
+  // Runs its products in FP8 as `recipe` does (fp8_linear.h), where its
+  // weight is a parameter (not a QLoRA base's codes); none: in its compute
+  // dtype. Returns whether it does.
   bool set_fp8(model::Fp8Recipe recipe);
   const Fp8Linear& fp8() const { return fp8_; }
   // The stored weight in `dtype`, for one matmul: into load_scratch where
