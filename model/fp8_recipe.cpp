@@ -21,8 +21,8 @@ bool runs_in_fp8(int64_t in_features, int64_t out_features) { return in_features
 int64_t fp8_state_bytes(Fp8Recipe recipe, int64_t in_features, int64_t out_features) {
   if (recipe != Fp8Recipe::delayed) return 0;
   const int64_t history = fp8_amax_history_length * fp8_tensors_per_layer * 4;
-  const int64_t scales = fp8_tensors_per_layer * 4;
-  return 2 * in_features * out_features + history + scales;
+  const int64_t scales = fp8_tensors_per_layer * 4, step = 8 + 1;  // the count and whether a step is open
+  return 2 * in_features * out_features + history + scales + step;
 }
 
 }  // namespace papaya::model

@@ -42,8 +42,10 @@ bool runs_in_fp8(int64_t in_features, int64_t out_features);
 // Transformer Engine's delayed scaling keeps, per converted layer, an amax
 // history of this many steps (DelayedScaling's default) for each of its
 // five FP8 tensors (forward: input, weight, output; backward: output's
-// gradient, input's gradient), their five fp32 scales, and the FP8 weight
-// with its transpose (Hopper's FP8 products read both operands K-major).
+// gradient, input's gradient), their five fp32 scales, its step count and
+// whether one is open, and
+// the FP8 weight with its transpose (Hopper's FP8 products read both
+// operands K-major).
 constexpr int64_t fp8_amax_history_length = 1024;
 constexpr int64_t fp8_tensors_per_layer = 5;
 

@@ -115,6 +115,8 @@ bool Linear::set_fp8(model::Fp8Recipe recipe) {
       register_buffer("fp8_weight_t", fp8_.delayed->weight_codes_t);
       register_buffer("fp8_amax_history", fp8_.delayed->amax_history);
       register_buffer("fp8_scales", fp8_.delayed->scales);
+      register_buffer("fp8_steps", fp8_.delayed->steps);
+      register_buffer("fp8_step_done", fp8_.delayed->step_done);
     }
   }
   if (fp8_.recipe == model::Fp8Recipe::delayed && has_slot("input")) {

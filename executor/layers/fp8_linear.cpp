@@ -12,8 +12,7 @@ using model::Fp8Format;
 using model::Fp8Recipe;
 using torch::autograd::Function;
 
-constexpr int64_t input_column = 0, weight_column = 1, output_column = 2, output_gradient_column = 3,
-                  input_gradient_column = 4;
+constexpr int64_t input_column = 0, weight_column = 1, output_column = 2, output_gradient_column = 3, input_gradient_column = 4;
 
 // An operand cast: its codes and the scale they were cast with (a scalar,
 // or one a row: (rows, 1)).
@@ -32,9 +31,7 @@ Cast cast_whole(const torch::Tensor& t, Fp8Format format) { return cast(t, fp8_s
 
 // A scale for each row of a matrix, a power of two (torchao's rowwise
 // recipe: each operand scaled along the dimension its product sums).
-Cast cast_rows(const torch::Tensor& t, Fp8Format format) {
-  return cast(t, fp8_scale(fp8_amax(t, 1), format, true), format);
-}
+Cast cast_rows(const torch::Tensor& t, Fp8Format format) { return cast(t, fp8_scale(fp8_amax(t, 1), format, true), format); }
 
 // Rows [first, first + count) of an operand, read back in bf16.
 torch::Tensor read_rows(const Cast& c, int64_t first, int64_t count) {
@@ -68,7 +65,7 @@ torch::Tensor scaled_mm(const Cast& a, const Cast& b) {
 
 void record_amax(Fp8DelayedState& s, int64_t column, const torch::Tensor& t) {
   const torch::NoGradGuard no_grad;
-  const int64_t row = (s.steps - 1) % model::fp8_amax_history_length;
+  const int64_t row = (s.steps.item<int64_t>() - 1) % model::fp8_amax_history_length;
   torch::Tensor cell = s.amax_history[row][column];
   cell.copy_(torch::maximum(cell, fp8_amax(t).to(torch::kFloat)));
 }
@@ -178,7 +175,7 @@ struct Fp8LinearFunction : Function<Fp8LinearFunction> {
     };
     const variable_list out = gradients(saved.tensors);
     if (fp8->recipe == Fp8Recipe::delayed) {
-      fp8->delayed->step_done = true;
+      fp8->delayed->step_done.fill_(true);
     } else {
       saved.estimate_sensitivity(gradients, out);
     }
@@ -195,6 +192,8 @@ std::shared_ptr<Fp8DelayedState> make_fp8_delayed_state(const torch::Tensor& wei
   s->weight_codes_t = torch::zeros({weight.size(1), weight.size(0)}, options.dtype(torch::kByte));
   s->amax_history = torch::zeros({model::fp8_amax_history_length, model::fp8_tensors_per_layer}, options.dtype(torch::kFloat));
   s->scales = torch::ones({model::fp8_tensors_per_layer}, options.dtype(torch::kFloat));
+  s->steps = torch::zeros({}, options.dtype(torch::kLong));
+  s->step_done = torch::ones({}, options.dtype(torch::kBool));
   return s;
 }
 
@@ -202,18 +201,18 @@ Fp8Input fp8_input(const Fp8Linear& fp8, const torch::Tensor& x, bool recomputed
   if (fp8.recipe != Fp8Recipe::delayed) return {x, 1};
   Fp8DelayedState& s = *fp8.delayed;
   const torch::NoGradGuard no_grad;
-  if (!recomputed && s.step_done) {
+  if (!recomputed && s.step_done.item<bool>()) {
     // A new step: the scales from the history's largest amax of each tensor
     // (those never seen keep theirs), then this step's row, cleared.
-    s.step_done = false;
-    if (s.steps > 0) {
+    s.step_done.fill_(false);
+    if (s.steps.item<int64_t>() > 0) {
       const torch::Tensor amax = s.amax_history.amax(0);
       torch::Tensor scales = fp8_scale(amax, Fp8Format::e4m3);
       scales.narrow(0, output_gradient_column, 2).copy_(fp8_scale(amax.narrow(0, output_gradient_column, 2), Fp8Format::e5m2));
       s.scales.copy_(torch::where(amax.gt(0), scales, s.scales));
     }
-    ++s.steps;
-    s.amax_history[(s.steps - 1) % model::fp8_amax_history_length].zero_();
+    s.steps.add_(1);
+    s.amax_history[(s.steps.item<int64_t>() - 1) % model::fp8_amax_history_length].zero_();
   }
   Fp8Input in;
   in.scale = scale_of(s, input_column);
@@ -239,11 +238,11 @@ torch::Tensor fp8_linear(const Layer& layer, const Fp8Linear& fp8, const Fp8Inpu
     at::Tensor y = forward_product(fp8, in, rows_of(x), weight);
     if (bias.defined()) y.add_(computed_as(bias, y));
     // A layer no backward runs through ends its step here.
-    if (fp8.delayed && !layer.differentiated()) fp8.delayed->step_done = true;
+    if (fp8.delayed && !layer.differentiated()) fp8.delayed->step_done.fill_(true);
     return y.view(output_sizes(x, weight));
   }
-  return Fp8LinearFunction::apply(&layer, &fp8, &in, x, weight,
-                                  bias.defined() ? c10::optional<at::Tensor>(bias) : c10::nullopt, recomputed);
+  return Fp8LinearFunction::apply(&layer, &fp8, &in, x, weight, bias.defined() ? c10::optional<at::Tensor>(bias) : c10::nullopt,
+                                  recomputed);
 }
 
 }  // namespace papaya::executor

@@ -23,18 +23,19 @@ namespace papaya::executor {
 class Layer;
 
 // Transformer Engine's per-layer state (delayed scaling): registered as the
-// layer's buffers, so that they count, move and checkpoint with it.
+// layer's buffers, so that they count, move and checkpoint with it (a
+// resumed run goes on bit for bit).
 struct Fp8DelayedState {
   torch::Tensor weight_codes, weight_codes_t;  // uint8, (out, in) and (in, out)
   torch::Tensor amax_history;                  // fp32, (history, 5): one row a step, the columns as `scales`
-  torch::Tensor scales;  // fp32, (5): input, weight, output, output's gradient, input's gradient
-  double weight_scale = 1;  // the scale weight_codes were cast with
-  int64_t steps = 0;        // steps begun: the history's row is steps - 1 modulo its length
-  // A step begins at the first forward after the layer's backward (or after
-  // a forward where it has none): a segment recomputed in backward runs its
-  // forward again before the layer's backward, in the same step, with the
-  // same scales.
-  bool step_done = true;
+  torch::Tensor scales;                        // fp32, (5): input, weight, output, output's gradient, input's gradient
+  torch::Tensor steps;                         // int64, (): steps begun; the history's row is steps - 1 modulo its length
+  double weight_scale = 1;                     // the scale weight_codes were cast with
+  // bool, (): a step begins at the first forward after the layer's backward
+  // (or after a forward where it has none): a segment recomputed in backward
+  // runs its forward again before the layer's backward, in the same step,
+  // with the same scales.
+  torch::Tensor step_done;
 };
 
 struct Fp8Linear {

@@ -106,7 +106,9 @@ int64_t Network::fp8_state_bytes() const {
     const auto* linear = dynamic_cast<const Linear*>(layer);
     if (linear == nullptr || !linear->fp8().delayed) continue;
     const Fp8DelayedState& s = *linear->fp8().delayed;
-    for (const auto& t : {s.weight_codes, s.weight_codes_t, s.amax_history, s.scales}) n += t.numel() * t.element_size();
+    for (const auto& t : {s.weight_codes, s.weight_codes_t, s.amax_history, s.scales, s.steps, s.step_done}) {
+      n += t.numel() * t.element_size();
+    }
   }
   return n;
 }

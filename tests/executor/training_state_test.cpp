@@ -21,11 +21,11 @@ namespace {
 
 // A network built, planned and ready to train as papaya train makes it.
 struct TrainingRun {
-  TrainingRun(const model::NetworkConfig& config, const std::string& plan, torch::ScalarType dtype = torch::kFloat)
+  TrainingRun(const model::NetworkConfig& config, const std::string& plan, const std::string& precision = "fp32")
       : data(make_synthetic_data(config, torch::kCPU, 3)) {
     torch::manual_seed(3);
     network = build_network(config);
-    network->set_precision({dtype});
+    network->set_precision(resolve_precision(precision, torch::kCPU));
     const model::NetworkLayout layout = probe_layout(*network);
     PlanOptions plan_options;
     plan_options.rounding_seed = 3;
@@ -67,8 +67,7 @@ bool same_parameters(const Network& a, const Network& b) {
 }
 
 struct Case {
-  std::string network, plan;
-  torch::ScalarType dtype;
+  std::string network, plan, precision;
 };
 
 class Resume : public ::testing::TestWithParam<Case> {};
@@ -78,16 +77,16 @@ TEST_P(Resume, GoesOnBitForBit) {
   const model::NetworkConfig config = testing::tiny_config(c.network, 0.1);
   const std::string path = state_path(c.network + c.plan);
 
-  TrainingRun whole(config, c.plan, c.dtype);
+  TrainingRun whole(config, c.plan, c.precision);
   const TrainReport uninterrupted = whole.train_to(6);
 
   std::vector<double> losses;
   {
-    TrainingRun first(config, c.plan, c.dtype);
+    TrainingRun first(config, c.plan, c.precision);
     losses = first.train_to(3).losses;
     save_training_state(path, {{"what", "a test"}}, {3, losses}, first.parts());
   }
-  TrainingRun second(config, c.plan, c.dtype);
+  TrainingRun second(config, c.plan, c.precision);
   const TrainingState state = TrainingState::read(path, torch::kCPU);
   EXPECT_EQ(state.run(), nlohmann::json({{"what", "a test"}}));
   EXPECT_EQ(state.progress().steps_done, 3);
@@ -103,18 +102,22 @@ TEST_P(Resume, GoesOnBitForBit) {
   EXPECT_TRUE(same_parameters(*second.network, *whole.network));
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Plans, Resume,
-    ::testing::Values(Case{"gpt-tiny", "keep", torch::kFloat}, Case{"gpt-tiny", "recompute-all", torch::kFloat},
-                      Case{"gpt-tiny", "quantize-4", torch::kFloat}, Case{"gpt-tiny", "adaptive-4", torch::kFloat},
-                      Case{"gpt-tiny", "quantize-2+invert", torch::kFloat}, Case{"gpt-tiny", "keep", torch::kBFloat16},
-                      Case{"gpt-tiny", "adaptive-4", torch::kBFloat16}, Case{"gpt-tiny", "quantize-2+invert", torch::kBFloat16},
-                      Case{"resnet-tiny", "keep", torch::kFloat}, Case{"resnet-tiny", "quantize-4", torch::kBFloat16}),
-    [](const auto& info) {
-      std::string name = info.param.network + "_" + info.param.plan + (info.param.dtype == torch::kFloat ? "_fp32" : "_bf16");
-      for (char& ch : name) ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
-      return name;
-    });
+// The delayed FP8 recipe's scales come from the amax history of the steps
+// before: a resumed run takes them up where the state left them.
+INSTANTIATE_TEST_SUITE_P(Plans, Resume,
+                         ::testing::Values(Case{"gpt-tiny", "keep", "fp32"}, Case{"gpt-tiny", "recompute-all", "fp32"},
+                                           Case{"gpt-tiny", "quantize-4", "fp32"}, Case{"gpt-tiny", "adaptive-4", "fp32"},
+                                           Case{"gpt-tiny", "quantize-2+invert", "fp32"}, Case{"gpt-tiny", "keep", "bf16"},
+                                           Case{"gpt-tiny", "adaptive-4", "bf16"}, Case{"gpt-tiny", "quantize-2+invert", "bf16"},
+                                           Case{"resnet-tiny", "keep", "fp32"}, Case{"resnet-tiny", "quantize-4", "bf16"},
+                                           Case{"gpt-tiny", "keep", "fp8-delayed"},
+                                           Case{"gpt-tiny", "recompute-all", "fp8-delayed"},
+                                           Case{"gpt-tiny", "quantize-4", "fp8-tensorwise"}),
+                         [](const auto& info) {
+                           std::string name = info.param.network + "_" + info.param.plan + "_" + info.param.precision;
+                           for (char& ch : name) ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+                           return name;
+                         });
 
 TEST(TrainingState, AnotherNetworksStateIsRefused) {
   const std::string path = state_path("other");
