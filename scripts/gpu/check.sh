@@ -3,16 +3,16 @@
 # builds papaya and tests/gpu against the machine's CUDA LibTorch (PyTorch's
 # own), runs the GPU tests (fused kernels and swapping against the ATen path,
 # the profiler and CUPTI on CUDA), the main job on the GPU, `calibrate` (the
-# kernel model's figures measured there), and `validate` on three networks,
-# two of them TorchScript archives of torchvision's models (predicted against
-# measured peak memory and samples/s).
+# kernel model's figures measured there), and `validate` on the networks
+# CHECKS picks below (predicted against measured peak memory and samples/s).
 #
 # On the GPU machine, in the project root, with the Debian packages it lacks
 # carried in .deps (scripts/gpu/pack-deps.sh .deps):
 #   scripts/gpu/check.sh OUT_DIR [CHECKS]
 # CHECKS picks the `validate` runs, comma-separated: zoo (gpt2-small),
 # archives (torchvision's models scripted), fine-tuning (LoRA and QLoRA),
-# shape (Qwen2-0.5B profiled whole, and at fractions of its shape); all by
+# shape (Qwen2-0.5B profiled whole, and at fractions of its shape), fp8 (the
+# delayed recipe's emulation on llama-tiny); all by
 # default; fraction-profiles (scripts/gpu/fraction_profiles.sh: the profiles
 # bench/shape_replay.sh replays) only when named. The GPU tests and the main
 # job always run.
@@ -20,8 +20,8 @@
 # printed. Each step has its own time limit, so one that hangs costs only its
 # share; a step that fails does not stop the next.
 set -uo pipefail
-out=${1:?usage: scripts/gpu/check.sh OUT_DIR [zoo,archives,fine-tuning,shape]}
-checks=",${2:-zoo,archives,fine-tuning,shape},"
+out=${1:?usage: scripts/gpu/check.sh OUT_DIR [zoo,archives,fine-tuning,shape,fp8]}
+checks=",${2:-zoo,archives,fine-tuning,shape,fp8},"
 wanted() { [[ $checks == *",$1,"* ]]; }
 build=${PAPAYA_GPU_BUILD:-build-gpu}
 mkdir -p "$out"
@@ -94,6 +94,12 @@ if [ -x "$papaya" ]; then
     step validate-qwen2-qlora 300 "$papaya" validate --network configs/hf/qwen2-0.5b.json --seq-len 512 \
       --lora 16 --lora-targets q,k,v,o,gate,up,down --base-weights nf4 --device cuda \
       --profile-batches 1,2,4 --batches 8,16 --plans keep,recompute-all,quantize-4 --steps 8 --json
+  fi
+  # FP8 recipes as the executor emulates them on the GPU (1-byte codes read
+  # back in bf16: FP8's memory under the CUDA allocator, not its speed).
+  if wanted fp8; then
+    step validate-llama-tiny-fp8 150 "$papaya" validate --network llama-tiny --precision fp8-delayed --device cuda \
+      --profile-batches 2,4,8 --batches 16,64 --plans keep,recompute-all,quantize-4 --steps 6 --json
   fi
   # A user's network: torchvision's models scripted here (python3-torchvision
   # is on that machine), profiled and trained through the archive.
