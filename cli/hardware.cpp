@@ -11,7 +11,12 @@
 namespace papaya::cli {
 namespace {
 
-std::string tflops(const std::optional<double>& flops) { return flops ? fixed(*flops / 1e12, 1) : "-"; }
+// Its peak on one compute path in TF/s, "-" where it has none (a catalog
+// file of its own may leave fp8 out).
+std::string tflops(const model::HardwareSpec& h, const std::string& path) {
+  const auto it = h.peak_flops.find(path);
+  return it != h.peak_flops.end() && it->second ? fixed(*it->second / 1e12, 1) : "-";
+}
 
 nlohmann::json spec_json(const model::HardwareSpec& h, const model::LinkSpec& interconnect) {
   nlohmann::json peak;
@@ -57,16 +62,15 @@ void to_json(nlohmann::json& out, const Catalog& c) {
 }
 
 void print_text(std::ostream& out, const Catalog& c) {
-  Table table({"hardware", "memory", "bandwidth GB/s", "fp32 TF/s", "tf32 TF/s", "bf16 TF/s", "fp16 TF/s", "SMs", "host link",
-               "GB/s per direction", "interconnect"});
+  Table table({"hardware", "memory", "bandwidth GB/s", "fp32 TF/s", "tf32 TF/s", "bf16 TF/s", "fp16 TF/s", "fp8 TF/s", "SMs",
+               "host link", "GB/s per direction", "interconnect"});
   for (const auto& h : c.entries) {
-    table.add_row({h.name, model::format_bytes(h.memory_bytes), fixed(h.memory_bandwidth / 1e9, 0),
-                   tflops(h.peak_flops.at("fp32")), tflops(h.peak_flops.at("tf32")), tflops(h.peak_flops.at("bf16")),
-                   tflops(h.peak_flops.at("fp16")), std::to_string(h.kernels.sm_count), h.host_link,
-                   fixed(h.h2d_bandwidth / 1e9, 1), h.interconnect});
+    table.add_row({h.name, model::format_bytes(h.memory_bytes), fixed(h.memory_bandwidth / 1e9, 0), tflops(h, "fp32"),
+                   tflops(h, "tf32"), tflops(h, "bf16"), tflops(h, "fp16"), tflops(h, "fp8"), std::to_string(h.kernels.sm_count),
+                   h.host_link, fixed(h.h2d_bandwidth / 1e9, 1), h.interconnect});
   }
   table.print(out);
-  out << "TF/s: dense peak (no sparsity); bf16/fp16 on tensor (AMD: matrix) cores with fp32 accumulation, but\n"
+  out << "TF/s: dense peak (no sparsity); bf16/fp16/fp8 on tensor (AMD: matrix) cores with fp32 accumulation, but\n"
          "P100 fp16: packed half2 on CUDA cores; '-': no such path. SMs (AMD: compute units): a matrix product runs\n"
          "in waves of one tile each (docs/gpu-time.md); a CPU profile is priced by the kernels its layers run there.\n"
          "interconnect: the link its GPUs exchange gradients over in one node (--gpus N prices it):\n\n";
