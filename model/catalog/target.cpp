@@ -105,6 +105,10 @@ Target profiled_target(const LayerModel& m) {
   t.optimizer_seconds = m.optimizer_seconds;
   t.rest_seconds = m.rest_seconds;
   t.inverts = m.inverts;
+  if (is_fp8_precision(m.precision)) {
+    t.notes.push_back(m.precision + " ran as papaya's emulation (1-byte codes multiplied in bf16): its memory is FP8's, " +
+                      "its times the emulation's, not FP8's; a GPU target prices FP8's products");
+  }
   if (!m.codecs.empty()) {
     t.codecs = m.codecs;
   } else {

@@ -185,6 +185,12 @@ TEST(Target, Fp8RecipesPriceTheirLinearsAtTheFp8Peak) {
                      kernel_seconds(layer_kernels(amp.layers[j]).forward, 8, hw.kernels, bf16, hw.memory_bandwidth));
   }
   EXPECT_GT(converted, 0);
+  // Where the profiled machine is the target, its times are the emulation's, and it says so.
+  const Target here = make_target(fp8, "");
+  EXPECT_TRUE(std::any_of(here.notes.begin(), here.notes.end(),
+                          [](const std::string& n) { return n.find("fp8-tensorwise ran as papaya's emulation") == 0; }));
+  EXPECT_TRUE(std::none_of(amp_h100.notes.begin(), amp_h100.notes.end(),
+                           [](const std::string& n) { return n.find("emulation") != std::string::npos; }));
 }
 
 TEST(Target, CodecDefaultsWhenTheProfileMeasuredNone) {
