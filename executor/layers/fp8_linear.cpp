@@ -94,10 +94,11 @@ struct Gradients {
   torch::Tensor input, weight;
 };
 
-// The input's gradient g W and (where it trains) the weight's g^T x, g
-// (rows x out) and x (rows x in, or its codes) as the recipe casts them.
 // A cast operand's transpose: the codes' (a view) with its scalar scale.
 Cast transposed(const Cast& c) { return {c.codes.t(), c.scale, c.format}; }
+
+// The input's gradient g W and (where it trains) the weight's g^T x, g
+// (rows x out) and x (rows x in, or its codes) as the recipe casts them.
 
 Gradients backward_products(const Fp8Linear& fp8, const torch::Tensor& g2, const torch::Tensor& x2, double x_scale,
                             const torch::Tensor& weight, bool weight_gradient) {

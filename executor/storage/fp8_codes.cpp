@@ -26,12 +26,14 @@ torch::Tensor value_table(Fp8Format format) {
   return torch::tensor(values);
 }
 
-const torch::Tensor& cpu_table(Fp8Format format) {
+// The table in fp32 or bf16 (what the products read codes back in), made
+// once: a product reads its operands back a tile at a time.
+const torch::Tensor& cpu_table(Fp8Format format, torch::ScalarType dtype) {
   static const torch::Tensor e4m3 = value_table(Fp8Format::e4m3), e5m2 = value_table(Fp8Format::e5m2);
+  static const torch::Tensor e4m3_bf16 = e4m3.to(torch::kBFloat16), e5m2_bf16 = e5m2.to(torch::kBFloat16);
+  if (dtype == torch::kBFloat16) return format == Fp8Format::e4m3 ? e4m3_bf16 : e5m2_bf16;
   return format == Fp8Format::e4m3 ? e4m3 : e5m2;
 }
-
-}  // namespace
 
 // The codes of a tile of values, scaled.
 torch::Tensor encode_tile(const torch::Tensor& x, const torch::Tensor& scale, Fp8Format format) {
@@ -48,6 +50,8 @@ torch::Tensor encode_tile(const torch::Tensor& x, const torch::Tensor& scale, Fp
   const torch::Tensor code = exponent.add_(s.exponent_bias - 1).mul_(1 << s.mantissa_bits).add_(steps);
   return code.add_(negative.to(torch::kFloat).mul_(128)).to(torch::kByte);
 }
+
+}  // namespace
 
 torch::Tensor fp8_encode(const torch::Tensor& x, const torch::Tensor& scale, Fp8Format format) {
   const torch::NoGradGuard no_grad;
@@ -74,7 +78,7 @@ torch::Tensor fp8_amax(const torch::Tensor& t, int64_t dim) {
 }
 
 torch::Tensor fp8_decode(const torch::Tensor& codes, Fp8Format format, torch::ScalarType dtype) {
-  const torch::Tensor table = cpu_table(format).to(codes.device(), dtype);
+  const torch::Tensor table = cpu_table(format, dtype).to(codes.device(), dtype);
   return table.index_select(0, codes.reshape(-1).to(torch::kInt)).view(codes.sizes());
 }
 

@@ -197,14 +197,17 @@ Target catalog_target(const LayerModel& m, const HardwareSpec& hw, std::optional
   const double b = largest_batch(m);
   double profiled_sum = 0, target_sum = 0;
   for (const auto& l : m.layers) {
-    const auto work = std::make_shared<const LayerKernels>(layer_kernels(l, recipe));
+    // Its kernels: what it runs on the target, or (priced by a roofline)
+    // whether its products are FP8.
+    const auto work =
+        by_kernels || recipe != Fp8Recipe::none ? std::make_shared<const LayerKernels>(layer_kernels(l, recipe)) : nullptr;
     if (by_kernels) {
       t.forward_seconds.push_back(
           {{}, [=](double batch) { return kernel_seconds(work->forward, batch, *kernels, path, bandwidth, fp8_path); }});
       t.backward_seconds.push_back(
           {{}, [=](double batch) { return kernel_seconds(work->backward, batch, *kernels, path, bandwidth, fp8_path); }});
     } else {
-      const bool in_fp8 = !work->forward.products.empty() && work->forward.products.front().fp8;
+      const bool in_fp8 = work && !work->forward.products.empty() && work->forward.products.front().fp8;
       const double layer_peak = in_fp8 ? fp8_path->peak_flops : peak;
       const double flops = l.forward_flops_per_sample, bytes = l.forward_bytes_moved_per_sample;
       const double fwd = std::max(flops / (layer_peak * eta.forward_compute), bytes / (bandwidth * eta.forward_memory));
