@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include "model/error.h"
 
@@ -157,6 +158,10 @@ LayoutAnswer search_layouts(const LayoutPricer& pricer, const LayoutQuestion& q,
                 }
               }
             }
+            // A plan and variant that does not fit a micro-batch does not
+            // fit a larger one either (larger micro-batches hold more), so
+            // it is priced no more for this layout.
+            std::vector<std::vector<bool>> too_large(q.plans.size(), std::vector<bool>(variants.size(), false));
             for (int mb : choices(q.micro_batch, {1, 2, 4, 8, 16, 32})) {
               if (variants.empty() || global % (mb * d) != 0) continue;
               l.micro_batch = mb;
@@ -165,16 +170,18 @@ LayoutAnswer search_layouts(const LayoutPricer& pricer, const LayoutQuestion& q,
               if (!valid(l)) continue;
               // The plans in turn, each adding to keep's time: the first under which some variant fits.
               bool any_fits = false;
-              for (const std::string& plan : q.plans) {
-                for (auto [zero, offload] : variants) {
-                  l.zero_stage = zero, l.offload_optimizer = offload;
-                  LayoutEstimate estimate = pricer.estimate(l, plan);
+              for (size_t plan = 0; plan < q.plans.size(); ++plan) {
+                for (size_t variant = 0; variant < variants.size(); ++variant) {
+                  if (too_large[plan][variant]) continue;
+                  std::tie(l.zero_stage, l.offload_optimizer) = variants[variant];
+                  LayoutEstimate estimate = pricer.estimate(l, q.plans[plan]);
                   ++answer.priced;
                   if (estimate.peak_bytes <= q.budget_bytes) {
                     any_fits = true;
                     answer.best.push_back(std::move(estimate));
-                  } else if (!answer.nearest || estimate.peak_bytes < answer.nearest->peak_bytes) {
-                    answer.nearest = std::move(estimate);
+                  } else {
+                    too_large[plan][variant] = true;
+                    if (!answer.nearest || estimate.peak_bytes < answer.nearest->peak_bytes) answer.nearest = std::move(estimate);
                   }
                 }
                 if (any_fits) break;

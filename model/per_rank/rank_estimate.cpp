@@ -51,7 +51,7 @@ size_t first_backward_point(const PlanSpace& space) {
 bool saves_its_input_raw(const PlanSpace& space, const Assignment& assignment, const LayerModel& stage) {
   const std::string input_key = stage.layers.front().path + ":input";
   const auto& slots = space.slots();
-  for (size_t i = 0; i < slots.size(); ++i) {
+  for (size_t i = 0; i < slots.size() && slots[i].layer == 0; ++i) {  // the first layer's slots come first
     if (slots[i].key != input_key) continue;
     const auto& segments = space.segments();
     for (size_t s = 0; s < segments.size(); ++s) {
