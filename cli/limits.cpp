@@ -7,6 +7,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <functional>
+#include <future>
+#include <thread>
 #include <utility>
 
 #include "cli/commands.h"
@@ -420,10 +423,24 @@ Limits compute(const LimitsArgs& args) {
   l.limits = largest_batches(m, l.targets, l.budgets, l.strategies);
   std::optional<double> budget;
   if (budget_given) budget = l.budgets.front();
+  // Where no strategy fits one GPU of a target, the fewest GPUs that do:
+  // the searches share only the model, which none changes, so as many run
+  // at once as the machine has cores (each holds its own stages' spaces).
+  l.fewest.resize(l.targets.size());
+  std::vector<size_t> unfit;
   for (size_t k = 0; k < l.targets.size(); ++k) {
     const bool none =
         std::all_of(l.limits.begin(), l.limits.end(), [k](const std::vector<Limit>& row) { return row[k].max_batch == 0; });
-    l.fewest.push_back(none ? fewest_gpus(args, m, l.targets[k].name, budget) : std::nullopt);
+    if (none) unfit.push_back(k);
+  }
+  const size_t lanes = std::max(1u, std::thread::hardware_concurrency());
+  for (size_t first = 0; first < unfit.size(); first += lanes) {
+    std::vector<std::future<std::optional<Limits::Fewest>>> searches;
+    for (size_t i = first; i < std::min(unfit.size(), first + lanes); ++i) {
+      searches.push_back(
+          std::async(std::launch::async, fewest_gpus, std::cref(args), std::cref(m), l.targets[unfit[i]].name, budget));
+    }
+    for (size_t i = 0; i < searches.size(); ++i) l.fewest[unfit[first + i]] = searches[i].get();
   }
   const bool none_anywhere = std::all_of(l.fewest.begin(), l.fewest.end(), [](const auto& f) { return f.has_value(); });
   const NetworkOptions& given = args.network_options;
