@@ -5,7 +5,7 @@
 
 namespace papaya::cli {
 
-void add_data_parallel_options(CLI::App* cmd, pipeline::DataParallelRequest& args, bool chooses_stage) {
+void add_data_parallel_options(CLI::App* cmd, workflow::DataParallelRequest& args, bool chooses_stage) {
   cmd->add_option("--gpus", args.gpus,
                   "Data-parallel GPUs (one rank each): memory per GPU, samples/s of all, the gradient exchange on --link")
       ->capture_default_str()

@@ -7,13 +7,13 @@
 #include <string>
 
 #include "model/parallel/data_parallel.h"
-#include "pipeline/data_parallel.h"
+#include "workflow/data_parallel.h"
 
 namespace papaya::cli {
 
 // Registers the three options on `cmd`; `chooses_stage`: the command picks
 // the ZeRO stage itself where --zero is not given (plan, recommend).
-void add_data_parallel_options(CLI::App* cmd, pipeline::DataParallelRequest& request, bool chooses_stage = false);
+void add_data_parallel_options(CLI::App* cmd, workflow::DataParallelRequest& request, bool chooses_stage = false);
 
 // For reports: " x 8 GPUs (ZeRO-1, over NVLink-2: 10 us, 150.00 GB/s a GPU)",
 // "" for one GPU; and

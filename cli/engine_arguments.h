@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "model/parallel/layout.h"
+#include "model/parallel/parallel_layout.h"
 #include "model/per_rank/rank_estimate.h"
 
 namespace papaya::cli {

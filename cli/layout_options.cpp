@@ -103,9 +103,9 @@ void keep_to_engine(model::LayoutQuestion& q, const std::string& engine) {
 
 }  // namespace
 
-pipeline::LayoutPlanRequest layout_request(const LayoutOptions& o, const pipeline::DataParallelRequest& dp,
+workflow::LayoutPlanRequest layout_request(const LayoutOptions& o, const workflow::DataParallelRequest& dp,
                                            const std::string& hardware, std::optional<double> budget_bytes) {
-  pipeline::LayoutPlanRequest r;
+  workflow::LayoutPlanRequest r;
   r.hardware = hardware;
   r.intra_node_link = dp.link;
   r.inter_node_link = o.inter_node_link;
@@ -131,7 +131,7 @@ pipeline::LayoutPlanRequest layout_request(const LayoutOptions& o, const pipelin
   return r;
 }
 
-model::ParallelLayout given_layout(const LayoutOptions& o, const pipeline::DataParallelRequest& dp, int micro_batch) {
+model::ParallelLayout given_layout(const LayoutOptions& o, const workflow::DataParallelRequest& dp, int micro_batch) {
   model::ParallelLayout l;
   l.tensor = o.tensor.value_or(1), l.pipeline = o.pipeline.value_or(1), l.virtual_stages = o.virtual_stages.value_or(1);
   l.context = o.context.value_or(1), l.expert = o.expert.value_or(1);

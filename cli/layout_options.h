@@ -15,8 +15,8 @@
 
 #include "cli/report.h"
 #include "model/layer_model.h"
-#include "pipeline/data_parallel.h"
-#include "pipeline/layout_plan.h"
+#include "workflow/data_parallel.h"
+#include "workflow/layout_plan.h"
 
 namespace papaya::cli {
 
@@ -49,18 +49,18 @@ void add_layout_options(CLI::App* cmd, LayoutOptions& options, bool search = tru
 // global batch given or micro_batch·d·p (each pipeline stage a micro-batch
 // in flight). InputError where the degrees do not divide the GPUs or the
 // global batch is not whole micro-batches of every data-parallel GPU.
-model::ParallelLayout given_layout(const LayoutOptions& options, const pipeline::DataParallelRequest& data_parallel,
+model::ParallelLayout given_layout(const LayoutOptions& options, const workflow::DataParallelRequest& data_parallel,
                                    int micro_batch);
 
 // The layout search's request from the options and --gpus/--zero/--link
 // (`data_parallel`), --hardware and --budget (nullopt: the default).
-pipeline::LayoutPlanRequest layout_request(const LayoutOptions& options, const pipeline::DataParallelRequest& data_parallel,
+workflow::LayoutPlanRequest layout_request(const LayoutOptions& options, const workflow::DataParallelRequest& data_parallel,
                                            const std::string& hardware, std::optional<double> budget_bytes);
 
 // Plans the layouts of `model` and shows them (tables, --json, or --emit's
 // arguments; `model_path`: where the model was written, said at the end).
 // Throws InputError where none fits the budget.
-void show_layouts(const model::LayerModel& model, const LayoutOptions& options, const pipeline::LayoutPlanRequest& request,
+void show_layouts(const model::LayerModel& model, const LayoutOptions& options, const workflow::LayoutPlanRequest& request,
                   const Output& output, const std::string& model_path = "");
 
 // limits' --tokens and --price: what training on `tokens` takes on each
@@ -74,14 +74,14 @@ struct TrainingQuestion {
 // of `hardware` (`request`'s hardware ignored), or what the nearest needs
 // where none fits; with `training`, the time and cost of its tokens on each,
 // the fastest and the cheapest named; `html` ("": none) the same as a page.
-void show_layout_limits(const model::LayerModel& model, const LayoutOptions& options, pipeline::LayoutPlanRequest request,
+void show_layout_limits(const model::LayerModel& model, const LayoutOptions& options, workflow::LayoutPlanRequest request,
                         const std::vector<std::string>& hardware, const TrainingQuestion& training, const std::string& html,
                         const Output& output);
 
 // predict with a layout: the layout under each plan (`plan`, or every
 // whole-network plan), whatever its peak, and its stages under the first.
 void show_layout_prediction(const model::LayerModel& model, const LayoutOptions& options,
-                            const pipeline::LayoutPlanRequest& request, const model::ParallelLayout& layout,
+                            const workflow::LayoutPlanRequest& request, const model::ParallelLayout& layout,
                             const std::string& plan, const Output& output);
 
 }  // namespace papaya::cli

@@ -14,7 +14,7 @@ namespace papaya::cli {
 namespace {
 
 struct Laid {
-  pipeline::LayoutPlanned planned;
+  workflow::LayoutPlanned planned;
   int gpus = 0;
   std::string model_path;     // where the model was written ("": not)
   std::string emit, emitted;  // the engine, its arguments for the best layout
@@ -70,7 +70,7 @@ nlohmann::json layout_json(const model::LayoutEstimate& e) {
           {"stages", stages}};
 }
 
-nlohmann::json setting_json(const pipeline::LayoutSetting& s, int gpus) {
+nlohmann::json setting_json(const workflow::LayoutSetting& s, int gpus) {
   return {{"network", s.network},
           {"precision", s.precision},
           {"hardware", s.hardware},
@@ -83,7 +83,7 @@ nlohmann::json setting_json(const pipeline::LayoutSetting& s, int gpus) {
 }
 
 void to_json(nlohmann::json& doc, const Laid& r) {
-  const pipeline::LayoutPlanned& p = r.planned;
+  const workflow::LayoutPlanned& p = r.planned;
   nlohmann::json layouts = nlohmann::json::array();
   for (const auto& e : p.answer.best) layouts.push_back(layout_json(e));
   doc = setting_json(p.setting, r.gpus);
@@ -122,7 +122,7 @@ std::vector<std::string> summary_cells(const model::LayoutEstimate& e) {
 
 const std::vector<std::string> summary_header{"peak a GPU", "on stage", "iteration", "bubble", "exposed comm", "tokens/s", "MFU"};
 
-std::string setting_text(const pipeline::LayoutSetting& s, int gpus) {
+std::string setting_text(const workflow::LayoutSetting& s, int gpus) {
   return s.network + " (" + s.precision + ", " + std::to_string(s.shape.tokens) + " tokens a sample) on " + std::to_string(gpus) +
          " x " + s.hardware + ", " + std::to_string(s.links.gpus_per_node) + " a node (" + s.links.intra_name + " within, " +
          s.links.inter_name + " between)";
@@ -137,7 +137,7 @@ void print_text(std::ostream& out, const Laid& r) {
     out << r.emitted;
     return;
   }
-  const pipeline::LayoutPlanned& p = r.planned;
+  const workflow::LayoutPlanned& p = r.planned;
   out << "papaya: " << setting_text(p.setting, r.gpus) << "; budget " << model::format_bytes(p.budget_bytes)
       << " a GPU; global batch " << p.global_batch << "\n\n";
   std::vector<std::string> header{"layout", "plan"};
@@ -164,13 +164,13 @@ void print_text(std::ostream& out, const Laid& r) {
 }
 
 struct LayoutPrediction {
-  pipeline::LayoutPredicted predicted;
+  workflow::LayoutPredicted predicted;
   int gpus = 0;
   std::string emit, emitted;
 };
 
 void to_json(nlohmann::json& doc, const LayoutPrediction& r) {
-  const pipeline::LayoutPredicted& p = r.predicted;
+  const workflow::LayoutPredicted& p = r.predicted;
   nlohmann::json plans = nlohmann::json::array();
   for (const auto& e : p.estimates) plans.push_back(layout_json(e));
   doc = setting_json(p.setting, r.gpus);
@@ -183,7 +183,7 @@ void print_text(std::ostream& out, const LayoutPrediction& r) {
     out << r.emitted;
     return;
   }
-  const pipeline::LayoutPredicted& p = r.predicted;
+  const workflow::LayoutPredicted& p = r.predicted;
   const model::LayoutEstimate& first = p.estimates.front();
   out << "papaya predict: " << setting_text(p.setting, r.gpus) << " as " << first.layout.label() << "\n\n";
   std::vector<std::string> header{"plan"};
@@ -209,7 +209,7 @@ struct TrainingRun {
 // The best layout on each of several GPUs.
 struct LayoutLimits {
   int gpus = 0;
-  std::vector<pipeline::LayoutPlanned> planned;  // one a hardware entry
+  std::vector<workflow::LayoutPlanned> planned;  // one a hardware entry
   TrainingQuestion training;
   std::vector<std::optional<TrainingRun>> runs;  // with --tokens, one a hardware entry where a layout fits
   std::optional<size_t> fastest, cheapest;       // indices into planned
@@ -234,7 +234,7 @@ void price_training(LayoutLimits& r) {
 void to_json(nlohmann::json& doc, const LayoutLimits& r) {
   doc = nlohmann::json::array();
   for (size_t i = 0; i < r.planned.size(); ++i) {
-    const pipeline::LayoutPlanned& p = r.planned[i];
+    const workflow::LayoutPlanned& p = r.planned[i];
     nlohmann::json entry = setting_json(p.setting, r.gpus);
     entry.update({{"budget_bytes", p.budget_bytes},
                   {"global_batch", p.global_batch},
@@ -264,7 +264,7 @@ std::string run_text(const LayoutLimits& r, size_t i) {
 }
 
 std::string limits_headline(const LayoutLimits& r) {
-  const pipeline::LayoutSetting& first = r.planned.front().setting;
+  const workflow::LayoutSetting& first = r.planned.front().setting;
   return "papaya limits: " + first.network + " (" + first.precision + ", " + std::to_string(first.shape.tokens) +
          " tokens a sample) on " + std::to_string(r.gpus) + " GPUs, " + std::to_string(first.links.gpus_per_node) +
          " a node; global batch " + std::to_string(r.planned.front().global_batch) + "; the best layout on each";
@@ -279,7 +279,7 @@ std::pair<std::vector<std::string>, std::vector<std::vector<std::string>>> limit
   if (priced) header.push_back("cost");
   std::vector<std::vector<std::string>> rows;
   for (size_t i = 0; i < r.planned.size(); ++i) {
-    const pipeline::LayoutPlanned& p = r.planned[i];
+    const workflow::LayoutPlanned& p = r.planned[i];
     std::vector<std::string> row{p.setting.hardware, model::format_bytes(p.budget_bytes)};
     if (p.answer.best.empty()) {
       row.push_back("none fits");
@@ -368,19 +368,19 @@ std::string emitted(const std::string& engine, const model::LayoutEstimate& e, c
 }  // namespace
 
 void show_layout_prediction(const model::LayerModel& model, const LayoutOptions& options,
-                            const pipeline::LayoutPlanRequest& request, const model::ParallelLayout& layout,
+                            const workflow::LayoutPlanRequest& request, const model::ParallelLayout& layout,
                             const std::string& plan, const Output& output) {
   LayoutPrediction r;
   r.gpus = layout.gpus();
   std::vector<std::string> plans;
   if (!plan.empty()) plans.push_back(plan);
-  r.predicted = pipeline::predict_layout(model, request, layout, plans);
+  r.predicted = workflow::predict_layout(model, request, layout, plans);
   r.emit = options.emit;
   r.emitted = emitted(r.emit, r.predicted.estimates.front(), r.predicted.setting.shape, r.predicted.setting.precision);
   show(r, output);
 }
 
-void show_layout_limits(const model::LayerModel& model, const LayoutOptions& options, pipeline::LayoutPlanRequest request,
+void show_layout_limits(const model::LayerModel& model, const LayoutOptions& options, workflow::LayoutPlanRequest request,
                         const std::vector<std::string>& hardware, const TrainingQuestion& training, const std::string& html,
                         const Output& output) {
   if (!options.emit.empty()) throw InputError("--emit writes one layout: give it to plan or recommend, on one --hardware");
@@ -390,7 +390,7 @@ void show_layout_limits(const model::LayerModel& model, const LayoutOptions& opt
   request.keep = 1;
   for (const std::string& name : hardware) {
     request.hardware = name;
-    r.planned.push_back(pipeline::plan_layouts(model, request));
+    r.planned.push_back(workflow::plan_layouts(model, request));
   }
   price_training(r);
   r.html = html;
@@ -398,12 +398,12 @@ void show_layout_limits(const model::LayerModel& model, const LayoutOptions& opt
   show(r, output);
 }
 
-void show_layouts(const model::LayerModel& model, const LayoutOptions& options, const pipeline::LayoutPlanRequest& request,
+void show_layouts(const model::LayerModel& model, const LayoutOptions& options, const workflow::LayoutPlanRequest& request,
                   const Output& output, const std::string& model_path) {
   Laid r;
   r.model_path = model_path;
   r.gpus = request.question.gpus;
-  r.planned = pipeline::plan_layouts(model, request);
+  r.planned = workflow::plan_layouts(model, request);
   const model::LayoutAnswer& a = r.planned.answer;
   if (a.best.empty()) {
     const std::string budget = model::format_bytes(r.planned.budget_bytes);

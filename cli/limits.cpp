@@ -32,9 +32,9 @@
 #include "model/fit/global_predict.h"
 #include "model/plan_space/predict.h"
 #include "model/units.h"
-#include "pipeline/data_parallel.h"
-#include "pipeline/layout_plan.h"
-#include "pipeline/profile_and_fit.h"
+#include "workflow/data_parallel.h"
+#include "workflow/layout_plan.h"
+#include "workflow/profile_and_fit.h"
 
 namespace papaya::cli {
 namespace {
@@ -50,7 +50,7 @@ struct LimitsArgs {
   std::string device;     // empty: cuda where there is one, else cpu
   std::string hardware;
   std::string budget;
-  pipeline::DataParallelRequest data_parallel;
+  workflow::DataParallelRequest data_parallel;
   LayoutOptions layout;
   std::optional<double> tokens;     // --tokens: the time to train on them
   std::vector<std::string> prices;  // --price NAME=USD: a GPU-hour's price
@@ -86,7 +86,7 @@ struct Limits {
   // them fits, and where that layout offloads the optimizer, the fewest
   // without; or why none does. One a target (nullopt where one GPU does).
   struct Fewest {
-    std::optional<pipeline::LayoutPlanned> planned, on_device;
+    std::optional<workflow::LayoutPlanned> planned, on_device;
     std::string why_none;
   };
   std::vector<std::optional<Fewest>> fewest;
@@ -106,7 +106,7 @@ bool fits_nowhere(const std::vector<Limit>& row) {
   return std::all_of(row.begin(), row.end(), [](const Limit& l) { return l.max_batch == 0; });
 }
 
-nlohmann::json layout_json(const std::optional<pipeline::LayoutPlanned>& planned) {
+nlohmann::json layout_json(const std::optional<workflow::LayoutPlanned>& planned) {
   if (!planned) return nullptr;
   const model::LayoutEstimate& e = planned->answer.best.front();
   return {{"gpus", e.layout.gpus()},
@@ -128,7 +128,7 @@ nlohmann::json fewest_json(const std::optional<Limits::Fewest>& f) {
 }
 
 // "the fewest that fit: 8, laid out t4s p2 d1 z3 mb2x64 under keep: 1234 tokens/s".
-std::string fewest_text(const pipeline::LayoutPlanned& planned) {
+std::string fewest_text(const workflow::LayoutPlanned& planned) {
   const model::LayoutEstimate& e = planned.answer.best.front();
   const int gpus = e.layout.gpus();
   return (gpus == 1 ? std::string("one fits") : "the fewest that fit: " + std::to_string(gpus)) + ", laid out " +
@@ -248,8 +248,8 @@ std::optional<Limits::Fewest> fewest_gpus(const LimitsArgs& args, const model::L
   Limits::Fewest f;
   try {
     constexpr int most = 4096;
-    pipeline::FewestGpus fewest =
-        pipeline::fewest_gpus_that_fit(m, layout_request(args.layout, args.data_parallel, hardware, budget), most);
+    workflow::FewestGpus fewest =
+        workflow::fewest_gpus_that_fit(m, layout_request(args.layout, args.data_parallel, hardware, budget), most);
     f.planned = std::move(fewest.planned);
     f.on_device = std::move(fewest.on_device);
     if (!f.planned) f.why_none = "no layout of up to " + std::to_string(most) + " GPUs fits it either";
@@ -260,19 +260,19 @@ std::optional<Limits::Fewest> fewest_gpus(const LimitsArgs& args, const model::L
 }
 
 // The model of --network: profiled quickly at the two smallest default
-// batches, in part where the network is large (pipeline/profile_and_fit.h).
+// batches, in part where the network is large (workflow/profile_and_fit.h).
 model::LayerModel profiled_model(const LimitsArgs& args, const model::NetworkConfig& network) {
-  pipeline::ProfileAndFitRequest request;
+  workflow::ProfileAndFitRequest request;
   request.network = network;
   request.device = args.device.empty() ? executor::default_device() : args.device;
   request.precision = args.precision;
-  const std::vector<int> batches = pipeline::default_profile_batches(network);
+  const std::vector<int> batches = workflow::default_profile_batches(network);
   request.batches = {batches[0], batches[1]};
   request.quick = true;
   request.profile_blocks = args.profile_blocks;
   request.shape_parts = args.profile_parts;
   ProgressReporter reporter;
-  return pipeline::profile_and_fit(request, reporter).model;
+  return workflow::profile_and_fit(request, reporter).model;
 }
 
 void check_sources(const LimitsArgs& args) {
@@ -331,7 +331,7 @@ void layout_limits(const LimitsArgs& args, const Output& output) {
   if (!args.html.empty()) check_html_report(args.html);
   std::optional<double> budget;
   if (!args.budget.empty()) budget = static_cast<double>(model::parse_size(args.budget, "--budget"));
-  const pipeline::LayoutPlanRequest request = layout_request(args.layout, args.data_parallel, "", budget);
+  const workflow::LayoutPlanRequest request = layout_request(args.layout, args.data_parallel, "", budget);
   show_layout_limits(limits_model(args, nullptr), args.layout, request, split_commas(args.hardware), training, args.html, output);
 }
 
@@ -376,7 +376,7 @@ std::vector<Limits::FineTuned> fine_tuned_instead(const LimitsArgs& args, const 
     std::vector<model::Target> targets;
     for (const auto& name : split_commas(args.hardware)) {
       targets.push_back(model::make_target(m, name));
-      pipeline::apply_data_parallel(targets.back(), m, args.data_parallel, args.data_parallel.stages(false).front());
+      workflow::apply_data_parallel(targets.back(), m, args.data_parallel, args.data_parallel.stages(false).front());
     }
     const std::vector<std::string> strategies = model::plan_names(m, targets.front());
     const std::vector<std::vector<Limit>> limits = largest_batches(m, targets, budgets, strategies);
@@ -407,7 +407,7 @@ Limits compute(const LimitsArgs& args) {
   l.profiled_on = m.machine.device;
   for (const auto& name : split_commas(args.hardware)) {
     l.targets.push_back(model::make_target(m, name));
-    pipeline::apply_data_parallel(l.targets.back(), m, args.data_parallel, args.data_parallel.stages(false).front());
+    workflow::apply_data_parallel(l.targets.back(), m, args.data_parallel, args.data_parallel.stages(false).front());
   }
   l.static_bytes_per_gpu = model::static_bytes_per_rank(m, l.targets.front().data_parallel);
   // Each target's budget: --budget, or 80% of its memory.

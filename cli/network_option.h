@@ -24,7 +24,7 @@ void add_precision_option(CLI::App* cmd, std::string& precision);
 // of them where they fit, else 2).
 void add_profile_blocks_option(CLI::App* cmd, int& blocks);
 
-// --profile-parts N (pipeline::ProfileAndFitRequest::shape_parts): 0, 1 or a
+// --profile-parts N (workflow::ProfileAndFitRequest::shape_parts): 0, 1 or a
 // power of two from 4.
 void add_profile_parts_option(CLI::App* cmd, int& parts);
 

@@ -3,7 +3,7 @@
 // at the batch with the most samples/s — beside PAPAYA's table of
 // whole-network combinations; --out writes the plan file `papaya train
 // --plan FILE` runs.
-#include "pipeline/plan.h"
+#include "workflow/plan.h"
 #include "cli/commands.h"
 #include "cli/data_parallel_options.h"
 #include "cli/html_report.h"
@@ -28,11 +28,12 @@ struct PlanArgs {
   double variance = -1;  // < 0: no variance budget
   std::string plot;
   std::string html;
-  pipeline::DataParallelRequest data_parallel;
+  workflow::DataParallelRequest data_parallel;
   LayoutOptions layout;
 };
 
-struct Planned {
+// What `papaya plan` reports: the plan and where it was written.
+struct PlanReport {
   model::LayerModel model;
   std::string hardware;
   std::vector<std::string> notes;
@@ -41,7 +42,7 @@ struct Planned {
   std::string out, plot, html;  // where the plan, the figure and the report were written ("": not)
 };
 
-void to_json(nlohmann::json& out, const Planned& p) {
+void to_json(nlohmann::json& out, const PlanReport& p) {
   out = result_json(p.model, p.result);
   out["out"] = p.out;
   out["plot"] = p.plot;
@@ -49,7 +50,7 @@ void to_json(nlohmann::json& out, const Planned& p) {
   out["notes"] = p.notes;
 }
 
-void print_text(std::ostream& out, const Planned& p) {
+void print_text(std::ostream& out, const PlanReport& p) {
   const model::LayerModel& m = p.model;
   out << "papaya plan: " << m.network << " (" << m.precision << ", profiled on " << m.machine.device << ") on " << p.hardware
       << ", budget " << model::format_bytes(p.budget)
@@ -63,15 +64,15 @@ void print_text(std::ostream& out, const Planned& p) {
   if (!p.html.empty()) out << "report written to " << p.html << "\n";
 }
 
-Planned compute(const PlanArgs& args) {
+PlanReport compute(const PlanArgs& args) {
   if (!args.plot.empty()) check_plot_path(args.plot);
   if (!args.html.empty()) check_html_report(args.html);
-  Planned p;
+  PlanReport p;
   args.data_parallel.validate();
   p.model = model::read_layer_model(args.model);
   model::Target target = model::make_target(p.model, args.hardware);
   const std::vector<int> stages = args.data_parallel.stages(true);
-  pipeline::apply_data_parallel(target, p.model, args.data_parallel, stages.front());
+  workflow::apply_data_parallel(target, p.model, args.data_parallel, stages.front());
   p.hardware = target.name;
   p.notes = target.notes;
   planner::PlanRequest request;
@@ -79,8 +80,8 @@ Planned compute(const PlanArgs& args) {
   if (args.batch > 0) request.batch = args.batch;
   if (args.variance >= 0) request.variance_budget = args.variance;
   p.budget = request.budget_bytes;
-  pipeline::SilentReporter quiet;
-  const pipeline::Planned planned = pipeline::plan(p.model, target, request, stages, quiet);
+  workflow::SilentReporter quiet;
+  const workflow::Planned planned = workflow::plan(p.model, target, request, stages, quiet);
   p.result = planned.result;
   if (!args.out.empty()) model::write_json_file(args.out, planner::plan_document(p.result));
   if (!args.plot.empty()) plot_result(args.plot, p.model, planned.target, p.result);

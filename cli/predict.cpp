@@ -31,7 +31,7 @@ struct PredictArgs {
   std::string budget;
   std::string plot;
   std::string html;
-  pipeline::DataParallelRequest data_parallel;
+  workflow::DataParallelRequest data_parallel;
   LayoutOptions layout;
 };
 
@@ -176,7 +176,7 @@ Prediction compute(const PredictArgs& args) {
   args.data_parallel.validate();
   const model::LayerModel m = model::read_layer_model(args.model);
   model::Target target = model::make_target(m, args.hardware);
-  pipeline::apply_data_parallel(target, m, args.data_parallel, args.data_parallel.stages(false).front());
+  workflow::apply_data_parallel(target, m, args.data_parallel, args.data_parallel.stages(false).front());
   Prediction p;
   p.network = m.network;
   p.precision = m.precision;

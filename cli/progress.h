@@ -4,7 +4,7 @@
 #include <optional>
 #include <string>
 
-#include "pipeline/reporter.h"
+#include "workflow/reporter.h"
 
 namespace papaya::cli {
 
@@ -23,7 +23,7 @@ class Progress {
 
 // The pipeline's stages as progress bars, its notices and warnings as
 // "papaya: ..." lines on stderr.
-class ProgressReporter : public pipeline::Reporter {
+class ProgressReporter : public workflow::Reporter {
  public:
   void begin(const std::string& stage) override;
   void update(int done, int total, const std::string& note) override;

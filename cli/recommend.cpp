@@ -24,10 +24,10 @@
 #include "model/plan_space/predict.h"
 #include "model/strategy_table.h"
 #include "model/units.h"
-#include "pipeline/data_parallel.h"
-#include "pipeline/plan.h"
-#include "pipeline/profile_and_fit.h"
 #include "planner/planner.h"
+#include "workflow/data_parallel.h"
+#include "workflow/plan.h"
+#include "workflow/profile_and_fit.h"
 
 namespace papaya::cli {
 namespace {
@@ -52,7 +52,7 @@ struct RecommendArgs {
   int64_t batch = 0;  // 0: choose it
   std::string out;
   std::string html;
-  pipeline::DataParallelRequest data_parallel;
+  workflow::DataParallelRequest data_parallel;
   LayoutOptions layout;
 };
 
@@ -223,15 +223,15 @@ std::string model_path_beside(const std::string& out) {
   return out.substr(0, out.size() - (ends_with(".plan.json") ? 10 : ends_with(".json") ? 5 : 0)) + ".model.json";
 }
 
-pipeline::Profiled profile(const RecommendArgs& args, const model::NetworkConfig& network, pipeline::Reporter& reporter) {
-  pipeline::ProfileAndFitRequest profile;
+workflow::Profiled profile(const RecommendArgs& args, const model::NetworkConfig& network, workflow::Reporter& reporter) {
+  workflow::ProfileAndFitRequest profile;
   profile.network = network;
   profile.device = args.device.empty() ? executor::default_device() : args.device;
   profile.precision = args.precision;
   profile.hardware = args.hardware;
   profile.profile_blocks = args.profile_blocks;
   profile.shape_parts = args.profile_parts;
-  return pipeline::profile_and_fit(profile, reporter);
+  return workflow::profile_and_fit(profile, reporter);
 }
 
 // --gpus N --gpus-per-node G: the network laid out over many GPUs.
@@ -240,11 +240,11 @@ void recommend_layouts(const RecommendArgs& args, const Output& output) {
   args.data_parallel.validate();
   std::optional<double> budget;
   if (!args.budget.empty()) budget = static_cast<double>(model::parse_size(args.budget, "--budget"));
-  const pipeline::LayoutPlanRequest request = layout_request(args.layout, args.data_parallel, args.hardware, budget);
+  const workflow::LayoutPlanRequest request = layout_request(args.layout, args.data_parallel, args.hardware, budget);
   const std::string model_path = model_path_beside(args.out.empty() ? network.name + ".plan.json" : args.out);
   check_writable(model_path);
   ProgressReporter reporter;
-  const pipeline::Profiled profiled = profile(args, network, reporter);
+  const workflow::Profiled profiled = profile(args, network, reporter);
   model::write_layer_model(model_path, profiled.model);
   show_layouts(profiled.model, args.layout, request, output, model_path);
 }
@@ -264,12 +264,12 @@ Recommendation compute(const RecommendArgs& args) {
     args.data_parallel.require_link("this CPU");  // before profiling
   }
   ProgressReporter reporter;
-  pipeline::Profiled profiled = profile(args, network, reporter);
+  workflow::Profiled profiled = profile(args, network, reporter);
   rec.model = profiled.model;
   rec.profiled_how = profiled.how;
   rec.profiled_batches = profiled.batches;
   const std::vector<int> stages = args.data_parallel.stages(true);
-  pipeline::apply_data_parallel(profiled.target, profiled.model, args.data_parallel, stages.front());
+  workflow::apply_data_parallel(profiled.target, profiled.model, args.data_parallel, stages.front());
   rec.hardware = profiled.target.name;
   rec.notes = profiled.target.notes;
   model::write_layer_model(rec.model_path, rec.model);
@@ -277,7 +277,7 @@ Recommendation compute(const RecommendArgs& args) {
   planner::PlanRequest request;
   request.budget_bytes = rec.budget.bytes;
   if (args.batch > 0) request.batch = args.batch;
-  const pipeline::Planned planned = pipeline::plan(profiled.model, profiled.target, request, stages, reporter);
+  const workflow::Planned planned = workflow::plan(profiled.model, profiled.target, request, stages, reporter);
   rec.result = planned.result;
   model::write_json_file(out, planner::plan_document(rec.result));
   rec.why = weigh(rec.model, planned.target, rec.result);

@@ -16,8 +16,8 @@
 #include "executor/trainer.h"
 #include "model/error.h"
 #include "model/units.h"
-#include "pipeline/plan.h"
-#include "pipeline/profile_and_fit.h"
+#include "workflow/plan.h"
+#include "workflow/profile_and_fit.h"
 
 namespace papaya::cli {
 namespace {
@@ -58,16 +58,16 @@ std::optional<AutoPlan> plan_if_auto(const TrainArgs& args, const TrainRun& run)
   if (!args.run.data.empty()) throw InputError("--plan auto plans on synthetic data; leave out --data");
   AutoPlan out;
   out.budget_bytes = static_cast<double>(model::parse_size(args.budget, "--budget"));
-  pipeline::ProfileAndFitRequest profile;
+  workflow::ProfileAndFitRequest profile;
   profile.network = *run.network_config;
   profile.device = run.device;
   profile.precision = run.precision;
   ProgressReporter reporter;
-  const pipeline::Profiled profiled = pipeline::profile_and_fit(profile, reporter);
+  const workflow::Profiled profiled = workflow::profile_and_fit(profile, reporter);
   planner::PlanRequest request;
   request.budget_bytes = out.budget_bytes;
   if (args.batch_given) request.batch = args.run.batch;
-  out.result = pipeline::plan(profiled.model, profiled.target, request, {0}, reporter).result;
+  out.result = workflow::plan(profiled.model, profiled.target, request, {0}, reporter).result;
   return out;
 }
 

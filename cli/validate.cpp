@@ -32,8 +32,8 @@
 #include "model/plan_space/predict.h"
 #include "model/strategy_table.h"
 #include "model/units.h"
-#include "pipeline/profile_and_fit.h"
 #include "profiler/out_of_memory.h"
+#include "workflow/profile_and_fit.h"
 
 namespace papaya::cli {
 namespace {
@@ -47,7 +47,7 @@ struct ValidateArgs {
   TrainRun run;  // each (plan, batch) trains as this, with its plan and batch
   std::vector<int64_t> batches = {8, 16, 32};
   std::vector<std::string> plans = {"keep", "recompute-all", "quantize-4", "invert"};
-  std::vector<int> profile_batches;  // empty: pipeline::default_profile_batches
+  std::vector<int> profile_batches;  // empty: workflow::default_profile_batches
   int profile_parts = 0;             // 0: chosen
   std::string plot;
   std::string html;
@@ -116,7 +116,7 @@ void check(ValidateArgs& args) {
   if (args.batches.empty()) throw InputError("--batches: give at least one batch size");
   std::sort(args.batches.begin(), args.batches.end());
   args.batches.erase(std::unique(args.batches.begin(), args.batches.end()), args.batches.end());
-  if (args.profile_batches.empty()) args.profile_batches = pipeline::default_profile_batches(*args.run.network_config);
+  if (args.profile_batches.empty()) args.profile_batches = workflow::default_profile_batches(*args.run.network_config);
   std::sort(args.profile_batches.begin(), args.profile_batches.end());
   args.profile_batches.erase(std::unique(args.profile_batches.begin(), args.profile_batches.end()), args.profile_batches.end());
   if (args.profile_batches.size() < 2) throw InputError("--profile-batches: the fit needs two batch sizes or more");
@@ -174,7 +174,7 @@ void measure(const ValidateArgs& args, std::vector<Row>& rows) {
 }
 
 // The predicted curves of every plan, with the measured rows as points.
-PredictionPanels measured_panels(const ValidateArgs& args, const pipeline::Profiled& profiled, const std::vector<Row>& rows) {
+PredictionPanels measured_panels(const ValidateArgs& args, const workflow::Profiled& profiled, const std::vector<Row>& rows) {
   std::vector<std::pair<std::string, model::Plan>> plans;
   for (const auto& name : args.plans) plans.push_back({name, model::expand_plan_name(name, profiled.model.layout())});
   PredictionPanels panels = prediction_panels(profiled.model, profiled.target, plans, args.batches.back(), std::nullopt);
@@ -188,7 +188,7 @@ PredictionPanels measured_panels(const ValidateArgs& args, const pipeline::Profi
   return panels;
 }
 
-void plot(const ValidateArgs& args, const pipeline::Profiled& profiled, const std::vector<Row>& rows) {
+void plot(const ValidateArgs& args, const workflow::Profiled& profiled, const std::vector<Row>& rows) {
   const PredictionPanels panels = measured_panels(args, profiled, rows);
   write_plot(args.plot,
              profiled.model.network + " on " + profiled.model.machine.device_name + ": predicted (lines) and measured (points)",
@@ -198,7 +198,7 @@ void plot(const ValidateArgs& args, const pipeline::Profiled& profiled, const st
 // The page of --html: the step under the first two plans at the largest
 // batch, every plan's predicted curves with the measured points, and the
 // table of predicted beside measured.
-void report(const ValidateArgs& args, const pipeline::Profiled& profiled, const std::vector<Row>& rows) {
+void report(const ValidateArgs& args, const workflow::Profiled& profiled, const std::vector<Row>& rows) {
   const model::LayerModel& m = profiled.model;
   const int64_t batch = args.batches.back();
   nlohmann::json timelines = nlohmann::json::array();
@@ -308,14 +308,14 @@ Validation compute(const ValidateArgs& given) {
   ValidateArgs& args = v.args;
   args = given;
   check(args);
-  pipeline::ProfileAndFitRequest request;
+  workflow::ProfileAndFitRequest request;
   request.network = *args.run.network_config;
   request.device = args.run.device;
   request.precision = args.run.precision;
   request.batches = args.profile_batches;
   request.shape_parts = args.profile_parts;
   ProgressReporter reporter;
-  const pipeline::Profiled profiled = pipeline::profile_and_fit(request, reporter);
+  const workflow::Profiled profiled = workflow::profile_and_fit(request, reporter);
   const model::LayerModel& m = profiled.model;
   v.network = m.network;
   v.device = m.machine.device;

@@ -17,13 +17,13 @@
 #include "executor/batch.h"
 #include "executor/storage/store_spec.h"
 #include "executor/storage/weight_codec.h"
-#include "model/layout.h"
+#include "model/network_layout.h"
 
 namespace papaya::executor {
 
 using model::LayerKind;
 using model::SlotKind;
-using Slot = model::SlotDesc;
+using Slot = model::LayoutSlot;
 
 class Layer;
 

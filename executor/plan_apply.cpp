@@ -22,7 +22,7 @@ std::string first_swapped(const model::Plan& plan, const model::NetworkLayout& l
 }
 
 // The spec of the first slot that saves `layer`'s output and is stored, or keep.
-StoreSpec consumer_spec(const Network& network, const model::LayerDesc& layer) {
+StoreSpec consumer_spec(const Network& network, const model::LayoutLayer& layer) {
   for (const auto& key : layer.output_saved_by) {
     const size_t colon = key.rfind(':');
     const Layer* consumer = network.find_layer(key.substr(0, colon));
@@ -54,10 +54,10 @@ AppliedPlan apply_plan(Network& network, const model::Plan& plan, const model::N
   std::map<int, std::shared_ptr<AdaptiveBits>> by_budget;
   for (auto* segment : network.segments()) segment->set_strategy(plan.segment(segment->path()));
   for (auto* layer : network.layers()) {
-    const model::LayerDesc* desc = layout.find_layer(layer->path());
+    const model::LayoutLayer* desc = layout.find_layer(layer->path());
     TORCH_CHECK(desc, "the layout has no layer ", layer->path());
     for (size_t i = 0; i < layer->slots().size(); ++i) {
-      const model::SlotDesc& slot = desc->slots.at(i);
+      const model::LayoutSlot& slot = desc->slots.at(i);
       StoreSpec spec{plan.tensor(layer->path(), slot.name)};
       if (model::chooses_bits(spec.strategy.form)) {
         auto& controller = by_budget[spec.strategy.bits];
@@ -79,7 +79,7 @@ AppliedPlan apply_plan(Network& network, const model::Plan& plan, const model::N
     if (!output_spec) continue;
     *output_spec = StoreSpec{};
     if (layer->slots().empty() || !model::derives_from_output(layer->store_spec(0).strategy.form)) continue;
-    const model::LayerDesc* desc = layout.find_layer(layer->path());
+    const model::LayoutLayer* desc = layout.find_layer(layer->path());
     TORCH_CHECK(desc, "the layout has no layer ", layer->path());
     *output_spec = consumer_spec(network, *desc);
   }

@@ -4,7 +4,7 @@
 #include "executor/distributed/data_parallel.h"
 #include "executor/distributed/pipeline_parallel.h"
 #include "executor/distributed/shards.h"
-#include "executor/layout.h"
+#include "executor/layout_probe.h"
 #include "executor/optimizer.h"
 #include "model/error.h"
 

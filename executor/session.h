@@ -20,7 +20,7 @@
 #include "executor/precision.h"
 #include "executor/trainer.h"
 #include "model/catalog/network_config.h"
-#include "model/layout.h"
+#include "model/network_layout.h"
 
 namespace papaya::executor {
 

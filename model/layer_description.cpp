@@ -3,7 +3,7 @@
 #include <set>
 
 #include "model/error.h"
-#include "model/layout.h"
+#include "model/network_layout.h"
 
 namespace papaya::model {
 

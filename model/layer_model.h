@@ -18,7 +18,7 @@
 
 #include "model/curves.h"
 #include "model/layer_description.h"
-#include "model/layout.h"
+#include "model/network_layout.h"
 #include "model/profile.h"
 
 namespace papaya::model {

@@ -76,7 +76,7 @@ std::optional<NameTerms> parse_name(const std::string& name, std::string& why) {
 // networks 1.5 (gpt-tiny) to 3 (resnet-tiny) points of final loss over keep's.
 constexpr int head_input_bits = 4;
 
-bool is_head_input(const NetworkLayout& layout, size_t layer, const SlotDesc& slot) {
+bool is_head_input(const NetworkLayout& layout, size_t layer, const LayoutSlot& slot) {
   if (slot.name != "input") return false;
   const bool before_loss = layer + 1 < layout.layers.size() && layout.layers[layer + 1].kind == LayerKind::cross_entropy;
   return layout.layers[layer].kind == LayerKind::lm_head || before_loss;
@@ -87,7 +87,7 @@ bool is_head_input(const NetworkLayout& layout, size_t layer, const SlotDesc& sl
 // so their rounding scales every probability it makes again (gpt-tiny's
 // final loss under quantize-2: 5.1 % above keep's with them at 2 bits, 2.8 %
 // at 4; its output at 4 bits changed nothing).
-bool is_exponentiated_operand(const LayerDesc& layer, const SlotDesc& slot) {
+bool is_exponentiated_operand(const LayoutLayer& layer, const LayoutSlot& slot) {
   return layer.kind == LayerKind::fused_attention && (slot.name == "q" || slot.name == "k");
 }
 
@@ -97,7 +97,7 @@ bool attention_softmax(const NetworkLayout& layout, size_t layer) {
 
 // What an attention core whose softmax's output is recomputed makes again
 // beside it: the dropout's mask after the softmax, the context's probabilities.
-bool remade_with_attention_core(const NetworkLayout& layout, size_t layer, const SlotDesc& slot) {
+bool remade_with_attention_core(const NetworkLayout& layout, size_t layer, const LayoutSlot& slot) {
   const LayerKind kind = layout.layers[layer].kind;
   if (kind == LayerKind::dropout) return layer > 0 && attention_softmax(layout, layer - 1);
   return kind == LayerKind::attention_context && slot.name == "probs";
@@ -108,7 +108,7 @@ bool recomputes_outside_a_core(const NetworkLayout& layout, size_t layer, const 
   return recomputes(s.form) && layout.layers[layer].kind == LayerKind::softmax && !attention_softmax(layout, layer);
 }
 
-bool inside_recomputed(const Plan& plan, const LayerDesc& layer) {
+bool inside_recomputed(const Plan& plan, const LayoutLayer& layer) {
   return !layer.segment.empty() && plan.segment(layer.segment).recompute;
 }
 
@@ -172,7 +172,7 @@ void apply_tensors(Plan& plan, const nlohmann::json& entries, const NetworkLayou
     const std::string slot_name = colon == std::string::npos ? "" : key.substr(colon + 1);
     bool any = false;
     for (size_t i = 0; i < layout.layers.size(); ++i) {
-      const LayerDesc& layer = layout.layers[i];
+      const LayoutLayer& layer = layout.layers[i];
       if (!matches(pattern, layer.path, /*or_below=*/slot_name.empty())) continue;
       if (inside_recomputed(plan, layer)) {
         if (has_wildcard(key) || layer.path != pattern) continue;
@@ -229,7 +229,7 @@ Plan expand_plan_name(const std::string& name, const NetworkLayout& layout) {
   if (!terms) throw InputError("plan '" + name + "': " + why + " (expected " + plan_name_grammar() + ")");
   if (terms->recompute_attention && !has_attention_cores(layout)) {
     const auto fused = std::find_if(layout.layers.begin(), layout.layers.end(),
-                                    [](const LayerDesc& l) { return l.kind == LayerKind::fused_attention; });
+                                    [](const LayoutLayer& l) { return l.kind == LayerKind::fused_attention; });
     throw InputError("plan '" + name + "': " + recompute_attention_term + " has nothing to drop: " +
                      (fused != layout.layers.end()
                           ? "the network's attention is fused (" + fused->path +
@@ -249,7 +249,7 @@ Plan expand_plan_name(const std::string& name, const NetworkLayout& layout) {
     for (const auto& segment : layout.segments) plan.segments[segment] = s;
   }
   for (size_t i = 0; i < layout.layers.size(); ++i) {
-    const LayerDesc& layer = layout.layers[i];
+    const LayoutLayer& layer = layout.layers[i];
     if (inside_recomputed(plan, layer)) continue;
     for (const auto& slot : layer.slots) {
       TensorStrategy s = adapt_to_slot(layer, slot, terms->tensor);
@@ -315,7 +315,7 @@ Plan parse_plan(const nlohmann::json& doc, const NetworkLayout& layout, const st
   if (doc.contains("segments")) apply_segments(plan, doc.at("segments"), layout, label);
   // Segments set to recompute drop whatever `base` said of their layers.
   for (auto it = plan.tensors.begin(); it != plan.tensors.end();) {
-    const LayerDesc* layer = layout.find_layer(it->first.substr(0, it->first.rfind(':')));
+    const LayoutLayer* layer = layout.find_layer(it->first.substr(0, it->first.rfind(':')));
     it = (layer && inside_recomputed(plan, *layer)) ? plan.tensors.erase(it) : std::next(it);
   }
   if (doc.contains("tensors")) apply_tensors(plan, doc.at("tensors"), layout, label);

@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "model/layout.h"
+#include "model/network_layout.h"
 #include "model/strategy.h"
 
 namespace papaya::model {

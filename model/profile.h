@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "model/layer_description.h"
-#include "model/layout.h"
+#include "model/network_layout.h"
 
 namespace papaya::model {
 

@@ -28,7 +28,7 @@ std::optional<int> bits_of(const std::string& term, const std::string& prefix) {
 }
 
 // Backward exponentiates log-probabilities: rounding them biases the gradient.
-std::string logprobs_why(const LayerDesc& layer) {
+std::string logprobs_why(const LayoutLayer& layer) {
   return std::string("log-probabilities cannot be quantized without biasing the gradient") +
          (traits(layer.kind).recomputes_logprobs ? " (use recompute)" : " (they are kept)");
 }
@@ -168,7 +168,7 @@ SegmentStrategy parse_segment_strategy(const std::string& text, const std::strin
   return s;
 }
 
-std::optional<std::string> why_not(const LayerDesc& layer, const SlotDesc& slot, const TensorStrategy& s) {
+std::optional<std::string> why_not(const LayoutLayer& layer, const LayoutSlot& slot, const TensorStrategy& s) {
   const std::string what = std::string(to_string(layer.kind)) + " " + to_string(slot.kind) + " tensor";
   switch (s.form) {
     case Form::raw: break;
@@ -214,7 +214,7 @@ std::optional<std::string> why_not(const LayerDesc& layer, const SlotDesc& slot,
   return std::nullopt;
 }
 
-TensorStrategy adapt_to_slot(const LayerDesc& layer, const SlotDesc& slot, const TensorStrategy& s) {
+TensorStrategy adapt_to_slot(const LayoutLayer& layer, const LayoutSlot& slot, const TensorStrategy& s) {
   TensorStrategy out = s;
   if (slot.kind == SlotKind::index || slot.kind == SlotKind::stats) return TensorStrategy{};
   if (slot.kind == SlotKind::mask) {

@@ -12,7 +12,7 @@
 #include <optional>
 #include <string>
 
-#include "model/layout.h"
+#include "model/network_layout.h"
 #include "model/strategy_table.h"
 
 namespace papaya::model {
@@ -76,7 +76,7 @@ TensorStrategy parse_tensor_strategy(const std::string& text, const std::string&
 SegmentStrategy parse_segment_strategy(const std::string& text, const std::string& where);
 
 // Why `s` cannot apply to this slot of this layer, or nullopt if it can.
-std::optional<std::string> why_not(const LayerDesc& layer, const SlotDesc& slot, const TensorStrategy& s);
+std::optional<std::string> why_not(const LayoutLayer& layer, const LayoutSlot& slot, const TensorStrategy& s);
 
 // The natural form of a whole-layer strategy for one of its slots: a
 // quantize-N or adaptive-N asked of a layer keeps its masks as 1 bit and its
@@ -84,7 +84,7 @@ std::optional<std::string> why_not(const LayerDesc& layer, const SlotDesc& slot,
 // recomputed, a classifier's kept: rounding them biases the gradient);
 // invert touches only a GELU/SiLU input. Returns keep where nothing of `s`
 // applies.
-TensorStrategy adapt_to_slot(const LayerDesc& layer, const SlotDesc& slot, const TensorStrategy& s);
+TensorStrategy adapt_to_slot(const LayoutLayer& layer, const LayoutSlot& slot, const TensorStrategy& s);
 
 // Bytes of a quantized group's range: its min and scale, bf16 each (half
 // what fp32 ranges cost, which matters to small groups of 2-bit codes).

@@ -4,7 +4,7 @@
 
 #include <unordered_map>
 
-#include "executor/layout.h"
+#include "executor/layout_probe.h"
 
 namespace papaya::profiler {
 namespace {

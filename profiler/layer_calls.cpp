@@ -3,7 +3,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
-#include "executor/layout.h"
+#include "executor/layout_probe.h"
 
 namespace papaya::profiler {
 namespace {

@@ -44,7 +44,7 @@ const torch::Tensor& saved_tensor(const LayerCall& call, const std::string& slot
   throw std::logic_error("slot " + slot + " not saved");
 }
 
-model::SavedTensorProfile describe_saved(const model::SlotDesc& slot, const torch::Tensor& at_s, const torch::Tensor& at_2s,
+model::SavedTensorProfile describe_saved(const model::LayoutSlot& slot, const torch::Tensor& at_s, const torch::Tensor& at_2s,
                                          const Batches& b, bool held_by_caller) {
   model::SavedTensorProfile s;
   s.slot = slot.name;
@@ -97,7 +97,7 @@ std::vector<model::LayerProfile> describe_layers(executor::Network& network, con
   std::vector<model::LayerProfile> out;
   for (size_t i = 0; i < network.layers().size(); ++i) {
     const executor::Layer& layer = *network.layers()[i];
-    const model::LayerDesc& desc = layout.layers.at(i);
+    const model::LayoutLayer& desc = layout.layers.at(i);
     if (desc.path != layer.path()) throw std::logic_error("the layout does not list the layers in forward order");
     model::LayerProfile p;
     p.path = layer.path();

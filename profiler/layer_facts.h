@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "executor/networks/network.h"
-#include "model/layout.h"
+#include "model/network_layout.h"
 #include "model/profile.h"
 
 namespace papaya::profiler {

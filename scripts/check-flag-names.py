@@ -6,7 +6,7 @@ import pathlib
 import re
 import sys
 
-LIBRARIES = ["model", "planner", "executor", "profiler", "pipeline"]
+LIBRARIES = ["model", "planner", "executor", "profiler", "workflow"]
 FLAG = re.compile(r'"--[a-z]')  # a string literal that starts as a flag does
 
 root = pathlib.Path(__file__).resolve().parent.parent

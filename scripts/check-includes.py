@@ -14,7 +14,7 @@ import os
 import re
 import sys
 
-FOLDERS = ["model", "planner", "executor", "profiler", "pipeline", "cli", "tests", "bench"]
+FOLDERS = ["model", "planner", "executor", "profiler", "workflow", "cli", "tests", "bench"]
 SUFFIXES = (".h", ".cpp", ".cu")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 

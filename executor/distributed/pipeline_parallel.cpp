@@ -7,7 +7,7 @@
 #include "executor/differentiate.h"
 #include "executor/distributed/parameter_storage.h"
 #include "model/error.h"
-#include "model/layout.h"
+#include "model/network_layout.h"
 
 namespace papaya::executor {
 namespace {

@@ -69,7 +69,7 @@ torch::Tensor ClampedSwiGlu::forward(torch::Tensor gate, torch::Tensor up) {
   const bool recorded = torch::GradMode::is_enabled() && differentiated() && (gate.requires_grad() || up.requires_grad());
   if (!recorded) {
     // Nothing kept; what keep would save is reported, as a native path
-    // reports it under no_grad (executor/layout.h's probe).
+    // reports it under no_grad (executor/layout_probe.h's probe).
     scope.saved("gate", gate);
     scope.saved("up", up);
     return scope.finish(moms::unit(gate, up, alpha, limit));

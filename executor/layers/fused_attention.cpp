@@ -114,7 +114,7 @@ torch::Tensor FusedAttention::forward(torch::Tensor q, torch::Tensor k, torch::T
   if (!recorded) {
     // Nothing kept (a checkpointed block's forward draws the mask its
     // recomputation draws again); what keep would save is reported, as a
-    // native path reports it under no_grad (executor/layout.h's probe).
+    // native path reports it under no_grad (executor/layout_probe.h's probe).
     const AttentionOutput out = block_attention_forward(q, k, v, moms::call_of(*this));
     const at::Tensor slots[] = {q, k, v, moms::token_major(out.out), out.lse};
     for (size_t i = 0; i < 5; ++i) scope.saved(moms::slot_names[i], slots[i]);

@@ -107,7 +107,7 @@ class ImportedNetwork : public Network, MarkerSink, SaveHook {
   ~ImportedNetwork() override;
 
   // The forward's output made a loss (its LossKind). Without autograd (a
-  // probe: executor/layout.h), the forward runs as a training step's would,
+  // probe: executor/layout_probe.h), the forward runs as a training step's would,
   // so that its layers save what they save in training, and the network's
   // buffers and the random state are put back after.
   torch::Tensor loss(const Batch& batch) override;

@@ -1,6 +1,6 @@
 #pragma once
 // Pipeline parallelism over a transformer's blocks (model/parallel/
-// layout.h): p stages, each a GPU (of each tensor-, context- and data-
+// parallel_layout.h): p stages, each a GPU (of each tensor-, context- and data-
 // parallel group) holding a run of blocks; the layers before the blocks
 // (embeddings) on the first, those after (the final norm, the LM head and
 // loss) on the last. Blocks p does not divide go one each to the stages
@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "model/layer_model.h"
-#include "model/parallel/layout.h"
+#include "model/parallel/parallel_layout.h"
 
 namespace papaya::model {
 

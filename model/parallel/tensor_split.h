@@ -1,6 +1,6 @@
 #pragma once
 // What one GPU of a tensor-, sequence-, context- and expert-parallel group
-// holds and computes of a transformer (model/parallel/layout.h), as the
+// holds and computes of a transformer (model/parallel/parallel_layout.h), as the
 // model of one process (a LayerModel) that the rest of the model prices
 // unchanged: every plan of memory optimizations applies to it as to a
 // network trained alone.
@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "model/layer_model.h"
-#include "model/parallel/layout.h"
+#include "model/parallel/parallel_layout.h"
 
 namespace papaya::model {
 

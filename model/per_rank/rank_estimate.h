@@ -1,5 +1,5 @@
 #pragma once
-// A transformer trained over many GPUs (model/parallel/layout.h), priced per
+// A transformer trained over many GPUs (model/parallel/parallel_layout.h), priced per
 // GPU from the per-layer model of one process: each pipeline stage is the
 // model of one rank of its tensor/context/expert group holding the stage's
 // blocks (tensor_split.h, pipeline_stages.h), evaluated as one process at
@@ -34,8 +34,8 @@
 
 #include "model/catalog/target.h"
 #include "model/layer_model.h"
-#include "model/parallel/layout.h"
 #include "model/parallel/link.h"
+#include "model/parallel/parallel_layout.h"
 #include "model/parallel/pipeline_stages.h"
 #include "model/plan_space/plan_space.h"
 

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "executor/layout.h"
+#include "executor/layout_probe.h"
 #include "executor/networks/source_for.h"
 #include "model/plan.h"
 

@@ -9,7 +9,7 @@
 
 #include "executor/data.h"
 #include "executor/layers/dense.h"
-#include "executor/layout.h"
+#include "executor/layout_probe.h"
 #include "executor/memory.h"
 #include "executor/networks/zoo.h"
 #include "executor/optimizer.h"

@@ -7,7 +7,7 @@
 #include <fstream>
 
 #include "executor/data.h"
-#include "executor/layout.h"
+#include "executor/layout_probe.h"
 #include "executor/memory.h"
 #include "executor/networks/zoo.h"
 #include "executor/optimizer.h"

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "executor/data.h"
-#include "executor/layout.h"
+#include "executor/layout_probe.h"
 #include "executor/networks/zoo.h"
 #include "executor/storage/codec.h"
 #include "executor/storage/invert.h"

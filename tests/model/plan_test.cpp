@@ -12,7 +12,7 @@ using nlohmann::json;
 NetworkLayout tiny_layout() {
   NetworkLayout l;
   l.segments = {"blocks.0"};
-  const auto act = [](const char* n) { return SlotDesc{n, SlotKind::activation, ""}; };
+  const auto act = [](const char* n) { return LayoutSlot{n, SlotKind::activation, ""}; };
   l.layers = {
       {"tok_emb", LayerKind::embedding, {{"ids", SlotKind::index, ""}}, "", {}},
       {"blocks.0.ln1",
@@ -168,7 +168,7 @@ TEST(Plan, InvertWithQuantize) {
 // is by the name, refused by a plan file.
 TEST(Plan, RecomputeAttentionIsTheCoresSoftmaxAlone) {
   NetworkLayout l;
-  const auto act = [](const char* n) { return SlotDesc{n, SlotKind::activation, ""}; };
+  const auto act = [](const char* n) { return LayoutSlot{n, SlotKind::activation, ""}; };
   l.layers = {
       {"attn.scores", LayerKind::attention_scores, {act("q"), act("k")}, "", {}},
       {"attn.softmax", LayerKind::softmax, {act("output")}, "", {}},

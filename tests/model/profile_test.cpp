@@ -121,7 +121,7 @@ TEST(Profile, LayoutCarriesSlotsSegmentsAndSharing) {
   const NetworkLayout layout = small_profile().layout();
   EXPECT_EQ(layout.segments, (std::vector<std::string>{"blocks.0"}));
   ASSERT_EQ(layout.layers.size(), 2u);
-  const LayerDesc* act = layout.find_layer("blocks.0.act");
+  const LayoutLayer* act = layout.find_layer("blocks.0.act");
   ASSERT_NE(act, nullptr);
   EXPECT_EQ(act->segment, "blocks.0");
   EXPECT_EQ(act->find_slot("output")->kind, SlotKind::mask);

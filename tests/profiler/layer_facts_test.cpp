@@ -2,7 +2,7 @@
 // a few layers of the tiny networks (configs/networks/*-tiny.json).
 #include <gtest/gtest.h>
 
-#include "executor/layout.h"
+#include "executor/layout_probe.h"
 #include "executor/networks/zoo.h"
 #include "model/catalog/network_config.h"
 #include "profiler/layer_facts.h"

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "model/error.h"
-#include "model/layout.h"
+#include "model/network_layout.h"
 #include "model/plan.h"
 #include "model/strategy_table.h"
 
@@ -222,8 +222,8 @@ struct Builder {
         if (strategy.swap && !ix.target.has_host_link()) continue;
         std::vector<TensorStrategy> per_slot;
         for (int i : st.slots) {
-          const LayerDesc& desc = layout.layers[static_cast<size_t>(ix.slot(i).layer)];
-          const SlotDesc& slot_desc = *desc.find_slot(ix.slot_entry(i).tensor->slot);
+          const LayoutLayer& desc = layout.layers[static_cast<size_t>(ix.slot(i).layer)];
+          const LayoutSlot& slot_desc = *desc.find_slot(ix.slot_entry(i).tensor->slot);
           const TensorStrategy adapted = adapt_to_slot(desc, slot_desc, strategy);
           per_slot.push_back(why_not(desc, slot_desc, adapted) ? TensorStrategy{} : adapted);
         }

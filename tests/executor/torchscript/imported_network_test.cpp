@@ -10,7 +10,7 @@
 
 #include "executor/data.h"
 #include "executor/distributed/data_parallel.h"
-#include "executor/layout.h"
+#include "executor/layout_probe.h"
 #include "executor/networks/source_for.h"
 #include "executor/torchscript/archive.h"
 #include "model/error.h"
@@ -76,7 +76,7 @@ TEST(ImportedNetwork, LayersAreTheLeafModulesCallsInTheOrderTheyRun) {
   const model::NetworkLayout layout = probe_layout(*network);
   EXPECT_EQ(layout.find_layer("layers.b0.conv2")->slots[0].storage, "layers.b0.relu:output");
   EXPECT_EQ(layout.find_layer("layers.b0.relu")->output_saved_by, std::vector<std::string>{"layers.b0.conv2:input"});
-  const model::LayerDesc& head = *layout.find_layer("head");
+  const model::LayoutLayer& head = *layout.find_layer("head");
   ASSERT_GE(head.slots.size(), 1u);
   EXPECT_EQ(head.slots.back().storage, "head:" + head.slots.back().name);  // the mean: its own
 }

@@ -7,7 +7,7 @@
 #include <cstdio>
 
 #include "executor/data.h"
-#include "executor/layout.h"
+#include "executor/layout_probe.h"
 #include "executor/networks/source_for.h"
 #include "executor/storage/stored_bytes.h"
 #include "executor/torchscript/archive.h"

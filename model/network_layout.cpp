@@ -1,17 +1,17 @@
-#include "model/layout.h"
+#include "model/network_layout.h"
 
 #include <stdexcept>
 
 namespace papaya::model {
 
-const SlotDesc* LayerDesc::find_slot(const std::string& name) const {
+const LayoutSlot* LayoutLayer::find_slot(const std::string& name) const {
   for (const auto& s : slots) {
     if (s.name == name) return &s;
   }
   return nullptr;
 }
 
-const LayerDesc* NetworkLayout::find_layer(const std::string& path) const {
+const LayoutLayer* NetworkLayout::find_layer(const std::string& path) const {
   for (const auto& l : layers) {
     if (l.path == path) return &l;
   }

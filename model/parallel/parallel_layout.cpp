@@ -1,4 +1,4 @@
-#include "model/parallel/layout.h"
+#include "model/parallel/parallel_layout.h"
 
 #include "model/error.h"
 

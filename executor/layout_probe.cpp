@@ -1,4 +1,4 @@
-#include "executor/layout.h"
+#include "executor/layout_probe.h"
 
 #include <map>
 
@@ -58,7 +58,7 @@ model::NetworkLayout probe_layout(Network& network) {
   model::NetworkLayout layout;
   for (const auto* segment : network.segments()) layout.segments.push_back(segment->path());
   for (const auto* layer : network.layers()) {
-    model::LayerDesc desc{layer->path(), layer->kind(), layer->slots(), layer->segment(), {}};
+    model::LayoutLayer desc{layer->path(), layer->kind(), layer->slots(), layer->segment(), {}};
     for (auto& slot : desc.slots) slot.storage = recorder.slot_storage[model::tensor_key(layer->path(), slot.name)];
     const auto out = recorder.output_storage.find(layer->path());
     if (out != recorder.output_storage.end()) {

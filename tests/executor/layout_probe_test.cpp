@@ -2,14 +2,14 @@
 
 #include <algorithm>
 
-#include "executor/layout.h"
+#include "executor/layout_probe.h"
 #include "executor/networks/zoo.h"
 #include "model/catalog/network_config.h"
 
 namespace papaya::executor {
 namespace {
 
-const model::LayerDesc& layer(const model::NetworkLayout& layout, const std::string& path) {
+const model::LayoutLayer& layer(const model::NetworkLayout& layout, const std::string& path) {
   const auto* found = layout.find_layer(path);
   if (!found) throw std::runtime_error("no layer " + path);
   return *found;

@@ -14,7 +14,7 @@
 
 namespace papaya::model {
 
-struct SlotDesc {
+struct LayoutSlot {
   std::string name;  // "input", "output", "mask", "q", ...
   SlotKind kind;
   // "path:slot" of the first slot (in forward order) that saves the same
@@ -23,23 +23,23 @@ struct SlotDesc {
   std::string storage;
 };
 
-struct LayerDesc {
+struct LayoutLayer {
   std::string path;  // "blocks.3.mlp.fc1"
   LayerKind kind;
-  std::vector<SlotDesc> slots;
+  std::vector<LayoutSlot> slots;
   std::string segment;  // the enclosing segment's path, "" if none
   // "path:slot" of the slots that save this layer's output (e.g. a GELU's
   // output saved as the next linear's input); empty where not measured.
   std::vector<std::string> output_saved_by;
 
-  const SlotDesc* find_slot(const std::string& name) const;
+  const LayoutSlot* find_slot(const std::string& name) const;
 };
 
 struct NetworkLayout {
-  std::vector<LayerDesc> layers;      // forward order
+  std::vector<LayoutLayer> layers;    // forward order
   std::vector<std::string> segments;  // forward order
 
-  const LayerDesc* find_layer(const std::string& path) const;
+  const LayoutLayer* find_layer(const std::string& path) const;
 };
 
 // The layout that a profile or a fitted model carries: `segments` have a
@@ -50,7 +50,7 @@ NetworkLayout layout_of(const Segments& segments, const Layers& layers) {
   NetworkLayout layout;
   for (const auto& s : segments) layout.segments.push_back(s.path);
   for (const auto& l : layers) {
-    LayerDesc desc{l.path, l.kind, {}, l.segment, l.output_saved_by};
+    LayoutLayer desc{l.path, l.kind, {}, l.segment, l.output_saved_by};
     for (const auto& s : l.saved) desc.slots.push_back({s.slot, s.kind, s.storage});
     layout.layers.push_back(std::move(desc));
   }
@@ -63,7 +63,7 @@ struct AttentionCoreLayers {
 };
 
 // The attention core whose softmax is `layer` of `layers` (anything with a
-// `kind`: LayerDesc, LayerFit): the scores just before it, the context just
+// `kind`: LayoutLayer, LayerFit): the scores just before it, the context just
 // after it or after its dropout. nullopt for any other layer (a mixture's
 // router has a softmax too).
 template <typename Layers>

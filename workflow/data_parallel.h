@@ -9,7 +9,7 @@
 #include "model/catalog/target.h"
 #include "model/layer_model.h"
 
-namespace papaya::pipeline {
+namespace papaya::workflow {
 
 struct DataParallelRequest {
   int gpus = 1;
@@ -35,4 +35,4 @@ struct DataParallelRequest {
 void apply_data_parallel(model::Target& target, const model::LayerModel& model, const DataParallelRequest& request,
                          int zero_stage);
 
-}  // namespace papaya::pipeline
+}  // namespace papaya::workflow

@@ -10,7 +10,7 @@
 #include "model/layer_model.h"
 #include "model/per_rank/layout_search.h"
 
-namespace papaya::pipeline {
+namespace papaya::workflow {
 
 struct LayoutPlanRequest {
   std::string hardware;         // a catalog entry (the GPUs); "": the profiled machine
@@ -68,4 +68,4 @@ struct LayoutPredicted {
 LayoutPredicted predict_layout(const model::LayerModel& model, const LayoutPlanRequest& request,
                                const model::ParallelLayout& layout, std::vector<std::string> plans);
 
-}  // namespace papaya::pipeline
+}  // namespace papaya::workflow

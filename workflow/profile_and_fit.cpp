@@ -1,4 +1,4 @@
-#include "pipeline/profile_and_fit.h"
+#include "workflow/profile_and_fit.h"
 
 #include <utility>
 
@@ -12,7 +12,7 @@
 #include "model/units.h"
 #include "profiler/profiler.h"
 
-namespace papaya::pipeline {
+namespace papaya::workflow {
 
 std::vector<int> default_profile_batches(const model::NetworkConfig& network) {
   const int s = network.smallest_batch();
@@ -300,4 +300,4 @@ Profiled profile_and_fit(const ProfileAndFitRequest& asked, Reporter& reporter) 
   return out;
 }
 
-}  // namespace papaya::pipeline
+}  // namespace papaya::workflow

@@ -9,9 +9,9 @@
 #include "model/catalog/network_config.h"
 #include "model/catalog/target.h"
 #include "model/layer_model.h"
-#include "pipeline/reporter.h"
+#include "workflow/reporter.h"
 
-namespace papaya::pipeline {
+namespace papaya::workflow {
 
 // Small batches (with the profiler's default steps): enough for the layer
 // model, quick on a CPU: 1, 2 and 4 times the network's smallest batch.
@@ -56,4 +56,4 @@ struct Profiled {
 // what the profiler refuses.
 Profiled profile_and_fit(const ProfileAndFitRequest& request, Reporter& reporter);
 
-}  // namespace papaya::pipeline
+}  // namespace papaya::workflow

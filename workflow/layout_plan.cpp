@@ -1,4 +1,4 @@
-#include "pipeline/layout_plan.h"
+#include "workflow/layout_plan.h"
 
 #include <algorithm>
 
@@ -11,7 +11,7 @@
 #include "model/plan_space/predict.h"
 #include "model/strategy_table.h"
 
-namespace papaya::pipeline {
+namespace papaya::workflow {
 
 std::string inter_node_default(const std::string& interconnect) {
   return interconnect == "NVLink-3" ? "InfiniBand-HDR" : "InfiniBand-NDR";
@@ -151,4 +151,4 @@ LayoutPredicted predict_layout(const model::LayerModel& model, const LayoutPlanR
   return out;
 }
 
-}  // namespace papaya::pipeline
+}  // namespace papaya::workflow

@@ -1,10 +1,10 @@
 #pragma once
 // What long work tells the person waiting for it: the stage it is in and how
-// far along, and what they should know that does not stop it. The pipeline
+// far along, and what they should know that does not stop it. The workflow
 // reports; the command line draws (cli/progress.h).
 #include <string>
 
-namespace papaya::pipeline {
+namespace papaya::workflow {
 
 class Reporter {
  public:
@@ -29,4 +29,4 @@ class SilentReporter : public Reporter {
   void warning(const std::string&) override {}
 };
 
-}  // namespace papaya::pipeline
+}  // namespace papaya::workflow

@@ -5,10 +5,10 @@
 
 #include "model/catalog/target.h"
 #include "model/layer_model.h"
-#include "pipeline/reporter.h"
 #include "planner/planner.h"
+#include "workflow/reporter.h"
 
-namespace papaya::pipeline {
+namespace papaya::workflow {
 
 struct Planned {
   planner::PlanResult result;  // the plan, its batch and its stage
@@ -20,4 +20,4 @@ struct Planned {
 Planned plan(const model::LayerModel& model, const model::Target& target, const planner::PlanRequest& request,
              const std::vector<int>& zero_stages, Reporter& reporter);
 
-}  // namespace papaya::pipeline
+}  // namespace papaya::workflow

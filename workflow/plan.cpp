@@ -1,6 +1,6 @@
-#include "pipeline/plan.h"
+#include "workflow/plan.h"
 
-namespace papaya::pipeline {
+namespace papaya::workflow {
 
 Planned plan(const model::LayerModel& model, const model::Target& target, const planner::PlanRequest& request,
              const std::vector<int>& zero_stages, Reporter& reporter) {
@@ -13,4 +13,4 @@ Planned plan(const model::LayerModel& model, const model::Target& target, const 
   return out;
 }
 
-}  // namespace papaya::pipeline
+}  // namespace papaya::workflow

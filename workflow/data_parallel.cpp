@@ -1,10 +1,10 @@
-#include "pipeline/data_parallel.h"
+#include "workflow/data_parallel.h"
 
 #include "model/catalog/hardware.h"
 #include "model/catalog/link_catalog.h"
 #include "model/error.h"
 
-namespace papaya::pipeline {
+namespace papaya::workflow {
 
 void DataParallelRequest::validate() const {
   if (gpus > 1) {
@@ -47,4 +47,4 @@ void apply_data_parallel(model::Target& target, const model::LayerModel& model, 
   model::set_data_parallel(target, world);
 }
 
-}  // namespace papaya::pipeline
+}  // namespace papaya::workflow

@@ -2,7 +2,7 @@
 // The model's view of a built network: layers, slots, segments, and which
 // slots share storage, found by one forward pass at batch 1.
 #include "executor/networks/network.h"
-#include "model/layout.h"
+#include "model/network_layout.h"
 
 namespace papaya::executor {
 
