@@ -2,9 +2,6 @@
 // combination, the batch chosen, the plan file, and impossible budgets.
 #include <gtest/gtest.h>
 
-#include <functional>
-
-#include "model/error.h"
 #include "model/parallel/data_parallel.h"
 #include "model/plan.h"
 #include "model/plan_space/predict.h"
@@ -12,6 +9,7 @@
 #include "planner/planner.h"
 #include "planner/variance.h"
 #include "tests/planner/networks.h"
+#include "tests/support/input_error.h"
 
 namespace papaya::planner {
 namespace {
@@ -31,15 +29,6 @@ Network gpt(int blocks, bool gpu) {
 
 double between(const Network& s, double fraction) {
   return s.model.static_bytes + fraction * (s.keep_peak_at_64 - s.model.static_bytes);
-}
-
-std::string message_of(const std::function<void()>& run) {
-  try {
-    run();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
 }
 
 TEST(MakePlan, FixedBatchKeepsTheBudgetAndBeatsEveryCombination) {
@@ -117,19 +106,23 @@ TEST(MakePlan, Deterministic) {
 TEST(MakePlan, ImpossibleBudgetsStateTheMinimum) {
   const Network s = gpt(2, false);
   const std::string static_bytes = model::format_bytes(s.model.static_bytes);
-  std::string message = message_of([&] { make_plan(s.model, s.target, {s.model.static_bytes / 2, std::nullopt, std::nullopt}); });
+  std::string message = test_support::input_error_of([&] {
+    make_plan(s.model, s.target, {s.model.static_bytes / 2, std::nullopt, std::nullopt});
+  });
   EXPECT_NE(message.find(static_bytes), std::string::npos) << message;
   EXPECT_NE(message.find("weights, gradients and optimizer state"), std::string::npos) << message;
 
   // Just above the static bytes, below what batch 1 needs with anything.
   const GlobalTable at_one = search_global(s.model, s.target, s.model.static_bytes + 1, 1);
   const GlobalRow& lean = at_one.leanest();
-  message = message_of([&] { make_plan(s.model, s.target, {s.model.static_bytes + 1, std::nullopt, std::nullopt}); });
+  message = test_support::input_error_of([&] {
+    make_plan(s.model, s.target, {s.model.static_bytes + 1, std::nullopt, std::nullopt});
+  });
   EXPECT_NE(message.find("batch 1"), std::string::npos) << message;
   EXPECT_NE(message.find(lean.name + ": " + model::format_bytes(lean.at_batch.peak_bytes)), std::string::npos) << message;
 
   // A batch too large for the budget: the largest that fits is named.
-  message = message_of([&] { make_plan(s.model, s.target, {between(s, 0.3), 4096, std::nullopt}); });
+  message = test_support::input_error_of([&] { make_plan(s.model, s.target, {between(s, 0.3), 4096, std::nullopt}); });
   EXPECT_NE(message.find("batch 4096 needs"), std::string::npos) << message;
   EXPECT_NE(message.find("fits"), std::string::npos) << message;
 
@@ -140,7 +133,7 @@ TEST(MakePlan, ImpossibleBudgetsStateTheMinimum) {
   const double share = model::static_bytes_per_rank(s.model, sharded.data_parallel);
   ASSERT_LT(share, s.model.static_bytes / 3);
   EXPECT_NO_THROW(make_plan(s.model, sharded, {s.model.static_bytes * 0.9, std::nullopt, std::nullopt}));
-  message = message_of([&] { make_plan(s.model, sharded, {share / 2, std::nullopt, std::nullopt}); });
+  message = test_support::input_error_of([&] { make_plan(s.model, sharded, {share / 2, std::nullopt, std::nullopt}); });
   EXPECT_NE(message.find(model::format_bytes(share) + " a GPU"), std::string::npos) << message;
 }
 
