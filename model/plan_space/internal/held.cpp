@@ -97,10 +97,7 @@ void hold_slots(const AtBatch& at, int storage, const std::vector<TensorStrategy
     held.raw.push_back({ix.layer(ix.core(facts.core).context).backward_at, facts.released_at});
     return;
   }
-  // What copies_of makes copies of; most storages of most plans store none.
-  thread_local std::vector<TensorStrategy> stored;
-  stored.assign(st.slots.size(), TensorStrategy{});
-  bool any_stored = false;
+  std::vector<TensorStrategy> stored(st.slots.size());  // what copies_of makes copies of
   for (size_t k = 0; k < st.slots.size(); ++k) {
     const Slot& slot = ix.slot(st.slots[k]);
     const TensorStrategy& s = per_slot[k];
@@ -115,9 +112,8 @@ void hold_slots(const AtBatch& at, int storage, const std::vector<TensorStrategy
     if (recomputes(s.form) && facts.core < 0) lm_head_recomputed = true;
     if (s.is_keep()) hold_raw_user(ix, storage, slot.layer, ix.slot_entry(st.slots[k]).used_at, held);
     stored[k] = s;
-    any_stored = any_stored || !s.is_keep();
   }
-  if (any_stored) held.copies = copies_of(at, storage, stored);
+  held.copies = copies_of(at, storage, stored);
 }
 
 void hold_segment_input(const AtBatch& at, int segment, const TensorStrategy& input, StorageHeld& held) {

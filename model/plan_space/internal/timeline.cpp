@@ -22,8 +22,7 @@ void add_storage(const AtBatch& at, int storage, const StorageHeld& held, double
     if (kinds) kinds->push_back({kind, strategy});
   };
   const Storage& st = ix.storage(storage);
-  thread_local std::vector<std::pair<int, int>> intervals;  // reused: this runs for every storage of every price
-  intervals.assign(held.raw.begin(), held.raw.end());
+  std::vector<std::pair<int, int>> intervals = held.raw;
   if (!st.slots.empty()) {
     // Keep's figures already hold the storage, at its own bytes (a profile
     // counts the tensors', on CUDA too).
