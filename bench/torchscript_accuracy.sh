@@ -6,9 +6,9 @@
 # predicted against measured peak and samples/s per plan and batch
 # (prediction_accuracy.sh: targets 3% and 15%), and papaya's keep step
 # against PyTorch eager's training step on the same model and threads, and
-# the same host allocator settings papaya's process takes
-# (cli/host_malloc.cpp: no mmap'd blocks, no trimming; without them eager
-# spends more than half its step in page faults on this machine).
+# the same host allocator as papaya's process, jemalloc (preloaded; with
+# glibc's malloc eager spends more than half its step in page faults on
+# this machine).
 #
 #   bench/torchscript_accuracy.sh                       # batches 16 32, plans keep recompute-all quantize-8 quantize-4 invert
 #   BATCHES=16 PLANS=keep bench/torchscript_accuracy.sh
@@ -54,7 +54,7 @@ echo
 echo "| model | batch | threads | PyTorch eager samples/s | papaya keep samples/s | papaya / eager |"
 echo "|---|---|---|---|---|---|"
 for b in $batches; do
-  GLIBC_TUNABLES=glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=2147483647 \
+  LD_PRELOAD=$(ldconfig -p | awk '/libjemalloc.so.2 .*x86-64/ { print $NF; exit }') \
     "$python" bench/torchscript_models.py eager "$out/models" "$b" "$steps" $chosen >"$out/eager.$b.csv"
   while IFS=, read -r m batch threads step_s eager_rate; do
     papaya_rate=$(jq -r '.median_samples_per_s' "$out/$m.pt.keep.$b.train.json")

@@ -6,7 +6,6 @@
 
 #include "cli/commands.h"
 #include "cli/denormals.h"
-#include "cli/host_malloc.h"
 #include "cli/stop_signal.h"
 #include "model/error.h"
 #include "profiler/out_of_memory.h"
@@ -21,7 +20,6 @@ int fail(const std::string& message) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  papaya::cli::keep_freed_host_memory();
   papaya::cli::flush_denormals();
   CLI::App app{"papaya: which memory optimizations to train with, at what batch size, how fast — and training with them."};
   app.set_version_flag("--version", papaya::cli::version_string());

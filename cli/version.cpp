@@ -1,6 +1,7 @@
 #include <torch/version.h>
 
 #include "cli/commands.h"
+#include "cli/host_allocator.h"
 #include "executor/distributed/collectives.h"
 #include "model/error.h"
 #include "model/json_file.h"
@@ -24,8 +25,8 @@ std::string version_string() {
   } catch (const InputError&) {
     data = "none found";
   }
-  return std::string("papaya ") + PAPAYA_VERSION + " (LibTorch " + TORCH_VERSION + ", " + backend + gloo + "; data: " + data +
-         ")";
+  return std::string("papaya ") + PAPAYA_VERSION + " (LibTorch " + TORCH_VERSION + ", " + backend + gloo + ", " +
+         host_allocator() + "; data: " + data + ")";
 }
 
 }  // namespace papaya::cli

@@ -10,6 +10,7 @@ packages=(
   libtorch-dev            # LibTorch 1.13 (CPU); a CUDA LibTorch is used instead where found
   libgloo-dev             # Gloo's headers: data-parallel training over LibTorch's c10d
   libceres-dev            # the performance model's fits
+  libjemalloc-dev         # the host allocator of papaya's process (CMakeLists.txt says why)
   libcli11-dev            # command line
   nlohmann-json3-dev      # JSON documents
   libvalijson-dev         # JSON Schema validation of configs, plans, profiles

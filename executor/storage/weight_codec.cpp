@@ -31,8 +31,8 @@ at::Tensor padded_rows(const at::Tensor& flat, int64_t width) {
 }
 
 // Blocks coded or loaded at a time: the temporaries of a step stay a few MB
-// whatever the weight's size (glibc keeps freed heap memory for reuse,
-// cli/host_malloc.h, so large temporaries of many sizes would pile up).
+// whatever the weight's size (the host allocator keeps freed memory for
+// reuse, so large temporaries of many sizes would pile up).
 constexpr int64_t kBlocksAtOnce = 1 << 14;
 
 // The nf4 codes and absmaxes of the blocks from `first_block` on, whose

@@ -42,8 +42,8 @@ at::Tensor load_weight(const StoredWeight& stored, at::ScalarType dtype);
 
 // Where a network's stored weights are loaded for their matmuls: one
 // buffer, grown to the largest load, reused by every one. A load per matmul
-// then allocates nothing of the weight's size: glibc keeps freed heap memory
-// for reuse (cli/host_malloc.h), and loaded weights of several sizes made
+// then allocates nothing of the weight's size: the host allocator keeps freed
+// memory for reuse, and loaded weights of several sizes made
 // and freed among the step's tensors fragmented it (a QLoRA Llama-2-7B
 // profile's resident memory grew 1.4 GB every 30 s).
 class LoadScratch {
