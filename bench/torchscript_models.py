@@ -255,7 +255,7 @@ def save(directory, names):
 
 def eager(batch, steps, names):
     out = csv.writer(sys.stdout)
-    torch.set_flush_denormal(True)  # as papaya's process does (cli/denormals.h)
+    torch.set_flush_denormal(True)  # as papaya's process does (cli/process/denormals.h)
     out.writerow(["model", "batch", "threads", "median_step_s", "samples_per_s"])
     for name in names:
         make, spec, _ = MODELS[name]

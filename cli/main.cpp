@@ -4,9 +4,9 @@
 
 #include <iostream>
 
-#include "cli/commands.h"
-#include "cli/denormals.h"
-#include "cli/stop_signal.h"
+#include "cli/commands/commands.h"
+#include "cli/process/denormals.h"
+#include "cli/training/stop_signal.h"
 #include "model/error.h"
 #include "profiler/out_of_memory.h"
 

@@ -1,7 +1,7 @@
 #pragma once
 // What long work tells the person waiting for it: the stage it is in and how
 // far along, and what they should know that does not stop it. The workflow
-// reports; the command line draws (cli/progress.h).
+// reports; the command line draws (cli/report/progress.h).
 #include <string>
 
 namespace papaya::workflow {

@@ -64,7 +64,7 @@ struct RmsNormFunction : Function<RmsNormFunction> {
     // d x = rstd * gn - x * rstd^3 * mean(gn * x), with gn = g * w, in place
     // where it can: two input-sized temporaries at a time at most, no more
     // than the native backward takes, which is what the model prices this
-    // Function's working memory as (tests/executor/mom_scratch_test.cpp).
+    // Function's working memory as (tests/executor/storage/mom_scratch_test.cpp).
     const auto gradients = [&](const std::vector<at::Tensor>& s) -> variable_list {
       const size_t normalized = input_gradient ? 2 : 0;
       const at::Tensor gw =

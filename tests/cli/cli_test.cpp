@@ -29,7 +29,7 @@ TEST(Cli, VersionAndHelp) {
 }
 
 // Every command shows its result as text or, with --json, as one JSON
-// document (cli/report.h): each command listed by --help takes --json.
+// document (cli/report/report.h): each command listed by --help takes --json.
 TEST(Cli, EveryCommandTakesJson) {
   const Outcome help = run_papaya("--help");
   ASSERT_EQ(help.code, 0);

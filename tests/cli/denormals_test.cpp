@@ -3,7 +3,7 @@
 
 #include <thread>
 
-#include "cli/denormals.h"
+#include "cli/process/denormals.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <xmmintrin.h>

@@ -1,7 +1,7 @@
 // A layout as Megatron-LM's arguments and a torchtitan job config, in the
 // engines' own names (Megatron-LM core_v0.15.0 megatron/training/arguments.py,
 // torchtitan 238fa99 torchtitan/config/job_config.py).
-#include "cli/engine_arguments.h"
+#include "cli/report/engine_arguments.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // jemalloc serves the process's malloc, papaya's and this test's.
-#include "cli/host_allocator.h"
+#include "cli/process/host_allocator.h"
 
 #include <gtest/gtest.h>
 

@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "cli/commands.h"
+#include "cli/commands/commands.h"
 
 namespace papaya::cli {
 namespace {

@@ -4,7 +4,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "cli/plot.h"
+#include "cli/report/plot.h"
 #include "model/error.h"
 
 namespace papaya::cli {

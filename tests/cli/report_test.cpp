@@ -1,6 +1,6 @@
-// The one shape of every command (cli/report.h): a result shown as text or,
+// The one shape of every command (cli/report/report.h): a result shown as text or,
 // with --json, as one JSON document.
-#include "cli/report.h"
+#include "cli/report/report.h"
 
 #include <gtest/gtest.h>
 

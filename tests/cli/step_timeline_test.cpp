@@ -1,7 +1,7 @@
-// The report's step (cli/step_timeline.h): its bands make each point's bytes
+// The report's step (cli/report/step_timeline.h): its bands make each point's bytes
 // and the peak, and its plan by layer adds up to what the plan does to the
 // whole step.
-#include "cli/step_timeline.h"
+#include "cli/report/step_timeline.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // The number formats of the tables for people.
-#include "cli/table.h"
+#include "cli/report/table.h"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,156 @@
+#include "cli/options/layout_options.h"
+
+#include <algorithm>
+
+#include "cli/report/engine_arguments.h"
+#include "cli/options/number_checks.h"
+#include "model/error.h"
+#include "model/plan.h"
+
+namespace papaya::cli {
+
+void refuse_with_layout(const std::vector<std::pair<std::string, std::string>>& outputs) {
+  for (const auto& [option, value] : outputs) {
+    if (value.empty()) continue;
+    throw InputError(option + " " + value +
+                     ": writes one GPU's plan and step (or data-parallel ranks'); a layout of "
+                     "tensor, pipeline, context or expert parallelism answers with its table, and --emit writes it "
+                     "for an engine");
+  }
+}
+
+bool LayoutOptions::requested() const {
+  return gpus_per_node > 0 || compute_efficiency || tensor || pipeline || virtual_stages || context || expert || micro_batch ||
+         global_batch || !sequence.empty() || !offload.empty() || !inter_node_link.empty() || !emit.empty();
+}
+
+void add_layout_options(CLI::App* cmd, LayoutOptions& o, bool search) {
+  const std::string with = "With --gpus: ";
+  cmd->add_option("--gpus-per-node", o.gpus_per_node,
+                  "Lay a transformer out over --gpus GPUs, this many a node, as LLM training does: tensor, sequence, "
+                  "pipeline, context, expert and data parallelism with ZeRO, each chosen for the most tokens/s within "
+                  "the memory of each GPU unless fixed below [default: 8 where any option below is given]")
+      ->check(within(o.gpus_per_node, 1, 1024));
+  cmd->add_option("--tp", o.tensor, with + "tensor-parallel GPUs (Megatron's column/row-parallel projections)")
+      ->check(within(o.tensor, 1, 65536));
+  cmd->add_option("--pp", o.pipeline, with + "pipeline stages (1F1B)")->check(within(o.pipeline, 1, 65536));
+  cmd->add_option("--vp", o.virtual_stages, with + "model chunks a pipeline stage (interleaved 1F1B)")
+      ->check(within(o.virtual_stages, 1, 64));
+  cmd->add_option("--cp", o.context, with + "context-parallel GPUs (ring attention)")->check(within(o.context, 1, 65536));
+  cmd->add_option("--ep", o.expert, with + "expert-parallel GPUs (a mixture of experts' experts split)")
+      ->check(within(o.expert, 1, 65536));
+  cmd->add_option("--sp", o.sequence,
+                  with + "sequence parallelism beside tensor parallelism, on or off [default: on where --tp > 1]")
+      ->check(CLI::IsMember({"on", "off"}));
+  cmd->add_option("--offload-optimizer", o.offload,
+                  with + "the optimizer's state and step on the host (ZeRO-Offload), on or off [default: chosen]")
+      ->check(CLI::IsMember({"on", "off"}));
+  if (search) {
+    cmd->add_option("--micro-batch", o.micro_batch, with + "samples a micro-batch [default: chosen]")
+        ->check(within(o.micro_batch, 1, 1 << 20));
+    cmd->add_option("--plans", o.plans,
+                    with +
+                        "the whole-network plans of memory optimizations weighed, comma-separated (keep, recompute-attention, "
+                        "recompute-all, quantize-4, ...) [default: every one]")
+        ->delimiter(',');
+  }
+  cmd->add_option("--global-batch", o.global_batch,
+                  with + "samples an iteration, a multiple of the data-parallel GPUs x the micro-batch [default: " +
+                      (search ? "about 4M tokens]" : "micro-batch x data-parallel GPUs x pipeline stages]"))
+      ->check(within(o.global_batch, 1, 1 << 30));
+  cmd->add_option("--inter-node-link", o.inter_node_link,
+                  with +
+                      "the link between nodes (papaya hardware lists them) [default: InfiniBand-HDR beside NVLink-3, else "
+                      "InfiniBand-NDR]; --link names the one within a node [default: the hardware's interconnect]");
+  cmd->add_option("--compute-efficiency", o.compute_efficiency,
+                  with +
+                      "the share of the GPU's peak FLOP/s its matmuls reach, where the profile is from another machine "
+                      "[default: 0.5, a typical one]")
+      ->check(within(o.compute_efficiency, 0.01, 1.0));
+  cmd->add_option("--emit", o.emit,
+                  with +
+                      "print the best layout as an engine's arguments: megatron (Megatron-LM's "
+                      "command line) or torchtitan (a TOML job config)")
+      ->check(CLI::IsMember({"megatron", "torchtitan"}));
+  if (search) {
+    cmd->add_option("--layouts", o.shown, with + "layouts shown, best first")
+        ->capture_default_str()
+        ->check(within(o.shown, 1, 1000));
+  }
+}
+
+namespace {
+
+// Only what the engine can run; a fixed choice it cannot is an error.
+void keep_to_engine(model::LayoutQuestion& q, const std::string& engine) {
+  const EngineLimits limits = engine_limits(engine);
+  const std::string with = "--emit " + engine + ": ";
+  q.plans = limits.plans;
+  q.zero_stages = limits.zero_stages;
+  q.even_stages = limits.even_stages;
+  if (q.zero_stage && std::find(q.zero_stages.begin(), q.zero_stages.end(), *q.zero_stage) == q.zero_stages.end()) {
+    throw InputError(with + "--zero " + std::to_string(*q.zero_stage) + " has no " + engine + " argument");
+  }
+  if (!limits.offloads_optimizer) {
+    if (q.offload_optimizer.value_or(false)) throw InputError(with + "--offload-optimizer on has no " + engine + " argument");
+    q.offload_optimizer = false;
+  }
+  if (limits.sequence_with_tensor) {
+    if (q.sequence && !*q.sequence) throw InputError(with + "--sp off: its tensor parallelism always splits the norms' tokens");
+    q.sequence.reset();  // on wherever t > 1
+  }
+}
+
+}  // namespace
+
+workflow::LayoutPlanRequest layout_request(const LayoutOptions& o, const workflow::DataParallelRequest& dp,
+                                           const std::string& hardware, std::optional<double> budget_bytes) {
+  workflow::LayoutPlanRequest r;
+  r.hardware = hardware;
+  r.intra_node_link = dp.link;
+  r.inter_node_link = o.inter_node_link;
+  r.gpus_per_node = o.gpus_per_node > 0 ? o.gpus_per_node : 8;
+  r.compute_efficiency = o.compute_efficiency;
+  r.budget_bytes = budget_bytes;
+  r.keep = static_cast<size_t>(o.shown);
+  model::LayoutQuestion& q = r.question;
+  q.gpus = dp.gpus;
+  q.global_batch = o.global_batch.value_or(0);
+  q.tensor = o.tensor, q.pipeline = o.pipeline, q.virtual_stages = o.virtual_stages, q.context = o.context;
+  q.expert = o.expert, q.micro_batch = o.micro_batch, q.zero_stage = dp.zero;
+  if (!o.sequence.empty()) q.sequence = o.sequence == "on";
+  if (!o.offload.empty()) q.offload_optimizer = o.offload == "on";
+  for (const std::string& plan : o.plans) {
+    if (!model::is_plan_name(plan)) throw InputError("--plans: '" + plan + "' is not a whole-network plan name");
+  }
+  q.plans = o.plans;
+  if (!o.emit.empty()) {
+    keep_to_engine(q, o.emit);
+    r.holding = engine_limits(o.emit).holding;
+  }
+  return r;
+}
+
+model::ParallelLayout given_layout(const LayoutOptions& o, const workflow::DataParallelRequest& dp, int micro_batch) {
+  model::ParallelLayout l;
+  l.tensor = o.tensor.value_or(1), l.pipeline = o.pipeline.value_or(1), l.virtual_stages = o.virtual_stages.value_or(1);
+  l.context = o.context.value_or(1), l.expert = o.expert.value_or(1);
+  const int split = l.tensor * l.pipeline * l.context;
+  if (dp.gpus % split != 0) {
+    throw InputError("--tp x --pp x --cp = " + std::to_string(split) + " does not divide --gpus " + std::to_string(dp.gpus));
+  }
+  l.data = dp.gpus / split;
+  l.sequence = o.sequence.empty() ? l.tensor > 1 : o.sequence == "on";
+  l.zero_stage = dp.zero.value_or(0);
+  l.offload_optimizer = o.offload == "on";
+  l.micro_batch = micro_batch;
+  const int global = o.global_batch.value_or(micro_batch * l.data * l.pipeline);
+  if (global % (micro_batch * l.data) != 0) {
+    throw InputError("--global-batch " + std::to_string(global) + " is not whole micro-batches of " +
+                     std::to_string(micro_batch) + " on each of " + std::to_string(l.data) + " data-parallel GPUs");
+  }
+  l.micro_batches = global / (micro_batch * l.data);
+  return l;
+}
+
+}  // namespace papaya::cli

@@ -1,0 +1,265 @@
+#include "cli/training/train_run.h"
+#include "cli/options/network_choice.h"
+
+#include <filesystem>
+
+#include "cli/training/resumed_run.h"
+#include "executor/device.h"
+#include "executor/distributed/collectives.h"
+#include "executor/distributed/data_parallel.h"
+#include "executor/distributed/pipeline_parallel.h"
+#include "executor/distributed/sharded_data_parallel.h"
+#include "executor/distributed/tensor_parallel.h"
+#include "executor/networks/source_for.h"
+#include "executor/networks/zoo.h"
+#include "executor/plan_apply.h"
+#include "executor/precision.h"
+#include "executor/session.h"
+#include "executor/torchscript/imported_network.h"
+#include "executor/torchscript/trained_archive.h"
+#include "executor/trainer.h"
+#include "executor/training_state.h"
+#include "model/catalog/network_config.h"
+#include "model/error.h"
+
+namespace papaya::cli {
+
+void prepare_train_run(TrainRun& run) {
+  const torch::Device device = executor::resolve_device(run.device);
+  if (run.zero > 0 && !run.save.empty()) {
+    throw InputError("--save with --zero " + std::to_string(run.zero) +
+                     ": saving a sharded optimizer state is not built yet; train without --zero to save");
+  }
+  if (run.zero == 3 && device.is_cuda()) {
+    throw InputError("--zero 3 on --device " + run.device +
+                     ": gathering each layer's weights is built for CPU ranks (Gloo); use --zero 2 on GPUs");
+  }
+  if (!run.resume.empty()) {
+    if (run.plan == "auto") throw InputError("--resume goes on with the state's plan; leave out --plan auto");
+    if (!std::filesystem::is_regular_file(run.resume)) throw InputError("--resume " + run.resume + ": no such file");
+    if (!run.given.count("--network") && !run.given.count("--seq-len")) return;  // the state's network
+  }
+  if (run.tensor > 1) {
+    if (!run.save.empty() || !run.resume.empty()) {
+      throw InputError("--tp with --save or --resume: saving a tensor-parallel training state is not built yet");
+    }
+  }
+  if (run.pipeline > 1) {
+    if (run.micro_batches == 0) run.micro_batches = 2 * run.pipeline;
+    if (run.micro_batches < run.pipeline) {
+      throw InputError("--micro-batches " + std::to_string(run.micro_batches) + " for --pp " + std::to_string(run.pipeline) +
+                       ": 1F1B needs at least one a stage");
+    }
+    if (!run.save.empty() || !run.resume.empty()) {
+      throw InputError("--pp with --save or --resume: saving a pipeline's training state is not built yet");
+    }
+  }
+  run.network_config = load_network(run.network, run.seq_len, run.network_options);
+  if (run.precision.empty()) run.precision = run.network_config->precision;
+  const executor::Precision precision = executor::resolve_precision(run.precision, device);
+  if (run.splits_layers() && precision.dtype == torch::kHalf) {
+    throw InputError("--precision " + run.precision + " with --" + (run.pipeline > 1 ? "pp" : "tp") +
+                     ": fp16 loss scaling across split ranks is not built; use bf16");
+  }
+  if (run.zero >= 2 && precision.dtype == torch::kHalf) {
+    throw InputError("--precision " + run.precision + " with --zero " + std::to_string(run.zero) +
+                     ": fp16 loss scaling needs every gradient on every rank; use bf16, or --zero 1");
+  }
+  if (run.tensor > 1) executor::check_tensor_split(*run.network_config, run.tensor, run.sequence_parallel);
+  if (run.pipeline > 1) {
+    const model::NetworkConfig& config = *run.network_config;
+    const auto* transformer = std::get_if<model::TransformerConfig>(&config.body);
+    if (!transformer)
+      throw InputError("--pp " + std::to_string(run.pipeline) + ": " + config.name + " is no chain of transformer blocks");
+    if (transformer->layers < run.pipeline) {
+      throw InputError("--pp " + std::to_string(run.pipeline) + ": " + config.name + " has " +
+                       std::to_string(transformer->layers) + " blocks, fewer than the stages");
+    }
+    if (config.family == model::Family::gpt && transformer->tied_head) {
+      throw InputError("--pp " + std::to_string(run.pipeline) + ": " + config.name +
+                       "'s LM head is tied to its embedding, whose weight would be on two stages; not built");
+    }
+  }
+}
+
+void check_rank_devices(const TrainRun& run, int ranks_here) {
+  if (!executor::resolve_device(run.device).is_cuda()) return;
+  if (!executor::Collectives::nccl_available()) {
+    throw InputError("data-parallel ranks on --device " + run.device +
+                     ": this papaya is built without NCCL (LibTorch with CUDA and nccl.h); train them on the CPU");
+  }
+  if (run.device != "cuda") {
+    throw InputError("--device " + run.device + " with data-parallel ranks: each rank takes cuda:LOCAL_RANK; give --device cuda");
+  }
+  const int gpus = static_cast<int>(torch::cuda::device_count());
+  if (ranks_here > gpus) {
+    throw InputError(std::to_string(ranks_here) + " ranks on this host, " + std::to_string(gpus) +
+                     " GPUs: each rank takes one of its own");
+  }
+}
+
+executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& callbacks) {
+  const torch::Device device = executor::resolve_device(given.device);
+  // A state is read twice: here, for the run it describes, and once the
+  // network is built, into it. Neither read's tensors outlive it, so the
+  // allocator's figures count none of them.
+  nlohmann::json recorded;
+  executor::TrainingProgress progress;
+  if (!given.resume.empty()) {
+    const auto state = executor::TrainingState::read(given.resume, device);
+    recorded = state.run();
+    progress = state.progress();
+  }
+  const TrainRun run = given.resume.empty() ? given : resumed_run(given, recorded, progress.steps_done);
+  // A rank on CUDA takes the GPU of its place on the host, as torchrun's LOCAL_RANK says.
+  const bool rank_on_gpu = run.world && device.is_cuda();
+  if (rank_on_gpu) check_rank_devices(run, run.world->local_rank + 1);
+  const std::string rank_device = rank_on_gpu ? "cuda:" + std::to_string(run.world->local_rank) : run.device;
+  // The ranks meet before anything is built: one that never comes fails fast.
+  const auto collectives = run.world ? std::make_unique<executor::Collectives>(
+                                           *run.world, std::chrono::milliseconds(static_cast<int64_t>(run.timeout_s * 1000)),
+                                           executor::resolve_device(rank_device))
+                                     : nullptr;
+  // The job's ranks in Megatron-LM's order: a tensor-parallel group's
+  // adjacent, then the data-parallel ranks, then the pipeline stages. Each
+  // kind of group over the job's ranks if it is all of them, else a
+  // subgroup of them (none where it is one rank).
+  const int rank = run.world ? run.world->rank : 0;
+  const int data = run.data_ranks();
+  const int tensor_rank = rank % run.tensor, data_rank = rank / run.tensor % data, stage = rank / (run.tensor * data);
+  const auto subgroup = [&](int size, const std::string& name, int member) -> std::unique_ptr<executor::Collectives> {
+    if (!collectives || size <= 1 || size == run.world->size) return nullptr;
+    return std::make_unique<executor::Collectives>(*collectives, name, member, size);
+  };
+  const auto tensor_group = subgroup(run.tensor, "tensor" + std::to_string(rank / run.tensor), tensor_rank);
+  const auto data_group = subgroup(data, "data" + std::to_string(tensor_rank) + "." + std::to_string(stage), data_rank);
+  const auto stage_group =
+      subgroup(run.pipeline, "stages" + std::to_string(tensor_rank) + "." + std::to_string(data_rank), stage);
+  const auto ranks_of = [&](int size, const std::unique_ptr<executor::Collectives>& group) -> executor::Collectives* {
+    return !collectives || size <= 1 ? nullptr : group ? group.get() : collectives.get();
+  };
+  executor::Collectives* const tensor_ranks = ranks_of(run.tensor, tensor_group);
+  executor::Collectives* const data_ranks = ranks_of(data, data_group);
+  executor::Collectives* const pipeline_ranks = ranks_of(run.pipeline, stage_group);
+  executor::SessionOptions session_options;
+  session_options.device = rank_device;
+  session_options.precision = run.precision;
+  session_options.data = run.data;
+  session_options.seed = run.seed;
+  session_options.lr = run.lr;
+  if (data_ranks) session_options.world = data_ranks->world();
+  session_options.zero = run.zero;
+  if (pipeline_ranks) session_options.stages = pipeline_ranks->world();
+  if (tensor_ranks) session_options.tensor_group = executor::tensor_group(*tensor_ranks, run.sequence_parallel);
+  if (run.resume.empty() && !run.network_config) throw std::logic_error("train_run: the run is not prepared");
+  executor::Session session(*executor::source_for(run.resume.empty() ? *run.network_config : recorded_config(run, recorded)),
+                            session_options);
+  const model::NetworkConfig& config = session.config;
+  executor::Network& network = *session.network;
+  const auto* archive = dynamic_cast<const executor::torchscript::ImportedNetwork*>(&network);
+  if (!run.save_model.empty() && !archive) {
+    throw InputError("--save-model " + run.save_model + ": writes a TorchScript network back, and " + config.name +
+                     " is not one (--save keeps the training state of any network)");
+  }
+  model::Plan plan;
+  if (!run.resume.empty()) {
+    plan = model::parse_plan(recorded.value("plan", nlohmann::json()), session.layout, config.name,
+                             "--resume " + run.resume + ": plan");
+    check_resumed_plan(run, plan, session.layout, config.name);
+  } else {
+    plan = run.planned ? *run.planned : model::load_plan(run.plan, session.layout, config.name);
+  }
+  executor::PlanOptions plan_options;
+  plan_options.adaptive_every = run.adaptive_every;
+  plan_options.rounding_seed = run.seed;
+  executor::AppliedPlan applied = executor::apply_plan(network, plan, session.layout, plan_options);
+  executor::TrainOptions options;
+  options.steps = run.steps;
+  options.first_step = progress.steps_done;
+  options.batch = run.global_batch();
+  options.lr = run.lr;
+  const executor::TrainingParts parts{network, *session.optimizer, *session.data, applied};
+  if (!run.resume.empty()) executor::TrainingState::read(run.resume, device).restore(parts);
+  const auto pipeline =
+      pipeline_ranks ? std::make_unique<executor::PipelineParallel>(*pipeline_ranks, network, run.micro_batches) : nullptr;
+  if (pipeline)
+    options.forward_backward = [&pipeline](const executor::Batch& batch) { return pipeline->forward_backward(batch); };
+  const std::vector<torch::Tensor> trained =
+      pipeline_ranks ? executor::stage_parameters(network, stage, run.pipeline) : network.trainable_parameters();
+  const auto parallel = data_ranks && run.zero < 2 ? std::make_unique<executor::DataParallel>(*data_ranks, trained) : nullptr;
+  const auto sharded = data_ranks && run.zero >= 2 ? std::make_unique<executor::ShardedDataParallel>(
+                                                         *data_ranks, network, trained, session.trained, run.zero)
+                                                   : nullptr;
+  if (pipeline && sharded) pipeline->after_each_backward([&sharded] { sharded->reduce_micro_batch(); });
+  // After backward: the norms' gradients summed over a group that splits the
+  // tokens, then the data-parallel ranks' (the two sums commute).
+  const std::shared_ptr<executor::TensorGroup> splits_tokens =
+      session_options.tensor_group && session_options.tensor_group->splits_sequence() ? session_options.tensor_group : nullptr;
+  if (parallel) {
+    parallel->broadcast_parameters();
+    if (run.zero == 1) options.after_optimizer_step = [&parallel] { parallel->gather_shards(); };
+  }
+  if (sharded) {
+    sharded->broadcast_parameters();
+    options.after_optimizer_step = [&sharded] { sharded->gather_shards(); };
+  }
+  if (parallel || sharded || splits_tokens) {
+    options.after_backward = [&network, &parallel, &sharded, splits_tokens] {
+      if (splits_tokens) executor::sum_replicated_gradients(network, *splits_tokens);
+      if (parallel) parallel->average_gradients();
+      if (sharded) sharded->reduce_gradients();
+    };
+  }
+  const bool rank_zero = !run.world || run.world->rank == 0;
+  const bool saves = !run.save.empty() && rank_zero;
+  // Under ZeRO-3 every rank takes part: the weights are gathered whole for rank 0 to write.
+  const bool saves_model = !run.save_model.empty() && (rank_zero || (sharded && run.zero == 3));
+
+  if (callbacks.on_start) {
+    callbacks.on_start({config.name, model::to_string(config.family), network.parameter_count(),
+                        network.trainable_parameter_count(), device.str(), executor::device_name(device), plan.name,
+                        session.data->describe(), run.precision, run.batch, run.seed, progress.steps_done});
+  }
+  const nlohmann::json description =
+      run.save.empty() ? nlohmann::json()
+                       : describe_run(run, run.resume.empty() ? config.document : recorded.at("network_config"), plan);
+  options.before_step = [&applied, &sharded](int step) {
+    applied.begin_step(step);
+    if (sharded) sharded->begin_step();
+  };
+  options.record_stored_bytes = run.record_stored_bytes;
+  options.on_step = [&](int step, int steps, double rank_loss) {
+    const double loss = data_ranks ? data_ranks->mean(rank_loss) : rank_loss;  // the global batch's
+    progress.losses.push_back(loss);
+    progress.steps_done = step;
+    if (callbacks.on_step) callbacks.on_step(step, steps, loss);
+  };
+  options.after_step = [&](int steps_done) {
+    const bool stop = callbacks.stop_requested && callbacks.stop_requested();
+    const bool due = steps_done == run.steps || (run.save_every > 0 && steps_done % run.save_every == 0);
+    if (saves && (stop || due)) executor::save_training_state(run.save, description, progress, parts);
+    if (saves_model && (stop || due)) {
+      const auto save = [&] {
+        if (rank_zero)
+          executor::torchscript::save_trained_archive(config.torchscript().archive, archive->module(), run.save_model);
+      };
+      if (sharded && run.zero == 3) {
+        sharded->with_whole_weights(save);
+      } else {
+        save();
+      }
+    }
+    return !stop;
+  };
+  executor::TrainReport report = executor::train(network, *session.optimizer, *session.data, session.memory, options);
+  report.losses = progress.losses;
+  if (collectives) {
+    for (const auto& row : collectives->gather({static_cast<double>(report.peak_bytes), static_cast<double>(report.static_bytes),
+                                                report.exchange_seconds, report.median_step_seconds})) {
+      report.ranks.push_back({static_cast<int64_t>(row[0]), static_cast<int64_t>(row[1]), row[2], row[3]});
+    }
+  }
+  return report;
+}
+
+}  // namespace papaya::cli

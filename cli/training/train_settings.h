@@ -1,0 +1,66 @@
+#pragma once
+// What a training run is asked to do (`papaya train`'s options, or
+// `validate`'s for each of its runs), before anything is built.
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "cli/options/network_choice.h"
+#include "executor/distributed/world.h"
+#include "model/catalog/network_config.h"
+#include "model/plan.h"
+
+namespace papaya::cli {
+
+struct TrainRun {
+  std::string network = "gpt-tiny";  // config name or path
+  std::optional<int> seq_len;        // tokens per sample instead of the config's
+  NetworkOptions network_options;    // a TorchScript network's inputs and loss, LoRA
+  // The network and sequence length above, parsed once (prepare_train_run);
+  // nullopt where a resumed state's network is trained as it was.
+  std::optional<model::NetworkConfig> network_config;
+  std::string device = "cpu";          // cpu, cuda, cuda:N
+  std::string precision;               // fp32, bf16, amp-bf16, amp-fp16; "": the network's
+  std::string data;                    // a data file (text, or recorded batches); "": synthetic data
+  std::string plan = "keep";           // plan name or file, read against the built network
+  std::optional<model::Plan> planned;  // instead of `plan`: one already made for this network
+  int64_t batch = 8;
+  int steps = 20;  // in all, counting a resumed state's
+  uint64_t seed = 0;
+  double lr = 1e-3;
+  int adaptive_every = 50;
+  bool record_stored_bytes = false;  // TrainReport::stored_bytes
+  std::string save;                  // the training state goes here at the end (and on a stop)
+  int save_every = 0;                // and every so many steps; 0: at the end only
+  std::string save_model;            // a TorchScript network trained, as an archive, when `save` would be
+  // Go on from this training state to `steps`: the network, plan and options
+  // are the state's; those of the above named in `given` ("--batch") must
+  // equal them.
+  std::string resume;
+  std::set<std::string> given;
+  // A rank of a data-parallel job (executor/distributed/): `batch` is its
+  // slice of the global batch; the collectives wait `timeout_s` at most.
+  std::optional<executor::World> world;
+  double timeout_s = 300;
+  int zero = 0;  // 1-3: ZeRO, the static state sharded across the ranks
+  // The job's ranks make this many pipeline stages (1F1B), each of as many
+  // ranks as the others: `batch` is a micro-batch, a pipeline's batch
+  // `micro_batches` of them, every stage of it drawing it whole.
+  int pipeline = 1;
+  int micro_batches = 0;  // 0: 2 a stage
+  // The job's ranks are tensor-parallel groups this large (Megatron's order:
+  // a group's ranks adjacent), each group a data-parallel rank: a group's
+  // ranks take the same `batch`.
+  int tensor = 1;
+  // With `tensor` > 1: the tokens between the projections split too
+  // (sequence parallelism).
+  bool sequence_parallel = true;
+  int64_t global_batch() const { return pipeline > 1 ? batch * micro_batches : batch; }
+  // Whether each rank holds some of the layers (tensor or pipeline parallelism).
+  bool splits_layers() const { return pipeline > 1 || tensor > 1; }
+  // The data-parallel ranks the job's ranks make: each a slice of the global batch.
+  int data_ranks() const { return world ? world->size / (tensor * pipeline) : 1; }
+};
+
+}  // namespace papaya::cli
