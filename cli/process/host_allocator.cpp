@@ -7,6 +7,15 @@
 #include <jemalloc/jemalloc.h>
 #endif
 
+// jemalloc's settings, which it reads as it starts: pages freed are kept for
+// reuse, never given back. Given back after some seconds (its default), a
+// training step on the CPU page-faults anew on its large tensors: profiling
+// Qwen1.5-MoE's fractions took 6.6 million page faults and 12.7 s of system
+// time against 1.0 million and 1.8 s so (bench/RESULTS.md, "jemalloc").
+#ifndef PAPAYA_SANITIZE
+extern "C" const char* malloc_conf = "dirty_decay_ms:-1,muzzy_decay_ms:-1";
+#endif
+
 namespace papaya::cli {
 
 #ifdef PAPAYA_SANITIZE

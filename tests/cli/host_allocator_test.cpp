@@ -1,9 +1,14 @@
-// jemalloc serves the process's malloc, papaya's and this test's.
+// jemalloc serves the process's malloc, papaya's and this test's, and keeps
+// what is freed.
 #include "cli/process/host_allocator.h"
 
 #include <gtest/gtest.h>
 
 #include "tests/cli/run_papaya.h"
+
+#ifndef PAPAYA_SANITIZE
+#include <jemalloc/jemalloc.h>
+#endif
 
 namespace papaya::cli {
 namespace {
@@ -17,6 +22,20 @@ TEST(HostAllocator, JemallocServesMallocAndVersionSaysSo) {
   const testing::Outcome version = testing::run_papaya("--version");
   ASSERT_EQ(version.code, 0) << version.err;
   EXPECT_NE(version.out.find(", " + allocator + ";"), std::string::npos) << version.out;
+#endif
+}
+
+// Pages freed stay with the process for the next step's tensors.
+TEST(HostAllocator, FreedPagesAreNeverGivenBack) {
+#ifdef PAPAYA_SANITIZE
+  GTEST_SKIP() << "AddressSanitizer's allocator stands in for jemalloc";
+#else
+  for (const char* decay : {"opt.dirty_decay_ms", "opt.muzzy_decay_ms"}) {
+    ssize_t ms = 0;
+    size_t size = sizeof(ms);
+    ASSERT_EQ(mallctl(decay, &ms, &size, nullptr, 0), 0) << decay;
+    EXPECT_EQ(ms, -1) << decay;
+  }
 #endif
 }
 
