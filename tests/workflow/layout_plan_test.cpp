@@ -1,0 +1,76 @@
+// workflow::plan_layouts and fewest_gpus_that_fit: the links assumed, what
+// they refuse, and the fewest GPUs as the fewest on which a layout fits.
+#include "workflow/layout_plan.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "model/catalog/network_config.h"
+#include "tests/support/input_error.h"
+#include "workflow/profile_and_fit.h"
+
+namespace papaya::workflow {
+namespace {
+
+const model::LayerModel& profiled(const std::string& network) {
+  static std::map<std::string, model::LayerModel> models;
+  auto found = models.find(network);
+  if (found == models.end()) {
+    ProfileAndFitRequest request;
+    request.network = model::load_network_config(network);
+    request.quick = true;
+    SilentReporter quiet;
+    found = models.emplace(network, profile_and_fit(request, quiet).model).first;
+  }
+  return found->second;
+}
+
+LayoutPlanRequest on_h100(int gpus, double budget_bytes) {
+  LayoutPlanRequest request;
+  request.hardware = "H100-SXM-80GB";
+  request.budget_bytes = budget_bytes;
+  request.question.gpus = gpus;
+  // One plan at one micro-batch, the optimizer on the GPU: more GPUs are
+  // the only way down.
+  request.question.plans = {"keep"};
+  request.question.micro_batch = 1;
+  request.question.offload_optimizer = false;
+  return request;
+}
+
+TEST(LayoutPlan, NodesOfA100sTalkOverHdrInfiniBandNewerOnesOverNdr) {
+  EXPECT_EQ(inter_node_default("NVLink-3"), "InfiniBand-HDR");
+  EXPECT_EQ(inter_node_default("NVLink-4"), "InfiniBand-NDR");
+}
+
+TEST(LayoutPlan, RefusesUnknownHardwareABudgetAboveItsMemoryAndANetworkThatIsNoTransformer) {
+  const model::LayerModel& gpt = profiled("gpt-tiny");
+  LayoutPlanRequest unknown = on_h100(2, 1e9);
+  unknown.hardware = "no-such-gpu";
+  EXPECT_NE(test_support::input_error_of([&] { plan_layouts(gpt, unknown); }).find("no-such-gpu"), std::string::npos);
+  EXPECT_NE(test_support::input_error_of([&] { plan_layouts(gpt, on_h100(2, 200e9)); }), "");
+  EXPECT_NE(test_support::input_error_of([&] { fewest_gpus_that_fit(profiled("mlp-tiny"), on_h100(1, 1e9), 8); }), "");
+}
+
+// The fewest GPUs answer with a layout that fits; half as many have none.
+TEST(LayoutPlan, TheFewestGpusFitAndHalfAsManyDoNot) {
+  const model::LayerModel& gpt = profiled("gpt-tiny");
+  const LayoutPlanned one = plan_layouts(gpt, on_h100(1, 70e9));
+  ASSERT_FALSE(one.answer.best.empty()) << one.answer.why;
+  // A budget below what one GPU needs, so that more GPUs must share the
+  // state or the activations.
+  ASSERT_GT(one.answer.best.front().peak_bytes, 0);
+  const double budget = 0.9 * one.answer.best.front().peak_bytes;
+  const FewestGpus fewest = fewest_gpus_that_fit(gpt, on_h100(1, budget), 64);
+  ASSERT_TRUE(fewest.planned.has_value()) << "nothing fits 64 GPUs";
+  const int gpus = fewest.planned->answer.best.front().layout.gpus();
+  EXPECT_GT(gpus, 1);
+  EXPECT_LE(fewest.planned->answer.best.front().peak_bytes, budget);
+  const LayoutPlanned half = plan_layouts(gpt, on_h100(gpus / 2, budget));
+  EXPECT_TRUE(half.answer.best.empty()) << gpus / 2 << " GPUs fit";
+}
+
+}  // namespace
+}  // namespace papaya::workflow
