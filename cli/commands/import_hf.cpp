@@ -3,8 +3,8 @@
 #include <optional>
 
 #include "cli/commands/commands.h"
-#include "cli/report/network_shape.h"
 #include "cli/options/number_checks.h"
+#include "cli/report/network_shape.h"
 #include "cli/report/report.h"
 #include "cli/report/table.h"
 #include "model/catalog/hf_config.h"

@@ -6,10 +6,10 @@
 #include <algorithm>
 #include "cli/commands/commands.h"
 #include "cli/options/data_parallel_options.h"
-#include "cli/report/global_prediction.h"
-#include "cli/report/html_report.h"
 #include "cli/options/layout_options.h"
 #include "cli/options/number_checks.h"
+#include "cli/report/global_prediction.h"
+#include "cli/report/html_report.h"
 #include "cli/report/plot.h"
 #include "cli/report/prediction_plot.h"
 #include "cli/report/report.h"

@@ -4,11 +4,11 @@
 #include <iostream>
 
 #include "cli/commands/commands.h"
+#include "cli/commands/profile_comm.h"
 #include "cli/options/network_choice.h"
 #include "cli/options/network_option.h"
 #include "cli/options/number_checks.h"
 #include "cli/options/output_file.h"
-#include "cli/commands/profile_comm.h"
 #include "cli/report/progress.h"
 #include "cli/report/report.h"
 #include "cli/report/table.h"

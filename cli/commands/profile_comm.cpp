@@ -3,9 +3,9 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 
-#include "cli/training/launch.h"
 #include "cli/options/output_file.h"
 #include "cli/report/table.h"
+#include "cli/training/launch.h"
 #include "executor/distributed/collectives.h"
 #include "model/catalog/link_catalog.h"
 #include "model/error.h"

@@ -7,12 +7,12 @@
 
 #include "cli/commands/commands.h"
 #include "cli/options/data_parallel_options.h"
-#include "cli/report/html_report.h"
 #include "cli/options/layout_options.h"
 #include "cli/options/network_choice.h"
 #include "cli/options/network_option.h"
 #include "cli/options/number_checks.h"
 #include "cli/options/output_file.h"
+#include "cli/report/html_report.h"
 #include "cli/report/plan_report.h"
 #include "cli/report/progress.h"
 #include "cli/report/report.h"

@@ -5,13 +5,13 @@
 #include <optional>
 
 #include "cli/commands/commands.h"
-#include "cli/training/launch.h"
 #include "cli/options/network_option.h"
 #include "cli/options/number_checks.h"
 #include "cli/report/progress.h"
 #include "cli/report/report.h"
-#include "cli/training/stop_signal.h"
 #include "cli/report/table.h"
+#include "cli/training/launch.h"
+#include "cli/training/stop_signal.h"
 #include "cli/training/train_run.h"
 #include "executor/trainer.h"
 #include "model/error.h"

@@ -14,9 +14,9 @@
 #include <sstream>
 
 #include "cli/commands/commands.h"
-#include "cli/report/html_report.h"
 #include "cli/options/network_option.h"
 #include "cli/options/number_checks.h"
+#include "cli/report/html_report.h"
 #include "cli/report/plot.h"
 #include "cli/report/prediction_plot.h"
 #include "cli/report/progress.h"

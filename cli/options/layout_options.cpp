@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "cli/report/engine_arguments.h"
 #include "cli/options/number_checks.h"
+#include "cli/report/engine_arguments.h"
 #include "model/error.h"
 #include "model/plan.h"
 

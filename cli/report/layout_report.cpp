@@ -3,9 +3,9 @@
 #include <ostream>
 #include <utility>
 
+#include "cli/options/layout_options.h"
 #include "cli/report/engine_arguments.h"
 #include "cli/report/html_report.h"
-#include "cli/options/layout_options.h"
 #include "cli/report/table.h"
 #include "model/error.h"
 #include "model/units.h"

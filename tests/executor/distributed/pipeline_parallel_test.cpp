@@ -9,8 +9,8 @@
 #include "executor/distributed/parameter_storage.h"
 #include "executor/optimizer.h"
 #include "model/error.h"
-#include "tests/executor/moms_fixture.h"
 #include "tests/executor/distributed/ranks_on_threads.h"
+#include "tests/executor/moms_fixture.h"
 
 namespace papaya::executor {
 namespace {
