@@ -232,6 +232,172 @@ model::SavedTensorProfile segment_input(const std::vector<model::LayerProfile>& 
   throw std::logic_error("segment " + segment + " has no layer");
 }
 
+// The progress bar's count: steps done of `total` announced.
+struct Progress {
+  const ProfileOptions& options;
+  int done = 0, total = 0;
+  void step(const std::string& note) { at(done + 1, note); }
+  void at(int steps_done, const std::string& note) {
+    done = steps_done;
+    if (options.on_progress) options.on_progress(done, total, note);
+  }
+};
+
+// How the batches' steps are split between the rounds: round r measures
+// each batch for its share of the steps, after the full warm-up in the
+// first round and one step in the others.
+struct Rounds {
+  int count, steps, warmup;
+  explicit Rounds(const ProfileOptions& options)
+      : count(std::min(options.rounds, options.steps)), steps(options.steps), warmup(options.warmup) {}
+  int steps_in(int r) const { return steps / count + (r < steps % count ? 1 : 0); }
+  int warmup_in(int r) const { return r == 0 ? warmup : std::min(warmup, 1); }
+  int runs_in(int r) const { return warmup_in(r) + steps_in(r) + 1; }  // the last: the segments' recompute
+};
+
+// The profile before anything runs: the network, its layers and segments.
+model::Profile described(const executor::Session& session, const ProfileOptions& options, int blocks,
+                         const std::vector<int>& batches) {
+  model::Profile profile;
+  profile.network = session.config.name;
+  profile.network_config = options.network.document;
+  profile.profiled_blocks = blocks;
+  profile.precision = options.precision;
+  profile.batches = batches;
+  profile.layers = describe_layers(*session.network, session.layout);
+  for (const auto* segment : session.network->segments()) {
+    profile.segments.push_back({segment->path(), {}, segment_input(profile.layers, segment->path())});
+  }
+  return profile;
+}
+
+// The steps every phase below announces.
+int steps_announced(const executor::Network& network, const ProfileOptions& options, const Rounds& rounds, int probe_batch) {
+  const int batches = static_cast<int>(options.batches.size());
+  int total = 0;
+  if (probe_batch > 0) {  // each segment, and each layer outside one, in each round and once for its rungs
+    total = static_cast<int>(network.segments().size());
+    for (const auto* layer : network.layers()) total += layer->segment().empty() ? 1 : 0;
+    total *= rounds.count + 1;
+  }
+  for (int r = 0; r < rounds.count; ++r) total += rounds.runs_in(r) * batches;
+  total += static_cast<int>(calibration_plans().size()) * (options.warmup + options.steps);
+  if (options.measure_stored) total += batches + 2 + (probe_batch > 0 ? 1 : 0);  // OOM batches: 1 each
+  return total;
+}
+
+// Each batch in turn, round after round (a batch out of memory no more),
+// then each one's median step into the profile. Throws InputError where
+// every batch ran out of memory.
+void measure_batches(executor::Session& session, LayerTimer& timer, const ProfileOptions& options, const Rounds& rounds,
+                     Progress& progress, model::Profile& profile) {
+  const std::vector<int>& batches = profile.batches;
+  int planned = 0;
+  std::vector<std::vector<BatchRun>> runs(batches.size());
+  for (int r = 0; r < rounds.count; ++r) {
+    for (size_t b = 0; b < batches.size(); ++b) {
+      if (!runs[b].empty() && runs[b].back().iteration.oom) continue;
+#ifdef PAPAYA_CUDA
+      if (session.device.is_cuda()) cuda_release_cache();
+#endif
+      const std::string note =
+          "batch " + std::to_string(batches[b]) + ", round " + std::to_string(r + 1) + "/" + std::to_string(rounds.count);
+      BatchRunOptions run_options;
+      run_options.batch = batches[b];
+      run_options.warmup = rounds.warmup_in(r);
+      run_options.steps = rounds.steps_in(r);
+      run_options.memory_limit = options.memory_limit;
+      run_options.on_step = [&] { progress.step(note); };
+      runs[b].push_back(run_batch(*session.network, *session.data, *session.optimizer, session.memory, timer, run_options));
+      planned += rounds.runs_in(r);
+      const bool oom = runs[b].back().iteration.oom;
+      for (int later = r + 1; oom && later < rounds.count; ++later) planned += rounds.runs_in(later);
+      progress.at(planned, note + (oom ? " (out of memory)" : ""));
+    }
+  }
+  for (size_t b = 0; b < batches.size(); ++b) {
+    const BatchRun run = median_run(runs[b]);
+    profile.iterations.push_back(run.iteration);
+    for (size_t i = 0; i < profile.layers.size(); ++i) profile.layers[i].measured.push_back(run.layers[i]);
+    for (size_t s = 0; s < profile.segments.size(); ++s) {
+      profile.segments[s].recompute_s.push_back(run.recompute_s[s]);
+      if (!run.iteration.oom) profile.segments[s].returns_last_layer_output = run.returns_last_layer_output[s];
+    }
+  }
+  if (std::all_of(profile.iterations.begin(), profile.iterations.end(), [](const auto& it) { return it.oom; })) {
+    std::string why =
+        options.memory_limit > 0 ? " (memory limit " + model::format_bytes(static_cast<double>(options.memory_limit)) + ")" : "";
+    throw InputError(session.config.name + ": every batch size (" + join(batches) + ") ran out of memory on " +
+                     session.device.str() + why);
+  }
+}
+
+// Every layer (and each segment's work between its layers) once more at
+// `probe_batch`, from the largest batch that ran.
+void probe_each_layer(executor::Session& session, LayerTimer& timer, const ProfileOptions& options, const Rounds& rounds,
+                      int probe_batch, Progress& progress, model::Profile& profile) {
+#ifdef PAPAYA_CUDA
+  if (session.device.is_cuda()) cuda_release_cache();
+#endif
+  ProbeOptions probe;
+  for (const auto& it : profile.iterations) {
+    if (it.oom) continue;
+    probe.from = it.batch;
+    probe.profiled.push_back(it.batch);
+  }
+  probe.batch = probe_batch;
+  probe.rounds = rounds.count;
+  probe.memory_limit = options.memory_limit;
+  const std::string note = "each layer at batch " + std::to_string(probe_batch) + ", alone or in its block";
+  probe.on_probe = [&] { progress.step(note); };
+  const LayerProbes probes = probe_layers(*session.network, *session.data, session.memory, timer, probe);
+  profile.probe_batch = probe_batch;
+  for (size_t i = 0; i < profile.layers.size(); ++i) profile.layers[i].probe = probes.layers[i];
+  for (size_t s = 0; s < profile.segments.size(); ++s) {
+    model::SegmentProfile& segment = profile.segments[s];
+    segment.probe = probes.segments[s];
+    if (probes.between_s[s].empty()) continue;
+    auto measured = probes.between_s[s].begin();
+    for (const auto& it : profile.iterations) segment.between_s.push_back(it.oom ? 0 : *measured++);
+  }
+}
+
+// A step under each calibration plan at the smallest batch that ran, the
+// network put back to keep after.
+void time_plan_steps(executor::Session& session, LayerTimer& timer, const ProfileOptions& options, Progress& progress,
+                     model::Profile& profile) {
+  const auto smallest =
+      std::find_if(profile.iterations.begin(), profile.iterations.end(), [](const auto& it) { return !it.oom; });
+  for (const std::string& name : calibration_plans()) {
+    const std::string note = name + " at batch " + std::to_string(smallest->batch);
+    executor::apply_plan(*session.network, model::load_plan(name, session.layout, session.config.name), session.layout);
+    BatchRunOptions run_options;
+    run_options.batch = smallest->batch;
+    run_options.warmup = options.warmup;
+    run_options.steps = options.steps;
+    run_options.memory_limit = options.memory_limit;
+    run_options.time_segments = false;
+    run_options.on_step = [&] { progress.step(note); };
+    const BatchRun run =
+        median_run({run_batch(*session.network, *session.data, *session.optimizer, session.memory, timer, run_options)});
+    if (!run.iteration.oom) profile.plan_steps.push_back({name, smallest->batch, run.iteration.iteration_s});
+  }
+}
+
+// The machine's figures: the device, the codecs' and inverted activations'
+// speed, the host link.
+void measure_machine(executor::Session& session, const LayerTimer& timer, model::Profile& profile) {
+  const torch::Device& device = session.device;
+  profile.machine = describe_machine(device, timer);
+  profile.codecs = measure_codecs(device, session.precision.dtype, session.memory);
+  profile.inverts = measure_inverts(device, session.precision.dtype);
+  if (device.is_cuda()) {
+    const HostLink link = measure_host_link(device);
+    profile.h2d_bytes_per_s = link.h2d_bytes_per_s;
+    profile.d2h_bytes_per_s = link.d2h_bytes_per_s;
+  }
+}
+
 }  // namespace
 
 void ProfileOptions::validate() const {
@@ -272,146 +438,20 @@ model::Profile profile_network(const ProfileOptions& options) {
   const model::NetworkConfig profiled = blocks > 0 ? model::with_blocks(whole, blocks) : whole;
   check_state_fits(profiled, blocks, options);
   executor::Session session(*executor::source_for(profiled), session_options);
-  const torch::Device& device = session.device;
-  executor::Network& network = *session.network;
-  executor::DataSource& data = *session.data;
-  executor::MemoryTracker& memory = session.memory;
-
-  model::Profile profile;
-  profile.network = session.config.name;
-  profile.network_config = whole.document;
-  profile.profiled_blocks = blocks;
-  profile.precision = options.precision;
-  profile.batches = batches;
-  profile.layers = describe_layers(network, session.layout);
-  for (const auto* segment : network.segments()) {
-    profile.segments.push_back({segment->path(), {}, segment_input(profile.layers, segment->path())});
-  }
-
-  const int layers = static_cast<int>(network.layers().size());
-  const std::unique_ptr<LayerTimer> timer = make_timer(device, layers, options);
-
-  // Round r measures each batch for its share of the steps, after the full
-  // warm-up in the first round and one step in the others.
-  const int rounds = std::min(options.rounds, options.steps);
-  const auto steps_in = [&](int r) { return options.steps / rounds + (r < options.steps % rounds ? 1 : 0); };
-  const auto warmup_in = [&](int r) { return r == 0 ? options.warmup : std::min(options.warmup, 1); };
-  // Probes: each segment, and each layer outside one, in each round and once for its rungs.
-  int total = 0;
-  if (probe_batch > 0) {
-    total = static_cast<int>(network.segments().size());
-    for (const auto* layer : network.layers()) total += layer->segment().empty() ? 1 : 0;
-    total *= rounds + 1;  // the rounds and the rungs
-  }
-  for (int r = 0; r < rounds; ++r) total += (warmup_in(r) + steps_in(r) + 1) * static_cast<int>(batches.size());
-  total += static_cast<int>(calibration_plans().size()) * (options.warmup + options.steps);
-  if (options.measure_stored) total += static_cast<int>(batches.size()) + 2 + (probe_batch > 0 ? 1 : 0);  // OOM batches: 1 each
-  int done = 0, planned = 0;
-  std::vector<std::vector<BatchRun>> runs(batches.size());
-  for (int r = 0; r < rounds; ++r) {
-    for (size_t b = 0; b < batches.size(); ++b) {
-      if (!runs[b].empty() && runs[b].back().iteration.oom) continue;
-#ifdef PAPAYA_CUDA
-      if (device.is_cuda()) cuda_release_cache();
-#endif
-      const std::string note =
-          "batch " + std::to_string(batches[b]) + ", round " + std::to_string(r + 1) + "/" + std::to_string(rounds);
-      BatchRunOptions run_options;
-      run_options.batch = batches[b];
-      run_options.warmup = warmup_in(r);
-      run_options.steps = steps_in(r);
-      run_options.memory_limit = options.memory_limit;
-      run_options.on_step = [&] {
-        if (options.on_progress) options.on_progress(++done, total, note);
-      };
-      runs[b].push_back(run_batch(network, data, *session.optimizer, memory, *timer, run_options));
-      planned += warmup_in(r) + steps_in(r) + 1;
-      const bool oom = runs[b].back().iteration.oom;
-      for (int later = r + 1; oom && later < rounds; ++later) planned += warmup_in(later) + steps_in(later) + 1;
-      done = planned;
-      if (options.on_progress) options.on_progress(done, total, note + (oom ? " (out of memory)" : ""));
-    }
-  }
-  for (size_t b = 0; b < batches.size(); ++b) {
-    const BatchRun run = median_run(runs[b]);
-    profile.iterations.push_back(run.iteration);
-    for (int i = 0; i < layers; ++i) profile.layers[i].measured.push_back(run.layers[i]);
-    for (size_t s = 0; s < profile.segments.size(); ++s) {
-      profile.segments[s].recompute_s.push_back(run.recompute_s[s]);
-      if (!run.iteration.oom) profile.segments[s].returns_last_layer_output = run.returns_last_layer_output[s];
-    }
-  }
-  if (std::all_of(profile.iterations.begin(), profile.iterations.end(), [](const auto& it) { return it.oom; })) {
-    std::string why =
-        options.memory_limit > 0 ? " (memory limit " + model::format_bytes(static_cast<double>(options.memory_limit)) + ")" : "";
-    throw InputError(session.config.name + ": every batch size (" + join(batches) + ") ran out of memory on " + device.str() +
-                     why);
-  }
-
-  if (probe_batch > 0) {
-#ifdef PAPAYA_CUDA
-    if (device.is_cuda()) cuda_release_cache();
-#endif
-    ProbeOptions probe;
-    for (const auto& it : profile.iterations) {
-      if (it.oom) continue;
-      probe.from = it.batch;
-      probe.profiled.push_back(it.batch);
-    }
-    probe.batch = probe_batch;
-    probe.rounds = rounds;
-    probe.memory_limit = options.memory_limit;
-    const std::string note = "each layer at batch " + std::to_string(probe_batch) + ", alone or in its block";
-    probe.on_probe = [&] {
-      if (options.on_progress) options.on_progress(++done, total, note);
-    };
-    const LayerProbes probes = probe_layers(network, data, memory, *timer, probe);
-    profile.probe_batch = probe_batch;
-    for (int i = 0; i < layers; ++i) {
-      profile.layers[i].probe = probes.layers[i];
-    }
-    for (size_t s = 0; s < profile.segments.size(); ++s) {
-      model::SegmentProfile& segment = profile.segments[s];
-      segment.probe = probes.segments[s];
-      if (probes.between_s[s].empty()) continue;
-      auto measured = probes.between_s[s].begin();
-      for (const auto& it : profile.iterations) segment.between_s.push_back(it.oom ? 0 : *measured++);
-    }
-  }
-
-  // The plan steps, at the smallest batch that ran, the network put back to keep after.
-  const auto smallest =
-      std::find_if(profile.iterations.begin(), profile.iterations.end(), [](const auto& it) { return !it.oom; });
-  for (const std::string& name : calibration_plans()) {
-    const std::string note = name + " at batch " + std::to_string(smallest->batch);
-    executor::apply_plan(network, model::load_plan(name, session.layout, session.config.name), session.layout);
-    BatchRunOptions run_options;
-    run_options.batch = smallest->batch;
-    run_options.warmup = options.warmup;
-    run_options.steps = options.steps;
-    run_options.memory_limit = options.memory_limit;
-    run_options.time_segments = false;
-    run_options.on_step = [&] {
-      if (options.on_progress) options.on_progress(++done, total, note);
-    };
-    const BatchRun run = median_run({run_batch(network, data, *session.optimizer, memory, *timer, run_options)});
-    if (!run.iteration.oom) profile.plan_steps.push_back({name, smallest->batch, run.iteration.iteration_s});
-  }
+  model::Profile profile = described(session, options, blocks, batches);
+  const std::unique_ptr<LayerTimer> timer =
+      make_timer(session.device, static_cast<int>(session.network->layers().size()), options);
+  const Rounds rounds(options);
+  Progress progress{options, 0, steps_announced(*session.network, options, rounds, probe_batch)};
+  measure_batches(session, *timer, options, rounds, progress, profile);
+  if (probe_batch > 0) probe_each_layer(session, *timer, options, rounds, probe_batch, progress, profile);
+  time_plan_steps(session, *timer, options, progress, profile);
   if (options.measure_stored) {
-    measure_stored(session, *timer, options, profile, [&] {
-      if (options.on_progress) options.on_progress(++done, total, "each layer's scratch under " + model::narrowest_codec_plan());
-    });
+    measure_stored(session, *timer, options, profile,
+                   [&] { progress.step("each layer's scratch under " + model::narrowest_codec_plan()); });
   }
-  executor::apply_plan(network, model::load_plan("keep", session.layout, session.config.name), session.layout);
-
-  profile.machine = describe_machine(device, *timer);
-  profile.codecs = measure_codecs(device, session.precision.dtype, memory);
-  profile.inverts = measure_inverts(device, session.precision.dtype);
-  if (device.is_cuda()) {
-    const HostLink link = measure_host_link(device);
-    profile.h2d_bytes_per_s = link.h2d_bytes_per_s;
-    profile.d2h_bytes_per_s = link.d2h_bytes_per_s;
-  }
+  executor::apply_plan(*session.network, model::load_plan("keep", session.layout, session.config.name), session.layout);
+  measure_machine(session, *timer, profile);
   return profile;
 }
 
