@@ -6,7 +6,7 @@
 
 #include "cli/commands/commands.h"
 #include "cli/process/denormals.h"
-#include "cli/training/stop_signal.h"
+#include "cli/process/stop_signal.h"
 #include "model/error.h"
 #include "profiler/out_of_memory.h"
 

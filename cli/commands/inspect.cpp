@@ -3,17 +3,13 @@
 // and which modules it treats as layers and which as segments; with --batch,
 // one training step on synthetic inputs and what each module saves for
 // backward.
-#include <ATen/CPUGeneratorImpl.h>
-#include <torch/csrc/jit/runtime/graph_executor.h>
-
 #include "cli/commands/commands.h"
 #include "cli/options/number_checks.h"
 #include "cli/report/report.h"
 #include "cli/report/table.h"
 #include "executor/torchscript/archive.h"
 #include "executor/torchscript/module_tree.h"
-#include "executor/torchscript/saved_tensors.h"
-#include "executor/torchscript/synthetic_data.h"
+#include "executor/torchscript/recorded_step.h"
 #include "model/error.h"
 #include "model/units.h"
 #include "profiler/out_of_memory.h"
@@ -46,7 +42,7 @@ struct Inspection {
 };
 
 // One forward and backward at args.batch on synthetic inputs, the forward
-// recorded (its graph run as written, so the calls name their modules).
+// recorded.
 Step run_step(const InspectArgs& args, ts::Archive& archive, const std::vector<model::InputSpec>& inputs) {
   if (inputs.empty()) {
     throw InputError("inspect " + args.archive +
@@ -54,25 +50,8 @@ Step run_step(const InspectArgs& args, ts::Archive& archive, const std::vector<m
   }
   std::optional<ts::LossKind> asked;
   if (!args.loss.empty()) asked = ts::parse_loss_kind(args.loss, "--loss");
-  at::Generator generator = at::detail::createCPUGenerator(0);
-  const torch::jit::GraphOptimizerEnabledGuard unoptimized(false);
-  archive.module.train();
-  Step step{args.batch, "", {}};
-  ts::run_users_code(
-      args.archive, "at batch " + std::to_string(args.batch),
-      [&] {
-        torch::jit::IValue output;
-        {
-          ts::SavedTensorRecorder recorder(archive.module);
-          output = archive.module.forward(ts::synthetic_inputs(inputs, args.batch, generator));
-          step.saved = recorder.saved();
-        }
-        const ts::LossKind kind = ts::loss_kind(output, asked, args.archive);
-        step.loss = ts::to_string(kind);
-        ts::loss_of(output, kind, generator, {}, {}, args.archive).backward();
-      },
-      profiler::is_out_of_memory);
-  return step;
+  const ts::RecordedStep recorded = ts::record_step(archive, inputs, args.batch, asked, profiler::is_out_of_memory);
+  return {args.batch, ts::to_string(recorded.loss), recorded.saved};
 }
 
 std::string role(const ts::ModuleNode& m) {

@@ -5,13 +5,13 @@
 
 #include "cli/options/output_file.h"
 #include "cli/report/table.h"
-#include "cli/training/launch.h"
 #include "executor/distributed/collectives.h"
 #include "model/catalog/link_catalog.h"
 #include "model/error.h"
 #include "model/json_file.h"
 #include "model/units.h"
 #include "profiler/comm_link.h"
+#include "workflow/training/launch.h"
 
 namespace papaya::cli {
 namespace {
@@ -72,7 +72,7 @@ void profile_comm(int nproc, double timeout_s, const std::string& out, const Out
   const auto world = executor::world_from_environment();
   if (!world) {
     if (nproc < 2) throw InputError("--comm times an exchange between ranks: give --nproc 2 or more");
-    return launch_ranks(nproc);
+    return workflow::launch_ranks(nproc);
   }
   executor::Collectives collectives(*world, std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000)));
   CommProfile c;

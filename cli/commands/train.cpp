@@ -5,25 +5,32 @@
 #include <optional>
 
 #include "cli/commands/commands.h"
+#include "cli/options/network_choice.h"
 #include "cli/options/network_option.h"
 #include "cli/options/number_checks.h"
+#include "cli/process/stop_signal.h"
 #include "cli/report/progress.h"
 #include "cli/report/report.h"
 #include "cli/report/table.h"
-#include "cli/training/launch.h"
-#include "cli/training/stop_signal.h"
-#include "cli/training/train_run.h"
 #include "executor/trainer.h"
 #include "model/error.h"
 #include "model/units.h"
 #include "workflow/plan.h"
 #include "workflow/profile_and_fit.h"
+#include "workflow/training/launch.h"
+#include "workflow/training/train_run.h"
 
 namespace papaya::cli {
 namespace {
 
+using workflow::TrainCallbacks;
+using workflow::TrainRun;
+using workflow::TrainSetup;
+
 struct TrainArgs {
-  TrainRun run;              // plan "auto": replaced by the planned one
+  TrainRun run;  // plan "auto": replaced by the planned one
+  std::optional<int> seq_len;
+  NetworkOptions network_options;
   std::string budget;        // --plan auto
   bool batch_given = false;  // --plan auto: plan at --batch, else choose it
   int nproc = 1;             // data-parallel ranks to start here
@@ -48,7 +55,18 @@ struct AutoPlan {
   double budget_bytes = 0;
 };
 
-// `run` is args.run prepared (prepare_train_run).
+// `run` with its network loaded, unless it goes on with a state's, and
+// checked (workflow::prepare_train_run).
+void prepare(TrainRun& run, const TrainArgs& args) {
+  if (!run.resume.empty() && run.plan == "auto")
+    throw InputError("--resume goes on with the state's plan; leave out --plan auto");
+  if (run.resume.empty() || run.given.count("network")) {
+    run.network_config = load_network(run.network, args.seq_len, args.network_options);
+  }
+  workflow::prepare_train_run(run);
+}
+
+// `run` is args.run prepared (prepare).
 std::optional<AutoPlan> plan_if_auto(const TrainArgs& args, const TrainRun& run) {
   if (args.run.plan != "auto") {
     if (!args.budget.empty()) throw InputError("--budget applies to --plan auto only");
@@ -250,7 +268,7 @@ Trained compute(const TrainArgs& args, const Output& output, bool speaks) {
   Trained t;
   t.run = args.run;
   t.run.record_stored_bytes = true;
-  prepare_train_run(t.run);  // before --plan auto profiles
+  prepare(t.run, args);  // before --plan auto profiles
   t.auto_plan = plan_if_auto(args, t.run);
   if (t.auto_plan) {
     t.run.batch = t.auto_plan->result.batch;
@@ -268,7 +286,7 @@ Trained compute(const TrainArgs& args, const Output& output, bool speaks) {
   };
   const StopSignal stop_signal;
   callbacks.stop_requested = [&stop_signal] { return stop_signal.received() != 0; };
-  t.report = train_run(t.run, callbacks);
+  t.report = workflow::train_run(t.run, callbacks);
   t.stopped_by = t.report.steps_done < t.run.steps ? stop_signal.received() : 0;
   return t;
 }
@@ -290,11 +308,11 @@ void register_train(CLI::App& app) {
   auto args = std::make_shared<TrainArgs>();
   auto* cmd =
       app.add_subcommand("train", "Train a network (synthetic data, or a data file) and report samples/s, peak memory and loss.");
-  add_network_options(cmd, args->run.network, args->run.seq_len);
-  add_archive_options(cmd, args->run.network_options);
-  add_fine_tuning_options(cmd, args->run.network_options);
-  add_attention_option(cmd, args->run.network_options);
-  add_expert_routing_option(cmd, args->run.network_options, /*models=*/false);
+  add_network_options(cmd, args->run.network, args->seq_len);
+  add_archive_options(cmd, args->network_options);
+  add_fine_tuning_options(cmd, args->network_options);
+  add_attention_option(cmd, args->network_options);
+  add_expert_routing_option(cmd, args->network_options, /*models=*/false);
   auto* batch = cmd->add_option("--batch,-b", args->run.batch, "Samples per step (with --plan auto: default, the planned batch)")
                     ->capture_default_str()
                     ->check(positive(args->run.batch));
@@ -370,9 +388,18 @@ void register_train(CLI::App& app) {
   const auto output = add_output_options(cmd);
   cmd->callback([args, batch, cmd, output] {
     args->batch_given = batch->count() > 0;
-    for (const char* name :
-         {"--network", "--seq-len", "--plan", "--precision", "--batch", "--seed", "--lr", "--data", "--adaptive-every"}) {
-      if (cmd->get_option(name)->count() > 0) args->run.given.insert(name);
+    // The settings a resumed state's run must have as given.
+    for (const auto& [flag, setting] :
+         std::initializer_list<std::pair<const char*, const char*>>{{"--network", "network"},
+                                                                    {"--seq-len", "network"},
+                                                                    {"--plan", "plan"},
+                                                                    {"--precision", "precision"},
+                                                                    {"--batch", "batch"},
+                                                                    {"--seed", "seed"},
+                                                                    {"--lr", "lr"},
+                                                                    {"--data", "data"},
+                                                                    {"--adaptive-every", "adaptive_every"}}) {
+      if (cmd->get_option(flag)->count() > 0) args->run.given.insert(setting);
     }
     if (args->run.save_every > 0 && args->run.save.empty() && args->run.save_model.empty()) {
       throw InputError("--save-every needs --save FILE or --save-model FILE");
@@ -409,9 +436,9 @@ void register_train(CLI::App& app) {
     }
     if (!args->run.world && args->nproc > 1) {
       TrainRun checked = args->run;
-      prepare_train_run(checked);  // bad input fails once, before any rank starts
-      check_rank_devices(checked, args->nproc);
-      return launch_ranks(args->nproc);
+      prepare(checked, *args);  // bad input fails once, before any rank starts
+      workflow::check_rank_devices(checked, args->nproc);
+      return workflow::launch_ranks(args->nproc);
     }
     if (args->run.world && args->nproc > 1 && args->run.world->size != args->nproc) {
       throw InputError("--nproc " + std::to_string(args->nproc) +

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "cli/commands/commands.h"
+#include "cli/options/network_choice.h"
 #include "cli/options/network_option.h"
 #include "cli/options/number_checks.h"
 #include "cli/report/html_report.h"
@@ -23,7 +24,6 @@
 #include "cli/report/report.h"
 #include "cli/report/step_timeline.h"
 #include "cli/report/table.h"
-#include "cli/training/train_run.h"
 #include "executor/trainer.h"
 #include "model/curves.h"
 #include "model/error.h"
@@ -34,6 +34,7 @@
 #include "model/units.h"
 #include "profiler/out_of_memory.h"
 #include "workflow/profile_and_fit.h"
+#include "workflow/training/train_run.h"
 
 namespace papaya::cli {
 namespace {
@@ -44,7 +45,9 @@ constexpr double memory_target_pct = 3;
 constexpr double throughput_target_pct = 15;
 
 struct ValidateArgs {
-  TrainRun run;  // each (plan, batch) trains as this, with its plan and batch
+  workflow::TrainRun run;  // each (plan, batch) trains as this, with its plan and batch
+  std::optional<int> seq_len;
+  NetworkOptions network_options;
   std::vector<int64_t> batches = {8, 16, 32};
   std::vector<std::string> plans = {"keep", "recompute-all", "quantize-4", "invert"};
   std::vector<int> profile_batches;  // empty: workflow::default_profile_batches
@@ -112,7 +115,8 @@ std::string joined(const std::vector<T>& values) {
 // Everything that can be checked before profiling, so that bad input costs
 // nothing and writes nothing.
 void check(ValidateArgs& args) {
-  prepare_train_run(args.run);
+  args.run.network_config = load_network(args.run.network, args.seq_len, args.network_options);
+  workflow::prepare_train_run(args.run);
   if (args.batches.empty()) throw InputError("--batches: give at least one batch size");
   std::sort(args.batches.begin(), args.batches.end());
   args.batches.erase(std::unique(args.batches.begin(), args.batches.end()), args.batches.end());
@@ -154,15 +158,15 @@ void check(ValidateArgs& args) {
 void measure(const ValidateArgs& args, std::vector<Row>& rows) {
   for (size_t i = 0; i < rows.size(); ++i) {
     Row& row = rows[i];
-    TrainRun run = args.run;
+    workflow::TrainRun run = args.run;
     run.plan = row.plan;
     run.batch = row.batch;
     Progress progress("training " + std::to_string(i + 1) + "/" + std::to_string(rows.size()) + ": " + row.plan + ", batch " +
                       std::to_string(row.batch));
-    TrainCallbacks callbacks;
+    workflow::TrainCallbacks callbacks;
     callbacks.on_step = [&](int step, int steps, double loss) { progress.update(step, steps, "loss " + fixed(loss, 4)); };
     try {
-      const executor::TrainReport report = train_run(run, callbacks);
+      const executor::TrainReport report = workflow::train_run(run, callbacks);
       row.measured_peak = static_cast<double>(report.peak_bytes);
       row.measured_rate = report.median_samples_per_s;
     } catch (const std::exception& e) {
@@ -356,11 +360,11 @@ void register_validate(CLI::App& app) {
       "validate",
       "Check the performance model here: profile at small batches and fit, predict each plan at larger batches, train each "
       "and compare (R², median and largest error of peak memory and samples/s).");
-  add_network_options(cmd, args->run.network, args->run.seq_len);
-  add_archive_options(cmd, args->run.network_options);
-  add_fine_tuning_options(cmd, args->run.network_options);
-  add_attention_option(cmd, args->run.network_options);
-  add_expert_routing_option(cmd, args->run.network_options, /*models=*/true);
+  add_network_options(cmd, args->run.network, args->seq_len);
+  add_archive_options(cmd, args->network_options);
+  add_fine_tuning_options(cmd, args->network_options);
+  add_attention_option(cmd, args->network_options);
+  add_expert_routing_option(cmd, args->network_options, /*models=*/true);
   cmd->add_option("--batches,-b", args->batches, "Batch sizes to predict and train at, comma-separated")
       ->delimiter(',')
       ->capture_default_str()

@@ -1,4 +1,4 @@
-#include "cli/training/stop_signal.h"
+#include "cli/process/stop_signal.h"
 
 namespace papaya::cli {
 namespace {

@@ -119,7 +119,8 @@ TEST(DataParallel, ZeroStagesTrainAsPlainDataParallelismWithTheModelsMemory) {
     EXPECT_LT(std::abs(quantized_peak - rank["peak_bytes"].get<double>()), 0.03 * rank["peak_bytes"].get<double>());
   }
   expect_input_error("train --network llama-tiny --zero 1", "--nproc");
-  expect_input_error("train --network llama-tiny --nproc 2 --zero 2 --save /tmp/never.state", "--save");
+  expect_input_error("train --network llama-tiny --nproc 2 --zero 2 --save /tmp/never.state",
+                     "saving the training state under ZeRO stage 2");
   expect_input_error("train --network llama-tiny --nproc 2 --zero 4", "--zero");
 }
 

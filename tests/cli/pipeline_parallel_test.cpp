@@ -98,7 +98,8 @@ TEST(PipelineParallel, ImpossibleStagesFailBeforeAnyRankStarts) {
   expect_input_error("train --network llama-tiny --nproc 2 --pp 2 --zero 1", "one data-parallel rank of --pp 2");
   expect_input_error("train --network gpt-tiny --nproc 2 --pp 2", "tied");
   expect_input_error("train --network mlp-tiny --nproc 2 --pp 2", "no chain");
-  expect_input_error("train --network llama-tiny --nproc 2 --pp 2 --batch 3 --micro-batches 2 --save /tmp/never.state", "--save");
+  expect_input_error("train --network llama-tiny --nproc 2 --pp 2 --batch 3 --micro-batches 2 --save /tmp/never.state",
+                     "a pipeline of 2 stages with a saved or resumed training state");
 }
 
 }  // namespace

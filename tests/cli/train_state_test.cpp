@@ -54,7 +54,7 @@ TEST(CliTrainState, MismatchedOrDamagedStatesAreInputErrors) {
   const std::string state = dir.path("gpt.state");
   train_json("--network gpt-tiny --batch 4 --steps 2 --save " + state);
   expect_input_error("train --resume " + state + " --steps 4 --network bert-tiny", "another network than bert-tiny");
-  expect_input_error("train --resume " + state + " --steps 4 --batch 8", "--batch 4, not 8");
+  expect_input_error("train --resume " + state + " --steps 4 --batch 8", "its run has batch 4, not 8");
   expect_input_error("train --resume " + state + " --steps 4 --plan quantize-4", "plan 'keep', not quantize-4");
   expect_input_error("train --resume " + state + " --steps 2", "at step 2 already");
   expect_input_error("train --resume " + state + " --steps 4 --plan auto --budget 1GiB", "leave out --plan auto");

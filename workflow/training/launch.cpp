@@ -1,4 +1,4 @@
-#include "cli/training/launch.h"
+#include "workflow/training/launch.h"
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -16,7 +16,7 @@
 #include "executor/distributed/world.h"
 #include "model/error.h"
 
-namespace papaya::cli {
+namespace papaya::workflow {
 namespace {
 
 // This process's arguments, as it was started.
@@ -104,8 +104,9 @@ void launch_ranks(int nproc) {
     std::string what;
     for (const auto& [rank, how] : failed)
       what += (what.empty() ? "" : ", ") + ("rank " + std::to_string(rank) + " " + how_it_ended(how));
-    throw InputError("--nproc " + std::to_string(nproc) + ": " + what + (others_ended ? "; the other ranks were ended" : ""));
+    throw InputError("a job of " + std::to_string(nproc) + " ranks: " + what +
+                     (others_ended ? "; the other ranks were ended" : ""));
   }
 }
 
-}  // namespace papaya::cli
+}  // namespace papaya::workflow

@@ -1,7 +1,7 @@
 #pragma once
-// `papaya train --nproc N`: this command run again as the N ranks of one
-// data-parallel job on this host.
-namespace papaya::cli {
+// A data-parallel job on this host (`papaya train --nproc N`): this
+// process started again as its N ranks.
+namespace papaya::workflow {
 
 // Starts this executable with this process's arguments `nproc` times, with
 // RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR=127.0.0.1 and a free MASTER_PORT
@@ -10,4 +10,4 @@ namespace papaya::cli {
 // (SIGTERM, then SIGKILL after a few seconds) and is an InputError naming it.
 void launch_ranks(int nproc);
 
-}  // namespace papaya::cli
+}  // namespace papaya::workflow

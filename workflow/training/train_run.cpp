@@ -1,12 +1,11 @@
-#include "cli/training/train_run.h"
-#include "cli/options/network_choice.h"
+#include "workflow/training/train_run.h"
 
 #include <filesystem>
 
-#include "cli/training/resumed_run.h"
 #include "executor/device.h"
 #include "executor/distributed/collectives.h"
 #include "executor/distributed/data_parallel.h"
+#include "executor/distributed/parallel_groups.h"
 #include "executor/distributed/pipeline_parallel.h"
 #include "executor/distributed/sharded_data_parallel.h"
 #include "executor/distributed/tensor_parallel.h"
@@ -21,62 +20,62 @@
 #include "executor/training_state.h"
 #include "model/catalog/network_config.h"
 #include "model/error.h"
+#include "workflow/training/resumed_run.h"
 
-namespace papaya::cli {
+namespace papaya::workflow {
 
 void prepare_train_run(TrainRun& run) {
   const torch::Device device = executor::resolve_device(run.device);
+  const std::string zero = "ZeRO stage " + std::to_string(run.zero);
   if (run.zero > 0 && !run.save.empty()) {
-    throw InputError("--save with --zero " + std::to_string(run.zero) +
-                     ": saving a sharded optimizer state is not built yet; train without --zero to save");
+    throw InputError("saving the training state under " + zero +
+                     ": a sharded optimizer state cannot be saved yet; train without ZeRO to save");
   }
   if (run.zero == 3 && device.is_cuda()) {
-    throw InputError("--zero 3 on --device " + run.device +
-                     ": gathering each layer's weights is built for CPU ranks (Gloo); use --zero 2 on GPUs");
+    throw InputError(zero + " on " + run.device +
+                     ": gathering each layer's weights is built for CPU ranks (Gloo); use ZeRO stage 2 on GPUs");
   }
   if (!run.resume.empty()) {
-    if (run.plan == "auto") throw InputError("--resume goes on with the state's plan; leave out --plan auto");
-    if (!std::filesystem::is_regular_file(run.resume)) throw InputError("--resume " + run.resume + ": no such file");
-    if (!run.given.count("--network") && !run.given.count("--seq-len")) return;  // the state's network
+    if (!std::filesystem::is_regular_file(run.resume)) throw InputError("training state " + run.resume + ": no such file");
+    if (!run.given.count("network")) return;  // the state's network
   }
-  if (run.tensor > 1) {
-    if (!run.save.empty() || !run.resume.empty()) {
-      throw InputError("--tp with --save or --resume: saving a tensor-parallel training state is not built yet");
-    }
+  const std::string tensor = "tensor parallelism " + std::to_string(run.tensor);
+  const std::string pipeline = "a pipeline of " + std::to_string(run.pipeline) + " stages";
+  if (run.tensor > 1 && (!run.save.empty() || !run.resume.empty())) {
+    throw InputError(tensor + " with a saved or resumed training state: saving a tensor-parallel state is not built yet");
   }
   if (run.pipeline > 1) {
     if (run.micro_batches == 0) run.micro_batches = 2 * run.pipeline;
     if (run.micro_batches < run.pipeline) {
-      throw InputError("--micro-batches " + std::to_string(run.micro_batches) + " for --pp " + std::to_string(run.pipeline) +
+      throw InputError(std::to_string(run.micro_batches) + " micro-batches for " + pipeline +
                        ": 1F1B needs at least one a stage");
     }
     if (!run.save.empty() || !run.resume.empty()) {
-      throw InputError("--pp with --save or --resume: saving a pipeline's training state is not built yet");
+      throw InputError(pipeline + " with a saved or resumed training state: saving a pipeline's state is not built yet");
     }
   }
-  run.network_config = load_network(run.network, run.seq_len, run.network_options);
+  if (!run.network_config) throw std::logic_error("prepare_train_run: no network loaded");
   if (run.precision.empty()) run.precision = run.network_config->precision;
   const executor::Precision precision = executor::resolve_precision(run.precision, device);
   if (run.splits_layers() && precision.dtype == torch::kHalf) {
-    throw InputError("--precision " + run.precision + " with --" + (run.pipeline > 1 ? "pp" : "tp") +
+    throw InputError(run.precision + " with " + (run.pipeline > 1 ? pipeline : tensor) +
                      ": fp16 loss scaling across split ranks is not built; use bf16");
   }
   if (run.zero >= 2 && precision.dtype == torch::kHalf) {
-    throw InputError("--precision " + run.precision + " with --zero " + std::to_string(run.zero) +
-                     ": fp16 loss scaling needs every gradient on every rank; use bf16, or --zero 1");
+    throw InputError(run.precision + " under " + zero +
+                     ": fp16 loss scaling needs every gradient on every rank; use bf16, or ZeRO stage 1");
   }
   if (run.tensor > 1) executor::check_tensor_split(*run.network_config, run.tensor, run.sequence_parallel);
   if (run.pipeline > 1) {
     const model::NetworkConfig& config = *run.network_config;
     const auto* transformer = std::get_if<model::TransformerConfig>(&config.body);
-    if (!transformer)
-      throw InputError("--pp " + std::to_string(run.pipeline) + ": " + config.name + " is no chain of transformer blocks");
+    if (!transformer) throw InputError(pipeline + ": " + config.name + " is no chain of transformer blocks");
     if (transformer->layers < run.pipeline) {
-      throw InputError("--pp " + std::to_string(run.pipeline) + ": " + config.name + " has " +
-                       std::to_string(transformer->layers) + " blocks, fewer than the stages");
+      throw InputError(pipeline + ": " + config.name + " has " + std::to_string(transformer->layers) +
+                       " blocks, fewer than the stages");
     }
     if (config.family == model::Family::gpt && transformer->tied_head) {
-      throw InputError("--pp " + std::to_string(run.pipeline) + ": " + config.name +
+      throw InputError(pipeline + ": " + config.name +
                        "'s LM head is tied to its embedding, whose weight would be on two stages; not built");
     }
   }
@@ -85,11 +84,11 @@ void prepare_train_run(TrainRun& run) {
 void check_rank_devices(const TrainRun& run, int ranks_here) {
   if (!executor::resolve_device(run.device).is_cuda()) return;
   if (!executor::Collectives::nccl_available()) {
-    throw InputError("data-parallel ranks on --device " + run.device +
+    throw InputError("data-parallel ranks on " + run.device +
                      ": this papaya is built without NCCL (LibTorch with CUDA and nccl.h); train them on the CPU");
   }
   if (run.device != "cuda") {
-    throw InputError("--device " + run.device + " with data-parallel ranks: each rank takes cuda:LOCAL_RANK; give --device cuda");
+    throw InputError("data-parallel ranks on " + run.device + ": each rank takes cuda:LOCAL_RANK; ask for the device cuda");
   }
   const int gpus = static_cast<int>(torch::cuda::device_count());
   if (ranks_here > gpus) {
@@ -116,31 +115,14 @@ executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& cal
   if (rank_on_gpu) check_rank_devices(run, run.world->local_rank + 1);
   const std::string rank_device = rank_on_gpu ? "cuda:" + std::to_string(run.world->local_rank) : run.device;
   // The ranks meet before anything is built: one that never comes fails fast.
-  const auto collectives = run.world ? std::make_unique<executor::Collectives>(
-                                           *run.world, std::chrono::milliseconds(static_cast<int64_t>(run.timeout_s * 1000)),
-                                           executor::resolve_device(rank_device))
-                                     : nullptr;
-  // The job's ranks in Megatron-LM's order: a tensor-parallel group's
-  // adjacent, then the data-parallel ranks, then the pipeline stages. Each
-  // kind of group over the job's ranks if it is all of them, else a
-  // subgroup of them (none where it is one rank).
-  const int rank = run.world ? run.world->rank : 0;
-  const int data = run.data_ranks();
-  const int tensor_rank = rank % run.tensor, data_rank = rank / run.tensor % data, stage = rank / (run.tensor * data);
-  const auto subgroup = [&](int size, const std::string& name, int member) -> std::unique_ptr<executor::Collectives> {
-    if (!collectives || size <= 1 || size == run.world->size) return nullptr;
-    return std::make_unique<executor::Collectives>(*collectives, name, member, size);
-  };
-  const auto tensor_group = subgroup(run.tensor, "tensor" + std::to_string(rank / run.tensor), tensor_rank);
-  const auto data_group = subgroup(data, "data" + std::to_string(tensor_rank) + "." + std::to_string(stage), data_rank);
-  const auto stage_group =
-      subgroup(run.pipeline, "stages" + std::to_string(tensor_rank) + "." + std::to_string(data_rank), stage);
-  const auto ranks_of = [&](int size, const std::unique_ptr<executor::Collectives>& group) -> executor::Collectives* {
-    return !collectives || size <= 1 ? nullptr : group ? group.get() : collectives.get();
-  };
-  executor::Collectives* const tensor_ranks = ranks_of(run.tensor, tensor_group);
-  executor::Collectives* const data_ranks = ranks_of(data, data_group);
-  executor::Collectives* const pipeline_ranks = ranks_of(run.pipeline, stage_group);
+  const auto groups = run.world ? std::make_unique<executor::ParallelGroups>(
+                                      *run.world, std::chrono::milliseconds(static_cast<int64_t>(run.timeout_s * 1000)),
+                                      executor::resolve_device(rank_device), run.tensor, run.pipeline)
+                                : nullptr;
+  const int stage = groups ? groups->stage() : 0;
+  executor::Collectives* const tensor_ranks = groups ? groups->tensor() : nullptr;
+  executor::Collectives* const data_ranks = groups ? groups->data() : nullptr;
+  executor::Collectives* const pipeline_ranks = groups ? groups->pipeline() : nullptr;
   executor::SessionOptions session_options;
   session_options.device = rank_device;
   session_options.precision = run.precision;
@@ -158,13 +140,13 @@ executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& cal
   executor::Network& network = *session.network;
   const auto* archive = dynamic_cast<const executor::torchscript::ImportedNetwork*>(&network);
   if (!run.save_model.empty() && !archive) {
-    throw InputError("--save-model " + run.save_model + ": writes a TorchScript network back, and " + config.name +
-                     " is not one (--save keeps the training state of any network)");
+    throw InputError("saving the trained network to " + run.save_model + ": only a TorchScript network is written back, and " +
+                     config.name + " is not one (the training state of any network can be saved)");
   }
   model::Plan plan;
   if (!run.resume.empty()) {
     plan = model::parse_plan(recorded.value("plan", nlohmann::json()), session.layout, config.name,
-                             "--resume " + run.resume + ": plan");
+                             "training state " + run.resume + ": plan");
     check_resumed_plan(run, plan, session.layout, config.name);
   } else {
     plan = run.planned ? *run.planned : model::load_plan(run.plan, session.layout, config.name);
@@ -253,13 +235,13 @@ executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& cal
   };
   executor::TrainReport report = executor::train(network, *session.optimizer, *session.data, session.memory, options);
   report.losses = progress.losses;
-  if (collectives) {
-    for (const auto& row : collectives->gather({static_cast<double>(report.peak_bytes), static_cast<double>(report.static_bytes),
-                                                report.exchange_seconds, report.median_step_seconds})) {
+  if (groups) {
+    for (const auto& row : groups->job().gather({static_cast<double>(report.peak_bytes), static_cast<double>(report.static_bytes),
+                                                 report.exchange_seconds, report.median_step_seconds})) {
       report.ranks.push_back({static_cast<int64_t>(row[0]), static_cast<int64_t>(row[1]), row[2], row[3]});
     }
   }
   return report;
 }
 
-}  // namespace papaya::cli
+}  // namespace papaya::workflow

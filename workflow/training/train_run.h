@@ -9,13 +9,13 @@
 #include <functional>
 #include <string>
 
-#include "cli/training/train_settings.h"
+#include "workflow/training/train_settings.h"
 
 namespace papaya::executor {
 struct TrainReport;
 }
 
-namespace papaya::cli {
+namespace papaya::workflow {
 
 // What was built, told before the first step (for a headline).
 struct TrainSetup {
@@ -42,12 +42,15 @@ struct TrainCallbacks {
 };
 
 // The checks of `run` that need nothing built: the device (this build and
-// machine), the precision and the network config (or the state to resume);
-// parses the network into run.network_config. Throws InputError.
+// machine), the precision, the parallelism and the network config (or the
+// state to resume), and what saving the state allows; fills in the
+// network's precision and the micro-batches where none are given. Throws
+// InputError; std::logic_error where run.network_config is missing though
+// no state's network is resumed.
 void prepare_train_run(TrainRun& run);
 // Data-parallel ranks on a CUDA device (nothing to check on a CPU): a build
-// with NCCL, --device cuda (each rank takes cuda:LOCAL_RANK) and a GPU for
-// each of the `ranks_here` ranks of this host. Throws InputError.
+// with NCCL, the device "cuda" (each rank takes cuda:LOCAL_RANK) and a GPU
+// for each of the `ranks_here` ranks of this host. Throws InputError.
 void check_rank_devices(const TrainRun& run, int ranks_here);
 
 // Trains as `run` (prepared) says. The report's losses are the whole run's (a resumed
@@ -57,4 +60,4 @@ void check_rank_devices(const TrainRun& run, int ranks_here);
 // memory comes out as the allocator's error (profiler::is_out_of_memory).
 executor::TrainReport train_run(const TrainRun& run, const TrainCallbacks& callbacks = {});
 
-}  // namespace papaya::cli
+}  // namespace papaya::workflow

@@ -6,19 +6,16 @@
 #include <set>
 #include <string>
 
-#include "cli/options/network_choice.h"
 #include "executor/distributed/world.h"
 #include "model/catalog/network_config.h"
 #include "model/plan.h"
 
-namespace papaya::cli {
+namespace papaya::workflow {
 
 struct TrainRun {
-  std::string network = "gpt-tiny";  // config name or path
-  std::optional<int> seq_len;        // tokens per sample instead of the config's
-  NetworkOptions network_options;    // a TorchScript network's inputs and loss, LoRA
-  // The network and sequence length above, parsed once (prepare_train_run);
-  // nullopt where a resumed state's network is trained as it was.
+  std::string network = "gpt-tiny";  // config name or path, as the user named it
+  // The network, loaded by the caller; nullopt where a resumed state's
+  // network is trained as it was.
   std::optional<model::NetworkConfig> network_config;
   std::string device = "cpu";          // cpu, cuda, cuda:N
   std::string precision;               // fp32, bf16, amp-bf16, amp-fp16; "": the network's
@@ -35,8 +32,9 @@ struct TrainRun {
   int save_every = 0;                // and every so many steps; 0: at the end only
   std::string save_model;            // a TorchScript network trained, as an archive, when `save` would be
   // Go on from this training state to `steps`: the network, plan and options
-  // are the state's; those of the above named in `given` ("--batch") must
-  // equal them.
+  // are the state's; those of the above named in `given` must equal them:
+  // "network", "plan", "precision", "batch", "seed", "lr", "data",
+  // "adaptive_every".
   std::string resume;
   std::set<std::string> given;
   // A rank of a data-parallel job (executor/distributed/): `batch` is its
@@ -63,4 +61,4 @@ struct TrainRun {
   int data_ranks() const { return world ? world->size / (tensor * pipeline) : 1; }
 };
 
-}  // namespace papaya::cli
+}  // namespace papaya::workflow
