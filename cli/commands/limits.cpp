@@ -474,11 +474,7 @@ void register_limits(CLI::App& app) {
   cmd->add_option("model", args->model,
                   "Model (JSON): a layer model (papaya fit PROFILE), or a global model (papaya fit --measurements --out): "
                   "each measured series' largest batch under --budget; or --network");
-  add_network_options(cmd, args->network, args->seq_len);
-  add_archive_options(cmd, args->network_options);
-  add_fine_tuning_options(cmd, args->network_options);
-  add_attention_option(cmd, args->network_options);
-  add_expert_routing_option(cmd, args->network_options, /*models=*/true);
+  add_network_choice_options(cmd, args->network, args->seq_len, args->network_options, /*models=*/true);
   add_profile_blocks_option(cmd, args->profile_blocks);
   add_profile_parts_option(cmd, args->profile_parts);
   add_precision_option(cmd, args->precision);

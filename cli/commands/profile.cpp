@@ -184,11 +184,7 @@ void register_profile(CLI::App& app) {
       "profile", "Measure a network layer by layer (time, memory, saved tensors) at several batch sizes; write a profile.");
   profiler::ProfileOptions& o = args->options;
   o.precision.clear();  // the network's unless --precision says
-  add_network_options(cmd, args->network, args->seq_len);
-  add_archive_options(cmd, args->network_options);
-  add_fine_tuning_options(cmd, args->network_options);
-  add_attention_option(cmd, args->network_options);
-  add_expert_routing_option(cmd, args->network_options, /*models=*/true);
+  add_network_choice_options(cmd, args->network, args->seq_len, args->network_options, /*models=*/true);
   std::string defaults;
   for (int b : o.batches) defaults += (defaults.empty() ? "" : ",") + std::to_string(b);
   cmd->add_option("--batch,-b", args->batches,

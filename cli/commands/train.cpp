@@ -308,11 +308,7 @@ void register_train(CLI::App& app) {
   auto args = std::make_shared<TrainArgs>();
   auto* cmd =
       app.add_subcommand("train", "Train a network (synthetic data, or a data file) and report samples/s, peak memory and loss.");
-  add_network_options(cmd, args->run.network, args->seq_len);
-  add_archive_options(cmd, args->network_options);
-  add_fine_tuning_options(cmd, args->network_options);
-  add_attention_option(cmd, args->network_options);
-  add_expert_routing_option(cmd, args->network_options, /*models=*/false);
+  add_network_choice_options(cmd, args->run.network, args->seq_len, args->network_options, /*models=*/false);
   auto* batch = cmd->add_option("--batch,-b", args->run.batch, "Samples per step (with --plan auto: default, the planned batch)")
                     ->capture_default_str()
                     ->check(positive(args->run.batch));

@@ -360,11 +360,7 @@ void register_validate(CLI::App& app) {
       "validate",
       "Check the performance model here: profile at small batches and fit, predict each plan at larger batches, train each "
       "and compare (R², median and largest error of peak memory and samples/s).");
-  add_network_options(cmd, args->run.network, args->seq_len);
-  add_archive_options(cmd, args->network_options);
-  add_fine_tuning_options(cmd, args->network_options);
-  add_attention_option(cmd, args->network_options);
-  add_expert_routing_option(cmd, args->network_options, /*models=*/true);
+  add_network_choice_options(cmd, args->run.network, args->seq_len, args->network_options, /*models=*/true);
   cmd->add_option("--batches,-b", args->batches, "Batch sizes to predict and train at, comma-separated")
       ->delimiter(',')
       ->capture_default_str()

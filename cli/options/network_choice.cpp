@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "cli/options/network_option.h"
 #include "cli/options/number_checks.h"
 #include "executor/torchscript/archive.h"
 #include "executor/torchscript/imported_network.h"
@@ -13,6 +14,8 @@
 namespace papaya::cli {
 
 namespace ts = executor::torchscript;
+
+namespace {
 
 void add_archive_options(CLI::App* cmd, NetworkOptions& options) {
   cmd->add_option("--input", options.inputs,
@@ -63,8 +66,6 @@ void add_expert_routing_option(CLI::App* cmd, NetworkOptions& options, bool mode
       ->check(within(options.moe_imbalance, 0.0, 1.0));
 }
 
-namespace {
-
 // The config fine-tuned as the LoRA flags say: with --lora, or changing
 // the "lora" of a config that has one; as it is without either.
 model::NetworkConfig with_lora_options(const model::NetworkConfig& config, const NetworkOptions& options) {
@@ -114,6 +115,15 @@ model::NetworkConfig with_expert_routing_flag(const model::NetworkConfig& config
 }
 
 }  // namespace
+
+void add_network_choice_options(CLI::App* cmd, std::string& network, std::optional<int>& seq_len, NetworkOptions& options,
+                                bool models) {
+  add_network_options(cmd, network, seq_len);
+  add_archive_options(cmd, options);
+  add_fine_tuning_options(cmd, options);
+  add_attention_option(cmd, options);
+  add_expert_routing_option(cmd, options, models);
+}
 
 model::NetworkConfig load_network(const std::string& network, std::optional<int> seq_len, const NetworkOptions& options) {
   if (!ts::looks_like_archive(network)) {

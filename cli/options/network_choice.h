@@ -28,16 +28,14 @@ struct NetworkOptions {
   bool experts_balanced_by_default = false;  // a command that models: routing forced balanced unless the flag says
 };
 
-// --input (repeatable) and --loss.
-void add_archive_options(CLI::App* cmd, NetworkOptions& options);
-// --lora, --lora-alpha, --lora-dropout, --lora-targets, --base-weights, --freeze.
-void add_fine_tuning_options(CLI::App* cmd, NetworkOptions& options);
-// --attention fused|materialized.
-void add_attention_option(CLI::App* cmd, NetworkOptions& options);
-// --moe-imbalance; `models`: the command builds or checks the performance
-// model, whose experts are then balanced by default (a training run's are
-// the router's).
-void add_expert_routing_option(CLI::App* cmd, NetworkOptions& options, bool models);
+// --network and --seq-len (add_network_options), then the flags that say
+// more of the network: --input (repeatable) and --loss of an archive;
+// --lora, --lora-alpha, --lora-dropout, --lora-targets, --base-weights and
+// --freeze; --attention fused|materialized; --moe-imbalance (`models`: the
+// command builds or checks the performance model, whose experts are then
+// balanced by default; a training run's are the router's).
+void add_network_choice_options(CLI::App* cmd, std::string& network, std::optional<int>& seq_len, NetworkOptions& options,
+                                bool models);
 
 // InputError naming the flag where one does not apply to what `network` is
 // (--seq-len, --lora or --freeze to an archive, --input or --loss to a
