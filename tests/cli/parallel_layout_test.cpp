@@ -134,9 +134,9 @@ TEST(Layouts, LimitsSaysHowManyGpusANetworkTooLargeForOneNeeds) {
   const Outcome text = run_papaya("limits --network llama-tiny --hardware T4 --budget 200KiB");
   ASSERT_EQ(text.code, 0) << text.err;
   EXPECT_NE(text.out.find("no strategy fits on any of them"), std::string::npos) << text.out;
-  EXPECT_NE(text.out.find("the fewest that fit: " + fewest["gpus"].dump() + ", laid out " + fewest["layout"].get<std::string>()),
-            std::string::npos)
-      << text.out;
+  // The count is a matter of bytes, the same from one profile to another; which layout of that
+  // many GPUs is fastest is timed, so it may differ between the two runs.
+  EXPECT_NE(text.out.find("the fewest that fit: " + fewest["gpus"].dump() + ", laid out "), std::string::npos) << text.out;
   EXPECT_EQ(text.out.find("keep "), std::string::npos) << "no row of '-':\n" << text.out;
   // Fine-tuned instead: where one GPU holds the network with LoRA but not trained whole, the
   // largest batch of the strategy suggested is what `limits --lora 16` itself says (bytes are
