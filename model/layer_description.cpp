@@ -57,6 +57,7 @@ void add_layer_description_json(const LayerDescription& l, nlohmann::json& out) 
   out["parameter_copy_bytes"] = l.parameter_copy_bytes;
   out["forward_flops_per_sample"] = l.forward_flops_per_sample;
   out["forward_bytes_moved_per_sample"] = l.forward_bytes_moved_per_sample;
+  if (l.repeats != 1) out["repeats"] = l.repeats;
 }
 
 LayerDescription layer_description_from_json(const nlohmann::json& doc, const std::string& where) {
@@ -73,6 +74,7 @@ LayerDescription layer_description_from_json(const nlohmann::json& doc, const st
   l.shared_trainable_bytes = doc.value("shared_trainable_bytes", int64_t{0});
   l.forward_flops_per_sample = doc.at("forward_flops_per_sample");
   l.forward_bytes_moved_per_sample = doc.at("forward_bytes_moved_per_sample");
+  l.repeats = doc.value("repeats", 1);
   return l;
 }
 

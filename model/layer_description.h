@@ -63,6 +63,12 @@ struct LayerDescription {
   int64_t parameter_copy_bytes = 0;
   double forward_flops_per_sample = 0;        // analytic, for the roofline
   double forward_bytes_moved_per_sample = 0;  // analytic: bytes read and written
+  // How many alike layers run in turn that this one stands for (a mixture's
+  // experts priced once: model/alike_experts.h): its saved tensors'
+  // sizes, FLOPs, bytes moved, weights and times are all of theirs, its
+  // shapes and memory figures the first's. 1 in every profile; a model
+  // with more is for pricing alone (it lacks the layers it stands for).
+  int repeats = 1;
 };
 
 // A saved tensor's JSON form, in profiles and layer models alike.

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "model/alike_experts.h"
 #include "model/catalog/hardware.h"
 #include "model/catalog/parameter_count.h"
 #include "model/catalog/shape_fraction.h"
@@ -282,6 +283,7 @@ Profiled profile_and_fit(const ProfileAndFitRequest& asked, Reporter& reporter) 
       models.push_back({k, profile_and_fit_one(model::at_shape_fraction(request.network, k, scaling.parts, scaling.cut),
                                                "profiling at " + part)});
     }
+    if (request.alike_experts_once) model::collapse_alike_experts({&models[0].model, &models[1].model, &models[2].model});
     out.model = model::at_full_shape(models, scaling.parts, scaling.cut, label);
     scaled = " and 1" + of + ", 2" + of + ", 3" + of + " of its " + (scaling.cut == model::ShapeCut::widths ? "widths" : "shape");
   } else if (!scaling.lengths.empty()) {
@@ -290,10 +292,16 @@ Profiled profile_and_fit(const ProfileAndFitRequest& asked, Reporter& reporter) 
       models.push_back({length, profile_and_fit_one(model::at_seq_len(request.network, length),
                                                     "profiling at " + std::to_string(length) + " tokens")});
     }
+    if (request.alike_experts_once) {
+      std::vector<model::LayerModel*> each;
+      for (auto& m : models) each.push_back(&m.model);
+      model::collapse_alike_experts(each);
+    }
     out.model = model::at_sequence_length(models, request.network.sequence_length(), label);
     scaled = " and " + join(scaling.lengths) + " tokens";
   } else {
     out.model = profile_and_fit_one(request.network, "profiling");
+    if (request.alike_experts_once) out.model = model::collapse_alike_experts(out.model);
   }
   out.how = "at batches " + join(options.batches) + scaled + ", " + std::to_string(options.steps) + " steps each";
   out.target = model::make_target(out.model, request.hardware);

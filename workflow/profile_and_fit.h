@@ -32,6 +32,11 @@ struct ProfileAndFitRequest {
   // where a step at the network's length would be slow); and the network
   // cut into fractions of its shape where a step takes a tenth of a slow one.
   bool quick = false;
+  // A model for pricing alone (limits): a mixture's alike experts as few
+  // layers (model/alike_experts.h), collapsed before a model of fractions or
+  // lengths is made whole, so that one of tens of thousands of experts'
+  // layers is made and priced in seconds. Its plans name no expert's layers.
+  bool alike_experts_once = false;
 };
 
 struct Profiled {

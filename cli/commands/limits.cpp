@@ -24,6 +24,7 @@
 #include "cli/report/report.h"
 #include "cli/report/table.h"
 #include "executor/device.h"
+#include "model/alike_experts.h"
 #include "model/catalog/hardware.h"
 #include "model/catalog/network_config.h"
 #include "model/catalog/parameter_count.h"
@@ -271,6 +272,7 @@ model::LayerModel profiled_model(const LimitsArgs& args, const model::NetworkCon
   request.quick = true;
   request.profile_blocks = args.profile_blocks;
   request.shape_parts = args.profile_parts;
+  request.alike_experts_once = true;  // limits names no layer
   ProgressReporter reporter;
   return workflow::profile_and_fit(request, reporter).model;
 }
@@ -289,9 +291,9 @@ void check_sources(const LimitsArgs& args) {
   args.data_parallel.validate();
 }
 
-// The model: read, or the network profiled here.
+// The model, read or the network profiled here, with its alike experts priced once.
 model::LayerModel limits_model(const LimitsArgs& args, std::optional<int64_t>* parameters) {
-  if (args.network.empty()) return model::read_layer_model(args.model);
+  if (args.network.empty()) return model::collapse_alike_experts(model::read_layer_model(args.model));
   const model::NetworkConfig network = load_network(args.network, args.seq_len, args.network_options);
   if (parameters) *parameters = model::parameter_count(network);
   return profiled_model(args, network);

@@ -179,9 +179,26 @@ double product_seconds(const ProductWork& p, double batch, const KernelModel& gp
   return 0;
 }
 
+// One of the alike layers `layer` stands for.
+LayerDescription one_of(const LayerDescription& layer) {
+  LayerDescription one = layer;
+  const double r = layer.repeats;
+  one.repeats = 1;
+  one.forward_flops_per_sample /= r, one.forward_bytes_moved_per_sample /= r;
+  one.parameter_bytes /= layer.repeats, one.frozen_bytes /= layer.repeats;
+  one.shared_trainable_bytes /= layer.repeats, one.parameter_copy_bytes /= layer.repeats;
+  for (SavedTensorProfile& t : one.saved) t.numel_per_sample /= r, t.storage_bytes_per_sample /= r;
+  return one;
+}
+
 }  // namespace
 
 LayerKernels layer_kernels(const LayerDescription& layer, Fp8Recipe recipe) {
+  if (layer.repeats > 1) {
+    LayerKernels out = layer_kernels(one_of(layer), recipe);
+    out.forward.runs = out.backward.runs = layer.repeats;
+    return out;
+  }
   LayerKernels out;
   out.backward.backward = true;
   switch (layer.kind) {
@@ -218,7 +235,7 @@ double kernel_seconds(const DirectionWork& work, double batch, const KernelModel
     seconds += memory_pass_seconds(gpu, batch * work.pass_bytes_per_sample + work.pass_bytes_fixed, bandwidth) +
                (work.pass_kernels - 1) * gpu.kernel_latency_s;
   }
-  return seconds;
+  return work.runs * seconds;
 }
 
 }  // namespace papaya::model

@@ -51,13 +51,15 @@ struct DirectionWork {
   double pass_bytes_per_sample = 0;  // memory-bound passes, in all
   double pass_bytes_fixed = 0;       // ... and what they move whatever the batch
   int pass_kernels = 0;
+  int runs = 1;  // times all of it runs in turn (a layer standing for alike experts)
 };
 
 struct LayerKernels {
   DirectionWork forward, backward;
 };
 
-// What `layer` runs, trained under `recipe`.
+// What `layer` runs, trained under `recipe`: where it stands for alike
+// layers (LayerDescription::repeats), one's kernels that many times.
 LayerKernels layer_kernels(const LayerDescription& layer, Fp8Recipe recipe = Fp8Recipe::none);
 
 // Seconds of one direction's kernels at a batch on a GPU: FP8 products on

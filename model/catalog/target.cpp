@@ -217,8 +217,8 @@ Target catalog_target(const LayerModel& m, const HardwareSpec& hw, std::optional
         t.forward_seconds.push_back({{l.forward_seconds.floor, fwd, l.forward_seconds.fixed}, {}});
         t.backward_seconds.push_back({{l.backward_seconds.floor, bwd, l.backward_seconds.fixed}, {}});
       } else {
-        t.forward_seconds.push_back({{0, fwd, typical_forward_overhead_s}, {}});
-        t.backward_seconds.push_back({{0, bwd, typical_backward_overhead_s}, {}});
+        t.forward_seconds.push_back({{0, fwd, typical_forward_overhead_s * l.repeats}, {}});
+        t.backward_seconds.push_back({{0, bwd, typical_backward_overhead_s * l.repeats}, {}});
       }
     }
     profiled_sum += l.forward_seconds.at(b) + l.backward_seconds.at(b);
@@ -239,7 +239,7 @@ Target catalog_target(const LayerModel& m, const HardwareSpec& hw, std::optional
     t.optimizer_seconds = m.optimizer_seconds.times(source->memory_bandwidth / bandwidth);
   } else {
     double with_parameters = 0;
-    for (const auto& l : m.layers) with_parameters += l.trainable_bytes() > 0;
+    for (const auto& l : m.layers) with_parameters += l.trainable_bytes() > 0 ? l.repeats : 0;
     t.optimizer_seconds = {
         0, 0, optimizer_bytes_moved(m) / (bandwidth * eta.forward_memory) + typical_optimizer_overhead_s * with_parameters};
   }

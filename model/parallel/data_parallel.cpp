@@ -31,7 +31,9 @@ double rank_bytes_shift(const LayerModel& model, const DataParallel& world) {
 
 double GatheredWeights::weights(int layer) const {
   if (layer < 0 || !world.active() || world.zero_stage != 3) return 0;
-  return static_cast<double>(model.layers[static_cast<size_t>(layer)].parameter_bytes);
+  // One layer's at a time, of alike layers one stands for.
+  const LayerFit& l = model.layers[static_cast<size_t>(layer)];
+  return static_cast<double>(l.parameter_bytes) / l.repeats;
 }
 
 int GatheredWeights::next_in_backward(int layer) const {

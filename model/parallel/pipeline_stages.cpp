@@ -129,8 +129,12 @@ LayerModel stage_model(const LayerModel& rank, const StageSpan& span) {
   const double static_share = rank.static_bytes > 0 ? stage.static_bytes / rank.static_bytes : 1;
   stage.optimizer_peak.fixed = stage.static_bytes + (rank.optimizer_peak.fixed - rank.static_bytes) * static_share;
   stage.optimizer_seconds = rank.optimizer_seconds.times(static_share);
-  stage.rest_seconds =
-      rank.rest_seconds.times(static_cast<double>(stage.layers.size()) / static_cast<double>(rank.layers.size()));
+  const auto count = [](const std::vector<LayerFit>& layers) {
+    double n = 0;
+    for (const LayerFit& l : layers) n += l.repeats;  // alike layers one stands for, each
+    return n;
+  };
+  stage.rest_seconds = rank.rest_seconds.times(count(stage.layers) / count(rank.layers));
   return stage;
 }
 

@@ -179,7 +179,7 @@ bool in_expert(const std::string& path) { return path.find(".moe.experts.") != s
 
 TransformerShape transformer_shape(const LayerModel& model, const std::string& label) {
   TransformerShape shape;
-  std::set<std::string> experts;
+  std::map<std::string, int> experts;  // of the first block with experts
   for (const LayerFit& l : model.layers) {
     shape.blocks = std::max(shape.blocks, block_of_path(l.path) + 1);
     if ((l.kind == LayerKind::attention_scores || l.kind == LayerKind::fused_attention) && shape.heads == 0) {
@@ -191,13 +191,13 @@ TransformerShape transformer_shape(const LayerModel& model, const std::string& l
       }
     }
     const size_t at = l.path.find(".moe.experts.");
-    if (at != std::string::npos && block_of_path(l.path) == block_of_path(experts.empty() ? l.path : *experts.begin())) {
-      experts.insert(l.path.substr(0, l.path.find('.', at + 13)));
+    if (at != std::string::npos && block_of_path(l.path) == block_of_path(experts.empty() ? l.path : experts.begin()->first)) {
+      experts.emplace(l.path.substr(0, l.path.find('.', at + 13)), l.repeats);  // each of the experts a layer stands for
     }
   }
   if (shape.heads == 0) throw InputError(label + ": no attention layers: only a transformer's blocks split across GPUs");
   if (shape.kv_heads == 0) shape.kv_heads = shape.heads;
-  shape.experts = static_cast<int>(experts.size());
+  for (const auto& [expert, count] : experts) shape.experts += count;
   return shape;
 }
 

@@ -6,6 +6,7 @@
 #include <deque>
 #include <map>
 
+#include "model/alike_experts.h"
 #include "model/catalog/hardware.h"
 #include "model/catalog/target.h"
 #include "model/error.h"
@@ -169,8 +170,9 @@ StageComm stage_comm(const LayerModel& stage, const std::vector<LayerCommFacts>&
     }
     if (f.dispatches && l.expert > 1) {
       for (const auto& t : layer.saved) {
-        // Dispatch and combine, in forward and in backward.
-        if (t.slot == "input") out.expert += 4 * links.expert->gather_seconds(mb * t.storage_bytes_per_sample, l.expert);
+        // Dispatch and combine, in forward and in backward, of each expert it stands for.
+        const double one = t.storage_bytes_per_sample / layer.repeats;
+        if (t.slot == "input") out.expert += 4 * layer.repeats * links.expert->gather_seconds(mb * one, l.expert);
       }
     }
     if (f.attention) {
@@ -259,10 +261,12 @@ void LayoutPricer::make_room() const {
 }
 
 LayoutPricer::LayoutPricer(const LayerModel& whole, LayoutRequest request)
-    : whole_(whole), request_(std::move(request)), shape_(transformer_shape(whole, whole.network)) {
+    : whole_(request.alike_experts_once ? collapse_alike_experts(whole) : whole),
+      request_(std::move(request)),
+      shape_(transformer_shape(whole, whole.network)) {
   if (!request_.hardware.empty()) peak_flops_ = load_hardware(request_.hardware).peak_for(whole.precision);
-  host_link_ = make_target(whole, request_.hardware, request_.compute_efficiency).has_host_link();
-  for (const LayerFit& l : whole.layers) {
+  host_link_ = make_target(whole_, request_.hardware, request_.compute_efficiency).has_host_link();
+  for (const LayerFit& l : whole_.layers) {
     model_flops_ += l.forward_flops_per_sample;
     whole_output_[l.path] = l.output_bytes_per_sample;
   }

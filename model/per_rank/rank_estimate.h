@@ -81,6 +81,9 @@ struct LayoutRequest {
   ClusterLinks links;
   std::optional<double> compute_efficiency;       // catalog_target's
   StateHolding holding = StateHolding::measured;  // the engine's (Megatron-LM's for its layouts)
+  // A mixture's alike experts priced as few layers (alike_experts.h); false:
+  // each on its own, the same peaks and times more slowly (for checks).
+  bool alike_experts_once = true;
 };
 
 struct GroupLinks;  // the links of a layout's groups (rank_estimate.cpp)
@@ -90,8 +93,8 @@ struct GroupLinks;  // the links of a layout's groups (rank_estimate.cpp)
 // stage's model and target), so that a search prices thousands quickly.
 class LayoutPricer {
  public:
-  // `whole` must outlive the pricer. Throws InputError where the model is
-  // not a transformer's (transformer_shape) or the hardware is not known.
+  // Throws InputError where the model is not a transformer's
+  // (transformer_shape) or the hardware is not known.
   LayoutPricer(const LayerModel& whole, LayoutRequest request);
   ~LayoutPricer();
   const TransformerShape& shape() const { return shape_; }
@@ -117,7 +120,7 @@ class LayoutPricer {
   PlanSpace space(Stage& stage, int data_ranks, int zero_stage, const GroupLinks& links, int64_t batch) const;
   const StagePrice& price(Stage& stage, const ParallelLayout& layout, const std::string& plan, const GroupLinks& links,
                           const StageSpan& span) const;
-  const LayerModel& whole_;
+  const LayerModel whole_;  // alike experts collapsed where the request says so
   LayoutRequest request_;
   TransformerShape shape_;
   bool host_link_ = false;

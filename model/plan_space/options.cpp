@@ -13,7 +13,7 @@ std::vector<PlanSpace::Option> PlanSpace::options(int storage) const {
   std::vector<Option> out;
   const plan_space::StorageEntry& entry = at.index->storage_entries.at(static_cast<size_t>(storage));
   for (const auto& [asked, per_slot] : entry.candidates) {
-    out.push_back(plan_space::option(at, plan_space::copies_of(at, storage, per_slot), per_slot, at.storage_bytes(storage)));
+    out.push_back(plan_space::option(at, plan_space::copies_of(at, storage, per_slot), per_slot, at.allocated_storage(storage)));
     out.back().strategy = asked;
     // An attention core's probabilities: the core's forward again (the
     // storages it saves beside them are freed too, as their own options do not say).
@@ -32,7 +32,7 @@ PlanSpace::SegmentCost PlanSpace::segment_cost(int segment) const {
     const Storage& st = ix.storages[g];
     if (st.slots.empty()) continue;
     const auto inside = [&](int i) { return ix.layer(ix.slot(i).layer).segment == segment; };
-    const double bytes = target().allocated(at.storage_sizes[g]);
+    const double bytes = at.allocated_storage(static_cast<int>(g));
     if (std::any_of(st.slots.begin(), st.slots.end(), inside)) cost.rematerialized_bytes += bytes;
     if (std::all_of(st.slots.begin(), st.slots.end(), inside) && !ix.storage_entries[g].held_by_caller) {
       cost.freed_bytes += bytes;
@@ -46,12 +46,12 @@ PlanSpace::SegmentCost PlanSpace::segment_cost(int segment) const {
   const double raw = at.segment(segment).input_bytes;
   for (const TensorStrategy& s : ix.segment_entry(segment).input_candidates) {
     if (s.is_keep()) {
-      cost.input_options.push_back(plan_space::option(at, {}, {s}, at.storage_bytes(seg.input_storage)));
+      cost.input_options.push_back(plan_space::option(at, {}, {s}, at.allocated_storage(seg.input_storage)));
       continue;
     }
     std::vector<plan_space::Copy> copies;
     plan_space::input_copy(at, segment, s, copies).uses.push_back({0, 0, raw, raw});
-    cost.input_options.push_back(plan_space::option(at, copies, {s}, raw));
+    cost.input_options.push_back(plan_space::option(at, copies, {s}, at.target().allocated(raw)));
     cost.input_options.back().strategy = s;
   }
   return cost;

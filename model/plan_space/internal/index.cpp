@@ -387,6 +387,12 @@ AtBatch::AtBatch(std::shared_ptr<const Index> shared, int64_t batch_size) : inde
   }
 }
 
+double AtBatch::allocated_storage(int g) const {
+  const int layer = index->storage(g).first_layer;
+  const double copies = index->model->layers[static_cast<size_t>(layer)].repeats;
+  return copies * target().allocated(storage_bytes(g) / copies);
+}
+
 double AtBatch::core_recompute_seconds(int c) const {
   const AttentionCore& core = index->core(c);
   double seconds = 0;

@@ -180,6 +180,9 @@ struct AtBatch {
   const Target& target() const { return index->target; }
   const SlotAtBatch& slot(int i) const { return slots[static_cast<size_t>(i)]; }
   double storage_bytes(int g) const { return storage_sizes[static_cast<size_t>(g)]; }
+  // Storage g as the allocator holds it: one block run per tensor of the
+  // alike layers its first saver stands for (LayerDescription::repeats).
+  double allocated_storage(int g) const;
   const LayerAtBatch& layer(int j) const { return layers[static_cast<size_t>(j)]; }
   const SegmentAtBatch& segment(int s) const { return segments[static_cast<size_t>(s)]; }
   // What recomputing an attention core costs: its layers' forward again.

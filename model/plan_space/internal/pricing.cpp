@@ -10,6 +10,14 @@ namespace papaya::model {
 namespace plan_space {
 namespace {
 
+// How many alike layers `layer` stands for (LayerDescription::repeats): each
+// packs and restores its own tensors, one layer's at a time. A segment's
+// input is packed by no layer of the model (Copy::created unset): one.
+double repeats(const AtBatch& at, int layer) {
+  const auto& layers = at.index->model->layers;
+  return layer >= 0 && static_cast<size_t>(layer) < layers.size() ? layers[static_cast<size_t>(layer)].repeats : 1;
+}
+
 TensorStrategy unswapped(TensorStrategy s) {
   s.swap = false;
   return s;
@@ -17,9 +25,10 @@ TensorStrategy unswapped(TensorStrategy s) {
 
 // The copy of `view` stored as `s` among `copies` (added if none is), grown
 // to hold a tensor of `numel` values; head_numel: values per attention head,
-// for headwise groups (0: one head).
+// for headwise groups (0: one head); `repeats`: the alike layers' tensors it
+// stands for, each stored (its groups and allocator blocks) on its own.
 Copy& copy_for(const Target& target, std::vector<Copy>& copies, const TensorStrategy& s, int view, SlotKind kind, int64_t numel,
-               int element_size, double raw, int64_t head_numel = 0) {
+               int element_size, double raw, int64_t head_numel = 0, int repeats = 1) {
   auto it = std::find_if(copies.begin(), copies.end(), [&](const Copy& c) { return c.strategy == s && c.view == view; });
   if (it == copies.end()) {
     copies.push_back(Copy{});
@@ -27,9 +36,10 @@ Copy& copy_for(const Target& target, std::vector<Copy>& copies, const TensorStra
     it->strategy = s;
     it->view = view;
   }
-  it->device_bytes = std::max(
-      it->device_bytes, target.allocated(static_cast<double>(device_bytes(kind, numel, element_size, unswapped(s), head_numel))));
-  it->host_bytes = std::max(it->host_bytes, static_cast<double>(host_bytes(kind, numel, element_size, s, head_numel)));
+  const int64_t one = numel / repeats;
+  const double device = static_cast<double>(device_bytes(kind, one, element_size, unswapped(s), head_numel));
+  it->device_bytes = std::max(it->device_bytes, repeats * target.allocated(device));
+  it->host_bytes = std::max(it->host_bytes, repeats * static_cast<double>(host_bytes(kind, one, element_size, s, head_numel)));
   it->packed_from = std::max(it->packed_from, raw);
   return *it;
 }
@@ -37,14 +47,15 @@ Copy& copy_for(const Target& target, std::vector<Copy>& copies, const TensorStra
 }  // namespace
 
 // The option that stores a storage (or a segment's input) as `copies`, its
-// slots taking `per_slot`; `raw_bytes`: the whole storage.
+// slots taking `per_slot`; `raw_bytes`: the whole storage as the allocator
+// holds it (AtBatch::allocated_storage).
 Option option(const AtBatch& at, const std::vector<Copy>& copies, const std::vector<TensorStrategy>& per_slot, double raw_bytes) {
   const Target& target = at.target();
   Option o;
   o.per_slot = per_slot;
   const auto has = [&](auto test) { return std::any_of(per_slot.begin(), per_slot.end(), test); };
   if (per_slot.empty() || has([](const TensorStrategy& s) { return s.is_keep(); })) {
-    o.device_bytes += target.allocated(raw_bytes);
+    o.device_bytes += raw_bytes;
   }
   if (has([](const TensorStrategy& s) { return recomputes(s.form); })) {
     o.recompute_seconds = at.layer(at.index->lm_head.layer).forward_s;
@@ -56,28 +67,32 @@ Option option(const AtBatch& at, const std::vector<Copy>& copies, const std::vec
     } else {
       o.device_bytes += c.device_bytes;
     }
-    o.codec_seconds += pack_seconds(target, c.strategy, c.packed_from);
+    o.codec_seconds += pack_seconds(at, c);
     for (const Use& u : c.uses) o.codec_seconds += use_seconds(at, c.strategy, u.charged_to, u.raw_bytes);
   }
   return o;
 }
 
 double pack_scratch_bytes(const AtBatch& at, const Copy& c) {
-  const double scratch = at.target().codec(codec_bits(c.strategy)).pack_scratch(c.packed_from);
+  const double scratch = at.target().codec(codec_bits(c.strategy)).pack_scratch(c.packed_from / repeats(at, c.created));
   return std::max(0.0, scratch - at.layer(c.created).forward_headroom);
 }
 
 double restore_bytes(const AtBatch& at, const Copy& c, const Use& u) {
-  const double scratch = at.target().codec(codec_bits(c.strategy)).unpack_scratch(u.raw_bytes);
-  return at.target().allocated(u.transient_bytes) + std::max(0.0, scratch - at.layer(u.charged_to).backward_headroom);
+  const double r = repeats(at, u.charged_to);
+  const double scratch = at.target().codec(codec_bits(c.strategy)).unpack_scratch(u.raw_bytes / r);
+  return at.target().allocated(u.transient_bytes / r) + std::max(0.0, scratch - at.layer(u.charged_to).backward_headroom);
 }
 
-double pack_seconds(const Target& target, const TensorStrategy& s, double raw_bytes) {
-  return is_packed(s) ? target.codec(codec_bits(s)).pack_seconds(raw_bytes) : 0;
+double pack_seconds(const AtBatch& at, const Copy& c) {
+  if (!is_packed(c.strategy)) return 0;
+  const double r = repeats(at, c.created);
+  return r * at.target().codec(codec_bits(c.strategy)).pack_seconds(c.packed_from / r);
 }
 
 double use_seconds(const AtBatch& at, const TensorStrategy& s, int layer, double raw_bytes) {
-  const double unpack = is_packed(s) ? at.target().codec(codec_bits(s)).unpack_seconds(raw_bytes) : 0;
+  const double r = repeats(at, layer);
+  const double unpack = is_packed(s) ? r * at.target().codec(codec_bits(s)).unpack_seconds(raw_bytes / r) : 0;
   if (!row_of(s.form).derivative_from_output) return unpack;
   return unpack + at.index->layer(layer).invert_seconds_per_byte * raw_bytes;
 }
@@ -97,7 +112,7 @@ std::vector<Copy> copies_of(const AtBatch& at, int storage, const std::vector<Te
     const auto& shape = tensor.sample_shape;
     const int64_t head_numel = shape.size() >= 3 ? shape[shape.size() - 1] * shape[shape.size() - 2] : 0;
     Copy& c = copy_for(at.target(), copies, s, ix.slot_entry(i).view, slot.kind, size.numel, tensor.element_size, size.bytes,
-                       head_numel);
+                       head_numel, static_cast<int>(repeats(at, slot.layer)));
     c.created = std::min(c.created, slot.layer);
     const int used_at = ix.slot_entry(i).used_at;
     c.released_at = std::max(c.released_at, used_at);

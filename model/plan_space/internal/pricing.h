@@ -36,7 +36,8 @@ struct Copy {
 };
 
 // The option that stores a storage (or a segment's input) as `copies`, its
-// slots taking `per_slot`; `raw_bytes`: the whole storage.
+// slots taking `per_slot`; `raw_bytes`: the whole storage as the allocator
+// holds it (AtBatch::allocated_storage).
 Option option(const AtBatch& at, const std::vector<Copy>& copies, const std::vector<TensorStrategy>& per_slot, double raw_bytes);
 
 // The codec's scratch where it outgrows what the layer itself needs beyond
@@ -45,7 +46,7 @@ Option option(const AtBatch& at, const std::vector<Copy>& copies, const std::vec
 double pack_scratch_bytes(const AtBatch& at, const Copy& c);
 double restore_bytes(const AtBatch& at, const Copy& c, const Use& u);
 
-double pack_seconds(const Target& target, const TensorStrategy& s, double raw_bytes);
+double pack_seconds(const AtBatch& at, const Copy& c);
 // One use of a stored copy in `layer`'s backward: unpacking it, and for an
 // inverted activation the derivative from its output beyond keep's backward.
 double use_seconds(const AtBatch& at, const TensorStrategy& s, int layer, double raw_bytes);

@@ -90,6 +90,31 @@ double overlapped_seconds(const Target& target, const DataParallel& world, const
   return exchange.active() ? std::max(clock, exchange.drain(clock)) : clock;
 }
 
+// Alike layers one stands for (LayerDescription::repeats) ran in turn, each
+// expert's layers after the one before's: a run's first expert's steps,
+// each divided among the experts, that many times over, so that what
+// overlaps them (swap copies, ZeRO-3's gathers, gradient buckets) sees each.
+std::vector<LayerStep> in_turn(const std::vector<LayerStep>& layers, const LayerModel& model) {
+  std::vector<LayerStep> out;
+  for (size_t j = 0; j < layers.size();) {
+    const int r = model.layers[j].repeats;
+    size_t end = j + 1;
+    while (end < layers.size() && r > 1 && model.layers[end].repeats == r) ++end;
+    for (int copy = 0; copy < r; ++copy) {
+      for (size_t i = j; i < end; ++i) {
+        LayerStep one = layers[i];
+        for (double* x : {&one.forward_s, &one.backward_s, &one.to_host_bytes, &one.from_host_bytes, &one.parameter_bytes,
+                          &one.gradient_bytes}) {
+          *x /= r;
+        }
+        out.push_back(one);
+      }
+    }
+    j = end;
+  }
+  return out;
+}
+
 }  // namespace
 
 double step_seconds(const AtBatch& at, const Held& h, double* passes) {
@@ -103,7 +128,7 @@ double step_seconds(const AtBatch& at, const Held& h, double* passes) {
   const auto step = [&](int layer) -> LayerStep& { return layers[static_cast<size_t>(layer)]; };
   for (const StorageHeld& held : h.storages) {
     for (const Copy& c : held.copies) {
-      step(c.created).forward_s += pack_seconds(at.target(), c.strategy, c.packed_from);
+      step(c.created).forward_s += pack_seconds(at, c);
       for (const Use& u : c.uses) {
         step(u.charged_to).backward_s += use_seconds(at, c.strategy, u.charged_to, u.raw_bytes);
       }
@@ -119,6 +144,9 @@ double step_seconds(const AtBatch& at, const Held& h, double* passes) {
   for (size_t c = 0; c < ix.cores.size(); ++c) {
     if (h.cores_recomputed[c]) step(ix.cores[c].context).backward_s += at.core_recompute_seconds(static_cast<int>(c));
   }
+  const bool repeated =
+      std::any_of(ix.model->layers.begin(), ix.model->layers.end(), [](const LayerFit& l) { return l.repeats > 1; });
+  if (repeated) layers = in_turn(layers, *ix.model);
   const DataParallel& world = at.target().data_parallel;
   const double overlapped = overlapped_seconds(at.target(), world, layers);
   if (passes) *passes = (world.active() ? overlapped_seconds(at.target(), DataParallel{}, layers) : overlapped) + at.rest_s;

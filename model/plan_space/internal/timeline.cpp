@@ -60,7 +60,7 @@ void add_storage(const AtBatch& at, int storage, const StorageHeld& held, double
     }
   }
   std::sort(intervals.begin(), intervals.end());
-  const double raw = target.allocated(at.storage_bytes(storage));
+  const double raw = at.allocated_storage(storage);
   for (size_t k = 0; k < intervals.size();) {
     const int from = intervals[k].first;
     int to = intervals[k].second;
