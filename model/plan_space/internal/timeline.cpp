@@ -12,7 +12,6 @@ namespace plan_space {
 void add_storage(const AtBatch& at, int storage, const StorageHeld& held, double sign, Changes& out,
                  std::vector<StorageChange>* kinds) {
   const Index& ix = *at.index;
-  const Target& target = at.target();
   const int n = ix.layer_count();
   const int first_backward = n;  // the first point after forward
   using Kind = StorageChange::Kind;
