@@ -2,22 +2,14 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <set>
+#include <utility>
+
+#include "model/network_layout.h"
 
 namespace papaya::model {
 
 namespace {
-
-constexpr const char* expert_marker = ".moe.experts.";
-
-// "<block>.moe.experts.<i>." of a path (or "path:slot") under an expert, else "".
-std::string expert_prefix(const std::string& path) {
-  const size_t at = path.find(expert_marker);
-  if (at == std::string::npos) return "";
-  const size_t dot = path.find('.', at + std::strlen(expert_marker));
-  return dot == std::string::npos ? "" : path.substr(0, dot + 1);
-}
 
 // A reference as seen from the expert under `prefix`: its own layers by role.
 std::string local(const std::string& reference, const std::string& prefix) {
@@ -94,11 +86,11 @@ bool alike(const LayerModel& m, const Expert& x, const Expert& y) {
 std::set<std::string> referenced_from_outside(const LayerModel& m) {
   std::set<std::string> out;
   const auto note = [&](const std::string& reference, const std::string& from) {
-    const std::string prefix = expert_prefix(reference);
+    const std::string prefix = expert_of_path(reference);
     if (!prefix.empty() && prefix != from) out.insert(prefix);
   };
   for (const LayerFit& l : m.layers) {
-    const std::string own = expert_prefix(l.path);
+    const std::string own = expert_of_path(l.path);
     for (const auto& t : l.saved) {
       note(t.storage, own), note(t.view, own), note(t.last_forward_use, own);
     }
@@ -124,11 +116,11 @@ void stand_for(LayerFit& l, int repeats) {
 
 }  // namespace
 
-LayerModel collapse_alike_experts(const LayerModel& model) {
+LayerModel collapse_alike_experts(LayerModel model) {
   // The experts one after another, each a run of layers under its prefix.
   std::vector<Expert> experts;
   for (size_t j = 0; j < model.layers.size(); ++j) {
-    const std::string prefix = expert_prefix(model.layers[j].path);
+    const std::string prefix = expert_of_path(model.layers[j].path);
     if (prefix.empty()) continue;
     if (!experts.empty() && experts.back().prefix == prefix && experts.back().end == j) {
       ++experts.back().end;
@@ -141,7 +133,7 @@ LayerModel collapse_alike_experts(const LayerModel& model) {
     if (!seen.insert(e.prefix).second) return model;  // an expert's layers apart: not one after another
   }
   const std::set<std::string> pinned = referenced_from_outside(model);
-  const auto block_of = [](const Expert& e) { return e.prefix.substr(0, e.prefix.find(expert_marker)); };
+  const auto block_of = [](const Expert& e) { return e.prefix.substr(0, e.prefix.find(".moe.experts.")); };
 
   // Each layer of a run's first expert stands for that layer of all but the
   // run's last; the others between are dropped, their times added to it.
@@ -164,21 +156,21 @@ LayerModel collapse_alike_experts(const LayerModel& model) {
     }
     i = end;
   }
-  LayerModel out = model;
-  out.layers.clear();
-  std::vector<size_t> kept_at(model.layers.size(), SIZE_MAX);
-  for (size_t j = 0; j < model.layers.size(); ++j) {
+  std::vector<LayerFit> layers = std::move(model.layers);
+  model.layers.clear();
+  std::vector<size_t> kept_at(layers.size(), SIZE_MAX);
+  for (size_t j = 0; j < layers.size(); ++j) {
     if (standing_in[j] != SIZE_MAX) {
-      LayerFit& first = out.layers[kept_at[standing_in[j]]];
-      first.forward_seconds = sum(first.forward_seconds, model.layers[j].forward_seconds);
-      first.backward_seconds = sum(first.backward_seconds, model.layers[j].backward_seconds);
+      LayerFit& first = model.layers[kept_at[standing_in[j]]];
+      first.forward_seconds = sum(first.forward_seconds, layers[j].forward_seconds);
+      first.backward_seconds = sum(first.backward_seconds, layers[j].backward_seconds);
       continue;
     }
-    kept_at[j] = out.layers.size();
-    out.layers.push_back(model.layers[j]);
-    if (repeats[j] > 1) stand_for(out.layers.back(), repeats[j]);
+    kept_at[j] = model.layers.size();
+    model.layers.push_back(std::move(layers[j]));
+    if (repeats[j] > 1) stand_for(model.layers.back(), repeats[j]);
   }
-  return out;
+  return model;
 }
 
 void collapse_alike_experts(const std::vector<LayerModel*>& models) {

@@ -31,7 +31,7 @@ namespace papaya::model {
 // the expert, sizes, FLOPs and each pass's memory above its start (their
 // times, each measured on its own, may differ: the first's are their sum).
 // An expert another layer refers to (a slot, a last use) stays as it is.
-LayerModel collapse_alike_experts(const LayerModel& model);
+LayerModel collapse_alike_experts(LayerModel model);
 
 // Models of one network at several sizes, to be made over into one
 // (shape_scaling.h, sequence_scaling.h): each collapsed where all collapse

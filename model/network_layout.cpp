@@ -28,6 +28,14 @@ int block_of_path(const std::string& path) {
   }
 }
 
+std::string expert_of_path(const std::string& path) {
+  static const std::string marker = ".moe.experts.";
+  const size_t at = path.find(marker);
+  if (at == std::string::npos) return "";
+  const size_t dot = path.find('.', at + marker.size());
+  return dot == std::string::npos ? "" : path.substr(0, dot + 1);
+}
+
 std::string tensor_key(const std::string& path, const std::string& slot) { return path + ":" + slot; }
 
 }  // namespace papaya::model

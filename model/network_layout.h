@@ -81,6 +81,11 @@ std::optional<AttentionCoreLayers> attention_core_at(const Layers& layers, int l
 // The transformer block a layer path lies in ("blocks.3.mlp.fc1": 3), -1 if none.
 int block_of_path(const std::string& path);
 
+// The expert a layer path (or "path:slot") lies in, as its prefix
+// "<block>.moe.experts.<i>." ("blocks.3.moe.experts.7.up": "blocks.3.moe.experts.7."),
+// "" if none.
+std::string expert_of_path(const std::string& path);
+
 // "path:slot": a saved tensor's key in plans, profiles and models.
 std::string tensor_key(const std::string& path, const std::string& slot);
 

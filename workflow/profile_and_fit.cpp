@@ -301,7 +301,7 @@ Profiled profile_and_fit(const ProfileAndFitRequest& asked, Reporter& reporter) 
     scaled = " and " + join(scaling.lengths) + " tokens";
   } else {
     out.model = profile_and_fit_one(request.network, "profiling");
-    if (request.alike_experts_once) out.model = model::collapse_alike_experts(out.model);
+    if (request.alike_experts_once) out.model = model::collapse_alike_experts(std::move(out.model));
   }
   out.how = "at batches " + join(options.batches) + scaled + ", " + std::to_string(options.steps) + " steps each";
   out.target = model::make_target(out.model, request.hardware);

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "model/error.h"
+#include "model/network_layout.h"
 #include "model/parallel/sharding.h"
 
 namespace papaya::model {
@@ -175,7 +176,7 @@ bool row_parallel(const std::string& path) {
 }
 
 bool in_mixture_of_experts(const std::string& path) { return path.find(".moe.") != std::string::npos; }
-bool in_expert(const std::string& path) { return path.find(".moe.experts.") != std::string::npos; }
+bool in_expert(const std::string& path) { return !expert_of_path(path).empty(); }
 
 TransformerShape transformer_shape(const LayerModel& model, const std::string& label) {
   TransformerShape shape;
@@ -190,9 +191,9 @@ TransformerShape transformer_shape(const LayerModel& model, const std::string& l
         if (t.slot == "k") shape.kv_heads = static_cast<int>(t.sample_shape[0]);
       }
     }
-    const size_t at = l.path.find(".moe.experts.");
-    if (at != std::string::npos && block_of_path(l.path) == block_of_path(experts.empty() ? l.path : experts.begin()->first)) {
-      experts.emplace(l.path.substr(0, l.path.find('.', at + 13)), l.repeats);  // each of the experts a layer stands for
+    const std::string expert = expert_of_path(l.path);
+    if (!expert.empty() && block_of_path(l.path) == block_of_path(experts.empty() ? l.path : experts.begin()->first)) {
+      experts.emplace(expert, l.repeats);  // each of the experts a layer stands for
     }
   }
   if (shape.heads == 0) throw InputError(label + ": no attention layers: only a transformer's blocks split across GPUs");

@@ -104,6 +104,8 @@ struct Index {
   // Each slot as the profile's stored step stored it (narrowest_codec_plan());
   // empty where no layer has its figures (LayerFit::stored_forward_headroom).
   std::vector<TensorStrategy> stored_step;
+  // Whether a layer stands for alike others (LayerDescription::repeats).
+  bool stands_for_others = false;
 
   // By the int indices PlanSpace's types use.
   int layer_count() const { return static_cast<int>(layers.size()); }

@@ -144,9 +144,7 @@ double step_seconds(const AtBatch& at, const Held& h, double* passes) {
   for (size_t c = 0; c < ix.cores.size(); ++c) {
     if (h.cores_recomputed[c]) step(ix.cores[c].context).backward_s += at.core_recompute_seconds(static_cast<int>(c));
   }
-  const bool repeated =
-      std::any_of(ix.model->layers.begin(), ix.model->layers.end(), [](const LayerFit& l) { return l.repeats > 1; });
-  if (repeated) layers = in_turn(layers, *ix.model);
+  if (ix.stands_for_others) layers = in_turn(layers, *ix.model);
   const DataParallel& world = at.target().data_parallel;
   const double overlapped = overlapped_seconds(at.target(), world, layers);
   if (passes) *passes = (world.active() ? overlapped_seconds(at.target(), DataParallel{}, layers) : overlapped) + at.rest_s;
