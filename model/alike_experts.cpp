@@ -104,16 +104,6 @@ SaturatingCurve sum(const SaturatingCurve& a, const SaturatingCurve& b) {
   return {a.floor + b.floor, a.per_sample + b.per_sample, a.fixed + b.fixed};
 }
 
-// A layer of the first expert of a run made to stand for `repeats` of them.
-void stand_for(LayerFit& l, int repeats) {
-  const double r = repeats;
-  l.repeats = repeats;
-  l.forward_flops_per_sample *= r, l.forward_bytes_moved_per_sample *= r;
-  l.parameter_bytes *= repeats, l.frozen_bytes *= repeats;
-  l.shared_trainable_bytes *= repeats, l.parameter_copy_bytes *= repeats;
-  for (SavedTensorProfile& t : l.saved) t.numel_per_sample *= r, t.storage_bytes_per_sample *= r;
-}
-
 }  // namespace
 
 LayerModel collapse_alike_experts(LayerModel model) {
@@ -171,6 +161,15 @@ LayerModel collapse_alike_experts(LayerModel model) {
     if (repeats[j] > 1) stand_for(model.layers.back(), repeats[j]);
   }
   return model;
+}
+
+void stand_for(LayerFit& l, int repeats) {
+  const double r = repeats;
+  l.repeats = repeats;
+  l.forward_flops_per_sample *= r, l.forward_bytes_moved_per_sample *= r;
+  l.parameter_bytes *= repeats, l.frozen_bytes *= repeats;
+  l.shared_trainable_bytes *= repeats, l.parameter_copy_bytes *= repeats;
+  for (SavedTensorProfile& t : l.saved) t.numel_per_sample *= r, t.storage_bytes_per_sample *= r;
 }
 
 void collapse_alike_experts(const std::vector<LayerModel*>& models) {

@@ -38,4 +38,9 @@ LayerModel collapse_alike_experts(LayerModel model);
 // alike (the same layers standing for as many experts), else left whole.
 void collapse_alike_experts(const std::vector<LayerModel*>& models);
 
+// `layer`, one expert's, made to stand for `repeats` alike experts' (it
+// counts them: LayerDescription::repeats): its saved tensors, FLOPs, bytes
+// moved and weights that many times over. Its times are the caller's.
+void stand_for(LayerFit& layer, int repeats);
+
 }  // namespace papaya::model

@@ -230,6 +230,21 @@ Scaling scaling_for(ProfileAndFitRequest& request, Reporter& reporter) {
   return s;
 }
 
+// A mixture of many experts routed alike, for a model that prices them once
+// (ProfileAndFitRequest::alike_experts_once): three of its experts built
+// and profiled, at every batch the profile runs (its probes' and its stored
+// steps' too), and the model made of all (model/fit/expert_scaling.h).
+model::NetworkConfig with_few_experts(const model::NetworkConfig& network, const ProfileAndFitRequest& request,
+                                      const std::vector<int>& batches) {
+  constexpr int profiled = 3;
+  if (!request.alike_experts_once || !std::holds_alternative<model::TransformerConfig>(network.body)) return network;
+  const auto& moe = network.transformer().moe;
+  if (!moe || moe->experts <= profiled) return network;
+  std::vector<int> runs;
+  for (int b : batches) runs.insert(runs.end(), {b, 2 * b, 4 * b, 16 * b});
+  return model::experts_routed_alike(network, runs) ? model::with_profiled_experts(network, profiled) : network;
+}
+
 std::string join(const std::vector<int>& values) {
   std::string text;
   for (int v : values) text += (text.empty() ? "" : ", ") + std::to_string(v);
@@ -256,12 +271,19 @@ Profiled profile_and_fit(const ProfileAndFitRequest& asked, Reporter& reporter) 
     options.probe_batch = 0;
   }
   bool warned = false;  // the same warning at every length once
+  bool told_few_experts = false;
   options.on_warning = [&](const std::string& message) {
     if (!std::exchange(warned, true)) reporter.warning(message);
   };
   options.on_progress = [&](int done, int total, const std::string& note) { reporter.update(done, total, note); };
   const auto profile_and_fit_one = [&](const model::NetworkConfig& network, const std::string& stage) {
-    options.network = network;
+    options.network = with_few_experts(network, request, options.batches);
+    const auto& moe =
+        std::holds_alternative<model::TransformerConfig>(options.network.body) ? options.network.transformer().moe : std::nullopt;
+    if (moe && moe->profiled_experts > 0 && !std::exchange(told_few_experts, true)) {
+      reporter.notice("profiling " + std::to_string(moe->profiled_experts) + " of the " + std::to_string(moe->experts) +
+                      " experts of each mixture block (routed alike) and modelling all of them");
+    }
     reporter.begin(stage);
     const model::Profile profile = profiler::profile_network(options);
     reporter.begin("fitting");

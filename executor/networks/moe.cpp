@@ -32,9 +32,8 @@ struct AddedLoss : Function<AddedLoss> {
 }  // namespace
 
 MixtureOfExperts::MixtureOfExperts(const model::TransformerConfig& c, int mixture_blocks, const Network& network)
-    : chosen_per_token_(c.moe->experts_per_token),
-      busiest_share_(c.moe->busiest_share),
-      routing_unit_(c.moe->routing_unit),
+    : moe_(*c.moe),
+      chosen_per_token_(c.moe->experts_per_token),
       normalize_(c.moe->normalize_top_k),
       groups_(c.moe->groups),
       groups_per_token_(c.moe->groups_per_token),
@@ -53,7 +52,8 @@ MixtureOfExperts::MixtureOfExperts(const model::TransformerConfig& c, int mixtur
   if (moe.selection_bias) selection_bias = register_parameter("selection_bias", torch::zeros({moe.experts}), false);
   experts = register_module("experts", torch::nn::ModuleList());
   const std::string activation = moe.swiglu_limit > 0 ? "clamped_swiglu" : "swiglu";
-  for (int e = 0; e < moe.experts; ++e) {
+  for (int e = 0; e < moe.built_experts(); ++e) {
+    expert_ids_.push_back(e + 1 == moe.built_experts() ? moe.experts - 1 : e);
     experts->push_back(std::make_shared<FeedForward>(c, moe.expert_hidden, moe.expert_bias, activation, 0.0, /*weighted=*/true));
   }
   if (moe.shared_hidden > 0) {
@@ -68,19 +68,13 @@ torch::Tensor MixtureOfExperts::forced_choice(int64_t tokens, const torch::Devic
   // its share of them, the others the rest alike), shared out per unit of
   // routings and repeated; routing r goes to token r mod n: a run no longer
   // than n (share x k <= 1) gives no token an expert twice.
-  const int64_t count = static_cast<int64_t>(experts->size()), routings = tokens * chosen_per_token_;
-  const int64_t unit = routing_unit_ > 0 && routings % routing_unit_ == 0 ? routing_unit_ : routings;
-  const int64_t repeats = routings / unit;
-  const int64_t busiest =
-      std::min(unit / chosen_per_token_, static_cast<int64_t>(std::llround(*busiest_share_ * static_cast<double>(unit))));
+  const model::ForcedRouting r = model::forced_routing(moe_, tokens * chosen_per_token_);
   std::vector<int64_t> ids;
-  ids.reserve(static_cast<size_t>(routings));
-  const int64_t rest = unit - busiest, others = count - 1;
-  for (int64_t e = 0; e < others; ++e) {
-    const int64_t run = rest / others + (e < rest % others ? 1 : 0);
-    ids.insert(ids.end(), static_cast<size_t>(run * repeats), e);
+  ids.reserve(static_cast<size_t>(r.unit * r.repeats));
+  for (int64_t e = 0; e + 1 < moe_.experts; ++e) {
+    ids.insert(ids.end(), static_cast<size_t>((r.each + (e < r.more ? 1 : 0)) * r.repeats), e);
   }
-  ids.insert(ids.end(), static_cast<size_t>(busiest * repeats), count - 1);
+  ids.insert(ids.end(), static_cast<size_t>(r.busiest * r.repeats), moe_.experts - 1);
   return torch::tensor(ids, torch::kLong).view({chosen_per_token_, tokens}).t().contiguous().to(device);
 }
 
@@ -99,12 +93,12 @@ torch::Tensor MixtureOfExperts::grouped_choice(const torch::Tensor& p) const {
 
 torch::Tensor MixtureOfExperts::forward(const torch::Tensor& x) {
   const torch::Tensor tokens = x.reshape({-1, x.size(-1)});
-  const int64_t n = tokens.size(0), count = static_cast<int64_t>(experts->size());
+  const int64_t n = tokens.size(0);
   const torch::Tensor logits = router->forward(tokens).to(torch::kFloat);
   const torch::Tensor p = scores ? scores->forward(logits) : probs->forward(logits);  // (n, experts)
   torch::Tensor weights, chosen;                                                      // (n, k)
-  if (busiest_share_ || selection_bias.defined() || groups_ > 1) {
-    chosen = busiest_share_ ? forced_choice(n, p.device()) : grouped_choice(p);
+  if (moe_.busiest_share || selection_bias.defined() || groups_ > 1) {
+    chosen = moe_.busiest_share ? forced_choice(n, p.device()) : grouped_choice(p);
     weights = p.gather(1, chosen);
   } else {
     std::tie(weights, chosen) = p.topk(chosen_per_token_, -1);
@@ -113,8 +107,8 @@ torch::Tensor MixtureOfExperts::forward(const torch::Tensor& x) {
   if (routed_scale_ != 1) weights = weights * routed_scale_;
   weights = weights.to(x.scalar_type());
   torch::Tensor out = torch::zeros_like(tokens);
-  for (int64_t e = 0; e < count; ++e) {
-    const torch::Tensor hit = (chosen == e).nonzero();  // (tokens routed to e, [token, rank])
+  for (size_t e = 0; e < expert_ids_.size(); ++e) {
+    const torch::Tensor hit = (chosen == expert_ids_[e]).nonzero();  // (tokens routed to it, [token, rank])
     const torch::Tensor routed = hit.select(1, 0);
     const torch::Tensor weight = weights.index({routed, hit.select(1, 1)}).unsqueeze(1);
     // Summed into place by index_put_, which keeps only the indices for
@@ -127,8 +121,8 @@ torch::Tensor MixtureOfExperts::forward(const torch::Tensor& x) {
   // The share of the n k routings each expert got (no gradient), and the
   // tokens' mean probability of it.
   const torch::Tensor share =
-      torch::bincount(chosen.flatten(), {}, count).to(torch::kFloat) / static_cast<double>(n * chosen_per_token_);
-  const torch::Tensor balancing = static_cast<double>(count) * chosen_per_token_ * (p.mean(0) * share).sum();
+      torch::bincount(chosen.flatten(), {}, moe_.experts).to(torch::kFloat) / static_cast<double>(n * chosen_per_token_);
+  const torch::Tensor balancing = static_cast<double>(moe_.experts) * chosen_per_token_ * (p.mean(0) * share).sum();
   return AddedLoss::apply(out, balancing, balancing_weight_, &network_);
 }
 

@@ -23,7 +23,8 @@
 // but forced: the last gets that share of the routings, the others the rest
 // alike, each token distinct experts (shared out in repeats of the config's
 // routing_unit); the router's probabilities of them weight their outputs as
-// the chosen's would (so the router still trains).
+// the chosen's would (so the router still trains). Where only a few experts
+// are built (profiled_experts), the routings of the others are dropped.
 #include <memory>
 #include <vector>
 
@@ -55,9 +56,11 @@ class MixtureOfExperts : public torch::nn::Module {
   // selection bias, within its best groups: (tokens, k).
   torch::Tensor grouped_choice(const torch::Tensor& p) const;
 
+  model::MoeConfig moe_;
+  // Each built expert's id among the mixture's (MoeConfig::profiled_experts:
+  // a few built, the last the last).
+  std::vector<int64_t> expert_ids_;
   int64_t chosen_per_token_;
-  std::optional<double> busiest_share_;
-  int64_t routing_unit_;
   bool normalize_;
   int64_t groups_, groups_per_token_;
   double routed_scale_;

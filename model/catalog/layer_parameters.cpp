@@ -56,7 +56,7 @@ void add_experts(Layers& layers, const TransformerConfig& t, const std::string& 
   const MoeConfig& moe = *t.moe;
   const int64_t d = t.d_model;
   layers.add(prefix + "router", d * moe.experts + (moe.router_bias ? moe.experts : 0));
-  for (int e = 0; e < moe.experts; ++e) {
+  for (int e = 0; e < moe.built_experts(); ++e) {
     add_expert(layers, t, prefix + "experts." + std::to_string(e) + ".", moe.expert_hidden, moe.expert_bias);
   }
   if (moe.shared_hidden == 0) return;

@@ -163,6 +163,7 @@ MoeConfig parse_moe(const json& doc, const TransformerConfig& t, const std::stri
     moe.busiest_share = share;
   }
   moe.routing_unit = doc.value("routing_unit", int64_t{0});
+  moe.profiled_experts = doc.value("profiled_experts", 0);
   moe.router_bias = doc.value("router_bias", moe.router_bias);
   moe.expert_bias = doc.value("expert_bias", moe.expert_bias);
   if (doc.contains("clamped_swiglu")) {
@@ -186,6 +187,11 @@ MoeConfig parse_moe(const json& doc, const TransformerConfig& t, const std::stri
               std::to_string(moe.groups_per_token * (moe.experts / moe.groups)) + " in its groups");
   require(moe.routing_unit == 0 || moe.busiest_share, label, "/moe/routing_unit",
           "shares out forced routings: give busiest_share");
+  require(moe.profiled_experts == 0 || moe.busiest_share, label, "/moe/profiled_experts",
+          "stands a few experts for all where routing is forced: give busiest_share");
+  require(moe.profiled_experts == 0 || (moe.profiled_experts >= 3 && moe.profiled_experts < moe.experts), label,
+          "/moe/profiled_experts",
+          "3 to " + std::to_string(moe.experts - 1) + " of the " + std::to_string(moe.experts) + " experts");
   require(moe.experts_per_token <= moe.experts, label, "/moe/experts_per_token",
           std::to_string(moe.experts_per_token) + " experts a token, of the " + std::to_string(moe.experts) + " there are");
   require(t.activation == "swiglu", label, "/moe", "experts are SwiGLU MLPs: \"activation\": \"swiglu\"");
@@ -566,6 +572,42 @@ NetworkConfig with_expert_routing(const NetworkConfig& config, double busiest_sh
   }
   json doc = config.document;
   doc["moe"]["busiest_share"] = busiest_share;
+  return reparsed(config, doc, origin(config));
+}
+
+ForcedRouting forced_routing(const MoeConfig& moe, int64_t routings) {
+  ForcedRouting r;
+  r.unit = moe.routing_unit > 0 && routings % moe.routing_unit == 0 ? moe.routing_unit : routings;
+  r.repeats = routings / r.unit;
+  r.busiest = std::min(r.unit / moe.experts_per_token,
+                       static_cast<int64_t>(std::llround(moe.busiest_share.value_or(0) * static_cast<double>(r.unit))));
+  const int64_t rest = r.unit - r.busiest, others = moe.experts - 1;
+  r.each = rest / others;
+  r.more = rest % others;
+  return r;
+}
+
+bool experts_routed_alike(const NetworkConfig& config, const std::vector<int>& batches) {
+  if (!std::holds_alternative<TransformerConfig>(config.body) || !config.transformer().moe) return false;
+  const TransformerConfig& t = config.transformer();
+  if (!t.moe->busiest_share) return false;
+  for (int batch : batches) {
+    const int64_t routings = static_cast<int64_t>(batch) * t.seq_len * t.moe->experts_per_token;
+    if (forced_routing(*t.moe, routings).more != 0) return false;
+  }
+  return !batches.empty();
+}
+
+NetworkConfig with_profiled_experts(const NetworkConfig& config, int experts) {
+  if (!std::holds_alternative<TransformerConfig>(config.body) || !config.transformer().moe) {
+    throw InputError(origin(config) + ": no mixture of experts to profile a few of");
+  }
+  json doc = config.document;
+  if (experts == 0) {
+    doc["moe"].erase("profiled_experts");
+  } else {
+    doc["moe"]["profiled_experts"] = experts;
+  }
   return reparsed(config, doc, origin(config));
 }
 

@@ -59,6 +59,13 @@ struct MoeConfig {
   // at once), so that each expert's share grows in proportion with the
   // tokens: a shape fraction's (shape_fraction.h).
   int64_t routing_unit = 0;
+  // To profile a mixture of many alike experts quickly (routing forced, the
+  // others alike: experts_routed_alike): only this many experts are built,
+  // the first profiled_experts - 1 and the last (as experts 0 .. n-1); the
+  // router still scores all, and the routings of the others are dropped.
+  // The fit makes the model all of them (model/fit/expert_scaling.h). 0: all.
+  int profiled_experts = 0;
+  int built_experts() const { return profiled_experts > 0 ? profiled_experts : experts; }
   // GPT-OSS's: a bias on the router's logits and on each expert's
   // projections, and the experts' gate and up joined by a clamped SwiGLU,
   // (clamp(up, ±limit) + 1)·c·sigmoid(alpha·c), c = min(gate, limit), in
@@ -283,6 +290,24 @@ std::string busiest_share_range(const MoeConfig& moe);
 // (MoeConfig::busiest_share). Throws InputError where it has no mixture or
 // the share does not fit.
 NetworkConfig with_expert_routing(const NetworkConfig& config, double busiest_share);
+
+// How forced routing (MoeConfig::busiest_share) shares out a batch's
+// `routings` (its tokens x experts_per_token): in `repeats` units of `unit`
+// routings (MoeConfig::routing_unit where it divides them, else all at
+// once), each unit's `busiest` to the last expert and the rest to the
+// others, `each` to every one and one more to the first `more` of them.
+struct ForcedRouting {
+  int64_t unit = 0, repeats = 0, busiest = 0, each = 0, more = 0;
+};
+ForcedRouting forced_routing(const MoeConfig& moe, int64_t routings);
+// Whether `config`'s forced routing gives every expert but the last the same
+// routings at each of `batches` (so that a few of them stand for all:
+// MoeConfig::profiled_experts); false without forced routing.
+bool experts_routed_alike(const NetworkConfig& config, const std::vector<int>& batches);
+// `config` with only `experts` of its mixture's experts built
+// (MoeConfig::profiled_experts; 0: all). Throws InputError where it has no
+// forced routing, or `experts` is not from 3 to fewer than it has.
+NetworkConfig with_profiled_experts(const NetworkConfig& config, int experts);
 
 // `config` (a transformer) with its first `blocks` blocks only: what
 // `papaya profile --profile-blocks` measures. Throws InputError naming

@@ -53,9 +53,10 @@ bool routes_tokens_in_proportion(const NetworkConfig& config, int parts) {
   if (!moe.busiest_share) return false;  // the router's choice grows with the tokens only by chance
   // Forced, they are shared out unit by unit (routing_unit): the fewest an
   // expert gets of a unit, as MixtureOfExperts shares them.
-  const int64_t busiest =
-      std::min(unit / moe.experts_per_token, static_cast<int64_t>(std::llround(*moe.busiest_share * static_cast<double>(unit))));
-  const int64_t fewest = std::min(busiest, (unit - busiest) / (moe.experts - 1));
+  MoeConfig at_once = moe;
+  at_once.routing_unit = 0;
+  const ForcedRouting r = forced_routing(at_once, unit);
+  const int64_t fewest = std::min(r.busiest, r.each);
   return fewest >= min_expert_routings;
 }
 

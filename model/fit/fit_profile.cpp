@@ -14,6 +14,7 @@
 #include "model/catalog/target.h"
 #include "model/error.h"
 #include "model/fit/block_scaling.h"
+#include "model/fit/expert_scaling.h"
 #include "model/fit/plan_step_calibration.h"
 #include "model/median.h"
 #include "model/plan.h"
@@ -434,23 +435,39 @@ ProfileFit fit_profile(const Profile& p, const std::string& label) {
     }
   }
   for (const auto& note : profiled_target(m).notes) out.quality.notes.push_back(note);
+  const bool few_experts =
+      !p.network_config.is_null() && p.network_config.contains("moe") && p.network_config["moe"].value("profiled_experts", 0) > 0;
+  if (p.profiled_blocks == 0 && !few_experts) return out;
+  NetworkConfig whole = parse_network_config(p.network_config, label + ": network_config");
+  const auto at_profiled_blocks = [&](const NetworkConfig& c) {
+    return p.profiled_blocks > 0 ? with_blocks(c, p.profiled_blocks) : c;
+  };
+  if (few_experts) {
+    const int built = whole.transformer().moe->profiled_experts, experts = whole.transformer().moe->experts;
+    const NetworkConfig profiled = at_profiled_blocks(whole);
+    whole = with_profiled_experts(whole, 0);
+    const double ratio = static_state_bytes(at_profiled_blocks(whole)) / static_state_bytes(profiled);
+    out.model = scale_experts(out.model, built, experts, out.model.static_bytes * ratio, label);
+    out.quality.notes.push_back("profiled " + std::to_string(built) + " of the " + std::to_string(experts) +
+                                " experts of each mixture block; the model holds all " + std::to_string(experts) +
+                                " (each as the profiled ones routed alike, weights, gradients and optimizer state for all)");
+  }
   if (p.profiled_blocks > 0) {
-    const NetworkConfig whole = parse_network_config(p.network_config, label + ": network_config");
     const int blocks = whole.transformer().layers;
     const double ratio = static_state_bytes(whole) / static_state_bytes(with_blocks(whole, p.profiled_blocks));
     out.model = scale_blocks(out.model, blocks, out.model.static_bytes * ratio, block_kinds(whole.transformer()), label);
-    // The blocks past the profiled ones copy the last: each is frozen as the
-    // whole network's config says (--freeze may name blocks).
-    std::map<std::string, bool> trained;
-    for (const LayerParameters& l : layer_parameters(whole)) trained[l.path] = l.trained;
-    for (LayerFit& layer : out.model.layers) {
-      const auto it = trained.find(layer.path);
-      if (it != trained.end()) layer.frozen_bytes = it->second ? 0 : layer.parameter_bytes;
-    }
     out.quality.notes.push_back("profiled " + std::to_string(p.profiled_blocks) + " of the " + std::to_string(blocks) +
                                 " blocks; the model holds all " + std::to_string(blocks) +
                                 " (each past the profiled ones as the last of them with its attention's window, "
                                 "weights, gradients and optimizer state for all)");
+  }
+  // The layers the profile did not build copy others: each is frozen as the
+  // whole network's config says (--freeze may name blocks).
+  std::map<std::string, bool> trained;
+  for (const LayerParameters& l : layer_parameters(whole)) trained[l.path] = l.trained;
+  for (LayerFit& layer : out.model.layers) {
+    const auto it = trained.find(layer.path);
+    if (it != trained.end()) layer.frozen_bytes = it->second ? 0 : layer.parameter_bytes;
   }
   return out;
 }

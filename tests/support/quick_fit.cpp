@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "model/catalog/target.h"
 #include "model/fit/fit_profile.h"
@@ -44,6 +45,22 @@ bool same_layer_descriptions(const model::LayerModel& scaled, const model::Layer
     }
   }
   return true;
+}
+
+void expect_same_bytes(double scaled, double whole, const std::string& what) {
+  EXPECT_NEAR(scaled, whole, 1e-9 * std::abs(whole) + 1.0) << what;
+}
+
+void expect_same_memory_figures(const model::LayerFit& scaled, const model::LayerFit& whole) {
+  for (const auto& [name, figure] : {std::pair{"forward start", &model::LayerFit::forward_start},
+                                     {"forward peak", &model::LayerFit::forward_peak},
+                                     {"backward start", &model::LayerFit::backward_start},
+                                     {"backward peak", &model::LayerFit::backward_peak},
+                                     {"forward gap peak", &model::LayerFit::forward_gap_peak},
+                                     {"backward gap peak", &model::LayerFit::backward_gap_peak}}) {
+    expect_same_bytes((scaled.*figure).per_sample, (whole.*figure).per_sample, whole.path + " " + name + " per sample");
+    expect_same_bytes((scaled.*figure).fixed, (whole.*figure).fixed, whole.path + " " + name + " fixed");
+  }
 }
 
 double largest_scratch(const model::LayerModel& m, int batch) {

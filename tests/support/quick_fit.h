@@ -18,6 +18,13 @@ model::LayerModel quick_fit(const model::NetworkConfig& network, int profile_blo
 // Returns false (and has failed the test) where they differ.
 bool same_layer_descriptions(const model::LayerModel& scaled, const model::LayerModel& whole);
 
+// A fraction of a byte per figure: what the least-squares fit of exact
+// allocator figures leaves in floating point, far below any tensor.
+void expect_same_bytes(double scaled, double whole, const std::string& what);
+// Each memory figure of a scaled model's layer (its starts, peaks and gap
+// peaks) as a profiled one's, by expect_same_bytes.
+void expect_same_memory_figures(const model::LayerFit& scaled, const model::LayerFit& whole);
+
 // The largest scratch a layer takes above the bytes held when it starts, at
 // `batch`: a kernel's own (one may pick its algorithm by the sizes), which
 // need not be a polynomial of a scaled size, and bounds what a scaled

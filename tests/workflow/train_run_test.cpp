@@ -57,6 +57,13 @@ TEST(TrainRun, RefusalsNameTheSettingNotAFlag) {
   TrainRun missing = run_of("llama-tiny");
   missing.resume = "no-such.state";
   EXPECT_EQ(refusal(missing), "training state no-such.state: no such file");
+  // A mixture built with a few of its experts is for a profile only.
+  TrainRun few = run_of("mixtral-tiny");
+  nlohmann::json doc = few.network_config->document;
+  doc["moe"]["experts"] = 8;
+  doc["moe"]["busiest_share"] = 1.0 / 8;
+  few.network_config = model::with_profiled_experts(model::parse_network_config(doc, "mixtral-tiny"), 3);
+  EXPECT_NE(refusal(few).find("mixtral-tiny: moe/profiled_experts builds a few of its experts"), std::string::npos);
 }
 
 TEST(TrainRun, ANetworkMustBeLoadedUnlessAStatesIsResumed) {

@@ -26,12 +26,6 @@
 namespace papaya::profiler {
 namespace {
 
-// A fraction of a byte per figure: what the least-squares fit of exact
-// allocator figures leaves in floating point, far below any tensor.
-void expect_same_bytes(double scaled, double whole, const std::string& what) {
-  EXPECT_NEAR(scaled, whole, 1e-9 * std::abs(whole) + 1.0) << what;
-}
-
 class ProfileBlocks : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ProfileBlocks, TheFewestBlocksOfEveryKindScaleToTheWholeNetworksLayersAndBytes) {
@@ -58,15 +52,7 @@ TEST_P(ProfileBlocks, TheFewestBlocksOfEveryKindScaleToTheWholeNetworksLayersAnd
   for (size_t j = 0; j < whole.layers.size(); ++j) {
     const model::LayerFit& s = scaled.layers[j];
     const model::LayerFit& w = whole.layers[j];
-    for (const auto& [name, figure] : {std::pair{"forward start", &model::LayerFit::forward_start},
-                                       {"forward peak", &model::LayerFit::forward_peak},
-                                       {"backward start", &model::LayerFit::backward_start},
-                                       {"backward peak", &model::LayerFit::backward_peak},
-                                       {"forward gap peak", &model::LayerFit::forward_gap_peak},
-                                       {"backward gap peak", &model::LayerFit::backward_gap_peak}}) {
-      expect_same_bytes((s.*figure).per_sample, (w.*figure).per_sample, w.path + " " + name + " per sample");
-      expect_same_bytes((s.*figure).fixed, (w.*figure).fixed, w.path + " " + name + " fixed");
-    }
+    expect_same_memory_figures(s, w);
   }
   ASSERT_EQ(scaled.segments.size(), whole.segments.size());
   for (size_t j = 0; j < whole.segments.size(); ++j) {
