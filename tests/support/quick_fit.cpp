@@ -63,6 +63,23 @@ void expect_same_memory_figures(const model::LayerFit& scaled, const model::Laye
   }
 }
 
+void expect_same_segments_and_peaks(const model::LayerModel& scaled, const model::LayerModel& whole,
+                                    const std::vector<int>& batches) {
+  ASSERT_EQ(scaled.segments.size(), whole.segments.size());
+  for (size_t j = 0; j < whole.segments.size(); ++j) {
+    EXPECT_EQ(scaled.segments[j].path, whole.segments[j].path);
+    EXPECT_EQ(scaled.segments[j].input.storage, whole.segments[j].input.storage);
+  }
+  for (const std::string name : {"keep", "recompute-all", "quantize-4", "recompute-all+quantize-4+invert"}) {
+    const model::Plan plan = model::expand_plan_name(name, whole.layout());
+    for (int batch : batches) {
+      const double s = model::predict(scaled, model::profiled_target(scaled), plan, batch).peak_bytes;
+      const double w = model::predict(whole, model::profiled_target(whole), plan, batch).peak_bytes;
+      expect_same_bytes(s, w, name + " peak at batch " + std::to_string(batch));
+    }
+  }
+}
+
 double largest_scratch(const model::LayerModel& m, int batch) {
   double largest = 0;
   for (const auto& l : m.layers) {

@@ -4,6 +4,7 @@
 // compare, which do not depend on how long the clock ran.
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "model/catalog/network_config.h"
 #include "model/layer_model.h"
@@ -24,6 +25,12 @@ void expect_same_bytes(double scaled, double whole, const std::string& what);
 // Each memory figure of a scaled model's layer (its starts, peaks and gap
 // peaks) as a profiled one's, by expect_same_bytes.
 void expect_same_memory_figures(const model::LayerFit& scaled, const model::LayerFit& whole);
+
+// A scaled model's segments (their paths and inputs) and the peaks of keep,
+// recompute-all, quantize-4 and recompute-all+quantize-4+invert at each of
+// `batches` as a profiled one's, by expect_same_bytes.
+void expect_same_segments_and_peaks(const model::LayerModel& scaled, const model::LayerModel& whole,
+                                    const std::vector<int>& batches);
 
 // The largest scratch a layer takes above the bytes held when it starts, at
 // `batch`: a kernel's own (one may pick its algorithm by the sizes), which

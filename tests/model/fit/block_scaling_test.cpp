@@ -54,17 +54,7 @@ TEST_P(ProfileBlocks, TheFewestBlocksOfEveryKindScaleToTheWholeNetworksLayersAnd
     const model::LayerFit& w = whole.layers[j];
     expect_same_memory_figures(s, w);
   }
-  ASSERT_EQ(scaled.segments.size(), whole.segments.size());
-  for (size_t j = 0; j < whole.segments.size(); ++j) {
-    EXPECT_EQ(scaled.segments[j].path, whole.segments[j].path);
-    EXPECT_EQ(scaled.segments[j].input.storage, whole.segments[j].input.storage);
-  }
-  for (const std::string name : {"keep", "recompute-all", "quantize-4", "recompute-all+quantize-4+invert"}) {
-    const model::Plan plan = model::expand_plan_name(name, whole.layout());
-    const double s = model::predict(scaled, model::profiled_target(scaled), plan, 16).peak_bytes;
-    const double w = model::predict(whole, model::profiled_target(whole), plan, 16).peak_bytes;
-    expect_same_bytes(s, w, name + " peak at batch 16");
-  }
+  expect_same_segments_and_peaks(scaled, whole, {16});
 }
 
 INSTANTIATE_TEST_SUITE_P(Cpu, ProfileBlocks,

@@ -59,19 +59,7 @@ void expect_scaled_as_profiled(const model::LayerModel& scaled, const model::Lay
     expect_same_memory_figures(s, w);
   }
   EXPECT_GT(standing, 0);
-  ASSERT_EQ(scaled.segments.size(), whole.segments.size());
-  for (size_t j = 0; j < whole.segments.size(); ++j) {
-    EXPECT_EQ(scaled.segments[j].path, whole.segments[j].path);
-    EXPECT_EQ(scaled.segments[j].input.storage, whole.segments[j].input.storage);
-  }
-  for (const std::string name : {"keep", "recompute-all", "quantize-4", "recompute-all+quantize-4+invert"}) {
-    const model::Plan plan = model::expand_plan_name(name, whole.layout());
-    for (int batch : {1, 16}) {
-      const double s = model::predict(scaled, model::profiled_target(scaled), plan, batch).peak_bytes;
-      const double w = model::predict(whole, model::profiled_target(whole), plan, batch).peak_bytes;
-      expect_same_bytes(s, w, name + " peak at batch " + std::to_string(batch));
-    }
-  }
+  expect_same_segments_and_peaks(scaled, whole, {1, 16});
 }
 
 class ProfileExperts : public ::testing::TestWithParam<Mixture> {};
