@@ -18,14 +18,31 @@ RankStatic whole_static(const LayerModel& model, const DataParallel& world) {
   return whole_static(parameters, trainable, model.static_bytes);
 }
 
-double static_bytes_per_rank(const LayerModel& model, const DataParallel& world) {
-  return shard(whole_static(model, world), world.ranks, world.zero_stage).total();
+RankStatic rank_static(const LayerModel& model, const DataParallel& world) {
+  const RankStatic whole = whole_static(model, world);
+  if (world.expert_ranks <= 0 || world.expert_ranks == world.ranks) return shard(whole, world.ranks, world.zero_stage);
+  double parameters = 0, trainable = 0, expert_parameters = 0, expert_trainable = 0;
+  for (const LayerFit& layer : model.layers) {
+    const bool expert = !expert_of_path(layer.path).empty();
+    parameters += static_cast<double>(layer.parameter_bytes);
+    trainable += static_cast<double>(layer.trainable_bytes());
+    if (expert) expert_parameters += static_cast<double>(layer.parameter_bytes);
+    if (expert) expert_trainable += static_cast<double>(layer.trainable_bytes());
+  }
+  const RankStatic experts =
+      whole.share(parameters > 0 ? expert_parameters / parameters : 0, trainable > 0 ? expert_trainable / trainable : 0);
+  const RankStatic rest{whole.weights - experts.weights, whole.gradients - experts.gradients,
+                        whole.optimizer - experts.optimizer};
+  const RankStatic a = shard(rest, world.ranks, world.zero_stage), b = shard(experts, world.expert_ranks, world.zero_stage);
+  return {a.weights + b.weights, a.gradients + b.gradients, a.optimizer + b.optimizer};
 }
+
+double static_bytes_per_rank(const LayerModel& model, const DataParallel& world) { return rank_static(model, world).total(); }
 
 double rank_bytes_shift(const LayerModel& model, const DataParallel& world) {
   if (!world.active() && world.holding == StateHolding::measured) return 0;
   const RankStatic whole = whole_static(model, world);
-  return shard(whole, world.ranks, world.zero_stage).total() - model.static_bytes +
+  return rank_static(model, world).total() - model.static_bytes +
          exchange_buffer_bytes(whole, world.ranks, world.zero_stage, world.bucket_bytes, world.holding);
 }
 

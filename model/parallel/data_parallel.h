@@ -24,6 +24,11 @@ struct DataParallel {
   LinkFit link;
   double bucket_bytes = default_bucket_bytes;
   StateHolding holding = StateHolding::measured;  // on every rank, one alone too
+  // The ranks a mixture's experts' state is sharded over: expert
+  // parallelism takes its GPUs from the data-parallel ones, so each expert
+  // lives on ranks / expert of them (Megatron-LM's expert data parallelism,
+  // torchtitan's); 0: all `ranks`, as every other layer's.
+  int expert_ranks = 0;
 
   bool active() const { return ranks > 1; }
 };
@@ -37,7 +42,9 @@ bool computes_with_held_weights(const LayerModel& model, const DataParallel& wor
 // apart, as `world`'s trainer holds them.
 RankStatic whole_static(const LayerModel& model, const DataParallel& world);
 
-// The weights, gradients and optimizer state one rank of `world` holds.
+// The weights, gradients and optimizer state one rank of `world` holds:
+// its ZeRO stage's share, the experts' over DataParallel::expert_ranks.
+RankStatic rank_static(const LayerModel& model, const DataParallel& world);
 double static_bytes_per_rank(const LayerModel& model, const DataParallel& world);
 
 // What one rank holds beyond (negative: short of) what the profiled process

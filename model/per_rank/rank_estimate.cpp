@@ -35,6 +35,15 @@ static GroupLinks group_links(const ParallelLayout& l, const ClusterLinks& links
           l.tensor * l.context * l.data <= links.gpus_per_node ? links.intra_name : links.inter_name};
 }
 
+// The data-parallel world of a layout's ranks: data x context of them, each
+// expert's state over those its expert parallelism leaves it.
+static DataParallel data_world(const ParallelLayout& l, const GroupLinks& links, StateHolding holding) {
+  DataParallel world{l.data * l.context, l.zero_stage, links.data_name, *links.data};
+  world.holding = holding;
+  world.expert_ranks = l.data * l.context / l.expert;
+  return world;
+}
+
 namespace {
 
 // The point a stage's backward starts at: all its forward holds for backward is held there.
@@ -301,14 +310,14 @@ LayoutPricer::Stage& LayoutPricer::stage(const ParallelLayout& layout, const Sta
   return *stages_.emplace(stage_key, std::move(stage)).first->second;
 }
 
-PlanSpace LayoutPricer::space(Stage& st, int data_ranks, int zero_stage, const GroupLinks& links, int64_t batch) const {
+PlanSpace LayoutPricer::space(Stage& st, const ParallelLayout& layout, const GroupLinks& links, int64_t batch) const {
+  const int data_ranks = layout.data * layout.context, zero_stage = layout.zero_stage;
   const std::string key = std::to_string(data_ranks) + "/" + std::to_string(zero_stage) + "/" + links.data_name;
   auto base = st.spaces.find(key);
   if (base == st.spaces.end()) {
     Target target = st.alone;
     if (data_ranks > 1) {
-      DataParallel world{data_ranks, zero_stage, links.data_name, *links.data};
-      world.holding = request_.holding;
+      DataParallel world = data_world(layout, links, request_.holding);
       set_data_parallel(target, world);
     }
     base = st.spaces.emplace(key, PlanSpace(st.model, target, 1)).first;
@@ -331,7 +340,7 @@ const LayoutPricer::StagePrice& LayoutPricer::price(Stage& st, const ParallelLay
                           std::to_string(layout.zero_stage) + "/" + std::to_string(layout.micro_batches) + "/" + links.data_name;
   auto found = st.prices.find(key);
   if (found != st.prices.end()) return found->second;
-  const PlanSpace with_data = space(st, data_ranks, layout.zero_stage, links, layout.micro_batch);
+  const PlanSpace with_data = space(st, layout, links, layout.micro_batch);
   auto planned = st.plans.find(plan_name);
   if (planned == st.plans.end()) {
     Plan expanded = expand_plan_name(plan_name, st.model.layout());
@@ -341,8 +350,7 @@ const LayoutPricer::StagePrice& LayoutPricer::price(Stage& st, const ParallelLay
   const auto& [plan, assignment] = planned->second;
   const size_t backward_from = first_backward_point(with_data);
   const auto [estimate, saved] = with_data.evaluate_with_saved_bytes(assignment, backward_from);
-  const double saved_at_twice =
-      space(st, data_ranks, layout.zero_stage, links, 2 * layout.micro_batch).saved_bytes(assignment, backward_from);
+  const double saved_at_twice = space(st, layout, links, 2 * layout.micro_batch).saved_bytes(assignment, backward_from);
   StagePrice p;
   p.comm = stage_comm(st.model, st.comm, st.alone, plan, layout, links, span);
   const InFlightBytes in_flight =
@@ -350,7 +358,7 @@ const LayoutPricer::StagePrice& LayoutPricer::price(Stage& st, const ParallelLay
   p.peak = estimate.peak_bytes + p.comm.context_buffer_bytes + (estimate.peak_in_optimizer_step ? 0 : in_flight.received);
   p.peak_at = peak_location(st.model, estimate);
   p.activations = in_flight.activations;
-  p.held = shard(whole_static(st.model, st.alone.data_parallel), data_ranks, layout.zero_stage);
+  p.held = rank_static(st.model, data_world(layout, links, request_.holding));
   const double optimizer_whole = st.alone.optimizer_seconds.at(layout.micro_batch);
   p.optimizer = layout.zero_stage >= 1 ? optimizer_whole / data_ranks : optimizer_whole;
   p.micro_batch_seconds = estimate.passes_seconds + p.comm.tensor + p.comm.pipeline + p.comm.context + p.comm.expert;
@@ -362,11 +370,10 @@ const LayoutPricer::StagePrice& LayoutPricer::price(Stage& st, const ParallelLay
 
 double LayoutPricer::static_floor(const ParallelLayout& layout) const {
   make_room();
-  const int data_ranks = layout.data * layout.context;
   double floor = 0;
   for (const StageSpan& span : pipeline_stages(shape_.blocks, layout.pipeline)) {
     const Stage& st = stage(layout, span);
-    RankStatic held = shard(whole_static(st.model, st.alone.data_parallel), data_ranks, layout.zero_stage);
+    RankStatic held = rank_static(st.model, data_world(layout, group_links(layout, request_.links), request_.holding));
     if (layout.offload_optimizer) held.optimizer = 0;
     floor = std::max(floor, held.total());
   }

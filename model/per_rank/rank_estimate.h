@@ -117,7 +117,7 @@ class LayoutPricer {
   // hundreds of experts a block holds gigabytes: DeepSeek-V3's); called
   // before a layout is priced, never while one holds a stage.
   void make_room() const;
-  PlanSpace space(Stage& stage, int data_ranks, int zero_stage, const GroupLinks& links, int64_t batch) const;
+  PlanSpace space(Stage& stage, const ParallelLayout& layout, const GroupLinks& links, int64_t batch) const;
   const StagePrice& price(Stage& stage, const ParallelLayout& layout, const std::string& plan, const GroupLinks& links,
                           const StageSpan& span) const;
   const LayerModel whole_;  // alike experts collapsed where the request says so

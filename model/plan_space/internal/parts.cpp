@@ -76,7 +76,7 @@ TimelineParts parts_of(const AtBatch& at, const Held& h) {
   const auto constant = [&](const std::string& name, double bytes) { band(name).assign(points, bytes); };
 
   const RankStatic whole = whole_static(*ix.model, world);
-  const RankStatic rank = world.active() ? shard(whole, world.ranks, world.zero_stage) : whole;
+  const RankStatic rank = world.active() ? rank_static(*ix.model, world) : whole;
   constant("weights", rank.weights);
   constant("gradients", rank.gradients);
   constant("AdamW state", rank.optimizer);

@@ -86,5 +86,26 @@ TEST_F(DataParallelModel, RejectsAStageOrRankCountThatCannotBe) {
   EXPECT_THROW(set_data_parallel(target, {0, 0, "x", {}, 1}), InputError);
 }
 
+// Expert parallelism takes its GPUs from the data-parallel ranks: each
+// expert's state is sharded over those it leaves it (4 ranks, 2 of them
+// holding each expert), every other layer's over all.
+TEST(ExpertDataParallel, AnExpertsStateIsShardedOverTheRanksHoldingIt) {
+  LayerModel m;
+  m.layers.resize(2);
+  m.layers[0].path = "blocks.0.attn.proj", m.layers[0].parameter_bytes = 1000;
+  m.layers[1].path = "blocks.0.moe.experts.0.fc1", m.layers[1].parameter_bytes = 3000;
+  m.static_bytes = 4 * 4000;  // fp32 AdamW: 4 bytes of state for each of a weight's
+  for (int stage = 0; stage <= 3; ++stage) {
+    DataParallel all{4, stage, "test link", LinkFit{}};
+    DataParallel expert = all;
+    expert.expert_ranks = 2;
+    const RankStatic whole = whole_static(m, all);
+    const RankStatic dense = shard(whole.share(0.25, 0.25), 4, stage), experts = shard(whole.share(0.75, 0.75), 2, stage);
+    EXPECT_DOUBLE_EQ(static_bytes_per_rank(m, expert), dense.total() + experts.total()) << "ZeRO stage " << stage;
+    EXPECT_DOUBLE_EQ(static_bytes_per_rank(m, all), shard(whole, 4, stage).total()) << "ZeRO stage " << stage;
+    if (stage > 0) EXPECT_GT(static_bytes_per_rank(m, expert), static_bytes_per_rank(m, all));
+  }
+}
+
 }  // namespace
 }  // namespace papaya::model
