@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <deque>
 #include <map>
+#include <tuple>
 
 #include "model/alike_experts.h"
 #include "model/catalog/hardware.h"
@@ -275,18 +276,27 @@ LayoutPricer::LayoutPricer(const LayerModel& whole, LayoutRequest request)
       shape_(transformer_shape(whole, whole.network)) {
   if (!request_.hardware.empty()) peak_flops_ = load_hardware(request_.hardware).peak_for(whole.precision);
   host_link_ = make_target(whole_, request_.hardware, request_.compute_efficiency).has_host_link();
+  // A block's layers, weights, FLOPs and saved bytes: alike blocks' are equal.
+  std::vector<std::tuple<size_t, double, double, double>> blocks(static_cast<size_t>(shape_.blocks));
   for (const LayerFit& l : whole_.layers) {
     model_flops_ += l.forward_flops_per_sample;
     whole_output_[l.path] = l.output_bytes_per_sample;
+    const int b = block_of_path(l.path);
+    if (b < 0 || b >= shape_.blocks) continue;
+    auto& [layers, weights, flops, saved] = blocks[static_cast<size_t>(b)];
+    ++layers, weights += static_cast<double>(l.parameter_bytes), flops += l.forward_flops_per_sample;
+    for (const auto& t : l.saved) saved += t.storage_bytes_per_sample;
   }
+  std::map<std::tuple<size_t, double, double, double>, int> kinds;
+  for (const auto& b : blocks) block_kinds_.push_back(kinds.emplace(b, static_cast<int>(kinds.size())).first->second);
 }
 
 LayoutPricer::~LayoutPricer() = default;
 
 LayoutPricer::Stage& LayoutPricer::stage(const ParallelLayout& layout, const StageSpan& span) const {
   const std::string key = rank_key(layout);
-  const std::string stage_key =
-      key + "/" + std::to_string(span.end_block - span.first_block) + (span.first ? "f" : "") + (span.last ? "l" : "");
+  std::string stage_key = key + "/" + (span.first ? "f" : "") + (span.last ? "l" : "");
+  for (int b = span.first_block; b < span.end_block; ++b) stage_key += "/" + std::to_string(block_kinds_[static_cast<size_t>(b)]);
   auto found = stages_.find(stage_key);
   if (found != stages_.end()) {
     found->second->last_used = ++stage_lookups_;

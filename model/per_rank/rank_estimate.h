@@ -127,6 +127,10 @@ class LayoutPricer {
   double peak_flops_ = 0;                       // the target's; 0: unknown (a CPU)
   double model_flops_ = 0;                      // forward FLOPs a sample
   std::map<std::string, double> whole_output_;  // each layer's output bytes a sample, before any split
+  // Each block's kind, numbered: blocks of one number hold and compute alike
+  // (DeepSeek-V3's dense blocks apart from its mixtures, Gemma's windowed
+  // blocks from its global ones), so that stages of alike spans are priced once.
+  std::vector<int> block_kinds_;
   mutable std::map<std::string, LayerModel> ranks_;
   mutable std::map<std::string, std::unique_ptr<Stage>> stages_;
   mutable uint64_t stage_lookups_ = 0;

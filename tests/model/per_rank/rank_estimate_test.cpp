@@ -197,6 +197,29 @@ TEST(ExpertParallelism, EachRankHoldsItsExpertsAndSendsTheirTokens) {
   EXPECT_THROW(estimate_layout(whole, l, {"", links()}, "keep"), InputError);  // 4 experts do not split 3 ways
 }
 
+// Pipeline stages of as many blocks but of other kinds hold their own:
+// DeepSeek-V3-tiny with 8 blocks, its first dense, in 4 stages of 2; the
+// second stage (the dense block's neighbour and a mixture) and the third
+// (two mixtures) each hold their own blocks' weights, gradients and state.
+TEST(PipelineStages, StagesOfAsManyBlocksOfOtherKindsHoldTheirOwn) {
+  NetworkConfig config = load_network_config("deepseek-v3-tiny");
+  config.document["layers"] = 8;
+  config.document["moe"]["dense_blocks"] = {0, 1, 2};
+  const LayerModel whole = profiler::quick_fit(with_expert_routing(config, 1.0 / 8));
+  ParallelLayout l;
+  l.pipeline = 4, l.micro_batch = 1, l.micro_batches = 4;
+  const LayoutEstimate e = estimate_layout(whole, l, {"", links()}, "keep");
+  ASSERT_EQ(e.stages.size(), 4u);
+  double weights[2] = {0, 0};  // blocks 2-3, 4-5
+  for (const LayerFit& layer : whole.layers) {
+    const int b = block_of_path(layer.path);
+    if (b >= 2 && b < 6) weights[(b - 2) / 2] += static_cast<double>(layer.parameter_bytes);
+  }
+  ASSERT_GT(weights[1], weights[0]);
+  // fp32 AdamW: a stage's state in proportion to its weights.
+  EXPECT_NEAR(e.stages[2].static_bytes / e.stages[1].static_bytes, weights[1] / weights[0], 1e-9 * weights[1] / weights[0]);
+}
+
 // Tensor parallelism's all-reduces of the stream on Qwen-MoE's blocks: the
 // embedding's once, each row-parallel projection's in forward and backward
 // (attention's, the dense first block's fc2), and a mixture's output once
