@@ -237,9 +237,8 @@ Scaling scaling_for(ProfileAndFitRequest& request, Reporter& reporter) {
 model::NetworkConfig with_few_experts(const model::NetworkConfig& network, const ProfileAndFitRequest& request,
                                       const std::vector<int>& batches) {
   constexpr int profiled = 3;
-  if (!request.alike_experts_once || !std::holds_alternative<model::TransformerConfig>(network.body)) return network;
-  const auto& moe = network.transformer().moe;
-  if (!moe || moe->experts <= profiled) return network;
+  const model::MoeConfig* moe = network.mixture();
+  if (!request.alike_experts_once || !moe || moe->experts <= profiled) return network;
   std::vector<int> runs;
   for (int b : batches) runs.insert(runs.end(), {b, 2 * b, 4 * b, 16 * b});
   return model::experts_routed_alike(network, runs) ? model::with_profiled_experts(network, profiled) : network;
@@ -278,8 +277,7 @@ Profiled profile_and_fit(const ProfileAndFitRequest& asked, Reporter& reporter) 
   options.on_progress = [&](int done, int total, const std::string& note) { reporter.update(done, total, note); };
   const auto profile_and_fit_one = [&](const model::NetworkConfig& network, const std::string& stage) {
     options.network = with_few_experts(network, request, options.batches);
-    const auto& moe =
-        std::holds_alternative<model::TransformerConfig>(options.network.body) ? options.network.transformer().moe : std::nullopt;
+    const model::MoeConfig* moe = options.network.mixture();
     if (moe && moe->profiled_experts > 0 && !std::exchange(told_few_experts, true)) {
       reporter.notice("profiling " + std::to_string(moe->profiled_experts) + " of the " + std::to_string(moe->experts) +
                       " experts of each mixture block (routed alike) and modelling all of them");

@@ -104,7 +104,7 @@ model::NetworkConfig with_lora_options(const model::NetworkConfig& config, const
 // The routing forced as --moe-imbalance says, its range checked in the
 // flag's words.
 model::NetworkConfig with_expert_routing_flag(const model::NetworkConfig& config, double share) {
-  const model::MoeConfig& moe = *config.transformer().moe;
+  const model::MoeConfig& moe = *config.mixture();
   if (!model::busiest_share_fits(moe, share)) {
     std::ostringstream given;
     given << share;
@@ -144,12 +144,12 @@ model::NetworkConfig load_network(const std::string& network, std::optional<int>
       config = model::with_freeze(config, options.freeze);
     }
     model::check_frozen_layers(config, options.freeze.empty() ? config.name + ": freeze" : "--freeze");
-    const bool mixture = std::holds_alternative<model::TransformerConfig>(config.body) && config.transformer().moe;
+    const model::MoeConfig* mixture = config.mixture();
     if (options.moe_imbalance && !mixture) throw InputError("--moe-imbalance: " + config.name + " has no mixture of experts");
     if (options.moe_imbalance) {
       config = with_expert_routing_flag(config, *options.moe_imbalance);
-    } else if (mixture && options.experts_balanced_by_default && !config.transformer().moe->busiest_share) {
-      config = model::with_expert_routing(config, 1.0 / config.transformer().moe->experts);
+    } else if (mixture && options.experts_balanced_by_default && !mixture->busiest_share) {
+      config = model::with_expert_routing(config, 1.0 / mixture->experts);
     }
     return config;
   }

@@ -35,6 +35,11 @@ bool TransformerConfig::is_moe_block(int i) const {
 
 int NetworkConfig::smallest_batch() const { return family == Family::torchscript ? 2 : 1; }
 
+const MoeConfig* NetworkConfig::mixture() const {
+  const auto* t = std::get_if<TransformerConfig>(&body);
+  return t && t->moe ? &*t->moe : nullptr;
+}
+
 int NetworkConfig::sequence_length() const {
   if (family == Family::vit) {
     const auto& t = transformer();
@@ -567,7 +572,7 @@ NetworkConfig with_attention(const NetworkConfig& config, const std::string& att
 }
 
 NetworkConfig with_expert_routing(const NetworkConfig& config, double busiest_share) {
-  if (!std::holds_alternative<TransformerConfig>(config.body) || !config.transformer().moe) {
+  if (!config.mixture()) {
     throw InputError(origin(config) + ": no mixture of experts to route");
   }
   json doc = config.document;
@@ -588,18 +593,17 @@ ForcedRouting forced_routing(const MoeConfig& moe, int64_t routings) {
 }
 
 bool experts_routed_alike(const NetworkConfig& config, const std::vector<int>& batches) {
-  if (!std::holds_alternative<TransformerConfig>(config.body) || !config.transformer().moe) return false;
-  const TransformerConfig& t = config.transformer();
-  if (!t.moe->busiest_share) return false;
+  const MoeConfig* moe = config.mixture();
+  if (!moe || !moe->busiest_share) return false;
   for (int batch : batches) {
-    const int64_t routings = static_cast<int64_t>(batch) * t.seq_len * t.moe->experts_per_token;
-    if (forced_routing(*t.moe, routings).more != 0) return false;
+    const int64_t routings = static_cast<int64_t>(batch) * config.transformer().seq_len * moe->experts_per_token;
+    if (forced_routing(*moe, routings).more != 0) return false;
   }
   return !batches.empty();
 }
 
 NetworkConfig with_profiled_experts(const NetworkConfig& config, int experts) {
-  if (!std::holds_alternative<TransformerConfig>(config.body) || !config.transformer().moe) {
+  if (!config.mixture()) {
     throw InputError(origin(config) + ": no mixture of experts to profile a few of");
   }
   json doc = config.document;

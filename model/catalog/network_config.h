@@ -245,6 +245,8 @@ struct NetworkConfig {
   const ResNetConfig& resnet() const { return std::get<ResNetConfig>(body); }
   const MlpConfig& mlp() const { return std::get<MlpConfig>(body); }
   const TorchScriptConfig& torchscript() const { return std::get<TorchScriptConfig>(body); }
+  // The mixture of experts of a transformer's blocks; nullptr where it has none.
+  const MoeConfig* mixture() const;
   // Tokens (or patches) per sample, 1 for networks without a sequence.
   int sequence_length() const;
   // Rows of the learned position table; 0 with rotary positions.

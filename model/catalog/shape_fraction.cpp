@@ -41,8 +41,8 @@ int shape_parts_limit(const NetworkConfig& config, ShapeCut cut) {
 }
 
 bool routes_tokens_in_proportion(const NetworkConfig& config, int parts) {
-  if (!text(config) || !config.transformer().moe) return true;
-  const MoeConfig& moe = *config.transformer().moe;
+  if (!text(config) || !config.mixture()) return true;
+  const MoeConfig& moe = *config.mixture();
   const int seq_len = config.transformer().seq_len;
   if (seq_len % parts != 0) return false;
   // The routings of the fewest tokens a fraction has: shared out alike, whole

@@ -8,29 +8,42 @@ bool computes_with_held_weights(const LayerModel& model, const DataParallel& wor
   return world.holding == StateHolding::megatron && model.precision != "fp32";
 }
 
-RankStatic whole_static(const LayerModel& model, const DataParallel& world) {
-  double parameters = 0, trainable = 0;
+namespace {
+
+// A model's parameter and trainable bytes, and its experts' part of them
+// (counted only where `experts` asks).
+struct ParameterBytes {
+  double parameters = 0, trainable = 0, expert_parameters = 0, expert_trainable = 0;
+};
+
+ParameterBytes parameter_bytes(const LayerModel& model, bool experts) {
+  ParameterBytes out;
   for (const LayerFit& layer : model.layers) {
-    parameters += static_cast<double>(layer.parameter_bytes);
-    trainable += static_cast<double>(layer.trainable_bytes());
+    const auto parameters = static_cast<double>(layer.parameter_bytes), trainable = static_cast<double>(layer.trainable_bytes());
+    out.parameters += parameters, out.trainable += trainable;
+    if (experts && !expert_of_path(layer.path).empty()) out.expert_parameters += parameters, out.expert_trainable += trainable;
   }
-  if (computes_with_held_weights(model, world)) return megatron_static(parameters, trainable);
-  return whole_static(parameters, trainable, model.static_bytes);
+  return out;
+}
+
+RankStatic static_of(const LayerModel& model, const DataParallel& world, const ParameterBytes& bytes) {
+  if (computes_with_held_weights(model, world)) return megatron_static(bytes.parameters, bytes.trainable);
+  return whole_static(bytes.parameters, bytes.trainable, model.static_bytes);
+}
+
+}  // namespace
+
+RankStatic whole_static(const LayerModel& model, const DataParallel& world) {
+  return static_of(model, world, parameter_bytes(model, false));
 }
 
 RankStatic rank_static(const LayerModel& model, const DataParallel& world) {
-  const RankStatic whole = whole_static(model, world);
-  if (world.expert_ranks <= 0 || world.expert_ranks == world.ranks) return shard(whole, world.ranks, world.zero_stage);
-  double parameters = 0, trainable = 0, expert_parameters = 0, expert_trainable = 0;
-  for (const LayerFit& layer : model.layers) {
-    const bool expert = !expert_of_path(layer.path).empty();
-    parameters += static_cast<double>(layer.parameter_bytes);
-    trainable += static_cast<double>(layer.trainable_bytes());
-    if (expert) expert_parameters += static_cast<double>(layer.parameter_bytes);
-    if (expert) expert_trainable += static_cast<double>(layer.trainable_bytes());
-  }
-  const RankStatic experts =
-      whole.share(parameters > 0 ? expert_parameters / parameters : 0, trainable > 0 ? expert_trainable / trainable : 0);
+  const bool experts_apart = world.expert_ranks > 0 && world.expert_ranks != world.ranks;
+  const ParameterBytes bytes = parameter_bytes(model, experts_apart);
+  const RankStatic whole = static_of(model, world, bytes);
+  if (!experts_apart) return shard(whole, world.ranks, world.zero_stage);
+  const RankStatic experts = whole.share(bytes.parameters > 0 ? bytes.expert_parameters / bytes.parameters : 0,
+                                         bytes.trainable > 0 ? bytes.expert_trainable / bytes.trainable : 0);
   const RankStatic rest{whole.weights - experts.weights, whole.gradients - experts.gradients,
                         whole.optimizer - experts.optimizer};
   const RankStatic a = shard(rest, world.ranks, world.zero_stage), b = shard(experts, world.expert_ranks, world.zero_stage);

@@ -47,8 +47,8 @@ constexpr int small = 1, large = 64, probe = 4 * large;
 // same tokens at every batch on every machine, whatever its router.
 model::NetworkConfig modelled_config(const std::string& name) {
   const model::NetworkConfig config = model::load_network_config(name);
-  if (!std::holds_alternative<model::TransformerConfig>(config.body) || !config.transformer().moe) return config;
-  return model::with_expert_routing(config, 1.0 / config.transformer().moe->experts);
+  if (!config.mixture()) return config;
+  return model::with_expert_routing(config, 1.0 / config.mixture()->experts);
 }
 
 // One profile per network and precision, shared by the tests (each takes

@@ -56,8 +56,7 @@ void prepare_train_run(TrainRun& run) {
   }
   if (!run.network_config) throw std::logic_error("prepare_train_run: no network loaded");
   const model::NetworkConfig& network = *run.network_config;
-  if (std::holds_alternative<model::TransformerConfig>(network.body) && network.transformer().moe &&
-      network.transformer().moe->profiled_experts > 0) {
+  if (network.mixture() && network.mixture()->profiled_experts > 0) {
     throw InputError(network.name +
                      ": moe/profiled_experts builds a few of its experts, for a profile; "
                      "training builds them all: leave it out");

@@ -45,7 +45,7 @@ class ShapeScaling : public ::testing::TestWithParam<Cut> {};
 TEST_P(ShapeScaling, ThreeFractionsGiveTheWholeNetworksBytes) {
   model::NetworkConfig whole = model::load_network_config(GetParam().network);
   // Experts' tokens as the modelling commands route them: balanced.
-  if (whole.transformer().moe) whole = model::with_expert_routing(whole, 1.0 / whole.transformer().moe->experts);
+  if (whole.mixture()) whole = model::with_expert_routing(whole, 1.0 / whole.mixture()->experts);
   model::LayerModel scaled = from_fractions(whole, GetParam().cut);
   // The network modelled: forced routings shared out as its fractions' are.
   const model::LayerModel measured = quick_fit(model::at_shape_fraction(whole, parts, parts, GetParam().cut));
