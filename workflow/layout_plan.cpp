@@ -112,14 +112,20 @@ LayoutPlanned plan_layouts(const model::LayerModel& model, LayoutPlanRequest req
   return searched(pricer_for(model, request, out.setting), std::move(out), request);
 }
 
-FewestGpus fewest_gpus_that_fit(const model::LayerModel& model, LayoutPlanRequest request, int most) {
+FewestGpus fewest_gpus_that_fit(const model::LayerModel& model, LayoutPlanRequest request, Reporter& reporter, int most) {
   model::transformer_shape(model, model.network);  // a network without blocks to split is no question of GPUs
   request.keep = 1;
   const LayoutPlanned setting = prepared(model, request);
   // One pricer for every count: the stages of one split, priced once.
   const model::LayoutPricer pricer = pricer_for(model, request, setting.setting);
-  const auto fewest = [&](LayoutPlanRequest r) -> std::optional<LayoutPlanned> {
-    for (int gpus = 1; gpus <= most; gpus *= 2) {
+  int counts = 0;  // the doublings up to `most`, for the progress shown
+  for (int gpus = 1; gpus <= most; gpus *= 2) ++counts;
+  const auto fewest = [&](LayoutPlanRequest r, int from, const std::string& what) -> std::optional<LayoutPlanned> {
+    reporter.begin("laying out " + setting.setting.network + " on " + setting.setting.hardware + what);
+    int done = 0;
+    for (int gpus = 1; gpus <= most; gpus *= 2, ++done) {
+      if (gpus < from) continue;
+      reporter.update(done, counts, std::to_string(gpus) + (gpus == 1 ? " GPU" : " GPUs"));
       r.question.gpus = gpus;
       r.question.global_batch = 0;
       try {
@@ -131,11 +137,13 @@ FewestGpus fewest_gpus_that_fit(const model::LayerModel& model, LayoutPlanReques
     return std::nullopt;
   };
   FewestGpus out;
-  out.planned = fewest(request);
+  out.planned = fewest(request, 1, "");
   if (out.planned && out.planned->answer.best.front().layout.offload_optimizer) {
+    // Fewer GPUs than with the optimizer's place left open cannot fit.
     request.question.offload_optimizer = false;
-    out.on_device = fewest(request);
+    out.on_device = fewest(request, out.planned->answer.best.front().layout.gpus(), " without offloading");
   }
+  reporter.end();
   return out;
 }
 

@@ -9,6 +9,7 @@
 
 #include "model/layer_model.h"
 #include "model/per_rank/layout_search.h"
+#include "workflow/reporter.h"
 
 namespace papaya::workflow {
 
@@ -52,11 +53,12 @@ LayoutPlanned plan_layouts(const model::LayerModel& model, LayoutPlanRequest req
 // the optimizer (the request leaving it open), also the fewest without
 // (on_device). Counts no layout can split the network over are passed by;
 // InputError for a network that is no transformer
-// (model/parallel/tensor_split.h), or as plan_layouts.
+// (model/parallel/tensor_split.h), or as plan_layouts. Reports each count
+// it lays out (a network of hundreds of experts takes minutes at the last).
 struct FewestGpus {
   std::optional<LayoutPlanned> planned, on_device;
 };
-FewestGpus fewest_gpus_that_fit(const model::LayerModel& model, LayoutPlanRequest request, int most = 4096);
+FewestGpus fewest_gpus_that_fit(const model::LayerModel& model, LayoutPlanRequest request, Reporter& reporter, int most = 4096);
 
 // One layout priced under each of `plans` (every whole-network plan of the
 // target where empty), whatever its peak: `papaya predict` with a layout.

@@ -20,6 +20,7 @@
 #include "cli/options/number_checks.h"
 #include "cli/report/global_prediction.h"
 #include "cli/report/html_report.h"
+#include "cli/report/lanes_progress.h"
 #include "cli/report/progress.h"
 #include "cli/report/report.h"
 #include "cli/report/table.h"
@@ -245,12 +246,12 @@ void print_text(std::ostream& out, const Limits& l) {
 // Where nothing fits one GPU of a target: the fewest GPUs of it that a
 // layout fits (a transformer's; another network says why not).
 std::optional<Limits::Fewest> fewest_gpus(const LimitsArgs& args, const model::LayerModel& m, const std::string& hardware,
-                                          std::optional<double> budget) {
+                                          std::optional<double> budget, workflow::Reporter& reporter) {
   Limits::Fewest f;
   try {
     constexpr int most = 4096;
     workflow::FewestGpus fewest =
-        workflow::fewest_gpus_that_fit(m, layout_request(args.layout, args.data_parallel, hardware, budget), most);
+        workflow::fewest_gpus_that_fit(m, layout_request(args.layout, args.data_parallel, hardware, budget), reporter, most);
     f.planned = std::move(fewest.planned);
     f.on_device = std::move(fewest.on_device);
     if (!f.planned) f.why_none = "no layout of up to " + std::to_string(most) + " GPUs fits it either";
@@ -437,10 +438,12 @@ Limits compute(const LimitsArgs& args) {
   }
   const size_t lanes = std::max(1u, std::thread::hardware_concurrency());
   for (size_t first = 0; first < unfit.size(); first += lanes) {
+    const size_t end = std::min(unfit.size(), first + lanes);
+    LanesProgress progress(end - first);  // outlives the searches (a future waits for its search when destroyed)
     std::vector<std::future<std::optional<Limits::Fewest>>> searches;
-    for (size_t i = first; i < std::min(unfit.size(), first + lanes); ++i) {
-      searches.push_back(
-          std::async(std::launch::async, fewest_gpus, std::cref(args), std::cref(m), l.targets[unfit[i]].name, budget));
+    for (size_t i = first; i < end; ++i) {
+      searches.push_back(std::async(std::launch::async, fewest_gpus, std::cref(args), std::cref(m), l.targets[unfit[i]].name,
+                                    budget, std::ref(progress.lane(i - first))));
     }
     for (size_t i = 0; i < searches.size(); ++i) l.fewest[unfit[first + i]] = searches[i].get();
   }

@@ -51,7 +51,8 @@ TEST(LayoutPlan, RefusesUnknownHardwareABudgetAboveItsMemoryAndANetworkThatIsNoT
   unknown.hardware = "no-such-gpu";
   EXPECT_NE(test_support::input_error_of([&] { plan_layouts(gpt, unknown); }).find("no-such-gpu"), std::string::npos);
   EXPECT_NE(test_support::input_error_of([&] { plan_layouts(gpt, on_h100(2, 200e9)); }), "");
-  EXPECT_NE(test_support::input_error_of([&] { fewest_gpus_that_fit(profiled("mlp-tiny"), on_h100(1, 1e9), 8); }), "");
+  SilentReporter silent;
+  EXPECT_NE(test_support::input_error_of([&] { fewest_gpus_that_fit(profiled("mlp-tiny"), on_h100(1, 1e9), silent, 8); }), "");
 }
 
 // The fewest GPUs answer with a layout that fits; half as many have none.
@@ -63,7 +64,8 @@ TEST(LayoutPlan, TheFewestGpusFitAndHalfAsManyDoNot) {
   // state or the activations.
   ASSERT_GT(one.answer.best.front().peak_bytes, 0);
   const double budget = 0.9 * one.answer.best.front().peak_bytes;
-  const FewestGpus fewest = fewest_gpus_that_fit(gpt, on_h100(1, budget), 64);
+  SilentReporter silent;
+  const FewestGpus fewest = fewest_gpus_that_fit(gpt, on_h100(1, budget), silent, 64);
   ASSERT_TRUE(fewest.planned.has_value()) << "nothing fits 64 GPUs";
   const int gpus = fewest.planned->answer.best.front().layout.gpus();
   EXPECT_GT(gpus, 1);

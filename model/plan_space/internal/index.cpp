@@ -275,7 +275,12 @@ Index::Index(const LayerModel& m, const Target& t) : model(&m), target(t), layer
   for (size_t j = 0; j < m.layers.size(); ++j) {
     layers[j].invert_seconds_per_byte = t.invert_extra_seconds(m.layers[j].kind, 1);
     layers[j].parameter_copy_bytes = copies ? static_cast<double>(m.layers[j].parameter_copy_bytes) : 0;
-    stands_for_others = stands_for_others || m.layers[j].repeats > 1;
+    const int repeats = m.layers[j].repeats;
+    if (repeats > 1 && !runs.empty() && runs.back().repeats == repeats && runs.back().end == j) {
+      ++runs.back().end;
+    } else {
+      runs.push_back({j, j + 1, repeats});
+    }
   }
   Builder build{*this, m};
   build.segments_and_points();

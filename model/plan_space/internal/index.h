@@ -17,6 +17,13 @@
 
 namespace papaya::model::plan_space {
 
+// Layers [first, end), which the step runs `repeats` times in turn (alike
+// experts: each expert's layers after the one before's).
+struct LayerRun {
+  size_t first = 0, end = 0;
+  int repeats = 1;
+};
+
 struct LayerEntry {
   int segment = -1;                                          // the enclosing segment, -1 if none
   int forward_at = -1, backward_at = -1, recompute_at = -1;  // its F, B and R points (-1: none)
@@ -104,8 +111,10 @@ struct Index {
   // Each slot as the profile's stored step stored it (narrowest_codec_plan());
   // empty where no layer has its figures (LayerFit::stored_forward_headroom).
   std::vector<TensorStrategy> stored_step;
-  // Whether a layer stands for alike others (LayerDescription::repeats).
-  bool stands_for_others = false;
+  // The layers in the order a step runs them: runs of consecutive layers
+  // standing for as many alike others (LayerDescription::repeats), a run
+  // of each other layer alone (repeats 1).
+  std::vector<LayerRun> runs;
 
   // By the int indices PlanSpace's types use.
   int layer_count() const { return static_cast<int>(layers.size()); }

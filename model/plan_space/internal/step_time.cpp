@@ -47,6 +47,61 @@ class Exchange {
   double done_ = 0, bucket_ = 0;
 };
 
+// The layers' steps in the order a step runs them (Index::runs), forward or
+// backward: a run standing for alike others that many times in turn, each
+// time with its share of every figure, so that what overlaps them (swap
+// copies, ZeRO-3's gathers, gradient buckets) sees each. Walked in place:
+// DeepSeek-V3's stage of a mixture of 256 experts a block is tens of
+// thousands of steps, and a search prices thousands of stages.
+class InTurn {
+ public:
+  InTurn(const std::vector<LayerStep>& layers, const std::vector<LayerRun>& runs, bool backward)
+      : layers_(layers), runs_(runs), backward_(backward), run_(backward ? runs.size() : 0) {
+    begin_run();
+  }
+  // The next step; false once all are walked.
+  bool next(LayerStep& out) {
+    while (true) {
+      if (run_ == (backward_ ? 0 : runs_.size()) && !in_run_) return false;
+      if (in_run_) {
+        const LayerRun& run = runs_[backward_ ? run_ - 1 : run_];
+        if (layer_ != (backward_ ? run.first : run.end)) {
+          out = share(layers_[backward_ ? --layer_ : layer_++], run.repeats);
+          return true;
+        }
+        if (++copy_ < run.repeats) {
+          layer_ = backward_ ? run.end : run.first;
+          continue;
+        }
+        in_run_ = false;
+        backward_ ? --run_ : ++run_;
+      }
+      begin_run();
+    }
+  }
+
+ private:
+  void begin_run() {
+    if (run_ == (backward_ ? 0 : runs_.size())) return;
+    const LayerRun& run = runs_[backward_ ? run_ - 1 : run_];
+    in_run_ = true, copy_ = 0, layer_ = backward_ ? run.end : run.first;
+  }
+  static LayerStep share(LayerStep one, int repeats) {
+    if (repeats == 1) return one;
+    for (double* x :
+         {&one.forward_s, &one.backward_s, &one.to_host_bytes, &one.from_host_bytes, &one.parameter_bytes, &one.gradient_bytes}) {
+      *x /= repeats;
+    }
+    return one;
+  }
+  const std::vector<LayerStep>& layers_;
+  const std::vector<LayerRun>& runs_;
+  bool backward_;
+  size_t run_, layer_ = 0;
+  int copy_ = 0;
+  bool in_run_ = false;
+};
+
 // The step's forward and backward with the parts of swapping and of the
 // exchange that do not hide behind compute. Copies run on one link per
 // direction: a layer's copies to the host must be done before the layer two
@@ -55,64 +110,49 @@ class Exchange {
 // Gradients leave in buckets once backward has made them, on the network
 // link; under ZeRO-3 a layer's parameters are gathered there too, issued
 // when the layer before it starts (forward and backward alike).
-double overlapped_seconds(const Target& target, const DataParallel& world, const std::vector<LayerStep>& layers) {
-  const size_t n = layers.size();
+double overlapped_seconds(const Target& target, const DataParallel& world, const std::vector<LayerStep>& layers,
+                          const std::vector<LayerRun>& runs) {
   Exchange exchange(world);
-  const auto gathered = [&](size_t j, double issued) {
-    return exchange.gathers_layers() && layers[j].parameter_bytes > 0 ? exchange.gather(issued, layers[j].parameter_bytes) : 0.0;
+  const auto gathered = [&](const LayerStep& step, double issued) {
+    return exchange.gathers_layers() && step.parameter_bytes > 0 ? exchange.gather(issued, step.parameter_bytes) : 0.0;
   };
   double clock = 0, link = 0;
-  std::vector<double> copied(n, 0.0);
-  double parameters_ready = n > 0 ? gathered(0, 0) : 0;
-  for (size_t j = 0; j < n; ++j) {
-    if (j >= 2) clock = std::max(clock, copied[j - 2]);
+  // When the copies of the two steps before this one were done: [0] the one two before.
+  double copied[2] = {0, 0};
+  InTurn forward(layers, runs, false);
+  LayerStep step, next;
+  bool has_next = forward.next(next);
+  double parameters_ready = has_next ? gathered(next, 0) : 0;
+  for (size_t j = 0; has_next; ++j) {
+    step = next;
+    has_next = forward.next(next);
+    if (j >= 2) clock = std::max(clock, copied[0]);
     clock = std::max(clock, parameters_ready);
-    if (j + 1 < n) parameters_ready = gathered(j + 1, clock);
-    clock += layers[j].forward_s;
-    if (layers[j].to_host_bytes > 0) link = std::max(link, clock) + layers[j].to_host_bytes / target.d2h_bytes_per_s;
-    copied[j] = link;
+    if (has_next) parameters_ready = gathered(next, clock);
+    clock += step.forward_s;
+    if (step.to_host_bytes > 0) link = std::max(link, clock) + step.to_host_bytes / target.d2h_bytes_per_s;
+    copied[0] = copied[1], copied[1] = link;
   }
   clock = std::max(clock, link);
   link = clock;
-  double next_started = clock;  // when the backward of the layer after j started
-  parameters_ready = n > 0 ? gathered(n - 1, clock) : 0;
-  for (size_t j = n; j-- > 0;) {
-    if (layers[j].from_host_bytes > 0) {
-      link = std::max(link, next_started) + layers[j].from_host_bytes / target.h2d_bytes_per_s;
+  double next_started = clock;  // when the backward of the step after this one started
+  InTurn backward(layers, runs, true);
+  has_next = backward.next(next);
+  parameters_ready = has_next ? gathered(next, clock) : 0;
+  while (has_next) {
+    step = next;
+    has_next = backward.next(next);
+    if (step.from_host_bytes > 0) {
+      link = std::max(link, next_started) + step.from_host_bytes / target.h2d_bytes_per_s;
       clock = std::max(clock, link);
     }
     clock = std::max(clock, parameters_ready);
     next_started = clock;
-    if (j > 0) parameters_ready = gathered(j - 1, clock);
-    clock += layers[j].backward_s;
-    if (exchange.active()) exchange.gradients(clock, layers[j].gradient_bytes);
+    if (has_next) parameters_ready = gathered(next, clock);
+    clock += step.backward_s;
+    if (exchange.active()) exchange.gradients(clock, step.gradient_bytes);
   }
   return exchange.active() ? std::max(clock, exchange.drain(clock)) : clock;
-}
-
-// Alike layers one stands for (LayerDescription::repeats) ran in turn, each
-// expert's layers after the one before's: a run's first expert's steps,
-// each divided among the experts, that many times over, so that what
-// overlaps them (swap copies, ZeRO-3's gathers, gradient buckets) sees each.
-std::vector<LayerStep> in_turn(const std::vector<LayerStep>& layers, const LayerModel& model) {
-  std::vector<LayerStep> out;
-  for (size_t j = 0; j < layers.size();) {
-    const int r = model.layers[j].repeats;
-    size_t end = j + 1;
-    while (end < layers.size() && r > 1 && model.layers[end].repeats == r) ++end;
-    for (int copy = 0; copy < r; ++copy) {
-      for (size_t i = j; i < end; ++i) {
-        LayerStep one = layers[i];
-        for (double* x : {&one.forward_s, &one.backward_s, &one.to_host_bytes, &one.from_host_bytes, &one.parameter_bytes,
-                          &one.gradient_bytes}) {
-          *x /= r;
-        }
-        out.push_back(one);
-      }
-    }
-    j = end;
-  }
-  return out;
 }
 
 }  // namespace
@@ -144,10 +184,10 @@ double step_seconds(const AtBatch& at, const Held& h, double* passes) {
   for (size_t c = 0; c < ix.cores.size(); ++c) {
     if (h.cores_recomputed[c]) step(ix.cores[c].context).backward_s += at.core_recompute_seconds(static_cast<int>(c));
   }
-  if (ix.stands_for_others) layers = in_turn(layers, *ix.model);
   const DataParallel& world = at.target().data_parallel;
-  const double overlapped = overlapped_seconds(at.target(), world, layers);
-  if (passes) *passes = (world.active() ? overlapped_seconds(at.target(), DataParallel{}, layers) : overlapped) + at.rest_s;
+  const double overlapped = overlapped_seconds(at.target(), world, layers, ix.runs);
+  if (passes)
+    *passes = (world.active() ? overlapped_seconds(at.target(), DataParallel{}, layers, ix.runs) : overlapped) + at.rest_s;
   return overlapped + at.optimizer_s + at.parameter_gather_s + at.rest_s;
 }
 
