@@ -15,6 +15,7 @@
 #                                                # profile 2 blocks, predict and train all
 #   PROFILE_SEQ_LENS="16 32 64" SEQ_LEN=256 NETWORKS=llama-tiny bench/prediction_accuracy.sh
 #                                                # profile at 3 lengths, predict and train at another
+#   REPEATS=3 bench/prediction_accuracy.sh       # each profile and run 3 times: the median samples/s
 #
 # Needs `papaya profile` (the profiler) and `papaya train --plan` (the
 # executor's memory optimizations), and jq. Writes every profile, model,
@@ -37,6 +38,10 @@ seq_len=${SEQ_LEN:-}
 plans=${PLANS:-keep recompute-all quantize-4 invert recompute-all+quantize-4 quantize-4+invert recompute-all+invert recompute-all+quantize-4+invert}
 peak_target=${PEAK_TARGET:-0.03}
 rate_target=${RATE_TARGET:-0.15}
+# Each network profiled and each cell trained this many times, samples/s the
+# median of them (a shared machine's slow moments last seconds: one run of a
+# small network can fall wholly in one).
+repeats=${REPEATS:-1}
 
 command -v jq >/dev/null || { echo "prediction_accuracy: needs jq (apt-get install jq)" >&2; exit 2; }
 "$papaya" profile --help >/dev/null 2>&1 || { echo "prediction_accuracy: this papaya has no 'profile' command yet (the profiler)" >&2; exit 2; }
@@ -46,29 +51,49 @@ mkdir -p "$out"
 csv="$out/accuracy.csv"
 echo "network,strategy,batch,predicted_peak_bytes,measured_peak_bytes,peak_error,predicted_samples_per_s,measured_samples_per_s,samples_per_s_error" >"$csv"
 
+# The r-th repeat's files: no suffix for the first.
+suffix() { [ "$1" -eq 1 ] && echo "" || echo ".r$1"; }
+median() { jq -s 'sort | if length % 2 == 1 then .[length / 2 | floor] else (.[length / 2 - 1] + .[length / 2]) / 2 end'; }
+
 for network in $networks; do
   net=$(basename "$network" .json)  # a zoo name, or a config file's name
-  profiles=()
-  for length in ${profile_seq_lens:-${seq_len:-default}}; do
-    echo "== $net: profile at $profile_batches${profile_blocks:+ ($profile_blocks blocks)} (sequence: $length)" >&2
-    profiles+=("$out/$net.profile.$length.json")
-    "$papaya" profile --network "$network" --batch "$profile_batches" --device cpu --precision "$precision" \
-      ${profile_blocks:+--profile-blocks "$profile_blocks"} $([ "$length" = default ] || echo --seq-len "$length") --out "${profiles[-1]}" >&2
+  for r in $(seq 1 "$repeats"); do
+    sfx=$(suffix "$r")
+    profiles=()
+    for length in ${profile_seq_lens:-${seq_len:-default}}; do
+      echo "== $net: profile at $profile_batches${profile_blocks:+ ($profile_blocks blocks)} (sequence: $length)${sfx:+ repeat $r}" >&2
+      profiles+=("$out/$net.profile.$length$sfx.json")
+      "$papaya" profile --network "$network" --batch "$profile_batches" --device cpu --precision "$precision" \
+        ${profile_blocks:+--profile-blocks "$profile_blocks"} $([ "$length" = default ] || echo --seq-len "$length") --out "${profiles[-1]}" >&2
+    done
+    "$papaya" fit "${profiles[@]}" ${profile_seq_lens:+--seq-len "$seq_len"} --out "$out/$net.model$sfx.json" --json >"$out/$net.fit$sfx.json"
+    for b in $batches; do
+      "$papaya" predict "$out/$net.model$sfx.json" --batch "$b" --json >"$out/$net.predict.$b$sfx.json"
+    done
   done
-  "$papaya" fit "${profiles[@]}" ${profile_seq_lens:+--seq-len "$seq_len"} --out "$out/$net.model.json" --json >"$out/$net.fit.json"
+  # Each repeat trains every cell once before the next repeat, so that a slow
+  # moment of the machine falls on one run of a cell, not on all of them.
+  for r in $(seq 1 "$repeats"); do
+    for b in $batches; do
+      for plan in $plans; do
+        echo "== $net $plan batch $b: train$([ "$repeats" -eq 1 ] || echo " (repeat $r)")" >&2
+        "$papaya" train --network "$network" ${seq_len:+--seq-len "$seq_len"} --plan "$plan" --batch "$b" --steps "$steps" \
+          --device cpu --precision "$precision" --json >"$out/$net.$plan.$b$(suffix "$r").train.json"
+      done
+    done
+  done
   for b in $batches; do
-    "$papaya" predict "$out/$net.model.json" --batch "$b" --json >"$out/$net.predict.$b.json"
     for plan in $plans; do
-      echo "== $net $plan batch $b: train" >&2
-      run="$out/$net.$plan.$b.train.json"
-      "$papaya" train --network "$network" ${seq_len:+--seq-len "$seq_len"} --plan "$plan" --batch "$b" --steps "$steps" \
-        --device cpu --precision "$precision" --json >"$run"
-      jq -r --arg net "$net" --arg plan "$plan" --argjson b "$b" --slurpfile run "$run" '
+      predicted=$(for r in $(seq 1 "$repeats"); do
+        jq --arg plan "$plan" '.[] | select(.strategy == $plan) | .samples_per_s' "$out/$net.predict.$b$(suffix "$r").json"
+      done | median)
+      measured=$(for r in $(seq 1 "$repeats"); do jq '.median_samples_per_s' "$out/$net.$plan.$b$(suffix "$r").train.json"; done | median)
+      jq -r --arg net "$net" --arg plan "$plan" --argjson b "$b" --argjson ps "$predicted" --argjson ms "$measured" \
+        --slurpfile run "$out/$net.$plan.$b.train.json" '
         .[] | select(.strategy == $plan) |
         [$net, $plan, $b, .peak_bytes, $run[0].peak_bytes,
          ((.peak_bytes - $run[0].peak_bytes) / $run[0].peak_bytes),
-         .samples_per_s, $run[0].median_samples_per_s,
-         ((.samples_per_s - $run[0].median_samples_per_s) / $run[0].median_samples_per_s)] | @csv' \
+         $ps, $ms, (($ps - $ms) / $ms)] | @csv' \
         "$out/$net.predict.$b.json" >>"$csv"
     done
   done

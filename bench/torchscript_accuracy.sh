@@ -13,6 +13,7 @@
 #   bench/torchscript_accuracy.sh                       # batches 16 32, plans keep recompute-all quantize-8 quantize-4 invert
 #   BATCHES=16 PLANS=keep bench/torchscript_accuracy.sh
 #   MODELS="siamese nanogpt" bench/torchscript_accuracy.sh   # some of the models (default: all)
+#   REPEATS=3 bench/torchscript_accuracy.sh             # each profile and run 3 times (prediction_accuracy.sh)
 #
 # Needs Debian's python3-torch and python3-torchvision (the reference only:
 # papaya loads the archives without Python) and jq. Writes under $OUT.
