@@ -12,6 +12,7 @@
 #include "model/catalog/target.h"
 #include "model/error.h"
 #include "model/parallel/data_parallel.h"
+#include "model/parallel/expert_groups.h"
 #include "model/parallel/sharding.h"
 #include "model/parallel/tensor_split.h"
 #include "model/plan.h"
@@ -368,9 +369,10 @@ const LayoutPricer::StagePrice& LayoutPricer::price(Stage& st, const ParallelLay
   p.peak = estimate.peak_bytes + p.comm.context_buffer_bytes + (estimate.peak_in_optimizer_step ? 0 : in_flight.received);
   p.peak_at = peak_location(st.model, estimate);
   p.activations = in_flight.activations;
-  p.held = rank_static(st.model, data_world(layout, links, request_.holding));
+  const DataParallel world = data_world(layout, links, request_.holding);
+  p.held = rank_static(st.model, world);
   const double optimizer_whole = st.alone.optimizer_seconds.at(layout.micro_batch);
-  p.optimizer = layout.zero_stage >= 1 ? optimizer_whole / data_ranks : optimizer_whole;
+  p.optimizer = layout.zero_stage >= 1 ? optimizer_whole / optimizer_ranks(st.model, world) : optimizer_whole;
   p.micro_batch_seconds = estimate.passes_seconds + p.comm.tensor + p.comm.pipeline + p.comm.context + p.comm.expert;
   // What the exchange (and ZeRO's gathers) leave exposed; none without data-parallel ranks.
   const double exchange = data_ranks > 1 ? std::max(0.0, estimate.seconds - estimate.passes_seconds - p.optimizer) : 0.0;

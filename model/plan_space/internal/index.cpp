@@ -8,6 +8,7 @@
 
 #include "model/error.h"
 #include "model/network_layout.h"
+#include "model/parallel/expert_groups.h"
 #include "model/plan.h"
 #include "model/strategy_table.h"
 
@@ -272,9 +273,11 @@ std::vector<double> remade_by_recompute(const AtBatch& at) {
 
 Index::Index(const LayerModel& m, const Target& t) : model(&m), target(t), layers(m.layers.size()) {
   const bool copies = !computes_with_held_weights(m, t.data_parallel);
+  const bool experts_apart = expert_ranks_apart(t.data_parallel) > 0;
   for (size_t j = 0; j < m.layers.size(); ++j) {
     layers[j].invert_seconds_per_byte = t.invert_extra_seconds(m.layers[j].kind, 1);
     layers[j].parameter_copy_bytes = copies ? static_cast<double>(m.layers[j].parameter_copy_bytes) : 0;
+    layers[j].expert = experts_apart && !expert_of_path(m.layers[j].path).empty();
     const int repeats = m.layers[j].repeats;
     if (repeats > 1 && !runs.empty() && runs.back().repeats == repeats && runs.back().end == j) {
       ++runs.back().end;
@@ -387,9 +390,20 @@ AtBatch::AtBatch(std::shared_ptr<const Index> shared, int64_t batch_size) : inde
     keep_bytes[p] += shift + held;
   }
   optimizer_peak_bytes += shift;
-  if (world.zero_stage >= 1) optimizer_s /= world.ranks;
+  // An expert's state is sharded over the ranks holding it (expert_ranks_apart), the others' over all.
+  const int expert_ranks = expert_ranks_apart(world);
+  if (world.zero_stage >= 1) optimizer_s /= optimizer_ranks(model, world);
   if (world.active() && (world.zero_stage == 1 || world.zero_stage == 2)) {
-    parameter_gather_s = world.link.gather_seconds(whole_static(model, world).weights, world.ranks);
+    double weights = 0, expert_weights = 0;
+    for (size_t j = 0; j < ix.layers.size(); ++j) {
+      const auto w = static_cast<double>(model.layers[j].parameter_bytes);
+      weights += w;
+      if (ix.layers[j].expert) expert_weights += w;
+    }
+    const double gathered = whole_static(model, world).weights;
+    const double experts = weights > 0 ? gathered * expert_weights / weights : 0;
+    parameter_gather_s = world.link.gather_seconds(gathered - experts, world.ranks) +
+                         (expert_ranks > 1 ? world.link.gather_seconds(experts, expert_ranks) : 0);
   }
 }
 

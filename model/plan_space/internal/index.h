@@ -37,6 +37,7 @@ struct LayerEntry {
   // (Target::invert_extra_seconds is linear in the bytes; 0 but for GELU/SiLU).
   double invert_seconds_per_byte = 0;
   double parameter_copy_bytes = 0;  // as keep's figures hold them
+  bool expert = false;              // an expert's (model::expert_of_path)
 };
 
 struct SlotEntry {

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "model/parallel/expert_groups.h"
+
 namespace papaya::model::plan_space {
 namespace {
 
@@ -14,37 +16,55 @@ struct LayerStep {
   double to_host_bytes = 0, from_host_bytes = 0;  // the swapped copies it stores and fetches
   double parameter_bytes = 0;                     // its weights (gathered under ZeRO-3)
   double gradient_bytes = 0;                      // of those trained: exchanged
+  bool expert = false;                            // exchanged over the ranks holding it (LayerEntry::expert)
 };
 
 // The network link between data-parallel ranks: one collective at a time.
+// An expert's gradients leave in buckets of their own, reduced (and its
+// weights gathered) over the ranks holding it (expert_ranks_apart), as
+// Megatron-LM's expert data-parallel group does; none where it has no other.
 class Exchange {
  public:
-  explicit Exchange(const DataParallel& world) : world_(world) {}
+  explicit Exchange(const DataParallel& world) : world_(world), buckets_{{0, world.ranks}, {0, expert_ranks_apart(world)}} {}
   bool active() const { return world_.active(); }
   bool gathers_layers() const { return active() && world_.zero_stage == 3; }
-  // A collective issued at `issued` (after those before it): when it ends.
-  double gather(double issued, double bytes) { return run(issued, world_.link.gather_seconds(bytes, world_.ranks)); }
-  // A layer's gradients, ready at `ready`: buckets leave as they fill.
-  void gradients(double ready, double bytes) {
-    bucket_ += bytes;
-    if (bucket_ >= world_.bucket_bytes) flush(ready);
+  // A step's weights gathered, issued at `issued` (after the collectives before it): when they are there.
+  double gather(double issued, const LayerStep& step) {
+    const int ranks = group(step).ranks;
+    return ranks > 1 ? run(issued, world_.link.gather_seconds(step.parameter_bytes, ranks)) : issued;
   }
-  // The last bucket leaves; when the link is done.
+  // A step's gradients, ready at `ready`: buckets leave as they fill.
+  void gradients(double ready, const LayerStep& step) {
+    Bucket& bucket = group(step);
+    bucket.bytes += step.gradient_bytes;
+    if (bucket.bytes >= world_.bucket_bytes) flush(ready, bucket);
+  }
+  // The last buckets leave; when the link is done.
   double drain(double ready) {
-    if (bucket_ > 0) flush(ready);
+    for (Bucket& bucket : buckets_) {
+      if (bucket.bytes > 0) flush(ready, bucket);
+    }
     return done_;
   }
 
  private:
+  struct Bucket {
+    double bytes = 0;
+    int ranks = 0;
+  };
+  Bucket& group(const LayerStep& step) { return buckets_[step.expert ? 1 : 0]; }
   double run(double issued, double seconds) { return done_ = std::max(done_, issued) + seconds; }
-  void flush(double ready) {
+  void flush(double ready, Bucket& bucket) {
     // Stages 0 and 1 allreduce a bucket; 2 and 3 reduce-scatter it, half the wire.
-    run(ready,
-        world_.zero_stage >= 2 ? world_.link.gather_seconds(bucket_, world_.ranks) : world_.link.seconds(bucket_, world_.ranks));
-    bucket_ = 0;
+    if (bucket.ranks > 1) {
+      run(ready, world_.zero_stage >= 2 ? world_.link.gather_seconds(bucket.bytes, bucket.ranks)
+                                        : world_.link.seconds(bucket.bytes, bucket.ranks));
+    }
+    bucket.bytes = 0;
   }
   const DataParallel& world_;
-  double done_ = 0, bucket_ = 0;
+  double done_ = 0;
+  Bucket buckets_[2];  // every other layer's, the experts'
 };
 
 // The layers' steps in the order a step runs them (Index::runs), forward or
@@ -114,7 +134,7 @@ double overlapped_seconds(const Target& target, const DataParallel& world, const
                           const std::vector<LayerRun>& runs) {
   Exchange exchange(world);
   const auto gathered = [&](const LayerStep& step, double issued) {
-    return exchange.gathers_layers() && step.parameter_bytes > 0 ? exchange.gather(issued, step.parameter_bytes) : 0.0;
+    return exchange.gathers_layers() && step.parameter_bytes > 0 ? exchange.gather(issued, step) : 0.0;
   };
   double clock = 0, link = 0;
   // When the copies of the two steps before this one were done: [0] the one two before.
@@ -150,7 +170,7 @@ double overlapped_seconds(const Target& target, const DataParallel& world, const
     next_started = clock;
     if (has_next) parameters_ready = gathered(next, clock);
     clock += step.backward_s;
-    if (exchange.active()) exchange.gradients(clock, step.gradient_bytes);
+    if (exchange.active()) exchange.gradients(clock, step);
   }
   return exchange.active() ? std::max(clock, exchange.drain(clock)) : clock;
 }
@@ -163,7 +183,7 @@ double step_seconds(const AtBatch& at, const Held& h, double* passes) {
   for (size_t j = 0; j < at.layers.size(); ++j) {
     const LayerFit& layer = ix.model->layers[j];
     layers.push_back({at.layers[j].forward_s, at.layers[j].backward_s, 0, 0, static_cast<double>(layer.parameter_bytes),
-                      static_cast<double>(layer.trainable_bytes())});
+                      static_cast<double>(layer.trainable_bytes()), ix.layers[j].expert});
   }
   const auto step = [&](int layer) -> LayerStep& { return layers[static_cast<size_t>(layer)]; };
   for (const StorageHeld& held : h.storages) {

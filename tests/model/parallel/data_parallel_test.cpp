@@ -5,9 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <nlohmann/json.hpp>
+#include <string>
 
 #include "model/error.h"
 #include "model/fit/fit_profile.h"
+#include "model/layer_model.h"
 #include "model/plan_space/predict.h"
 #include "tests/support/synthetic_profile.h"
 
@@ -78,6 +81,50 @@ TEST_F(DataParallelModel, ZeroOneStepsAShardAndGathersTheParametersAfterwards) {
   const double optimizer = model_.optimizer_seconds.at(8);
   const double plain = at(ranks(2, 0, link, whole), "keep").seconds, sharded = at(ranks(2, 1, link, whole), "keep").seconds;
   EXPECT_NEAR(sharded - plain, -optimizer / 2 + link.gather_seconds(weights_, 2), 1e-9 * plain);
+}
+
+// Expert parallelism leaves each expert fewer ranks than the other layers:
+// its gradients leave in buckets of their own, reduced over those ranks (none
+// where one rank holds it), and under ZeRO-1 each rank steps its share of
+// the experts' state and gathers their weights among those ranks alone.
+TEST_F(DataParallelModel, AnExpertsGradientsAndStateAreExchangedOverTheRanksHoldingIt) {
+  // The MLPs made experts: their paths are what marks an expert's layers
+  // (renamed in the model's file form, where their tensors name them too).
+  std::string text = layer_model_to_json(model_).dump();
+  for (size_t at = text.find(".mlp.fc"); at != std::string::npos; at = text.find(".mlp.fc", at)) {
+    text.replace(at, 5, ".moe.experts.0.");
+  }
+  const LayerModel experts = layer_model_from_json(nlohmann::json::parse(text), "experts");
+  double expert_weights = 0;
+  for (const LayerFit& l : experts.layers) {
+    if (l.path.find(".moe.experts.") != std::string::npos) expert_weights += static_cast<double>(l.parameter_bytes);
+  }
+  ASSERT_GT(expert_weights, 0);
+  const double dense_weights = weights_ - expert_weights;
+  const auto at_ranks = [&](const DataParallel& world, const std::string& plan = "keep") {
+    Target target = profiled_target(experts);
+    set_data_parallel(target, world);
+    return predict(experts, target, expand_plan_name(plan, experts.layout()), 8);
+  };
+  const LinkFit link{1e-3, 1e8, std::nullopt};
+  const double whole = std::numeric_limits<double>::infinity();  // each group's gradients in one bucket
+  const double one = at_ranks({}).seconds;
+  for (const int holding : {4, 2, 1}) {
+    DataParallel world = ranks(4, 0, link, whole);
+    world.expert_ranks = holding;
+    const double expected =
+        one + (holding == 4 ? link.seconds(weights_, 4)
+                            : link.seconds(dense_weights, 4) + (holding > 1 ? link.seconds(expert_weights, holding) : 0.0));
+    EXPECT_NEAR(at_ranks(world).seconds, expected, 1e-9 * expected) << holding << " ranks holding each expert";
+  }
+  DataParallel plain = ranks(4, 0, link, whole), sharded = ranks(4, 1, link, whole);
+  plain.expert_ranks = sharded.expert_ranks = 2;
+  const double optimizer = experts.optimizer_seconds.at(8);
+  const double share = dense_weights / weights_ / 4 + expert_weights / weights_ / 2;
+  const double expected =
+      optimizer * (share - 1) + link.gather_seconds(dense_weights, 4) + link.gather_seconds(expert_weights, 2);
+  const double difference = at_ranks(sharded).seconds - at_ranks(plain).seconds;
+  EXPECT_NEAR(difference, expected, 1e-9 * at_ranks(plain).seconds);
 }
 
 TEST_F(DataParallelModel, RejectsAStageOrRankCountThatCannotBe) {
