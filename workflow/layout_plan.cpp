@@ -121,7 +121,7 @@ FewestGpus fewest_gpus_that_fit(const model::LayerModel& model, LayoutPlanReques
   int counts = 0;  // the doublings up to `most`, for the progress shown
   for (int gpus = 1; gpus <= most; gpus *= 2) ++counts;
   const auto fewest = [&](LayoutPlanRequest r, int from, const std::string& what) -> std::optional<LayoutPlanned> {
-    reporter.begin("laying out " + setting.setting.network + " on " + setting.setting.hardware + what);
+    reporter.begin(setting.setting.hardware + what);
     int done = 0;
     for (int gpus = 1; gpus <= most; gpus *= 2, ++done) {
       if (gpus < from) continue;

@@ -54,7 +54,8 @@ LayoutPlanned plan_layouts(const model::LayerModel& model, LayoutPlanRequest req
 // (on_device). Counts no layout can split the network over are passed by;
 // InputError for a network that is no transformer
 // (model/parallel/tensor_split.h), or as plan_layouts. Reports each count
-// it lays out (a network of hundreds of experts takes minutes at the last).
+// it lays out, as a stage named by the hardware (a network of hundreds of
+// experts takes minutes at the last).
 struct FewestGpus {
   std::optional<LayoutPlanned> planned, on_device;
 };

@@ -439,7 +439,8 @@ Limits compute(const LimitsArgs& args) {
   const size_t lanes = std::max(1u, std::thread::hardware_concurrency());
   for (size_t first = 0; first < unfit.size(); first += lanes) {
     const size_t end = std::min(unfit.size(), first + lanes);
-    LanesProgress progress(end - first);  // outlives the searches (a future waits for its search when destroyed)
+    LanesProgress progress("laying out " + m.network,
+                           end - first);  // outlives the searches (a future waits for its search when destroyed)
     std::vector<std::future<std::optional<Limits::Fewest>>> searches;
     for (size_t i = first; i < end; ++i) {
       searches.push_back(std::async(std::launch::async, fewest_gpus, std::cref(args), std::cref(m), l.targets[unfit[i]].name,

@@ -1,8 +1,10 @@
 #include "cli/report/lanes_progress.h"
 
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <utility>
 
 namespace papaya::cli {
 
@@ -26,14 +28,15 @@ class LanesProgress::Lane : public workflow::Reporter {
   std::string stage_;
 };
 
-LanesProgress::LanesProgress(size_t lanes) : texts_(lanes), active_(isatty(STDERR_FILENO)) {
+LanesProgress::LanesProgress(std::string label, size_t lanes)
+    : label_(std::move(label)), texts_(lanes), active_(isatty(STDERR_FILENO)) {
   for (size_t k = 0; k < lanes; ++k) lanes_.push_back(std::make_unique<Lane>(*this, k));
 }
 
 workflow::Reporter& LanesProgress::lane(size_t k) { return *lanes_.at(k); }
 
 LanesProgress::~LanesProgress() {
-  if (drawn_) std::fputs("\n", stderr);
+  if (drawn_) std::fputs("\r\033[K", stderr);  // the work is done: its line goes
 }
 
 void LanesProgress::set(size_t k, std::string text) {
@@ -50,10 +53,17 @@ void LanesProgress::print(const std::string& line) {
 
 void LanesProgress::draw() {
   if (!active_) return;
-  std::string line;
+  std::string line = label_;
+  const char* separator = ": ";
   for (const std::string& text : texts_) {
-    if (!text.empty()) line += (line.empty() ? "" : " | ") + text;
+    if (text.empty()) continue;
+    line += separator + text;
+    separator = " | ";
   }
+  // A line longer than the terminal wraps, and the next draw would not overwrite it.
+  winsize size{};
+  if (ioctl(STDERR_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 1 && line.size() >= size.ws_col)
+    line.resize(size.ws_col - 1u);
   std::fprintf(stderr, "\r%s\033[K", line.c_str());
   std::fflush(stderr);
   drawn_ = true;

@@ -1,8 +1,9 @@
 #pragma once
 // Work running on several threads at once (`limits`' searches, one a
-// target), reported on one line of stderr: each lane's stage and latest
-// note side by side, drawn only when stderr is a terminal; notices and
-// warnings as "papaya: ..." lines above it.
+// target), reported on one line of stderr: a label, then each lane's stage
+// and latest note side by side, cut to the terminal's width, drawn only
+// when stderr is a terminal; notices and warnings as "papaya: ..." lines
+// above it.
 #include <memory>
 #include <mutex>
 #include <string>
@@ -14,8 +15,8 @@ namespace papaya::cli {
 
 class LanesProgress {
  public:
-  explicit LanesProgress(size_t lanes);
-  ~LanesProgress();  // ends the line
+  LanesProgress(std::string label, size_t lanes);
+  ~LanesProgress();  // clears the line
   LanesProgress(const LanesProgress&) = delete;
   LanesProgress& operator=(const LanesProgress&) = delete;
   // What lane k reports; safe to use from its own thread.
@@ -27,6 +28,7 @@ class LanesProgress {
   void print(const std::string& line);
   void draw();  // with mutex_ held
   std::mutex mutex_;
+  std::string label_;
   std::vector<std::string> texts_;
   std::vector<std::unique_ptr<Lane>> lanes_;
   bool active_;
