@@ -274,10 +274,13 @@ std::vector<double> remade_by_recompute(const AtBatch& at) {
 Index::Index(const LayerModel& m, const Target& t) : model(&m), target(t), layers(m.layers.size()) {
   const bool copies = !computes_with_held_weights(m, t.data_parallel);
   const bool experts_apart = expert_ranks_apart(t.data_parallel) > 0;
+  double weights = 0, expert_weights = 0;
   for (size_t j = 0; j < m.layers.size(); ++j) {
     layers[j].invert_seconds_per_byte = t.invert_extra_seconds(m.layers[j].kind, 1);
     layers[j].parameter_copy_bytes = copies ? static_cast<double>(m.layers[j].parameter_copy_bytes) : 0;
     layers[j].expert = experts_apart && !expert_of_path(m.layers[j].path).empty();
+    weights += static_cast<double>(m.layers[j].parameter_bytes);
+    if (layers[j].expert) expert_weights += static_cast<double>(m.layers[j].parameter_bytes);
     const int repeats = m.layers[j].repeats;
     if (repeats > 1 && !runs.empty() && runs.back().repeats == repeats && runs.back().end == j) {
       ++runs.back().end;
@@ -285,6 +288,8 @@ Index::Index(const LayerModel& m, const Target& t) : model(&m), target(t), layer
       runs.push_back({j, j + 1, repeats});
     }
   }
+  optimizer_ranks = model::optimizer_ranks(m, t.data_parallel);
+  expert_weight_share = weights > 0 ? expert_weights / weights : 0;
   Builder build{*this, m};
   build.segments_and_points();
   build.slots_and_storages();
@@ -392,16 +397,10 @@ AtBatch::AtBatch(std::shared_ptr<const Index> shared, int64_t batch_size) : inde
   optimizer_peak_bytes += shift;
   // An expert's state is sharded over the ranks holding it (expert_ranks_apart), the others' over all.
   const int expert_ranks = expert_ranks_apart(world);
-  if (world.zero_stage >= 1) optimizer_s /= optimizer_ranks(model, world);
+  if (world.zero_stage >= 1) optimizer_s /= ix.optimizer_ranks;
   if (world.active() && (world.zero_stage == 1 || world.zero_stage == 2)) {
-    double weights = 0, expert_weights = 0;
-    for (size_t j = 0; j < ix.layers.size(); ++j) {
-      const auto w = static_cast<double>(model.layers[j].parameter_bytes);
-      weights += w;
-      if (ix.layers[j].expert) expert_weights += w;
-    }
     const double gathered = whole_static(model, world).weights;
-    const double experts = weights > 0 ? gathered * expert_weights / weights : 0;
+    const double experts = gathered * ix.expert_weight_share;
     parameter_gather_s = world.link.gather_seconds(gathered - experts, world.ranks) +
                          (expert_ranks > 1 ? world.link.gather_seconds(experts, expert_ranks) : 0);
   }

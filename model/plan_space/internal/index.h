@@ -116,6 +116,11 @@ struct Index {
   // standing for as many alike others (LayerDescription::repeats), a run
   // of each other layer alone (repeats 1).
   std::vector<LayerRun> runs;
+  // Of the target's data-parallel world, the same at every batch: how many
+  // ranks share the optimizer's step under ZeRO (model::optimizer_ranks),
+  // and the experts' part of the weights (0 but where their ranks are apart).
+  double optimizer_ranks = 1;
+  double expert_weight_share = 0;
 
   // By the int indices PlanSpace's types use.
   int layer_count() const { return static_cast<int>(layers.size()); }
