@@ -104,6 +104,18 @@ SaturatingCurve sum(const SaturatingCurve& a, const SaturatingCurve& b) {
   return {a.floor + b.floor, a.per_sample + b.per_sample, a.fixed + b.fixed};
 }
 
+// Two layers' timed points summed batch by batch; none unless both were
+// timed at the same batches.
+std::vector<Sample> sum(const std::vector<Sample>& a, const std::vector<Sample>& b) {
+  if (a.size() != b.size()) return {};
+  std::vector<Sample> out;
+  for (size_t k = 0; k < a.size(); ++k) {
+    if (a[k].batch != b[k].batch) return {};
+    out.push_back({a[k].batch, a[k].value + b[k].value});
+  }
+  return out;
+}
+
 }  // namespace
 
 LayerModel collapse_alike_experts(LayerModel model) {
@@ -154,6 +166,8 @@ LayerModel collapse_alike_experts(LayerModel model) {
       LayerFit& first = model.layers[kept_at[standing_in[j]]];
       first.forward_seconds = sum(first.forward_seconds, layers[j].forward_seconds);
       first.backward_seconds = sum(first.backward_seconds, layers[j].backward_seconds);
+      first.forward_timed = sum(first.forward_timed, layers[j].forward_timed);
+      first.backward_timed = sum(first.backward_timed, layers[j].backward_timed);
       continue;
     }
     kept_at[j] = model.layers.size();

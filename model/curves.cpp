@@ -109,6 +109,13 @@ double through_points(const std::vector<Sample>& points, double batch) {
   return a.value + (b.value - a.value) * (batch - a.batch) / (b.batch - a.batch);
 }
 
+double along_points(const SaturatingCurve& curve, const std::vector<Sample>& points, double batch) {
+  if (points.size() < 2) return curve.at(batch);
+  const Sample& end = batch < points.front().batch ? points.front() : points.back();
+  if (batch >= points.front().batch && batch <= points.back().batch) return through_points(points, batch);
+  return std::max(0.0, end.value + curve.at(batch) - curve.at(end.batch));
+}
+
 SaturatingCurve fit_saturating(const std::vector<Sample>& input, double min_fixed) {
   std::vector<Sample> samples = input;
   std::sort(samples.begin(), samples.end(), [](const Sample& x, const Sample& y) { return x.batch < y.batch; });

@@ -42,6 +42,12 @@ LinearCurve fit_linear(const std::vector<Sample>& samples);
 // first or the last along the segment there.
 double through_points(const std::vector<Sample>& points, double batch);
 
+// A time measured at `points` (batches ascending) and fitted by `curve`:
+// the broken line through the points between the first and the last, and
+// beyond them the nearest end point moved as the curve moves (never below
+// 0); the curve alone where there are fewer than two points.
+double along_points(const SaturatingCurve& curve, const std::vector<Sample>& points, double batch);
+
 // A profile's allocator bytes, which are exact: the line through its two
 // largest batch sizes (each one's mean). The points lie on one line unless
 // an allocation changes its shape with the batch, and that happens at the

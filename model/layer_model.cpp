@@ -21,12 +21,13 @@ json points_to_json(const std::vector<Sample>& points) {
   return out;
 }
 
-std::vector<Sample> points_from(const json& memory, const char* key, const std::string& where) {
+// `parent`'s points under `key` (none where absent); `where` names `parent`.
+std::vector<Sample> points_from(const json& parent, const char* key, const std::string& where) {
   std::vector<Sample> out;
-  for (const json& point : memory.value(key, json::array())) {
+  for (const json& point : parent.value(key, json::array())) {
     out.push_back({point.at(0), point.at(1)});
     if (out.size() > 1 && !(out.back().batch > out[out.size() - 2].batch)) {
-      throw InputError(where + "/memory/" + key + ": batch " + point.at(0).dump() + " does not follow a smaller one");
+      throw InputError(where + "/" + key + ": batch " + point.at(0).dump() + " does not follow a smaller one");
     }
   }
   return out;
@@ -83,6 +84,14 @@ double stored_backward_gap_shift_at(const LayerFit& layer, double batch) {
          (layer.backward_gap_peak.at(batch) - layer.backward_start.at(batch));
 }
 
+double forward_seconds_at(const LayerFit& layer, double batch) {
+  return along_points(layer.forward_seconds, layer.forward_timed, batch);
+}
+
+double backward_seconds_at(const LayerFit& layer, double batch) {
+  return along_points(layer.backward_seconds, layer.backward_timed, batch);
+}
+
 NetworkLayout LayerModel::layout() const { return layout_of(segments, layers); }
 
 json layer_model_to_json(const LayerModel& m) {
@@ -104,6 +113,8 @@ json layer_model_to_json(const LayerModel& m) {
       layer["memory"]["stored_backward_headroom"] = points_to_json(l.stored_backward_headroom);
     if (!l.stored_backward_gap_headroom.empty())
       layer["memory"]["stored_backward_gap_headroom"] = points_to_json(l.stored_backward_gap_headroom);
+    if (!l.forward_timed.empty()) layer["seconds"]["forward_timed"] = points_to_json(l.forward_timed);
+    if (!l.backward_timed.empty()) layer["seconds"]["backward_timed"] = points_to_json(l.backward_timed);
     add_layer_description_json(l, layer);
     layers.push_back(layer);
   }
@@ -209,13 +220,16 @@ LayerModel layer_model_from_json(const json& doc, const std::string& label) {
     layer.forward_gap_peak = linear_from(mem.at("forward_gap_peak"));
     layer.backward_gap_peak = linear_from(mem.at("backward_gap_peak"));
     const std::string where = label + ": /layers/" + std::to_string(m.layers.size());
-    layer.forward_headroom = points_from(mem, "forward_headroom", where);
-    layer.backward_headroom = points_from(mem, "backward_headroom", where);
-    layer.stored_forward_headroom = points_from(mem, "stored_forward_headroom", where);
-    layer.stored_backward_headroom = points_from(mem, "stored_backward_headroom", where);
-    layer.stored_backward_gap_headroom = points_from(mem, "stored_backward_gap_headroom", where);
-    layer.forward_seconds = saturating_from(l.at("seconds").at("forward"));
-    layer.backward_seconds = saturating_from(l.at("seconds").at("backward"));
+    layer.forward_headroom = points_from(mem, "forward_headroom", where + "/memory");
+    layer.backward_headroom = points_from(mem, "backward_headroom", where + "/memory");
+    layer.stored_forward_headroom = points_from(mem, "stored_forward_headroom", where + "/memory");
+    layer.stored_backward_headroom = points_from(mem, "stored_backward_headroom", where + "/memory");
+    layer.stored_backward_gap_headroom = points_from(mem, "stored_backward_gap_headroom", where + "/memory");
+    const json& seconds = l.at("seconds");
+    layer.forward_seconds = saturating_from(seconds.at("forward"));
+    layer.backward_seconds = saturating_from(seconds.at("backward"));
+    layer.forward_timed = points_from(seconds, "forward_timed", where + "/seconds");
+    layer.backward_timed = points_from(seconds, "backward_timed", where + "/seconds");
     m.layers.push_back(std::move(layer));
   }
   for (const auto& s : doc.at("segments")) {

@@ -9,8 +9,9 @@
 // Memory: the profile's allocator figures of the native (keep) step at each
 // layer's forward and backward, fitted alpha*b + beta; the model prices every
 // other strategy as exact byte differences against them (docs/memory-model.md).
-// Time: per layer max(a, k*b) + c forward and backward, the recompute of each
-// segment, the optimizer step and the rest of the iteration.
+// Time: per layer max(a, k*b) + c forward and backward, through the points
+// where it was timed, the recompute of each segment, the optimizer step and
+// the rest of the iteration.
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -49,8 +50,18 @@ struct LayerFit : LayerDescription {
   // reads back what it saved.
   std::vector<Sample> stored_backward_gap_headroom;
   SaturatingCurve forward_seconds, backward_seconds;
+  // Each pass's seconds where they were timed, up to the probe batch (the
+  // step's at the profiled batches, the probe's at its rungs and batch):
+  // the time between them is the broken line through them, and past them
+  // the curve's from the nearest (model/curves.h, along_points). Empty: the
+  // curve alone (a profile whose probe timed no rungs, or cleared where a
+  // model is made over for another shape or split).
+  std::vector<Sample> forward_timed, backward_timed;
 };
 
+// A layer's seconds in each pass at `batch` (its curve through its points).
+double forward_seconds_at(const LayerFit& layer, double batch);
+double backward_seconds_at(const LayerFit& layer, double batch);
 // A layer's peak bytes in each pass at `batch` (LayerFit's figures).
 double forward_peak_at(const LayerFit& layer, double batch);
 double backward_peak_at(const LayerFit& layer, double batch);

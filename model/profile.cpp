@@ -37,14 +37,20 @@ json to_json(const std::vector<Rung>& rungs) {
                    {"backward_headroom_bytes", r.backward_headroom_bytes}});
     if constexpr (std::is_same_v<Rung, StoredHeadroom>) {
       if (r.backward_gap_headroom_bytes) out.back()["backward_gap_headroom_bytes"] = *r.backward_gap_headroom_bytes;
+    } else if (r.timed()) {
+      out.back()["forward_s"] = r.forward_s;
+      out.back()["backward_s"] = r.backward_s;
     }
   }
   return out;
 }
 
-std::vector<HeadroomRung> rungs_from_json(const json& rungs) {
-  std::vector<HeadroomRung> out;
-  for (const json& r : rungs) out.push_back({r.at("batch"), r.at("forward_headroom_bytes"), r.at("backward_headroom_bytes")});
+std::vector<ProbeRung> rungs_from_json(const json& rungs) {
+  std::vector<ProbeRung> out;
+  for (const json& r : rungs) {
+    out.push_back({r.at("batch"), r.at("forward_headroom_bytes"), r.at("backward_headroom_bytes"), r.value("forward_s", 0.0),
+                   r.value("backward_s", 0.0)});
+  }
   return out;
 }
 
@@ -223,7 +229,7 @@ void check_consistency(const Profile& p, const std::string& label) {
     }
     if (!p.layers[i].probe) continue;
     int64_t below = 0;
-    for (const HeadroomRung& r : p.layers[i].probe->rungs) {
+    for (const ProbeRung& r : p.layers[i].probe->rungs) {
       require(r.batch > below && r.batch < p.probe_batch, label, pointer + "/probe/rungs",
               "batch " + std::to_string(r.batch) + " is not between the rung before it and /probe_batch");
       below = r.batch;

@@ -32,11 +32,14 @@ struct LayerMeasurement {
   int64_t forward_gap_peak_bytes = 0, backward_gap_peak_bytes = 0;
 };
 
-// The scratch of a layer's passes above their start in a run of the probe's
-// (alone, or within its segment) at one batch.
-struct HeadroomRung {
+// A layer's run of the probe's (alone, or within its segment) at one batch:
+// its passes' scratch above their start, and their seconds (the median over
+// the probe's rounds; both 0 in a profile from before rungs were timed).
+struct ProbeRung {
   int64_t batch = 0;
   int64_t forward_headroom_bytes = 0, backward_headroom_bytes = 0;
+  double forward_s = 0, backward_s = 0;
+  bool timed() const { return forward_s > 0 || backward_s > 0; }
 };
 
 // One layer run alone at the profile's probe batch, forward then backward
@@ -47,14 +50,14 @@ struct HeadroomRung {
 struct LayerProbe {
   double forward_s = 0, backward_s = 0;
   int64_t forward_headroom_bytes = 0, backward_headroom_bytes = 0;  // peak above start
-  // The same run's scratch at the two largest profiled batches and at the
-  // doublings of the largest below the probe batch (bytes only): where a
-  // kernel changes with the batch between them (LibTorch runs a 1x1
-  // convolution on oneDNN from a batch of 16 on, on one thread), and how the
-  // run differs from the step at the profiled batches (a last layer whose
-  // step also runs the loss after it; a gradient handed to a block in
-  // another layout than the step's).
-  std::vector<HeadroomRung> rungs;
+  // The same run at the two largest profiled batches and at the doublings
+  // of the largest below the probe batch: where a kernel changes with the
+  // batch between them (LibTorch runs a 1x1 convolution on oneDNN from a
+  // batch of 16 on, on one thread: its time per sample falls by a factor of
+  // ten there, and its scratch changes), and how the run differs from the
+  // step at the profiled batches (a last layer whose step also runs the loss
+  // after it; a gradient handed to a block in another layout than the step's).
+  std::vector<ProbeRung> rungs;
 };
 
 // One segment run alone at the profile's probe batch.

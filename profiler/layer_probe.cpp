@@ -162,22 +162,22 @@ struct Samples {
   std::vector<double> between;                        // a segment's work between its layers at the probe batch
   std::vector<std::vector<double>> between_profiled;  // per ProbeOptions::profiled batch, as `between`
   std::vector<double> recompute;                      // what checkpointing a segment adds, at the probe batch
+  std::vector<std::vector<RunFigures>> rungs;         // per rung, per round: as `layers`
+  size_t rungs_fit = SIZE_MAX;                        // the rungs below the first that ran out of memory
 };
 
-model::LayerProbe median_figures(const Samples& samples, size_t layer) {
+// Layer `layer`'s figures in `runs` (one per round) at `batch`: each one's median.
+model::ProbeRung medians(const std::vector<RunFigures>& runs, size_t layer, int64_t batch) {
   std::vector<double> forward, backward, forward_headroom, backward_headroom;
-  for (const RunFigures& run : samples.layers) {
+  for (const RunFigures& run : runs) {
     forward.push_back(run.times.at(layer).forward_s);
     backward.push_back(run.times.at(layer).backward_s);
     const model::LayerMeasurement& m = run.bytes.at(layer);
     forward_headroom.push_back(static_cast<double>(m.forward_peak_bytes - m.forward_start_bytes));
     backward_headroom.push_back(static_cast<double>(m.backward_peak_bytes - m.backward_start_bytes));
   }
-  return {model::median(forward),
-          model::median(backward),
-          std::llround(model::median(forward_headroom)),
-          std::llround(model::median(backward_headroom)),
-          {}};
+  return {batch, std::llround(model::median(forward_headroom)), std::llround(model::median(backward_headroom)),
+          model::median(forward), model::median(backward)};
 }
 
 // Runs `probe` unless it ran out of memory before; marks it so when it does.
@@ -202,13 +202,18 @@ std::vector<int64_t> rung_batches(const ProbeOptions& options) {
   return batches;
 }
 
-// Runs `rung` at each rung in turn, up to one that runs out of memory.
+// Runs `rung` at each of `rungs` in turn (up to one that ran out of memory
+// in a round before), adding its figures to `samples`; the first that runs
+// out of memory ends the climb, in this round and the next.
 template <typename Rung>
-void climb(size_t rungs, Rung rung) {
+void climb(Samples& samples, size_t rungs, Rung rung) {
+  samples.rungs.resize(rungs);
+  size_t k = 0;
   try {
-    for (size_t k = 0; k < rungs; ++k) rung(k);
+    for (; k < std::min(samples.rungs_fit, rungs); ++k) samples.rungs[k].push_back(rung(k));
   } catch (const std::exception& e) {
     if (!is_out_of_memory(e)) throw;
+    samples.rungs_fit = k;
   }
 }
 
@@ -271,6 +276,11 @@ LayerProbes probe_layers(executor::Network& network, executor::DataSource& data,
     return timed([&] { return layers[i]->run(in, at); });
   };
 
+  // The rungs: the network's batch grown to each once.
+  const std::vector<int64_t> at_rung = options.bytes_only ? std::vector<int64_t>{} : rung_batches(options);
+  std::vector<executor::Batch> rung_data;
+  for (int64_t b : at_rung) rung_data.push_back(batch_of(b));
+
   std::vector<Samples> segment_samples(segments.size());
   std::vector<Samples> layer_samples(layers.size());  // layers outside segments
   const int rounds = options.bytes_only ? 1 : options.rounds;
@@ -298,55 +308,48 @@ LayerProbes probe_layers(executor::Network& network, executor::DataSource& data,
             segment, grow(segment_inputs[s].tensors.front(), segment_inputs[s].batched.front(), options.from, options.batch), 1));
         samples.layers.push_back(std::move(run));
         samples.between.push_back(between);
+        climb(samples, at_rung.size(), [&](size_t k) { return run_segment(s, at_rung[k]); });
       });
       if (options.on_probe) options.on_probe();
     }
     for (size_t i = 0; i < layers.size(); ++i) {
       if (!layers[i]->segment().empty() || !layers[i]->runs_alone()) continue;
-      sample(layer_samples[i], [&] { layer_samples[i].layers.push_back(run_layer(i, batch, options.batch)); });
+      Samples& samples = layer_samples[i];
+      sample(samples, [&] {
+        samples.layers.push_back(run_layer(i, batch, options.batch));
+        climb(samples, at_rung.size(), [&](size_t k) { return run_layer(i, rung_data[k], at_rung[k]); });
+      });
       if (options.on_probe) options.on_probe();
     }
   }
-
-  // The rungs: each run once more, bytes only.
-  const std::vector<int64_t> at_rung = options.bytes_only ? std::vector<int64_t>{} : rung_batches(options);
-  std::vector<executor::Batch> rung_data;
-  for (int64_t b : at_rung) rung_data.push_back(batch_of(b));
-  std::vector<std::vector<model::HeadroomRung>> rungs(layers.size());
-  const auto add_rung = [&](const RunFigures& run, size_t layer, int64_t b) {
-    const model::LayerMeasurement& m = run.bytes.at(layer);
-    rungs[layer].push_back({b, m.forward_peak_bytes - m.forward_start_bytes, m.backward_peak_bytes - m.backward_start_bytes});
+  // Each layer's rungs, from its own samples or its segment's.
+  const auto rungs_of = [&](const Samples& samples, size_t layer) {
+    std::vector<model::ProbeRung> out;
+    for (size_t k = 0; k < samples.rungs.size() && !samples.rungs[k].empty(); ++k)
+      out.push_back(medians(samples.rungs[k], layer, at_rung[k]));
+    return out;
   };
-  for (size_t s = 0; s < segments.size() && !options.bytes_only; ++s) {
-    if (segment_samples[s].out_of_memory) continue;
-    climb(at_rung.size(), [&](size_t k) {
-      const RunFigures run = run_segment(s, at_rung[k]);
-      for (size_t i : members[s]) add_rung(run, i, at_rung[k]);
-    });
-    if (options.on_probe) options.on_probe();
-  }
-  for (size_t i = 0; i < layers.size() && !options.bytes_only; ++i) {
-    if (!layers[i]->segment().empty() || !layers[i]->runs_alone() || layer_samples[i].out_of_memory) continue;
-    climb(at_rung.size(), [&](size_t k) { add_rung(run_layer(i, rung_data[k], at_rung[k]), i, at_rung[k]); });
-    if (options.on_probe) options.on_probe();
-  }
 
   LayerProbes probes;
   probes.layers.resize(layers.size());
   probes.segments.resize(segments.size());
   probes.between_s.resize(segments.size());
+  // A layer's probe from the runs of `samples` (its own or its segment's).
+  const auto probe_of = [&](const Samples& samples, size_t layer) {
+    const model::ProbeRung at = medians(samples.layers, layer, options.batch);
+    return model::LayerProbe{at.forward_s, at.backward_s, at.forward_headroom_bytes, at.backward_headroom_bytes,
+                             rungs_of(samples, layer)};
+  };
   for (size_t s = 0; s < segments.size(); ++s) {
     const Samples& samples = segment_samples[s];
     if (samples.out_of_memory) continue;
-    for (size_t i : members[s]) probes.layers[i] = median_figures(samples, i);
+    for (size_t i : members[s]) probes.layers[i] = probe_of(samples, i);
     if (options.bytes_only) continue;
     probes.segments[s] = model::SegmentProbe{model::median(samples.recompute), model::median(samples.between)};
     for (const auto& between : samples.between_profiled) probes.between_s[s].push_back(model::median(between));
   }
   for (size_t i = 0; i < layers.size(); ++i) {
-    if (!layer_samples[i].out_of_memory && !layer_samples[i].layers.empty())
-      probes.layers[i] = median_figures(layer_samples[i], i);
-    if (probes.layers[i]) probes.layers[i]->rungs = std::move(rungs[i]);
+    if (!layer_samples[i].out_of_memory && !layer_samples[i].layers.empty()) probes.layers[i] = probe_of(layer_samples[i], i);
   }
   return probes;
 }

@@ -8,7 +8,10 @@
 // and per-sample costs change as caches fill (bench/RESULTS.md); on a GPU
 // small batches leave the device idle. Each segment's run also gives the
 // work between its layers (residual sums, copies), which grows with the batch
-// too, and its recompute.
+// too, and its recompute. Each layer is also run at the rungs between the
+// profiled batches and the probe's (model::LayerProbe::rungs), timed in the
+// same rounds: where a kernel changes with the batch, a line from the
+// profiled batches to the probe's cuts across it.
 //
 // Inputs are those of one forward at a batch the network ran at, repeated
 // along the batch; an input gets a gradient where it needed one in that
@@ -44,8 +47,8 @@ struct ProbeOptions {
   // One run of each at the probe batch for its bytes alone (a plan's
   // scratch): no rounds, rungs, work between layers or recompute timed.
   bool bytes_only = false;
-  // After each segment and each layer outside one, in each round and once
-  // more after its rungs (model::LayerProbe::rungs).
+  // After each segment and each layer outside one that runs alone, in each
+  // round (its probe and its rungs, model::LayerProbe::rungs).
   std::function<void()> on_probe;
 };
 

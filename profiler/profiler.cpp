@@ -275,10 +275,10 @@ model::Profile described(const executor::Session& session, const ProfileOptions&
 int steps_announced(const executor::Network& network, const ProfileOptions& options, const Rounds& rounds, int probe_batch) {
   const int batches = static_cast<int>(options.batches.size());
   int total = 0;
-  if (probe_batch > 0) {  // each segment, and each layer outside one, in each round and once for its rungs
+  if (probe_batch > 0) {  // each segment, and each layer outside one that runs alone, in each round
     total = static_cast<int>(network.segments().size());
-    for (const auto* layer : network.layers()) total += layer->segment().empty() ? 1 : 0;
-    total *= rounds.count + 1;
+    for (const auto* layer : network.layers()) total += layer->segment().empty() && layer->runs_alone() ? 1 : 0;
+    total *= rounds.count;
   }
   for (int r = 0; r < rounds.count; ++r) total += rounds.runs_in(r) * batches;
   total += static_cast<int>(calibration_plans().size()) * (options.warmup + options.steps);

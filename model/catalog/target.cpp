@@ -98,8 +98,8 @@ Target profiled_target(const LayerModel& m) {
   t.h2d_bytes_per_s = m.h2d_bytes_per_s;
   t.d2h_bytes_per_s = m.d2h_bytes_per_s;
   for (const auto& l : m.layers) {
-    t.forward_seconds.push_back({l.forward_seconds, {}});
-    t.backward_seconds.push_back({l.backward_seconds, {}});
+    t.forward_seconds.push_back({l.forward_seconds, {}, l.forward_timed});
+    t.backward_seconds.push_back({l.backward_seconds, {}, l.backward_timed});
   }
   for (const auto& s : m.segments) t.recompute_seconds.push_back(s.recompute_seconds);
   t.optimizer_seconds = m.optimizer_seconds;
@@ -221,14 +221,14 @@ Target catalog_target(const LayerModel& m, const HardwareSpec& hw, std::optional
         t.backward_seconds.push_back({{0, bwd, typical_backward_overhead_s * l.repeats}, {}});
       }
     }
-    profiled_sum += l.forward_seconds.at(b) + l.backward_seconds.at(b);
+    profiled_sum += forward_seconds_at(l, b) + backward_seconds_at(l, b);
     target_sum += t.forward_seconds.back().at(b) + t.backward_seconds.back().at(b);
   }
   for (const auto& s : m.segments) {
     double profiled = 0, target = 0;
     for (size_t i = 0; i < m.layers.size(); ++i) {
       if (m.layers[i].segment != s.path) continue;
-      profiled += m.layers[i].forward_seconds.at(b);
+      profiled += forward_seconds_at(m.layers[i], b);
       target += t.forward_seconds[i].at(b);
     }
     t.recompute_seconds.push_back(s.recompute_seconds.times(profiled > 0 ? target / profiled : 1));

@@ -50,12 +50,14 @@ constexpr double default_cpu_codec_bytes_per_s = 1e9;
 // The CUDA caching allocator rounds every allocation up to a multiple of this.
 constexpr int64_t cuda_block_bytes = 512;
 
-// A layer's seconds on a target at a batch: its fitted (or scaled) curve,
-// or, where set, its kernels' time there.
+// A layer's seconds on a target at a batch: its fitted (or scaled) curve
+// through the points it was timed at on the profiled machine, or, where
+// set, its kernels' time there.
 struct LayerTime {
   SaturatingCurve curve;
   std::function<double(double batch)> kernels;
-  double at(double batch) const { return kernels ? kernels(batch) : curve.at(batch); }
+  std::vector<Sample> timed;  // LayerFit::forward_timed's
+  double at(double batch) const { return kernels ? kernels(batch) : along_points(curve, timed, batch); }
 };
 
 struct Target {

@@ -63,6 +63,8 @@ void shift_all(LayerFit& layer, const LinearCurve& step, double times, double sh
 void as_alike(LayerFit& layer, const LayerFit& alike) {
   layer.forward_seconds = alike.forward_seconds;
   layer.backward_seconds = alike.backward_seconds;
+  layer.forward_timed = alike.forward_timed;
+  layer.backward_timed = alike.backward_timed;
   layer.forward_flops_per_sample = alike.forward_flops_per_sample;
   layer.forward_bytes_moved_per_sample = alike.forward_bytes_moved_per_sample;
   layer.forward_peak = advanced(layer.forward_start, alike.forward_peak - alike.forward_start, 1, 0);

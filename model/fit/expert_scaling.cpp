@@ -114,6 +114,8 @@ LayerModel scale_experts(const LayerModel& profiled, int built, int experts, dou
       stand_for(layer, experts - 2);
       layer.forward_seconds = forward_s[j];
       layer.backward_seconds = backward_s[j];
+      layer.forward_timed.clear();  // one expert's points; the curves stand for many
+      layer.backward_timed.clear();
     }
     for (LinearCurve* figure : {&layer.forward_start, &layer.forward_peak, &layer.backward_start, &layer.backward_peak,
                                 &layer.forward_gap_peak, &layer.backward_gap_peak}) {

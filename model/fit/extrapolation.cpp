@@ -155,6 +155,8 @@ LayerModel extrapolated(const ModelAtSize (&models)[3], double size, FlopsGrowth
     const double ratio = ratio_of(out.layers[j].forward_flops_per_sample, there.forward_flops_per_sample);
     out.layers[j].forward_seconds = scaled(there.forward_seconds, ratio);
     out.layers[j].backward_seconds = scaled(there.backward_seconds, ratio);
+    out.layers[j].forward_timed.clear();  // the points its own size was timed at
+    out.layers[j].backward_timed.clear();
   }
   // A recompute is its layers' forward again: it grows as their times do
   // (each by its own FLOPs), not by their FLOPs together, which the matmuls

@@ -74,7 +74,7 @@ struct PeakFit {
 // `start` is the pass's start, `start_line` its fitted line.
 PeakFit peak_fit(const std::vector<Sample>& start, const LinearCurve& start_line, const std::vector<Sample>& peak,
                  const Profile& p, const std::optional<LayerProbe>& probe, int64_t LayerProbe::*probe_headroom,
-                 int64_t HeadroomRung::*rung_headroom) {
+                 int64_t ProbeRung::*rung_headroom) {
   if (!probe) return {fit_bytes(peak), {}};
   std::map<double, double> points;  // batch -> scratch
   for (size_t k = 0; k < start.size(); ++k) points[start[k].batch] = peak[k].value - start[k].value;
@@ -82,7 +82,7 @@ PeakFit peak_fit(const std::vector<Sample>& start, const LinearCurve& start_line
   // What the step takes beside the probe's run at the profiled batches it
   // has a rung at: the line through the two largest (through zero where one).
   std::vector<Sample> beside;
-  for (const HeadroomRung& r : probe->rungs) {
+  for (const ProbeRung& r : probe->rungs) {
     const auto step = points.find(static_cast<double>(r.batch));
     if (step != points.end()) beside.push_back({step->first, step->second - static_cast<double>(r.*rung_headroom)});
   }
@@ -93,7 +93,7 @@ PeakFit peak_fit(const std::vector<Sample>& start, const LinearCurve& start_line
     extra.per_sample = beside.front().value / beside.front().batch;
   }
   const auto in_step = [&](double b, int64_t run) { return std::max(0.0, static_cast<double>(run) + extra.at(b)); };
-  for (const HeadroomRung& r : probe->rungs) {
+  for (const ProbeRung& r : probe->rungs) {
     const double b = static_cast<double>(r.batch);
     if (b > largest) points[b] = in_step(b, r.*rung_headroom);
   }
@@ -154,8 +154,9 @@ std::vector<Sample> stored_gap_headroom(const Profile& p, const std::vector<size
   return out;
 }
 
-// A layer's or segment's time at the profile's probe batch, where it has one,
-// joins the profiled batches' (the one point past them the curve is fitted to).
+// A segment's or the rest's time at the profile's probe batch, where it has
+// one, joins the profiled batches' (the one point past them the curve is
+// fitted to).
 std::vector<Sample> with_probe(std::vector<Sample> s, const Profile& p, std::optional<double> probe_seconds) {
   if (probe_seconds) s.push_back({static_cast<double>(p.probe_batch), *probe_seconds});
   return s;
@@ -182,6 +183,34 @@ std::optional<double> rest_at_probe(const Profile& p, const std::vector<size_t>&
     outside.push_back(rest(i) - between);
   }
   return median(outside) + between_at_probe;
+}
+
+// A layer pass's seconds where they were timed: in the step at the batches
+// of `use` (a batch's median where it ran more than once), at the probe's
+// timed rungs past the largest of them, and at the probe batch; batches
+// ascending. Where the probe timed no rungs (a profile from before they
+// were timed), the points the curve alone was fitted to.
+struct TimedPass {
+  std::vector<Sample> points;
+  bool rungs_timed = false;
+};
+TimedPass timed_pass(const Profile& p, const std::vector<size_t>& use, const LayerProfile& l, double LayerMeasurement::*step,
+                     double ProbeRung::*rung, double LayerProbe::*probed) {
+  std::map<double, std::vector<double>> at;
+  for (size_t i : use) at[p.batches[i]].push_back(l.measured[i].*step);
+  TimedPass out;
+  const double largest = at.rbegin()->first;
+  if (l.probe) {
+    for (const ProbeRung& r : l.probe->rungs) {
+      if (!r.timed()) continue;
+      out.rungs_timed = true;
+      const double batch = static_cast<double>(r.batch);
+      if (batch > largest) at[batch].push_back(r.*rung);
+    }
+    at[p.probe_batch].push_back((*l.probe).*probed);
+  }
+  for (auto& [batch, seconds] : at) out.points.push_back({batch, median(seconds)});
+  return out;
 }
 
 SaturatingCurve fit_time(const std::vector<Sample>& s, const std::string& what, double min_fixed = 0) {
@@ -252,19 +281,16 @@ LayerModel fit_model(const Profile& p, const std::vector<size_t>& use, const std
     const auto figure = [&](int64_t LayerMeasurement::*field) {
       return samples(p, use, [&](size_t i) { return static_cast<double>(l.measured[i].*field); });
     };
-    const auto probed = [&](double LayerProbe::*field) {
-      return l.probe ? std::optional<double>((*l.probe).*field) : std::nullopt;
-    };
     const std::vector<Sample> forward_start = figure(&LayerMeasurement::forward_start_bytes);
     const std::vector<Sample> backward_start = figure(&LayerMeasurement::backward_start_bytes);
     f.forward_start = fit_bytes(forward_start);
     PeakFit forward = peak_fit(forward_start, f.forward_start, figure(&LayerMeasurement::forward_peak_bytes), p, l.probe,
-                               &LayerProbe::forward_headroom_bytes, &HeadroomRung::forward_headroom_bytes);
+                               &LayerProbe::forward_headroom_bytes, &ProbeRung::forward_headroom_bytes);
     f.forward_peak = forward.line;
     f.forward_headroom = std::move(forward.headroom);
     f.backward_start = fit_bytes(backward_start);
     PeakFit backward = peak_fit(backward_start, f.backward_start, figure(&LayerMeasurement::backward_peak_bytes), p, l.probe,
-                                &LayerProbe::backward_headroom_bytes, &HeadroomRung::backward_headroom_bytes);
+                                &LayerProbe::backward_headroom_bytes, &ProbeRung::backward_headroom_bytes);
     f.backward_peak = backward.line;
     f.backward_headroom = std::move(backward.headroom);
     f.stored_forward_headroom = stored_headroom(p, use, l, f.forward_headroom, &LayerProbe::forward_headroom_bytes,
@@ -274,12 +300,18 @@ LayerModel fit_model(const Profile& p, const std::vector<size_t>& use, const std
     f.stored_backward_gap_headroom = stored_gap_headroom(p, use, l);
     f.forward_gap_peak = fit_bytes(figure(&LayerMeasurement::forward_gap_peak_bytes));
     f.backward_gap_peak = fit_bytes(figure(&LayerMeasurement::backward_gap_peak_bytes));
-    f.forward_seconds = fit_time(
-        with_probe(samples(p, use, [&](size_t i) { return l.measured[i].forward_s; }), p, probed(&LayerProbe::forward_s)),
-        label + ": " + l.path + " forward");
-    f.backward_seconds = fit_time(
-        with_probe(samples(p, use, [&](size_t i) { return l.measured[i].backward_s; }), p, probed(&LayerProbe::backward_s)),
-        label + ": " + l.path + " backward");
+    // Each pass's curve, and where the probe timed rungs, the points the
+    // time goes through up to the probe batch (LayerFit::forward_timed).
+    const auto time = [&](SaturatingCurve& curve, std::vector<Sample>& points, double LayerMeasurement::*step,
+                          double ProbeRung::*rung, double LayerProbe::*probe, const std::string& pass) {
+      TimedPass timed = timed_pass(p, use, l, step, rung, probe);
+      curve = fit_time(timed.points, label + ": " + l.path + " " + pass);
+      if (timed.rungs_timed && timed.points.size() >= 2) points = std::move(timed.points);
+    };
+    time(f.forward_seconds, f.forward_timed, &LayerMeasurement::forward_s, &ProbeRung::forward_s, &LayerProbe::forward_s,
+         "forward");
+    time(f.backward_seconds, f.backward_timed, &LayerMeasurement::backward_s, &ProbeRung::backward_s, &LayerProbe::backward_s,
+         "backward");
     m.layers.push_back(std::move(f));
   }
   for (const auto& s : p.segments) {

@@ -310,6 +310,8 @@ LayerModel split_across_ranks(const LayerModel& whole, const TransformerShape& s
     }
     scale_time(r.forward_seconds, share.compute);
     scale_time(r.backward_seconds, share.compute);
+    r.forward_timed.clear();  // the whole layer's times: the rank's are the curves above
+    r.backward_timed.clear();
 
     r.parameter_bytes = scaled(w.parameter_bytes, share.parameters);
     r.frozen_bytes = scaled(w.frozen_bytes, share.parameters);

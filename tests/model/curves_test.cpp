@@ -93,6 +93,19 @@ TEST(BatchCurves, SamplesOrdersOfMagnitudeApartStillFit) {
   }
 }
 
+// A time through the points it was measured at, and beyond them as its
+// curve grows from the nearest.
+TEST(BatchCurves, AlongPointsGoesThroughThemAndFollowsTheCurveBeyond) {
+  const SaturatingCurve curve{0, 1.0, 2.0};
+  const std::vector<Sample> points = {{4, 10}, {8, 12}, {16, 30}};
+  EXPECT_DOUBLE_EQ(along_points(curve, points, 8), 12);
+  EXPECT_DOUBLE_EQ(along_points(curve, points, 12), 21);
+  EXPECT_DOUBLE_EQ(along_points(curve, points, 20), 34);                     // 30 + 4 more samples at 1.0
+  EXPECT_DOUBLE_EQ(along_points(curve, points, 1), 7);                       // 10 - 3 samples
+  EXPECT_DOUBLE_EQ(along_points(SaturatingCurve{0, 5.0, 0}, points, 1), 0);  // never below 0
+  EXPECT_DOUBLE_EQ(along_points(curve, {{4, 10}}, 20), curve.at(20));        // one point: the curve
+}
+
 TEST(BatchCurves, RSquared) {
   EXPECT_DOUBLE_EQ(*r_squared({1, 2, 3}, {1, 2, 3}), 1.0);
   EXPECT_DOUBLE_EQ(*r_squared({1, 2, 3}, {2, 2, 2}), 0.0);

@@ -55,6 +55,8 @@ TEST_F(LayerModelFile, RoundTripKeepsEveryPrediction) {
   model_.layers[1].stored_forward_headroom = {{1, 50}, {8, 400}};          // and with every slot stored
   model_.layers[1].stored_backward_headroom = {{1, 80}, {8, 1500}, {16, 7000}};
   model_.layers[1].stored_backward_gap_headroom = {{1, 10}, {8, 90}};
+  model_.layers[1].forward_timed = {{1, 2e-4}, {8, 9e-4}, {16, 1.1e-3}};  // its times at the rungs
+  model_.layers[1].backward_timed = {{1, 4e-4}, {16, 2e-3}};
   const std::string path = (dir_ / "model.json").string();
   write_layer_model(path, model_);
   const LayerModel read = read_layer_model(path);
@@ -101,6 +103,9 @@ TEST_F(LayerModelFile, RejectsBadFiles) {
   expect_rejected(doc, "/layers/1/memory/forward_headroom: batch 8 does not follow a smaller one");
   doc["layers"][1]["memory"]["forward_headroom"] = {{8, 100}};
   expect_rejected(doc, "/layers/1/memory/forward_headroom");
+  doc = good;
+  doc["layers"][1]["seconds"]["backward_timed"] = {{8, 1e-3}, {4, 2e-3}};
+  expect_rejected(doc, "/layers/1/seconds/backward_timed: batch 4 does not follow a smaller one");
 }
 
 TEST_F(LayerModelFile, MalformedAndMissingFiles) {

@@ -36,7 +36,7 @@ Profile small_profile() {
   fc.forward_flops_per_sample = 16512;
   fc.forward_bytes_moved_per_sample = 768;
   fc.measured = {{1e-4, 2e-4, 1000, 1512, 1600, 2000, 1900, 2500}, {}};
-  fc.probe = LayerProbe{5e-3, 1e-2, 800, 1200, {{2, 10, 20}, {4, 15, 30}}};
+  fc.probe = LayerProbe{5e-3, 1e-2, 800, 1200, {{2, 10, 20, 2e-4, 4e-4}, {4, 15, 30, 3e-4, 5e-4}}};
   fc.stored = {{4, 300, 700, 250}, {256, 500, 900, std::nullopt}};  // the stored step's, and at the probe batch
   LayerProfile act;
   act.path = "blocks.0.act";
@@ -86,6 +86,7 @@ TEST(Profile, RoundTripsThroughAFile) {
   EXPECT_DOUBLE_EQ(back.layers[0].probe->backward_s, 1e-2);
   ASSERT_EQ(back.layers[0].probe->rungs.size(), 2u);
   EXPECT_EQ(back.layers[0].probe->rungs[1].backward_headroom_bytes, 30);
+  EXPECT_DOUBLE_EQ(back.layers[0].probe->rungs[1].backward_s, 5e-4);
   ASSERT_EQ(back.layers[0].stored.size(), 2u);
   EXPECT_EQ(back.layers[0].stored[0].backward_gap_headroom_bytes, std::optional<int64_t>(250));
   EXPECT_FALSE(back.layers[0].stored[1].backward_gap_headroom_bytes);
@@ -101,6 +102,9 @@ TEST(Profile, RoundTripsThroughAFile) {
   EXPECT_EQ(profile_from_json(older, "older.json").layers[0].parameter_copy_bytes, 0);
   // Nor probes.
   older.erase("probe_batch");
+  json untimed = profile_to_json(p);  // rungs before they were timed
+  for (json& rung : untimed["layers"][0]["probe"]["rungs"]) rung.erase("forward_s"), rung.erase("backward_s");
+  for (const ProbeRung& rung : profile_from_json(untimed, "older.json").layers[0].probe->rungs) EXPECT_FALSE(rung.timed());
   json without_rungs = profile_to_json(p);
   without_rungs["layers"][0]["probe"].erase("rungs");
   EXPECT_TRUE(profile_from_json(without_rungs, "older.json").layers[0].probe->rungs.empty());

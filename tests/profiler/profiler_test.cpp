@@ -271,7 +271,7 @@ TEST_P(TinyProfile, ABlockLayersScratchAtTheProbeBatchIsTheWholeStepsThere) {
     ASSERT_EQ(l.probe->rungs.size(), 3u) << l.path;  // batches 1, 2 and 4, below the probe's 8
     EXPECT_EQ(l.probe->rungs[2].batch, 4);
     for (size_t k : {size_t{0}, size_t{1}}) {
-      const model::HeadroomRung& rung = l.probe->rungs[k];
+      const model::ProbeRung& rung = l.probe->rungs[k];
       const model::LayerMeasurement& step = l.measured.at(k);
       EXPECT_EQ(rung.batch, probed.batches.at(k));
       EXPECT_EQ(rung.forward_headroom_bytes, step.forward_peak_bytes - step.forward_start_bytes)
@@ -279,6 +279,7 @@ TEST_P(TinyProfile, ABlockLayersScratchAtTheProbeBatchIsTheWholeStepsThere) {
       EXPECT_EQ(rung.backward_headroom_bytes, step.backward_peak_bytes - step.backward_start_bytes)
           << l.path << " at " << rung.batch;
     }
+    for (const model::ProbeRung& rung : l.probe->rungs) EXPECT_TRUE(rung.timed()) << l.path << " at " << rung.batch;
     ++compared;
   }
   if (!probed.segments.empty()) {

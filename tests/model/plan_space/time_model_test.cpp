@@ -98,6 +98,56 @@ TEST(TimeModel, AProbeBatchAnchorsTheCurvesBeyondTheProfiledBatches) {
   EXPECT_NE(note->find("the largest batch its layers were timed at (128, probed alone)"), std::string::npos) << *note;
 }
 
+// A kernel that changes with the batch between the profiled batches and the
+// probe's (LibTorch's 1x1 convolution, one thread: im2col and a product per
+// sample below 16, oneDNN from 16 on) bends a layer's time there, which no
+// curve through 1, 2, 4 and the probe's 64 follows. The probe's rungs at 8,
+// 16 and 32, timed, are points the model's time goes through; past the
+// probe batch it grows as the curve does.
+TEST(TimeModel, TimedRungsArePointsTheTimeGoesThrough) {
+  ProfileSpec spec = gpt_like(1);
+  spec.batches = {1, 2, 4};
+  // Per sample 2e-5 forward and 4e-5 backward below 16, a tenth from 16 on.
+  const auto forward = [](double b) { return b < 16 ? 1e-4 + 2e-5 * b : 4.2e-4 + 2e-6 * (b - 16); };
+  const auto backward = [&](double b) { return 2 * forward(b); };
+  for (auto& l : spec.layers) {
+    l.forward_s = {0, 2e-5, 1e-4};  // the profiled batches lie on the part below 16
+    l.backward_s = {0, 4e-5, 2e-4};
+  }
+  Profile profile = make_profile(spec);
+  profile.probe_batch = 64;
+  for (auto& l : profile.layers) {
+    l.probe = LayerProbe{forward(64), backward(64), 0, 0, {}};
+    for (int64_t b : {2, 4, 8, 16, 32}) l.probe->rungs.push_back({b, 0, 0, forward(b), backward(b)});
+  }
+  const LayerModel timed = layer_model_from_json(layer_model_to_json(fit_profile(profile, "synthetic").model), "model");
+  for (auto& l : profile.layers) {
+    for (auto& r : l.probe->rungs) r.forward_s = r.backward_s = 0;  // a profile from before rungs were timed
+  }
+  const LayerModel untimed = fit_profile(profile, "synthetic").model;
+  for (const LayerFit& l : timed.layers) {
+    for (double b : {1.0, 4.0, 8.0, 16.0, 32.0, 64.0}) {
+      EXPECT_NEAR(forward_seconds_at(l, b), forward(b), 1e-9 * forward(b)) << l.path << " at " << b;
+      EXPECT_NEAR(backward_seconds_at(l, b), backward(b), 1e-9 * backward(b)) << l.path << " at " << b;
+    }
+    // Between two points, the line through them.
+    EXPECT_NEAR(forward_seconds_at(l, 12), (forward(8) + forward(16)) / 2, 1e-9 * forward(12)) << l.path;
+    // Past the probe batch, its time there plus the curve's growth.
+    EXPECT_NEAR(forward_seconds_at(l, 128), forward(64) + l.forward_seconds.at(128) - l.forward_seconds.at(64),
+                1e-9 * forward(128))
+        << l.path;
+  }
+  const Target on_timed = profiled_target(timed), on_untimed = profiled_target(untimed);
+  const Plan keep = expand_plan_name("keep", timed.layout());
+  for (int64_t b : {8, 16}) {
+    double truth = spec.optimizer_s.at(static_cast<double>(b)) + spec.rest_s.at(static_cast<double>(b));
+    for (size_t i = 0; i < spec.layers.size(); ++i) truth += forward(static_cast<double>(b)) + backward(static_cast<double>(b));
+    EXPECT_NEAR(predict(timed, on_timed, keep, b).seconds, truth, 1e-6 * truth) << "batch " << b;
+    // The curve alone cuts across the bend: off by more than a tenth.
+    EXPECT_GT(std::fabs(predict(untimed, on_untimed, keep, b).seconds / truth - 1), 0.1) << "batch " << b;
+  }
+}
+
 // The rest of the iteration (work between layers) at the probe batch: the
 // segments' work between their layers there, plus a fixed part outside them.
 // One noisy rest at batch 4 (+50%) no longer sets its slope.
