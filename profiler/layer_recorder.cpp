@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <utility>
 
 #include "profiler/out_of_memory.h"
 
@@ -55,6 +56,7 @@ void LayerRecorder::start_step() {
   std::fill(bytes_.begin(), bytes_.end(), model::LayerMeasurement{});
   std::fill(pending_inputs_.begin(), pending_inputs_.end(), 0);
   std::fill(backward_open_.begin(), backward_open_.end(), false);
+  open_without_inputs_.clear();
   memory_.reset_peak();
   peak_ = reserved_peak_ = 0;
   open_layers_ = 0;
@@ -107,6 +109,10 @@ void LayerRecorder::forward_end(const executor::Layer& layer, torch::Tensor& out
 }
 
 void LayerRecorder::backward_begin(int i) {
+  for (int open : std::exchange(open_without_inputs_, {})) {
+    if (backward_open_[open]) backward_end(open);
+  }
+  if (pending_inputs_[i] == 0) open_without_inputs_.push_back(i);
   bytes_[i].backward_gap_peak_bytes = gap_peak();
   restart_peak();
   bytes_[i].backward_start_bytes = memory_.current();

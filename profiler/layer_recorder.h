@@ -10,7 +10,11 @@
 // run (it begins). A residual connection does not blur this: the alias is the
 // layer's own input, so the skip path's gradient flows around it, and the
 // autograd engine runs the layer's nodes (created between the two markers)
-// back to back. The aliases are not views, so that an in-place op on one
+// back to back. A layer none of whose inputs needs a gradient (a network's
+// first, the first of a branch: a siamese pair's second tower, positions
+// from torch.arange) has no marker at its end: it ends where the next
+// layer's backward begins, or backward returns, and not where the last
+// branch's backward does. The aliases are not views, so that an in-place op on one
 // keeps its node on the gradient's path. tests/profiler/markers_test.cpp
 // checks it node by node.
 #include <cstdint>
@@ -34,7 +38,7 @@ class LayerRecorder : public executor::LayerObserver {
   // Before a step: forgets the last one and restarts the allocator's peak.
   void start_step();
   // After backward returned: ends the backward of the layers none of whose
-  // inputs needed a gradient (the first ones: theirs is the last work).
+  // inputs needed a gradient still open (the first one: its work is the last).
   void finish_backward();
   // This step's bytes per layer (its times are the timer's).
   const std::vector<model::LayerMeasurement>& bytes() const { return bytes_; }
@@ -67,7 +71,8 @@ class LayerRecorder : public executor::LayerObserver {
   std::vector<model::LayerMeasurement> bytes_;
   std::vector<int> pending_inputs_;  // input markers whose gradient has not come yet
   std::vector<bool> backward_open_;
-  int open_layers_ = 0;  // forward or backward windows begun and not ended
+  std::vector<int> open_without_inputs_;  // backward begun, none of its inputs marked
+  int open_layers_ = 0;                   // forward or backward windows begun and not ended
   bool in_gap_ = false;
   int64_t peak_ = 0, reserved_peak_ = 0;
 };

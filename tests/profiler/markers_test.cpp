@@ -173,6 +173,22 @@ TEST(Markers, KeepATensorPassedTwiceOneTensor) {
   std::remove(path.c_str());
 }
 
+// One encoder applied to two inputs (a siamese pair): the first layer of
+// each call takes an input without a gradient, so no input marker ends its
+// backward; the one whose backward runs first ends where the other call's
+// layers begin theirs, not when the whole backward returns.
+TEST(Markers, EndTheFirstLayerOfEachBranchWhereTheNextLayerBegins) {
+  namespace fixtures = executor::torchscript::testing;
+  torch::jit::Module top("Siamese");
+  top.register_module("enc",
+                      fixtures::sequential(fixtures::linear("Linear", 3, 4, true), fixtures::linear("Linear", 4, 4, true)));
+  top.define("def forward(self, x):\n  return (self.enc.forward(x) * self.enc.forward(x * 0.5)).sum()\n");
+  const std::string path = fixtures::saved(top, "two-calls");
+  const auto config = executor::torchscript::archive_config(path, {"float32[B,3]"}, "--input", std::nullopt);
+  check_markers(executor::source_for(config)->build());
+  std::remove(path.c_str());
+}
+
 INSTANTIATE_TEST_SUITE_P(Residual, Markers, ::testing::Values("gpt-tiny", "bert-tiny", "vit-tiny", "resnet-tiny", "mlp-tiny"),
                          test_support::NetworkParamName());
 
