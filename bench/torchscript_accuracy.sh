@@ -13,7 +13,8 @@
 #   bench/torchscript_accuracy.sh                       # batches 16 32, plans keep recompute-all quantize-8 quantize-4 invert
 #   BATCHES=16 PLANS=keep bench/torchscript_accuracy.sh
 #   MODELS="siamese nanogpt" bench/torchscript_accuracy.sh   # some of the models (default: all)
-#   REPEATS=3 bench/torchscript_accuracy.sh             # each profile and run 3 times (prediction_accuracy.sh)
+#   REPEATS=3 bench/torchscript_accuracy.sh             # each profile and run 3 times (prediction_accuracy.sh),
+#                                                       # and 3 pairs of eager and keep steps
 #
 # Needs Debian's python3-torch and python3-torchvision (the reference only:
 # papaya loads the archives without Python) and jq. Writes under $OUT.
@@ -52,14 +53,33 @@ NETWORKS="$networks" PLANS="$plans" BATCHES="$batches" STEPS="$steps" OUT="$out"
   bench/prediction_accuracy.sh || echo "(rows outside the targets above)"
 echo
 
-echo "| model | batch | threads | PyTorch eager samples/s | papaya keep samples/s | papaya / eager |"
+# Keep's step against PyTorch eager's: each pair run back to back, so that a
+# slow moment of a shared machine (this VM's last a minute and move a step
+# by a third) falls on both, REPEATS times; the median of each and of the
+# pairs' ratios.
+jemalloc=$(ldconfig -p | awk '/libjemalloc.so.2 .*x86-64/ && !found { print $NF; found = 1 }')  # reads on: no SIGPIPE under pipefail
+repeats=${REPEATS:-1}
+echo "| model | batch | threads | PyTorch eager samples/s | papaya keep samples/s | papaya / eager (median of $repeats, range) |"
 echo "|---|---|---|---|---|---|"
 for b in $batches; do
-  LD_PRELOAD=$(ldconfig -p | awk '/libjemalloc.so.2 .*x86-64/ { print $NF; exit }') \
-    "$python" bench/torchscript_models.py eager "$out/models" "$b" "$steps" $chosen >"$out/eager.$b.csv"
-  while IFS=, read -r m batch threads step_s eager_rate; do
-    papaya_rate=$(jq -r '.median_samples_per_s' "$out/$m.pt.keep.$b.train.json")
-    awk -v m="$m" -v b="$batch" -v t="$threads" -v e="$eager_rate" -v p="$papaya_rate" \
-      'BEGIN { printf "| %s | %s | %s | %.1f | %.1f | %.2fx |\n", m, b, t, e, p, p / e }'
-  done < <(tail -n +2 "$out/eager.$b.csv")
+  for m in $models; do
+    for r in $(seq 1 "$repeats"); do
+      LD_PRELOAD=$jemalloc "$python" bench/torchscript_models.py eager "$out/models" "$b" "$steps" "$m" >"$out/eager.$m.$b.r$r.csv"
+      "$papaya" train --network "$out/models/$m.pt" --plan keep --batch "$b" --steps "$steps" --device cpu --json \
+        >"$out/$m.pt.eager-pair.$b.r$r.train.json"
+      tail -n 1 "$out/eager.$m.$b.r$r.csv" | cut -d, -f3,5 | tr '\n' ,
+      jq -r '.median_samples_per_s' "$out/$m.pt.eager-pair.$b.r$r.train.json"
+    done | awk -F, -v m="$m" -v b="$b" '
+      { threads = $1; eager[NR] = $2; ours[NR] = $3; ratio[NR] = $3 / $2 }
+      function median(a, n,   i, j, t, s) {
+        for (i = 1; i <= n; i++) s[i] = a[i]
+        for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (s[j] < s[i]) { t = s[i]; s[i] = s[j]; s[j] = t }
+        return n % 2 ? s[(n + 1) / 2] : (s[n / 2] + s[n / 2 + 1]) / 2
+      }
+      END {
+        lo = hi = ratio[1]
+        for (i = 2; i <= NR; i++) { if (ratio[i] < lo) lo = ratio[i]; if (ratio[i] > hi) hi = ratio[i] }
+        printf "| %s | %s | %s | %.1f | %.1f | %.2fx (%.2fx-%.2fx) |\n", m, b, threads, median(eager, NR), median(ours, NR), median(ratio, NR), lo, hi
+      }'
+  done
 done
