@@ -108,11 +108,20 @@ std::vector<torch::Tensor> grown(const Inputs& captured, int64_t from, int64_t b
 }
 
 // One run of `forward` with the layers marked, then backward from its
-// output: each layer's times and bytes, and the wall seconds of the whole.
+// output: the times and bytes of the layers it was run for (only those: a
+// probe keeps a run's figures per round and rung, and a network may have
+// thousands of layers), and the wall seconds of the whole.
 struct RunFigures {
+  std::vector<size_t> layers;  // network.layers() indices
   std::vector<PassTimes> times;
   std::vector<model::LayerMeasurement> bytes;
   double seconds = 0;
+
+  size_t at(size_t layer) const {
+    const auto found = std::find(layers.begin(), layers.end(), layer);
+    if (found == layers.end()) throw std::logic_error("probe: a run without the figures of the layer asked for");
+    return static_cast<size_t>(found - layers.begin());
+  }
 };
 
 class TimedRun {
@@ -121,7 +130,7 @@ class TimedRun {
       : recorder_(recorder), timer_(timer), device_(device) {}
 
   template <typename Forward>
-  RunFigures operator()(Forward forward) {
+  RunFigures operator()(const std::vector<size_t>& layers, Forward forward) {
     executor::synchronize(device_);
     timer_.start_step();
     recorder_.start_step();
@@ -146,7 +155,14 @@ class TimedRun {
     recorder_.finish_backward();
     executor::synchronize(device_);
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    return {timer_.finish_step(), recorder_.bytes(), seconds};
+    const std::vector<PassTimes> times = timer_.finish_step();
+    const std::vector<model::LayerMeasurement> bytes = recorder_.bytes();
+    RunFigures run{layers, {}, {}, seconds};
+    for (size_t i : layers) {
+      run.times.push_back(times.at(i));
+      run.bytes.push_back(bytes.at(i));
+    }
+    return run;
   }
 
  private:
@@ -158,7 +174,7 @@ class TimedRun {
 // A probe's figures, one per round.
 struct Samples {
   bool out_of_memory = false;
-  std::vector<RunFigures> layers;                     // per round, every layer's (those it ran are set)
+  std::vector<RunFigures> layers;                     // per round
   std::vector<double> between;                        // a segment's work between its layers at the probe batch
   std::vector<std::vector<double>> between_profiled;  // per ProbeOptions::profiled batch, as `between`
   std::vector<double> recompute;                      // what checkpointing a segment adds, at the probe batch
@@ -170,9 +186,10 @@ struct Samples {
 model::ProbeRung medians(const std::vector<RunFigures>& runs, size_t layer, int64_t batch) {
   std::vector<double> forward, backward, forward_headroom, backward_headroom;
   for (const RunFigures& run : runs) {
-    forward.push_back(run.times.at(layer).forward_s);
-    backward.push_back(run.times.at(layer).backward_s);
-    const model::LayerMeasurement& m = run.bytes.at(layer);
+    const size_t k = run.at(layer);
+    forward.push_back(run.times[k].forward_s);
+    backward.push_back(run.times[k].backward_s);
+    const model::LayerMeasurement& m = run.bytes[k];
     forward_headroom.push_back(static_cast<double>(m.forward_peak_bytes - m.forward_start_bytes));
     backward_headroom.push_back(static_cast<double>(m.backward_peak_bytes - m.backward_start_bytes));
   }
@@ -269,11 +286,11 @@ LayerProbes probe_layers(executor::Network& network, executor::DataSource& data,
   // `at`, at `b` samples.
   const auto run_segment = [&](size_t s, int64_t b) {
     std::vector<torch::Tensor> in = grown(segment_inputs[s], options.from, b);
-    return timed([&] { return segments[s]->run_layers(in.front()); });
+    return timed(members[s], [&] { return segments[s]->run_layers(in.front()); });
   };
   const auto run_layer = [&](size_t i, const executor::Batch& at, int64_t b) {
     std::vector<torch::Tensor> in = grown(capture.layers[i], options.from, b);
-    return timed([&] { return layers[i]->run(in, at); });
+    return timed({i}, [&] { return layers[i]->run(in, at); });
   };
 
   // The rungs: the network's batch grown to each once.
@@ -290,7 +307,7 @@ LayerProbes probe_layers(executor::Network& network, executor::DataSource& data,
       // A run at `b`: each layer's times, and the rest of the segment's.
       const auto run_at = [&](int64_t b) {
         RunFigures run = run_segment(s, b);
-        for (size_t i : members[s]) run.seconds -= run.times[i].forward_s + run.times[i].backward_s;
+        for (const PassTimes& times : run.times) run.seconds -= times.forward_s + times.backward_s;
         return run;
       };
       Samples& samples = segment_samples[s];
