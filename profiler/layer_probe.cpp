@@ -23,6 +23,10 @@ struct Inputs {
   std::vector<torch::Tensor> tensors;  // detached
   std::vector<bool> needs_grad;
   std::vector<bool> batched;  // carries the batch first (set by mark_batched)
+  // The first input that is the same tensor as each (itself if none): one
+  // tensor passed as several inputs stays one (nn.MultiheadAttention's
+  // `query is key` takes its self-attention path).
+  std::vector<size_t> same_as;
 };
 
 // Every layer's inputs in one forward with autograd: what each was given and
@@ -36,10 +40,14 @@ class InputCapture : public executor::LayerObserver {
   void forward_begin(const executor::Layer& layer, std::vector<torch::Tensor*>& inputs) override {
     Inputs& in = layers.at(index_.at(&layer));
     if (!in.tensors.empty()) throw std::logic_error("layer " + layer.path() + " is called twice in one forward");
-    for (const torch::Tensor* t : inputs) {
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      const torch::Tensor* t = inputs[k];
       in.tensors.push_back(t->detach());
       in.needs_grad.push_back(t->requires_grad());
       in.batched.push_back(false);
+      size_t first = 0;
+      while (first < k && !(t->defined() && inputs[first]->unsafeGetTensorImpl() == t->unsafeGetTensorImpl())) ++first;
+      in.same_as.push_back(first);
     }
   }
   void saved(const executor::Layer&, const executor::Slot&, const torch::Tensor&) override {}
@@ -97,6 +105,10 @@ torch::Tensor grow(const torch::Tensor& t, bool carries_batch, int64_t from, int
 std::vector<torch::Tensor> grown(const Inputs& captured, int64_t from, int64_t batch) {
   std::vector<torch::Tensor> out;
   for (size_t k = 0; k < captured.tensors.size(); ++k) {
+    if (captured.same_as[k] != k) {
+      out.push_back(out[captured.same_as[k]]);
+      continue;
+    }
     torch::Tensor t = grow(captured.tensors[k], captured.batched[k], from, batch);
     // Not a leaf, as in the network: a layer may work on it in place (an
     // imported network's ReLU(inplace=True)), which autograd refuses on a
@@ -278,7 +290,7 @@ LayerProbes probe_layers(executor::Network& network, executor::DataSource& data,
       throw std::logic_error("segment " + segments[s]->path() + " has no first layer that takes its input");
     }
     const Inputs& first = capture.layers[members[s].front()];
-    segment_inputs[s] = Inputs{{first.tensors.front()}, {first.needs_grad.front()}, {first.batched.front()}};
+    segment_inputs[s] = Inputs{{first.tensors.front()}, {first.needs_grad.front()}, {first.batched.front()}, {0}};
   }
   LayerRecorder recorder(network, timer, memory, options.memory_limit);
   TimedRun timed(recorder, timer, small.input.device());

@@ -199,8 +199,34 @@ std::optional<torch::jit::Method> forward_taking(const torch::jit::Module& modul
 
 bool ModuleLayer::runs_alone() const {
   const auto method = forward_taking(module_, 1);
-  return method && !called_with_other_arguments(*method->graph());
+  if (!method) return false;
+  const CallArguments arguments = call_arguments(*method->graph());
+  return arguments.tensors_only || arguments.constant;
 }
+
+namespace {
+
+// The arguments of a call of `method` on `tensors`: the constants the
+// network's calls pass besides them (call_arguments) in their places.
+std::vector<torch::jit::IValue> call_on(const torch::jit::Method& method, const std::vector<torch::Tensor>& tensors) {
+  const CallArguments arguments = call_arguments(*method.graph());
+  if (arguments.tensors_only) return {tensors.begin(), tensors.end()};
+  std::vector<torch::jit::IValue> out;
+  size_t next = 0;
+  for (const auto& value : arguments.values) {
+    if (value) {
+      out.push_back(*value);
+    } else if (next < tensors.size()) {
+      out.emplace_back(tensors[next++]);
+    }
+  }
+  if (!arguments.constant || next != tensors.size()) {
+    throw std::logic_error("a layer run alone whose calls pass other arguments than constants beside its tensors");
+  }
+  return out;
+}
+
+}  // namespace
 
 torch::Tensor ModuleLayer::run(const std::vector<torch::Tensor>& inputs, const Batch& /*batch*/) {
   torch::jit::GraphOptimizerEnabledGuard optimizer(false);
@@ -211,7 +237,7 @@ torch::Tensor ModuleLayer::run(const std::vector<torch::Tensor>& inputs, const B
   network_.failure_ = nullptr;
   torch::jit::IValue output;
   try {
-    output = (*method)(std::vector<torch::jit::IValue>(in.begin(), in.end()));
+    output = (*method)(call_on(*method, in));
   } catch (...) {
     if (network_.failure_) std::rethrow_exception(std::exchange(network_.failure_, nullptr));
     throw;

@@ -119,12 +119,61 @@ bool calls_modules(const torch::jit::Module& m, const std::string& method, int d
 
 bool is_leaf(const torch::jit::Module& m, const std::string& forward) { return !calls_modules(m, forward, 0); }
 
-// The graphs of the methods called with arguments besides their tensors
-// (called_with_other_arguments), held weakly: a graph of an archive let go
-// is no longer one of them, whatever new graph takes its address.
-std::vector<std::weak_ptr<const Graph>>& graphs_called_with_other_arguments() {
-  static std::vector<std::weak_ptr<const Graph>> graphs;
+// What the marked calls of each method pass besides their tensors
+// (call_arguments), by the method's graph, held weakly: a graph of an
+// archive let go is no longer one of them, whatever new graph takes its
+// address.
+struct CalledGraph {
+  std::weak_ptr<const Graph> graph;
+  CallArguments arguments;
+};
+
+std::vector<CalledGraph>& called_graphs() {
+  static std::vector<CalledGraph> graphs;
   return graphs;
+}
+
+// What `call` passes after self: nullopt for a tensor, the value of a
+// constant; `constant` false where an argument is computed at run time.
+CallArguments arguments_of(const Node* call) {
+  CallArguments out;
+  for (size_t i = 1; i < call->inputs().size(); ++i) {
+    const Value* v = call->input(i);
+    if (is_tensor(v)) {
+      out.values.emplace_back();
+      continue;
+    }
+    out.tensors_only = false;
+    const auto value = torch::jit::toIValue(v);
+    if (!value) out.constant = false;
+    out.values.push_back(value);
+  }
+  return out;
+}
+
+bool same(const CallArguments& a, const CallArguments& b) {
+  if (a.values.size() != b.values.size()) return false;
+  for (size_t i = 0; i < a.values.size(); ++i) {
+    if (a.values[i].has_value() != b.values[i].has_value()) return false;
+    if (a.values[i] && !(*a.values[i] == *b.values[i])) return false;
+  }
+  return true;
+}
+
+// Adds `call`'s arguments to those of the method of `callee`: one call
+// passing other constants, or values of its own, makes them not constant.
+void note_arguments(const std::shared_ptr<const Graph>& callee, const Node* call) {
+  auto& graphs = called_graphs();
+  graphs.erase(std::remove_if(graphs.begin(), graphs.end(), [](const CalledGraph& g) { return g.graph.expired(); }),
+               graphs.end());
+  CallArguments arguments = arguments_of(call);
+  for (CalledGraph& known : graphs) {
+    if (known.graph.lock() != callee) continue;
+    if (!same(known.arguments, arguments)) known.arguments.constant = false;
+    known.arguments.tensors_only = known.arguments.tensors_only && arguments.tensors_only;
+    return;
+  }
+  graphs.push_back({callee, std::move(arguments)});
 }
 
 void mark(Graph& g, Node* call, const std::string& site) {
@@ -264,12 +313,7 @@ class Marker {
         mark(g, n, target.site);
         const std::shared_ptr<Graph> leaf_graph = target.module.get_method(name).graph();
         Graph& leaf = *leaf_graph;
-        const auto arguments = n->inputs();
-        if (std::any_of(arguments.begin() + 1, arguments.end(), [](const Value* v) { return !is_tensor(v); })) {
-          auto& graphs = graphs_called_with_other_arguments();
-          graphs.erase(std::remove_if(graphs.begin(), graphs.end(), [](const auto& g) { return g.expired(); }), graphs.end());
-          graphs.push_back(leaf_graph);
-        }
+        note_arguments(leaf_graph, n);
         if (done_.insert(&leaf).second) {
           const std::string kind = activation_of(leaf);
           if (!kind.empty()) route_activation(leaf, kind);
@@ -305,9 +349,11 @@ at::Tensor run_segment_body(const std::string& path, const torch::jit::Module& m
   }
 }
 
-bool called_with_other_arguments(const torch::jit::Graph& method) {
-  const auto& graphs = graphs_called_with_other_arguments();
-  return std::any_of(graphs.begin(), graphs.end(), [&](const auto& g) { return g.lock().get() == &method; });
+CallArguments call_arguments(const torch::jit::Graph& method) {
+  for (const CalledGraph& known : called_graphs()) {
+    if (known.graph.lock().get() == &method) return known.arguments;
+  }
+  return {};
 }
 
 at::Tensor plain_activation(const std::string& kind, const at::Tensor& input) {

@@ -28,6 +28,7 @@
 // where the plan says so.
 #include <torch/script.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,11 +52,16 @@ at::Tensor plain_activation(const std::string& kind, const at::Tensor& input);
 // MarkerSink::activation, else "".
 std::string routed_activation(const torch::jit::Module& leaf);
 
-// Whether a call mark_leaf_calls marked runs the method of this graph with
-// arguments besides its tensors (MultiheadAttention's need_weights=False, a
-// mask that may be None): run with its tensors alone it would compute
-// something else.
-bool called_with_other_arguments(const torch::jit::Graph& method);
+// What the calls mark_leaf_calls marked of the method of a graph pass
+// besides their tensors (nn.MultiheadAttention's need_weights=False, a mask
+// that is None): run with its tensors alone it would compute something else.
+struct CallArguments {
+  bool tensors_only = true;  // no call passes anything else
+  bool constant = true;      // every call passes the same constants (`values`)
+  // Each argument after self: nullopt at a tensor's place, else the constant.
+  std::vector<std::optional<c10::IValue>> values;
+};
+CallArguments call_arguments(const torch::jit::Graph& method);
 
 // The forward of the segment at `path`, run as the network's own forward
 // runs it: the paths inside named from `path`.

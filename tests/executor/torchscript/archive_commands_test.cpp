@@ -131,27 +131,77 @@ nlohmann::json probed_profile(const torch::jit::Module& network, const std::stri
   return profile;
 }
 
-// A module the network calls with an argument besides its tensors
-// (MultiheadAttention's need_weights=False) computes something else when
-// called with its tensors alone (here it saved other tensors, which aborted
-// papaya on an ALBERT-like archive): the profile does not probe it alone.
-TEST(ArchiveCommands, AModuleCalledWithOtherArgumentsIsNotProbedAlone) {
-  TempDir dir("papaya-archive-arguments");
+// The headroom of each of `layer`'s rungs at a profiled batch of `profile`
+// equals the step's there, byte for byte: the probe ran what the step ran.
+void expect_rungs_at_profiled_batches_as_in_the_step(const nlohmann::json& profile, const nlohmann::json& layer) {
+  ASSERT_TRUE(layer.contains("probe")) << layer.at("path");
+  const nlohmann::json& rungs = layer.at("probe").at("rungs");
+  ASSERT_GE(rungs.size(), 2u);
+  for (size_t k : {size_t{0}, size_t{1}}) {
+    const nlohmann::json& step = layer.at("measured").at(k);
+    EXPECT_EQ(rungs[k].at("batch"), profile.at("batches").at(k));
+    EXPECT_EQ(rungs[k].at("forward_headroom_bytes").get<int64_t>(),
+              step.at("forward_peak_bytes").get<int64_t>() - step.at("forward_start_bytes").get<int64_t>())
+        << layer.at("path") << " at batch " << rungs[k].at("batch");
+    EXPECT_EQ(rungs[k].at("backward_headroom_bytes").get<int64_t>(),
+              step.at("backward_peak_bytes").get<int64_t>() - step.at("backward_start_bytes").get<int64_t>())
+        << layer.at("path") << " at batch " << rungs[k].at("batch");
+  }
+}
+
+// As nn.MultiheadAttention: a module whose forward takes another path with
+// `need_weights` (the default, True: more scratch and more saved tensors),
+// and another again where its two inputs are not one tensor (`query is key`).
+torch::jit::Module attention_like() {
   torch::jit::Module attention("Attention");
-  attention.define(R"(def forward(self, x, need_weights: bool = True):
+  attention.define(R"(def forward(self, q, k, need_weights: bool = True):
   if need_weights:
-    return x * x.sum(1, True) * x.exp()
-  return torch.relu(x)
+    return q * k.sum(1, True) * q.exp()
+  if q is k:
+    return torch.relu(q)
+  return q * k.exp()
 )");
+  return attention;
+}
+
+// A module the network calls with constants besides its tensors
+// (MultiheadAttention's need_weights=False, on one tensor as query and key)
+// is probed called with them, on one tensor: its rungs are the step's.
+TEST(ArchiveCommands, AModuleCalledWithConstantArgumentsIsProbedWithThem) {
+  TempDir dir("papaya-archive-arguments");
   torch::jit::Module top("Net");
   top.register_module("fc", executor::torchscript::testing::linear("Linear", 3, 4, true));
-  top.register_module("attention", attention);
-  top.define("def forward(self, x):\n  return self.attention.forward(self.fc.forward(x), False)\n");
+  top.register_module("attention", attention_like());
+  top.define("def forward(self, x):\n  h = self.fc.forward(x)\n  return self.attention.forward(h, h, False)\n");
   const nlohmann::json profile = probed_profile(top, "float32[B,3]", dir);
-  std::map<std::string, bool> probed;
-  for (const auto& layer : profile.at("layers")) probed[layer.at("path")] = layer.contains("probe");
-  EXPECT_TRUE(probed.at("fc"));
-  EXPECT_FALSE(probed.at("attention"));
+  ASSERT_FALSE(profile.empty());
+  const nlohmann::json& attention = profile.at("layers").at(1);
+  ASSERT_EQ(attention.at("path"), "attention");
+  expect_rungs_at_profiled_batches_as_in_the_step(profile, attention);
+}
+
+// Called with a value computed at run time, or with other constants from
+// another call, a module run alone would compute something else: it is
+// not probed alone.
+TEST(ArchiveCommands, AModuleCalledWithOtherThanOneSetOfConstantsIsNotProbedAlone) {
+  TempDir dir("papaya-archive-run-time-arguments");
+  for (const std::string forward :
+       {"def forward(self, x):\n  h = self.fc.forward(x)\n  return self.attention.forward(h, h, h.size(0) > 1000)\n",
+        "def forward(self, x):\n  h = self.fc.forward(x)\n  return self.attention.forward(self.attention.forward(h, h, False), "
+        "h, True)\n"}) {
+    torch::jit::Module top("Net");
+    top.register_module("fc", executor::torchscript::testing::linear("Linear", 3, 4, true));
+    top.register_module("attention", attention_like());
+    top.define(forward);
+    const nlohmann::json profile = probed_profile(top, "float32[B,3]", dir);
+    ASSERT_FALSE(profile.empty()) << forward;
+    std::map<std::string, bool> probed;
+    for (const auto& layer : profile.at("layers")) probed[layer.at("path")] = layer.contains("probe");
+    EXPECT_TRUE(probed.at("fc")) << forward;
+    for (const auto& [path, was_probed] : probed) {
+      if (path != "fc") EXPECT_FALSE(was_probed) << path << " in " << forward;
+    }
+  }
 }
 
 // A layer is probed on its input's layout in the step: here a permuted one
@@ -173,18 +223,7 @@ TEST(ArchiveCommands, ALayerIsProbedOnItsInputsLayoutInTheStep) {
   const nlohmann::json profile = probed_profile(top, "float32[B,3,4,4]", dir);
   const nlohmann::json& layer = profile.at("layers").at(0);
   ASSERT_EQ(layer.at("path"), "norm");
-  const nlohmann::json& rungs = layer.at("probe").at("rungs");
-  ASSERT_GE(rungs.size(), 2u);
-  for (size_t k : {size_t{0}, size_t{1}}) {
-    const nlohmann::json& step = layer.at("measured").at(k);
-    EXPECT_EQ(rungs[k].at("batch"), profile.at("batches").at(k));
-    EXPECT_EQ(rungs[k].at("forward_headroom_bytes").get<int64_t>(),
-              step.at("forward_peak_bytes").get<int64_t>() - step.at("forward_start_bytes").get<int64_t>())
-        << "at batch " << rungs[k].at("batch");
-    EXPECT_EQ(rungs[k].at("backward_headroom_bytes").get<int64_t>(),
-              step.at("backward_peak_bytes").get<int64_t>() - step.at("backward_start_bytes").get<int64_t>())
-        << "at batch " << rungs[k].at("batch");
-  }
+  expect_rungs_at_profiled_batches_as_in_the_step(profile, layer);
 }
 
 // The trained network back: --save-model writes the archive given with the
