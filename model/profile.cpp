@@ -259,7 +259,11 @@ json profile_to_json(const Profile& p) {
     codecs.push_back(codec_to_json(c));
   }
   json plan_steps = json::array();
-  for (const auto& s : p.plan_steps) plan_steps.push_back({{"plan", s.plan}, {"batch", s.batch}, {"iteration_s", s.iteration_s}});
+  for (const auto& s : p.plan_steps) {
+    json step = {{"plan", s.plan}, {"batch", s.batch}, {"iteration_s", s.iteration_s}};
+    if (s.keep_iteration_s > 0) step["keep_iteration_s"] = s.keep_iteration_s;
+    plan_steps.push_back(step);
+  }
   return {{version_key, p.version},
           {"network", p.network},
           {"network_config", p.network_config},
@@ -303,7 +307,9 @@ Profile profile_from_json(const json& doc, const std::string& label) {
   }
   for (const auto& c : doc.at("codecs")) p.codecs.push_back(codec_from_json(c));
   p.inverts = inverts_from_json(doc);
-  for (const auto& s : doc.at("plan_steps")) p.plan_steps.push_back({s.at("plan"), s.at("batch"), s.at("iteration_s")});
+  for (const auto& s : doc.at("plan_steps")) {
+    p.plan_steps.push_back({s.at("plan"), s.at("batch"), s.at("iteration_s"), s.value("keep_iteration_s", 0.0)});
+  }
   p.h2d_bytes_per_s = doc.at("h2d_bytes_per_s");
   p.d2h_bytes_per_s = doc.at("d2h_bytes_per_s");
   check_consistency(p, label);

@@ -173,6 +173,10 @@ struct PlanStep {
   std::string plan;
   int batch = 0;
   double iteration_s = 0;
+  // A keep step at the same batch run right before it, what the plan's
+  // step is compared with: a slow moment of a shared machine falls on both.
+  // 0 in profiles without one (the batch's iteration is compared with).
+  double keep_iteration_s = 0;
 };
 
 struct MachineInfo {

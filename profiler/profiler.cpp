@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <variant>
 
 #include "executor/device.h"
@@ -281,8 +282,8 @@ int steps_announced(const executor::Network& network, const ProfileOptions& opti
     total *= rounds.count;
   }
   for (int r = 0; r < rounds.count; ++r) total += rounds.runs_in(r) * batches;
-  total += static_cast<int>(calibration_plans().size()) * (options.warmup + options.steps);
-  if (options.measure_stored) total += batches + 2 + (probe_batch > 0 ? 1 : 0);  // OOM batches: 1 each
+  total += static_cast<int>(calibration_plans().size()) * 2 * (options.warmup + options.steps);  // each after a keep step
+  if (options.measure_stored) total += batches + 2 + (probe_batch > 0 ? 1 : 0);                  // OOM batches: 1 each
   return total;
 }
 
@@ -362,15 +363,16 @@ void probe_each_layer(executor::Session& session, LayerTimer& timer, const Profi
   }
 }
 
-// A step under each calibration plan at the smallest batch that ran, the
-// network put back to keep after.
+// A step under each calibration plan at the smallest batch that ran, each
+// right after a keep step there (what it is compared with), the network put
+// back to keep after.
 void time_plan_steps(executor::Session& session, LayerTimer& timer, const ProfileOptions& options, Progress& progress,
                      model::Profile& profile) {
   const auto smallest =
       std::find_if(profile.iterations.begin(), profile.iterations.end(), [](const auto& it) { return !it.oom; });
-  for (const std::string& name : calibration_plans()) {
-    const std::string note = name + " at batch " + std::to_string(smallest->batch);
-    executor::apply_plan(*session.network, model::load_plan(name, session.layout, session.config.name), session.layout);
+  // The median step under `plan` at the smallest batch: none where it ran out of memory.
+  const auto step_under = [&](const std::string& plan, const std::string& note) -> std::optional<double> {
+    executor::apply_plan(*session.network, model::load_plan(plan, session.layout, session.config.name), session.layout);
     BatchRunOptions run_options;
     run_options.batch = smallest->batch;
     run_options.warmup = options.warmup;
@@ -380,7 +382,14 @@ void time_plan_steps(executor::Session& session, LayerTimer& timer, const Profil
     run_options.on_step = [&] { progress.step(note); };
     const BatchRun run =
         median_run({run_batch(*session.network, *session.data, *session.optimizer, session.memory, timer, run_options)});
-    if (!run.iteration.oom) profile.plan_steps.push_back({name, smallest->batch, run.iteration.iteration_s});
+    if (run.iteration.oom) return std::nullopt;
+    return run.iteration.iteration_s;
+  };
+  for (const std::string& name : calibration_plans()) {
+    const std::string note = name + " at batch " + std::to_string(smallest->batch);
+    const std::optional<double> keep = step_under("keep", note);
+    const std::optional<double> planned = step_under(name, note);
+    if (keep && planned) profile.plan_steps.push_back({name, smallest->batch, *planned, *keep});
   }
 }
 

@@ -26,15 +26,16 @@ double predicted_seconds(const LayerModel& model, const std::string& plan, int b
 // grows with one more second per call.
 void calibrate(const Profile& profile, const PlanStep& step, LayerModel& model,
                const std::function<void(LayerModel&, double)>& add, const char* what, std::vector<std::string>& notes) {
-  const auto keep = std::find_if(profile.iterations.begin(), profile.iterations.end(),
-                                 [&](const IterationMeasurement& it) { return it.batch == step.batch && !it.oom; });
-  if (keep == profile.iterations.end()) return;
+  const auto iteration = std::find_if(profile.iterations.begin(), profile.iterations.end(),
+                                      [&](const IterationMeasurement& it) { return it.batch == step.batch && !it.oom; });
+  if (iteration == profile.iterations.end()) return;
+  const double keep_s = step.keep_iteration_s > 0 ? step.keep_iteration_s : iteration->iteration_s;
   const double base = predicted_seconds(model, step.plan, step.batch);
   LayerModel probed = model;
   add(probed, probe_seconds);
   const double calls = (predicted_seconds(probed, step.plan, step.batch) - base) / probe_seconds;
   if (calls < 0.5) return;
-  const double missing = (step.iteration_s - keep->iteration_s) - (base - predicted_seconds(model, "keep", step.batch));
+  const double missing = (step.iteration_s - keep_s) - (base - predicted_seconds(model, "keep", step.batch));
   if (missing <= 0) return;
   add(model, missing / calls);
   char note[160];

@@ -24,7 +24,8 @@ struct CalibrationPlans {
 };
 const CalibrationPlans& calibration_plans();
 
-// For each plan step: what it took beyond the keep step at its batch, less
+// For each plan step: what it took beyond the keep step paired with it (the
+// batch's keep iteration in profiles without one: PlanStep), less
 // what `model` predicts it takes beyond keep, spread over the calls the plan
 // makes (codec packs and unpacks; recomputed segments), and added to each
 // call's cost in `model` (codecs' seconds per call; segments' fixed recompute

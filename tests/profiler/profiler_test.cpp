@@ -53,10 +53,17 @@ model::NetworkConfig modelled_config(const std::string& name) {
 
 // One profile per network and precision, shared by the tests (each takes
 // about a second).
-const model::Profile& tiny_profile(const std::string& network, const std::string& precision = "fp32") {
-  static std::map<std::string, model::Profile> cache;
+// A profile and its progress bar's last count.
+struct Profiled {
+  model::Profile profile;
+  int done = 0, total = 0;
+};
+
+const Profiled& tiny_profiled(const std::string& network, const std::string& precision = "fp32") {
+  static std::map<std::string, Profiled> cache;
   auto it = cache.find(network + precision);
   if (it == cache.end()) {
+    Profiled profiled;
     ProfileOptions options;
     options.network = modelled_config(network);
     options.precision = precision;
@@ -64,9 +71,18 @@ const model::Profile& tiny_profile(const std::string& network, const std::string
     options.warmup = 2;
     options.steps = 3;
     options.probe_batch = probe;
-    it = cache.emplace(network + precision, profile_network(options)).first;
+    options.on_progress = [&](int done, int total, const std::string&) {
+      profiled.done = done;
+      profiled.total = total;
+    };
+    profiled.profile = profile_network(options);
+    it = cache.emplace(network + precision, std::move(profiled)).first;
   }
   return it->second;
+}
+
+const model::Profile& tiny_profile(const std::string& network, const std::string& precision = "fp32") {
+  return tiny_profiled(network, precision).profile;
 }
 
 double layer_seconds(const model::Profile& p, size_t index) {
@@ -80,6 +96,7 @@ class TinyProfile : public ::testing::TestWithParam<std::string> {};
 TEST_P(TinyProfile, IsAValidProfileOfEveryLayer) {
   const model::Profile& p = tiny_profile(GetParam());
   EXPECT_EQ(p.batches, (std::vector<int>{small, large}));
+  EXPECT_EQ(tiny_profiled(GetParam()).done, tiny_profiled(GetParam()).total);                  // the progress bar ends full
   const model::Profile back = model::profile_from_json(model::profile_to_json(p), "profile");  // schema and consistency
   EXPECT_EQ(back.layers.size(), p.layers.size());
   EXPECT_EQ(p.machine.device, "cpu");
@@ -93,6 +110,7 @@ TEST_P(TinyProfile, IsAValidProfileOfEveryLayer) {
     EXPECT_EQ(back.plan_steps[i].plan, i == 0 ? "quantize-8" : "recompute-all");
     EXPECT_EQ(back.plan_steps[i].batch, small);
     EXPECT_GT(back.plan_steps[i].iteration_s, 0);
+    EXPECT_GT(back.plan_steps[i].keep_iteration_s, 0);  // its paired keep step
   }
   for (const auto& l : p.layers) {
     EXPECT_GE(l.forward_flops_per_sample, 0) << l.path;

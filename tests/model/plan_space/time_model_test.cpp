@@ -236,7 +236,8 @@ TEST(TimeModel, RecomputeAddsEachSegmentsForwardAndTheHeadsForward) {
 
 // A plan step (profile.h) that took longer beyond keep than the model says
 // sets the per-call costs so that the model says what it took; one that took
-// less changes nothing.
+// less changes nothing. Keep is the keep step paired with it where there is
+// one.
 TEST(TimeModel, PlanStepsCalibrateTheCostOfACodecCallAndOfARecomputedSegment) {
   const ProfileSpec spec = gpt_like(2);
   const LayerModel plain = fit_profile(make_profile(spec), "synthetic").model;
@@ -254,6 +255,13 @@ TEST(TimeModel, PlanStepsCalibrateTheCostOfACodecCallAndOfARecomputedSegment) {
     ProfileSpec faster = spec;
     faster.plan_steps = {{plan, 1, keep_measured + beyond_keep(plain, plan) - 300e-6}};
     EXPECT_EQ(beyond_keep(fit_profile(make_profile(faster), "synthetic").model, plan), beyond_keep(plain, plan)) << plan;
+    // Beside a keep step of its own, taken in a slow moment (5 ms longer
+    // than the batch's iteration), the plan's step is compared with that.
+    ProfileSpec paired = spec;
+    const double slow_keep = keep_measured + 5e-3;
+    paired.plan_steps = {{plan, 1, slow_keep + beyond_keep(plain, plan) + 300e-6, slow_keep}};
+    const LayerModel calibrated_paired = fit_profile(make_profile(paired), "synthetic").model;
+    EXPECT_NEAR(beyond_keep(calibrated_paired, plan), beyond_keep(plain, plan) + 300e-6, 1e-12) << plan;
   }
 }
 
