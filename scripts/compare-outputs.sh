@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Checks that a change of papaya's code changed none of its answers: runs a
 # fixed set of commands (fit, predict, limits, plan with and without
-# hardware, data parallelism and a variance budget, fit --measurements,
-# hardware, networks, and bad input) with two papaya executables on the same
+# hardware, data parallelism and a variance budget, LLM layouts searched,
+# fixed and emitted, fit --measurements, hardware, networks, and bad input,
+# training layouts refused among it) with two papaya executables on the same
 # profiles, taken once by the first, and compares what each printed, its
 # exit code and every file it wrote, byte for byte (JSON numbers are
 # printed to the last bit).
@@ -64,6 +65,21 @@ run_all() {
   run limits --network nope
   run plan gpt-tiny.model.json --budget 1GiB --zero 2
   run predict gpt-tiny.model.json --batch 4 --gpus 4
+  # LLM layouts: searched, fixed in part, emitted for the engines, and refused.
+  run plan llama-tiny.model.json --budget 30GiB --hardware H100-SXM-80GB --gpus 8 --gpus-per-node 8 --json
+  run plan llama-tiny.model.json --budget 30GiB --hardware H100-SXM-80GB --gpus 8 --gpus-per-node 8 --tp 2 --pp 2 --emit megatron
+  run plan llama-tiny.model.json --budget 30GiB --hardware H100-SXM-80GB --gpus 8 --gpus-per-node 8 --emit torchtitan
+  run predict llama-tiny.model.json --batch 2 --hardware H100-SXM-80GB --gpus 4 --tp 2 --json
+  run predict llama-tiny.model.json --batch 2 --hardware H100-SXM-80GB --gpus 4 --pp 2 --global-batch 8 --link ethernet-10g --json
+  run limits llama-tiny.model.json --hardware H100-SXM-80GB,A100-80GB --gpus 8 --gpus-per-node 8 --tokens 1e9 --json
+  run predict llama-tiny.model.json --batch 2 --hardware H100-SXM-80GB --gpus 6 --tp 3
+  run predict llama-tiny.model.json --batch 1 --hardware H100-SXM-80GB --gpus 4 --pp 2 --global-batch 2
+  run plan llama-tiny.model.json --budget 30GiB --hardware H100-SXM-80GB --gpus 4 --emit torchtitan --zero 1
+  run plan resnet-tiny.model.json --budget 30GiB --hardware H100-SXM-80GB --gpus 4 --gpus-per-node 4
+  # Training layouts refused before any rank starts.
+  run train --network llama-tiny --nproc 2 --pp 2 --micro-batches 1
+  run train --network llama-tiny --nproc 2 --tp 2 --zero 1
+  run train --network llama-tiny --sp off
   cd - >/dev/null
 }
 
