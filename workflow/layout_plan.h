@@ -2,13 +2,13 @@
 // Many GPUs laid out for a transformer, as `plan` and `recommend` ask with
 // --gpus N --gpus-per-node G: the links of the nodes and between them, the
 // budget per GPU, the plans to weigh, and the search
-// (model/per_rank/layout_search.h).
+// (model/layout_pricing/layout_search.h).
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "model/layer_model.h"
-#include "model/per_rank/layout_search.h"
+#include "model/layout_pricing/layout_search.h"
 #include "workflow/reporter.h"
 
 namespace papaya::workflow {

@@ -1,6 +1,6 @@
 #pragma once
 // --gpus N --gpus-per-node G on plan and recommend: a transformer laid out
-// over N GPUs as LLM training lays it out (model/per_rank/), each degree
+// over N GPUs as LLM training lays it out (model/layout_pricing/), each degree
 // chosen unless fixed (--tp, --pp, --vp, --cp, --ep, --sp, --zero,
 // --offload-optimizer, --micro-batch), at --global-batch; the best layouts
 // as a table, as JSON, or (--emit) as the arguments of the engines that run

@@ -1,5 +1,5 @@
 #pragma once
-// A layout (model/per_rank/rank_estimate.h) as the engines that train LLMs
+// A layout (model/layout_pricing/layout_pricer.h) as the engines that train LLMs
 // take it: Megatron-LM's command-line arguments and a torchtitan job
 // config (TOML), in the names of Megatron-LM core_v0.15.0
 // (megatron/training/arguments.py) and torchtitan 238fa99 (the last
@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "model/layout_pricing/layout_pricer.h"
 #include "model/parallel/parallel_layout.h"
-#include "model/per_rank/rank_estimate.h"
 
 namespace papaya::cli {
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "model/fit/global_fit.h"
+#include "model/parallel/data_parallel.h"
 #include "model/parallel/link.h"
 
 namespace papaya::model {
@@ -40,6 +41,6 @@ struct ScaledSeries {
 // `gradient_bytes`, at each count of `gpus`, over `link`.
 std::vector<ScaledSeries> scale_to_gpus(const GlobalModel& fitted, const std::map<std::string, double>& gradient_bytes,
                                         const LinkFit& link, const std::vector<int>& gpus,
-                                        double bucket_bytes = 25.0 * 1024 * 1024);
+                                        double bucket_bytes = default_bucket_bytes);
 
 }  // namespace papaya::model

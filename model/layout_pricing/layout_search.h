@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "model/per_rank/rank_estimate.h"
+#include "model/layout_pricing/layout_pricer.h"
 
 namespace papaya::model {
 

@@ -2,17 +2,17 @@
 // the network trained alone, data parallelism alone is the data-parallel
 // model, pipeline stages hold their blocks, and the search keeps to memory
 // and to what an engine can run (tests/cli/engine_arguments_test.cpp: their names).
-#include "model/per_rank/rank_estimate.h"
+#include "model/layout_pricing/layout_pricer.h"
 
 #include <gtest/gtest.h>
 
 #include "model/catalog/network_config.h"
 #include "model/catalog/target.h"
 #include "model/error.h"
+#include "model/layout_pricing/layout_search.h"
 #include "model/parallel/data_parallel.h"
 #include "model/parallel/sharding.h"
 #include "model/parallel/tensor_split.h"
-#include "model/per_rank/layout_search.h"
 #include "model/plan.h"
 #include "model/plan_space/predict.h"
 #include "tests/support/quick_fit.h"
@@ -31,15 +31,15 @@ ClusterLinks links() {
   return {8, "NVLink-4", "InfiniBand-NDR", LinkFit{10e-6, 300e9, std::nullopt}, LinkFit{30e-6, 50e9, std::nullopt}};
 }
 
-class RankEstimate : public ::testing::Test {
+class LayoutPricing : public ::testing::Test {
  protected:
   static void SetUpTestSuite() { model_ = new LayerModel(llama_four_blocks()); }
   static void TearDownTestSuite() { delete model_; }
   static LayerModel* model_;
 };
-LayerModel* RankEstimate::model_ = nullptr;
+LayerModel* LayoutPricing::model_ = nullptr;
 
-TEST_F(RankEstimate, OneGpuIsTheNetworkTrainedAlone) {
+TEST_F(LayoutPricing, OneGpuIsTheNetworkTrainedAlone) {
   for (const std::string plan : {"keep", "recompute-all", "quantize-4"}) {
     ParallelLayout one;
     one.micro_batch = 4;
@@ -53,7 +53,7 @@ TEST_F(RankEstimate, OneGpuIsTheNetworkTrainedAlone) {
   }
 }
 
-TEST_F(RankEstimate, DataParallelismAloneIsTheDataParallelModel) {
+TEST_F(LayoutPricing, DataParallelismAloneIsTheDataParallelModel) {
   for (int zero : {0, 1, 2, 3}) {
     ParallelLayout l;
     l.data = 4, l.zero_stage = zero, l.micro_batch = 2;
@@ -73,7 +73,7 @@ TEST_F(RankEstimate, DataParallelismAloneIsTheDataParallelModel) {
 // no gradient copy for the exchange; every other byte of the step as
 // measured. In fp32 its static state is what was measured, still without
 // the gradient copy.
-TEST_F(RankEstimate, LaidOutForMegatronAGpuHoldsWhatMegatronHolds) {
+TEST_F(LayoutPricing, LaidOutForMegatronAGpuHoldsWhatMegatronHolds) {
   NetworkConfig config = load_network_config("llama-tiny");
   std::get<TransformerConfig>(config.body).layers = 4;
   const LayerModel amp = profiler::quick_fit(config, 0, "amp-bf16");
@@ -108,7 +108,7 @@ TEST_F(RankEstimate, LaidOutForMegatronAGpuHoldsWhatMegatronHolds) {
   EXPECT_NEAR(fp32.peak_bytes, measured.peak_bytes - whole_static(*model_, DataParallel{}).gradients, 1);
 }
 
-TEST_F(RankEstimate, PipelineStagesHoldTheirBlocksAndTheirMicroBatchesInFlight) {
+TEST_F(LayoutPricing, PipelineStagesHoldTheirBlocksAndTheirMicroBatchesInFlight) {
   ParallelLayout l;
   l.pipeline = 2, l.micro_batches = 4, l.micro_batch = 2;
   const LayoutEstimate e = estimate_layout(*model_, l, {"", links()}, "keep");
@@ -147,7 +147,7 @@ TEST_F(RankEstimate, PipelineStagesHoldTheirBlocksAndTheirMicroBatchesInFlight) 
 // gradient back: per micro-batch a middle stage sends 2v times, an end 2v - 1
 // (Narayanan et al. 2021: v times the communication of 1F1B), each send
 // the stream of a micro-batch at the link's bandwidth and latency.
-TEST_F(RankEstimate, InterleavedStagesSendOncePerChunkBoundary) {
+TEST_F(LayoutPricing, InterleavedStagesSendOncePerChunkBoundary) {
   ParallelLayout l;
   l.pipeline = 2, l.micro_batches = 4, l.micro_batch = 2;
   const auto sends = [&](int v) {
@@ -256,7 +256,7 @@ TEST(PipelineSchedule, MicroBatchesInFlightAreMegatronsSchedules) {
   EXPECT_THROW(pipeline_stages(3, 4), InputError);
 }
 
-TEST_F(RankEstimate, TensorParallelismCostsItsCollectivesOnTheLink) {
+TEST_F(LayoutPricing, TensorParallelismCostsItsCollectivesOnTheLink) {
   ParallelLayout l;
   l.tensor = 2, l.sequence = true, l.micro_batch = 4;
   const LayoutEstimate e = estimate_layout(*model_, l, {"", links()}, "keep");
@@ -270,7 +270,7 @@ TEST_F(RankEstimate, TensorParallelismCostsItsCollectivesOnTheLink) {
   EXPECT_NEAR(r.stages[0].tensor_comm_seconds, (4 * 2 * 3 + 1) * one, 1e-12);  // the recompute's forward again
 }
 
-TEST_F(RankEstimate, TheSearchKeepsToTheBudgetAndFindsTheFastest) {
+TEST_F(LayoutPricing, TheSearchKeepsToTheBudgetAndFindsTheFastest) {
   const LayoutPricer pricer(*model_, {"", links()});
   ParallelLayout one;
   one.micro_batch = 4;

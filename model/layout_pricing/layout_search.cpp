@@ -1,4 +1,4 @@
-#include "model/per_rank/layout_search.h"
+#include "model/layout_pricing/layout_search.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "model/per_rank/rank_estimate.h"
+#include "model/layout_pricing/layout_pricer.h"
 
 #include <unistd.h>
 

@@ -86,7 +86,7 @@ struct LayoutRequest {
   bool alike_experts_once = true;
 };
 
-struct GroupLinks;  // the links of a layout's groups (rank_estimate.cpp)
+struct GroupLinks;  // the links of a layout's groups (layout_pricer.cpp)
 
 // Prices layouts of one network on one request, keeping what layouts share
 // (the split models of each tensor/context/expert group, each pipeline
