@@ -83,7 +83,7 @@ namespace {
 
 // Only what the engine can run; a fixed choice it cannot is an error.
 void keep_to_engine(model::LayoutQuestion& q, const std::string& engine) {
-  const EngineLimits limits = engine_limits(engine);
+  const model::EngineLimits limits = model::engine_limits(emitted_engine(engine));
   const std::string with = "--emit " + engine + ": ";
   q.plans = limits.plans;
   q.zero_stages = limits.zero_stages;
@@ -126,7 +126,7 @@ workflow::LayoutPlanRequest layout_request(const LayoutOptions& o, const workflo
   q.plans = o.plans;
   if (!o.emit.empty()) {
     keep_to_engine(q, o.emit);
-    r.holding = engine_limits(o.emit).holding;
+    r.holding = model::engine_limits(emitted_engine(o.emit)).holding;
   }
   return r;
 }

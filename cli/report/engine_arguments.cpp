@@ -16,12 +16,10 @@ bool half(const std::string& precision) {
 
 }  // namespace
 
-EngineLimits engine_limits(const std::string& engine) {
-  if (engine == "megatron") {
-    return {{"keep", "recompute-attention", "recompute-all"}, {0, 1}, true, false, true, model::StateHolding::megatron};
-  }
-  if (engine == "torchtitan") return {{"keep", "recompute-all"}, {0, 2, 3}, false, true, true};
-  throw InputError("engine '" + engine + "': megatron or torchtitan");
+model::Engine emitted_engine(const std::string& name) {
+  if (name == "megatron") return model::Engine::megatron;
+  if (name == "torchtitan") return model::Engine::torchtitan;
+  throw InputError("engine '" + name + "': megatron or torchtitan");
 }
 
 std::string megatron_arguments(const model::LayoutEstimate& e, const model::TransformerShape& shape,

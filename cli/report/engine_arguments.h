@@ -9,24 +9,13 @@
 #include <vector>
 
 #include "model/layout_pricing/layout_pricer.h"
+#include "model/parallel/engines.h"
 #include "model/parallel/parallel_layout.h"
 
 namespace papaya::cli {
 
-// What an engine can run, for the search to keep to.
-struct EngineLimits {
-  std::vector<std::string> plans;     // keep and recompute-all (checkpointing every block): no activation quantization
-  std::vector<int> zero_stages;       // Megatron: 0, 1 (its distributed optimizer); torchtitan: 0 (DDP), 2 and 3 (FSDP2)
-  bool offloads_optimizer = false;    // the optimizer alone on the host (Megatron's --optimizer-cpu-offload)
-  bool sequence_with_tensor = false;  // torchtitan's tensor parallelism always splits the norms' tokens
-  // Blocks split evenly over stages and chunks (--num-layers-per-virtual-pipeline-stage,
-  // pipeline_parallel_layers_per_stage): a multiple of p·v.
-  bool even_stages = true;
-  model::StateHolding holding = model::StateHolding::measured;  // how it holds weights, gradients and optimizer state
-};
-
-// "megatron" or "torchtitan"; InputError naming the engines otherwise.
-EngineLimits engine_limits(const std::string& engine);
+// The engine `--emit` names: "megatron" or "torchtitan"; InputError naming the engines otherwise.
+model::Engine emitted_engine(const std::string& name);
 
 // What `--emit megatron` prints: one argument a line, ending in " \".
 std::string megatron_arguments(const model::LayoutEstimate& estimate, const model::TransformerShape& shape,

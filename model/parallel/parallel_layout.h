@@ -47,5 +47,7 @@ struct TransformerShape {
 // experts that e does not divide, e not dividing d·c, a ZeRO stage outside
 // 0-3, and a total other than `gpus` (0: any).
 void check_layout(const ParallelLayout& layout, const TransformerShape& shape, int gpus = 0);
+// The same, but for the rules that need the network's shape.
+void check_layout(const ParallelLayout& layout, int gpus = 0);
 
 }  // namespace papaya::model

@@ -86,18 +86,10 @@ TEST(EngineArguments, Fp8RecipesInEachEnginesNames) {
   EXPECT_THROW(torchtitan_config(layout(3, "keep"), shape, "fp8-delayed"), InputError);
 }
 
-TEST(EngineArguments, EachEngineRunsWhatItHasArgumentsFor) {
-  EXPECT_EQ(engine_limits("megatron").zero_stages, (std::vector<int>{0, 1}));
-  EXPECT_EQ(engine_limits("torchtitan").zero_stages, (std::vector<int>{0, 2, 3}));
-  EXPECT_TRUE(engine_limits("megatron").offloads_optimizer);
-  EXPECT_FALSE(engine_limits("torchtitan").offloads_optimizer);
-  EXPECT_EQ(engine_limits("megatron").plans, (std::vector<std::string>{"keep", "recompute-attention", "recompute-all"}));
-  // torchtitan's selective checkpointing saves some operators' outputs, not attention's core alone.
-  EXPECT_EQ(engine_limits("torchtitan").plans, (std::vector<std::string>{"keep", "recompute-all"}));
-  // Megatron-LM holds the weights in the half type and its own main gradients; torchtitan's FSDP2 as papaya does.
-  EXPECT_EQ(engine_limits("megatron").holding, model::StateHolding::megatron);
-  EXPECT_EQ(engine_limits("torchtitan").holding, model::StateHolding::measured);
-  EXPECT_THROW(engine_limits("deepspeed"), InputError);
+TEST(EngineArguments, EmitNamesTheEngines) {
+  EXPECT_EQ(emitted_engine("megatron"), model::Engine::megatron);
+  EXPECT_EQ(emitted_engine("torchtitan"), model::Engine::torchtitan);
+  EXPECT_THROW(emitted_engine("deepspeed"), InputError);
 }
 
 }  // namespace

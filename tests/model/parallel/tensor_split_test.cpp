@@ -264,39 +264,5 @@ TEST_F(TensorSplit, EveryDegreeOneIsTheNetworkAlone) {
   EXPECT_EQ(layer_model_to_json(rank), layer_model_to_json(*whole_));
 }
 
-TEST(Layout, AnImpossibleSplitNamesItsConstraint) {
-  TransformerShape shape{8, 12, 4, 0, 1024};
-  const auto error = [&](ParallelLayout l) -> std::string {
-    try {
-      check_layout(l, shape, 0);
-    } catch (const InputError& e) {
-      return e.what();
-    }
-    return "";
-  };
-  ParallelLayout ok;
-  ok.tensor = 4, ok.pipeline = 2, ok.micro_batches = 4, ok.data = 2;
-  EXPECT_EQ(error(ok), "");
-  ParallelLayout l = ok;
-  l.tensor = 8;
-  EXPECT_EQ(error(l), "layout: 12 heads do not split over tensor parallelism 8");
-  l = ok, l.tensor = 3;
-  EXPECT_NE(error(l).find("4 k/v heads do not split over tensor parallelism 3"), std::string::npos);
-  l = ok, l.pipeline = 16, l.micro_batches = 16;
-  EXPECT_EQ(error(l), "layout: 8 blocks for 16 pipeline stages x 1 chunks: a chunk needs a block");
-  l = ok, l.micro_batches = 1;
-  EXPECT_EQ(error(l), "layout: 1 micro-batches for 2 pipeline stages: 1F1B needs at least one a stage");
-  l = ok, l.context = 3;
-  EXPECT_EQ(error(l), "layout: 1024 tokens do not split into 2 x 3 halves for context parallelism 3");
-  l = ok, l.expert = 2;
-  EXPECT_EQ(error(l), "layout: expert parallelism 2 on a network without experts");
-  EXPECT_THROW(check_layout(ok, shape, 12), InputError);
-  try {
-    check_layout(ok, shape, 12);
-  } catch (const InputError& e) {
-    EXPECT_STREQ(e.what(), "layout: t x p x c x d = 16 GPUs, not the 12 asked for");
-  }
-}
-
 }  // namespace
 }  // namespace papaya::model
