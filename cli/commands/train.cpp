@@ -99,7 +99,7 @@ struct Trained {
 
 // A job's global batch: its ranks' batches, or a pipeline's micro-batches.
 int64_t global_batch(const Trained& t) {
-  return (t.run.pipeline > 1 ? t.run.global_batch() : t.setup.batch) * t.run.data_ranks();
+  return (t.run.layout.pipeline > 1 ? t.run.global_batch() : t.setup.batch) * t.run.data_ranks();
 }
 
 // A job's pace: its global batch over its slowest rank's median step.
@@ -155,15 +155,15 @@ void to_json(nlohmann::json& out, const Trained& t) {
          {"losses", report.losses}};
   if (!report.ranks.empty()) {
     out["world_size"] = report.ranks.size();
-    out["zero"] = t.run.zero;
+    out["zero"] = t.run.layout.zero_stage;
     out["global_batch"] = global_batch(t);
-    if (t.run.pipeline > 1) {
-      out["pipeline"] = t.run.pipeline;
-      out["micro_batches"] = t.run.micro_batches;
+    if (t.run.layout.pipeline > 1) {
+      out["pipeline"] = t.run.layout.pipeline;
+      out["micro_batches"] = t.run.layout.micro_batches;
     }
-    if (t.run.tensor > 1) {
-      out["tensor"] = t.run.tensor;
-      out["sequence_parallel"] = t.run.sequence_parallel;
+    if (t.run.layout.tensor > 1) {
+      out["tensor"] = t.run.layout.tensor;
+      out["sequence_parallel"] = t.run.layout.sequence;
     }
     out["global_samples_per_s"] = global_samples_per_s(t);
     out["ranks"] = ranks_json(t);
@@ -211,19 +211,20 @@ void print_text(std::ostream& out, const Trained& t) {
   table.print(out);
   if (!report.ranks.empty()) {
     const std::string ranks_are =
-        t.run.pipeline > 1 ? " ranks in " + std::to_string(t.run.pipeline) + " pipeline stages (1F1B, " +
-                                 std::to_string(t.run.micro_batches) + " micro-batches of " + std::to_string(setup.batch) + ")" +
-                                 (t.run.tensor > 1 ? ", each a tensor-parallel group" : "")
-        : t.run.tensor > 1
+        t.run.layout.pipeline > 1
+            ? " ranks in " + std::to_string(t.run.layout.pipeline) + " pipeline stages (1F1B, " +
+                  std::to_string(t.run.layout.micro_batches) + " micro-batches of " + std::to_string(setup.batch) + ")" +
+                  (t.run.layout.tensor > 1 ? ", each a tensor-parallel group" : "")
+        : t.run.layout.tensor > 1
             ? std::string(" tensor-parallel ranks (Megatron's column- and row-parallel split") +
-                  (t.run.sequence_parallel ? ", the tokens between them split)" : ")") +
-                  (t.run.data_ranks() > 1
-                       ? " in " + std::to_string(t.run.data_ranks()) + " data-parallel groups of " + std::to_string(t.run.tensor)
-                       : "")
+                  (t.run.layout.sequence ? ", the tokens between them split)" : ")") +
+                  (t.run.data_ranks() > 1 ? " in " + std::to_string(t.run.data_ranks()) + " data-parallel groups of " +
+                                                std::to_string(t.run.layout.tensor)
+                                          : "")
             : " data-parallel ranks";
     out << "\n"
         << report.ranks.size() << ranks_are << ", global batch " << global_batch(t) << ": " << per_second(global_samples_per_s(t))
-        << " samples/s (the slowest rank's median step)" << zero_text(t.run.zero) << "\n";
+        << " samples/s (the slowest rank's median step)" << zero_text(t.run.layout.zero_stage) << "\n";
     Table ranks({"rank", "peak memory", "static memory", "exchange", "median step"});
     for (size_t r = 0; r < report.ranks.size(); ++r) {
       const auto& f = report.ranks[r];
@@ -352,31 +353,31 @@ void register_train(CLI::App& app) {
                   "rank of such a job")
       ->capture_default_str()
       ->check(positive(args->nproc));
-  cmd->add_option("--zero", args->run.zero,
+  cmd->add_option("--zero", args->run.layout.zero_stage,
                   "With --nproc: 1 shards AdamW's state across the ranks (ZeRO-1: each rank steps its shard, then the "
                   "parameters are gathered); 2 the gradients too (each reduced to the rank owning it); 3 the weights too "
                   "(each layer's gathered as it runs, forward and backward); 0 keeps all whole on every rank")
       ->capture_default_str()
-      ->check(within(args->run.zero, 0, 3));
-  cmd->add_option("--pp", args->run.pipeline,
+      ->check(within(args->run.layout.zero_stage, 0, 3));
+  cmd->add_option("--pp", args->run.layout.pipeline,
                   "With --nproc N: the N ranks are pipeline stages of a transformer's blocks (1F1B) instead of data-parallel "
                   "ranks; --batch is a micro-batch")
       ->capture_default_str()
-      ->check(positive(args->run.pipeline));
-  cmd->add_option("--tp", args->run.tensor,
+      ->check(positive(args->run.layout.pipeline));
+  cmd->add_option("--tp", args->run.layout.tensor,
                   "With --nproc N: groups of T adjacent ranks are tensor-parallel (each holding its share of every projection's "
                   "heads or width and of the vocabulary, all taking the same --batch), the N/T groups data-parallel ranks "
                   "(--zero as without); with --pp P: --nproc T x P, each stage's T ranks a group")
       ->capture_default_str()
-      ->check(positive(args->run.tensor));
+      ->check(positive(args->run.layout.tensor));
   cmd->add_option("--sp", args->sp,
                   "With --tp: sequence parallelism, on or off: the residual stream and the norms between the projections "
                   "hold each rank's share of the tokens (Megatron-LM's --sequence-parallel)")
       ->capture_default_str()
       ->check(CLI::IsMember({"on", "off"}));
-  cmd->add_option("--micro-batches", args->run.micro_batches,
+  cmd->add_option("--micro-batches", args->run.layout.micro_batches,
                   "With --pp: micro-batches a step, the global batch that many times --batch (default: 2 a stage)")
-      ->check(positive(args->run.micro_batches));
+      ->check(positive(args->run.layout.micro_batches));
   cmd->add_option("--timeout", args->run.timeout_s,
                   "With --nproc: seconds a rank waits for the others (to join, and in each exchange) before the job fails")
       ->capture_default_str()
@@ -403,28 +404,29 @@ void register_train(CLI::App& app) {
     args->run.world = executor::world_from_environment();
     // The ranks are t x d x p: tensor-parallel groups, data-parallel ranks, pipeline stages.
     const int ranks = args->run.world ? args->run.world->size : args->nproc;
-    const int grid = args->run.pipeline * args->run.tensor;
-    if (args->run.micro_batches > 0 && args->run.pipeline == 1) throw InputError("--micro-batches goes with --pp");
+    const int grid = args->run.layout.pipeline * args->run.layout.tensor;
+    if (args->run.layout.micro_batches > 0 && args->run.layout.pipeline == 1) throw InputError("--micro-batches goes with --pp");
     if (grid > 1 && (ranks < grid || ranks % grid != 0)) {
-      const std::string layers =
-          args->run.pipeline > 1 && args->run.tensor > 1
-              ? "--pp " + std::to_string(args->run.pipeline) + " stages of --tp " + std::to_string(args->run.tensor) + " ranks"
-          : args->run.pipeline > 1 ? "--pp " + std::to_string(args->run.pipeline) + " stages, one rank each,"
-                                   : "--tp " + std::to_string(args->run.tensor) + " ranks";
+      const std::string layers = args->run.layout.pipeline > 1 && args->run.layout.tensor > 1
+                                     ? "--pp " + std::to_string(args->run.layout.pipeline) + " stages of --tp " +
+                                           std::to_string(args->run.layout.tensor) + " ranks"
+                                 : args->run.layout.pipeline > 1
+                                     ? "--pp " + std::to_string(args->run.layout.pipeline) + " stages, one rank each,"
+                                     : "--tp " + std::to_string(args->run.layout.tensor) + " ranks";
       throw InputError(layers + " hold the layers of one data-parallel rank: give --nproc " + std::to_string(grid) +
                        " or a multiple of it");
     }
-    if (args->run.zero > 0 && grid > 1 && ranks == grid) {
-      throw InputError("--zero " + std::to_string(args->run.zero) +
+    if (args->run.layout.zero_stage > 0 && grid > 1 && ranks == grid) {
+      throw InputError("--zero " + std::to_string(args->run.layout.zero_stage) +
                        " shards the static state across data-parallel ranks; --nproc " + std::to_string(ranks) +
                        " makes one data-parallel rank of " +
-                       (args->run.pipeline > 1 ? "--pp " + std::to_string(args->run.pipeline) : "") +
-                       (args->run.pipeline > 1 && args->run.tensor > 1 ? " x " : "") +
-                       (args->run.tensor > 1 ? "--tp " + std::to_string(args->run.tensor) : "") +
+                       (args->run.layout.pipeline > 1 ? "--pp " + std::to_string(args->run.layout.pipeline) : "") +
+                       (args->run.layout.pipeline > 1 && args->run.layout.tensor > 1 ? " x " : "") +
+                       (args->run.layout.tensor > 1 ? "--tp " + std::to_string(args->run.layout.tensor) : "") +
                        ": give --nproc a larger multiple of " + std::to_string(grid));
     }
-    args->run.sequence_parallel = args->sp == "on";
-    if (cmd->get_option("--sp")->count() > 0 && args->run.tensor == 1) throw InputError("--sp goes with --tp");
+    args->run.layout.sequence = args->sp == "on" && args->run.layout.tensor > 1;
+    if (cmd->get_option("--sp")->count() > 0 && args->run.layout.tensor == 1) throw InputError("--sp goes with --tp");
     if (args->nproc > 1 && args->run.plan == "auto") {
       throw InputError(
           "--nproc with --plan auto: plan first (papaya recommend --gpus N --link LINK), then train the ranks with the plan "
@@ -440,8 +442,8 @@ void register_train(CLI::App& app) {
       throw InputError("--nproc " + std::to_string(args->nproc) +
                        " in a job of WORLD_SIZE=" + std::to_string(args->run.world->size));
     }
-    if (args->run.zero > 0 && !args->run.world) {
-      throw InputError("--zero " + std::to_string(args->run.zero) +
+    if (args->run.layout.zero_stage > 0 && !args->run.world) {
+      throw InputError("--zero " + std::to_string(args->run.layout.zero_stage) +
                        " shards the static state across data-parallel ranks: give --nproc N");
     }
     const bool speaks = !args->run.world || args->run.world->rank == 0;  // rank 0 speaks for the job

@@ -1,6 +1,7 @@
 #include "executor/distributed/pipeline_parallel.h"
 
 #include <algorithm>
+#include <stdexcept>
 #include <string>
 #include <unordered_set>
 
@@ -69,10 +70,8 @@ PipelineParallel::PipelineParallel(Collectives& collectives, Network& network, i
       micro_batches_(micro_batches),
       span_(stage_span(network, collectives.world().rank, collectives.world().size)) {
   const int stages = collectives.world().size;
-  if (micro_batches < stages) {
-    throw InputError(std::to_string(micro_batches) + " micro-batches for " + std::to_string(stages) +
-                     " pipeline stages: 1F1B needs at least one a stage");
-  }
+  // A checked layout (model::check_layout) has at least one a stage.
+  if (micro_batches < stages) throw std::logic_error("PipelineParallel: fewer micro-batches than stages");
   const torch::NoGradGuard no_grad;
   for (const auto& [layer, on] : layers_by_stage(network, span_)) {
     if (on) continue;

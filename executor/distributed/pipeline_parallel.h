@@ -33,8 +33,8 @@ std::vector<torch::Tensor> stage_parameters(const Network& network, int stage, i
 class PipelineParallel {
  public:
   // This rank's stage: the other stages' weights let go, their gradients
-  // too. Throws InputError as stage_span does, or for fewer micro-batches
-  // than stages.
+  // too. Throws InputError as stage_span does; `micro_batches` are at
+  // least the stages (a checked layout's).
   PipelineParallel(Collectives& collectives, Network& network, int micro_batches);
 
   // One step's forward and backward of `batch`, the global batch (every

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
@@ -25,13 +26,18 @@ TrainRun run_of(const std::string& network) {
   return run;
 }
 
-TEST(TrainRun, PreparingFillsInThePrecisionAndMicroBatches) {
+TEST(TrainRun, PreparingFillsInThePrecisionAndTheLayout) {
   TrainRun run = run_of("llama-tiny");
-  run.pipeline = 2;
+  run.layout.pipeline = 2;
   prepare_train_run(run);
   EXPECT_EQ(run.precision, run.network_config->precision);
-  EXPECT_EQ(run.micro_batches, 4);  // two a stage
+  EXPECT_EQ(run.layout.micro_batches, 4);  // two a stage
+  EXPECT_EQ(run.layout.micro_batch, run.batch);
   EXPECT_EQ(run.global_batch(), run.batch * 4);
+  TrainRun alone = run_of("mlp-tiny");
+  prepare_train_run(alone);
+  EXPECT_EQ(alone.layout.micro_batches, 1);
+  EXPECT_EQ(alone.layout.data, 1);
 }
 
 TEST(TrainRun, RefusalsNameTheSettingNotAFlag) {
@@ -40,18 +46,35 @@ TEST(TrainRun, RefusalsNameTheSettingNotAFlag) {
     EXPECT_EQ(message.find("--"), std::string::npos) << message;
     return message;
   };
+  // The layout's rules are the planner's (model::check_layout), and what papaya's trainer runs of them.
   TrainRun pipeline = run_of("llama-tiny");
-  pipeline.pipeline = 2;
-  pipeline.micro_batches = 1;
-  EXPECT_EQ(refusal(pipeline), "1 micro-batches for a pipeline of 2 stages: 1F1B needs at least one a stage");
+  pipeline.layout.pipeline = 2;
+  pipeline.layout.micro_batches = 1;
+  EXPECT_EQ(refusal(pipeline), "layout: 1 micro-batches for 2 pipeline stages: 1F1B needs at least one a stage");
+  const auto laid_out = [&](const std::function<void(model::ParallelLayout&)>& lay_out) {
+    TrainRun run = run_of("llama-tiny");
+    lay_out(run.layout);
+    return refusal(run);
+  };
+  const int blocks = run_of("llama-tiny").network_config->transformer().layers;
+  EXPECT_NE(laid_out([&](model::ParallelLayout& l) {
+              l.pipeline = blocks + 1;
+            }).find(std::to_string(blocks) + " blocks for " + std::to_string(blocks + 1) + " pipeline stages x 1 chunks"),
+            std::string::npos);
+  EXPECT_NE(laid_out([](model::ParallelLayout& l) { l.context = 2; }).find("papaya's trainer runs no context parallelism"),
+            std::string::npos);
+  EXPECT_NE(laid_out([](model::ParallelLayout& l) {
+              l.micro_batches = 2;
+            }).find("papaya's trainer runs no gradient accumulation without a pipeline"),
+            std::string::npos);
   TrainRun tied = run_of("gpt-tiny");
-  tied.pipeline = 2;
+  tied.layout.pipeline = 2;
   EXPECT_NE(refusal(tied).find("a pipeline of 2 stages: gpt-tiny's LM head is tied"), std::string::npos);
   TrainRun chain = run_of("mlp-tiny");
-  chain.pipeline = 2;
+  chain.layout.pipeline = 2;
   EXPECT_NE(refusal(chain).find("is no chain of transformer blocks"), std::string::npos);
   TrainRun saved = run_of("llama-tiny");
-  saved.zero = 2;
+  saved.layout.zero_stage = 2;
   saved.save = "never.state";
   EXPECT_NE(refusal(saved).find("saving the training state under ZeRO stage 2"), std::string::npos);
   TrainRun missing = run_of("llama-tiny");

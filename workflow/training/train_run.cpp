@@ -19,19 +19,23 @@
 #include "executor/trainer.h"
 #include "executor/training_state.h"
 #include "model/catalog/network_config.h"
+#include "model/catalog/transformer_shape.h"
 #include "model/error.h"
+#include "model/parallel/engines.h"
+#include "model/parallel/parallel_layout.h"
 #include "workflow/training/resumed_run.h"
 
 namespace papaya::workflow {
 
 void prepare_train_run(TrainRun& run) {
   const torch::Device device = executor::resolve_device(run.device);
-  const std::string zero = "ZeRO stage " + std::to_string(run.zero);
-  if (run.zero > 0 && !run.save.empty()) {
+  model::ParallelLayout& layout = run.layout;
+  const std::string zero = "ZeRO stage " + std::to_string(layout.zero_stage);
+  if (layout.zero_stage > 0 && !run.save.empty()) {
     throw InputError("saving the training state under " + zero +
                      ": a sharded optimizer state cannot be saved yet; train without ZeRO to save");
   }
-  if (run.zero == 3 && device.is_cuda()) {
+  if (layout.zero_stage == 3 && device.is_cuda()) {
     throw InputError(zero + " on " + run.device +
                      ": gathering each layer's weights is built for CPU ranks (Gloo); use ZeRO stage 2 on GPUs");
   }
@@ -39,20 +43,18 @@ void prepare_train_run(TrainRun& run) {
     if (!std::filesystem::is_regular_file(run.resume)) throw InputError("training state " + run.resume + ": no such file");
     if (!run.given.count("network")) return;  // the state's network
   }
-  const std::string tensor = "tensor parallelism " + std::to_string(run.tensor);
-  const std::string pipeline = "a pipeline of " + std::to_string(run.pipeline) + " stages";
-  if (run.tensor > 1 && (!run.save.empty() || !run.resume.empty())) {
+  const std::string tensor = "tensor parallelism " + std::to_string(layout.tensor);
+  const std::string pipeline = "a pipeline of " + std::to_string(layout.pipeline) + " stages";
+  if (layout.tensor > 1 && (!run.save.empty() || !run.resume.empty())) {
     throw InputError(tensor + " with a saved or resumed training state: saving a tensor-parallel state is not built yet");
   }
-  if (run.pipeline > 1) {
-    if (run.micro_batches == 0) run.micro_batches = 2 * run.pipeline;
-    if (run.micro_batches < run.pipeline) {
-      throw InputError(std::to_string(run.micro_batches) + " micro-batches for " + pipeline +
-                       ": 1F1B needs at least one a stage");
-    }
-    if (!run.save.empty() || !run.resume.empty()) {
-      throw InputError(pipeline + " with a saved or resumed training state: saving a pipeline's state is not built yet");
-    }
+  if (layout.micro_batches == 0) layout.micro_batches = layout.pipeline > 1 ? 2 * layout.pipeline : 1;
+  layout.micro_batch = static_cast<int>(run.batch);
+  layout.data = run.data_ranks();
+  model::check_layout(layout, run.world ? run.world->size : 0);
+  model::check_runs_on(layout, model::Engine::papaya);
+  if (layout.pipeline > 1 && (!run.save.empty() || !run.resume.empty())) {
+    throw InputError(pipeline + " with a saved or resumed training state: saving a pipeline's state is not built yet");
   }
   if (!run.network_config) throw std::logic_error("prepare_train_run: no network loaded");
   const model::NetworkConfig& network = *run.network_config;
@@ -64,24 +66,21 @@ void prepare_train_run(TrainRun& run) {
   if (run.precision.empty()) run.precision = run.network_config->precision;
   const executor::Precision precision = executor::resolve_precision(run.precision, device);
   if (run.splits_layers() && precision.dtype == torch::kHalf) {
-    throw InputError(run.precision + " with " + (run.pipeline > 1 ? pipeline : tensor) +
+    throw InputError(run.precision + " with " + (layout.pipeline > 1 ? pipeline : tensor) +
                      ": fp16 loss scaling across split ranks is not built; use bf16");
   }
-  if (run.zero >= 2 && precision.dtype == torch::kHalf) {
+  if (layout.zero_stage >= 2 && precision.dtype == torch::kHalf) {
     throw InputError(run.precision + " under " + zero +
                      ": fp16 loss scaling needs every gradient on every rank; use bf16, or ZeRO stage 1");
   }
-  if (run.tensor > 1) executor::check_tensor_split(*run.network_config, run.tensor, run.sequence_parallel);
-  if (run.pipeline > 1) {
-    const model::NetworkConfig& config = *run.network_config;
-    const auto* transformer = std::get_if<model::TransformerConfig>(&config.body);
-    if (!transformer) throw InputError(pipeline + ": " + config.name + " is no chain of transformer blocks");
-    if (transformer->layers < run.pipeline) {
-      throw InputError(pipeline + ": " + config.name + " has " + std::to_string(transformer->layers) +
-                       " blocks, fewer than the stages");
+  if (layout.tensor > 1) executor::check_tensor_split(network, layout.tensor, layout.sequence);
+  if (run.splits_layers()) {
+    if (!std::holds_alternative<model::TransformerConfig>(network.body)) {
+      throw InputError(pipeline + ": " + network.name + " is no chain of transformer blocks");
     }
-    if (config.family == model::Family::gpt && transformer->tied_head) {
-      throw InputError(pipeline + ": " + config.name +
+    model::check_layout(layout, model::transformer_shape(network));
+    if (layout.pipeline > 1 && network.family == model::Family::gpt && network.transformer().tied_head) {
+      throw InputError(pipeline + ": " + network.name +
                        "'s LM head is tied to its embedding, whose weight would be on two stages; not built");
     }
   }
@@ -123,7 +122,7 @@ executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& cal
   // The ranks meet before anything is built: one that never comes fails fast.
   const auto groups = run.world ? std::make_unique<executor::ParallelGroups>(
                                       *run.world, std::chrono::milliseconds(static_cast<int64_t>(run.timeout_s * 1000)),
-                                      executor::resolve_device(rank_device), run.tensor, run.pipeline)
+                                      executor::resolve_device(rank_device), run.layout.tensor, run.layout.pipeline)
                                 : nullptr;
   const int stage = groups ? groups->stage() : 0;
   executor::Collectives* const tensor_ranks = groups ? groups->tensor() : nullptr;
@@ -136,9 +135,9 @@ executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& cal
   session_options.seed = run.seed;
   session_options.lr = run.lr;
   if (data_ranks) session_options.world = data_ranks->world();
-  session_options.zero = run.zero;
+  session_options.zero = run.layout.zero_stage;
   if (pipeline_ranks) session_options.stages = pipeline_ranks->world();
-  if (tensor_ranks) session_options.tensor_group = executor::tensor_group(*tensor_ranks, run.sequence_parallel);
+  if (tensor_ranks) session_options.tensor_group = executor::tensor_group(*tensor_ranks, run.layout.sequence);
   if (run.resume.empty() && !run.network_config) throw std::logic_error("train_run: the run is not prepared");
   executor::Session session(*executor::source_for(run.resume.empty() ? *run.network_config : recorded_config(run, recorded)),
                             session_options);
@@ -169,15 +168,17 @@ executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& cal
   const executor::TrainingParts parts{network, *session.optimizer, *session.data, applied};
   if (!run.resume.empty()) executor::TrainingState::read(run.resume, device).restore(parts);
   const auto pipeline =
-      pipeline_ranks ? std::make_unique<executor::PipelineParallel>(*pipeline_ranks, network, run.micro_batches) : nullptr;
+      pipeline_ranks ? std::make_unique<executor::PipelineParallel>(*pipeline_ranks, network, run.layout.micro_batches) : nullptr;
   if (pipeline)
     options.forward_backward = [&pipeline](const executor::Batch& batch) { return pipeline->forward_backward(batch); };
   const std::vector<torch::Tensor> trained =
-      pipeline_ranks ? executor::stage_parameters(network, stage, run.pipeline) : network.trainable_parameters();
-  const auto parallel = data_ranks && run.zero < 2 ? std::make_unique<executor::DataParallel>(*data_ranks, trained) : nullptr;
-  const auto sharded = data_ranks && run.zero >= 2 ? std::make_unique<executor::ShardedDataParallel>(
-                                                         *data_ranks, network, trained, session.trained, run.zero)
-                                                   : nullptr;
+      pipeline_ranks ? executor::stage_parameters(network, stage, run.layout.pipeline) : network.trainable_parameters();
+  const auto parallel =
+      data_ranks && run.layout.zero_stage < 2 ? std::make_unique<executor::DataParallel>(*data_ranks, trained) : nullptr;
+  const auto sharded =
+      data_ranks && run.layout.zero_stage >= 2
+          ? std::make_unique<executor::ShardedDataParallel>(*data_ranks, network, trained, session.trained, run.layout.zero_stage)
+          : nullptr;
   if (pipeline && sharded) pipeline->after_each_backward([&sharded] { sharded->reduce_micro_batch(); });
   // After backward: the norms' gradients summed over a group that splits the
   // tokens, then the data-parallel ranks' (the two sums commute).
@@ -185,7 +186,7 @@ executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& cal
       session_options.tensor_group && session_options.tensor_group->splits_sequence() ? session_options.tensor_group : nullptr;
   if (parallel) {
     parallel->broadcast_parameters();
-    if (run.zero == 1) options.after_optimizer_step = [&parallel] { parallel->gather_shards(); };
+    if (run.layout.zero_stage == 1) options.after_optimizer_step = [&parallel] { parallel->gather_shards(); };
   }
   if (sharded) {
     sharded->broadcast_parameters();
@@ -201,7 +202,7 @@ executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& cal
   const bool rank_zero = !run.world || run.world->rank == 0;
   const bool saves = !run.save.empty() && rank_zero;
   // Under ZeRO-3 every rank takes part: the weights are gathered whole for rank 0 to write.
-  const bool saves_model = !run.save_model.empty() && (rank_zero || (sharded && run.zero == 3));
+  const bool saves_model = !run.save_model.empty() && (rank_zero || (sharded && run.layout.zero_stage == 3));
 
   if (callbacks.on_start) {
     callbacks.on_start({config.name, model::to_string(config.family), network.parameter_count(),
@@ -231,7 +232,7 @@ executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& cal
         if (rank_zero)
           executor::torchscript::save_trained_archive(config.torchscript().archive, archive->module(), run.save_model);
       };
-      if (sharded && run.zero == 3) {
+      if (sharded && run.layout.zero_stage == 3) {
         sharded->with_whole_weights(save);
       } else {
         save();

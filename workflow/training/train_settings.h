@@ -8,6 +8,7 @@
 
 #include "executor/distributed/world.h"
 #include "model/catalog/network_config.h"
+#include "model/parallel/parallel_layout.h"
 #include "model/plan.h"
 
 namespace papaya::workflow {
@@ -41,24 +42,27 @@ struct TrainRun {
   // slice of the global batch; the collectives wait `timeout_s` at most.
   std::optional<executor::World> world;
   double timeout_s = 300;
-  int zero = 0;  // 1-3: ZeRO, the static state sharded across the ranks
-  // The job's ranks make this many pipeline stages (1F1B), each of as many
-  // ranks as the others: `batch` is a micro-batch, a pipeline's batch
-  // `micro_batches` of them, every stage of it drawing it whole.
-  int pipeline = 1;
-  int micro_batches = 0;  // 0: 2 a stage
-  // The job's ranks are tensor-parallel groups this large (Megatron's order:
-  // a group's ranks adjacent), each group a data-parallel rank: a group's
-  // ranks take the same `batch`.
-  int tensor = 1;
-  // With `tensor` > 1: the tokens between the projections split too
-  // (sequence parallelism).
-  bool sequence_parallel = true;
-  int64_t global_batch() const { return pipeline > 1 ? batch * micro_batches : batch; }
+  // A layout of one rank whose micro-batches (0) prepare_train_run sets.
+  static model::ParallelLayout unprepared_layout() {
+    model::ParallelLayout layout;
+    layout.micro_batches = 0;
+    return layout;
+  }
+  // How the job's ranks are laid out, as papaya's trainer runs a layout
+  // (model::Engine::papaya): tensor-parallel groups of `tensor` adjacent
+  // ranks (Megatron's order), each group a data-parallel rank taking the
+  // same `batch`, `sequence` splitting the tokens between the projections
+  // too; `pipeline` stages (1F1B) of as many ranks each, `batch` then a
+  // micro-batch and a pipeline's batch `micro_batches` of them (0: 2 a
+  // stage), every stage drawing it whole; `zero_stage` 1-3 shards the static
+  // state across the data-parallel ranks. prepare_train_run fills `data`
+  // and `micro_batch` from the world and `batch`, and checks the whole.
+  model::ParallelLayout layout = unprepared_layout();
+  int64_t global_batch() const { return layout.pipeline > 1 ? batch * layout.micro_batches : batch; }
   // Whether each rank holds some of the layers (tensor or pipeline parallelism).
-  bool splits_layers() const { return pipeline > 1 || tensor > 1; }
+  bool splits_layers() const { return layout.pipeline > 1 || layout.tensor > 1; }
   // The data-parallel ranks the job's ranks make: each a slice of the global batch.
-  int data_ranks() const { return world ? world->size / (tensor * pipeline) : 1; }
+  int data_ranks() const { return world ? world->size / (layout.tensor * layout.pipeline) : 1; }
 };
 
 }  // namespace papaya::workflow

@@ -1,0 +1,20 @@
+#include "model/catalog/transformer_shape.h"
+
+#include "model/error.h"
+
+namespace papaya::model {
+
+TransformerShape transformer_shape(const NetworkConfig& config) {
+  const auto* transformer = std::get_if<TransformerConfig>(&config.body);
+  if (!transformer) throw InputError(config.name + " is no chain of transformer blocks");
+  TransformerShape shape;
+  shape.blocks = transformer->layers;
+  shape.heads = transformer->heads;
+  shape.kv_heads = transformer->kv_heads;
+  shape.experts = config.mixture() ? config.mixture()->experts : 0;
+  shape.tokens = config.sequence_length();
+  shape.fused_attention = transformer->attention == "fused";
+  return shape;
+}
+
+}  // namespace papaya::model
