@@ -1,6 +1,7 @@
 #include "cli/options/layout_options.h"
 
 #include <algorithm>
+#include <tuple>
 
 #include "cli/options/number_checks.h"
 #include "cli/report/engine_arguments.h"
@@ -70,8 +71,8 @@ void add_layout_options(CLI::App* cmd, LayoutOptions& o, bool search) {
   cmd->add_option("--emit", o.emit,
                   with +
                       "print the best layout as an engine's arguments: megatron (Megatron-LM's "
-                      "command line) or torchtitan (a TOML job config)")
-      ->check(CLI::IsMember({"megatron", "torchtitan"}));
+                      "command line), torchtitan (a TOML job config) or papaya (papaya train's options)")
+      ->check(CLI::IsMember({"megatron", "torchtitan", "papaya"}));
   if (search) {
     cmd->add_option("--layouts", o.shown, with + "layouts shown, best first")
         ->capture_default_str()
@@ -85,9 +86,10 @@ namespace {
 void keep_to_engine(model::LayoutQuestion& q, const std::string& engine) {
   const model::EngineLimits limits = model::engine_limits(emitted_engine(engine));
   const std::string with = "--emit " + engine + ": ";
-  q.plans = limits.plans;
+  if (!limits.plans.empty()) q.plans = limits.plans;
   q.zero_stages = limits.zero_stages;
   q.even_stages = limits.even_stages;
+  q.accumulates = limits.accumulates;
   if (q.zero_stage && std::find(q.zero_stages.begin(), q.zero_stages.end(), *q.zero_stage) == q.zero_stages.end()) {
     throw InputError(with + "--zero " + std::to_string(*q.zero_stage) + " has no " + engine + " argument");
   }
@@ -98,6 +100,14 @@ void keep_to_engine(model::LayoutQuestion& q, const std::string& engine) {
   if (limits.sequence_with_tensor) {
     if (q.sequence && !*q.sequence) throw InputError(with + "--sp off: its tensor parallelism always splits the norms' tokens");
     q.sequence.reset();  // on wherever t > 1
+  }
+  for (auto [runs, degree, flag] : {std::tuple{limits.interleaves, &q.virtual_stages, "--vp"},
+                                    {limits.splits_context, &q.context, "--cp"},
+                                    {limits.splits_experts, &q.expert, "--ep"}}) {
+    if (runs) continue;
+    if (degree->value_or(1) != 1)
+      throw InputError(with + flag + " " + std::to_string(**degree) + " has no " + engine + " argument");
+    *degree = 1;
   }
 }
 

@@ -14,19 +14,44 @@ bool half(const std::string& precision) {
   return precision == "bf16" || precision == "amp-bf16" || model::is_fp8_precision(precision);
 }
 
+// One argument a line, ending in " \" for the shell to join them.
+void argument_line(std::ostringstream& out, const std::string& text) { out << text << " \\\n"; }
+
 }  // namespace
 
 model::Engine emitted_engine(const std::string& name) {
   if (name == "megatron") return model::Engine::megatron;
   if (name == "torchtitan") return model::Engine::torchtitan;
-  throw InputError("engine '" + name + "': megatron or torchtitan");
+  if (name == "papaya") return model::Engine::papaya;
+  throw InputError("engine '" + name + "': megatron, torchtitan or papaya");
+}
+
+std::string papaya_arguments(const model::LayoutEstimate& e, const std::string& precision) {
+  const model::ParallelLayout& l = e.layout;
+  model::check_runs_on(l, model::Engine::papaya);  // the search keeps to it; a layout given whole may not
+  std::ostringstream out;
+  const auto arg = [&](const std::string& text) { argument_line(out, text); };
+  arg("--nproc " + std::to_string(l.gpus()));
+  if (l.tensor > 1) {
+    arg("--tp " + std::to_string(l.tensor));
+    arg(std::string("--sp ") + (l.sequence ? "on" : "off"));
+  }
+  if (l.pipeline > 1) {
+    arg("--pp " + std::to_string(l.pipeline));
+    arg("--micro-batches " + std::to_string(l.micro_batches));
+  }
+  if (l.zero_stage > 0) arg("--zero " + std::to_string(l.zero_stage));
+  arg("--batch " + std::to_string(l.micro_batch));
+  arg("--plan " + e.plan);
+  arg("--precision " + precision);
+  return out.str();
 }
 
 std::string megatron_arguments(const model::LayoutEstimate& e, const model::TransformerShape& shape,
                                const std::string& precision) {
   const model::ParallelLayout& l = e.layout;
   std::ostringstream out;
-  const auto arg = [&](const std::string& text) { out << text << " \\\n"; };
+  const auto arg = [&](const std::string& text) { argument_line(out, text); };
   arg("--tensor-model-parallel-size " + std::to_string(l.tensor));
   arg("--pipeline-model-parallel-size " + std::to_string(l.pipeline));
   if (l.virtual_stages > 1) {

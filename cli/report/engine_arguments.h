@@ -14,7 +14,7 @@
 
 namespace papaya::cli {
 
-// The engine `--emit` names: "megatron" or "torchtitan"; InputError naming the engines otherwise.
+// The engine `--emit` names: "megatron", "torchtitan" or "papaya"; InputError naming the engines otherwise.
 model::Engine emitted_engine(const std::string& name);
 
 // What `--emit megatron` prints: one argument a line, ending in " \".
@@ -25,5 +25,11 @@ std::string megatron_arguments(const model::LayoutEstimate& estimate, const mode
 // and [training] tables of a job config.
 std::string torchtitan_config(const model::LayoutEstimate& estimate, const model::TransformerShape& shape,
                               const std::string& precision);
+
+// What `--emit papaya` prints: papaya train's layout arguments (--nproc, --tp
+// and --sp, --pp and --micro-batches, --zero, --batch, --plan, --precision),
+// one a line ending in " \", for `papaya train --network NET` on one host
+// or under torchrun. InputError where papaya's trainer does not run the layout.
+std::string papaya_arguments(const model::LayoutEstimate& estimate, const std::string& precision);
 
 }  // namespace papaya::cli

@@ -156,7 +156,7 @@ void print_text(std::ostream& out, const Laid& r) {
   out << "searched: " << p.answer.priced << " layouts priced; " << p.answer.pruned
       << " pruned by their weights, gradients and optimizer state alone\n";
   for (const auto& note : p.setting.notes) out << "note: " << note << "\n";
-  out << "(--emit megatron or --emit torchtitan writes the best layout for those engines)\n";
+  out << "(--emit megatron, torchtitan or papaya writes the best layout for that engine)\n";
   if (!r.model_path.empty()) {
     out << "model written to " << r.model_path << " (papaya predict " << r.model_path
         << " --batch MICRO-BATCH --gpus N --tp T ... prices one layout)\n";
@@ -362,6 +362,7 @@ std::string emitted(const std::string& engine, const model::LayoutEstimate& e, c
                     const std::string& precision) {
   if (engine == "megatron") return megatron_arguments(e, shape, precision);
   if (engine == "torchtitan") return torchtitan_config(e, shape, precision);
+  if (engine == "papaya") return papaya_arguments(e, precision);
   return "";
 }
 

@@ -162,8 +162,12 @@ LayoutAnswer search_layouts(const LayoutPricer& pricer, const LayoutQuestion& q,
             // fit a larger one either (larger micro-batches hold more), so
             // it is priced no more for this layout.
             std::vector<std::vector<bool>> too_large(q.plans.size(), std::vector<bool>(variants.size(), false));
-            for (int mb : choices(q.micro_batch, {1, 2, 4, 8, 16, 32})) {
+            // Without accumulation one stage's micro-batch is its whole share of the batch.
+            const std::vector<int> micro_batches =
+                p == 1 && !q.accumulates ? std::vector<int>{std::max(1, global / d)} : std::vector<int>{1, 2, 4, 8, 16, 32};
+            for (int mb : choices(q.micro_batch, micro_batches)) {
               if (variants.empty() || global % (mb * d) != 0) continue;
+              if (p == 1 && !q.accumulates && global != mb * d) continue;
               l.micro_batch = mb;
               l.micro_batches = global / (mb * d);
               l.zero_stage = variants.front().first, l.offload_optimizer = variants.front().second;

@@ -23,6 +23,7 @@ struct LayoutQuestion {
   std::vector<std::string> plans;            // whole-network plans to weigh (keep first)
   std::vector<int> zero_stages{0, 1, 2, 3};  // those an engine can run
   bool even_stages = false;                  // blocks a multiple of p·v (an engine's even split)
+  bool accumulates = true;                   // micro-batches accumulated without a pipeline (an engine's)
   // Fixed where set.
   std::optional<int> tensor, pipeline, virtual_stages, context, expert, zero_stage, micro_batch;
   std::optional<bool> sequence, offload_optimizer;

@@ -6,13 +6,14 @@
 
 namespace papaya::model {
 
-EngineLimits engine_limits(Engine engine) {
+EngineLimits engine_limits(Engine engine, bool on_gpus) {
   EngineLimits limits;
   switch (engine) {
     case Engine::papaya:
       // One stage's micro-batches are a pipeline's alone; uneven stages are
       // split as evenly as the blocks allow (pipeline_stages).
-      limits.zero_stages = {0, 1, 2, 3};
+      limits.zero_stages = {0, 1, 2};
+      if (!on_gpus) limits.zero_stages.push_back(3);
       limits.even_stages = false;
       limits.interleaves = limits.splits_context = limits.splits_experts = limits.accumulates = false;
       break;
@@ -40,13 +41,15 @@ std::string engine_name(Engine engine) {
   return "";
 }
 
-void check_runs_on(const ParallelLayout& l, Engine engine) {
-  const EngineLimits limits = engine_limits(engine);
+void check_runs_on(const ParallelLayout& l, Engine engine, bool on_gpus) {
+  const EngineLimits limits = engine_limits(engine, on_gpus);
   const auto require = [&](bool ok, const std::string& what) {
     if (!ok) throw InputError("layout " + l.label() + ": " + engine_name(engine) + " runs no " + what);
   };
   const std::vector<int>& zero = limits.zero_stages;
-  require(std::find(zero.begin(), zero.end(), l.zero_stage) != zero.end(), "ZeRO stage " + std::to_string(l.zero_stage));
+  const bool by_device = engine_limits(engine, !on_gpus).zero_stages != zero;
+  require(std::find(zero.begin(), zero.end(), l.zero_stage) != zero.end(),
+          "ZeRO stage " + std::to_string(l.zero_stage) + (by_device ? on_gpus ? " on GPUs" : " on CPU ranks" : ""));
   require(limits.offloads_optimizer || !l.offload_optimizer, "optimizer offload");
   require(limits.interleaves || l.virtual_stages == 1, "virtual pipeline stages");
   require(limits.splits_context || l.context == 1, "context parallelism");

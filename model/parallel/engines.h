@@ -32,12 +32,15 @@ struct EngineLimits {
   StateHolding holding = StateHolding::measured;  // how it holds weights, gradients and optimizer state
 };
 
-EngineLimits engine_limits(Engine engine);
+// What `engine` runs on GPUs, or on CPU ranks (papaya's trainer gathers
+// ZeRO-3's weights over Gloo alone).
+EngineLimits engine_limits(Engine engine, bool on_gpus = true);
 // "papaya's trainer", "Megatron-LM", "torchtitan": for messages.
 std::string engine_name(Engine engine);
 
 // InputError naming the first setting of `layout` that `engine` does not
-// run (even stages are the network's: the layout search keeps to them).
-void check_runs_on(const ParallelLayout& layout, Engine engine);
+// run on GPUs or CPU ranks (even stages are the network's: the layout
+// search keeps to them).
+void check_runs_on(const ParallelLayout& layout, Engine engine, bool on_gpus = true);
 
 }  // namespace papaya::model

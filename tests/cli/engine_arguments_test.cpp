@@ -1,6 +1,7 @@
-// A layout as Megatron-LM's arguments and a torchtitan job config, in the
-// engines' own names (Megatron-LM core_v0.15.0 megatron/training/arguments.py,
-// torchtitan 238fa99 torchtitan/config/job_config.py).
+// A layout as Megatron-LM's arguments, a torchtitan job config and papaya
+// train's options, in the engines' own names (Megatron-LM core_v0.15.0
+// megatron/training/arguments.py, torchtitan 238fa99
+// torchtitan/config/job_config.py).
 #include "cli/report/engine_arguments.h"
 
 #include <gtest/gtest.h>
@@ -86,9 +87,26 @@ TEST(EngineArguments, Fp8RecipesInEachEnginesNames) {
   EXPECT_THROW(torchtitan_config(layout(3, "keep"), shape, "fp8-delayed"), InputError);
 }
 
+TEST(EngineArguments, PapayaGetsTheOptionsOfTrain) {
+  model::LayoutEstimate e = layout(2, "quantize-4");
+  e.layout.virtual_stages = 1;
+  EXPECT_EQ(papaya_arguments(e, "bf16"),
+            "--nproc 8 \\\n--tp 2 \\\n--sp on \\\n--pp 2 \\\n--micro-batches 4 \\\n--zero 2 \\\n--batch 2 \\\n"
+            "--plan quantize-4 \\\n--precision bf16 \\\n");
+  model::LayoutEstimate data = e;
+  data.layout.tensor = data.layout.pipeline = data.layout.micro_batches = 1, data.layout.zero_stage = 0;
+  data.layout.sequence = false;
+  EXPECT_EQ(papaya_arguments(data, "fp32"), "--nproc 2 \\\n--batch 2 \\\n--plan quantize-4 \\\n--precision fp32 \\\n");
+  // What papaya's trainer does not run: a fixed layout (predict's) is refused.
+  EXPECT_THROW(papaya_arguments(layout(2, "keep"), "bf16"), InputError);  // interleaved
+  data.layout.micro_batches = 2;
+  EXPECT_THROW(papaya_arguments(data, "fp32"), InputError);  // accumulated without a pipeline
+}
+
 TEST(EngineArguments, EmitNamesTheEngines) {
   EXPECT_EQ(emitted_engine("megatron"), model::Engine::megatron);
   EXPECT_EQ(emitted_engine("torchtitan"), model::Engine::torchtitan);
+  EXPECT_EQ(emitted_engine("papaya"), model::Engine::papaya);
   EXPECT_THROW(emitted_engine("deepspeed"), InputError);
 }
 

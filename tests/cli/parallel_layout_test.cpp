@@ -1,10 +1,18 @@
 // `papaya recommend/plan --gpus N --gpus-per-node G`: a transformer laid out
 // over many GPUs, the best layouts within each GPU's memory, handed to
-// Megatron-LM and torchtitan; impossible splits exit 2 naming why.
+// Megatron-LM, torchtitan and papaya's own trainer; impossible splits exit 2
+// naming why.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
+#include <map>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tests/cli/rank_checks.h"
 #include "tests/cli/run_papaya.h"
 
 namespace papaya::testing {
@@ -176,6 +184,53 @@ TEST(Layouts, EmitWritesTheBestLayoutForEachEngine) {
   EXPECT_EQ(doc["emit"]["engine"], "torchtitan");
   EXPECT_EQ(doc["emit"]["text"].get<std::string>().rfind("[parallelism]\n", 0), 0u);
   for (const json& l : doc["layouts"]) EXPECT_NE(l["zero"], 1);  // torchtitan has no ZeRO-1
+}
+
+// What --emit papaya printed (one option and its value a line, ending in " \\")
+// as train's options, and each option's value.
+std::pair<std::string, std::map<std::string, std::string>> emitted_options(const std::string& text) {
+  std::istringstream lines(text);
+  std::string flag, value, rest, options;
+  std::map<std::string, std::string> values;
+  while (lines >> flag >> value >> rest) {
+    EXPECT_EQ(rest, "\\") << text;
+    options += " " + flag + " " + value;
+    values[flag] = value;
+  }
+  return {options, values};
+}
+
+// The layout the search chose for papaya's trainer trains there as planned:
+// the ranks laid out as emitted, the losses one process's at the global batch.
+TEST(Layouts, TheLayoutEmittedForPapayaTrainsAsSearched) {
+  if (!built_with_gloo()) GTEST_SKIP() << "built without Gloo";
+  const TempDir dir("papaya-layouts");
+  // Without a pipeline a rank's one micro-batch is its share of the global batch.
+  for (const auto& [fixed, pipeline] :
+       std::vector<std::pair<std::string, int>>{{"--tp 2 --pp 2", 2}, {"--pp 2 --zero 1", 2}, {"--pp 1", 1}}) {
+    // In fp32, as one process trains: its losses are then the same to rounding.
+    const Outcome searched = run_papaya("recommend --network llama-tiny --hardware H100-SXM-80GB --out " + dir.path("plan.json") +
+                                        " --gpus 4 --gpus-per-node 4 --global-batch 8 " + fixed + " --emit papaya --json");
+    ASSERT_EQ(searched.code, 0) << searched.err;
+    const json doc = json::parse(searched.out);
+    ASSERT_EQ(doc["emit"]["engine"], "papaya");
+    const auto [options, values] = emitted_options(doc["emit"]["text"]);
+    EXPECT_EQ(values.at("--nproc"), "4") << options;
+    EXPECT_EQ(values.count("--pp") ? std::stoi(values.at("--pp")) : 1, pipeline) << options;
+    const Outcome job = run_papaya("train --network llama-tiny --steps 3 --json --timeout 60" + options);
+    ASSERT_EQ(job.code, 0) << options << ": " << job.err;
+    const Outcome alone = run_papaya("train --network llama-tiny --steps 3 --json --batch 8 --plan " + values.at("--plan"));
+    ASSERT_EQ(alone.code, 0) << alone.err;
+    const json ranks = json::parse(job.out);
+    EXPECT_EQ(ranks["global_batch"], 8) << options;
+    EXPECT_EQ(ranks.value("pipeline", 1), pipeline) << options;
+    EXPECT_EQ(ranks["zero"], values.count("--zero") ? std::stoi(values.at("--zero")) : 0) << options;
+    expect_losses_of_one_process(ranks, json::parse(alone.out), options);
+  }
+  // What papaya's trainer does not run is refused for it, naming the option.
+  const Outcome context = run_papaya(recommend(dir) + "--gpus 4 --cp 2 --emit papaya");
+  EXPECT_EQ(context.code, 2);
+  EXPECT_NE(context.err.find("--emit papaya: --cp 2 has no papaya argument"), std::string::npos) << context.err;
 }
 
 TEST(Layouts, ImpossibleSplitsExitTwoNamingTheConstraint) {

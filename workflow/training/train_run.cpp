@@ -35,10 +35,11 @@ void prepare_train_run(TrainRun& run) {
     throw InputError("saving the training state under " + zero +
                      ": a sharded optimizer state cannot be saved yet; train without ZeRO to save");
   }
-  if (layout.zero_stage == 3 && device.is_cuda()) {
-    throw InputError(zero + " on " + run.device +
-                     ": gathering each layer's weights is built for CPU ranks (Gloo); use ZeRO stage 2 on GPUs");
-  }
+  if (layout.micro_batches == 0) layout.micro_batches = layout.pipeline > 1 ? 2 * layout.pipeline : 1;
+  layout.micro_batch = static_cast<int>(run.batch);
+  layout.data = run.data_ranks();
+  model::check_layout(layout, run.world ? run.world->size : 0);
+  model::check_runs_on(layout, model::Engine::papaya, device.is_cuda());
   if (!run.resume.empty()) {
     if (!std::filesystem::is_regular_file(run.resume)) throw InputError("training state " + run.resume + ": no such file");
     if (!run.given.count("network")) return;  // the state's network
@@ -48,11 +49,6 @@ void prepare_train_run(TrainRun& run) {
   if (layout.tensor > 1 && (!run.save.empty() || !run.resume.empty())) {
     throw InputError(tensor + " with a saved or resumed training state: saving a tensor-parallel state is not built yet");
   }
-  if (layout.micro_batches == 0) layout.micro_batches = layout.pipeline > 1 ? 2 * layout.pipeline : 1;
-  layout.micro_batch = static_cast<int>(run.batch);
-  layout.data = run.data_ranks();
-  model::check_layout(layout, run.world ? run.world->size : 0);
-  model::check_runs_on(layout, model::Engine::papaya);
   if (layout.pipeline > 1 && (!run.save.empty() || !run.resume.empty())) {
     throw InputError(pipeline + " with a saved or resumed training state: saving a pipeline's state is not built yet");
   }

@@ -61,7 +61,10 @@ TEST(Layout, WithoutTheNetworkOnlyTheDegreesAreChecked) {
 TEST(Engines, EachEngineRunsWhatItHasSettingsFor) {
   EXPECT_EQ(engine_limits(Engine::megatron).zero_stages, (std::vector<int>{0, 1}));
   EXPECT_EQ(engine_limits(Engine::torchtitan).zero_stages, (std::vector<int>{0, 2, 3}));
-  EXPECT_EQ(engine_limits(Engine::papaya).zero_stages, (std::vector<int>{0, 1, 2, 3}));
+  // papaya's trainer gathers ZeRO-3's weights over Gloo alone.
+  EXPECT_EQ(engine_limits(Engine::papaya).zero_stages, (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(engine_limits(Engine::papaya, false).zero_stages, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(engine_limits(Engine::megatron, false).zero_stages, engine_limits(Engine::megatron).zero_stages);
   EXPECT_TRUE(engine_limits(Engine::megatron).offloads_optimizer);
   EXPECT_FALSE(engine_limits(Engine::torchtitan).offloads_optimizer);
   EXPECT_EQ(engine_limits(Engine::megatron).plans, (std::vector<std::string>{"keep", "recompute-attention", "recompute-all"}));
@@ -87,6 +90,9 @@ TEST(Engines, ALayoutAnEngineCannotRunIsRefusedNamingTheSetting) {
   ParallelLayout changed = l;
   changed.virtual_stages = 2;
   EXPECT_EQ(refused_by_papaya(changed), "layout " + changed.label() + ": papaya's trainer runs no virtual pipeline stages");
+  changed = l, changed.zero_stage = 3;
+  EXPECT_EQ(refused_by_papaya(changed), "layout " + changed.label() + ": papaya's trainer runs no ZeRO stage 3 on GPUs");
+  EXPECT_EQ(input_error_of([&] { check_runs_on(changed, Engine::papaya, false); }), "");
   changed = l, changed.context = 2;
   EXPECT_EQ(refused_by_papaya(changed), "layout " + changed.label() + ": papaya's trainer runs no context parallelism");
   changed = l, changed.expert = 2;
