@@ -39,12 +39,10 @@ void apply_data_parallel(model::Target& target, const model::LayerModel& model, 
     link = hardware->interconnect;
   }
   const model::LinkSpec spec = model::load_link(link);
-  model::DataParallel world;
-  world.ranks = request.gpus;
-  world.zero_stage = zero_stage;
-  world.link_name = spec.name;
-  world.link = spec.fit;
-  model::set_data_parallel(target, world);
+  model::ParallelLayout data_alone;
+  data_alone.data = request.gpus;
+  data_alone.zero_stage = zero_stage;
+  model::set_data_parallel(target, model::data_parallel_of(data_alone, spec.name, spec.fit));
 }
 
 }  // namespace papaya::workflow

@@ -37,15 +37,6 @@ static GroupLinks group_links(const ParallelLayout& l, const ClusterLinks& links
           l.tensor * l.context * l.data <= links.gpus_per_node ? links.intra_name : links.inter_name};
 }
 
-// The data-parallel world of a layout's ranks: data x context of them, each
-// expert's state over those its expert parallelism leaves it.
-static DataParallel data_world(const ParallelLayout& l, const GroupLinks& links, StateHolding holding) {
-  DataParallel world{l.data * l.context, l.zero_stage, links.data_name, *links.data};
-  world.holding = holding;
-  world.expert_ranks = l.data * l.context / l.expert;
-  return world;
-}
-
 namespace {
 
 // The point a stage's backward starts at: all its forward holds for backward is held there.
@@ -328,7 +319,7 @@ PlanSpace LayoutPricer::space(Stage& st, const ParallelLayout& layout, const Gro
   if (base == st.spaces.end()) {
     Target target = st.alone;
     if (data_ranks > 1) {
-      DataParallel world = data_world(layout, links, request_.holding);
+      DataParallel world = data_parallel_of(layout, links.data_name, *links.data, request_.holding);
       set_data_parallel(target, world);
     }
     base = st.spaces.emplace(key, PlanSpace(st.model, target, 1)).first;
@@ -369,7 +360,7 @@ const LayoutPricer::StagePrice& LayoutPricer::price(Stage& st, const ParallelLay
   p.peak = estimate.peak_bytes + p.comm.context_buffer_bytes + (estimate.peak_in_optimizer_step ? 0 : in_flight.received);
   p.peak_at = peak_location(st.model, estimate);
   p.activations = in_flight.activations;
-  const DataParallel world = data_world(layout, links, request_.holding);
+  const DataParallel world = data_parallel_of(layout, links.data_name, *links.data, request_.holding);
   p.held = rank_static(st.model, world);
   const double optimizer_whole = st.alone.optimizer_seconds.at(layout.micro_batch);
   p.optimizer = layout.zero_stage >= 1 ? optimizer_whole / optimizer_ranks(st.model, world) : optimizer_whole;
@@ -383,9 +374,11 @@ const LayoutPricer::StagePrice& LayoutPricer::price(Stage& st, const ParallelLay
 double LayoutPricer::static_floor(const ParallelLayout& layout) const {
   make_room();
   double floor = 0;
+  const GroupLinks links = group_links(layout, request_.links);
+  const DataParallel world = data_parallel_of(layout, links.data_name, *links.data, request_.holding);
   for (const StageSpan& span : pipeline_stages(shape_.blocks, layout.pipeline)) {
     const Stage& st = stage(layout, span);
-    RankStatic held = rank_static(st.model, data_world(layout, group_links(layout, request_.links), request_.holding));
+    RankStatic held = rank_static(st.model, world);
     if (layout.offload_optimizer) held.optimizer = 0;
     floor = std::max(floor, held.total());
   }

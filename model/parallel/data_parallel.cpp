@@ -50,6 +50,14 @@ RankStatic rank_static(const LayerModel& model, const DataParallel& world) {
   return {a.weights + b.weights, a.gradients + b.gradients, a.optimizer + b.optimizer};
 }
 
+DataParallel data_parallel_of(const ParallelLayout& layout, const std::string& link_name, const LinkFit& link,
+                              StateHolding holding) {
+  DataParallel world{layout.data * layout.context, layout.zero_stage, link_name, link};
+  world.holding = holding;
+  world.expert_ranks = world.ranks / layout.expert;
+  return world;
+}
+
 double static_bytes_per_rank(const LayerModel& model, const DataParallel& world) { return rank_static(model, world).total(); }
 
 double rank_bytes_shift(const LayerModel& model, const DataParallel& world) {

@@ -10,6 +10,7 @@
 
 #include "model/layer_model.h"
 #include "model/parallel/link.h"
+#include "model/parallel/parallel_layout.h"
 #include "model/parallel/sharding.h"
 
 namespace papaya::model {
@@ -32,6 +33,13 @@ struct DataParallel {
 
   bool active() const { return ranks > 1; }
 };
+
+// The data-parallel world of `layout`'s ranks over `link`: data x context
+// of them at its ZeRO stage, each expert's state over the ranks its expert
+// parallelism leaves it. Data parallelism alone is the layout with every
+// other degree 1.
+DataParallel data_parallel_of(const ParallelLayout& layout, const std::string& link_name, const LinkFit& link,
+                              StateHolding holding = StateHolding::measured);
 
 // Whether `world`'s trainer keeps the weights in the half type the model
 // computes in (Megatron-LM in half precision), so that no layer holds a

@@ -11,6 +11,7 @@
 #include "model/error.h"
 #include "model/fit/fit_profile.h"
 #include "model/layer_model.h"
+#include "model/parallel/expert_groups.h"
 #include "model/plan_space/predict.h"
 #include "tests/support/synthetic_profile.h"
 
@@ -152,6 +153,30 @@ TEST(ExpertDataParallel, AnExpertsStateIsShardedOverTheRanksHoldingIt) {
     EXPECT_DOUBLE_EQ(static_bytes_per_rank(m, all), shard(whole, 4, stage).total()) << "ZeRO stage " << stage;
     if (stage > 0) EXPECT_GT(static_bytes_per_rank(m, expert), static_bytes_per_rank(m, all));
   }
+}
+
+// A layout's data-parallel world: its data x context ranks at its ZeRO stage,
+// the experts' state over those expert parallelism leaves each; data
+// parallelism alone the layout with every other degree 1.
+TEST(ExpertDataParallel, ALayoutsDataParallelWorldIsItsDataAndContextRanks) {
+  ParallelLayout l;
+  l.tensor = 2, l.pipeline = 2, l.context = 2, l.data = 4, l.expert = 4, l.zero_stage = 1;
+  LinkFit link;
+  link.latency_s = 1e-5;
+  const DataParallel world = data_parallel_of(l, "test link", link, StateHolding::megatron);
+  EXPECT_EQ(world.ranks, 8);
+  EXPECT_EQ(world.zero_stage, 1);
+  EXPECT_EQ(world.expert_ranks, 2);
+  EXPECT_EQ(world.link_name, "test link");
+  EXPECT_EQ(world.link.latency_s, 1e-5);
+  EXPECT_EQ(world.holding, StateHolding::megatron);
+  ParallelLayout alone;
+  alone.data = 4, alone.zero_stage = 2;
+  const DataParallel data = data_parallel_of(alone, "test link", link);
+  EXPECT_EQ(data.ranks, 4);
+  EXPECT_EQ(data.zero_stage, 2);
+  EXPECT_EQ(data.holding, StateHolding::measured);
+  EXPECT_EQ(expert_ranks_apart(data), 0);  // every layer's state over all the ranks
 }
 
 }  // namespace
