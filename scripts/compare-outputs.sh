@@ -69,12 +69,14 @@ run_all() {
   run plan llama-tiny.model.json --budget 30GiB --hardware H100-SXM-80GB --gpus 8 --gpus-per-node 8 --json
   run plan llama-tiny.model.json --budget 30GiB --hardware H100-SXM-80GB --gpus 8 --gpus-per-node 8 --tp 2 --pp 2 --emit megatron
   run plan llama-tiny.model.json --budget 30GiB --hardware H100-SXM-80GB --gpus 8 --gpus-per-node 8 --emit torchtitan
+  run plan llama-tiny.model.json --budget 30GiB --hardware H100-SXM-80GB --gpus 4 --gpus-per-node 4 --global-batch 8 --pp 2 --emit papaya
   run predict llama-tiny.model.json --batch 2 --hardware H100-SXM-80GB --gpus 4 --tp 2 --json
   run predict llama-tiny.model.json --batch 2 --hardware H100-SXM-80GB --gpus 4 --pp 2 --global-batch 8 --link ethernet-10g --json
   run limits llama-tiny.model.json --hardware H100-SXM-80GB,A100-80GB --gpus 8 --gpus-per-node 8 --tokens 1e9 --json
   run predict llama-tiny.model.json --batch 2 --hardware H100-SXM-80GB --gpus 6 --tp 3
   run predict llama-tiny.model.json --batch 1 --hardware H100-SXM-80GB --gpus 4 --pp 2 --global-batch 2
   run plan llama-tiny.model.json --budget 30GiB --hardware H100-SXM-80GB --gpus 4 --emit torchtitan --zero 1
+  run predict llama-tiny.model.json --batch 2 --hardware H100-SXM-80GB --gpus 4 --tp 4 --zero 1
   run plan resnet-tiny.model.json --budget 30GiB --hardware H100-SXM-80GB --gpus 4 --gpus-per-node 4
   # Training layouts refused before any rank starts.
   run train --network llama-tiny --nproc 2 --pp 2 --micro-batches 1

@@ -425,6 +425,7 @@ void register_train(CLI::App& app) {
                        (args->run.layout.tensor > 1 ? "--tp " + std::to_string(args->run.layout.tensor) : "") +
                        ": give --nproc a larger multiple of " + std::to_string(grid));
     }
+    args->run.layout.data = ranks / grid;
     args->run.layout.sequence = args->sp == "on" && args->run.layout.tensor > 1;
     if (cmd->get_option("--sp")->count() > 0 && args->run.layout.tensor == 1) throw InputError("--sp goes with --tp");
     if (args->nproc > 1 && args->run.plan == "auto") {

@@ -44,7 +44,8 @@ struct TransformerShape {
 // divide, fewer blocks than p·v, fewer micro-batches than p under 1F1B
 // (interleaved: micro-batches not a multiple of p), tokens that 2·c (ring
 // attention's halves) or t with sequence parallelism does not divide,
-// experts that e does not divide, e not dividing d·c, a ZeRO stage outside
+// experts that e does not divide, e not dividing d·c, a ZeRO stage above 0
+// with one data-parallel rank (d·c = 1) or outside
 // 0-3, and a total other than `gpus` (0: any).
 void check_layout(const ParallelLayout& layout, const TransformerShape& shape, int gpus = 0);
 // The same, but for the rules that need the network's shape.

@@ -37,7 +37,7 @@ void prepare_train_run(TrainRun& run) {
   }
   if (layout.micro_batches == 0) layout.micro_batches = layout.pipeline > 1 ? 2 * layout.pipeline : 1;
   layout.micro_batch = static_cast<int>(run.batch);
-  layout.data = run.data_ranks();
+  if (run.world) layout.data = run.data_ranks();
   model::check_layout(layout, run.world ? run.world->size : 0);
   model::check_runs_on(layout, model::Engine::papaya, device.is_cuda());
   if (!run.resume.empty()) {

@@ -55,8 +55,9 @@ struct TrainRun {
   // too; `pipeline` stages (1F1B) of as many ranks each, `batch` then a
   // micro-batch and a pipeline's batch `micro_batches` of them (0: 2 a
   // stage), every stage drawing it whole; `zero_stage` 1-3 shards the static
-  // state across the data-parallel ranks. prepare_train_run fills `data`
-  // and `micro_batch` from the world and `batch`, and checks the whole.
+  // state across the `data` data-parallel ranks. prepare_train_run sets
+  // `data` from the world where there is one, `micro_batch` from `batch`,
+  // and checks the whole.
   model::ParallelLayout layout = unprepared_layout();
   int64_t global_batch() const { return layout.pipeline > 1 ? batch * layout.micro_batches : batch; }
   // Whether each rank holds some of the layers (tensor or pipeline parallelism).

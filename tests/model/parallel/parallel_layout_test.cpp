@@ -54,7 +54,11 @@ TEST(Layout, WithoutTheNetworkOnlyTheDegreesAreChecked) {
   l.sequence = false, l.zero_stage = 4;
   EXPECT_EQ(input_error_of([&] { check_layout(l); }), "layout: ZeRO stage 4: a ZeRO stage is 0 to 3");
   l.zero_stage = 1;
-  EXPECT_EQ(input_error_of([&] { check_layout(l, 64 * 3); }), "");
+  EXPECT_EQ(input_error_of([&] { check_layout(l, 64 * 3); }), "");  // over the 3 context ranks
+  ParallelLayout one_rank;
+  one_rank.tensor = 4, one_rank.zero_stage = 2;
+  EXPECT_EQ(input_error_of([&] { check_layout(one_rank); }),
+            "layout: ZeRO stage 2 shards across data-parallel ranks: d x c = 1 leaves one");
   EXPECT_EQ(input_error_of([&] { check_layout(l, 64); }), "layout: t x p x c x d = 192 GPUs, not the 64 asked for");
 }
 
