@@ -72,7 +72,7 @@ void prepare_train_run(TrainRun& run) {
   if (layout.tensor > 1) executor::check_tensor_split(network, layout.tensor, layout.sequence);
   if (run.splits_layers()) {
     if (!std::holds_alternative<model::TransformerConfig>(network.body)) {
-      throw InputError(pipeline + ": " + network.name + " is no chain of transformer blocks");
+      throw InputError((layout.pipeline > 1 ? pipeline : tensor) + ": " + network.name + " is no chain of transformer blocks");
     }
     model::check_layout(layout, model::transformer_shape(network));
     if (layout.pipeline > 1 && network.family == model::Family::gpt && network.transformer().tied_head) {
