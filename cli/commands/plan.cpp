@@ -59,7 +59,7 @@ void print_text(std::ostream& out, const PlanReport& p) {
   out << "\n";
   print_global(out, p.result, 8);
   for (const auto& note : p.notes) out << "note: " << note << "\n";
-  if (!p.out.empty()) out << "plan written to " << p.out << " (papaya train --plan " << p.out << ")\n";
+  if (!p.out.empty()) out << "plan written to " << p.out << " (" << train_command(p.out, p.result) << ")\n";
   if (!p.plot.empty()) out << "figure written to " << p.plot << "\n";
   if (!p.html.empty()) out << "report written to " << p.html << "\n";
 }
@@ -103,7 +103,7 @@ void register_plan(CLI::App& app) {
   cmd->add_option("--hardware", args->hardware, "Catalog entry to plan for (papaya hardware); default: the profiled machine");
   cmd->add_option("--batch,-b", args->batch, "Plan at this batch; default: the batch with the most samples/s")
       ->check(positive(args->batch));
-  cmd->add_option("--out,-o", args->out, "Plan file to write (JSON, for papaya train --plan FILE)");
+  cmd->add_option("--out,-o", args->out, "Plan file to write (JSON, for papaya train --plan FILE; with --gpus N, --layout FILE)");
   cmd->add_option("--variance", args->variance,
                   "Gradient-variance budget of lossy strategies, as a fraction of quantize-2 everywhere (0: lossless only)")
       ->check(non_negative(args->variance));

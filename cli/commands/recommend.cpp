@@ -210,7 +210,7 @@ void print_text(std::ostream& out, const Recommendation& rec) {
   out << "\n";
   print_global(out, r, 12);
   for (const auto& note : rec.notes) out << "note: " << note << "\n";
-  out << "plan written to " << rec.out << " (papaya train --plan " << rec.out << "); model written to " << rec.model_path
+  out << "plan written to " << rec.out << " (" << train_command(rec.out, r) << "); model written to " << rec.model_path
       << " (papaya plan " << rec.model_path << " --budget SIZE)\n";
   if (!rec.html.empty()) out << "report written to " << rec.html << "\n";
 }

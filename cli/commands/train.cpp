@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "cli/commands/commands.h"
 #include "cli/options/network_choice.h"
@@ -18,6 +20,7 @@
 #include "workflow/plan.h"
 #include "workflow/profile_and_fit.h"
 #include "workflow/training/launch.h"
+#include "workflow/training/layout_file.h"
 #include "workflow/training/train_run.h"
 
 namespace papaya::cli {
@@ -35,6 +38,8 @@ struct TrainArgs {
   bool batch_given = false;  // --plan auto: plan at --batch, else choose it
   int nproc = 1;             // data-parallel ranks to start here
   std::string sp = "on";     // --sp
+  std::string layout_path;   // --layout
+  std::optional<workflow::LayoutFile> layout_file;
 };
 
 // What each rank of a --zero job holds, for the ranks' headline.
@@ -63,6 +68,7 @@ void prepare(TrainRun& run, const TrainArgs& args) {
   if (run.resume.empty() || run.given.count("network")) {
     run.network_config = load_network(run.network, args.seq_len, args.network_options);
   }
+  if (args.layout_file) workflow::check_made_for(*args.layout_file, *run.network_config, args.layout_path);
   workflow::prepare_train_run(run);
 }
 
@@ -303,6 +309,28 @@ void stop_if_stopped(const Trained& t) {
                                   ": go on with papaya train --resume " + t.run.save + " --steps " + std::to_string(t.run.steps));
 }
 
+// --layout FILE: the options its layout, step and network stand for, as
+// --emit papaya would print them; given beside it they are refused.
+void lay_out_from_file(TrainArgs& args, const CLI::App& cmd) {
+  if (!args.run.resume.empty()) throw InputError("--layout with --resume: a resumed run is laid out as it was saved");
+  const workflow::LayoutFile file = workflow::read_layout_file(args.layout_path);
+  std::vector<std::string> given_by_file = {"--nproc", "--tp", "--sp", "--pp", "--micro-batches", "--zero", "--batch", "--plan"};
+  if (!file.precision.empty()) given_by_file.push_back("--precision");
+  for (const auto& flag : given_by_file) {
+    if (cmd.get_option(flag)->count() > 0) throw InputError("--layout " + args.layout_path + " gives " + flag + ": leave it out");
+  }
+  args.run.layout = file.layout;
+  if (file.layout.pipeline == 1) args.run.layout.micro_batches = 0;  // one a step, as prepare_train_run sets
+  args.nproc = file.layout.gpus();
+  args.sp = file.layout.sequence ? "on" : "off";
+  args.run.batch = file.layout.micro_batch;
+  args.batch_given = true;
+  args.run.plan = file.plan;
+  if (!file.precision.empty()) args.run.precision = file.precision;
+  if (!file.network.empty() && cmd.get_option("--network")->count() == 0) args.run.network = file.network;
+  args.layout_file = file;
+}
+
 }  // namespace
 
 void register_train(CLI::App& app) {
@@ -378,6 +406,11 @@ void register_train(CLI::App& app) {
   cmd->add_option("--micro-batches", args->run.layout.micro_batches,
                   "With --pp: micro-batches a step, the global batch that many times --batch (default: 2 a stage)")
       ->check(positive(args->run.layout.micro_batches));
+  cmd->add_option("--layout", args->layout_path,
+                  "Train as the layout search chose: FILE is plan's or recommend's --json with --gpus (its best layout, "
+                  "plan and precision), or a plan file made for --gpus N (its GPUs, ZeRO stage and batch); the network "
+                  "is the one it was made for unless --network names it")
+      ->check(CLI::ExistingFile);
   cmd->add_option("--timeout", args->run.timeout_s,
                   "With --nproc: seconds a rank waits for the others (to join, and in each exchange) before the job fails")
       ->capture_default_str()
@@ -398,6 +431,7 @@ void register_train(CLI::App& app) {
                                                                     {"--adaptive-every", "adaptive_every"}}) {
       if (cmd->get_option(flag)->count() > 0) args->run.given.insert(setting);
     }
+    if (!args->layout_path.empty()) lay_out_from_file(*args, *cmd);
     if (args->run.save_every > 0 && args->run.save.empty() && args->run.save_model.empty()) {
       throw InputError("--save-every needs --save FILE or --save-model FILE");
     }

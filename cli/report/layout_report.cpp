@@ -8,6 +8,7 @@
 #include "cli/report/html_report.h"
 #include "cli/report/table.h"
 #include "model/error.h"
+#include "model/parallel/parallel_layout_json.h"
 #include "model/units.h"
 
 namespace papaya::cli {
@@ -42,32 +43,21 @@ nlohmann::json stage_json(const model::StageEstimate& s) {
 }
 
 nlohmann::json layout_json(const model::LayoutEstimate& e) {
-  const model::ParallelLayout& l = e.layout;
   nlohmann::json stages = nlohmann::json::array();
   for (const auto& s : e.stages) stages.push_back(stage_json(s));
-  return {{"label", l.label()},
-          {"tensor", l.tensor},
-          {"sequence", l.sequence},
-          {"pipeline", l.pipeline},
-          {"virtual_stages", l.virtual_stages},
-          {"context", l.context},
-          {"expert", l.expert},
-          {"data", l.data},
-          {"zero", l.zero_stage},
-          {"offload_optimizer", l.offload_optimizer},
-          {"micro_batch", l.micro_batch},
-          {"micro_batches", l.micro_batches},
-          {"global_batch", l.global_batch()},
-          {"plan", e.plan},
-          {"peak_bytes", e.peak_bytes},
-          {"peak_stage", e.peak_stage},
-          {"iteration_s", e.iteration_seconds},
-          {"bubble_s", e.bubble_seconds},
-          {"exposed_comm_s", e.exposed_comm_seconds},
-          {"offload_s", e.offload_seconds},
-          {"tokens_per_s", e.tokens_per_s},
-          {"mfu", e.model_flops_utilization},
-          {"stages", stages}};
+  nlohmann::json doc = model::parallel_layout_json(e.layout);
+  doc.update({{"global_batch", e.layout.global_batch()},
+              {"plan", e.plan},
+              {"peak_bytes", e.peak_bytes},
+              {"peak_stage", e.peak_stage},
+              {"iteration_s", e.iteration_seconds},
+              {"bubble_s", e.bubble_seconds},
+              {"exposed_comm_s", e.exposed_comm_seconds},
+              {"offload_s", e.offload_seconds},
+              {"tokens_per_s", e.tokens_per_s},
+              {"mfu", e.model_flops_utilization},
+              {"stages", stages}});
+  return doc;
 }
 
 nlohmann::json setting_json(const workflow::LayoutSetting& s, int gpus) {

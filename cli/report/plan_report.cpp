@@ -259,6 +259,10 @@ void print_global(std::ostream& out, const planner::PlanResult& r, size_t shown)
   table.print(out);
 }
 
+std::string train_command(const std::string& path, const planner::PlanResult& result) {
+  return std::string("papaya train ") + (result.data_parallel.active() ? "--layout " : "--plan ") + path;
+}
+
 nlohmann::json result_json(const model::LayerModel& m, const planner::PlanResult& r) {
   nlohmann::json tensors = nlohmann::json::array(), segments = nlohmann::json::array(), global = nlohmann::json::array();
   for (const auto& g : tensor_groups(m, r)) {

@@ -29,6 +29,11 @@ void print_global(std::ostream& out, const planner::PlanResult& result, size_t s
 // A "global" row's verdict in words: baseline, helps, no gain, does not fit.
 std::string verdict(const planner::GlobalTable& table, const planner::GlobalRow& row);
 
+// How `papaya train` trains the plan file `path` written of `result`: with
+// --layout where it was made for data-parallel GPUs (their ranks and ZeRO
+// stage too), else with --plan.
+std::string train_command(const std::string& path, const planner::PlanResult& result);
+
 // The result as one JSON document (plan, prediction, grouping, table).
 nlohmann::json result_json(const model::LayerModel& model, const planner::PlanResult& result);
 

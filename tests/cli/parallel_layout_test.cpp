@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "model/json_file.h"
 #include "tests/cli/rank_checks.h"
 #include "tests/cli/run_papaya.h"
 
@@ -226,11 +227,49 @@ TEST(Layouts, TheLayoutEmittedForPapayaTrainsAsSearched) {
     EXPECT_EQ(ranks.value("pipeline", 1), pipeline) << options;
     EXPECT_EQ(ranks["zero"], values.count("--zero") ? std::stoi(values.at("--zero")) : 0) << options;
     expect_losses_of_one_process(ranks, json::parse(alone.out), options);
+    if (pipeline == 1) continue;
+    // The search's JSON itself trains the same job.
+    const std::string searched_file = dir.path("searched.json");
+    model::write_json_file(searched_file, doc);
+    const Outcome laid = run_papaya("train --steps 3 --json --timeout 60 --layout " + searched_file);
+    ASSERT_EQ(laid.code, 0) << options << ": " << laid.err;
+    const json from_file = json::parse(laid.out);
+    for (const char* key : {"network", "global_batch", "pipeline", "micro_batches", "zero", "tensor", "sequence_parallel"}) {
+      EXPECT_EQ(from_file.value(key, json()), ranks.value(key, json())) << key << " of " << options;
+    }
+    expect_losses_of_one_process(from_file, ranks, options + " from its JSON");
   }
   // What papaya's trainer does not run is refused for it, naming the option.
   const Outcome context = run_papaya(recommend(dir) + "--gpus 4 --cp 2 --emit papaya");
   EXPECT_EQ(context.code, 2);
   EXPECT_NE(context.err.find("--emit papaya: --cp 2 has no papaya argument"), std::string::npos) << context.err;
+}
+
+// A plan file made for data-parallel GPUs trains on as many ranks, at its
+// ZeRO stage and batch, as one process at their global batch.
+TEST(Layouts, APlanFileForDataParallelGpusTrainsOnThem) {
+  if (!built_with_gloo()) GTEST_SKIP() << "built without Gloo";
+  const TempDir dir("papaya-layouts");
+  const std::string plan = dir.path("dp.plan.json");
+  const Outcome planned =
+      run_papaya("recommend --network gpt-tiny --hardware A100-40GB --gpus 2 --zero 1 --batch 4 --out " + plan);
+  ASSERT_EQ(planned.code, 0) << planned.err;
+  EXPECT_NE(planned.out.find("(papaya train --layout " + plan + ")"), std::string::npos) << planned.out;
+  const Outcome job = run_papaya("train --steps 3 --json --timeout 60 --layout " + plan);
+  ASSERT_EQ(job.code, 0) << job.err;
+  const json ranks = json::parse(job.out);
+  EXPECT_EQ(ranks["network"], "gpt-tiny");
+  EXPECT_EQ(ranks["global_batch"], 8);
+  EXPECT_EQ(ranks["zero"], 1);
+  EXPECT_EQ(ranks["ranks"].size(), 2u);
+  const Outcome alone = run_papaya("train --network gpt-tiny --steps 3 --json --batch 8 --plan " + plan);
+  ASSERT_EQ(alone.code, 0) << alone.err;
+  expect_losses_of_one_process(ranks, json::parse(alone.out), "--layout " + plan);
+  // What the file gives is not given twice; a network it was not made for is refused.
+  expect_input_error("train --layout " + plan + " --zero 2", "--layout " + plan + " gives --zero: leave it out");
+  expect_input_error("train --layout " + plan + " --batch 2", "gives --batch");
+  expect_input_error("train --layout " + plan + " --network mlp-tiny", "the layout was made for gpt-tiny, not mlp-tiny");
+  expect_input_error("train --layout " + plan + " --resume " + plan, "--layout with --resume");
 }
 
 TEST(Layouts, ImpossibleSplitsExitTwoNamingTheConstraint) {
