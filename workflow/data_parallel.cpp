@@ -6,13 +6,18 @@
 
 namespace papaya::workflow {
 
+model::ParallelLayout DataParallelRequest::layout(int zero_stage) const {
+  model::ParallelLayout data_alone;
+  data_alone.data = gpus;
+  data_alone.zero_stage = zero_stage;
+  return data_alone;
+}
+
 void DataParallelRequest::validate() const {
+  model::check_layout(layout(zero.value_or(0)));
   if (gpus > 1) {
     if (!link.empty()) model::load_link(link);
     return;
-  }
-  if (zero && *zero > 0) {
-    throw InputError("ZeRO stage " + std::to_string(*zero) + " shards across GPUs: it needs 2 GPUs or more");
   }
   if (!link.empty()) throw InputError("link " + link + " joins GPUs: it needs 2 GPUs or more");
 }
@@ -39,10 +44,7 @@ void apply_data_parallel(model::Target& target, const model::LayerModel& model, 
     link = hardware->interconnect;
   }
   const model::LinkSpec spec = model::load_link(link);
-  model::ParallelLayout data_alone;
-  data_alone.data = request.gpus;
-  data_alone.zero_stage = zero_stage;
-  model::set_data_parallel(target, model::data_parallel_of(data_alone, spec.name, spec.fit));
+  model::set_data_parallel(target, model::data_parallel_of(request.layout(zero_stage), spec.name, spec.fit));
 }
 
 }  // namespace papaya::workflow

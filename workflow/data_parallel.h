@@ -8,6 +8,7 @@
 
 #include "model/catalog/target.h"
 #include "model/layer_model.h"
+#include "model/parallel/parallel_layout.h"
 
 namespace papaya::workflow {
 
@@ -18,8 +19,11 @@ struct DataParallelRequest {
 
   // Whether any of it was asked for (more GPUs, a stage, a link).
   bool requested() const { return gpus != 1 || zero.has_value() || !link.empty(); }
-  // Before any long work: InputError for a ZeRO stage above 0 or a link
-  // with fewer than two GPUs, or a link that is neither in the catalog nor a file.
+  // The GPUs as a layout: data parallelism alone, at `zero_stage`.
+  model::ParallelLayout layout(int zero_stage) const;
+  // Before any long work: InputError for what the layout's check refuses
+  // (model::check_layout: a ZeRO stage above 0 on one GPU), a link with
+  // fewer than two GPUs, or a link that is neither in the catalog nor a file.
   void validate() const;
   // InputError where two or more GPUs on `where` (a CPU, a GPU outside the
   // catalog) have no interconnect known and no link is named.

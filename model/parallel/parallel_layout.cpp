@@ -26,7 +26,7 @@ void check(const ParallelLayout& l, const TransformerShape* shape, int gpus) {
   }
   require(l.zero_stage >= 0 && l.zero_stage <= 3, "ZeRO stage " + n(l.zero_stage) + ": a ZeRO stage is 0 to 3");
   require(l.zero_stage == 0 || l.data * l.context > 1,
-          "ZeRO stage " + n(l.zero_stage) + " shards across data-parallel ranks: d x c = 1 leaves one");
+          "ZeRO stage " + n(l.zero_stage) + " shards across data-parallel ranks: it needs 2 or more (d x c is 1)");
   require(!known || s.heads % l.tensor == 0, n(s.heads) + " heads do not split over tensor parallelism " + n(l.tensor));
   require(!known || (s.kv_heads > 0 && (s.kv_heads <= l.tensor ? l.tensor % s.kv_heads == 0 : s.kv_heads % l.tensor == 0)),
           n(s.kv_heads) + " k/v heads do not split over tensor parallelism " + n(l.tensor) +

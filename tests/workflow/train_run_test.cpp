@@ -62,7 +62,7 @@ TEST(TrainRun, RefusalsNameTheSettingNotAFlag) {
             }).find(std::to_string(blocks) + " blocks for " + std::to_string(blocks + 1) + " pipeline stages x 1 chunks"),
             std::string::npos);
   EXPECT_EQ(laid_out([](model::ParallelLayout& l) { l.zero_stage = 1; }),
-            "layout: ZeRO stage 1 shards across data-parallel ranks: d x c = 1 leaves one");
+            "layout: ZeRO stage 1 shards across data-parallel ranks: it needs 2 or more (d x c is 1)");
   EXPECT_NE(laid_out([](model::ParallelLayout& l) { l.context = 2; }).find("papaya's trainer runs no context parallelism"),
             std::string::npos);
   EXPECT_NE(laid_out([](model::ParallelLayout& l) {

@@ -58,7 +58,7 @@ TEST(Layout, WithoutTheNetworkOnlyTheDegreesAreChecked) {
   ParallelLayout one_rank;
   one_rank.tensor = 4, one_rank.zero_stage = 2;
   EXPECT_EQ(input_error_of([&] { check_layout(one_rank); }),
-            "layout: ZeRO stage 2 shards across data-parallel ranks: d x c = 1 leaves one");
+            "layout: ZeRO stage 2 shards across data-parallel ranks: it needs 2 or more (d x c is 1)");
   EXPECT_EQ(input_error_of([&] { check_layout(l, 64); }), "layout: t x p x c x d = 192 GPUs, not the 64 asked for");
 }
 
