@@ -16,7 +16,9 @@
 #include "executor/networks/moe.h"
 #include "executor/networks/tensor_group.h"
 #include "executor/networks/zoo.h"
+#include "model/catalog/transformer_shape.h"
 #include "model/error.h"
+#include "model/parallel/parallel_layout.h"
 
 namespace papaya::executor {
 namespace {
@@ -355,14 +357,16 @@ void check_tensor_split(const model::NetworkConfig& config, int ranks, bool sequ
   for (int i = 0; i < c->layers; ++i) {
     if (c->is_moe_block(i)) refuse("of a mixture of experts not built");
   }
-  if (c->heads % ranks != 0 || c->kv_heads % ranks != 0) {
-    refuse(std::to_string(c->heads) + " heads and " + std::to_string(c->kv_heads) + " k/v heads do not split evenly");
-  }
+  // What any engine's split needs (heads, k/v heads, tokens), as the planner checks it.
+  model::ParallelLayout layout;
+  layout.tensor = ranks;
+  layout.sequence = sequence_parallel;
+  model::check_layout(layout, model::transformer_shape(config));
+  if (c->kv_heads % ranks != 0) refuse(std::to_string(c->kv_heads) + " k/v heads each copied to several ranks not built");
   if (c->mlp_hidden() % ranks != 0) refuse("an MLP width of " + std::to_string(c->mlp_hidden()) + " does not split evenly");
   if (c->vocab % ranks != 0) refuse("a vocabulary of " + std::to_string(c->vocab) + " does not split evenly");
   if (!sequence_parallel) return;
   const auto with_sp = [&](const std::string& why) { refuse("with sequence parallelism, " + why); };
-  if (c->seq_len % ranks != 0) with_sp("a sequence of " + std::to_string(c->seq_len) + " tokens does not split evenly");
   // Each rank would draw the same masks for its tokens as the others for theirs.
   if (c->dropout > 0) with_sp("dropout not built");
   if (config.position_rows() > 0) with_sp("a learned position table not built");

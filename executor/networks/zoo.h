@@ -16,7 +16,8 @@ std::shared_ptr<Network> build_mlp(const model::NetworkConfig& config);
 
 // Throws InputError naming why tensor parallelism over `ranks` (with
 // `sequence_parallel`, its tokens split too) cannot split `config`'s network
-// (Network::split_tensors): before any is built.
+// (Network::split_tensors): before any is built. The heads and tokens as
+// model::check_layout divides them, then what papaya's split has not built.
 void check_tensor_split(const model::NetworkConfig& config, int ranks, bool sequence_parallel);
 
 }  // namespace papaya::executor

@@ -121,7 +121,9 @@ TEST(TensorParallel, ImpossibleSplitsFailWithOneLine) {
   expect_input_error("train --network gpt-tiny --nproc 2 --tp 2", "bias");  // added once, after the sum
   expect_input_error("train --network mlp-tiny --nproc 2 --tp 2", "decoder LMs");
   expect_input_error("train --network llama-tiny --sp off", "--sp goes with --tp");
-  expect_input_error("train --network llama-tiny --nproc 2 --tp 2 --seq-len 33", "33 tokens does not split evenly");
+  expect_input_error("train --network llama-tiny --nproc 3 --tp 3", "layout: 4 heads do not split over tensor parallelism 3");
+  expect_input_error("train --network llama-tiny --nproc 2 --tp 2 --seq-len 33",
+                     "layout: 33 tokens do not split over sequence parallelism 2");
 }
 
 }  // namespace
