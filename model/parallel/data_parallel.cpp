@@ -38,7 +38,7 @@ RankStatic whole_static(const LayerModel& model, const DataParallel& world) {
 }
 
 RankStatic rank_static(const LayerModel& model, const DataParallel& world) {
-  const bool experts_apart = world.expert_ranks > 0 && world.expert_ranks != world.ranks;
+  const bool experts_apart = world.expert_ranks_apart() > 0;
   const ParameterBytes bytes = parameter_bytes(model, experts_apart);
   const RankStatic whole = static_of(model, world, bytes);
   if (!experts_apart) return shard(whole, world.ranks, world.zero_stage);

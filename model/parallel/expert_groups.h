@@ -1,17 +1,13 @@
 #pragma once
 // What expert parallelism changes for a data-parallel rank (data_parallel.h):
 // it takes its GPUs from the data-parallel ones, so each expert lives on
-// fewer ranks than the other layers (DataParallel::expert_ranks), which
+// fewer ranks than the other layers (DataParallel::expert_ranks_apart), which
 // reduce its gradients, gather its weights and shard its state among
 // themselves (Megatron-LM's expert data-parallel group, torchtitan's).
 #include "model/layer_model.h"
 #include "model/parallel/data_parallel.h"
 
 namespace papaya::model {
-
-// The ranks an expert's gradients are reduced and its weights gathered over,
-// where they are fewer than `world`'s; 0 where every layer's are all of them.
-int expert_ranks_apart(const DataParallel& world);
 
 // How many ranks share the optimizer's step under ZeRO-1 and above, one
 // rank stepping 1/that of it: `world`'s, or with experts apart as many as

@@ -273,7 +273,7 @@ std::vector<double> remade_by_recompute(const AtBatch& at) {
 
 Index::Index(const LayerModel& m, const Target& t) : model(&m), target(t), layers(m.layers.size()) {
   const bool copies = !computes_with_held_weights(m, t.data_parallel);
-  const bool experts_apart = expert_ranks_apart(t.data_parallel) > 0;
+  const bool experts_apart = t.data_parallel.expert_ranks_apart() > 0;
   double weights = 0, expert_weights = 0;
   for (size_t j = 0; j < m.layers.size(); ++j) {
     layers[j].invert_seconds_per_byte = t.invert_extra_seconds(m.layers[j].kind, 1);
@@ -395,8 +395,8 @@ AtBatch::AtBatch(std::shared_ptr<const Index> shared, int64_t batch_size) : inde
     keep_bytes[p] += shift + held;
   }
   optimizer_peak_bytes += shift;
-  // An expert's state is sharded over the ranks holding it (expert_ranks_apart), the others' over all.
-  const int expert_ranks = expert_ranks_apart(world);
+  // An expert's state is sharded over the ranks holding it (DataParallel::expert_ranks_apart), the others' over all.
+  const int expert_ranks = world.expert_ranks_apart();
   if (world.zero_stage >= 1) optimizer_s /= ix.optimizer_ranks;
   if (world.active() && (world.zero_stage == 1 || world.zero_stage == 2)) {
     const double gathered = whole_static(model, world).weights;

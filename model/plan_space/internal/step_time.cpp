@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "model/parallel/expert_groups.h"
+#include "model/parallel/data_parallel.h"
 
 namespace papaya::model::plan_space {
 namespace {
@@ -21,11 +21,11 @@ struct LayerStep {
 
 // The network link between data-parallel ranks: one collective at a time.
 // An expert's gradients leave in buckets of their own, reduced (and its
-// weights gathered) over the ranks holding it (expert_ranks_apart), as
+// weights gathered) over the ranks holding it (DataParallel::expert_ranks_apart), as
 // Megatron-LM's expert data-parallel group does; none where it has no other.
 class Exchange {
  public:
-  explicit Exchange(const DataParallel& world) : world_(world), buckets_{{0, world.ranks}, {0, expert_ranks_apart(world)}} {}
+  explicit Exchange(const DataParallel& world) : world_(world), buckets_{{0, world.ranks}, {0, world.expert_ranks_apart()}} {}
   bool active() const { return world_.active(); }
   bool gathers_layers() const { return active() && world_.zero_stage == 3; }
   // A step's weights gathered, issued at `issued` (after the collectives before it): when they are there.

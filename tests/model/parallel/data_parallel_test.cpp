@@ -176,7 +176,7 @@ TEST(ExpertDataParallel, ALayoutsDataParallelWorldIsItsDataAndContextRanks) {
   EXPECT_EQ(data.ranks, 4);
   EXPECT_EQ(data.zero_stage, 2);
   EXPECT_EQ(data.holding, StateHolding::measured);
-  EXPECT_EQ(expert_ranks_apart(data), 0);  // every layer's state over all the ranks
+  EXPECT_EQ(data.expert_ranks_apart(), 0);  // every layer's state over all the ranks
 }
 
 }  // namespace
