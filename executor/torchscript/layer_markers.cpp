@@ -151,15 +151,6 @@ CallArguments arguments_of(const Node* call) {
   return out;
 }
 
-bool same(const CallArguments& a, const CallArguments& b) {
-  if (a.values.size() != b.values.size()) return false;
-  for (size_t i = 0; i < a.values.size(); ++i) {
-    if (a.values[i].has_value() != b.values[i].has_value()) return false;
-    if (a.values[i] && !(*a.values[i] == *b.values[i])) return false;
-  }
-  return true;
-}
-
 // Adds `call`'s arguments to those of the method of `callee`: one call
 // passing other constants, or values of its own, makes them not constant.
 void note_arguments(const std::shared_ptr<const Graph>& callee, const Node* call) {
@@ -169,7 +160,7 @@ void note_arguments(const std::shared_ptr<const Graph>& callee, const Node* call
   CallArguments arguments = arguments_of(call);
   for (CalledGraph& known : graphs) {
     if (known.graph.lock() != callee) continue;
-    if (!same(known.arguments, arguments)) known.arguments.constant = false;
+    if (known.arguments.values != arguments.values) known.arguments.constant = false;
     known.arguments.tensors_only = known.arguments.tensors_only && arguments.tensors_only;
     return;
   }
