@@ -1,6 +1,7 @@
 // papaya train: train a network of the zoo and report throughput, peak
 // memory and loss.
 #include <algorithm>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -280,6 +281,14 @@ Trained compute(const TrainArgs& args, const Output& output, bool speaks) {
   if (t.auto_plan) {
     t.run.batch = t.auto_plan->result.batch;
     t.run.planned = t.auto_plan->result.plan;
+  }
+  if (speaks && !args.layout_file) {
+    const int planned = workflow::gpus_planned_for(t.run.plan), ranks = t.run.world ? t.run.world->size : 1;
+    if (planned > 1 && planned != ranks) {
+      std::fprintf(stderr,
+                   "papaya: note: %s was planned for %d data-parallel GPUs, this run has %d: train --layout %s runs it on them\n",
+                   t.run.plan.c_str(), planned, ranks, t.run.plan.c_str());
+    }
   }
   TrainCallbacks callbacks;
   callbacks.on_start = [&](const TrainSetup& built) {

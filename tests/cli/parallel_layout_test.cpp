@@ -264,6 +264,9 @@ TEST(Layouts, APlanFileForDataParallelGpusTrainsOnThem) {
   EXPECT_EQ(ranks["ranks"].size(), 2u);
   const Outcome alone = run_papaya("train --network gpt-tiny --steps 3 --json --batch 8 --plan " + plan);
   ASSERT_EQ(alone.code, 0) << alone.err;
+  // --plan alone trains one process, and says what the plan was made for.
+  EXPECT_NE(alone.err.find("was planned for 2 data-parallel GPUs, this run has 1: train --layout " + plan), std::string::npos)
+      << alone.err;
   expect_losses_of_one_process(ranks, json::parse(alone.out), "--layout " + plan);
   // What the file gives is not given twice; a network it was not made for is refused.
   expect_input_error("train --layout " + plan + " --zero 2", "--layout " + plan + " gives --zero: leave it out");

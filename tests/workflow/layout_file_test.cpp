@@ -66,8 +66,12 @@ TEST_F(LayoutFiles, APlanFileGivesItsGpusZeroStageAndBatch) {
   EXPECT_EQ(file.plan, path);
   EXPECT_EQ(file.precision, "");
   EXPECT_EQ(file.network, "gpt-tiny");
+  EXPECT_EQ(gpus_planned_for(path), 2);
   // Made for one GPU: one rank.
-  EXPECT_EQ(read_layout_file(write("one.plan.json", plan_file({{"batch", 4}}))).layout.gpus(), 1);
+  const std::string one = write("one.plan.json", plan_file({{"batch", 4}}));
+  EXPECT_EQ(read_layout_file(one).layout.gpus(), 1);
+  EXPECT_EQ(gpus_planned_for(one), 1);
+  EXPECT_EQ(gpus_planned_for("keep"), 1);  // a plan name
 }
 
 TEST_F(LayoutFiles, WhatIsNoLayoutIsRefusedNamingTheFile) {

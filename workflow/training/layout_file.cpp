@@ -1,5 +1,7 @@
 #include "workflow/training/layout_file.h"
 
+#include <fstream>
+
 #include "model/catalog/transformer_shape.h"
 #include "model/error.h"
 #include "model/json_file.h"
@@ -50,6 +52,14 @@ LayoutFile read_layout_file(const std::string& path) {
   if (doc.is_object() && doc.contains("layouts")) return searched(doc, path);
   if (doc.is_object() && doc.contains("papaya_plan")) return planned(doc, path);
   throw InputError(path + ": neither the JSON of a layout search (with \"layouts\") nor a plan file (\"papaya_plan\")");
+}
+
+int gpus_planned_for(const std::string& plan) {
+  std::ifstream in(plan);
+  const nlohmann::json doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!doc.is_object() || !doc.contains("predicted") || !doc["predicted"].is_object()) return 1;
+  const nlohmann::json& gpus = doc["predicted"].value("gpus", nlohmann::json(1));
+  return gpus.is_number_integer() ? gpus.get<int>() : 1;
 }
 
 void check_made_for(const LayoutFile& file, const model::NetworkConfig& network, const std::string& path) {

@@ -24,6 +24,11 @@ struct LayoutFile {
 // without its batch.
 LayoutFile read_layout_file(const std::string& path);
 
+// The data-parallel GPUs the plan file `plan` was made for (its
+// "predicted" part); 1 where it names none, or `plan` is no JSON file (a
+// plan name: its errors are the plan reader's).
+int gpus_planned_for(const std::string& plan);
+
 // InputError where `network` is not the one `file` (read from `path`) was
 // made for, by name or by a sample's tokens.
 void check_made_for(const LayoutFile& file, const model::NetworkConfig& network, const std::string& path);
