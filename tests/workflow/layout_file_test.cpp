@@ -34,10 +34,9 @@ class LayoutFiles : public ::testing::Test {
     layout["plan"] = "recompute-all";
     model::ParallelLayout worse;
     worse.data = best.gpus();
-    return {{"network", "llama-tiny"},
-            {"precision", "bf16"},
-            {"tokens", 32},
-            {"layouts", {layout, model::parallel_layout_json(worse)}}};
+    nlohmann::json second = model::parallel_layout_json(worse);
+    second["plan"] = "keep";
+    return {{"network", "llama-tiny"}, {"precision", "bf16"}, {"tokens", 32}, {"layouts", {layout, second}}};
   }
   static nlohmann::json plan_file(const nlohmann::json& predicted) {
     return {{"papaya_plan", 1}, {"name", "keep"}, {"network", "gpt-tiny"}, {"batch", 4}, {"predicted", predicted}};
@@ -82,7 +81,12 @@ TEST_F(LayoutFiles, WhatIsNoLayoutIsRefusedNamingTheFile) {
   EXPECT_NE(error("other.json", {{"a", 1}}).find("other.json: neither the JSON of a layout search"), std::string::npos);
   nlohmann::json search = search_of(model::ParallelLayout{});
   search["layouts"] = nlohmann::json::array();
-  EXPECT_NE(error("empty.json", search).find("empty.json: /layouts: no layout to train"), std::string::npos);
+  EXPECT_NE(error("empty.json", search).find("empty.json: /layouts"), std::string::npos) << error("empty.json", search);
+  search = search_of(model::ParallelLayout{});
+  search["network"] = 3;
+  EXPECT_NE(error("named.json", search).find("named.json: /network"), std::string::npos) << error("named.json", search);
+  EXPECT_NE(error("gpus.plan.json", plan_file({{"gpus", "2"}})).find("gpus.plan.json: /predicted/gpus"), std::string::npos)
+      << error("gpus.plan.json", plan_file({{"gpus", "2"}}));
   search = search_of(model::ParallelLayout{});
   search["layouts"][0]["micro_batches"] = 0;
   EXPECT_NE(error("zero.json", search).find("zero.json: /layouts/0: /micro_batches"), std::string::npos)

@@ -12,12 +12,10 @@ namespace {
 
 // The best of a layout search's layouts, as the search priced it.
 LayoutFile searched(const nlohmann::json& doc, const std::string& path) {
-  const nlohmann::json& layouts = doc.at("layouts");
-  if (!layouts.is_array() || layouts.empty()) throw InputError(path + ": /layouts: no layout to train");
-  const nlohmann::json& best = layouts.front();
+  model::validate_json(doc, "layout-search", path);
+  const nlohmann::json& best = doc.at("layouts").front();
   LayoutFile out;
   out.layout = model::parallel_layout_from_json(best, path + ": /layouts/0");
-  if (!best.contains("plan") || !best.at("plan").is_string()) throw InputError(path + ": /layouts/0/plan: a plan name");
   out.plan = best.at("plan");
   out.precision = doc.value("precision", "");
   out.network = doc.value("network", "");
