@@ -178,7 +178,8 @@ TEST_F(ModelCommands, PredictAndLimitsForDataParallelGpus) {
   }
   expect_input_error("predict " + model_ + " --batch 4 --gpus 2",
                      "no interconnect known; name a link");  // the profiled CPU has no interconnect
-  expect_input_error("predict " + model_ + " --batch 4 --zero 1", "layout: ZeRO stage 1 shards across data-parallel ranks: it needs 2 or more (d x c is 1)");
+  expect_input_error("predict " + model_ + " --batch 4 --zero 1",
+                     "layout: ZeRO stage 1 shards across data-parallel ranks: it needs 2 or more (d x c is 1)");
   expect_input_error("predict " + model_ + " --batch 4 --hardware V100 --link nvlink-2",
                      "link nvlink-2 joins GPUs: it needs 2 GPUs or more");
   expect_input_error("predict " + model_ + " --batch 4 --hardware V100 --gpus 2 --link pigeon", "pigeon");
