@@ -483,8 +483,10 @@ void register_train(CLI::App& app) {
       return workflow::launch_ranks(args->nproc);
     }
     if (args->run.world && args->nproc > 1 && args->run.world->size != args->nproc) {
-      throw InputError("--nproc " + std::to_string(args->nproc) +
-                       " in a job of WORLD_SIZE=" + std::to_string(args->run.world->size));
+      const std::string asked = args->layout_file
+                                    ? "--layout " + args->layout_path + " lays out " + std::to_string(args->nproc) + " ranks"
+                                    : "--nproc " + std::to_string(args->nproc);
+      throw InputError(asked + " in a job of WORLD_SIZE=" + std::to_string(args->run.world->size));
     }
     if (args->run.layout.zero_stage > 0 && !args->run.world) {
       throw InputError("--zero " + std::to_string(args->run.layout.zero_stage) +

@@ -6,12 +6,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdlib>
 #include <map>
 #include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "executor/distributed/world.h"
 #include "model/json_file.h"
 #include "tests/cli/rank_checks.h"
 #include "tests/cli/run_papaya.h"
@@ -273,6 +275,16 @@ TEST(Layouts, APlanFileForDataParallelGpusTrainsOnThem) {
   expect_input_error("train --layout " + plan + " --batch 2", "gives --batch");
   expect_input_error("train --layout " + plan + " --network mlp-tiny", "the layout was made for gpt-tiny, not mlp-tiny");
   expect_input_error("train --layout " + plan + " --resume " + plan, "--layout with --resume");
+  // Under torchrun, a job of other ranks than the file lays out is refused naming the file.
+  setenv("RANK", "0", 1);
+  setenv("WORLD_SIZE", "4", 1);
+  setenv("MASTER_ADDR", "127.0.0.1", 1);
+  setenv("MASTER_PORT", std::to_string(executor::free_loopback_port()).c_str(), 1);
+  const Outcome torchrun = run_papaya("train --steps 2 --timeout 5 --layout " + plan);
+  for (const char* name : {"RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"}) unsetenv(name);
+  EXPECT_EQ(torchrun.code, 2) << torchrun.err;
+  EXPECT_NE(torchrun.err.find("--layout " + plan + " lays out 2 ranks in a job of WORLD_SIZE=4"), std::string::npos)
+      << torchrun.err;
 }
 
 TEST(Layouts, ImpossibleSplitsExitTwoNamingTheConstraint) {
