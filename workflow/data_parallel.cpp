@@ -7,10 +7,7 @@
 namespace papaya::workflow {
 
 model::ParallelLayout DataParallelRequest::layout(int zero_stage) const {
-  model::ParallelLayout data_alone;
-  data_alone.data = gpus;
-  data_alone.zero_stage = zero_stage;
-  return data_alone;
+  return model::ParallelLayout::data_parallel(gpus, zero_stage);
 }
 
 void DataParallelRequest::validate() const {

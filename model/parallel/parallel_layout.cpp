@@ -68,4 +68,12 @@ void check_layout(const ParallelLayout& layout, const TransformerShape& shape, i
 
 void check_layout(const ParallelLayout& layout, int gpus) { check(layout, nullptr, gpus); }
 
+void check_layout_in(const ParallelLayout& layout, const std::string& where) {
+  try {
+    check_layout(layout);
+  } catch (const InputError& e) {
+    throw InputError(where + ": " + e.what());
+  }
+}
+
 }  // namespace papaya::model

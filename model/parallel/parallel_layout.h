@@ -24,6 +24,14 @@ struct ParallelLayout {
   int micro_batch = 1;
   int micro_batches = 1;  // per iteration on each data-parallel rank (gradient accumulation)
 
+  // Data parallelism alone over `gpus`: every other degree 1.
+  static ParallelLayout data_parallel(int gpus, int zero_stage) {
+    ParallelLayout l;
+    l.data = gpus;
+    l.zero_stage = zero_stage;
+    return l;
+  }
+
   int gpus() const { return tensor * pipeline * context * data; }
   int global_batch() const { return micro_batch * micro_batches * data; }
   // "t2 s p4 v2 c1 d2 z1 mb1x8": every degree, for tables and messages.
@@ -50,5 +58,7 @@ struct TransformerShape {
 void check_layout(const ParallelLayout& layout, const TransformerShape& shape, int gpus = 0);
 // The same, but for the rules that need the network's shape.
 void check_layout(const ParallelLayout& layout, int gpus = 0);
+// The same, the message after `where` (a file and where in it the layout is).
+void check_layout_in(const ParallelLayout& layout, const std::string& where);
 
 }  // namespace papaya::model

@@ -1,6 +1,5 @@
 #include "model/parallel/parallel_layout_json.h"
 
-#include "model/error.h"
 #include "model/json_file.h"
 
 namespace papaya::model {
@@ -34,11 +33,7 @@ ParallelLayout parallel_layout_from_json(const nlohmann::json& doc, const std::s
   l.offload_optimizer = doc.at("offload_optimizer");
   l.micro_batch = doc.at("micro_batch");
   l.micro_batches = doc.at("micro_batches");
-  try {
-    check_layout(l);
-  } catch (const InputError& e) {
-    throw InputError(label + ": " + e.what());
-  }
+  check_layout_in(l, label);
   return l;
 }
 

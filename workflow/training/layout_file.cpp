@@ -30,14 +30,9 @@ LayoutFile planned(const nlohmann::json& doc, const std::string& path) {
   const int batch = doc.value("batch", predicted.value("batch", 0));
   if (batch < 1) throw InputError(path + ": /batch: the plan names no batch to train at");
   LayoutFile out;
-  out.layout.data = predicted.value("gpus", 1);
-  out.layout.zero_stage = predicted.value("zero", 0);
+  out.layout = model::ParallelLayout::data_parallel(predicted.value("gpus", 1), predicted.value("zero", 0));
   out.layout.micro_batch = batch;
-  try {
-    model::check_layout(out.layout);
-  } catch (const InputError& e) {
-    throw InputError(path + ": /predicted: " + e.what());
-  }
+  model::check_layout_in(out.layout, path + ": /predicted");
   out.plan = path;
   out.network = doc.value("network", "");
   return out;
