@@ -257,6 +257,7 @@ LayerModel split_across_ranks(const LayerModel& whole, const TransformerShape& s
   const double static_shift = rank.static_bytes - whole.static_bytes;
 
   double before = 0, before_rank = 0, copies_before = 0, copies_before_rank = 0;
+  double stream_bytes = 0;  // the last norm's output a sample: a projection's input
   for (size_t j = 0; j < n; ++j) {
     const LayerFit& w = whole.layers[j];
     const LayerShare& share = shares[j];
@@ -288,15 +289,20 @@ LayerModel split_across_ranks(const LayerModel& whole, const TransformerShape& s
       r.stored_backward_headroom.clear();
       r.stored_backward_gap_headroom.clear();
     }
+    if (is_norm(w.kind)) stream_bytes = w.output_bytes_per_sample;
     const auto input_slot = std::find_if(w.saved.begin(), w.saved.end(), [](const auto& t) { return t.slot == "input"; });
-    const double input_bytes = input_slot == w.saved.end() ? 0 : input_slot->storage_bytes_per_sample;
+    // A frozen projection (a LoRA base) saves no input: its input is the normed stream all the same.
+    const double input_bytes = input_slot != w.saved.end()   ? input_slot->storage_bytes_per_sample
+                               : w.kind == LayerKind::linear ? stream_bytes
+                                                             : 0;
     if (share.gathered_input > 0) {
       // The gathered input in forward; in backward that and the input's
-      // gradient over every token, of which the transient above counts this rank's share.
+      // gradient over every token, of which the transient above counts
+      // this rank's share (its saved input's, or the stream's).
       const double gathered = input_bytes * share.gathered_input;
+      const double held = share.slots.empty() ? stream : share.slots.front();
       if (r.forward_peak.per_sample > 0) r.forward_peak.per_sample += gathered;
-      if (r.backward_peak.per_sample > 0)
-        r.backward_peak.per_sample += gathered * (2 - share.slots.front() / share.gathered_input);
+      if (r.backward_peak.per_sample > 0) r.backward_peak.per_sample += gathered * (2 - held / share.gathered_input);
     }
     if (share.input_gradient > 0 && r.backward_peak.per_sample > 0) {
       r.backward_peak.per_sample += input_bytes * (share.input_gradient - share.backward_working);

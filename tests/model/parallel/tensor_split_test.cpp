@@ -193,6 +193,38 @@ TEST_F(TensorSplit, AProjectionGathersTheTokensUnderSequenceParallelism) {
   EXPECT_EQ(checked, 5);  // two blocks' qkv and fc1, the LM head
 }
 
+// A LoRA base's projections are frozen: they save no input, yet under
+// sequence parallelism each gathers it over every token all the same (the
+// normed stream before it), as a trained projection does its saved input.
+TEST(FrozenTensorSplit, AFrozenProjectionGathersTheStreamItDoesNotSave) {
+  LoraConfig lora;
+  lora.rank = 4;
+  lora.targets = {"qkv"};
+  const LayerModel whole = profiler::quick_fit(with_lora(load_network_config("llama-tiny"), lora));
+  const TransformerShape shape = transformer_shape(whole, "llama");
+  const auto split = [&](bool sequence) {
+    ParallelLayout layout;
+    layout.tensor = 2, layout.sequence = sequence;
+    return split_across_ranks(whole, shape, layout);
+  };
+  const LayerModel gathering = split(true), alone = split(false);
+  double stream = 0;  // the last norm's output a sample
+  int checked = 0;
+  for (size_t j = 0; j < whole.layers.size(); ++j) {
+    const LayerFit& w = whole.layers[j];
+    if (w.kind == LayerKind::rmsnorm) stream = w.output_bytes_per_sample;
+    const std::string role = layer_role(w.path);
+    if (w.kind != LayerKind::linear || (role != "qkv" && role != "fc1" && role != "up")) continue;
+    ASSERT_TRUE(w.saved.empty()) << w.path << ": a frozen projection saves nothing";
+    const double forward = gathering.layers[j].forward_peak.per_sample - gathering.layers[j].forward_start.per_sample;
+    const double forward_alone = alone.layers[j].forward_peak.per_sample - alone.layers[j].forward_start.per_sample;
+    ASSERT_GT(stream, 0);
+    EXPECT_NEAR(forward, forward_alone + stream, 1e-6 * stream) << w.path;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 2 * 3);  // two blocks' qkv, fc1 (the gate) and up
+}
+
 // Under sequence parallelism a row-parallel projection makes its output over
 // every token before the reduce-scatter after it, and its backward starts
 // from its output's gradient gathered over every token, beside its share.
