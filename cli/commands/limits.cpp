@@ -100,6 +100,9 @@ struct Limits {
     int lora_rank = 0;
     std::string base_weights;
     std::vector<std::optional<std::pair<std::string, Limit>>> best;  // one a target
+    // Not profiled, where its weights and adapters' state alone pass every
+    // budget: why ("its weights ... alone take 346.2 GB a GPU"); "": profiled.
+    std::string why_none;
   };
   std::vector<FineTuned> fine_tuned;
 };
@@ -149,6 +152,7 @@ nlohmann::json fine_tuned_json(const Limits& l, size_t target) {
                    {"max_batch", best ? best->second.max_batch : 0},
                    {"peak_bytes", best ? nlohmann::json(best->second.estimate.peak_bytes) : nlohmann::json()},
                    {"samples_per_s", best ? nlohmann::json(best->second.estimate.samples_per_s) : nlohmann::json()}});
+    if (!f.why_none.empty()) out.back()["why_none"] = f.why_none;
   }
   return out;
 }
@@ -232,7 +236,7 @@ void print_text(std::ostream& out, const Limits& l) {
       out << "  fine-tuned with " << tuned.label << " instead: "
           << (best ? "one fits, batch " + std::to_string(best->second.max_batch) + " under " + best->first + " (" +
                          per_second(best->second.estimate.samples_per_s) + " samples/s)"
-                   : std::string("one does not fit either"))
+                   : "one does not fit either" + (tuned.why_none.empty() ? "" : ": " + tuned.why_none))
           << "\n";
     }
     out << "  (limits with --gpus N --gpus-per-node " << f.planned->setting.links.gpus_per_node << " --hardware " << name
@@ -361,8 +365,12 @@ std::vector<std::vector<Limit>> largest_batches(const model::LayerModel& m, cons
 // where that fits not every target, with QLoRA (the frozen base in nf4),
 // each profiled as --network was, on the same targets and budgets. A
 // network LoRA does not apply to (an archive, one without attention) has none.
+// One whose weights and adapters' state alone pass every budget (a GPU
+// holds at least its even share of them) is not profiled: a mixture of
+// hundreds of billions of parameters takes minutes to, in vain.
 std::vector<Limits::FineTuned> fine_tuned_instead(const LimitsArgs& args, const std::vector<double>& budgets) {
   constexpr int rank = 16;
+  const double most_budget = *std::max_element(budgets.begin(), budgets.end());
   std::vector<Limits::FineTuned> out;
   for (const auto& [label, base] : {std::pair<std::string, std::string>{"LoRA rank 16", ""},
                                     std::pair<std::string, std::string>{"QLoRA rank 16 (the base in nf4)", "nf4"}}) {
@@ -375,6 +383,15 @@ std::vector<Limits::FineTuned> fine_tuned_instead(const LimitsArgs& args, const 
     } catch (const InputError&) {
       return {};
     }
+    Limits::FineTuned tuned{label, rank, base.empty() ? "fp32" : base, {}, {}};
+    const double state_a_gpu = model::static_state_bytes(network) / args.data_parallel.gpus;
+    if (state_a_gpu > most_budget) {
+      tuned.best.resize(budgets.size());
+      tuned.why_none = "its weights and the adapters' gradients and AdamW state alone take " + model::format_bytes(state_a_gpu) +
+                       (args.data_parallel.gpus > 1 ? " a GPU" : "");
+      out.push_back(tuned);
+      continue;
+    }
     const model::LayerModel m = profiled_model(args, network);
     std::vector<model::Target> targets;
     for (const auto& name : split_commas(args.hardware)) {
@@ -383,7 +400,6 @@ std::vector<Limits::FineTuned> fine_tuned_instead(const LimitsArgs& args, const 
     }
     const std::vector<std::string> strategies = model::plan_names(m, targets.front());
     const std::vector<std::vector<Limit>> limits = largest_batches(m, targets, budgets, strategies);
-    Limits::FineTuned tuned{label, rank, base.empty() ? "fp32" : base, {}};
     for (size_t k = 0; k < targets.size(); ++k) {
       std::optional<std::pair<std::string, Limit>> best;
       for (size_t s = 0; s < strategies.size(); ++s) {

@@ -168,6 +168,26 @@ TEST(Layouts, LimitsSaysHowManyGpusANetworkTooLargeForOneNeeds) {
     ++compared;
   }
   EXPECT_EQ(compared, 1u);
+  // Fine-tuned networks are laid out too: a LoRA base's frozen projections save no input.
+  const Outcome adapted_layout = run_papaya("limits --network llama-tiny --lora 16 --hardware T4 --budget 200KiB --json");
+  ASSERT_EQ(adapted_layout.code, 0) << adapted_layout.err;
+  const json adapted_fewest = json::parse(adapted_layout.out)[0]["fewest_gpus_that_fit"];
+  ASSERT_TRUE(adapted_fewest.contains("gpus")) << adapted_fewest.dump();
+  EXPECT_LE(adapted_fewest["peak_bytes"].get<double>(), 200.0 * 1024);
+  // A fine-tuning whose weights and adapters' state alone pass the budget is not profiled, and says why.
+  const Outcome qlora =
+      run_papaya("limits --network llama-tiny --lora 16 --base-weights nf4 --hardware T4 --budget 200KiB --json");
+  ASSERT_EQ(qlora.code, 0) << qlora.err;
+  const double qlora_state = json::parse(qlora.out)[0]["static_bytes"].get<double>();
+  const std::string below = std::to_string(static_cast<int64_t>(qlora_state / 2));
+  const Outcome neither = run_papaya("limits --network llama-tiny --hardware T4 --budget " + below + " --json");
+  ASSERT_EQ(neither.code, 0) << neither.err;
+  const json tuned = json::parse(neither.out)[0]["fine_tuned_instead"];
+  ASSERT_EQ(tuned.size(), 2u) << tuned.dump();
+  for (const json& t : tuned) {
+    EXPECT_EQ(t["max_batch"], 0) << t.dump();
+    EXPECT_NE(t.value("why_none", "").find("alone take"), std::string::npos) << t.dump();
+  }
   // A network that is no transformer is laid out over no GPUs: said so, not searched in vain.
   const Outcome mlp = run_papaya("limits --network mlp-tiny --hardware T4 --budget 10KiB");
   ASSERT_EQ(mlp.code, 0) << mlp.err;
