@@ -317,12 +317,16 @@ PlanSpace LayoutPricer::space(Stage& st, const ParallelLayout& layout, const Gro
   const std::string key = std::to_string(data_ranks) + "/" + std::to_string(zero_stage) + "/" + links.data_name;
   auto base = st.spaces.find(key);
   if (base == st.spaces.end()) {
-    Target target = st.alone;
-    if (data_ranks > 1) {
-      DataParallel world = data_parallel_of(layout, links.data_name, *links.data, request_.holding);
+    const DataParallel world =
+        data_ranks > 1 ? data_parallel_of(layout, links.data_name, *links.data, request_.holding) : st.alone.data_parallel;
+    // The stage is indexed once; its other worlds copy that index.
+    if (st.spaces.empty()) {
+      Target target = st.alone;
       set_data_parallel(target, world);
+      base = st.spaces.emplace(key, PlanSpace(st.model, target, 1)).first;
+    } else {
+      base = st.spaces.emplace(key, st.spaces.begin()->second.with_data_parallel(world)).first;
     }
-    base = st.spaces.emplace(key, PlanSpace(st.model, target, 1)).first;
   }
   if (batch == 1) return base->second;
   std::deque<PlanSpace>& recent = st.recent[key];

@@ -39,6 +39,10 @@ PlanSpace::PlanSpace(std::shared_ptr<const plan_space::AtBatch> at) : at_(std::m
 
 PlanSpace PlanSpace::at_batch(int64_t batch) const { return PlanSpace(priced(at_->index, batch)); }
 
+PlanSpace PlanSpace::with_data_parallel(const DataParallel& world) const {
+  return PlanSpace(priced(std::make_shared<const plan_space::Index>(*at_->index, world), at_->batch));
+}
+
 int64_t PlanSpace::batch() const { return at_->batch; }
 double PlanSpace::optimizer_peak_bytes() const { return at_->optimizer_peak_bytes; }
 const Target& PlanSpace::target() const { return at_->target(); }

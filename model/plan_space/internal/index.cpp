@@ -269,18 +269,35 @@ std::vector<double> remade_by_recompute(const AtBatch& at) {
   return out;
 }
 
-}  // namespace
-
-Index::Index(const LayerModel& m, const Target& t) : model(&m), target(t), layers(m.layers.size()) {
-  const bool copies = !computes_with_held_weights(m, t.data_parallel);
-  const bool experts_apart = t.data_parallel.expert_ranks_apart() > 0;
+// What the target's data-parallel world decides of the index: the layers'
+// weight copies, which are experts held apart, and the optimizer's ranks.
+void set_world(Index& ix) {
+  const LayerModel& m = *ix.model;
+  const DataParallel& world = ix.target.data_parallel;
+  const bool copies = !computes_with_held_weights(m, world);
+  const bool experts_apart = world.expert_ranks_apart() > 0;
   double weights = 0, expert_weights = 0;
   for (size_t j = 0; j < m.layers.size(); ++j) {
-    layers[j].invert_seconds_per_byte = t.invert_extra_seconds(m.layers[j].kind, 1);
-    layers[j].parameter_copy_bytes = copies ? static_cast<double>(m.layers[j].parameter_copy_bytes) : 0;
-    layers[j].expert = experts_apart && !expert_of_path(m.layers[j].path).empty();
+    LayerEntry& layer = ix.layers[j];
+    layer.parameter_copy_bytes = copies ? static_cast<double>(m.layers[j].parameter_copy_bytes) : 0;
+    layer.expert = experts_apart && !expert_of_path(m.layers[j].path).empty();
     weights += static_cast<double>(m.layers[j].parameter_bytes);
-    if (layers[j].expert) expert_weights += static_cast<double>(m.layers[j].parameter_bytes);
+    if (layer.expert) expert_weights += static_cast<double>(m.layers[j].parameter_bytes);
+  }
+  ix.optimizer_ranks = model::optimizer_ranks(m, world);
+  ix.expert_weight_share = weights > 0 ? expert_weights / weights : 0;
+}
+
+}  // namespace
+
+Index::Index(const Index& base, const DataParallel& world) : Index(base) {
+  set_data_parallel(target, world);
+  set_world(*this);
+}
+
+Index::Index(const LayerModel& m, const Target& t) : model(&m), target(t), layers(m.layers.size()) {
+  for (size_t j = 0; j < m.layers.size(); ++j) {
+    layers[j].invert_seconds_per_byte = t.invert_extra_seconds(m.layers[j].kind, 1);
     const int repeats = m.layers[j].repeats;
     if (repeats > 1 && !runs.empty() && runs.back().repeats == repeats && runs.back().end == j) {
       ++runs.back().end;
@@ -288,8 +305,7 @@ Index::Index(const LayerModel& m, const Target& t) : model(&m), target(t), layer
       runs.push_back({j, j + 1, repeats});
     }
   }
-  optimizer_ranks = model::optimizer_ranks(m, t.data_parallel);
-  expert_weight_share = weights > 0 ? expert_weights / weights : 0;
+  set_world(*this);
   Builder build{*this, m};
   build.segments_and_points();
   build.slots_and_storages();

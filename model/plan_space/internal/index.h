@@ -94,6 +94,12 @@ struct LmHead {
 struct Index {
   // `model` must outlive the index.
   Index(const LayerModel& model, const Target& target);
+  // `base`'s network and target on another data-parallel world: its layers,
+  // slots, storages and options as they are, what the world decides (the
+  // weights' copies, experts apart, the optimizer's ranks) made again; a
+  // layout search prices one stage on many worlds. Throws InputError as
+  // set_data_parallel.
+  Index(const Index& base, const DataParallel& world);
 
   const LayerModel* model = nullptr;
   Target target;

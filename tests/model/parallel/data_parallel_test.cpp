@@ -6,12 +6,15 @@
 
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "model/error.h"
 #include "model/fit/fit_profile.h"
 #include "model/layer_model.h"
 #include "model/parallel/expert_groups.h"
+#include "model/plan_space/plan_space.h"
 #include "model/plan_space/predict.h"
 #include "tests/support/synthetic_profile.h"
 
@@ -36,6 +39,16 @@ class DataParallelModel : public ::testing::Test {
   }
   static DataParallel ranks(int n, int stage, LinkFit link, double bucket = default_bucket_bytes) {
     return {n, stage, "test link", link, bucket};
+  }
+  // The model with its MLPs made experts: their paths are what marks an
+  // expert's layers (renamed in the model's file form, where their tensors
+  // name them too).
+  LayerModel with_experts() const {
+    std::string text = layer_model_to_json(model_).dump();
+    for (size_t at = text.find(".mlp.fc"); at != std::string::npos; at = text.find(".mlp.fc", at)) {
+      text.replace(at, 5, ".moe.experts.0.");
+    }
+    return layer_model_from_json(nlohmann::json::parse(text), "experts");
   }
   LayerModel model_;
   double weights_ = 0;
@@ -89,13 +102,7 @@ TEST_F(DataParallelModel, ZeroOneStepsAShardAndGathersTheParametersAfterwards) {
 // where one rank holds it), and under ZeRO-1 each rank steps its share of
 // the experts' state and gathers their weights among those ranks alone.
 TEST_F(DataParallelModel, AnExpertsGradientsAndStateAreExchangedOverTheRanksHoldingIt) {
-  // The MLPs made experts: their paths are what marks an expert's layers
-  // (renamed in the model's file form, where their tensors name them too).
-  std::string text = layer_model_to_json(model_).dump();
-  for (size_t at = text.find(".mlp.fc"); at != std::string::npos; at = text.find(".mlp.fc", at)) {
-    text.replace(at, 5, ".moe.experts.0.");
-  }
-  const LayerModel experts = layer_model_from_json(nlohmann::json::parse(text), "experts");
+  const LayerModel experts = with_experts();
   double expert_weights = 0;
   for (const LayerFit& l : experts.layers) {
     if (l.path.find(".moe.experts.") != std::string::npos) expert_weights += static_cast<double>(l.parameter_bytes);
@@ -126,6 +133,39 @@ TEST_F(DataParallelModel, AnExpertsGradientsAndStateAreExchangedOverTheRanksHold
       optimizer * (share - 1) + link.gather_seconds(dense_weights, 4) + link.gather_seconds(expert_weights, 2);
   const double difference = at_ranks(sharded).seconds - at_ranks(plain).seconds;
   EXPECT_NEAR(difference, expected, 1e-9 * at_ranks(plain).seconds);
+}
+
+// A layout search prices one stage on many worlds from one index
+// (PlanSpace::with_data_parallel): a space copied onto a world prices every
+// plan, at its batch and at another, as a space indexed for that world.
+TEST_F(DataParallelModel, ASpaceCopiedOntoAWorldPricesAsOneIndexedForIt) {
+  const LayerModel experts = with_experts();
+  const LinkFit link{1e-3, 1e8, std::nullopt};
+  std::vector<DataParallel> worlds = {DataParallel{}, ranks(4, 0, link), ranks(4, 1, link), ranks(2, 2, link), ranks(8, 3, link)};
+  worlds[2].expert_ranks = worlds[4].expert_ranks = 2;
+  const Target alone = profiled_target(experts);
+  const auto indexed = [&](const DataParallel& world) {
+    Target target = alone;
+    set_data_parallel(target, world);
+    return PlanSpace(experts, target, 8);
+  };
+  const PlanSpace from = indexed(worlds[4]);
+  std::set<double> keep_seconds;  // at batch 8, a world each
+  for (size_t w = 0; w < worlds.size(); ++w) {
+    const PlanSpace direct = indexed(worlds[w]), copied = from.with_data_parallel(worlds[w]);
+    for (const std::string plan : {"keep", "recompute-all", "quantize-4", "recompute-all+quantize-8"}) {
+      const Plan p = expand_plan_name(plan, experts.layout());
+      for (const int64_t batch : {8, 16}) {
+        const PlanSpace a = direct.at_batch(batch), b = copied.at_batch(batch);
+        const Estimate x = a.evaluate(a.assignment(p)), y = b.evaluate(b.assignment(p));
+        EXPECT_EQ(x.peak_bytes, y.peak_bytes) << "world " << w << ", " << plan << " at " << batch;
+        EXPECT_EQ(x.seconds, y.seconds) << "world " << w << ", " << plan << " at " << batch;
+        EXPECT_EQ(x.samples_per_s, y.samples_per_s) << "world " << w << ", " << plan << " at " << batch;
+        if (plan == "keep" && batch == 8) keep_seconds.insert(x.seconds);
+      }
+    }
+  }
+  EXPECT_EQ(keep_seconds.size(), worlds.size()) << "each world prices apart";
 }
 
 TEST_F(DataParallelModel, RejectsAStageOrRankCountThatCannotBe) {
