@@ -327,6 +327,12 @@ AtBatch::AtBatch(std::shared_ptr<const Index> shared, int64_t batch_size) : inde
   const Index& ix = *index;
   const LayerModel& model = *ix.model;
   const double b = static_cast<double>(batch);
+  // A stage of a mixture of experts has tens of thousands of layers: each vector allocated once.
+  storage_sizes.reserve(ix.storage_entries.size());
+  slots.reserve(ix.slots.size());
+  layers.reserve(ix.layers.size());
+  segments.reserve(ix.segments.size());
+  gathered_bytes.reserve(ix.points.size());
 
   for (const StorageEntry& facts : ix.storage_entries) {
     storage_sizes.push_back(scaled_by(facts.bytes_per_sample, facts.grows, b));
