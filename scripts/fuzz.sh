@@ -35,9 +35,10 @@ for seeds in tests/fuzz/corpus/*/; do
   rm -rf "$run"
   mkdir -p "$run/corpus" "$run/crashes" "$run/tmp"
   cp "$seeds"* "$run/corpus/"
-  # -timeout: an input that takes 30 s is a hang, reported as a crash (an archive seed loads in
-  # about 1.3 s; one took 11 s once on a shared VM, and 10 s failed the run). -rss_limit_mb: LibTorch
-  # keeps the types of every archive it loaded (the archive harness: 780 MiB after 1,500 inputs).
+  # -timeout: an input that takes 30 s is a hang, reported as a crash (above the 20 s the archive
+  # loader gives a child stuck after its fork, executor/torchscript/archive.cpp; a seed loads in about
+  # 1.3 s). -rss_limit_mb: LibTorch keeps the types of every archive it loaded (the archive harness:
+  # 780 MiB after 1,500 inputs).
   TMPDIR=$(cd "$run" && pwd)/tmp "$build/tests/fuzz/fuzz_$loader" "$run/corpus" -max_total_time="$seconds" -timeout=30 -rss_limit_mb=4096 \
     -artifact_prefix="$run/crashes/" -print_final_stats=1 >"$run/log" 2>&1 || true
   executions=$(awk '/stat::number_of_executed_units/ {print $2}' "$run/log")
