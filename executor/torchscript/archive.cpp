@@ -148,8 +148,11 @@ void check_loads_apart(const std::string& path) {
       stuck = true;
       break;
     }
-    if (ready < 0 && errno == EINTR) continue;
-    const ssize_t got = ready < 0 ? -1 : ::read(pipe_ends[0], buffer, sizeof buffer);
+    if (ready < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    const ssize_t got = ::read(pipe_ends[0], buffer, sizeof buffer);
     if (got > 0) {
       report.append(buffer, static_cast<size_t>(got));
     } else if (got == 0 || errno != EINTR) {
