@@ -248,9 +248,9 @@ bool memory_is_short() {
 void LayoutPricer::make_room() const {
   // Memory grows by new stages: the machine's free memory (read from the
   // kernel) is looked at only when some were made since the last look.
-  if (stages_.size() < 4 || stages_.size() == stages_seen_) return;
+  if (stages_.size() < 2 || stages_.size() == stages_seen_) return;
   stages_seen_ = stages_.size();
-  if (!memory_is_short()) return;
+  if (stages_.size() <= request_.stages_kept && (stages_.size() < 4 || !memory_is_short())) return;
   std::vector<uint64_t> uses;
   for (const auto& [key, st] : stages_) uses.push_back(st->last_used);
   std::nth_element(uses.begin(), uses.begin() + static_cast<std::ptrdiff_t>(uses.size() / 2), uses.end());

@@ -84,6 +84,12 @@ struct LayoutRequest {
   // A mixture's alike experts priced as few layers (alike_experts.h); false:
   // each on its own, the same peaks and times more slowly (for checks).
   bool alike_experts_once = true;
+  // The pipeline stages a pricer keeps, each with its plan spaces (megabytes
+  // where a stage has thousands of layers); past it the less recently used
+  // half is let go. A search prices a stage's layouts one after another, so
+  // it seldom builds one again; kept all, DeepSeek-V3's 1,176 stages of 128
+  // GPUs took 10 GB, and the first touch of that memory a fifth of the time.
+  size_t stages_kept = 64;
 };
 
 struct GroupLinks;  // the links of a layout's groups (layout_pricer.cpp)
@@ -107,15 +113,17 @@ class LayoutPricer {
   // The peak of each stage's weights, gradients and optimizer state alone:
   // a floor of estimate()'s peak, for pruning.
   double static_floor(const ParallelLayout& layout) const;
+  // The pipeline stages it holds now.
+  size_t stages_held() const { return stages_.size(); }
 
  private:
   struct Stage;
   struct StagePrice;
   Stage& stage(const ParallelLayout& layout, const StageSpan& span) const;
-  // Where the machine runs short of memory, lets go of the split models and
-  // of the less recently used half of the stages (a stage of a mixture of
-  // hundreds of experts a block holds gigabytes: DeepSeek-V3's); called
-  // before a layout is priced, never while one holds a stage.
+  // Past LayoutRequest::stages_kept stages, or where the machine runs short
+  // of memory, lets go of the split models and of the less recently used
+  // half of the stages; called before a layout is priced, never while one
+  // holds a stage.
   void make_room() const;
   PlanSpace space(Stage& stage, const ParallelLayout& layout, const GroupLinks& links, int64_t batch) const;
   const StagePrice& price(Stage& stage, const ParallelLayout& layout, const std::string& plan, const GroupLinks& links,

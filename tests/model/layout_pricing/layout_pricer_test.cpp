@@ -320,5 +320,29 @@ TEST_F(LayoutPricing, TheSearchKeepsToTheBudgetAndFindsTheFastest) {
   EXPECT_THROW(search_layouts(pricer, q), InputError);
 }
 
+// A pricer that lets go of all but two stages builds them again as they
+// were: the same layouts, peaks and tokens/s, to the bit, as one keeping all.
+TEST_F(LayoutPricing, StagesLetGoAreBuiltAgainAsTheyWere) {
+  LayoutRequest forgetful{"", links()};
+  forgetful.stages_kept = 2;
+  const LayoutPricer keeping(*model_, {"", links()}), forgetting(*model_, forgetful);
+  LayoutQuestion q;
+  q.gpus = 8;
+  q.global_batch = 32;
+  q.budget_bytes = 1e15;
+  q.plans = {"keep", "recompute-all", "quantize-4"};
+  const LayoutAnswer all = search_layouts(keeping, q, 1000), some = search_layouts(forgetting, q, 1000);
+  EXPECT_GT(keeping.stages_held(), 8u);
+  EXPECT_LE(forgetting.stages_held(), 8u);  // two and a layout's stages
+  ASSERT_EQ(all.best.size(), some.best.size());
+  EXPECT_EQ(all.priced, some.priced);
+  for (size_t i = 0; i < all.best.size(); ++i) {
+    EXPECT_EQ(all.best[i].layout.label(), some.best[i].layout.label());
+    EXPECT_EQ(all.best[i].plan, some.best[i].plan);
+    EXPECT_EQ(all.best[i].peak_bytes, some.best[i].peak_bytes) << all.best[i].layout.label();
+    EXPECT_EQ(all.best[i].tokens_per_s, some.best[i].tokens_per_s) << all.best[i].layout.label();
+  }
+}
+
 }  // namespace
 }  // namespace papaya::model
