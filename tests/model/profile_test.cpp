@@ -104,7 +104,8 @@ TEST(Profile, RoundTripsThroughAFile) {
   older.erase("probe_batch");
   json untimed = profile_to_json(p);  // rungs before they were timed
   for (json& rung : untimed["layers"][0]["probe"]["rungs"]) rung.erase("forward_s"), rung.erase("backward_s");
-  for (const ProbeRung& rung : profile_from_json(untimed, "older.json").layers[0].probe->rungs) EXPECT_FALSE(rung.timed());
+  const Profile untimed_back = profile_from_json(untimed, "older.json");
+  for (const ProbeRung& rung : untimed_back.layers[0].probe->rungs) EXPECT_FALSE(rung.timed());
   json without_rungs = profile_to_json(p);
   without_rungs["layers"][0]["probe"].erase("rungs");
   EXPECT_TRUE(profile_from_json(without_rungs, "older.json").layers[0].probe->rungs.empty());

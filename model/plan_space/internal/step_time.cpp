@@ -130,8 +130,12 @@ class InTurn {
 // Gradients leave in buckets once backward has made them, on the network
 // link; under ZeRO-3 a layer's parameters are gathered there too, issued
 // when the layer before it starts (forward and backward alike).
-double overlapped_seconds(const Target& target, const DataParallel& world, const std::vector<LayerStep>& layers,
-                          const std::vector<LayerRun>& runs) {
+struct Overlapped {
+  double computed = 0;  // when the last layer's backward ends
+  double done = 0;      // and when the exchange's last bucket is through too
+};
+Overlapped overlapped_seconds(const Target& target, const DataParallel& world, const std::vector<LayerStep>& layers,
+                              const std::vector<LayerRun>& runs) {
   Exchange exchange(world);
   const auto gathered = [&](const LayerStep& step, double issued) {
     return exchange.gathers_layers() && step.parameter_bytes > 0 ? exchange.gather(issued, step) : 0.0;
@@ -172,7 +176,7 @@ double overlapped_seconds(const Target& target, const DataParallel& world, const
     clock += step.backward_s;
     if (exchange.active()) exchange.gradients(clock, step);
   }
-  return exchange.active() ? std::max(clock, exchange.drain(clock)) : clock;
+  return {clock, exchange.active() ? std::max(clock, exchange.drain(clock)) : clock};
 }
 
 }  // namespace
@@ -205,10 +209,13 @@ double step_seconds(const AtBatch& at, const Held& h, double* passes) {
     if (h.cores_recomputed[c]) step(ix.cores[c].context).backward_s += at.core_recompute_seconds(static_cast<int>(c));
   }
   const DataParallel& world = at.target().data_parallel;
-  const double overlapped = overlapped_seconds(at.target(), world, layers, ix.runs);
-  if (passes)
-    *passes = (world.active() ? overlapped_seconds(at.target(), DataParallel{}, layers, ix.runs) : overlapped) + at.rest_s;
-  return overlapped + at.optimizer_s + at.parameter_gather_s + at.rest_s;
+  const Overlapped overlapped = overlapped_seconds(at.target(), world, layers, ix.runs);
+  if (passes) {
+    // The passes alone: but for ZeRO-3's gathers the exchange never holds a layer back, and they end where its backward does.
+    const bool gathers = Exchange(world).gathers_layers();
+    *passes = (gathers ? overlapped_seconds(at.target(), DataParallel{}, layers, ix.runs).done : overlapped.computed) + at.rest_s;
+  }
+  return overlapped.done + at.optimizer_s + at.parameter_gather_s + at.rest_s;
 }
 
 }  // namespace papaya::model::plan_space
