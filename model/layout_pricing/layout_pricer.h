@@ -88,7 +88,7 @@ struct LayoutRequest {
   // where a stage has thousands of layers); past it the less recently used
   // half is let go. A search prices a stage's layouts one after another, so
   // it seldom builds one again; kept all, DeepSeek-V3's 1,176 stages of 128
-  // GPUs took 10 GB, and the first touch of that memory a fifth of the time.
+  // GPUs took 10 GB, and the first touch of that memory a quarter of the time.
   size_t stages_kept = 64;
 };
 
