@@ -191,9 +191,11 @@ TEST_P(TinyProfile, TimesArePositiveAndGrowWithTheBatch) {
     }
     for (const auto& s : p.segments) EXPECT_GT(s.recompute_s[i], 0) << s.path;
   }
-  // Summed over layers, robust to one layer's noise.
+  // Summed over layers, robust to one layer's noise. Not the whole steps:
+  // mlp-tiny's step is mostly its fixed cost (dispatch, the allocator, a
+  // sanitizer's checks), so at batch 64 and at 1 the machine's noise decides
+  // which is longer (7.7 against 8.1 ms seen under ASan beside another job).
   EXPECT_GT(layer_seconds(p, 1), 1.5 * layer_seconds(p, 0));
-  EXPECT_GT(p.iterations[1].iteration_s, p.iterations[0].iteration_s);
 }
 
 // Recomputing a segment is its layers' forward again (plus what lies between
