@@ -21,12 +21,22 @@ using nlohmann::json;
 constexpr int default_seq_len_cap = 2048;
 
 // A field, or HuggingFace's default where the document leaves it out. An
-// integer past T's range is refused (read as T, 2^32 groups would be 0).
+// integer past T's range is refused (read as T, 2^32 groups would be 0), and
+// so is a fraction where a count belongs (read as T, 2048.5 would be 2048).
 template <typename T>
 T field(const json& hf, const char* key, T fallback, const std::string& label) {
   const auto it = hf.find(key);
   if (it == hf.end() || it->is_null()) return fallback;
   if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    if (it->is_number_float()) {
+      const double value = it->get<double>();
+      if (value != std::floor(value)) throw InputError(label + ": /" + key + ": " + it->dump() + " is not a whole number");
+      if (value < static_cast<double>(std::numeric_limits<T>::min()) ||
+          value >= static_cast<double>(std::numeric_limits<T>::max()) + 1.0) {
+        throw InputError(label + ": /" + key + ": " + it->dump() + " is out of range");
+      }
+      return static_cast<T>(value);
+    }
     const bool fits = it->is_number_unsigned()  ? it->get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<T>::max())
                       : it->is_number_integer() ? it->get<int64_t>() >= static_cast<int64_t>(std::numeric_limits<T>::min()) &&
                                                       it->get<int64_t>() <= static_cast<int64_t>(std::numeric_limits<T>::max())

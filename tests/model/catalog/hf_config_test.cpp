@@ -419,6 +419,15 @@ TEST(HfConfig, DeepSeekV3CountsHuggingFacesParameters) {
   json wrapped = json::parse(std::ifstream(config_dir() + "/hf/deepseek-v3.json"));
   wrapped["n_group"] = (int64_t{1} << 32) + 4;
   EXPECT_EQ(error_of(wrapped), "config.json: /n_group: 4294967300 is out of range");
+  // A count written as a number with a fraction is refused, not read cut
+  // (2048.5 as 2048); written whole (7168.0) it is the count.
+  json cut = json::parse(std::ifstream(config_dir() + "/hf/deepseek-v3.json"));
+  cut["hidden_size"] = 7168.5;
+  EXPECT_EQ(error_of(cut), "config.json: /hidden_size: 7168.5 is not a whole number");
+  cut["hidden_size"] = 7168.0;
+  EXPECT_EQ(parameter_count(parse_network_config(cut, "d.json")), parameter_count(ds));
+  cut["hidden_size"] = 1e12;
+  EXPECT_EQ(error_of(cut), "config.json: /hidden_size: 1000000000000.0 is out of range");
 }
 
 // LlamaForCausalLM ("meta-llama/Llama-3.1-8B"): Llama 3's 8,030,261,248
