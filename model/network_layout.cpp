@@ -28,13 +28,24 @@ int block_of_path(const std::string& path) {
   }
 }
 
-std::string expert_of_path(const std::string& path) {
+namespace {
+
+// Where the prefix expert_of_path gives ends (the dot after the expert's
+// index), npos where the path lies in no expert.
+size_t expert_prefix_end(const std::string& path) {
   static const std::string marker = ".moe.experts.";
   const size_t at = path.find(marker);
-  if (at == std::string::npos) return "";
-  const size_t dot = path.find('.', at + marker.size());
+  return at == std::string::npos ? std::string::npos : path.find('.', at + marker.size());
+}
+
+}  // namespace
+
+std::string expert_of_path(const std::string& path) {
+  const size_t dot = expert_prefix_end(path);
   return dot == std::string::npos ? "" : path.substr(0, dot + 1);
 }
+
+bool in_expert(const std::string& path) { return expert_prefix_end(path) != std::string::npos; }
 
 std::string tensor_key(const std::string& path, const std::string& slot) { return path + ":" + slot; }
 

@@ -85,6 +85,9 @@ int block_of_path(const std::string& path);
 // "<block>.moe.experts.<i>." ("blocks.3.moe.experts.7.up": "blocks.3.moe.experts.7."),
 // "" if none.
 std::string expert_of_path(const std::string& path);
+// Whether it lies in one (expert_of_path is not ""), without making the prefix:
+// asked of every layer each time a layout search prices a stage.
+bool in_expert(const std::string& path);
 
 // "path:slot": a saved tensor's key in plans, profiles and models.
 std::string tensor_key(const std::string& path, const std::string& slot);

@@ -21,7 +21,7 @@ ParameterBytes parameter_bytes(const LayerModel& model, bool experts) {
   for (const LayerFit& layer : model.layers) {
     const auto parameters = static_cast<double>(layer.parameter_bytes), trainable = static_cast<double>(layer.trainable_bytes());
     out.parameters += parameters, out.trainable += trainable;
-    if (experts && !expert_of_path(layer.path).empty()) out.expert_parameters += parameters, out.expert_trainable += trainable;
+    if (experts && in_expert(layer.path)) out.expert_parameters += parameters, out.expert_trainable += trainable;
   }
   return out;
 }

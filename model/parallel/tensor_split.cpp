@@ -176,7 +176,6 @@ bool row_parallel(const std::string& path) {
 }
 
 bool in_mixture_of_experts(const std::string& path) { return path.find(".moe.") != std::string::npos; }
-bool in_expert(const std::string& path) { return !expert_of_path(path).empty(); }
 
 TransformerShape transformer_shape(const LayerModel& model, const std::string& label) {
   TransformerShape shape;

@@ -37,11 +37,10 @@ namespace papaya::model {
 // What the split reads off a layer's path: its role ("blocks.3.attn.proj":
 // "proj"); whether it is a row-parallel projection (proj, o, fc2, down),
 // whose output tensor-parallel ranks all-reduce; whether it lies in a
-// mixture of experts ("....moe....") or in one of its experts.
+// mixture of experts ("....moe...."; in one of its experts: model::in_expert).
 std::string layer_role(const std::string& path);
 bool row_parallel(const std::string& path);
 bool in_mixture_of_experts(const std::string& path);
-bool in_expert(const std::string& path);
 
 // Blocks, heads, k/v heads, experts and tokens read off a model's layers.
 // Throws InputError, `label` first, where the model has no attention layer.

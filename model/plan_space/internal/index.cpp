@@ -280,7 +280,7 @@ void set_world(Index& ix) {
   for (size_t j = 0; j < m.layers.size(); ++j) {
     LayerEntry& layer = ix.layers[j];
     layer.parameter_copy_bytes = copies ? static_cast<double>(m.layers[j].parameter_copy_bytes) : 0;
-    layer.expert = experts_apart && !expert_of_path(m.layers[j].path).empty();
+    layer.expert = experts_apart && in_expert(m.layers[j].path);
     weights += static_cast<double>(m.layers[j].parameter_bytes);
     if (layer.expert) expert_weights += static_cast<double>(m.layers[j].parameter_bytes);
   }
