@@ -235,6 +235,14 @@ struct LayoutPricer::Stage {
   uint64_t last_used = 0;  // the pricer's count of stage lookups when it was last looked up
 };
 
+// What one worker keeps (LayoutPricer's comment).
+struct LayoutPricer::Kept {
+  std::map<std::string, LayerModel> ranks;  // by rank_key
+  std::map<std::string, std::unique_ptr<Stage>> stages;
+  uint64_t stage_lookups = 0;
+  size_t stages_seen = 0;  // how many stages make_room last found
+};
+
 namespace {
 
 // Whether this machine has less than a quarter of its memory free.
@@ -245,21 +253,30 @@ bool memory_is_short() {
 
 }  // namespace
 
-void LayoutPricer::make_room() const {
+LayoutPricer::Kept& LayoutPricer::kept(int worker) const {
+  const std::lock_guard<std::mutex> lock(workers_mutex_);
+  const auto index = static_cast<size_t>(std::max(0, worker));
+  while (workers_.size() <= index) workers_.push_back(std::make_unique<Kept>());
+  return *workers_[index];
+}
+
+size_t LayoutPricer::stages_held(int worker) const { return kept(worker).stages.size(); }
+
+void LayoutPricer::make_room(Kept& k) const {
   // Memory grows by new stages: the machine's free memory (read from the
   // kernel) is looked at only when some were made since the last look.
-  if (stages_.size() < 2 || stages_.size() == stages_seen_) return;
-  stages_seen_ = stages_.size();
-  if (stages_.size() <= request_.stages_kept && (stages_.size() < 4 || !memory_is_short())) return;
+  if (k.stages.size() < 2 || k.stages.size() == k.stages_seen) return;
+  k.stages_seen = k.stages.size();
+  if (k.stages.size() <= request_.stages_kept && (k.stages.size() < 4 || !memory_is_short())) return;
   std::vector<uint64_t> uses;
-  for (const auto& [key, st] : stages_) uses.push_back(st->last_used);
+  for (const auto& [key, st] : k.stages) uses.push_back(st->last_used);
   std::nth_element(uses.begin(), uses.begin() + static_cast<std::ptrdiff_t>(uses.size() / 2), uses.end());
   const uint64_t median = uses[uses.size() / 2];
-  for (auto it = stages_.begin(); it != stages_.end();) {
-    it = it->second->last_used < median ? stages_.erase(it) : std::next(it);
+  for (auto it = k.stages.begin(); it != k.stages.end();) {
+    it = it->second->last_used < median ? k.stages.erase(it) : std::next(it);
   }
-  ranks_.clear();
-  stages_seen_ = stages_.size();
+  k.ranks.clear();
+  k.stages_seen = k.stages.size();
 }
 
 LayoutPricer::LayoutPricer(const LayerModel& whole, LayoutRequest request)
@@ -285,17 +302,17 @@ LayoutPricer::LayoutPricer(const LayerModel& whole, LayoutRequest request)
 
 LayoutPricer::~LayoutPricer() = default;
 
-LayoutPricer::Stage& LayoutPricer::stage(const ParallelLayout& layout, const StageSpan& span) const {
+LayoutPricer::Stage& LayoutPricer::stage(Kept& k, const ParallelLayout& layout, const StageSpan& span) const {
   const std::string key = rank_key(layout);
   std::string stage_key = key + "/" + (span.first ? "f" : "") + (span.last ? "l" : "");
   for (int b = span.first_block; b < span.end_block; ++b) stage_key += "/" + std::to_string(block_kinds_[static_cast<size_t>(b)]);
-  auto found = stages_.find(stage_key);
-  if (found != stages_.end()) {
-    found->second->last_used = ++stage_lookups_;
+  auto found = k.stages.find(stage_key);
+  if (found != k.stages.end()) {
+    found->second->last_used = ++k.stage_lookups;
     return *found->second;
   }
-  auto rank = ranks_.find(key);
-  if (rank == ranks_.end()) rank = ranks_.emplace(key, split_across_ranks(whole_, shape_, layout)).first;
+  auto rank = k.ranks.find(key);
+  if (rank == k.ranks.end()) rank = k.ranks.emplace(key, split_across_ranks(whole_, shape_, layout)).first;
   auto stage = std::make_unique<Stage>();
   stage->model = stage_model(rank->second, span);
   stage->alone = make_target(stage->model, request_.hardware, request_.compute_efficiency);
@@ -308,8 +325,8 @@ LayoutPricer::Stage& LayoutPricer::stage(const ParallelLayout& layout, const Sta
   for (size_t j = 1; j < ranked.size(); ++j) {
     if (ranked[j].path == stage->model.layers.front().path) stage->input_bytes_per_sample = ranked[j - 1].output_bytes_per_sample;
   }
-  stage->last_used = ++stage_lookups_;
-  return *stages_.emplace(stage_key, std::move(stage)).first->second;
+  stage->last_used = ++k.stage_lookups;
+  return *k.stages.emplace(stage_key, std::move(stage)).first->second;
 }
 
 PlanSpace LayoutPricer::space(Stage& st, const ParallelLayout& layout, const GroupLinks& links, int64_t batch) const {
@@ -375,13 +392,14 @@ const LayoutPricer::StagePrice& LayoutPricer::price(Stage& st, const ParallelLay
   return st.prices.emplace(key, std::move(p)).first->second;
 }
 
-double LayoutPricer::static_floor(const ParallelLayout& layout) const {
-  make_room();
+double LayoutPricer::static_floor(const ParallelLayout& layout, int worker) const {
+  Kept& k = kept(worker);
+  make_room(k);
   double floor = 0;
   const GroupLinks links = group_links(layout, request_.links);
   const DataParallel world = data_parallel_of(layout, links.data_name, *links.data, request_.holding);
   for (const StageSpan& span : pipeline_stages(shape_.blocks, layout.pipeline)) {
-    const Stage& st = stage(layout, span);
+    const Stage& st = stage(k, layout, span);
     RankStatic held = rank_static(st.model, world);
     if (layout.offload_optimizer) held.optimizer = 0;
     floor = std::max(floor, held.total());
@@ -389,9 +407,10 @@ double LayoutPricer::static_floor(const ParallelLayout& layout) const {
   return floor;
 }
 
-LayoutEstimate LayoutPricer::estimate(const ParallelLayout& layout, const std::string& plan_name) const {
+LayoutEstimate LayoutPricer::estimate(const ParallelLayout& layout, const std::string& plan_name, int worker) const {
   check_layout(layout, shape_);
-  make_room();
+  Kept& k = kept(worker);
+  make_room(k);
   const GroupLinks links = group_links(layout, request_.links);
   LayoutEstimate out;
   out.layout = layout;
@@ -400,7 +419,7 @@ LayoutEstimate LayoutPricer::estimate(const ParallelLayout& layout, const std::s
   const std::vector<StageSpan> spans = pipeline_stages(shape_.blocks, layout.pipeline);
   for (size_t index = 0; index < spans.size(); ++index) {
     const StageSpan& span = spans[index];
-    Stage& st = stage(layout, span);
+    Stage& st = stage(k, layout, span);
     if (layout.offload_optimizer && !st.alone.has_host_link()) {
       throw InputError(st.alone.name + " has no host link: the optimizer cannot be offloaded");
     }

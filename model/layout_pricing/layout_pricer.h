@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -84,9 +85,9 @@ struct LayoutRequest {
   // A mixture's alike experts priced as few layers (alike_experts.h); false:
   // each on its own, the same peaks and times more slowly (for checks).
   bool alike_experts_once = true;
-  // The pipeline stages a pricer keeps, each with its plan spaces (megabytes
-  // where a stage has thousands of layers); past it the less recently used
-  // half is let go. A search prices a stage's layouts one after another, so
+  // The pipeline stages a pricer's worker keeps, each with its plan spaces
+  // (megabytes where a stage has thousands of layers); past it the less
+  // recently used half is let go. A search prices a stage's layouts one after another, so
   // it seldom builds one again; kept all, DeepSeek-V3's 1,176 stages of 128
   // GPUs took 10 GB, and the first touch of that memory a quarter of the time.
   size_t stages_kept = 64;
@@ -97,6 +98,8 @@ struct GroupLinks;  // the links of a layout's groups (layout_pricer.cpp)
 // Prices layouts of one network on one request, keeping what layouts share
 // (the split models of each tensor/context/expert group, each pipeline
 // stage's model and target), so that a search prices thousands quickly.
+// Each worker (a number from 0) keeps its own: calls of different workers
+// may run on different threads at once, calls of one worker one at a time.
 class LayoutPricer {
  public:
   // Throws InputError where the model is not a transformer's
@@ -109,22 +112,24 @@ class LayoutPricer {
   bool can_offload() const { return host_link_; }
   // Throws InputError (check_layout's, a plan that is not known, or a
   // target without a host link under offload).
-  LayoutEstimate estimate(const ParallelLayout& layout, const std::string& plan) const;
+  LayoutEstimate estimate(const ParallelLayout& layout, const std::string& plan, int worker = 0) const;
   // The peak of each stage's weights, gradients and optimizer state alone:
   // a floor of estimate()'s peak, for pruning.
-  double static_floor(const ParallelLayout& layout) const;
-  // The pipeline stages it holds now.
-  size_t stages_held() const { return stages_.size(); }
+  double static_floor(const ParallelLayout& layout, int worker = 0) const;
+  // The pipeline stages a worker holds now.
+  size_t stages_held(int worker = 0) const;
 
  private:
   struct Stage;
   struct StagePrice;
-  Stage& stage(const ParallelLayout& layout, const StageSpan& span) const;
+  struct Kept;
+  Kept& kept(int worker) const;
+  Stage& stage(Kept& kept, const ParallelLayout& layout, const StageSpan& span) const;
   // Past LayoutRequest::stages_kept stages, or where the machine runs short
   // of memory, lets go of the split models and of the less recently used
   // half of the stages; called before a layout is priced, never while one
   // holds a stage.
-  void make_room() const;
+  void make_room(Kept& kept) const;
   PlanSpace space(Stage& stage, const ParallelLayout& layout, const GroupLinks& links, int64_t batch) const;
   const StagePrice& price(Stage& stage, const ParallelLayout& layout, const std::string& plan, const GroupLinks& links,
                           const StageSpan& span) const;
@@ -139,10 +144,8 @@ class LayoutPricer {
   // (DeepSeek-V3's dense blocks apart from its mixtures, Gemma's windowed
   // blocks from its global ones), so that stages of alike spans are priced once.
   std::vector<int> block_kinds_;
-  mutable std::map<std::string, LayerModel> ranks_;
-  mutable std::map<std::string, std::unique_ptr<Stage>> stages_;
-  mutable uint64_t stage_lookups_ = 0;
-  mutable size_t stages_seen_ = 0;  // how many stages make_room last found
+  mutable std::mutex workers_mutex_;  // guards the list, not what a worker keeps
+  mutable std::vector<std::unique_ptr<Kept>> workers_;
 };
 
 // One layout under a plan, as LayoutPricer prices it.

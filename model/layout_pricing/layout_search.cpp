@@ -1,7 +1,11 @@
 #include "model/layout_pricing/layout_search.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <exception>
+#include <map>
+#include <thread>
 #include <tuple>
 
 #include "model/error.h"
@@ -88,24 +92,170 @@ std::string choose_simplest(std::vector<LayoutEstimate>& best) {
 
 }  // namespace
 
+int default_workers() { return static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u)); }
+
 int default_global_batch(int tokens, int multiple) {
   const int samples = std::max(1, static_cast<int>(std::lround(tokens_a_batch / std::max(1, tokens))));
   return (samples + multiple - 1) / multiple * multiple;
 }
 
-LayoutAnswer search_layouts(const LayoutPricer& pricer, const LayoutQuestion& q, size_t keep) {
+namespace {
+
+// One (t, c, p, v, e) of the search, and what pricing it found.
+struct Candidate {
+  int tensor = 1, context = 1, pipeline = 1, virtual_stages = 1, expert = 1;
+  std::vector<LayoutEstimate> fits;
+  std::optional<LayoutEstimate> nearest;
+  int priced = 0, pruned = 0;
+  std::optional<std::string> first_reason;  // check_layout's, where a layout of it was not valid
+  std::exception_ptr failed;
+};
+
+// Prices a candidate's ZeRO stages, offloading, micro-batches and plans on a worker of the pricer.
+void price_candidate(const LayoutPricer& pricer, const LayoutQuestion& q, int global, Candidate& found, int worker) {
   const TransformerShape& shape = pricer.shape();
-  LayoutAnswer answer;
-  std::optional<std::string> first_reason;
   const auto valid = [&](const ParallelLayout& l) {
     try {
       check_layout(l, shape, q.gpus);
       return true;
     } catch (const InputError& e) {
-      if (!first_reason) first_reason = e.what();
+      if (!found.first_reason) found.first_reason = e.what();
       return false;
     }
   };
+  ParallelLayout l;
+  l.tensor = found.tensor, l.context = found.context, l.pipeline = found.pipeline;
+  l.virtual_stages = found.virtual_stages, l.expert = found.expert;
+  const int p = l.pipeline, d = q.gpus / (l.tensor * l.context * p);
+  l.data = d;
+  l.sequence = q.sequence.value_or(l.tensor > 1);
+  l.micro_batch = 1;
+  l.micro_batches = std::max(1, global / d);
+  if (!valid(l)) return;
+  // The ZeRO stages and offloading that might fit: their weights, gradients and optimizer state do.
+  std::vector<std::pair<int, bool>> variants;
+  for (int zero : choices(q.zero_stage, q.zero_stages)) {
+    if (d * l.context == 1 && zero > 0) continue;  // nothing to shard over
+    const std::vector<bool> offloads = q.offload_optimizer    ? std::vector<bool>{*q.offload_optimizer}
+                                       : pricer.can_offload() ? std::vector<bool>{false, true}
+                                                              : std::vector<bool>{false};
+    for (bool offload : offloads) {
+      l.zero_stage = zero, l.offload_optimizer = offload;
+      if (!valid(l)) continue;
+      if (pricer.static_floor(l, worker) > q.budget_bytes) {
+        ++found.pruned;
+      } else {
+        variants.emplace_back(zero, offload);
+      }
+    }
+  }
+  // A plan and variant that does not fit a micro-batch does not
+  // fit a larger one either (larger micro-batches hold more), so
+  // it is priced no more for this layout.
+  std::vector<std::vector<bool>> too_large(q.plans.size(), std::vector<bool>(variants.size(), false));
+  // Without accumulation one stage's micro-batch is its whole share of the batch.
+  const std::vector<int> micro_batches =
+      p == 1 && !q.accumulates ? std::vector<int>{std::max(1, global / d)} : std::vector<int>{1, 2, 4, 8, 16, 32};
+  for (int mb : choices(q.micro_batch, micro_batches)) {
+    if (variants.empty() || global % (mb * d) != 0) continue;
+    if (p == 1 && !q.accumulates && global != mb * d) continue;
+    l.micro_batch = mb;
+    l.micro_batches = global / (mb * d);
+    l.zero_stage = variants.front().first, l.offload_optimizer = variants.front().second;
+    if (!valid(l)) continue;
+    // The plans in turn, each adding to keep's time: the first under which some variant fits.
+    bool any_fits = false;
+    for (size_t plan = 0; plan < q.plans.size(); ++plan) {
+      for (size_t variant = 0; variant < variants.size(); ++variant) {
+        if (too_large[plan][variant]) continue;
+        std::tie(l.zero_stage, l.offload_optimizer) = variants[variant];
+        LayoutEstimate estimate = pricer.estimate(l, q.plans[plan], worker);
+        ++found.priced;
+        if (estimate.peak_bytes <= q.budget_bytes) {
+          any_fits = true;
+          found.fits.push_back(std::move(estimate));
+        } else {
+          too_large[plan][variant] = true;
+          if (!found.nearest || estimate.peak_bytes < found.nearest->peak_bytes) found.nearest = std::move(estimate);
+        }
+      }
+      if (any_fits) break;
+    }
+    if (!any_fits) break;  // larger micro-batches hold more
+  }
+}
+
+// The (t, c, p, v, e) of the GPUs in the order the search weighs them (ties go to the first).
+std::vector<Candidate> candidates(const LayoutPricer& pricer, const LayoutQuestion& q) {
+  const TransformerShape& shape = pricer.shape();
+  const int per_node = pricer.request().links.gpus_per_node;
+  std::vector<int> tensors;
+  for (int t : divisors(q.gpus)) {
+    if (t <= per_node || q.tensor) tensors.push_back(t);
+  }
+  std::vector<Candidate> out;
+  for (int t : choices(q.tensor, tensors)) {
+    for (int c : choices(q.context, divisors(q.gpus / std::max(1, t)))) {
+      if (q.gpus % (t * c) != 0) continue;
+      for (int p : choices(q.pipeline, divisors(q.gpus / (t * c)))) {
+        if (q.gpus % (t * c * p) != 0) continue;
+        std::vector<int> chunk_counts{1};
+        if (p > 1) chunk_counts = {1, 2, 4};
+        for (int v : choices(q.virtual_stages, chunk_counts)) {
+          if (q.even_stages && shape.blocks % (p * v) != 0) continue;
+          std::vector<int> experts{1};
+          if (shape.experts > 0) experts = divisors(shape.experts);
+          for (int e : choices(q.expert, experts)) {
+            Candidate one;
+            one.tensor = t, one.context = c, one.pipeline = p, one.virtual_stages = v, one.expert = e;
+            out.push_back(std::move(one));
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+// Prices the candidates on up to `workers` threads, each a worker of the
+// pricer. A unit of work is the candidates of one (t, c, p, e), whose
+// interleavings share their pipeline stages; units are handed out in order.
+void price_candidates(const LayoutPricer& pricer, const LayoutQuestion& q, int global, std::vector<Candidate>& all, int workers) {
+  std::vector<std::vector<size_t>> units;
+  std::map<std::tuple<int, int, int, int>, size_t> unit_of;
+  for (size_t i = 0; i < all.size(); ++i) {
+    const Candidate& c = all[i];
+    const auto [at, added] = unit_of.emplace(std::tuple{c.tensor, c.context, c.pipeline, c.expert}, units.size());
+    if (added) units.emplace_back();
+    units[at->second].push_back(i);
+  }
+  std::atomic<size_t> next{0};
+  std::atomic<bool> stop{false};
+  const auto work = [&](int worker) {
+    for (size_t u = next++; u < units.size() && !stop; u = next++) {
+      for (size_t i : units[u]) {
+        try {
+          price_candidate(pricer, q, global, all[i], worker);
+        } catch (...) {
+          all[i].failed = std::current_exception();
+          stop = true;  // the units before this one finish: the first failure in order is rethrown
+          break;
+        }
+      }
+    }
+  };
+  const int threads = std::clamp(workers, 1, static_cast<int>(std::max<size_t>(1, units.size())));
+  std::vector<std::thread> helpers;
+  for (int w = 1; w < threads; ++w) helpers.emplace_back(work, w);
+  work(0);
+  for (std::thread& helper : helpers) helper.join();
+}
+
+}  // namespace
+
+LayoutAnswer search_layouts(const LayoutPricer& pricer, const LayoutQuestion& q, size_t keep) {
+  const TransformerShape& shape = pricer.shape();
+  LayoutAnswer answer;
   int fixed = 1;
   for (const auto& [degree, name] : {std::pair{q.tensor, "tensor"}, {q.context, "context"}, {q.pipeline, "pipeline"}}) {
     if (!degree) continue;
@@ -116,86 +266,18 @@ LayoutAnswer search_layouts(const LayoutPricer& pricer, const LayoutQuestion& q,
                        std::to_string(q.gpus) + " GPUs");
     }
   }
-  const int per_node = pricer.request().links.gpus_per_node;
-  std::vector<int> tensors;
-  for (int t : divisors(q.gpus)) {
-    if (t <= per_node || q.tensor) tensors.push_back(t);
-  }
-  for (int t : choices(q.tensor, tensors)) {
-    for (int c : choices(q.context, divisors(q.gpus / std::max(1, t)))) {
-      if (q.gpus % (t * c) != 0) continue;
-      for (int p : choices(q.pipeline, divisors(q.gpus / (t * c)))) {
-        if (q.gpus % (t * c * p) != 0) continue;
-        const int d = q.gpus / (t * c * p);
-        const int global = q.global_batch > 0 ? q.global_batch : default_global_batch(shape.tokens, q.gpus);
-        std::vector<int> chunk_counts{1};
-        if (p > 1) chunk_counts = {1, 2, 4};
-        for (int v : choices(q.virtual_stages, chunk_counts)) {
-          if (q.even_stages && shape.blocks % (p * v) != 0) continue;
-          std::vector<int> experts{1};
-          if (shape.experts > 0) experts = divisors(shape.experts);
-          for (int e : choices(q.expert, experts)) {
-            ParallelLayout l;
-            l.tensor = t, l.context = c, l.pipeline = p, l.virtual_stages = v, l.expert = e, l.data = d;
-            l.sequence = q.sequence.value_or(t > 1);
-            l.micro_batch = 1;
-            l.micro_batches = std::max(1, global / d);
-            if (!valid(l)) continue;
-            // The ZeRO stages and offloading that might fit: their weights, gradients and optimizer state do.
-            std::vector<std::pair<int, bool>> variants;
-            for (int zero : choices(q.zero_stage, q.zero_stages)) {
-              if (d * c == 1 && zero > 0) continue;  // nothing to shard over
-              const std::vector<bool> offloads = q.offload_optimizer    ? std::vector<bool>{*q.offload_optimizer}
-                                                 : pricer.can_offload() ? std::vector<bool>{false, true}
-                                                                        : std::vector<bool>{false};
-              for (bool offload : offloads) {
-                l.zero_stage = zero, l.offload_optimizer = offload;
-                if (!valid(l)) continue;
-                if (pricer.static_floor(l) > q.budget_bytes) {
-                  ++answer.pruned;
-                } else {
-                  variants.emplace_back(zero, offload);
-                }
-              }
-            }
-            // A plan and variant that does not fit a micro-batch does not
-            // fit a larger one either (larger micro-batches hold more), so
-            // it is priced no more for this layout.
-            std::vector<std::vector<bool>> too_large(q.plans.size(), std::vector<bool>(variants.size(), false));
-            // Without accumulation one stage's micro-batch is its whole share of the batch.
-            const std::vector<int> micro_batches =
-                p == 1 && !q.accumulates ? std::vector<int>{std::max(1, global / d)} : std::vector<int>{1, 2, 4, 8, 16, 32};
-            for (int mb : choices(q.micro_batch, micro_batches)) {
-              if (variants.empty() || global % (mb * d) != 0) continue;
-              if (p == 1 && !q.accumulates && global != mb * d) continue;
-              l.micro_batch = mb;
-              l.micro_batches = global / (mb * d);
-              l.zero_stage = variants.front().first, l.offload_optimizer = variants.front().second;
-              if (!valid(l)) continue;
-              // The plans in turn, each adding to keep's time: the first under which some variant fits.
-              bool any_fits = false;
-              for (size_t plan = 0; plan < q.plans.size(); ++plan) {
-                for (size_t variant = 0; variant < variants.size(); ++variant) {
-                  if (too_large[plan][variant]) continue;
-                  std::tie(l.zero_stage, l.offload_optimizer) = variants[variant];
-                  LayoutEstimate estimate = pricer.estimate(l, q.plans[plan]);
-                  ++answer.priced;
-                  if (estimate.peak_bytes <= q.budget_bytes) {
-                    any_fits = true;
-                    answer.best.push_back(std::move(estimate));
-                  } else {
-                    too_large[plan][variant] = true;
-                    if (!answer.nearest || estimate.peak_bytes < answer.nearest->peak_bytes) answer.nearest = std::move(estimate);
-                  }
-                }
-                if (any_fits) break;
-              }
-              if (!any_fits) break;  // larger micro-batches hold more
-            }
-          }
-        }
-      }
-    }
+  const int global = q.global_batch > 0 ? q.global_batch : default_global_batch(shape.tokens, q.gpus);
+  std::vector<Candidate> all = candidates(pricer, q);
+  price_candidates(pricer, q, global, all, q.workers > 0 ? q.workers : default_workers());
+  // As one thread would have found them, in the order weighed.
+  std::optional<std::string> first_reason;
+  for (Candidate& c : all) {
+    if (c.failed) std::rethrow_exception(c.failed);
+    if (!first_reason) first_reason = c.first_reason;
+    answer.priced += c.priced, answer.pruned += c.pruned;
+    for (LayoutEstimate& fit : c.fits) answer.best.push_back(std::move(fit));
+    if (c.nearest && (!answer.nearest || c.nearest->peak_bytes < answer.nearest->peak_bytes))
+      answer.nearest = std::move(c.nearest);
   }
   if (answer.priced == 0 && answer.pruned == 0) {
     throw InputError(first_reason ? *first_reason : "layout: no layout of " + std::to_string(q.gpus) + " GPUs");

@@ -27,6 +27,9 @@ struct LayoutQuestion {
   // Fixed where set.
   std::optional<int> tensor, pipeline, virtual_stages, context, expert, zero_stage, micro_batch;
   std::optional<bool> sequence, offload_optimizer;
+  // Threads that price layouts at once, each a worker of the pricer; 0: default_workers().
+  // The answer is the same on any number.
+  int workers = 0;
 };
 
 // Layouts whose tokens/s are within this fraction of the fastest's are equals
@@ -48,6 +51,10 @@ struct LayoutAnswer {
 // network: check_layout's reason for the first tried), or a fixed choice
 // breaks a constraint.
 LayoutAnswer search_layouts(const LayoutPricer& pricer, const LayoutQuestion& question, size_t keep = 5);
+
+// The machine's cores, at most 8: each worker keeps stages of its own
+// (LayoutRequest::stages_kept), which are megabytes on a large network.
+int default_workers();
 
 // The global batch when none is given: the samples of about 4M tokens
 // (Llama 2's batch), rounded up to a multiple of `multiple` (the GPUs, so

@@ -331,6 +331,7 @@ TEST_F(LayoutPricing, StagesLetGoAreBuiltAgainAsTheyWere) {
   q.global_batch = 32;
   q.budget_bytes = 1e15;
   q.plans = {"keep", "recompute-all", "quantize-4"};
+  q.workers = 1;  // one worker holds every stage the search built
   const LayoutAnswer all = search_layouts(keeping, q, 1000), some = search_layouts(forgetting, q, 1000);
   EXPECT_GT(keeping.stages_held(), 8u);
   EXPECT_LE(forgetting.stages_held(), 8u);  // two and a layout's stages
@@ -342,6 +343,46 @@ TEST_F(LayoutPricing, StagesLetGoAreBuiltAgainAsTheyWere) {
     EXPECT_EQ(all.best[i].peak_bytes, some.best[i].peak_bytes) << all.best[i].layout.label();
     EXPECT_EQ(all.best[i].tokens_per_s, some.best[i].tokens_per_s) << all.best[i].layout.label();
   }
+}
+
+// Layouts priced on several threads are the layouts one thread finds, in
+// its order, to the bit: those that fit, the nearest where none does, the
+// counts, and the first error.
+TEST_F(LayoutPricing, ManyWorkersFindWhatOneFinds) {
+  const auto same = [](const LayoutAnswer& one, const LayoutAnswer& many) {
+    EXPECT_EQ(one.priced, many.priced);
+    EXPECT_EQ(one.pruned, many.pruned);
+    EXPECT_EQ(one.why, many.why);
+    ASSERT_EQ(one.best.size(), many.best.size());
+    for (size_t i = 0; i < one.best.size(); ++i) {
+      EXPECT_EQ(one.best[i].layout.label(), many.best[i].layout.label());
+      EXPECT_EQ(one.best[i].plan, many.best[i].plan);
+      EXPECT_EQ(one.best[i].peak_bytes, many.best[i].peak_bytes);
+      EXPECT_EQ(one.best[i].tokens_per_s, many.best[i].tokens_per_s);
+    }
+    ASSERT_EQ(one.nearest.has_value(), many.nearest.has_value());
+    if (one.nearest) EXPECT_EQ(one.nearest->layout.label(), many.nearest->layout.label());
+  };
+  LayoutQuestion q;
+  q.gpus = 8;
+  q.global_batch = 32;
+  q.plans = {"keep", "recompute-all", "quantize-4"};
+  ParallelLayout one_gpu;
+  one_gpu.micro_batch = 4;
+  const double alone = LayoutPricer(*model_, {"", links()}).estimate(one_gpu, "keep").peak_bytes;
+  // Some fit; none fits (the nearest found instead).
+  for (const double budget : {0.5 * alone, 1e3}) {
+    q.budget_bytes = budget;
+    q.workers = 1;
+    const LayoutAnswer one = search_layouts(LayoutPricer(*model_, {"", links()}), q, 1000);
+    q.workers = 3;
+    const LayoutAnswer many = search_layouts(LayoutPricer(*model_, {"", links()}), q, 1000);
+    EXPECT_GT(one.priced + one.pruned, 0);
+    same(one, many);
+  }
+  q.budget_bytes = 0.5 * alone;
+  q.plans = {"no-such-plan", "keep"};
+  EXPECT_THROW(search_layouts(LayoutPricer(*model_, {"", links()}), q), InputError);
 }
 
 }  // namespace
