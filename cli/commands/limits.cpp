@@ -32,6 +32,7 @@
 #include "model/error.h"
 #include "model/fit/global_model.h"
 #include "model/fit/global_predict.h"
+#include "model/layout_pricing/layout_search.h"
 #include "model/plan_space/predict.h"
 #include "model/units.h"
 #include "workflow/data_parallel.h"
@@ -249,13 +250,15 @@ void print_text(std::ostream& out, const Limits& l) {
 
 // Where nothing fits one GPU of a target: the fewest GPUs of it that a
 // layout fits (a transformer's; another network says why not).
+// `workers`: the threads its search prices on.
 std::optional<Limits::Fewest> fewest_gpus(const LimitsArgs& args, const model::LayerModel& m, const std::string& hardware,
-                                          std::optional<double> budget, workflow::Reporter& reporter) {
+                                          std::optional<double> budget, int workers, workflow::Reporter& reporter) {
   Limits::Fewest f;
   try {
     constexpr int most = 4096;
-    workflow::FewestGpus fewest =
-        workflow::fewest_gpus_that_fit(m, layout_request(args.layout, args.data_parallel, hardware, budget), reporter, most);
+    workflow::LayoutPlanRequest request = layout_request(args.layout, args.data_parallel, hardware, budget);
+    request.question.workers = workers;
+    workflow::FewestGpus fewest = workflow::fewest_gpus_that_fit(m, request, reporter, most);
     f.planned = std::move(fewest.planned);
     f.on_device = std::move(fewest.on_device);
     if (!f.planned) f.why_none = "no layout of up to " + std::to_string(most) + " GPUs fits it either";
@@ -290,8 +293,14 @@ void check_sources(const LimitsArgs& args) {
                      "fitted already)");
   }
   if (args.hardware.empty()) throw InputError("limits: --hardware is needed: the catalog entries to size the batch for");
+  std::vector<std::string> entries;
   for (const auto& name : split_commas(args.hardware)) {  // before minutes of profiling
-    model::load_hardware(name).check_runs(args.precision);
+    const model::HardwareSpec hardware = model::load_hardware(name);
+    hardware.check_runs(args.precision);
+    if (std::find(entries.begin(), entries.end(), hardware.name) != entries.end()) {
+      throw InputError("--hardware " + args.hardware + ": " + hardware.name + " is named twice");
+    }
+    entries.push_back(hardware.name);
   }
   args.data_parallel.validate();
 }
@@ -444,7 +453,8 @@ Limits compute(const LimitsArgs& args) {
   if (budget_given) budget = l.budgets.front();
   // Where no strategy fits one GPU of a target, the fewest GPUs that do:
   // the searches share only the model, which none changes, so as many run
-  // at once as the machine has cores (each holds its own stages' spaces).
+  // at once as the machine has cores (each holds its own stages' spaces),
+  // each pricing on its share of the search's threads.
   l.fewest.resize(l.targets.size());
   std::vector<size_t> unfit;
   for (size_t k = 0; k < l.targets.size(); ++k) {
@@ -458,9 +468,10 @@ Limits compute(const LimitsArgs& args) {
     LanesProgress progress("laying out " + m.network,
                            end - first);  // outlives the searches (a future waits for its search when destroyed)
     std::vector<std::future<std::optional<Limits::Fewest>>> searches;
+    const int workers = std::max(1, model::default_workers() / static_cast<int>(end - first));
     for (size_t i = first; i < end; ++i) {
       searches.push_back(std::async(std::launch::async, fewest_gpus, std::cref(args), std::cref(m), l.targets[unfit[i]].name,
-                                    budget, std::ref(progress.lane(i - first))));
+                                    budget, workers, std::ref(progress.lane(i - first))));
     }
     for (size_t i = 0; i < searches.size(); ++i) l.fewest[unfit[first + i]] = searches[i].get();
   }

@@ -260,6 +260,8 @@ TEST_F(ModelCommands, BadInputExitsTwo) {
   expect_input_error("predict " + model_ + " --batch 8 --plot " + path("p.gif"), ".svg or .png");
   expect_input_error("predict " + model_ + " --batch 8 --budget lots", "--budget");
   expect_input_error("limits " + model_ + " --hardware A100-40GB,,T4", "empty name");
+  // An entry twice (by its name and an alias) would be two equal columns.
+  expect_input_error("limits " + model_ + " --hardware H100-SXM-80GB,h100", "H100-SXM-80GB is named twice");
   expect_input_error("limits " + model_, "--hardware");
   // A budget beyond a device's memory would find batches that cannot fit there.
   expect_input_error("predict " + model_ + " --batch 8 --hardware T4 --budget 20GiB", "more than the memory of T4 (16.00 GiB)");
