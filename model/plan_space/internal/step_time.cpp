@@ -28,11 +28,13 @@ class Exchange {
   explicit Exchange(const DataParallel& world) : world_(world), buckets_{{0, world.ranks}, {0, world.expert_ranks_apart()}} {}
   bool active() const { return world_.active(); }
   bool gathers_layers() const { return active() && world_.zero_stage == 3; }
-  // A step's weights gathered, issued at `issued` (after the collectives before it): when they are there.
-  double gather(double issued, const LayerStep& step) {
+  // How long a step's weights take to gather (0: nobody else holds them).
+  double gather_seconds(const LayerStep& step) {
     const int ranks = group(step).ranks;
-    return ranks > 1 ? run(issued, world_.link.gather_seconds(step.parameter_bytes, ranks)) : issued;
+    return ranks > 1 ? world_.link.gather_seconds(step.parameter_bytes, ranks) : 0;
   }
+  // Weights that take `seconds` to gather, issued at `issued` (after the collectives before it): when they are there.
+  double gather(double issued, double seconds) { return seconds > 0 ? run(issued, seconds) : issued; }
   // A step's gradients, ready at `ready`: buckets leave as they fill.
   void gradients(double ready, const LayerStep& step) {
     Bucket& bucket = group(step);
@@ -69,24 +71,23 @@ class Exchange {
 
 // The layers' steps in the order a step runs them (Index::runs), forward or
 // backward: a run standing for alike others that many times in turn, each
-// time with its share of every figure, so that what overlaps them (swap
-// copies, ZeRO-3's gathers, gradient buckets) sees each. Walked in place:
-// DeepSeek-V3's stage of a mixture of 256 experts a block is tens of
-// thousands of steps, and a search prices thousands of stages.
+// time with its share of every figure (shared_out), so that what overlaps
+// them (swap copies, ZeRO-3's gathers, gradient buckets) sees each. Walked
+// in place: DeepSeek-V3's stage of a mixture of 256 experts a block is tens
+// of thousands of steps, and a search prices thousands of stages.
 class InTurn {
  public:
-  InTurn(const std::vector<LayerStep>& layers, const std::vector<LayerRun>& runs, bool backward)
-      : layers_(layers), runs_(runs), backward_(backward), run_(backward ? runs.size() : 0) {
+  InTurn(const std::vector<LayerRun>& runs, bool backward) : runs_(runs), backward_(backward), run_(backward ? runs.size() : 0) {
     begin_run();
   }
-  // The next step; false once all are walked.
-  bool next(LayerStep& out) {
+  // The layer of the next step; false once all are walked.
+  bool next(size_t& layer) {
     while (true) {
       if (run_ == (backward_ ? 0 : runs_.size()) && !in_run_) return false;
       if (in_run_) {
         const LayerRun& run = runs_[backward_ ? run_ - 1 : run_];
         if (layer_ != (backward_ ? run.first : run.end)) {
-          out = share(layers_[backward_ ? --layer_ : layer_++], run.repeats);
+          layer = backward_ ? --layer_ : layer_++;
           return true;
         }
         if (++copy_ < run.repeats) {
@@ -106,21 +107,27 @@ class InTurn {
     const LayerRun& run = runs_[backward_ ? run_ - 1 : run_];
     in_run_ = true, copy_ = 0, layer_ = backward_ ? run.end : run.first;
   }
-  static LayerStep share(LayerStep one, int repeats) {
-    if (repeats == 1) return one;
-    for (double* x :
-         {&one.forward_s, &one.backward_s, &one.to_host_bytes, &one.from_host_bytes, &one.parameter_bytes, &one.gradient_bytes}) {
-      *x /= repeats;
-    }
-    return one;
-  }
-  const std::vector<LayerStep>& layers_;
   const std::vector<LayerRun>& runs_;
   bool backward_;
   size_t run_, layer_ = 0;
   int copy_ = 0;
   bool in_run_ = false;
 };
+
+// Each layer's step as one time of its run: every figure divided by the
+// run's repeats, once here rather than at every time the walk visits it.
+void shared_out(std::vector<LayerStep>& layers, const std::vector<LayerRun>& runs) {
+  for (const LayerRun& run : runs) {
+    if (run.repeats == 1) continue;
+    for (size_t j = run.first; j < run.end; ++j) {
+      LayerStep& one = layers[j];
+      for (double* x : {&one.forward_s, &one.backward_s, &one.to_host_bytes, &one.from_host_bytes, &one.parameter_bytes,
+                        &one.gradient_bytes}) {
+        *x /= run.repeats;
+      }
+    }
+  }
+}
 
 // The step's forward and backward with the parts of swapping and of the
 // exchange that do not hide behind compute. Copies run on one link per
@@ -137,18 +144,24 @@ struct Overlapped {
 Overlapped overlapped_seconds(const Target& target, const DataParallel& world, const std::vector<LayerStep>& layers,
                               const std::vector<LayerRun>& runs) {
   Exchange exchange(world);
-  const auto gathered = [&](const LayerStep& step, double issued) {
-    return exchange.gathers_layers() && step.parameter_bytes > 0 ? exchange.gather(issued, step) : 0.0;
+  // Under ZeRO-3, how long each layer's weights take to gather: one time of
+  // a run's as long as any other's.
+  std::vector<double> gather_s(exchange.gathers_layers() ? layers.size() : 0, 0.0);
+  for (size_t j = 0; j < gather_s.size(); ++j) {
+    if (layers[j].parameter_bytes > 0) gather_s[j] = exchange.gather_seconds(layers[j]);
+  }
+  const auto gathered = [&](size_t layer, double issued) {
+    return gather_s.empty() || layers[layer].parameter_bytes <= 0 ? 0.0 : exchange.gather(issued, gather_s[layer]);
   };
   double clock = 0, link = 0;
   // When the copies of the two steps before this one were done: [0] the one two before.
   double copied[2] = {0, 0};
-  InTurn forward(layers, runs, false);
-  LayerStep step, next;
+  InTurn forward(runs, false);
+  size_t next = 0;  // the layer of the step after this one
   bool has_next = forward.next(next);
   double parameters_ready = has_next ? gathered(next, 0) : 0;
   for (size_t j = 0; has_next; ++j) {
-    step = next;
+    const LayerStep& step = layers[next];
     has_next = forward.next(next);
     if (j >= 2) clock = std::max(clock, copied[0]);
     clock = std::max(clock, parameters_ready);
@@ -160,11 +173,11 @@ Overlapped overlapped_seconds(const Target& target, const DataParallel& world, c
   clock = std::max(clock, link);
   link = clock;
   double next_started = clock;  // when the backward of the step after this one started
-  InTurn backward(layers, runs, true);
+  InTurn backward(runs, true);
   has_next = backward.next(next);
   parameters_ready = has_next ? gathered(next, clock) : 0;
   while (has_next) {
-    step = next;
+    const LayerStep& step = layers[next];
     has_next = backward.next(next);
     if (step.from_host_bytes > 0) {
       link = std::max(link, next_started) + step.from_host_bytes / target.h2d_bytes_per_s;
@@ -208,6 +221,7 @@ double step_seconds(const AtBatch& at, const Held& h, double* passes) {
   for (size_t c = 0; c < ix.cores.size(); ++c) {
     if (h.cores_recomputed[c]) step(ix.cores[c].context).backward_s += at.core_recompute_seconds(static_cast<int>(c));
   }
+  shared_out(layers, ix.runs);
   const DataParallel& world = at.target().data_parallel;
   const Overlapped overlapped = overlapped_seconds(at.target(), world, layers, ix.runs);
   if (passes) {
