@@ -1,5 +1,7 @@
 #include "model/fit/global_model.h"
 
+#include <fstream>
+
 #include "model/error.h"
 #include "model/json_file.h"
 
@@ -179,9 +181,59 @@ GlobalModel load_global_model(const std::string& path) {
   return model;
 }
 
+namespace {
+
+// Reads events up to the document's top-level /kind and stops there: a layer
+// model of a large mixture is hundreds of megabytes, its /kind near the start.
+class TopLevelKind : public nlohmann::json_sax<json> {
+ public:
+  std::string kind;
+
+  bool null() override { return seen_value(); }
+  bool boolean(bool) override { return seen_value(); }
+  bool number_integer(number_integer_t) override { return seen_value(); }
+  bool number_unsigned(number_unsigned_t) override { return seen_value(); }
+  bool number_float(number_float_t, const string_t&) override { return seen_value(); }
+  bool binary(binary_t&) override { return seen_value(); }
+  bool string(string_t& value) override {
+    if (next_is_kind_) kind = value;
+    return seen_value();
+  }
+  bool start_object(std::size_t) override {
+    if (next_is_kind_) return false;
+    ++depth_;
+    return true;
+  }
+  // An array at the top is no object; one as the value of /kind is no kind.
+  bool start_array(std::size_t) override {
+    if (depth_ == 0 || next_is_kind_) return false;
+    ++depth_;
+    return true;
+  }
+  bool end_object() override { return --depth_ > 0; }
+  bool end_array() override { return --depth_ > 0; }
+  bool key(string_t& name) override {
+    next_is_kind_ = depth_ == 1 && name == "kind";
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+
+ private:
+  int depth_ = 0;
+  bool next_is_kind_ = false;
+
+  // A scalar at the top is no object; the value of /kind ends the reading.
+  bool seen_value() const { return depth_ > 0 && !next_is_kind_; }
+};
+
+}  // namespace
+
 bool is_global_model_file(const std::string& path) {
-  const json doc = read_json_file(path, "model");
-  return doc.is_object() && doc.contains("kind") && doc.at("kind") == "global";
+  std::ifstream in(path);
+  if (!in) throw InputError(path + ": cannot read model");
+  TopLevelKind reader;
+  json::sax_parse(in, &reader);
+  return reader.kind == "global";
 }
 
 }  // namespace papaya::model

@@ -89,5 +89,29 @@ TEST(GlobalModel, InvalidDocumentsNameFileAndPath) {
   EXPECT_THROW(load_global_model(path), InputError);
 }
 
+// Only a document whose top-level /kind is "global" is one, wherever that key
+// stands, and a damaged document is none (its loader names the damage).
+TEST(GlobalModel, KindReadFromTheTopLevelOnly) {
+  const std::string path = temp_path("kind.json");
+  const auto kind_of = [&](const std::string& text) {
+    write_text_file(path, text);
+    return is_global_model_file(path);
+  };
+  EXPECT_TRUE(kind_of(to_json(bench_model()).dump()));
+  EXPECT_TRUE(kind_of(R"({"a": [1, {"kind": "layers"}], "b": {"c": null}, "kind": "global"})"));
+  EXPECT_TRUE(kind_of(R"({"kind": "global", "rest": [1, 2)"));  // decided before the damage
+  EXPECT_FALSE(kind_of(R"({"kind": "layers", "layers": [{"kind": "global"}]})"));
+  EXPECT_FALSE(kind_of(R"({"nested": {"kind": "global"}})"));
+  EXPECT_FALSE(kind_of(R"({"kind": ["global"]})"));
+  EXPECT_FALSE(kind_of(R"({"kind": {"global": 1}})"));
+  EXPECT_FALSE(kind_of(R"({"kind": 1})"));
+  EXPECT_FALSE(kind_of(R"([{"kind": "global"}])"));
+  EXPECT_FALSE(kind_of(R"("global")"));
+  EXPECT_FALSE(kind_of(R"({"papaya_model": 1, "kind")"));
+  EXPECT_FALSE(kind_of(""));
+  std::remove(path.c_str());
+  EXPECT_THROW(is_global_model_file(path), InputError);
+}
+
 }  // namespace
 }  // namespace papaya::model
