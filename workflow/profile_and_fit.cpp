@@ -1,5 +1,6 @@
 #include "workflow/profile_and_fit.h"
 
+#include <optional>
 #include <utility>
 
 #include "model/alike_experts.h"
@@ -231,17 +232,20 @@ Scaling scaling_for(ProfileAndFitRequest& request, Reporter& reporter) {
 }
 
 // A mixture of many experts routed alike, for a model that prices them once
-// (ProfileAndFitRequest::alike_experts_once): three of its experts built
-// and profiled, at every batch the profile runs (its probes' and its stored
-// steps' too), and the model made of all (model/fit/expert_scaling.h).
+// (ProfileAndFitRequest::alike_experts_once): the experts that stand for
+// the others built and profiled (two of each run of alike ones), at every
+// batch the profile runs (its probes' and its stored steps' too), and the
+// model made of all (model/fit/expert_scaling.h).
 model::NetworkConfig with_few_experts(const model::NetworkConfig& network, const ProfileAndFitRequest& request,
                                       const std::vector<int>& batches) {
-  constexpr int profiled = 3;
   const model::MoeConfig* moe = network.mixture();
-  if (!request.alike_experts_once || !moe || moe->experts <= profiled) return network;
+  if (!request.alike_experts_once || !moe) return network;
   std::vector<int> runs;
   for (int b : batches) runs.insert(runs.end(), {b, 2 * b, 4 * b, 16 * b});
-  return model::experts_routed_alike(network, runs) ? model::with_profiled_experts(network, profiled) : network;
+  const std::optional<int> busier = model::busier_experts_at(network, runs);
+  if (!busier) return network;
+  const size_t standing = model::profiled_expert_ids(model::alike_expert_runs(moe->experts, *busier)).size();
+  return standing < static_cast<size_t>(moe->experts) ? model::with_profiled_experts(network, busier) : network;
 }
 
 std::string join(const std::vector<int>& values) {

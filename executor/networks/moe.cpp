@@ -52,8 +52,8 @@ MixtureOfExperts::MixtureOfExperts(const model::TransformerConfig& c, int mixtur
   if (moe.selection_bias) selection_bias = register_parameter("selection_bias", torch::zeros({moe.experts}), false);
   experts = register_module("experts", torch::nn::ModuleList());
   const std::string activation = moe.swiglu_limit > 0 ? "clamped_swiglu" : "swiglu";
-  for (int e = 0; e < moe.built_experts(); ++e) {
-    expert_ids_.push_back(e + 1 == moe.built_experts() ? moe.experts - 1 : e);
+  for (int id : moe.built_expert_ids()) {
+    expert_ids_.push_back(id);
     experts->push_back(std::make_shared<FeedForward>(c, moe.expert_hidden, moe.expert_bias, activation, 0.0, /*weighted=*/true));
   }
   if (moe.shared_hidden > 0) {

@@ -57,8 +57,7 @@ class MixtureOfExperts : public torch::nn::Module {
   torch::Tensor grouped_choice(const torch::Tensor& p) const;
 
   model::MoeConfig moe_;
-  // Each built expert's id among the mixture's (MoeConfig::profiled_experts:
-  // a few built, the last the last).
+  // Each built expert's id among the mixture's (MoeConfig::built_expert_ids).
   std::vector<int64_t> expert_ids_;
   int64_t chosen_per_token_;
   bool normalize_;

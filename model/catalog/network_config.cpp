@@ -169,6 +169,7 @@ MoeConfig parse_moe(const json& doc, const TransformerConfig& t, const std::stri
   }
   moe.routing_unit = doc.value("routing_unit", int64_t{0});
   moe.profiled_experts = doc.value("profiled_experts", 0);
+  moe.busier_experts = doc.value("busier_experts", 0);
   moe.router_bias = doc.value("router_bias", moe.router_bias);
   moe.expert_bias = doc.value("expert_bias", moe.expert_bias);
   if (doc.contains("clamped_swiglu")) {
@@ -194,9 +195,17 @@ MoeConfig parse_moe(const json& doc, const TransformerConfig& t, const std::stri
           "shares out forced routings: give busiest_share");
   require(moe.profiled_experts == 0 || moe.busiest_share, label, "/moe/profiled_experts",
           "stands a few experts for all where routing is forced: give busiest_share");
-  require(moe.profiled_experts == 0 || (moe.profiled_experts >= 3 && moe.profiled_experts < moe.experts), label,
-          "/moe/profiled_experts",
-          "3 to " + std::to_string(moe.experts - 1) + " of the " + std::to_string(moe.experts) + " experts");
+  require(moe.busier_experts == 0 || moe.profiled_experts > 0, label, "/moe/busier_experts",
+          "splits the experts profiled_experts builds into runs: give profiled_experts");
+  require(moe.busier_experts < moe.experts - 1, label, "/moe/busier_experts",
+          std::to_string(moe.busier_experts) + " of the " + std::to_string(moe.experts - 1) + " experts but the last");
+  if (moe.profiled_experts > 0) {
+    const size_t standing = profiled_expert_ids(alike_expert_runs(moe.experts, moe.busier_experts)).size();
+    require(static_cast<size_t>(moe.profiled_experts) == standing && standing < static_cast<size_t>(moe.experts), label,
+            "/moe/profiled_experts",
+            std::to_string(moe.profiled_experts) + ": " + std::to_string(standing) + " of the " + std::to_string(moe.experts) +
+                " experts stand for all where " + std::to_string(moe.busier_experts) + " of them get a routing more");
+  }
   require(moe.experts_per_token <= moe.experts, label, "/moe/experts_per_token",
           std::to_string(moe.experts_per_token) + " experts a token, of the " + std::to_string(moe.experts) + " there are");
   require(t.activation == "swiglu", label, "/moe", "experts are SwiGLU MLPs: \"activation\": \"swiglu\"");
@@ -592,25 +601,53 @@ ForcedRouting forced_routing(const MoeConfig& moe, int64_t routings) {
   return r;
 }
 
-bool experts_routed_alike(const NetworkConfig& config, const std::vector<int>& batches) {
+std::optional<int> busier_experts_at(const NetworkConfig& config, const std::vector<int>& batches) {
   const MoeConfig* moe = config.mixture();
-  if (!moe || !moe->busiest_share) return false;
+  if (!moe || !moe->busiest_share || batches.empty()) return std::nullopt;
+  std::optional<int64_t> more;
   for (int batch : batches) {
     const int64_t routings = static_cast<int64_t>(batch) * config.transformer().seq_len * moe->experts_per_token;
-    if (forced_routing(*moe, routings).more != 0) return false;
+    const int64_t at_batch = forced_routing(*moe, routings).more;
+    if (more && *more != at_batch) return std::nullopt;
+    more = at_batch;
   }
-  return !batches.empty();
+  return static_cast<int>(*more);
 }
 
-NetworkConfig with_profiled_experts(const NetworkConfig& config, int experts) {
-  if (!config.mixture()) {
+std::vector<ExpertRun> alike_expert_runs(int experts, int busier) {
+  std::vector<ExpertRun> runs;
+  for (const ExpertRun run : {ExpertRun{0, busier}, ExpertRun{busier, experts - 1 - busier}, ExpertRun{experts - 1, 1}}) {
+    if (run.count > 0) runs.push_back(run);
+  }
+  return runs;
+}
+
+std::vector<int> profiled_expert_ids(const std::vector<ExpertRun>& runs) {
+  std::vector<int> ids;
+  for (const ExpertRun& run : runs) {
+    for (int e = 0; e < (run.count >= 3 ? 2 : run.count); ++e) ids.push_back(run.first + e);
+  }
+  return ids;
+}
+
+std::vector<int> MoeConfig::built_expert_ids() const {
+  if (profiled_experts > 0) return profiled_expert_ids(alike_expert_runs(experts, busier_experts));
+  std::vector<int> ids(static_cast<size_t>(experts));
+  for (int e = 0; e < experts; ++e) ids[static_cast<size_t>(e)] = e;
+  return ids;
+}
+
+NetworkConfig with_profiled_experts(const NetworkConfig& config, std::optional<int> busier) {
+  const MoeConfig* moe = config.mixture();
+  if (!moe) {
     throw InputError(origin(config) + ": no mixture of experts to profile a few of");
   }
   json doc = config.document;
-  if (experts == 0) {
-    doc["moe"].erase("profiled_experts");
-  } else {
-    doc["moe"]["profiled_experts"] = experts;
+  doc["moe"].erase("profiled_experts");
+  doc["moe"].erase("busier_experts");
+  if (busier) {
+    doc["moe"]["profiled_experts"] = profiled_expert_ids(alike_expert_runs(moe->experts, *busier)).size();
+    if (*busier > 0) doc["moe"]["busier_experts"] = *busier;
   }
   return reparsed(config, doc, origin(config));
 }

@@ -59,13 +59,20 @@ struct MoeConfig {
   // at once), so that each expert's share grows in proportion with the
   // tokens: a shape fraction's (shape_fraction.h).
   int64_t routing_unit = 0;
-  // To profile a mixture of many alike experts quickly (routing forced, the
-  // others alike: experts_routed_alike): only this many experts are built,
-  // the first profiled_experts - 1 and the last (as experts 0 .. n-1); the
-  // router still scores all, and the routings of the others are dropped.
-  // The fit makes the model all of them (model/fit/expert_scaling.h). 0: all.
+  // To profile a mixture of many alike experts quickly (routing forced, its
+  // experts in runs of alike ones: busier_experts_at): only this many experts
+  // are built, those that stand for the others (profiled_expert_ids, as
+  // experts 0 .. n-1); the router still scores all, and the routings of the
+  // others are dropped. The fit makes the model of all of them
+  // (model/fit/expert_scaling.h). 0: all.
   int profiled_experts = 0;
+  // With profiled_experts: how many experts forced routing gives one routing
+  // more than the others but the last (ForcedRouting::more), which splits
+  // them into runs (alike_expert_runs).
+  int busier_experts = 0;
   int built_experts() const { return profiled_experts > 0 ? profiled_experts : experts; }
+  // The id among the mixture's of each expert built, in order.
+  std::vector<int> built_expert_ids() const;
   // GPT-OSS's: a bias on the router's logits and on each expert's
   // projections, and the experts' gate and up joined by a clamped SwiGLU,
   // (clamp(up, ±limit) + 1)·c·sigmoid(alpha·c), c = min(gate, limit), in
@@ -302,14 +309,29 @@ struct ForcedRouting {
   int64_t unit = 0, repeats = 0, busiest = 0, each = 0, more = 0;
 };
 ForcedRouting forced_routing(const MoeConfig& moe, int64_t routings);
-// Whether `config`'s forced routing gives every expert but the last the same
-// routings at each of `batches` (so that a few of them stand for all:
-// MoeConfig::profiled_experts); false without forced routing.
-bool experts_routed_alike(const NetworkConfig& config, const std::vector<int>& batches);
-// `config` with only `experts` of its mixture's experts built
-// (MoeConfig::profiled_experts; 0: all). Throws InputError where it has no
-// forced routing, or `experts` is not from 3 to fewer than it has.
-NetworkConfig with_profiled_experts(const NetworkConfig& config, int experts);
+// How many of `config`'s experts its forced routing gives one routing more
+// (ForcedRouting::more) where that is the same at each of `batches`: its
+// experts then fall into runs that route alike (alike_expert_runs), so that
+// a few of them stand for all (MoeConfig::profiled_experts). None without
+// forced routing, or where it differs from batch to batch.
+std::optional<int> busier_experts_at(const NetworkConfig& config, const std::vector<int>& batches);
+// Experts [first, first + count) of a mixture, routed alike.
+struct ExpertRun {
+  int first = 0, count = 0;
+};
+// The runs of `experts` experts under forced routing giving the first
+// `busier` one routing more: those, the others but the last, and the last
+// (empty runs left out).
+std::vector<ExpertRun> alike_expert_runs(int experts, int busier);
+// The experts that stand for all of `runs`: of each run of three or more,
+// its first two (the first to stand for all but the run's last, the second
+// as its last); a shorter run's every expert.
+std::vector<int> profiled_expert_ids(const std::vector<ExpertRun>& runs);
+// `config` with only the experts that stand for all built, its forced
+// routing giving `busier` of them one routing more (MoeConfig::profiled_experts
+// and busier_experts); none: every expert built. Throws InputError where it
+// has no forced routing, or those are not fewer than all.
+NetworkConfig with_profiled_experts(const NetworkConfig& config, std::optional<int> busier);
 
 // `config` (a transformer) with its first `blocks` blocks only: what
 // `papaya profile --profile-blocks` measures. Throws InputError naming

@@ -66,41 +66,56 @@ void rename(LayerFit& layer, const std::string& from, const std::string& to) {
 
 }  // namespace
 
-LayerModel scale_experts(const LayerModel& profiled, int built, int experts, double static_bytes, const std::string& label) {
-  if (built < 3 || experts <= built) {
+LayerModel scale_experts(const LayerModel& profiled, const std::vector<ExpertRun>& runs, double static_bytes,
+                         const std::string& label) {
+  const int built = static_cast<int>(profiled_expert_ids(runs).size());
+  int experts = 0;
+  for (const ExpertRun& run : runs) experts += run.count;
+  if (built >= experts) {
     throw InputError(label + ": " + std::to_string(built) + " experts profiled of " + std::to_string(experts) +
-                     ": a few (3 or more) stand for more");
+                     ": a few stand for more");
   }
   const std::vector<std::vector<Expert>> blocks = experts_by_block(profiled, built, label);
   if (blocks.empty()) throw InputError(label + ": no mixture's experts to stand for " + std::to_string(experts));
   const size_t n = profiled.layers.size();
-  const int more = experts - built;
-  std::vector<LinearCurve> held_from(n + 1);  // what the experts not built hold more, from each layer on
-  std::vector<bool> dropped(n, false);
-  std::map<size_t, SaturatingCurve> forward_s, backward_s;  // the standing expert's layers' times
+  std::vector<LinearCurve> held_from(n + 1);                // what the experts not built hold more, from each layer on
+  std::map<size_t, int> standing;                           // a standing expert's layers: how many experts each stands for
+  std::map<size_t, SaturatingCurve> forward_s, backward_s;  // and their times
   std::map<std::string, SaturatingCurve> recomputed;        // a segment's forward again: the experts more
   std::vector<std::pair<std::string, std::string>> renames;
   for (const auto& block : blocks) {
-    const Expert &first = block[0], &second = block[1], &alike_last = block[block.size() - 2], &last = block.back();
-    // One expert's saved tensors and what the block's code keeps for it.
-    const LinearCurve one = profiled.layers[second.first].forward_start - profiled.layers[first.first].forward_start;
-    held_from[alike_last.first] = held_from[alike_last.first] + LinearCurve{more * one.per_sample, more * one.fixed};
-    const size_t size = first.end - first.first;
-    const double mean = 1.0 / static_cast<double>(block.size() - 1);
-    for (size_t e = 0; e + 1 < block.size(); ++e) {
-      if (e > 0 && e + 2 < block.size()) {
-        for (size_t j = block[e].first; j < block[e].end; ++j) dropped[j] = true;
+    const std::string mixture = block[0].prefix.substr(0, block[0].prefix.find(".moe.experts.")) + ".moe.experts.";
+    std::vector<std::pair<std::string, std::string>> block_renames;  // by built expert, each to its id
+    size_t b = 0;                                                    // the run's first built expert
+    for (const ExpertRun& run : runs) {
+      if (run.count < 3) {  // each of its experts built, as it is
+        for (int e = 0; e < run.count; ++e, ++b)
+          block_renames.push_back({block[b].prefix, mixture + std::to_string(run.first + e) + "."});
+        continue;
       }
-      for (size_t i = 0; i < size; ++i) {
-        const LayerFit& l = profiled.layers[block[e].first + i];
-        forward_s[first.first + i] = forward_s[first.first + i] + l.forward_seconds.times(mean * (experts - 2));
-        backward_s[first.first + i] = backward_s[first.first + i] + l.backward_seconds.times(mean * (experts - 2));
-        if (!l.segment.empty()) recomputed[l.segment] = recomputed[l.segment] + l.forward_seconds.times(mean * more);
+      const Expert &first = block[b], &second = block[b + 1];
+      b += 2;
+      // One expert's saved tensors and what the block's code keeps for it.
+      const LinearCurve one = profiled.layers[second.first].forward_start - profiled.layers[first.first].forward_start;
+      const int missing = run.count - 2;
+      held_from[second.first] = held_from[second.first] + LinearCurve{missing * one.per_sample, missing * one.fixed};
+      for (size_t i = 0; i < first.end - first.first; ++i) {
+        standing[first.first + i] = run.count - 1;
+        for (const Expert* e : {&first, &second}) {  // the mean of the two, for run.count - 1
+          const LayerFit& l = profiled.layers[e->first + i];
+          forward_s[first.first + i] = forward_s[first.first + i] + l.forward_seconds.times(0.5 * (run.count - 1));
+          backward_s[first.first + i] = backward_s[first.first + i] + l.backward_seconds.times(0.5 * (run.count - 1));
+          if (!l.segment.empty()) recomputed[l.segment] = recomputed[l.segment] + l.forward_seconds.times(0.5 * missing);
+        }
       }
+      block_renames.push_back({first.prefix, mixture + std::to_string(run.first) + "."});
+      block_renames.push_back({second.prefix, mixture + std::to_string(run.first + run.count - 1) + "."});
     }
-    const std::string mixture = first.prefix.substr(0, first.prefix.find(".moe.experts.")) + ".moe.experts.";
-    renames.push_back({last.prefix, mixture + std::to_string(experts - 1) + "."});
-    renames.push_back({alike_last.prefix, mixture + std::to_string(experts - 2) + "."});
+    // The last built first: an expert's id is never below its place among
+    // the built, so no layer is renamed twice.
+    for (auto it = block_renames.rbegin(); it != block_renames.rend(); ++it) {
+      if (it->first != it->second) renames.push_back(*it);
+    }
   }
   for (size_t j = 1; j <= n; ++j) held_from[j] = held_from[j] + held_from[j - 1];
 
@@ -108,10 +123,9 @@ LayerModel scale_experts(const LayerModel& profiled, int built, int experts, dou
   LayerModel out = profiled;
   out.layers.clear();
   for (size_t j = 0; j < n; ++j) {
-    if (dropped[j]) continue;
     LayerFit layer = profiled.layers[j];
-    if (forward_s.count(j)) {
-      stand_for(layer, experts - 2);
+    if (standing.count(j)) {
+      stand_for(layer, standing[j]);
       layer.forward_seconds = forward_s[j];
       layer.backward_seconds = backward_s[j];
       layer.forward_timed.clear();  // one expert's points; the curves stand for many

@@ -475,11 +475,13 @@ ProfileFit fit_profile(const Profile& p, const std::string& label) {
     return p.profiled_blocks > 0 ? with_blocks(c, p.profiled_blocks) : c;
   };
   if (few_experts) {
-    const int built = whole.transformer().moe->profiled_experts, experts = whole.transformer().moe->experts;
+    const MoeConfig& moe = *whole.transformer().moe;
+    const int built = moe.profiled_experts, experts = moe.experts;
+    const std::vector<ExpertRun> runs = alike_expert_runs(experts, moe.busier_experts);
     const NetworkConfig profiled = at_profiled_blocks(whole);
-    whole = with_profiled_experts(whole, 0);
+    whole = with_profiled_experts(whole, std::nullopt);
     const double ratio = static_state_bytes(at_profiled_blocks(whole)) / static_state_bytes(profiled);
-    out.model = scale_experts(out.model, built, experts, out.model.static_bytes * ratio, label);
+    out.model = scale_experts(out.model, runs, out.model.static_bytes * ratio, label);
     out.quality.notes.push_back("profiled " + std::to_string(built) + " of the " + std::to_string(experts) +
                                 " experts of each mixture block; the model holds all " + std::to_string(experts) +
                                 " (each as the profiled ones routed alike, weights, gradients and optimizer state for all)");

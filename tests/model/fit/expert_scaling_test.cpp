@@ -11,7 +11,9 @@
 
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <ostream>
+#include <vector>
 
 #include "model/alike_experts.h"
 #include "model/catalog/network_config.h"
@@ -26,8 +28,9 @@ namespace {
 struct Mixture {
   std::string network;
   int experts;
-  double busiest;                      // routings forced: the last expert's share, every other alike
+  double busiest;                      // routings forced: the last expert's share, the others as even as can be
   int blocks = 0, profile_blocks = 0;  // 0: the network's, all
+  int64_t routing_unit = 0;            // forced routings shared out this many at a time (0: all at once)
 };
 
 void PrintTo(const Mixture& m, std::ostream* os) { *os << m.network << " with " << m.experts << " experts"; }
@@ -37,6 +40,7 @@ model::NetworkConfig config_of(const Mixture& m) {
   model::NetworkConfig config = model::load_network_config(m.network);
   config.document["moe"]["experts"] = m.experts;
   if (m.blocks > 0) config.document["layers"] = m.blocks;
+  if (m.routing_unit > 0) config.document["moe"]["routing_unit"] = m.routing_unit;
   return model::with_expert_routing(config, m.busiest);
 }
 
@@ -64,11 +68,14 @@ void expect_scaled_as_profiled(const model::LayerModel& scaled, const model::Lay
 
 class ProfileExperts : public ::testing::TestWithParam<Mixture> {};
 
-TEST_P(ProfileExperts, ThreeExpertsScaleToAllAsEveryExpertProfiled) {
+TEST_P(ProfileExperts, TheStandingExpertsScaleToAllAsEveryExpertProfiled) {
   const model::NetworkConfig config = config_of(GetParam());
   const int blocks = GetParam().profile_blocks;
-  ASSERT_TRUE(model::experts_routed_alike(config, {1, 2, 4}));
-  const model::LayerModel scaled = quick_fit(model::with_profiled_experts(config, 3), blocks);
+  const std::optional<int> busier = model::busier_experts_at(config, {1, 2, 4});
+  ASSERT_TRUE(busier);
+  const model::NetworkConfig few = model::with_profiled_experts(config, busier);
+  ASSERT_LT(few.transformer().moe->profiled_experts, GetParam().experts);
+  const model::LayerModel scaled = quick_fit(few, blocks);
   const model::LayerModel whole = quick_fit(config, blocks);
   expect_scaled_as_profiled(scaled, whole);
 }
@@ -78,22 +85,49 @@ INSTANTIATE_TEST_SUITE_P(Cpu, ProfileExperts,
                                            // 14 of a sample's 64 routings to the last, 10 to each other one.
                                            Mixture{"qwen-moe-tiny", 6, 14.0 / 64}, Mixture{"gpt-oss-tiny", 8, 1.0 / 8},
                                            // Its dense block and two mixtures profiled of four: blocks and experts scaled.
-                                           Mixture{"deepseek-v3-tiny", 8, 1.0 / 8, 4, 3}),
-                         [](const auto& info) { return info.param.network.substr(0, info.param.network.find('-')); });
+                                           Mixture{"deepseek-v3-tiny", 8, 1.0 / 8, 4, 3},
+                                           // Of a sample's 64 routings 14 to the last, 8 to the first, 7 to each other one:
+                                           // a run of one built as it is, one of six stood for by two.
+                                           Mixture{"mixtral-tiny", 8, 14.0 / 64, 0, 0, 64},
+                                           // 12 to the last, 6 to each of the first seven, 5 to the two after them:
+                                           // runs of seven (stood for by two) and two (built as they are).
+                                           Mixture{"mixtral-tiny", 10, 12.0 / 64, 0, 0, 64}),
+                         [](const auto& info) {
+                           return info.param.network.substr(0, info.param.network.find('-')) + "_" +
+                                  std::to_string(info.param.experts) + "_" + std::to_string(info.index);
+                         });
 
-// Only where routing is forced and every expert but the last gets as many
-// routings may a few stand for all, and they must be fewer than all.
+// Only where routing is forced and gives as many experts a routing more at
+// every batch may a few stand for all, and they must be fewer than all.
 TEST(ProfileExperts, OnlyExpertsRoutedAlikeStandForOthers) {
   const model::NetworkConfig routed = config_of({"mixtral-tiny", 8, 1.0 / 8});
-  EXPECT_TRUE(model::experts_routed_alike(routed, {1, 3}));
-  // 64 routings a sample: 15 to the last leaves 49 for 7 (alike); 14, 50 (not).
-  EXPECT_TRUE(model::experts_routed_alike(config_of({"mixtral-tiny", 8, 15.0 / 64}), {1, 2}));
-  EXPECT_FALSE(model::experts_routed_alike(config_of({"mixtral-tiny", 8, 14.0 / 64}), {1, 2}));
-  EXPECT_FALSE(model::experts_routed_alike(model::load_network_config("mixtral-tiny"), {1}));  // the router decides
-  EXPECT_THROW(model::with_profiled_experts(model::load_network_config("mixtral-tiny"), 3), InputError);
-  EXPECT_THROW(model::with_profiled_experts(routed, 8), InputError);
-  EXPECT_THROW(model::with_profiled_experts(routed, 2), InputError);
-  EXPECT_EQ(model::with_profiled_experts(model::with_profiled_experts(routed, 3), 0).document, routed.document);
+  EXPECT_EQ(model::busier_experts_at(routed, {1, 3}), 0);
+  // 64 routings a sample: 15 to the last leaves 49 for 7 (alike at every batch);
+  // 14 leaves 50, one more for one of them, and at twice the batch two more for two.
+  EXPECT_EQ(model::busier_experts_at(config_of({"mixtral-tiny", 8, 15.0 / 64}), {1, 2}), 0);
+  EXPECT_FALSE(model::busier_experts_at(config_of({"mixtral-tiny", 8, 14.0 / 64}), {1, 2}));
+  // Shared out a sample's routings at a time: one more for the same one at every batch.
+  EXPECT_EQ(model::busier_experts_at(config_of({"mixtral-tiny", 8, 14.0 / 64, 0, 0, 64}), {1, 2, 4}), 1);
+  EXPECT_FALSE(model::busier_experts_at(model::load_network_config("mixtral-tiny"), {1}));  // the router decides
+  EXPECT_THROW(model::with_profiled_experts(model::load_network_config("mixtral-tiny"), 0), InputError);
+  EXPECT_THROW(model::with_profiled_experts(routed, 7), InputError);  // 7 of the 7 but the last
+  // Four experts, one given a routing more: 1 + 2 + 1 built, not fewer than all.
+  EXPECT_THROW(model::with_profiled_experts(config_of({"mixtral-tiny", 4, 1.0 / 4}), 1), InputError);
+  EXPECT_EQ(model::with_profiled_experts(model::with_profiled_experts(routed, 0), std::nullopt).document, routed.document);
+  nlohmann::json wrong = model::with_profiled_experts(routed, 0).document;
+  wrong["moe"]["profiled_experts"] = 4;  // the runs' standing experts are 3
+  EXPECT_THROW(model::parse_network_config(wrong, "mixtral-tiny"), InputError);
+}
+
+TEST(ProfileExperts, EachRunIsStoodForByItsFirstTwo) {
+  using Ids = std::vector<int>;
+  EXPECT_EQ(model::profiled_expert_ids(model::alike_expert_runs(8, 0)), (Ids{0, 1, 7}));
+  EXPECT_EQ(model::profiled_expert_ids(model::alike_expert_runs(8, 1)), (Ids{0, 1, 2, 7}));
+  EXPECT_EQ(model::profiled_expert_ids(model::alike_expert_runs(10, 7)), (Ids{0, 1, 7, 8, 9}));
+  // Qwen1.5-MoE's fraction: 31 of its 60 experts get 9 of 512 routings, 28 get 8, the last 9.
+  EXPECT_EQ(model::profiled_expert_ids(model::alike_expert_runs(60, 31)), (Ids{0, 1, 31, 32, 59}));
+  EXPECT_EQ(model::alike_expert_runs(60, 31).size(), 3u);
+  EXPECT_EQ(model::alike_expert_runs(60, 31)[1].count, 28);
 }
 
 }  // namespace
