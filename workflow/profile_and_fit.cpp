@@ -244,8 +244,7 @@ model::NetworkConfig with_few_experts(const model::NetworkConfig& network, const
   for (int b : batches) runs.insert(runs.end(), {b, 2 * b, 4 * b, 16 * b});
   const std::optional<int> busier = model::busier_experts_at(network, runs);
   if (!busier) return network;
-  const size_t standing = model::profiled_expert_ids(model::alike_expert_runs(moe->experts, *busier)).size();
-  return standing < static_cast<size_t>(moe->experts) ? model::with_profiled_experts(network, busier) : network;
+  return model::standing_experts(moe->experts, *busier) < moe->experts ? model::with_profiled_experts(network, busier) : network;
 }
 
 std::string join(const std::vector<int>& values) {

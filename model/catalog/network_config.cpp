@@ -200,9 +200,8 @@ MoeConfig parse_moe(const json& doc, const TransformerConfig& t, const std::stri
   require(moe.busier_experts < moe.experts - 1, label, "/moe/busier_experts",
           std::to_string(moe.busier_experts) + " of the " + std::to_string(moe.experts - 1) + " experts but the last");
   if (moe.profiled_experts > 0) {
-    const size_t standing = profiled_expert_ids(alike_expert_runs(moe.experts, moe.busier_experts)).size();
-    require(static_cast<size_t>(moe.profiled_experts) == standing && standing < static_cast<size_t>(moe.experts), label,
-            "/moe/profiled_experts",
+    const int standing = standing_experts(moe.experts, moe.busier_experts);
+    require(moe.profiled_experts == standing && standing < moe.experts, label, "/moe/profiled_experts",
             std::to_string(moe.profiled_experts) + ": " + std::to_string(standing) + " of the " + std::to_string(moe.experts) +
                 " experts stand for all where " + std::to_string(moe.busier_experts) + " of them get a routing more");
   }
@@ -630,6 +629,10 @@ std::vector<int> profiled_expert_ids(const std::vector<ExpertRun>& runs) {
   return ids;
 }
 
+int standing_experts(int experts, int busier) {
+  return static_cast<int>(profiled_expert_ids(alike_expert_runs(experts, busier)).size());
+}
+
 std::vector<int> MoeConfig::built_expert_ids() const {
   if (profiled_experts > 0) return profiled_expert_ids(alike_expert_runs(experts, busier_experts));
   std::vector<int> ids(static_cast<size_t>(experts));
@@ -646,7 +649,7 @@ NetworkConfig with_profiled_experts(const NetworkConfig& config, std::optional<i
   doc["moe"].erase("profiled_experts");
   doc["moe"].erase("busier_experts");
   if (busier) {
-    doc["moe"]["profiled_experts"] = profiled_expert_ids(alike_expert_runs(moe->experts, *busier)).size();
+    doc["moe"]["profiled_experts"] = standing_experts(moe->experts, *busier);
     if (*busier > 0) doc["moe"]["busier_experts"] = *busier;
   }
   return reparsed(config, doc, origin(config));

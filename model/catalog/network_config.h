@@ -327,6 +327,9 @@ std::vector<ExpertRun> alike_expert_runs(int experts, int busier);
 // its first two (the first to stand for all but the run's last, the second
 // as its last); a shorter run's every expert.
 std::vector<int> profiled_expert_ids(const std::vector<ExpertRun>& runs);
+// How many experts stand for all `experts` where `busier` get a routing
+// more: profiled_expert_ids of their alike_expert_runs, counted.
+int standing_experts(int experts, int busier);
 // `config` with only the experts that stand for all built, its forced
 // routing giving `busier` of them one routing more (MoeConfig::profiled_experts
 // and busier_experts); none: every expert built. Throws InputError where it
