@@ -19,7 +19,10 @@
 #include "cli/report/table.h"
 #include "executor/device.h"
 #include "executor/trainer.h"
+#include "model/catalog/hardware.h"
 #include "model/catalog/network_config.h"
+#include "model/catalog/parameter_count.h"
+#include "model/error.h"
 #include "model/json_file.h"
 #include "model/plan_space/predict.h"
 #include "model/strategy_table.h"
@@ -234,6 +237,24 @@ workflow::Profiled profile(const RecommendArgs& args, const model::NetworkConfig
   return workflow::profile_and_fit(profile, reporter);
 }
 
+// Where the budget is known before profiling (--budget, or --hardware's) and
+// each GPU's even share of the weights, gradients and AdamW state, counted
+// from the config, passes it, nothing can fit: said before the profile,
+// which for hundreds of billions of parameters takes minutes and gigabytes
+// to reach the planner's same refusal. An archive's frozen parameters are
+// known only once it is profiled.
+void check_state_fits(const RecommendArgs& args, const model::NetworkConfig& network) {
+  if (network.family == model::Family::torchscript || (args.budget.empty() && args.hardware.empty())) return;
+  const double budget = !args.budget.empty() ? static_cast<double>(model::parse_size(args.budget, "--budget"))
+                                             : model::default_budget_fraction * model::load_hardware(args.hardware).memory_bytes;
+  const int gpus = args.data_parallel.gpus;
+  const double state = model::static_state_bytes(network) / gpus;
+  if (state <= budget) return;
+  throw InputError("budget " + model::format_bytes(budget) + " is below the weights, gradients and AdamW state alone (" +
+                   model::format_bytes(state) + (gpus > 1 ? " a GPU of " + std::to_string(gpus) : "") +
+                   "): papaya limits --network " + args.network + " says how many GPUs it needs");
+}
+
 // --gpus N --gpus-per-node G: the network laid out over many GPUs.
 void recommend_layouts(const RecommendArgs& args, const Output& output) {
   const model::NetworkConfig network = load_network(args.network, args.seq_len, args.network_options);
@@ -263,6 +284,7 @@ Recommendation compute(const RecommendArgs& args) {
   if (args.hardware.empty() && (args.device.empty() ? executor::default_device() : args.device) == "cpu") {
     args.data_parallel.require_link("this CPU");  // before profiling
   }
+  check_state_fits(args, network);
   ProgressReporter reporter;
   workflow::Profiled profiled = profile(args, network, reporter);
   rec.model = profiled.model;

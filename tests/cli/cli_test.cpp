@@ -9,6 +9,9 @@
 
 #include <unistd.h>
 
+#include "model/catalog/network_config.h"
+#include "model/catalog/parameter_count.h"
+#include "model/units.h"
 #include "tests/cli/run_papaya.h"
 
 namespace papaya::testing {
@@ -237,6 +240,24 @@ TEST(Cli, Fp8TrainsAndNeedsAChipWithFp8) {
   expect_input_error("recommend --network gpt-tiny --hardware A100-80GB --precision fp8-tensorwise", missing);
   expect_input_error("limits --network gpt-tiny --hardware H100-SXM-80GB,A100-80GB --precision fp8-tensorwise", missing);
   expect_input_error("train --network gpt-tiny --precision fp8", "precision fp8: expected fp32, bf16");
+}
+
+// A budget below each GPU's share of the weights, gradients and AdamW state
+// is refused before profiling (a mixture of 671 billion parameters took six
+// minutes and 13.6 GB to reach the same refusal after its profile), and
+// nothing is written.
+TEST(Cli, RecommendRefusesABudgetBelowTheStateBeforeProfiling) {
+  const TempDir dir("papaya-state");
+  const std::string plan = dir.path("ds.plan.json");
+  const std::string deepseek = std::string(PAPAYA_SOURCE_DIR) + "/configs/hf/deepseek-v3.json";
+  const std::string state = model::format_bytes(model::static_state_bytes(model::load_network_config(deepseek)));
+  expect_input_error("recommend --network " + deepseek + " --hardware H100-SXM-80GB -o " + plan,
+                     "budget 64.00 GiB is below the weights, gradients and AdamW state alone (" + state + ")");
+  EXPECT_FALSE(std::filesystem::exists(plan));
+  expect_input_error("recommend --network " + deepseek + " --hardware H100-SXM-80GB --gpus 8 -o " + plan,
+                     "a GPU of 8): papaya limits --network " + deepseek + " says how many GPUs it needs");
+  expect_input_error("recommend --network gpt-tiny --budget 1KiB -o " + plan, "budget 1.00 KiB is below the weights");
+  EXPECT_FALSE(std::filesystem::exists(plan));
 }
 
 // --freeze: the layers named train not (the count printed beside the
