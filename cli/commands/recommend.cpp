@@ -250,7 +250,7 @@ void check_state_fits(const RecommendArgs& args, const model::NetworkConfig& net
   const int gpus = args.data_parallel.gpus;
   const double state = model::static_state_bytes(network) / gpus;
   if (state <= budget) return;
-  throw InputError("budget " + model::format_bytes(budget) + " is below the weights, gradients and AdamW state alone (" +
+  throw InputError("budget " + model::format_bytes(budget) + " is below the weights, gradients and optimizer state alone (" +
                    model::format_bytes(state) + (gpus > 1 ? " a GPU of " + std::to_string(gpus) : "") +
                    "): papaya limits --network " + args.network + " says how many GPUs it needs");
 }

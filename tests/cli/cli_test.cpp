@@ -243,16 +243,16 @@ TEST(Cli, Fp8TrainsAndNeedsAChipWithFp8) {
 }
 
 // A budget below each GPU's share of the weights, gradients and AdamW state
-// is refused before profiling (a mixture of 671 billion parameters took six
-// minutes and 13.6 GB to reach the same refusal after its profile), and
-// nothing is written.
+// is refused before profiling, pointing to `limits` (a mixture of 671
+// billion parameters took six minutes and 13.6 GB to reach the planner's
+// refusal after its profile), and nothing is written.
 TEST(Cli, RecommendRefusesABudgetBelowTheStateBeforeProfiling) {
   const TempDir dir("papaya-state");
   const std::string plan = dir.path("ds.plan.json");
   const std::string deepseek = std::string(PAPAYA_SOURCE_DIR) + "/configs/hf/deepseek-v3.json";
   const std::string state = model::format_bytes(model::static_state_bytes(model::load_network_config(deepseek)));
   expect_input_error("recommend --network " + deepseek + " --hardware H100-SXM-80GB -o " + plan,
-                     "budget 64.00 GiB is below the weights, gradients and AdamW state alone (" + state + ")");
+                     "budget 64.00 GiB is below the weights, gradients and optimizer state alone (" + state + "): papaya limits");
   EXPECT_FALSE(std::filesystem::exists(plan));
   expect_input_error("recommend --network " + deepseek + " --hardware H100-SXM-80GB --gpus 8 -o " + plan,
                      "a GPU of 8): papaya limits --network " + deepseek + " says how many GPUs it needs");
