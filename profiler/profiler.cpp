@@ -282,8 +282,10 @@ int steps_announced(const executor::Network& network, const ProfileOptions& opti
     total *= rounds.count;
   }
   for (int r = 0; r < rounds.count; ++r) total += rounds.runs_in(r) * batches;
-  total += static_cast<int>(calibration_plans().size()) * 2 * (options.warmup + options.steps);  // each after a keep step
-  if (options.measure_stored) total += batches + 2 + (probe_batch > 0 ? 1 : 0);                  // OOM batches: 1 each
+  if (options.time_plan_steps) {
+    total += static_cast<int>(calibration_plans().size()) * 2 * (options.warmup + options.steps);  // each after a keep step
+  }
+  if (options.measure_stored) total += batches + 2 + (probe_batch > 0 ? 1 : 0);  // OOM batches: 1 each
   return total;
 }
 
@@ -454,7 +456,7 @@ model::Profile profile_network(const ProfileOptions& options) {
   Progress progress{options, 0, steps_announced(*session.network, options, rounds, probe_batch)};
   measure_batches(session, *timer, options, rounds, progress, profile);
   if (probe_batch > 0) probe_each_layer(session, *timer, options, rounds, probe_batch, progress, profile);
-  time_plan_steps(session, *timer, options, progress, profile);
+  if (options.time_plan_steps) time_plan_steps(session, *timer, options, progress, profile);
   if (options.measure_stored) {
     measure_stored(session, *timer, options, profile,
                    [&] { progress.step("each layer's scratch under " + model::narrowest_codec_plan()); });

@@ -46,6 +46,11 @@ struct ProfileOptions {
   // where the model is made over for another shape or sequence length,
   // which keeps only lines.
   bool measure_stored = true;
+  // A step under each calibration plan beside a keep step (model::PlanStep);
+  // off where the model is made from another profile's figures (the largest
+  // of three fractions' or lengths', model/fit/extrapolation.h), which
+  // leaves these unread.
+  bool time_plan_steps = true;
   uint64_t seed = 0;
   // > 0: a batch whose allocated bytes pass it counts as out of memory, as on
   // a device with that much memory (emulates one on CPU).

@@ -1,5 +1,6 @@
 #include "workflow/profile_and_fit.h"
 
+#include <algorithm>
 #include <optional>
 #include <utility>
 
@@ -303,6 +304,7 @@ Profiled profile_and_fit(const ProfileAndFitRequest& asked, Reporter& reporter) 
     const std::string of = "/" + std::to_string(scaling.parts);
     for (int k = 1; k <= 3; ++k) {
       const std::string part = std::to_string(k) + of;
+      options.time_plan_steps = k == 3;  // the whole is timed as the largest fraction is (model/fit/extrapolation.h)
       models.push_back({k, profile_and_fit_one(model::at_shape_fraction(request.network, k, scaling.parts, scaling.cut),
                                                "profiling at " + part)});
     }
@@ -311,7 +313,9 @@ Profiled profile_and_fit(const ProfileAndFitRequest& asked, Reporter& reporter) 
     scaled = " and 1" + of + ", 2" + of + ", 3" + of + " of its " + (scaling.cut == model::ShapeCut::widths ? "widths" : "shape");
   } else if (!scaling.lengths.empty()) {
     std::vector<model::ModelAtLength> models;
+    const int longest = *std::max_element(scaling.lengths.begin(), scaling.lengths.end());
     for (int length : scaling.lengths) {
+      options.time_plan_steps = length == longest;  // as the fractions' largest above
       models.push_back({length, profile_and_fit_one(model::at_seq_len(request.network, length),
                                                     "profiling at " + std::to_string(length) + " tokens")});
     }

@@ -5,10 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
 #include "model/catalog/network_config.h"
+#include "model/fit/plan_step_calibration.h"
 #include "model/plan.h"
 #include "planner/planner.h"
 #include "tests/support/input_error.h"
@@ -50,8 +52,30 @@ TEST(ProfileAndFit, ProfilesAtTheDefaultBatchesThenFitsReportingEachStage) {
       << profiled.how;
 }
 
+// Per profiling stage: whether a calibration plan's step ran in it, and
+// whether its progress bar ended full.
+struct StageSteps {
+  bool plan_steps = false, ended_full = false;
+};
+std::map<std::string, StageSteps> steps_by_stage(const RecordingReporter& reporter) {
+  const std::string codec_step = " " + model::calibration_plans().codec + " at batch ";
+  std::map<std::string, StageSteps> out;
+  std::string stage;
+  for (const std::string& call : reporter.calls) {
+    if (call.rfind("begin ", 0) == 0) stage = call.substr(6);
+    if (call.rfind("update ", 0) != 0 || stage.rfind("profiling", 0) != 0) continue;
+    const std::string count = call.substr(7, call.find(' ', 7) - 7);
+    const size_t slash = count.find('/');
+    out[stage].plan_steps = out[stage].plan_steps || call.find(codec_step) != std::string::npos;
+    out[stage].ended_full = count.substr(0, slash) == count.substr(slash + 1);
+  }
+  return out;
+}
+
 // Three fractions of the shape, each profiled and fitted, and the network
-// modelled whole from them: the same layers as profiled whole.
+// modelled whole from them: the same layers as profiled whole. The whole is
+// timed as the largest fraction is, so only its profile times the
+// calibration plans' steps (minutes of a large network's fractions).
 TEST(ProfileAndFit, AShapeCutInPartsProfilesThreeFractionsAndModelsTheWhole) {
   RecordingReporter reporter;
   ProfileAndFitRequest request = quick_request("gpt-tiny");
@@ -59,6 +83,12 @@ TEST(ProfileAndFit, AShapeCutInPartsProfilesThreeFractionsAndModelsTheWhole) {
   const Profiled scaled = profile_and_fit(request, reporter);
   EXPECT_EQ(reporter.stages(), (std::vector<std::string>{"profiling at 1/4", "fitting", "profiling at 2/4", "fitting",
                                                          "profiling at 3/4", "fitting"}));
+  const std::map<std::string, StageSteps> steps = steps_by_stage(reporter);
+  for (const char* stage : {"profiling at 1/4", "profiling at 2/4", "profiling at 3/4"}) {
+    ASSERT_EQ(steps.count(stage), 1u) << stage;
+    EXPECT_EQ(steps.at(stage).plan_steps, std::string(stage) == "profiling at 3/4") << stage;
+    EXPECT_TRUE(steps.at(stage).ended_full) << stage;
+  }
   ASSERT_FALSE(reporter.calls.empty());
   EXPECT_EQ(reporter.calls.front().rfind("notice ", 0), 0u) << "the scaling is said before the work";
   EXPECT_NE(scaled.how.find("1/4, 2/4, 3/4 of its"), std::string::npos) << scaled.how;
