@@ -336,7 +336,7 @@ PlanSpace LayoutPricer::space(Stage& st, const ParallelLayout& layout, const Gro
   if (base == st.spaces.end()) {
     const DataParallel world =
         data_ranks > 1 ? data_parallel_of(layout, links.data_name, *links.data, request_.holding) : st.alone.data_parallel;
-    // The stage is indexed once; its other worlds copy that index.
+    // The stage is indexed once; its other worlds share that index.
     if (st.spaces.empty()) {
       Target target = st.alone;
       set_data_parallel(target, world);

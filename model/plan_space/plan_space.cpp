@@ -24,8 +24,9 @@ const char* to_string(Phase phase) {
 
 namespace {
 
-std::shared_ptr<const plan_space::AtBatch> priced(std::shared_ptr<const plan_space::Index> index, int64_t batch) {
-  auto at = std::make_shared<plan_space::AtBatch>(std::move(index), batch);
+std::shared_ptr<const plan_space::AtBatch> priced(std::shared_ptr<const plan_space::Index> index,
+                                                  std::shared_ptr<const plan_space::WorldFacts> world, int64_t batch) {
+  auto at = std::make_shared<plan_space::AtBatch>(std::move(index), std::move(world), batch);
   plan_space::price_stored_scratch(*at);
   return at;
 }
@@ -33,14 +34,15 @@ std::shared_ptr<const plan_space::AtBatch> priced(std::shared_ptr<const plan_spa
 }  // namespace
 
 PlanSpace::PlanSpace(const LayerModel& model, const Target& target, int64_t batch)
-    : PlanSpace(priced(std::make_shared<const plan_space::Index>(model, target), batch)) {}
+    : PlanSpace(priced(std::make_shared<const plan_space::Index>(model, target),
+                       std::make_shared<const plan_space::WorldFacts>(model, target.data_parallel), batch)) {}
 
 PlanSpace::PlanSpace(std::shared_ptr<const plan_space::AtBatch> at) : at_(std::move(at)) {}
 
-PlanSpace PlanSpace::at_batch(int64_t batch) const { return PlanSpace(priced(at_->index, batch)); }
+PlanSpace PlanSpace::at_batch(int64_t batch) const { return PlanSpace(priced(at_->index, at_->world, batch)); }
 
 PlanSpace PlanSpace::with_data_parallel(const DataParallel& world) const {
-  return PlanSpace(priced(std::make_shared<const plan_space::Index>(*at_->index, world), at_->batch));
+  return PlanSpace(priced(at_->index, std::make_shared<const plan_space::WorldFacts>(*at_->index->model, world), at_->batch));
 }
 
 int64_t PlanSpace::batch() const { return at_->batch; }
@@ -58,7 +60,7 @@ namespace {
 Estimate estimate_of(const plan_space::AtBatch& at, const plan_space::Held& held) {
   Estimate e = plan_space::memory_of(at, held);
   e.seconds = plan_space::step_seconds(at, held, &e.passes_seconds);
-  const double samples = static_cast<double>(at.batch) * at.target().data_parallel.ranks;  // every rank's
+  const double samples = static_cast<double>(at.batch) * at.data_parallel().ranks;  // every rank's
   e.samples_per_s = e.seconds > 0 ? samples / e.seconds : 0;
   return e;
 }

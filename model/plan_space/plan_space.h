@@ -43,9 +43,9 @@ class PlanSpace {
   // that does not depend on the batch, so it costs O(layers + slots).
   PlanSpace at_batch(int64_t batch) const;
   // The same network and target on another data-parallel world
-  // (Target::data_parallel) at this batch: the network is not indexed again,
-  // its index copied (a layout search prices a stage on many ZeRO stages
-  // and rank counts). Throws InputError as set_data_parallel.
+  // (Target::data_parallel) at this batch: the network is not indexed
+  // again, its index shared (a layout search prices a stage on many ZeRO
+  // stages and rank counts). Throws InputError as set_data_parallel.
   PlanSpace with_data_parallel(const DataParallel& world) const;
 
   using Slot = plan_space::Slot;

@@ -9,6 +9,7 @@
 #include "model/error.h"
 #include "model/network_layout.h"
 #include "model/parallel/expert_groups.h"
+#include "model/parallel/sharding.h"
 #include "model/plan.h"
 #include "model/strategy_table.h"
 
@@ -269,30 +270,22 @@ std::vector<double> remade_by_recompute(const AtBatch& at) {
   return out;
 }
 
-// What the target's data-parallel world decides of the index: the layers'
-// weight copies, which are experts held apart, and the optimizer's ranks.
-void set_world(Index& ix) {
-  const LayerModel& m = *ix.model;
-  const DataParallel& world = ix.target.data_parallel;
+}  // namespace
+
+WorldFacts::WorldFacts(const LayerModel& m, const DataParallel& data_parallel)
+    : world(data_parallel), parameter_copy_bytes(m.layers.size(), 0.0), expert(m.layers.size(), false) {
+  shard({}, world.ranks, world.zero_stage);  // checks the ranks and the stage, as set_data_parallel does
   const bool copies = !computes_with_held_weights(m, world);
   const bool experts_apart = world.expert_ranks_apart() > 0;
   double weights = 0, expert_weights = 0;
   for (size_t j = 0; j < m.layers.size(); ++j) {
-    LayerEntry& layer = ix.layers[j];
-    layer.parameter_copy_bytes = copies ? static_cast<double>(m.layers[j].parameter_copy_bytes) : 0;
-    layer.expert = experts_apart && in_expert(m.layers[j].path);
+    if (copies) parameter_copy_bytes[j] = static_cast<double>(m.layers[j].parameter_copy_bytes);
+    expert[j] = experts_apart && in_expert(m.layers[j].path);
     weights += static_cast<double>(m.layers[j].parameter_bytes);
-    if (layer.expert) expert_weights += static_cast<double>(m.layers[j].parameter_bytes);
+    if (expert[j]) expert_weights += static_cast<double>(m.layers[j].parameter_bytes);
   }
-  ix.optimizer_ranks = model::optimizer_ranks(m, world);
-  ix.expert_weight_share = weights > 0 ? expert_weights / weights : 0;
-}
-
-}  // namespace
-
-Index::Index(const Index& base, const DataParallel& world) : Index(base) {
-  set_data_parallel(target, world);
-  set_world(*this);
+  optimizer_ranks = model::optimizer_ranks(m, world);
+  expert_weight_share = weights > 0 ? expert_weights / weights : 0;
 }
 
 Index::Index(const LayerModel& m, const Target& t) : model(&m), target(t), layers(m.layers.size()) {
@@ -305,7 +298,6 @@ Index::Index(const LayerModel& m, const Target& t) : model(&m), target(t), layer
       runs.push_back({j, j + 1, repeats});
     }
   }
-  set_world(*this);
   Builder build{*this, m};
   build.segments_and_points();
   build.slots_and_storages();
@@ -322,7 +314,8 @@ Index::Index(const LayerModel& m, const Target& t) : model(&m), target(t), layer
   }
 }
 
-AtBatch::AtBatch(std::shared_ptr<const Index> shared, int64_t batch_size) : index(std::move(shared)), batch(batch_size) {
+AtBatch::AtBatch(std::shared_ptr<const Index> shared, std::shared_ptr<const WorldFacts> facts, int64_t batch_size)
+    : index(std::move(shared)), world(std::move(facts)), batch(batch_size) {
   if (batch < 1) throw InputError("batch " + std::to_string(batch) + ": a batch has at least one sample");
   const Index& ix = *index;
   const LayerModel& model = *ix.model;
@@ -400,9 +393,9 @@ AtBatch::AtBatch(std::shared_ptr<const Index> shared, int64_t batch_size) : inde
   optimizer_peak_bytes = model.optimizer_peak.at(b);
   // A data-parallel rank: the same step with its share of the static state
   // and the exchange's buffers; with ZeRO, it steps its shard alone.
-  const DataParallel& world = ix.target.data_parallel;
-  const double shift = rank_bytes_shift(model, world);
-  const GatheredWeights gathered{model, world};
+  const DataParallel& ranks = data_parallel();
+  const double shift = rank_bytes_shift(model, ranks);
+  const GatheredWeights gathered{model, ranks};
   for (size_t p = 0; p < ix.points.size(); ++p) {
     const TimelinePoint& point = ix.points[p];
     double held = 0;
@@ -418,13 +411,13 @@ AtBatch::AtBatch(std::shared_ptr<const Index> shared, int64_t batch_size) : inde
   }
   optimizer_peak_bytes += shift;
   // An expert's state is sharded over the ranks holding it (DataParallel::expert_ranks_apart), the others' over all.
-  const int expert_ranks = world.expert_ranks_apart();
-  if (world.zero_stage >= 1) optimizer_s /= ix.optimizer_ranks;
-  if (world.active() && (world.zero_stage == 1 || world.zero_stage == 2)) {
-    const double gathered = whole_static(model, world).weights;
-    const double experts = gathered * ix.expert_weight_share;
-    parameter_gather_s = world.link.gather_seconds(gathered - experts, world.ranks) +
-                         (expert_ranks > 1 ? world.link.gather_seconds(experts, expert_ranks) : 0);
+  const int expert_ranks = ranks.expert_ranks_apart();
+  if (ranks.zero_stage >= 1) optimizer_s /= world->optimizer_ranks;
+  if (ranks.active() && (ranks.zero_stage == 1 || ranks.zero_stage == 2)) {
+    const double gathered = whole_static(model, ranks).weights;
+    const double experts = gathered * world->expert_weight_share;
+    parameter_gather_s = ranks.link.gather_seconds(gathered - experts, ranks.ranks) +
+                         (expert_ranks > 1 ? ranks.link.gather_seconds(experts, expert_ranks) : 0);
   }
 }
 

@@ -1,7 +1,9 @@
 #pragma once
 // Inside PlanSpace (plan_space.h), not for its users: what it knows of a
-// network that does not depend on the batch (Index: built once, shared by
-// every batch), and its sizes and times at one batch (AtBatch). PlanSpace's
+// network that depends on neither the batch nor the data-parallel world
+// (Index: built once, shared by every batch and world), what a world
+// decides of it (WorldFacts), and its sizes and times at one batch on one
+// world (AtBatch). PlanSpace's
 // public Slot, Storage and Segment carry what a planner reads; the entries
 // here carry the rest, one per layer, slot, storage and segment.
 #include <cstddef>
@@ -36,8 +38,6 @@ struct LayerEntry {
   // What inverting it adds to its backward per byte of input
   // (Target::invert_extra_seconds is linear in the bytes; 0 but for GELU/SiLU).
   double invert_seconds_per_byte = 0;
-  double parameter_copy_bytes = 0;  // as keep's figures hold them
-  bool expert = false;              // an expert's (model::expert_of_path)
 };
 
 struct SlotEntry {
@@ -94,14 +94,10 @@ struct LmHead {
 struct Index {
   // `model` must outlive the index.
   Index(const LayerModel& model, const Target& target);
-  // `base`'s network and target on another data-parallel world: its layers,
-  // slots, storages and options as they are, what the world decides (the
-  // weights' copies, experts apart, the optimizer's ranks) made again; a
-  // layout search prices one stage on many worlds. Throws InputError as
-  // set_data_parallel.
-  Index(const Index& base, const DataParallel& world);
 
   const LayerModel* model = nullptr;
+  // Its times, codecs and capacity; not its data_parallel, which is the
+  // world it was made on: a batch's is AtBatch::world's.
   Target target;
   std::vector<LayerEntry> layers;
   std::vector<Slot> slots;
@@ -122,11 +118,6 @@ struct Index {
   // standing for as many alike others (LayerDescription::repeats), a run
   // of each other layer alone (repeats 1).
   std::vector<LayerRun> runs;
-  // Of the target's data-parallel world, the same at every batch: how many
-  // ranks share the optimizer's step under ZeRO (model::optimizer_ranks),
-  // and the experts' part of the weights (0 but where their ranks are apart).
-  double optimizer_ranks = 1;
-  double expert_weight_share = 0;
 
   // By the int indices PlanSpace's types use.
   int layer_count() const { return static_cast<int>(layers.size()); }
@@ -147,6 +138,28 @@ struct Index {
     return s < 0 || recomputed.empty() || !recomputed[static_cast<size_t>(s)];
   }
   const AttentionCore& core(int c) const { return cores[static_cast<size_t>(c)]; }
+};
+
+// What a data-parallel world decides of a network, the same at every batch:
+// its layers' weight copies, which layers are experts held apart, and the
+// optimizer's ranks. A layout search prices one stage on many worlds.
+struct WorldFacts {
+  // Throws InputError as set_data_parallel.
+  WorldFacts(const LayerModel& model, const DataParallel& world);
+
+  DataParallel world;
+  // Per layer: its half-precision weight copy as keep's figures hold it (0
+  // where the world computes with the weights it holds), and whether it is
+  // an expert's whose ranks are apart (model::expert_of_path).
+  std::vector<double> parameter_copy_bytes;
+  std::vector<bool> expert;
+  // How many ranks share the optimizer's step under ZeRO
+  // (model::optimizer_ranks), and the experts' part of the weights (0 but
+  // where their ranks are apart).
+  double optimizer_ranks = 1;
+  double expert_weight_share = 0;
+
+  double parameter_copy(int layer) const { return parameter_copy_bytes[static_cast<size_t>(layer)]; }
 };
 
 struct SlotAtBatch {
@@ -185,9 +198,10 @@ struct SegmentAtBatch {
 
 struct AtBatch {
   // Throws InputError if `batch` < 1.
-  AtBatch(std::shared_ptr<const Index> index, int64_t batch);
+  AtBatch(std::shared_ptr<const Index> index, std::shared_ptr<const WorldFacts> world, int64_t batch);
 
   std::shared_ptr<const Index> index;
+  std::shared_ptr<const WorldFacts> world;
   int64_t batch = 0;
   std::vector<double> keep_bytes;      // at each point, the keep step
   std::vector<double> gathered_bytes;  // at each point, of those: ZeRO-3's gathered weights
@@ -200,7 +214,8 @@ struct AtBatch {
   double parameter_gather_s = 0;    // ZeRO-1 and -2: the parameters gathered after the optimizer's step
   double optimizer_peak_bytes = 0;  // whatever the plan: activations are gone by then
 
-  const Target& target() const { return index->target; }
+  const Target& target() const { return index->target; }  // its times (the world: world->world)
+  const DataParallel& data_parallel() const { return world->world; }
   const SlotAtBatch& slot(int i) const { return slots[static_cast<size_t>(i)]; }
   double storage_bytes(int g) const { return storage_sizes[static_cast<size_t>(g)]; }
   // Storage g as the allocator holds it: one block run per tensor of the

@@ -63,7 +63,7 @@ double saved_bytes_at(const AtBatch& at, const Held& h, int point) {
 
 TimelineParts parts_of(const AtBatch& at, const Held& h) {
   const Index& ix = *at.index;
-  const DataParallel& world = at.target().data_parallel;
+  const DataParallel& world = at.data_parallel();
   const size_t points = ix.points.size();
   TimelineParts parts;
   const auto band = [&](const std::string& name) -> std::vector<double>& {
@@ -88,8 +88,9 @@ TimelineParts parts_of(const AtBatch& at, const Held& h) {
   // Keep holds a layer's parameter copies from its F to its B point; a plan
   // lets some go sooner.
   Changes copies;
-  for (const LayerEntry& layer : ix.layers) {
-    if (layer.parameter_copy_bytes > 0) copies.push_back({layer.forward_at, layer.backward_at, layer.parameter_copy_bytes});
+  for (size_t j = 0; j < ix.layers.size(); ++j) {
+    const double copy = at.world->parameter_copy_bytes[j];
+    if (copy > 0) copies.push_back({ix.layers[j].forward_at, ix.layers[j].backward_at, copy});
   }
   add_parameter_copies(at, h.runs_moms, h.recomputed, copies);
   band("parameter copies") = summed(at, copies);

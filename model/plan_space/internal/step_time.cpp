@@ -200,7 +200,7 @@ double step_seconds(const AtBatch& at, const Held& h, double* passes) {
   for (size_t j = 0; j < at.layers.size(); ++j) {
     const LayerFit& layer = ix.model->layers[j];
     layers.push_back({at.layers[j].forward_s, at.layers[j].backward_s, 0, 0, static_cast<double>(layer.parameter_bytes),
-                      static_cast<double>(layer.trainable_bytes()), ix.layers[j].expert});
+                      static_cast<double>(layer.trainable_bytes()), at.world->expert[j]});
   }
   const auto step = [&](int layer) -> LayerStep& { return layers[static_cast<size_t>(layer)]; };
   for (const StorageHeld& held : h.storages) {
@@ -222,7 +222,7 @@ double step_seconds(const AtBatch& at, const Held& h, double* passes) {
     if (h.cores_recomputed[c]) step(ix.cores[c].context).backward_s += at.core_recompute_seconds(static_cast<int>(c));
   }
   shared_out(layers, ix.runs);
-  const DataParallel& world = at.target().data_parallel;
+  const DataParallel& world = at.data_parallel();
   const Overlapped overlapped = overlapped_seconds(at.target(), world, layers, ix.runs);
   if (passes) {
     // The passes alone: but for ZeRO-3's gathers the exchange never holds a layer back, and they end where its backward does.

@@ -49,7 +49,7 @@ void price_stored_scratch(AtBatch& at) {
     if (!ix.stored_step[i].is_keep()) moms[static_cast<size_t>(ix.slots[i].layer)] = true;
   }
   for (size_t j = 0; j < ix.layers.size(); ++j) {
-    if (moms[j]) at.layers[j].stored_backward.bytes += ix.layers[j].parameter_copy_bytes;
+    if (moms[j]) at.layers[j].stored_backward.bytes += at.world->parameter_copy_bytes[j];
   }
   // A layer whose slot the stored step recomputes (the LM head's
   // log-probabilities, chunk by chunk) measured that too, which the

@@ -83,11 +83,12 @@ void add_parameter_copies(const AtBatch& at, const std::vector<bool>& runs_moms,
   // Under ZeRO-3 a layer's weights are gathered again for its backward and it
   // casts them again there (FSDP frees the unsharded half-type weights after
   // forward): no copy is held between the passes.
-  const DataParallel& world = ix.target.data_parallel;
+  const DataParallel& world = at.data_parallel();
   const bool regathered = world.active() && world.zero_stage == 3;
   for (size_t j = 0; j < ix.layers.size(); ++j) {
     const LayerEntry& layer = ix.layers[j];
-    if (layer.parameter_copy_bytes == 0) continue;
+    const double copy = at.world->parameter_copy_bytes[j];
+    if (copy == 0) continue;
     int until = -1;
     if (!ix.active(static_cast<int>(j), recomputed)) {
       until = layer.recompute_at - 1;
@@ -95,7 +96,7 @@ void add_parameter_copies(const AtBatch& at, const std::vector<bool>& runs_moms,
       until = layer.backward_at - 1;
     }
     const int from = layer.forward_at + 1;
-    if (from <= until) out.push_back({from, until, -layer.parameter_copy_bytes});
+    if (from <= until) out.push_back({from, until, -copy});
   }
 }
 

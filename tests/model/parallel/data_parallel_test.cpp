@@ -136,8 +136,9 @@ TEST_F(DataParallelModel, AnExpertsGradientsAndStateAreExchangedOverTheRanksHold
 }
 
 // A layout search prices one stage on many worlds from one index
-// (PlanSpace::with_data_parallel): a space copied onto a world prices every
-// plan, at its batch and at another, as a space indexed for that world.
+// (PlanSpace::with_data_parallel, which shares it): a space copied onto a
+// world prices every plan, at its batch and at another, as a space indexed
+// for that world.
 TEST_F(DataParallelModel, ASpaceCopiedOntoAWorldPricesAsOneIndexedForIt) {
   const LayerModel experts = with_experts();
   const LinkFit link{1e-3, 1e8, std::nullopt};
