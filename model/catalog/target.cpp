@@ -273,7 +273,7 @@ double optimizer_bytes_moved(const LayerModel& m) {
 }
 
 void set_data_parallel(Target& target, const DataParallel& world) {
-  shard({}, world.ranks, world.zero_stage);  // checks the ranks and the stage
+  world.check();
   target.data_parallel = world;
 }
 

@@ -2,6 +2,8 @@
 
 namespace papaya::model {
 
+void DataParallel::check() const { shard({}, ranks, zero_stage); }  // shard's checks
+
 bool computes_with_held_weights(const LayerModel& model, const DataParallel& world) {
   // In fp32 Megatron-LM holds what the profile measured: fp32 weights, their
   // gradients (its main gradients) and AdamW's two moments, no copies.

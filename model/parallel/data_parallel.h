@@ -32,6 +32,8 @@ struct DataParallel {
   int expert_ranks = 0;
 
   bool active() const { return ranks > 1; }
+  // Throws InputError for a ZeRO stage outside 0-3 or fewer than one rank.
+  void check() const;
   // The ranks an expert's gradients are reduced and its weights gathered
   // over, where they are fewer than `ranks`; 0 where every layer's are all.
   int expert_ranks_apart() const { return expert_ranks > 0 && expert_ranks != ranks ? expert_ranks : 0; }

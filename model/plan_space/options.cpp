@@ -40,8 +40,9 @@ PlanSpace::SegmentCost PlanSpace::segment_cost(int segment) const {
   }
   cost.rematerialized_bytes += plan_space::held_gradient_bytes(at, segment);
   for (int j = seg.first_layer; j <= seg.last_layer; ++j) {
-    cost.freed_bytes += at.world->parameter_copy(j);
-    cost.rematerialized_bytes += at.world->parameter_copy(j);
+    const double copy = at.world->parameter_copy_bytes[static_cast<size_t>(j)];
+    cost.freed_bytes += copy;
+    cost.rematerialized_bytes += copy;
   }
   const double raw = at.segment(segment).input_bytes;
   for (const TensorStrategy& s : ix.segment_entry(segment).input_candidates) {

@@ -9,7 +9,6 @@
 #include "model/error.h"
 #include "model/network_layout.h"
 #include "model/parallel/expert_groups.h"
-#include "model/parallel/sharding.h"
 #include "model/plan.h"
 #include "model/strategy_table.h"
 
@@ -274,7 +273,7 @@ std::vector<double> remade_by_recompute(const AtBatch& at) {
 
 WorldFacts::WorldFacts(const LayerModel& m, const DataParallel& data_parallel)
     : world(data_parallel), parameter_copy_bytes(m.layers.size(), 0.0), expert(m.layers.size(), false) {
-  shard({}, world.ranks, world.zero_stage);  // checks the ranks and the stage, as set_data_parallel does
+  world.check();
   const bool copies = !computes_with_held_weights(m, world);
   const bool experts_apart = world.expert_ranks_apart() > 0;
   double weights = 0, expert_weights = 0;

@@ -158,8 +158,6 @@ struct WorldFacts {
   // where their ranks are apart).
   double optimizer_ranks = 1;
   double expert_weight_share = 0;
-
-  double parameter_copy(int layer) const { return parameter_copy_bytes[static_cast<size_t>(layer)]; }
 };
 
 struct SlotAtBatch {
