@@ -54,6 +54,7 @@ void add_layer_description_json(const LayerDescription& l, nlohmann::json& out) 
   out["parameter_bytes"] = l.parameter_bytes;
   out["frozen_bytes"] = l.frozen_bytes;
   out["shared_trainable_bytes"] = l.shared_trainable_bytes;
+  if (!l.shares_weights_of.empty()) out["shares_weights_of"] = l.shares_weights_of;
   out["parameter_copy_bytes"] = l.parameter_copy_bytes;
   out["forward_flops_per_sample"] = l.forward_flops_per_sample;
   out["forward_bytes_moved_per_sample"] = l.forward_bytes_moved_per_sample;
@@ -72,6 +73,7 @@ LayerDescription layer_description_from_json(const nlohmann::json& doc, const st
   l.frozen_bytes = doc.value("frozen_bytes", int64_t{0});  // written before fine-tuning: all trained
   l.parameter_copy_bytes = doc.value("parameter_copy_bytes", int64_t{0});
   l.shared_trainable_bytes = doc.value("shared_trainable_bytes", int64_t{0});
+  l.shares_weights_of = doc.value("shares_weights_of", std::string());
   l.forward_flops_per_sample = doc.at("forward_flops_per_sample");
   l.forward_bytes_moved_per_sample = doc.at("forward_bytes_moved_per_sample");
   l.repeats = doc.value("repeats", 1);

@@ -57,6 +57,7 @@ struct LayerDescription {
   // Trained weights it computes with that another layer owns (a tied LM
   // head's, the token embedding's): its backward makes their gradient too.
   int64_t shared_trainable_bytes = 0;
+  std::string shares_weights_of;  // that layer's path ("": none, or not recorded)
   // The compute-dtype (bf16) copies of parameters that its keep path holds
   // from forward to backward; a MOM path casts again in backward instead
   // (executor Layer::parameter_copy_bytes). 0 in fp32.

@@ -94,6 +94,11 @@ std::vector<model::LayerProfile> describe_layers(executor::Network& network, con
   const std::map<std::string, std::string> views = view_keys(network, at_s);
   const std::vector<std::map<std::string, int>> last_use = last_forward_uses(network, 2 * b.s);
   const std::vector<int64_t> copies = parameter_copy_bytes(network, b.s);
+  std::map<const void*, std::string> owners;  // each layer's own parameters, by tensor
+  for (const executor::Layer* layer : network.layers()) {
+    for (const auto& parameter : layer->parameters(/*recurse=*/false))
+      owners.emplace(parameter.unsafeGetTensorImpl(), layer->path());
+  }
   std::vector<model::LayerProfile> out;
   for (size_t i = 0; i < network.layers().size(); ++i) {
     const executor::Layer& layer = *network.layers()[i];
@@ -120,6 +125,8 @@ std::vector<model::LayerProfile> describe_layers(executor::Network& network, con
     }
     for (const auto& parameter : layer.shared_parameters()) {
       if (parameter.requires_grad()) p.shared_trainable_bytes += static_cast<int64_t>(nbytes(parameter));
+      const auto owner = owners.find(parameter.unsafeGetTensorImpl());
+      if (owner != owners.end()) p.shares_weights_of = owner->second;
     }
     if (const executor::StoredWeight* stored = layer.stored_weight()) {
       p.parameter_bytes += stored->bytes();

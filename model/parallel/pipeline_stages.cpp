@@ -99,9 +99,15 @@ LayerModel stage_model(const LayerModel& rank, const StageSpan& span) {
     trainable += static_cast<double>(l.trainable_bytes());
     stage.layers.push_back(l);
   }
-  // A tied LM head's weights: a copy on the last stage when the embedding is elsewhere.
+  // Weights another layer owns (a tied LM head's, a multi-token prediction
+  // module's embedding): a copy on the last stage when their owner is
+  // elsewhere, one for each owner (one that is not recorded: elsewhere).
   if (span.last && !span.first) {
+    std::set<std::string> here, copied;
+    for (const LayerFit& l : stage.layers) here.insert(l.path);
     for (const LayerFit& l : stage.layers) {
+      if (l.shared_trainable_bytes == 0 || here.count(l.shares_weights_of) > 0) continue;
+      if (!l.shares_weights_of.empty() && !copied.insert(l.shares_weights_of).second) continue;
       parameters += static_cast<double>(l.shared_trainable_bytes);
       trainable += static_cast<double>(l.shared_trainable_bytes);
     }

@@ -21,7 +21,7 @@ std::vector<PlanSpace::Change> PlanSpace::changes(const std::vector<std::pair<in
 
   // What each storage concerned holds under the decisions (keep where none is made).
   std::map<int, plan_space::StorageHeld> held;
-  bool lm_head_recomputed = false, unused = false;
+  std::vector<bool> lm_heads_recomputed(ix.lm_heads.size(), false), unused(ix.lm_heads.size(), false);
   const auto core_recomputed = [&](int g) {
     const int core = ix.storage_entries[static_cast<size_t>(g)].core;
     return core >= 0 && plan_space::core_recomputed(ix, core, strategies, none_recomputed);
@@ -31,7 +31,7 @@ std::vector<PlanSpace::Change> PlanSpace::changes(const std::vector<std::pair<in
     if (it != held.end()) return it->second;
     plan_space::StorageHeld& h = held[g];
     const std::vector<TensorStrategy>* per_slot = strategies.of_storage(g);
-    plan_space::hold_slots(at, g, per_slot ? *per_slot : keep_of(g), none_recomputed, core_recomputed(g), h, lm_head_recomputed);
+    plan_space::hold_slots(at, g, per_slot ? *per_slot : keep_of(g), none_recomputed, core_recomputed(g), h, lm_heads_recomputed);
     return h;
   };
   for (const auto& decision : decisions) held_by(decision.first);
@@ -60,7 +60,9 @@ std::vector<PlanSpace::Change> PlanSpace::changes(const std::vector<std::pair<in
     }
   }
   plan_space::add_parameter_copies(at, runs_moms, none_recomputed, out);
-  if (lm_head_recomputed) plan_space::add_lm_head_chunks(at, out);
+  for (size_t head = 0; head < lm_heads_recomputed.size(); ++head) {
+    if (lm_heads_recomputed[head]) plan_space::add_lm_head_chunks(at, static_cast<int>(head), out);
+  }
   return out;
 }
 
@@ -80,7 +82,7 @@ std::vector<PlanSpace::Change> PlanSpace::segment_changes(int segment, int input
     if (!inside && g != seg.input_storage) continue;
     const std::vector<TensorStrategy> keep(st.slots.size());
     plan_space::StorageHeld with, without;
-    bool unused = false;
+    std::vector<bool> unused(ix.lm_heads.size(), false);  // keep recomputes no LM head
     plan_space::hold_slots(at, g, keep, recomputed, false, with, unused);
     plan_space::hold_slots(at, g, keep, {}, false, without, unused);
     if (g == seg.input_storage) plan_space::hold_segment_input(at, segment, input, with);

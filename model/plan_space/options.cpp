@@ -12,8 +12,12 @@ std::vector<PlanSpace::Option> PlanSpace::options(int storage) const {
   const plan_space::AtBatch& at = *at_;
   std::vector<Option> out;
   const plan_space::StorageEntry& entry = at.index->storage_entries.at(static_cast<size_t>(storage));
+  int lm_head = -1;  // the LM head whose log-probabilities it holds, if any
+  for (int slot : at.index->storage(storage).slots)
+    lm_head = std::max(lm_head, at.index->layer(at.index->slot(slot).layer).lm_head);
   for (const auto& [asked, per_slot] : entry.candidates) {
-    out.push_back(plan_space::option(at, plan_space::copies_of(at, storage, per_slot), per_slot, at.allocated_storage(storage)));
+    out.push_back(
+        plan_space::option(at, plan_space::copies_of(at, storage, per_slot), per_slot, at.allocated_storage(storage), lm_head));
     out.back().strategy = asked;
     // An attention core's probabilities: the core's forward again (the
     // storages it saves beside them are freed too, as their own options do not say).

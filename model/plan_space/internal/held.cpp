@@ -81,7 +81,7 @@ bool core_recomputed(const Index& ix, int core, const SlotStrategies& strategies
 }
 
 void hold_slots(const AtBatch& at, int storage, const std::vector<TensorStrategy>& per_slot, const std::vector<bool>& recomputed,
-                bool core_recomputed, StorageHeld& held, bool& lm_head_recomputed) {
+                bool core_recomputed, StorageHeld& held, std::vector<bool>& lm_heads_recomputed) {
   const Index& ix = *at.index;
   const Storage& st = ix.storage(storage);
   if (st.slots.empty()) return;
@@ -109,7 +109,8 @@ void hold_slots(const AtBatch& at, int storage, const std::vector<TensorStrategy
       throw InputError(slot.key + ": " + s.name() + " needs a host link, which " + at.target().name +
                        " lacks (predict for a GPU of the catalog)");
     }
-    if (recomputes(s.form) && facts.core < 0) lm_head_recomputed = true;
+    const int head = ix.layer(slot.layer).lm_head;
+    if (recomputes(s.form) && facts.core < 0 && head >= 0) lm_heads_recomputed[static_cast<size_t>(head)] = true;
     if (s.is_keep()) hold_raw_user(ix, storage, slot.layer, ix.slot_entry(st.slots[k]).used_at, held);
     stored[k] = s;
   }
@@ -148,13 +149,14 @@ Held hold(const AtBatch& at, const Assignment& a) {
   for (int c = 0; c < static_cast<int>(ix.cores.size()); ++c) {
     h.cores_recomputed.push_back(core_recomputed(ix, c, strategies, h.recomputed));
   }
+  h.lm_heads_recomputed.assign(ix.lm_heads.size(), false);
   std::vector<TensorStrategy> per_slot;
   for (size_t g = 0; g < ix.storages.size(); ++g) {
     per_slot.clear();
     for (int i : ix.storages[g].slots) per_slot.push_back(strategies.of(i));
     const int core = ix.storage_entries[g].core;
     hold_slots(at, static_cast<int>(g), per_slot, h.recomputed, core >= 0 && h.cores_recomputed[static_cast<size_t>(core)],
-               h.storages[g], h.lm_head_recomputed);
+               h.storages[g], h.lm_heads_recomputed);
   }
   for (int i = 0; i < static_cast<int>(ix.slots.size()); ++i) {
     const int output = inverted_output_storage(ix, i, strategies, h.recomputed);

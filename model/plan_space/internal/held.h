@@ -23,10 +23,10 @@ struct StorageHeld {
 // What an assignment holds.
 struct Held {
   std::vector<StorageHeld> storages;
-  std::vector<bool> recomputed;        // per segment
-  std::vector<bool> runs_moms;         // per layer (see runs_moms)
-  std::vector<bool> cores_recomputed;  // per attention core (see core_recomputed)
-  bool lm_head_recomputed = false;
+  std::vector<bool> recomputed;           // per segment
+  std::vector<bool> runs_moms;            // per layer (see runs_moms)
+  std::vector<bool> cores_recomputed;     // per attention core (see core_recomputed)
+  std::vector<bool> lm_heads_recomputed;  // per LM head (Index::lm_heads)
 };
 
 // The strategy of each slot under some decisions: an assignment's, where
@@ -76,11 +76,11 @@ bool core_recomputed(const Index& index, int core, const SlotStrategies& strateg
 // copies, and its slots' tensors again from R to B where their segment is
 // recomputed; where its attention core is recomputed (`core_recomputed`),
 // the raw storage from the core's backward on, whatever its slots say. Sets
-// `lm_head_recomputed` where a slot is the LM head's recomputed
-// log-probabilities. Throws InputError where a slot swaps and the target has
+// `lm_heads_recomputed` (one per LM head) where a slot is an LM head's
+// recomputed log-probabilities. Throws InputError where a slot swaps and the target has
 // no host link.
 void hold_slots(const AtBatch& at, int storage, const std::vector<TensorStrategy>& per_slot, const std::vector<bool>& recomputed,
-                bool core_recomputed, StorageHeld& held, bool& lm_head_recomputed);
+                bool core_recomputed, StorageHeld& held, std::vector<bool>& lm_heads_recomputed);
 // A recomputed segment keeps its input, as `input` says.
 void hold_segment_input(const AtBatch& at, int segment, const TensorStrategy& input, StorageHeld& held);
 

@@ -131,14 +131,19 @@ struct Builder {
                                                               : view->second});
         storage(g).slots.push_back(i);
         ix.slots.push_back({key, j, g, t.kind});
-        if (traits(fit(j).kind).recomputes_logprobs && t.slot == "input") ix.lm_head.input_slot = i;
-        if (traits(fit(j).kind).recomputes_logprobs && t.slot == "logprobs") {
-          ix.lm_head.layer = j;
-          ix.lm_head.logprobs_slot = i;
-          for (size_t d = 0; d + 1 < t.sample_shape.size(); ++d) {
-            ix.lm_head.rows_per_sample *= static_cast<double>(t.sample_shape[d]);
+        if (traits(fit(j).kind).recomputes_logprobs) {
+          if (layer(j).lm_head < 0) {
+            layer(j).lm_head = static_cast<int>(ix.lm_heads.size());
+            ix.lm_heads.push_back({});
           }
-          if (!t.sample_shape.empty()) ix.lm_head.vocab = t.sample_shape.back();
+          LmHead& head = ix.lm_heads.back();
+          if (t.slot == "input") head.input_slot = i;
+          if (t.slot == "logprobs") {
+            head.layer = j;
+            head.logprobs_slot = i;
+            for (size_t d = 0; d + 1 < t.sample_shape.size(); ++d) head.rows_per_sample *= static_cast<double>(t.sample_shape[d]);
+            if (!t.sample_shape.empty()) head.vocab = t.sample_shape.back();
+          }
         }
       }
     }
@@ -368,7 +373,9 @@ AtBatch::AtBatch(std::shared_ptr<const Index> shared, std::shared_ptr<const Worl
       }
     }
   }
-  lm_head_chunk_batch = std::min(b, static_cast<double>(lm_head_chunk_rows(ix.lm_head.vocab)) / ix.lm_head.rows_per_sample);
+  for (const LmHead& head : ix.lm_heads) {
+    lm_head_chunk_batches.push_back(std::min(b, static_cast<double>(lm_head_chunk_rows(head.vocab)) / head.rows_per_sample));
+  }
   // A layer stores its tensors once its output is there.
   for (size_t j = 0; j < ix.layers.size(); ++j) {
     const LayerFit& layer = model.layers[j];

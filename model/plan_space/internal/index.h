@@ -38,6 +38,7 @@ struct LayerEntry {
   // What inverting it adds to its backward per byte of input
   // (Target::invert_extra_seconds is linear in the bytes; 0 but for GELU/SiLU).
   double invert_seconds_per_byte = 0;
+  int lm_head = -1;  // an LM head: its place in Index::lm_heads (-1: none)
 };
 
 struct SlotEntry {
@@ -84,7 +85,8 @@ struct AttentionCore : AttentionCoreLayers {
   int output_slot = -1;  // the softmax's output slot: the decision
 };
 
-// The LM head, whose log-probabilities a plan may recompute chunk by chunk.
+// An LM head, whose log-probabilities a plan may recompute chunk by chunk
+// (the main one, and a multi-token prediction module's).
 struct LmHead {
   int layer = -1, logprobs_slot = -1, input_slot = -1;
   double rows_per_sample = 1;
@@ -109,7 +111,7 @@ struct Index {
   // F[0] .. F[n-1], then B[n-1] .. B[0] with R[s0] .. R[s1] before B[s1] for
   // each segment of layers s0..s1.
   std::vector<TimelinePoint> points;
-  LmHead lm_head;
+  std::vector<LmHead> lm_heads;  // in forward order
   std::vector<AttentionCore> cores;
   // Each slot as the profile's stored step stored it (narrowest_codec_plan());
   // empty where no layer has its figures (LayerFit::stored_forward_headroom).
@@ -207,7 +209,7 @@ struct AtBatch {
   std::vector<double> storage_sizes;  // the whole storage, per storage
   std::vector<LayerAtBatch> layers;
   std::vector<SegmentAtBatch> segments;
-  double lm_head_chunk_batch = 0;  // the samples whose rows make one chunk of the LM head
+  std::vector<double> lm_head_chunk_batches;  // each LM head's: the samples whose rows make one of its chunks
   double optimizer_s = 0, rest_s = 0, unattributed_bytes = 0;
   double parameter_gather_s = 0;    // ZeRO-1 and -2: the parameters gathered after the optimizer's step
   double optimizer_peak_bytes = 0;  // whatever the plan: activations are gone by then

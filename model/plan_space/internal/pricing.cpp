@@ -49,7 +49,8 @@ Copy& copy_for(const Target& target, std::vector<Copy>& copies, const TensorStra
 // The option that stores a storage (or a segment's input) as `copies`, its
 // slots taking `per_slot`; `raw_bytes`: the whole storage as the allocator
 // holds it (AtBatch::allocated_storage).
-Option option(const AtBatch& at, const std::vector<Copy>& copies, const std::vector<TensorStrategy>& per_slot, double raw_bytes) {
+Option option(const AtBatch& at, const std::vector<Copy>& copies, const std::vector<TensorStrategy>& per_slot, double raw_bytes,
+              int lm_head) {
   const Target& target = at.target();
   Option o;
   o.per_slot = per_slot;
@@ -57,8 +58,8 @@ Option option(const AtBatch& at, const std::vector<Copy>& copies, const std::vec
   if (per_slot.empty() || has([](const TensorStrategy& s) { return s.is_keep(); })) {
     o.device_bytes += raw_bytes;
   }
-  if (has([](const TensorStrategy& s) { return recomputes(s.form); })) {
-    o.recompute_seconds = at.layer(at.index->lm_head.layer).forward_s;
+  if (lm_head >= 0 && has([](const TensorStrategy& s) { return recomputes(s.form); })) {
+    o.recompute_seconds = at.layer(at.index->lm_heads[static_cast<size_t>(lm_head)].layer).forward_s;
   }
   for (const Copy& c : copies) {
     if (c.strategy.swap) {

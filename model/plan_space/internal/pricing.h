@@ -37,8 +37,10 @@ struct Copy {
 
 // The option that stores a storage (or a segment's input) as `copies`, its
 // slots taking `per_slot`; `raw_bytes`: the whole storage as the allocator
-// holds it (AtBatch::allocated_storage).
-Option option(const AtBatch& at, const std::vector<Copy>& copies, const std::vector<TensorStrategy>& per_slot, double raw_bytes);
+// holds it (AtBatch::allocated_storage); `lm_head`: the LM head whose
+// log-probabilities a recomputed slot makes again (Index::lm_heads; -1: none).
+Option option(const AtBatch& at, const std::vector<Copy>& copies, const std::vector<TensorStrategy>& per_slot, double raw_bytes,
+              int lm_head = -1);
 
 // The codec's scratch where it outgrows what the layer itself needs beyond
 // its start (and its output, in forward): packing a copy at its maker's F

@@ -217,7 +217,10 @@ double step_seconds(const AtBatch& at, const Held& h, double* passes) {
   for (size_t s = 0; s < ix.segments.size(); ++s) {
     if (h.recomputed[s]) step(ix.segments[s].last_layer).backward_s += at.segments[s].recompute_s;
   }
-  if (h.lm_head_recomputed) step(ix.lm_head.layer).backward_s += at.layer(ix.lm_head.layer).forward_s;
+  for (size_t head = 0; head < ix.lm_heads.size(); ++head) {
+    const int layer = ix.lm_heads[head].layer;
+    if (h.lm_heads_recomputed[head]) step(layer).backward_s += at.layer(layer).forward_s;
+  }
   for (size_t c = 0; c < ix.cores.size(); ++c) {
     if (h.cores_recomputed[c]) step(ix.cores[c].context).backward_s += at.core_recompute_seconds(static_cast<int>(c));
   }

@@ -100,21 +100,23 @@ void add_parameter_copies(const AtBatch& at, const std::vector<bool>& runs_moms,
   }
 }
 
-void add_lm_head_chunks(const AtBatch& at, Changes& out) {
+void add_lm_head_chunks(const AtBatch& at, int which, Changes& out) {
   const Index& ix = *at.index;
-  const LayerFit& head = ix.fit(ix.lm_head.layer);
+  const LmHead& lm_head = ix.lm_heads[static_cast<size_t>(which)];
+  const double chunk_batch = at.lm_head_chunk_batches[static_cast<size_t>(which)];
+  const LayerFit& head = ix.fit(lm_head.layer);
   const double batch = static_cast<double>(at.batch);
-  const double fewer = at.lm_head_chunk_batch - batch;
+  const double fewer = chunk_batch - batch;
   const double forward_slope = std::max(0.0, head.forward_peak.per_sample - head.forward_start.per_sample);
   const double backward_slope = std::max(0.0, head.backward_peak.per_sample - head.backward_start.per_sample);
-  const int f = ix.layer(ix.lm_head.layer).forward_at, b = ix.layer(ix.lm_head.layer).backward_at;
-  const double chunk_logprobs = at.slot(ix.lm_head.logprobs_slot).bytes * at.lm_head_chunk_batch / batch;
+  const int f = ix.layer(lm_head.layer).forward_at, b = ix.layer(lm_head.layer).backward_at;
+  const double chunk_logprobs = at.slot(lm_head.logprobs_slot).bytes * chunk_batch / batch;
   out.push_back({f, f, forward_slope * fewer});
   // Keep's backward starts before the head's own window: the loss's
   // gradient of all the logprobs at once (autograd's first node); the
   // chunked backward makes a chunk's at a time, inside the window.
   if (b > 0 && ix.points[static_cast<size_t>(b - 1)].phase == Phase::backward_gap &&
-      ix.points[static_cast<size_t>(b - 1)].layer == ix.lm_head.layer) {
+      ix.points[static_cast<size_t>(b - 1)].layer == lm_head.layer) {
     out.push_back({b - 1, b - 1, std::max(0.0, head.backward_gap_peak.per_sample - head.backward_start.per_sample) * fewer});
   }
   // The chunked backward sums the trained weight's fp32 gradient in place
@@ -122,8 +124,7 @@ void add_lm_head_chunks(const AtBatch& at, Changes& out) {
   // chunk on it also holds its input's gradient over every row, which keep's
   // makes after its peak too.
   const double weight_gradient = static_cast<double>(head.trainable_bytes() + head.shared_trainable_bytes);
-  const double input_gradient =
-      ix.lm_head.input_slot >= 0 && batch > at.lm_head_chunk_batch ? at.slot(ix.lm_head.input_slot).bytes : 0;
+  const double input_gradient = lm_head.input_slot >= 0 && batch > chunk_batch ? at.slot(lm_head.input_slot).bytes : 0;
   out.push_back({b, b,
                  backward_slope * fewer + at.target().allocated(chunk_logprobs) + at.target().allocated(weight_gradient) +
                      at.target().allocated(input_gradient)});
@@ -137,7 +138,9 @@ std::vector<double> bytes_at(const AtBatch& at, const Held& h) {
     if (h.recomputed[s]) add_held_gradient(at, static_cast<int>(s), changes);
   }
   add_parameter_copies(at, h.runs_moms, h.recomputed, changes);
-  if (h.lm_head_recomputed) add_lm_head_chunks(at, changes);
+  for (size_t head = 0; head < h.lm_heads_recomputed.size(); ++head) {
+    if (h.lm_heads_recomputed[head]) add_lm_head_chunks(at, static_cast<int>(head), changes);
+  }
   std::vector<double> bytes = summed(at, changes);
   for (size_t p = 0; p < bytes.size(); ++p) bytes[p] += at.keep_bytes[p];
   return bytes;

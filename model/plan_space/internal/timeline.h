@@ -35,10 +35,10 @@ void add_held_gradient(const AtBatch& at, int segment, Changes& out);
 // segment is recomputed (`recomputed` empty: none is).
 void add_parameter_copies(const AtBatch& at, const std::vector<bool>& runs_moms, const std::vector<bool>& recomputed,
                           Changes& out);
-// The LM head's batch-proportional transients (logits, log-probabilities and
-// their gradients) shrink to one chunk; backward recomputes the chunk's
+// LM head `head`'s batch-proportional transients (logits, log-probabilities
+// and their gradients) shrink to one chunk; backward recomputes the chunk's
 // log-probabilities.
-void add_lm_head_chunks(const AtBatch& at, Changes& out);
+void add_lm_head_chunks(const AtBatch& at, int head, Changes& out);
 
 // The bytes allocated at every point, without the unattributed peak.
 std::vector<double> bytes_at(const AtBatch& at, const Held& held);
