@@ -22,4 +22,19 @@ struct Batch {
   } rows;
 };
 
+// A target the loss leaves out (nll_loss's ignore_index).
+constexpr int64_t ignored_target = -100;
+
+// What a multi-token prediction module `k` places ahead reads
+// (model::MultiTokenPredictionConfig): the token ids k positions on, rolled
+// (the last k wrap round to the first), and the targets k positions on, the
+// last k left out of the loss, as Megatron-LM masks them.
+inline torch::Tensor ids_ahead(const torch::Tensor& ids, int64_t k) { return k == 0 ? ids : torch::roll(ids, {-k}, {1}); }
+inline torch::Tensor targets_ahead(const torch::Tensor& targets, int64_t k) {
+  if (k == 0) return targets;
+  torch::Tensor ahead = torch::roll(targets, {-k}, {1});
+  ahead.narrow(1, ahead.size(1) - k, k).fill_(ignored_target);
+  return ahead;
+}
+
 }  // namespace papaya::executor

@@ -20,6 +20,7 @@ namespace {
 struct ImportArgs {
   std::string config;
   std::optional<int> seq_len;
+  bool multi_token_prediction = false;
   std::string out;
 };
 
@@ -54,7 +55,9 @@ Imported import_hf(const ImportArgs& args) {
   }
   const std::string name = std::filesystem::path(args.config).stem().string();
   Imported i;
-  i.config = model::parse_network_config(model::network_config_from_hf(hf, name, args.config, args.seq_len), args.config);
+  nlohmann::json net = model::network_config_from_hf(hf, name, args.config, args.seq_len);
+  if (args.multi_token_prediction) net = model::with_multi_token_prediction(hf, std::move(net), args.config);
+  i.config = model::parse_network_config(net, args.config);
   i.parameters = model::parameter_count(i.config);
   if (!args.out.empty()) {
     model::write_json_file(args.out, i.config.document);
@@ -76,6 +79,9 @@ void register_import_hf(CLI::App& app) {
       ->check(CLI::ExistingFile);
   cmd->add_option("--seq-len", args->seq_len, "Training sequence length (default: the config's position count, at most 2048)")
       ->check(positive(args->seq_len));
+  cmd->add_flag("--mtp", args->multi_token_prediction,
+                "Keep the config's multi-token prediction modules (num_nextn_predict_layers: DeepSeek-V3), as DeepSeek and "
+                "Megatron-LM pre-train; HuggingFace's Trainer leaves them out, and so does papaya without this flag");
   cmd->add_option("--out", args->out, "Write the papaya network config to FILE");
   const auto output = add_output_options(cmd, "One JSON document: the papaya network config and its parameter count");
   cmd->callback([args, output] { show(import_hf(*args), *output); });

@@ -73,6 +73,12 @@ std::string megatron_arguments(const model::LayoutEstimate& e, const model::Tran
   arg("--micro-batch-size " + std::to_string(l.micro_batch));
   arg("--global-batch-size " + std::to_string(l.global_batch()));
   arg("--seq-length " + std::to_string(shape.tokens));
+  if (shape.prediction_modules > 0) {
+    arg("--mtp-num-layers " + std::to_string(shape.prediction_modules));
+    std::ostringstream scale;
+    scale << shape.prediction_loss_scale;
+    arg("--mtp-loss-scaling-factor " + scale.str());
+  }
   if (l.zero_stage >= 1) arg("--use-distributed-optimizer");
   if (l.offload_optimizer) {
     arg("--optimizer-cpu-offload");
@@ -103,6 +109,11 @@ std::string torchtitan_config(const model::LayoutEstimate& e, const model::Trans
     throw InputError(
         "--emit torchtitan: torchtitan's attention is fused (scaled_dot_product_attention); this network's is "
         "materialized: lay it out with --attention fused");
+  }
+  if (shape.prediction_modules > 0) {
+    throw InputError("--emit torchtitan: torchtitan's job config has no multi-token prediction; this network has " +
+                     std::to_string(shape.prediction_modules) +
+                     " module(s) (multi_token_prediction in its config): emit it for megatron, or import it without --mtp");
   }
   const model::ParallelLayout& l = e.layout;
   const bool fsdp = l.zero_stage >= 2;

@@ -44,7 +44,9 @@ model::StageSpan stage_span(const Network& network, int stage, int stages) {
   if (network.block_count() == 0) throw InputError(name + ": pipeline stages split a chain of blocks; it has none");
   for (const Layer* layer : network.layers()) {
     if (!layer->shared_parameters().empty()) {
-      throw InputError(name + ": its LM head is tied to the embedding, whose weight would be on two pipeline stages");
+      throw InputError(name + ": layer " + layer->path() +
+                       " computes with another layer's weights (a tied LM head, a multi-token prediction module's "
+                       "embedding or head), which would be on two pipeline stages");
     }
   }
   const auto spans = model::pipeline_stages(network.block_count(), stages);

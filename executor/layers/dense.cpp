@@ -152,6 +152,17 @@ Embedding::Embedding(int64_t count, int64_t dim, double scale)
   weight = register_parameter("weight", torch::randn({count, dim}) * 0.02);
 }
 
+Embedding::Embedding(torch::Tensor tied_weight, double scale, int64_t lookahead)
+    : Layer(LayerKind::embedding, {{"ids", SlotKind::index}}),
+      weight(std::move(tied_weight)),
+      scale(scale),
+      lookahead_(lookahead) {}
+
+std::vector<torch::Tensor> Embedding::shared_parameters() const {
+  if (parameters(/*recurse=*/false).empty()) return {weight};  // tied
+  return {};
+}
+
 torch::Tensor Embedding::forward(torch::Tensor ids) {
   Scope scope(*this, {});
   if (group_) {

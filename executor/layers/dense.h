@@ -51,8 +51,16 @@ class Embedding : public Layer {
  public:
   // `scale`: the rows looked up are multiplied by it (Gemma's sqrt(dim)).
   Embedding(int64_t count, int64_t dim, double scale = 1);
+  // A multi-token prediction module's: the table `tied_weight` (another
+  // embedding's, not registered here), looked up at the ids `lookahead`
+  // positions ahead (ids_ahead).
+  Embedding(torch::Tensor tied_weight, double scale, int64_t lookahead);
   torch::Tensor forward(torch::Tensor ids);
-  torch::Tensor run(const std::vector<torch::Tensor>&, const Batch& batch) override { return forward(batch.input); }
+  torch::Tensor run(const std::vector<torch::Tensor>&, const Batch& batch) override {
+    return forward(ids_ahead(batch.input, lookahead_));
+  }
+  std::vector<torch::Tensor> shared_parameters() const override;
+  int64_t lookahead() const { return lookahead_; }
   // Keeps `group`'s rank's share of the rows (vocab-parallel, Megatron's):
   // an id outside it looks up zeros, and the group's sum is the lookup.
   void split(const std::shared_ptr<TensorGroup>& group);
@@ -62,6 +70,7 @@ class Embedding : public Layer {
  private:
   std::shared_ptr<TensorGroup> group_;
   int64_t first_row_ = 0;
+  int64_t lookahead_ = 0;
 };
 
 // Adds a learned vector per position to x (batch, positions, dim). Saves nothing.

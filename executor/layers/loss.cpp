@@ -17,14 +17,13 @@ using model::Form;
 using torch::autograd::Function;
 
 constexpr int64_t mean = at::Reduction::Mean;
-constexpr int64_t no_ignore = -100;  // nll_loss's default ignore_index
 
 // d loss / d logits from the fp32 log-probabilities, in `dtype`. The
 // log-probabilities' gradient goes before the cast, as autograd frees it on
 // the native path.
 at::Tensor logits_grad(const at::Tensor& grad, const at::Tensor& logprobs, const at::Tensor& target,
                        const at::Tensor& total_weight, at::ScalarType dtype) {
-  at::Tensor g = at::nll_loss_backward(grad, logprobs, target, {}, mean, no_ignore, total_weight);
+  at::Tensor g = at::nll_loss_backward(grad, logprobs, target, {}, mean, ignored_target, total_weight);
   const at::Tensor logits = at::_log_softmax_backward_data(g, logprobs, -1, at::kFloat);
   g.reset();
   return logits.to(dtype);
@@ -47,7 +46,7 @@ at::Tensor through_cap(at::Tensor grad, const at::Tensor& capped, double softcap
 struct CrossEntropyFunction : Function<CrossEntropyFunction> {
   static at::Tensor forward(AutogradContext* ctx, const CrossEntropy* layer, const at::Tensor& logits, const at::Tensor& target) {
     const at::Tensor logprobs = at::log_softmax(logits.to(at::kFloat), -1);
-    auto [loss, total_weight] = at::nll_loss_forward(logprobs, target, {}, mean, no_ignore);
+    auto [loss, total_weight] = at::nll_loss_forward(logprobs, target, {}, mean, ignored_target);
     stash(ctx, {store_slot(*layer, 0, logprobs)});
     ctx->save_for_backward({target, total_weight});
     ctx->saved_data["dtype"] = logits.scalar_type();
@@ -68,21 +67,37 @@ struct CrossEntropyFunction : Function<CrossEntropyFunction> {
   }
 };
 
+// The targets a loss counts: each row's target (0 where it is left out: a
+// row to gather from), whether it counts, and how many do. Only a head that
+// leaves rows out (a multi-token prediction module's last positions:
+// ignored_target) makes the mask; the others count every row.
+struct Counted {
+  at::Tensor picked, rows, count;  // rows undefined: every row counts
+};
+Counted counted_targets(const at::Tensor& targets, bool leaves_rows_out) {
+  if (!leaves_rows_out) return {targets, {}, at::scalar_tensor(targets.size(0), targets.options())};
+  const at::Tensor rows = targets.ne(ignored_target);
+  return {targets.masked_fill(rows.logical_not(), 0), rows, rows.sum()};
+}
+
 // The LM head's gradients with the log-probabilities recomputed chunk by
 // chunk: {d x rows, d weight (accumulated and returned in fp32; undefined
 // for a frozen weight, which then takes no vocabulary-sized buffer)}.
 variable_list recomputed_gradients(const at::Tensor& grad, const at::Tensor& rows, const at::Tensor& weight,
-                                   const at::Tensor& targets, bool weight_trained, double softcap) {
+                                   const Counted& counted, bool weight_trained, double softcap) {
   at::Tensor grad_rows, grad_weight;
   const int64_t n = rows.size(0), step = model::lm_head_chunk_rows(weight.size(0));
-  const at::Tensor per_token = grad.to(at::kFloat).div(n).neg();  // d loss / d logprob of each target
+  const at::Tensor per_token = grad.to(at::kFloat).div(counted.count).neg();  // d loss / d logprob of each target counted
   for (int64_t start = 0; start < n; start += step) {
     const int64_t count = std::min(step, n - start);
-    const at::Tensor x = rows.narrow(0, start, count), target = targets.narrow(0, start, count).unsqueeze(1);
+    const at::Tensor x = rows.narrow(0, start, count), target = counted.picked.narrow(0, start, count).unsqueeze(1);
     at::Tensor capped = capped_logits(at::linear(x, weight), softcap);
     at::Tensor logprobs = at::log_softmax(capped, -1);
     if (softcap <= 0) capped.reset();  // the logits: only a cap's slope reads them again
-    at::Tensor g = at::zeros_like(logprobs).scatter_(1, target, per_token.expand({count, 1}));
+    const at::Tensor chunk_grad = counted.rows.defined()
+                                      ? counted.rows.narrow(0, start, count).unsqueeze(1).to(at::kFloat).mul_(per_token)
+                                      : per_token.expand({count, 1});
+    at::Tensor g = at::zeros_like(logprobs).scatter_(1, target, chunk_grad);
     at::Tensor logits = at::_log_softmax_backward_data(g, logprobs, -1, at::kFloat);
     // The chunk's log-probabilities go before the cap's slope, the casts
     // below and the results are made: at no point more than keep's backward
@@ -115,22 +130,26 @@ struct LMHeadFunction : Function<LMHeadFunction> {
     const at::Tensor w = computed_as(weight, x);
     const double softcap = layer->softcap;
     ctx->saved_data["softcap"] = softcap;
+    ctx->saved_data["leaves_rows_out"] = layer->lookahead > 0;
     if (model::recomputes(layer->store_spec(1).strategy.form)) {
       stash(ctx, {store_slot(*layer, 0, x)});
       ctx->save_for_backward({weight, targets});
       at::Tensor total = at::zeros({}, x.options().dtype(at::kFloat));
       const int64_t n = rows.size(0), step = model::lm_head_chunk_rows(weight.size(0));
+      const Counted counted = counted_targets(targets, layer->lookahead > 0);
       for (int64_t start = 0; start < n; start += step) {
         const int64_t count = std::min(step, n - start);
         const at::Tensor logprobs = at::log_softmax(capped_logits(at::linear(rows.narrow(0, start, count), w), softcap), -1);
-        total.sub_(logprobs.gather(1, targets.narrow(0, start, count).unsqueeze(1)).sum());
+        at::Tensor picked = logprobs.gather(1, counted.picked.narrow(0, start, count).unsqueeze(1));
+        if (counted.rows.defined()) picked.squeeze_(1).masked_fill_(counted.rows.narrow(0, start, count).logical_not(), 0);
+        total.sub_(picked.sum());
       }
-      return total.div_(n);
+      return total.div_(counted.count);
     }
     at::Tensor capped = capped_logits(at::linear(x, w), softcap);
     at::Tensor logprobs = at::log_softmax(capped, -1);
     if (softcap <= 0) capped.reset();  // the logits: kept only where they are capped
-    auto [loss, total_weight] = at::nll_loss_forward(logprobs.flatten(0, 1), targets, {}, mean, no_ignore);
+    auto [loss, total_weight] = at::nll_loss_forward(logprobs.flatten(0, 1), targets, {}, mean, ignored_target);
     if (softcap > 0) logprobs = std::move(capped);
     stash(ctx, {store_slot(*layer, 0, x), store_slot(*layer, 1, logprobs)});
     if (report) {
@@ -151,7 +170,8 @@ struct LMHeadFunction : Function<LMHeadFunction> {
     const auto gradients = [&](const std::vector<at::Tensor>& s) -> variable_list {
       const at::Tensor rows = s[0].reshape({-1, s[0].size(-1)});
       if (s.size() == 1) {
-        const variable_list g = recomputed_gradients(grad[0], rows, w, targets, weight_trained, softcap);
+        const Counted counted = counted_targets(targets, ctx->saved_data["leaves_rows_out"].toBool());
+        const variable_list g = recomputed_gradients(grad[0], rows, w, counted, weight_trained, softcap);
         return {g[0].view_as(s[0]), gradient_for(weight, g[1])};
       }
       at::Tensor g;

@@ -228,6 +228,41 @@ class Block : public Segment {
   bool pre_norm_, parallel_;
 };
 
+// One multi-token prediction module (model::MultiTokenPredictionConfig),
+// `k` tokens ahead: its embedding and head compute with the main ones'
+// weights, its block is the kind of the block after the last.
+class PredictionModule : public torch::nn::Module {
+ public:
+  PredictionModule(const TransformerConfig& c, int64_t k, const Embedding& tok_emb, const LMHead& lm_head,
+                   const std::shared_ptr<SequenceTables>& tables, const BlockMlp* mixture) {
+    emb = register_module("emb", std::make_shared<Embedding>(tok_emb.weight, tok_emb.scale, k));
+    enorm = register_module("enorm", std::make_shared<Norm>(c.norm, c.d_model));
+    hnorm = register_module("hnorm", std::make_shared<Norm>(c.norm, c.d_model));
+    proj = Projection(*this, "proj", 2 * static_cast<int64_t>(c.d_model), c.d_model, false, c, "mtp_proj");
+    block = register_module("block", std::make_shared<Block>(c, c.layers, true, true, tables, mixture));
+    norm = register_module("norm", std::make_shared<Norm>(c.norm, c.d_model));
+    head = register_module("head", std::make_shared<LMHead>(lm_head.weight));
+    head->softcap = lm_head.softcap;
+    head->lookahead = k;
+  }
+
+  // Its loss, and the stream it hands the next module, from the stream `h`
+  // it is given (the last block's output, or the module before's).
+  std::pair<torch::Tensor, torch::Tensor> forward(const torch::Tensor& h, const Batch& batch) {
+    const torch::Tensor ahead = enorm->forward(emb->forward(ids_ahead(batch.input, emb->lookahead())));
+    torch::Tensor x = proj.forward(torch::cat({hnorm->forward(h), ahead}, -1));
+    x = block->run(std::move(x));
+    torch::Tensor loss = head->forward(norm->forward(x), targets_ahead(batch.target, head->lookahead));
+    return {std::move(loss), std::move(x)};
+  }
+
+  std::shared_ptr<Embedding> emb;
+  std::shared_ptr<Norm> enorm, hnorm, norm;
+  Projection proj;
+  std::shared_ptr<Block> block;
+  std::shared_ptr<LMHead> head;
+};
+
 class Transformer : public Network {
  public:
   explicit Transformer(const model::NetworkConfig& config) : Network(config) {
@@ -261,6 +296,13 @@ class Transformer : public Network {
       lm_head = register_module(
           "lm_head", c.tied_head ? std::make_shared<LMHead>(tok_emb->weight) : std::make_shared<LMHead>(c.vocab, c.d_model));
       lm_head->softcap = c.logit_softcap;
+      if (c.multi_token_prediction) {
+        mtp = register_module("mtp", torch::nn::ModuleList());
+        for (int k = 1; k <= c.multi_token_prediction->depth; ++k) {
+          mtp->push_back(std::make_shared<PredictionModule>(c, k, *tok_emb, *lm_head, tables,
+                                                            c.is_moe_block(c.layers) ? &mixture : nullptr));
+        }
+      }
     } else {
       if (c.pooler) {  // HuggingFace's BertPooler, and the dropout before its classifier
         pooler = register_module("pooler", std::make_shared<Linear>(c.d_model, c.d_model));
@@ -316,11 +358,26 @@ class Transformer : public Network {
   }
 
   torch::Tensor after_blocks(torch::Tensor x, const Batch& batch) override {
+    torch::Tensor stream = mtp ? x : torch::Tensor();  // the prediction modules' first input, held only for them
     if (ln_f) x = ln_f->forward(x);
-    if (lm_head) return lm_head->forward(x, batch.target);
+    if (lm_head) return with_predictions(lm_head->forward(x, batch.target), std::move(stream), batch);
     x = x.select(1, 0);
     if (pooler) x = drop_or_pass(head_drop, pooler_act->forward(pooler->forward(x)));
     return loss_fn->forward(head->forward(x), batch.target);
+  }
+
+  // The main loss and, weighted beside it, the prediction modules' losses
+  // averaged, each module given the stream the one before handed on.
+  torch::Tensor with_predictions(torch::Tensor loss, torch::Tensor stream, const Batch& batch) {
+    if (!mtp) return loss;
+    const auto& m = *config().transformer().multi_token_prediction;
+    torch::Tensor predicted;
+    for (const auto& module : *mtp) {
+      auto [module_loss, next] = module->as<PredictionModule>()->forward(stream, batch);
+      predicted = predicted.defined() ? predicted + module_loss : module_loss;
+      stream = std::move(next);
+    }
+    return loss + predicted * (m.loss_scale / m.depth);
   }
 
   std::shared_ptr<Conv2d> patch_emb;
@@ -332,6 +389,7 @@ class Transformer : public Network {
   std::shared_ptr<Dropout> emb_drop;
   torch::nn::ModuleList blocks{nullptr};
   std::shared_ptr<LMHead> lm_head;
+  torch::nn::ModuleList mtp{nullptr};  // the multi-token prediction modules, or none
   std::shared_ptr<Linear> head, pooler;
   std::shared_ptr<Activation> pooler_act;
   std::shared_ptr<Dropout> head_drop;
@@ -353,6 +411,7 @@ void check_tensor_split(const model::NetworkConfig& config, int ranks, bool sequ
   if (c->logit_softcap > 0) refuse("of a soft cap on the LM head's logits not built");
   if (c->attention_sinks) refuse("of attention sinks not built");
   if (c->latent) refuse("of latent attention not built");
+  if (c->multi_token_prediction) refuse("of multi-token prediction not built");
   if (c->proj_bias || c->mlp_bias) refuse("a row-parallel projection's bias not built (it is added once, after the sum)");
   for (int i = 0; i < c->layers; ++i) {
     if (c->is_moe_block(i)) refuse("of a mixture of experts not built");

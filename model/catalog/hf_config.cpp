@@ -576,8 +576,8 @@ void require_deepseek_value(const json& hf, const char* key, const json& only, c
 // qk_head_dim^-1/2 times yarn's mscale over mscale_all_dim squared, no
 // attention bias, an LM head of its own, 4096 positions, rope_theta 10000.
 // HuggingFace trains it without the multi-token-prediction layer
-// (num_nextn_predict_layers) and without DeepSeek's sequence-wise balance
-// loss; papaya too. rope_interleave lays the rotated pairs out otherwise in
+// (num_nextn_predict_layers; with_multi_token_prediction adds it) and
+// without DeepSeek's sequence-wise balance loss; papaya too. rope_interleave lays the rotated pairs out otherwise in
 // the weights, which changes neither the memory nor the work.
 json deepseek_v3(const json& hf, json out, const std::string& label, std::optional<int> seq_len) {
   require_deepseek_value(hf, "scoring_func", "sigmoid", "DeepSeek-V3's experts are scored by a sigmoid", label);
@@ -814,6 +814,19 @@ json network_config_from_hf(const json& hf, const std::string& name, const std::
   json net = converted(type, hf, std::move(out), label, seq_len);
   net["attention"] = attention_of(hf, label);
   net["precision"] = precision_of(hf, label);
+  return net;
+}
+
+json with_multi_token_prediction(const json& hf, json net, const std::string& label) {
+  const int depth = field(hf, "num_nextn_predict_layers", 0, label);
+  if (depth < 1) {
+    throw InputError(
+        label + ": /num_nextn_predict_layers: " + (hf.contains("num_nextn_predict_layers") ? std::to_string(depth) : "absent") +
+        ": the config has no multi-token prediction modules");
+  }
+  net["multi_token_prediction"] = {{"depth", depth}};
+  net["description"] = net.value("description", std::string()) + ", with " + std::to_string(depth) +
+                       (depth == 1 ? " multi-token prediction module" : " multi-token prediction modules");
   return net;
 }
 

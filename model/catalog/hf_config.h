@@ -19,6 +19,12 @@ bool is_hf_config(const nlohmann::json& doc);
 nlohmann::json network_config_from_hf(const nlohmann::json& hf, const std::string& name, const std::string& label,
                                       std::optional<int> seq_len = std::nullopt);
 
+// `net` (network_config_from_hf's of `hf`) with the config's multi-token
+// prediction modules (num_nextn_predict_layers: DeepSeek-V3's), which
+// HuggingFace's Trainer leaves out and DeepSeek and Megatron-LM pre-train
+// with. Throws InputError, `label` first, where the config has none.
+nlohmann::json with_multi_token_prediction(const nlohmann::json& hf, nlohmann::json net, const std::string& label);
+
 // The model types converted.
 const char* supported_hf_model_types();
 

@@ -80,9 +80,60 @@ void add_latent_projections(Layers& layers, const TransformerConfig& t, const st
   add_projection(layers, t, prefix, "kv_b", "kv_b", false);
 }
 
+// Block `index` under `prefix` ("blocks.3."), in the order forward runs its layers.
+void add_block(Layers& layers, const TransformerConfig& t, const std::string& block, int index, bool post_norm) {
+  const int64_t kv = static_cast<int64_t>(t.kv_heads) * t.head_dim();
+  if (!post_norm) layers.add(block + "ln1", norm_count(t));
+  if (t.latent) {
+    add_latent_projections(layers, t, block + "attn.");
+  } else if (t.fused_qkv) {
+    add_projection(layers, t, block + "attn.", "qkv", "qkv", t.qkv_bias);
+  } else {
+    add_projection(layers, t, block + "attn.", "q", "q", t.qkv_bias);
+    add_projection(layers, t, block + "attn.", "k", "k", t.qkv_bias);
+    add_projection(layers, t, block + "attn.", "v", "v", t.qkv_bias);
+  }
+  if (t.qk_norm == QkNorm::projection) {
+    layers.add(block + "attn.q_norm", t.attention_width());
+    layers.add(block + "attn.k_norm", kv);
+  } else if (t.qk_norm == QkNorm::head) {
+    layers.add(block + "attn.q_norm", t.head_dim());
+    layers.add(block + "attn.k_norm", t.head_dim());
+  }
+  if (t.attention_sinks) layers.add(block + "attn.fused", t.heads);
+  add_projection(layers, t, block + "attn.", "proj", "o", t.proj_bias);
+  if (t.post_norms) layers.add(block + "post_attn_norm", norm_count(t));
+  if (post_norm) layers.add(block + "ln1", norm_count(t));
+  if (!post_norm) layers.add(block + "ln2", norm_count(t));
+  if (t.is_moe_block(index)) {
+    add_experts(layers, t, block + "moe.");
+  } else {
+    const bool gated = t.gated();
+    add_projection(layers, t, block + "mlp.", "fc1", !gated ? "fc1" : t.fused_gate_up ? "gate_up" : "gate", t.mlp_bias);
+    if (gated && !t.fused_gate_up) add_projection(layers, t, block + "mlp.", "up", "up", t.mlp_bias);
+    add_projection(layers, t, block + "mlp.", "fc2", gated ? "down" : "fc2", t.mlp_bias);
+  }
+  if (t.post_norms) layers.add(block + "post_mlp_norm", norm_count(t));
+  if (post_norm) layers.add(block + "ln2", norm_count(t));
+}
+
+// Each multi-token prediction module: its norms, its projection of the two
+// joined, its block and its norm. Its embedding and LM head compute with the
+// main ones' weights: no parameters of their own.
+void add_multi_token_prediction(Layers& layers, const TransformerConfig& t) {
+  for (int k = 0; k < t.multi_token_prediction->depth; ++k) {
+    const std::string module = "mtp." + std::to_string(k) + ".";
+    layers.add(module + "enorm", norm_count(t));
+    layers.add(module + "hnorm", norm_count(t));
+    add_linear(layers, t, module, "proj", "mtp_proj", 2 * static_cast<int64_t>(t.d_model), t.d_model, false);
+    add_block(layers, t, module + "block.", t.layers, false);
+    layers.add(module + "norm", norm_count(t));
+  }
+}
+
 void add_transformer(Layers& layers, const NetworkConfig& config) {
   const TransformerConfig& t = config.transformer();
-  const int64_t d = t.d_model, kv = static_cast<int64_t>(t.kv_heads) * t.head_dim();
+  const int64_t d = t.d_model;
   if (config.family == Family::vit) {
     layers.add("patch_emb", t.channels * t.patch * t.patch * d + d);
     layers.add("cls_token", d);
@@ -93,44 +144,11 @@ void add_transformer(Layers& layers, const NetworkConfig& config) {
   layers.add("pos_emb", config.position_rows() * d);
   if (config.family == Family::bert) layers.add("emb_norm", norm_count(t));
   const bool post_norm = config.family == Family::bert;
-  for (int i = 0; i < t.layers; ++i) {
-    const std::string block = "blocks." + std::to_string(i) + ".";
-    if (!post_norm) layers.add(block + "ln1", norm_count(t));
-    if (t.latent) {
-      add_latent_projections(layers, t, block + "attn.");
-    } else if (t.fused_qkv) {
-      add_projection(layers, t, block + "attn.", "qkv", "qkv", t.qkv_bias);
-    } else {
-      add_projection(layers, t, block + "attn.", "q", "q", t.qkv_bias);
-      add_projection(layers, t, block + "attn.", "k", "k", t.qkv_bias);
-      add_projection(layers, t, block + "attn.", "v", "v", t.qkv_bias);
-    }
-    if (t.qk_norm == QkNorm::projection) {
-      layers.add(block + "attn.q_norm", t.attention_width());
-      layers.add(block + "attn.k_norm", kv);
-    } else if (t.qk_norm == QkNorm::head) {
-      layers.add(block + "attn.q_norm", t.head_dim());
-      layers.add(block + "attn.k_norm", t.head_dim());
-    }
-    if (t.attention_sinks) layers.add(block + "attn.fused", t.heads);
-    add_projection(layers, t, block + "attn.", "proj", "o", t.proj_bias);
-    if (t.post_norms) layers.add(block + "post_attn_norm", norm_count(t));
-    if (post_norm) layers.add(block + "ln1", norm_count(t));
-    if (!post_norm) layers.add(block + "ln2", norm_count(t));
-    if (t.is_moe_block(i)) {
-      add_experts(layers, t, block + "moe.");
-    } else {
-      const bool gated = t.gated();
-      add_projection(layers, t, block + "mlp.", "fc1", !gated ? "fc1" : t.fused_gate_up ? "gate_up" : "gate", t.mlp_bias);
-      if (gated && !t.fused_gate_up) add_projection(layers, t, block + "mlp.", "up", "up", t.mlp_bias);
-      add_projection(layers, t, block + "mlp.", "fc2", gated ? "down" : "fc2", t.mlp_bias);
-    }
-    if (t.post_norms) layers.add(block + "post_mlp_norm", norm_count(t));
-    if (post_norm) layers.add(block + "ln2", norm_count(t));
-  }
+  for (int i = 0; i < t.layers; ++i) add_block(layers, t, "blocks." + std::to_string(i) + ".", i, post_norm);
   if (config.family != Family::bert) layers.add("ln_f", norm_count(t));
   if (config.family == Family::gpt) {
     if (!t.tied_head) layers.add("lm_head", t.vocab * d);
+    if (t.multi_token_prediction) add_multi_token_prediction(layers, t);
     return;
   }
   if (t.pooler) layers.add("pooler", d * d + d);

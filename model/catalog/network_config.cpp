@@ -384,6 +384,16 @@ TransformerConfig parse_transformer(const json& doc, Family family, const std::s
   t.qk_norm = qk_norm == "projection" ? QkNorm::projection : qk_norm == "head" ? QkNorm::head : QkNorm::none;
   require(t.qk_norm == QkNorm::none || !t.fused_qkv, label, "/qk_norm", "normalizes q and k projections: \"fused_qkv\": false");
   if (doc.contains("lora")) t.lora = parse_lora(doc.at("lora"), t, label);
+  if (doc.contains("multi_token_prediction")) {
+    require(family == Family::gpt, label, "/multi_token_prediction", "predicts further tokens of a gpt network");
+    const json& mtp = doc.at("multi_token_prediction");
+    MultiTokenPredictionConfig m;
+    m.depth = mtp.value("depth", m.depth);
+    m.loss_scale = mtp.value("loss_scale", m.loss_scale);
+    require(m.depth < t.seq_len, label, "/multi_token_prediction/depth",
+            std::to_string(m.depth) + " tokens ahead leave no position of seq_len " + std::to_string(t.seq_len) + " to train on");
+    t.multi_token_prediction = m;
+  }
   return t;
 }
 

@@ -107,6 +107,20 @@ struct LatentAttentionConfig {
 
 enum class QkNorm { none, projection, head };
 
+// Multi-token prediction (DeepSeek-V3's, as Megatron-LM trains it): after the
+// main LM head, `depth` modules each predict one token further ahead. Module
+// k (1 .. depth) looks up the ids k places ahead in the token embedding,
+// normalizes them and the stream it is given (the last block's output, then
+// module k-1's), projects the two joined (2 d_model -> d_model), runs them
+// through one more block (the blocks' kind of the block after the last) and
+// a norm, and scores them with the main LM head's weights against the
+// targets k places ahead, the last k positions left out of its loss. The
+// modules' losses, averaged and weighted by loss_scale, join the main loss.
+struct MultiTokenPredictionConfig {
+  int depth = 1;
+  double loss_scale = 0.1;  // Megatron-LM's --mtp-loss-scaling-factor default
+};
+
 struct TransformerConfig {
   int layers = 0;
   int d_model = 0;
@@ -172,6 +186,7 @@ struct TransformerConfig {
   // (Qwen3, Gemma 3).
   QkNorm qk_norm = QkNorm::none;
   std::optional<LatentAttentionConfig> latent;  // multi-head latent attention in place of q, k and v projections
+  std::optional<MultiTokenPredictionConfig> multi_token_prediction;  // gpt: modules that predict further tokens
 
   int mlp_hidden() const;
   // q's and k's dimensions a head (a latent attention's nope and rope parts).

@@ -21,6 +21,8 @@ int64_t selection_bias_count(const NetworkConfig& config) {
   if (!t.moe || !t.moe->selection_bias) return 0;
   int64_t mixtures = 0;
   for (int i = 0; i < t.layers; ++i) mixtures += t.is_moe_block(i) ? 1 : 0;
+  // Each multi-token prediction module's block is of the kind of the block after the last.
+  if (t.multi_token_prediction && t.is_moe_block(t.layers)) mixtures += t.multi_token_prediction->depth;
   return t.moe->experts * mixtures;
 }
 

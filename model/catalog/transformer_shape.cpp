@@ -14,6 +14,10 @@ TransformerShape transformer_shape(const NetworkConfig& config) {
   shape.experts = config.mixture() ? config.mixture()->experts : 0;
   shape.tokens = config.sequence_length();
   shape.fused_attention = transformer->attention == "fused";
+  if (const auto& m = transformer->multi_token_prediction) {
+    shape.prediction_modules = m->depth;
+    shape.prediction_loss_scale = m->loss_scale;
+  }
   return shape;
 }
 

@@ -45,6 +45,8 @@ struct TransformerShape {
   int experts = 0;               // 0: no mixture of experts
   int tokens = 0;                // a sample's
   bool fused_attention = false;  // one fused layer (FlashAttention), or scores, softmax and context
+  int prediction_modules = 0;    // multi-token prediction's (model::MultiTokenPredictionConfig::depth)
+  double prediction_loss_scale = 0;
 };
 
 // InputError naming the constraint a layout breaks: degrees below 1, heads

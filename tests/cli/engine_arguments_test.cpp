@@ -46,6 +46,12 @@ TEST(EngineArguments, MegatronGetsItsOwnArgumentNames) {
   const std::string selective = megatron_arguments(layout(1, "recompute-attention"), shape, "bf16");
   expect_lines(selective, {"--recompute-granularity selective \\\n", "--recompute-modules core_attn \\\n"});
   EXPECT_EQ(selective.find("--recompute-method"), std::string::npos);
+  // Multi-token prediction: Megatron-LM's modules and their loss's weight; none without them.
+  model::TransformerShape predicting = shape;
+  predicting.prediction_modules = 1, predicting.prediction_loss_scale = 0.3;
+  expect_lines(megatron_arguments(layout(1, "keep"), predicting, "bf16"),
+               {"--mtp-num-layers 1 \\\n", "--mtp-loss-scaling-factor 0.3 \\\n"});
+  EXPECT_EQ(args.find("--mtp"), std::string::npos);
 }
 
 TEST(EngineArguments, TorchtitanGetsItsOwnConfigKeys) {
@@ -67,6 +73,15 @@ TEST(EngineArguments, TorchtitanGetsItsOwnConfigKeys) {
                {"data_parallel_replicate_degree = 2\n", "data_parallel_shard_degree = 1\n", "mode = \"full\"\n",
                 "mixed_precision_param = \"bfloat16\"\n"});
   expect_lines(torchtitan_config(layout(2, "keep"), shape, "bf16"), {"fsdp_reshard_after_forward = \"never\"\n"});
+  // Its job config has no multi-token prediction: refused, naming what to do.
+  model::TransformerShape predicting = shape;
+  predicting.prediction_modules = 1;
+  try {
+    torchtitan_config(layout(3, "keep"), predicting, "bf16");
+    ADD_FAILURE() << "multi-token prediction emitted for torchtitan";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("multi-token prediction"), std::string::npos) << e.what();
+  }
 }
 
 // FP8: Megatron-LM runs Transformer Engine's recipes (delayed scaling with

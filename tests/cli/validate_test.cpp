@@ -135,5 +135,19 @@ TEST_F(Validate, BadInputExitsTwoBeforeProfiling) {
   EXPECT_FALSE(std::filesystem::exists(svg));
 }
 
+// Two LM heads (DeepSeek-V3-tiny's and its multi-token prediction
+// module's): under quantize-4 each recomputes its log-probabilities chunk by
+// chunk, priced at its own head, and every peak is the CPU target's 3 % from
+// the run's.
+TEST_F(Validate, EachLmHeadOfAMultiTokenPredictionNetworkIsPricedAtItself) {
+  const Outcome run = run_papaya(
+      "validate --network deepseek-v3-mtp-tiny --profile-batches 1,2,4 --batches 8,16 --plans keep,quantize-4 --steps 3 "
+      "--json");
+  ASSERT_EQ(run.code, 0) << run.err;
+  const json doc = json::parse(run.out);
+  ASSERT_EQ(doc["rows"].size(), 4u);
+  for (const auto& row : doc["rows"]) EXPECT_LT(std::abs(row["peak_error_pct"].get<double>()), 3) << row.dump();
+}
+
 }  // namespace
 }  // namespace papaya::testing

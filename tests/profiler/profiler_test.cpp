@@ -605,7 +605,7 @@ TEST(MedianRun, TakesMediansOverEveryStepAndTheLargestBytes) {
 INSTANTIATE_TEST_SUITE_P(Cpu, TinyProfile,
                          ::testing::Values("gpt-tiny", "llama-tiny", "llama-tiny-lora", "mixtral-tiny", "olmoe-tiny",
                                            "qwen3-tiny", "phi3-tiny", "gemma2-tiny", "gemma3-tiny", "gpt-oss-tiny",
-                                           "deepseek-v3-tiny", "vit-tiny", "resnet-tiny", "mlp-tiny"),
+                                           "deepseek-v3-tiny", "deepseek-v3-mtp-tiny", "vit-tiny", "resnet-tiny", "mlp-tiny"),
                          test_support::NetworkParamName());
 
 TEST(Profiler, ABatchOverTheMemoryLimitIsAnOomRowAndTheOthersGoOn) {

@@ -136,8 +136,8 @@ TEST_P(EveryNetwork, StoredBytesAreTheModelsDeviceBytes) {
 INSTANTIATE_TEST_SUITE_P(Zoo, EveryNetwork,
                          ::testing::Values("gpt-tiny", "llama-tiny", "llama-tiny-lora", "mixtral-tiny", "qwen-moe-tiny",
                                            "olmoe-tiny", "qwen3-tiny", "phi3-tiny", "gemma2-tiny", "gemma3-tiny", "gpt-oss-tiny",
-                                           "deepseek-v3-tiny", "bert-tiny", "bert-hf-tiny", "vit-tiny", "resnet-tiny",
-                                           "mlp-tiny"),
+                                           "deepseek-v3-tiny", "deepseek-v3-mtp-tiny", "bert-tiny", "bert-hf-tiny", "vit-tiny",
+                                           "resnet-tiny", "mlp-tiny"),
                          [](const auto& info) {
                            std::string name = info.param;
                            std::replace(name.begin(), name.end(), '-', '_');
@@ -242,6 +242,27 @@ TEST(LMHead, RecomputedLogProbabilitiesGiveKeepsGradients) {
   const double keep_off = testing::relative_error(exact_bf16, exact);
   EXPECT_LT(testing::relative_error(chunked_bf16, exact), 1.5 * keep_off) << "keep's bf16 path: " << keep_off;
   EXPECT_LE(std::abs(chunked_bf16.loss - exact.loss), 1.5 * std::abs(exact_bf16.loss - exact.loss) + 1e-6 * exact.loss);
+}
+
+// Multi-token prediction modules' heads leave their last positions out of
+// their loss: recomputed chunk by chunk (700 rows of 256, two modules and
+// the main head), they give keep's loss and gradients, which nll_loss's
+// ignore_index makes.
+TEST(LMHead, RecomputedHeadsThatLeaveRowsOutGiveKeepsGradients) {
+  const auto config = model::parse_network_config(
+      nlohmann::json::parse(R"({"name": "wide-vocab-mtp", "family": "gpt", "layers": 1, "d_model": 32, "heads": 2,
+                                "seq_len": 14, "vocab": 8192, "multi_token_prediction": {"depth": 2, "loss_scale": 0.5}})"),
+      "wide-vocab-mtp.json");
+  const Batch batch = batch_for(config, 50);
+  model::Plan recompute;
+  recompute.name = "recompute-logprobs";
+  for (const char* head : {"lm_head", "mtp.0.head", "mtp.1.head"}) {
+    recompute.tensors[std::string(head) + ":logprobs"] = model::parse_tensor_strategy("recompute", "t");
+  }
+  const auto exact = testing::step(*planned(config, "keep").network, batch);
+  const auto chunked = testing::step(*planned(config, recompute).network, batch);
+  EXPECT_NEAR(chunked.loss, exact.loss, 1e-5 * exact.loss);
+  EXPECT_LT(testing::relative_error(chunked, exact), 1e-5);
 }
 
 // Soft-capped logits (cap·tanh(z / cap), Gemma 2's final logits): the loss

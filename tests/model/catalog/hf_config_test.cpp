@@ -430,6 +430,41 @@ TEST(HfConfig, DeepSeekV3CountsHuggingFacesParameters) {
   EXPECT_EQ(error_of(cut), "config.json: /hidden_size: 1000000000000.0 is out of range");
 }
 
+// DeepSeek-V3 with its multi-token prediction module (num_nextn_predict_layers
+// 1, as DeepSeek pre-trained it; import-hf --mtp): its norms of the stream and
+// of the embedding one token ahead, their projection (2 x 7168 -> 7168), one
+// more block of the blocks' kind past the last (a mixture, its 256 selection
+// biases among them) and a norm before the head; embedding and head are the
+// main ones'. 11,610,068,224 more than without: the checkpoint's layer 61,
+// less its copies of the embedding and head and the FP8 block scales.
+TEST(HfConfig, DeepSeekV3WithItsMultiTokenPredictionModule) {
+  const json hf = json::parse(std::ifstream(config_dir() + "/hf/deepseek-v3.json"));
+  const NetworkConfig ds = shipped("deepseek-v3");
+  const NetworkConfig mtp = parse_network_config(
+      with_multi_token_prediction(hf, network_config_from_hf(hf, "ds", "config.json"), "config.json"), "d.json");
+  const int64_t d = 7168;
+  const int64_t attention = d * 1536 + 1536 + 1536 * 128 * 192 + d * 576 + 512 + 512 * 128 * 256 + 128 * 128 * d;
+  const int64_t mixture = 257 * 3 * d * 2048 + d * 256;
+  const int64_t module = 3 * d + 2 * d * d + attention + 2 * d + mixture;
+  EXPECT_EQ(module, 11610067968);
+  EXPECT_EQ(parameter_count(mtp), parameter_count(ds) + module + 256);
+  EXPECT_EQ(trainable_parameter_count(mtp), trainable_parameter_count(ds) + module);
+  ASSERT_TRUE(mtp.transformer().multi_token_prediction);
+  EXPECT_EQ(mtp.transformer().multi_token_prediction->depth, 1);
+  EXPECT_DOUBLE_EQ(mtp.transformer().multi_token_prediction->loss_scale, 0.1);
+  EXPECT_FALSE(ds.transformer().multi_token_prediction);  // HuggingFace's Trainer leaves it out: papaya too by default
+  // A config without modules is refused naming the field.
+  json none = hf;
+  none.erase("num_nextn_predict_layers");
+  try {
+    with_multi_token_prediction(none, network_config_from_hf(none, "ds", "config.json"), "config.json");
+    ADD_FAILURE() << "no modules, not refused";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "config.json: /num_nextn_predict_layers: absent: the config has no multi-token prediction modules");
+  }
+}
+
 // LlamaForCausalLM ("meta-llama/Llama-3.1-8B"): Llama 3's 8,030,261,248
 // parameters, its rotation scaled as llama3 says (factor 8 over 8,192
 // original positions); a gemma3 config's linear scaling is its global

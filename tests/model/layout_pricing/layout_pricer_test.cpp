@@ -11,6 +11,7 @@
 #include "model/error.h"
 #include "model/layout_pricing/layout_search.h"
 #include "model/parallel/data_parallel.h"
+#include "model/parallel/pipeline_stages.h"
 #include "model/parallel/sharding.h"
 #include "model/parallel/tensor_split.h"
 #include "model/plan.h"
@@ -218,6 +219,41 @@ TEST(PipelineStages, StagesOfAsManyBlocksOfOtherKindsHoldTheirOwn) {
   ASSERT_GT(weights[1], weights[0]);
   // fp32 AdamW: a stage's state in proportion to its weights.
   EXPECT_NEAR(e.stages[2].static_bytes / e.stages[1].static_bytes, weights[1] / weights[0], 1e-9 * weights[1] / weights[0]);
+}
+
+// Weights a layer borrows are copied to the last stage once for each owner
+// elsewhere: DeepSeek-V3-tiny with a multi-token prediction module in two
+// stages, the last holding block 2, the heads and the module. Untied, the
+// module's embedding borrows the first stage's token embedding (a copy) and
+// its head the main head beside it (none); tied, the main head and both of
+// the module's borrow the embedding (one copy). Where owners are not
+// recorded, every borrower counts a copy, as before owners were.
+TEST(PipelineStages, TheLastStageCopiesEachOwnersWeightsOnce) {
+  for (const bool tied : {false, true}) {
+    nlohmann::json doc = load_network_config("deepseek-v3-mtp-tiny").document;
+    doc["tied_head"] = tied;
+    const LayerModel whole = profiler::quick_fit(with_expert_routing(parse_network_config(doc, "mtp.json"), 1.0 / 8));
+    const StageSpan last = pipeline_stages(3, 2)[1];
+    const auto with = [&](auto change) {
+      LayerModel changed = whole;
+      for (LayerFit& l : changed.layers) change(l);
+      return stage_model(changed, last).static_bytes;
+    };
+    int borrowers = 0;
+    for (const LayerFit& l : whole.layers) {
+      if (l.shared_trainable_bytes == 0) continue;
+      ++borrowers;
+      EXPECT_EQ(l.shares_weights_of, tied || l.path == "mtp.0.emb" ? "tok_emb" : "lm_head") << l.path;
+    }
+    ASSERT_EQ(borrowers, tied ? 3 : 2);
+    // One borrower of the embedding alone (the module's) gives the same stage.
+    const double once = with([](LayerFit& l) {
+      if (l.path != "mtp.0.emb") l.shared_trainable_bytes = 0;
+    });
+    EXPECT_DOUBLE_EQ(stage_model(whole, last).static_bytes, once) << (tied ? "tied" : "untied");
+    const double each = with([](LayerFit& l) { l.shares_weights_of.clear(); });
+    EXPECT_GT(each, once) << (tied ? "tied" : "untied");
+  }
 }
 
 // Tensor parallelism's all-reduces of the stream on Qwen-MoE's blocks: the
