@@ -165,6 +165,7 @@ std::vector<torch::Tensor> Embedding::shared_parameters() const {
 
 torch::Tensor Embedding::forward(torch::Tensor ids) {
   Scope scope(*this, {});
+  ids = ids_ahead(ids, lookahead_);
   if (group_) {
     const int64_t rows = weight.size(0);
     const torch::Tensor local = ids - first_row_;

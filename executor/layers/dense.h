@@ -53,14 +53,11 @@ class Embedding : public Layer {
   Embedding(int64_t count, int64_t dim, double scale = 1);
   // A multi-token prediction module's: the table `tied_weight` (another
   // embedding's, not registered here), looked up at the ids `lookahead`
-  // positions ahead (ids_ahead).
+  // positions ahead of those forward is given (ids_ahead).
   Embedding(torch::Tensor tied_weight, double scale, int64_t lookahead);
   torch::Tensor forward(torch::Tensor ids);
-  torch::Tensor run(const std::vector<torch::Tensor>&, const Batch& batch) override {
-    return forward(ids_ahead(batch.input, lookahead_));
-  }
+  torch::Tensor run(const std::vector<torch::Tensor>&, const Batch& batch) override { return forward(batch.input); }
   std::vector<torch::Tensor> shared_parameters() const override;
-  int64_t lookahead() const { return lookahead_; }
   // Keeps `group`'s rank's share of the rows (vocab-parallel, Megatron's):
   // an id outside it looks up zeros, and the group's sum is the lookup.
   void split(const std::shared_ptr<TensorGroup>& group);

@@ -316,6 +316,7 @@ std::vector<torch::Tensor> LMHead::shared_parameters() const {
 
 torch::Tensor LMHead::forward(torch::Tensor x, torch::Tensor target) {
   Scope scope(*this, {&x});
+  target = targets_ahead(target, lookahead);
   if (group_) {
     // With the tokens split, the head gathers them itself, storing its share.
     const torch::Tensor input = group_->splits_sequence() ? x : group_->enter(x);

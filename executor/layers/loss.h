@@ -24,9 +24,7 @@ class LMHead : public Layer {
   explicit LMHead(torch::Tensor tied_weight);
   LMHead(int64_t vocab, int64_t dim);  // untied
   torch::Tensor forward(torch::Tensor x, torch::Tensor target);
-  torch::Tensor run(const std::vector<torch::Tensor>& in, const Batch& batch) override {
-    return forward(in.at(0), targets_ahead(batch.target, lookahead));
-  }
+  torch::Tensor run(const std::vector<torch::Tensor>& in, const Batch& batch) override { return forward(in.at(0), batch.target); }
   std::vector<torch::Tensor> shared_parameters() const override;
   // Computes `group`'s rank's share of the vocabulary (a tied weight: the
   // embedding's share, split with it): the loss is Megatron's vocab-parallel
@@ -36,7 +34,8 @@ class LMHead : public Layer {
   torch::Tensor weight;  // tied: not registered, owned by the embedding
   double softcap = 0;    // the logits capped at ±softcap (cap·tanh(z / cap), Gemma 2); 0: not capped
   // A multi-token prediction module's head: scored against the targets this
-  // many positions ahead (targets_ahead), the last ones left out; 0: the main head.
+  // many positions ahead of those forward is given (targets_ahead), the last
+  // ones left out; 0: the main head.
   int64_t lookahead = 0;
 
  private:

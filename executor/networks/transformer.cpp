@@ -249,10 +249,10 @@ class PredictionModule : public torch::nn::Module {
   // Its loss, and the stream it hands the next module, from the stream `h`
   // it is given (the last block's output, or the module before's).
   std::pair<torch::Tensor, torch::Tensor> forward(const torch::Tensor& h, const Batch& batch) {
-    const torch::Tensor ahead = enorm->forward(emb->forward(ids_ahead(batch.input, emb->lookahead())));
+    const torch::Tensor ahead = enorm->forward(emb->forward(batch.input));
     torch::Tensor x = proj.forward(torch::cat({hnorm->forward(h), ahead}, -1));
     x = block->run(std::move(x));
-    torch::Tensor loss = head->forward(norm->forward(x), targets_ahead(batch.target, head->lookahead));
+    torch::Tensor loss = head->forward(norm->forward(x), batch.target);
     return {std::move(loss), std::move(x)};
   }
 
