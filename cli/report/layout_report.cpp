@@ -82,7 +82,8 @@ void to_json(nlohmann::json& doc, const Laid& r) {
               {"layouts", layouts},
               {"why", p.answer.why},
               {"priced", p.answer.priced},
-              {"pruned", p.answer.pruned}});
+              {"pruned", p.answer.pruned},
+              {"skipped", p.answer.skipped}});
   if (!r.emit.empty()) doc["emit"] = {{"engine", r.emit}, {"text", r.emitted}};
   if (!r.model_path.empty()) doc["model"] = r.model_path;
 }
@@ -144,7 +145,9 @@ void print_text(std::ostream& out, const Laid& r) {
   out << "best: " << best.layout.label() << " under " << best.plan << " (" << p.answer.why << "), each pipeline stage:\n";
   print_stages(out, best);
   out << "searched: " << p.answer.priced << " layouts priced; " << p.answer.pruned
-      << " pruned by their weights, gradients and optimizer state alone\n";
+      << " pruned by their weights, gradients and optimizer state alone";
+  if (p.answer.skipped > 0) out << "; " << p.answer.skipped << " micro-batch choices skipped, too slow at their least";
+  out << "\n";
   for (const auto& note : p.setting.notes) out << "note: " << note << "\n";
   out << "(--emit megatron, torchtitan or papaya writes the best layout for that engine)\n";
   if (!r.model_path.empty()) {

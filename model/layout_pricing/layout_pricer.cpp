@@ -203,6 +203,9 @@ StageComm stage_comm(const LayerModel& stage, const std::vector<LayerCommFacts>&
   return out;
 }
 
+// The micro-batches' times an iteration lasts: its own and the pipeline's fill and drain.
+double micro_batch_turns(const ParallelLayout& l) { return l.micro_batches + (l.pipeline - 1.0) / l.virtual_stages; }
+
 std::string rank_key(const ParallelLayout& l) {
   return std::to_string(l.tensor) + (l.sequence ? "s" : "") + "/" + std::to_string(l.context) + "/" + std::to_string(l.expert);
 }
@@ -220,6 +223,7 @@ struct LayoutPricer::StagePrice {
 
 struct LayoutPricer::Stage {
   LayerModel model;
+  StateBytes state;  // of `model`
   Target alone;
   double weight_copies = 0;           // its layers' half-precision weight copies
   double input_bytes_per_sample = 0;  // the activation it receives (none on the first stage)
@@ -230,6 +234,7 @@ struct LayoutPricer::Stage {
   std::map<std::string, PlanSpace> spaces;
   std::map<std::string, std::deque<PlanSpace>> recent;
   std::map<std::string, StagePrice> prices;
+  std::map<int, double> compute_floor;  // by micro-batch: its layers' forward and backward and the rest
   // Each whole-network plan by name, on its layout and as its spaces' decisions (the same in each).
   std::map<std::string, std::pair<Plan, Assignment>> plans;
   uint64_t last_used = 0;  // the pricer's count of stage lookups when it was last looked up
@@ -239,6 +244,9 @@ struct LayoutPricer::Stage {
 struct LayoutPricer::Kept {
   std::map<std::string, LayerModel> ranks;  // by rank_key
   std::map<std::string, std::unique_ptr<Stage>> stages;
+  // By stage key, each stage's state bytes, kept when the stage is let go:
+  // the static floor of a stage seen before (at another count of GPUs) needs no stage.
+  std::map<std::string, StateBytes> states;
   uint64_t stage_lookups = 0;
   size_t stages_seen = 0;  // how many stages make_room last found
 };
@@ -302,31 +310,50 @@ LayoutPricer::LayoutPricer(const LayerModel& whole, LayoutRequest request)
 
 LayoutPricer::~LayoutPricer() = default;
 
-LayoutPricer::Stage& LayoutPricer::stage(Kept& k, const ParallelLayout& layout, const StageSpan& span) const {
+std::string LayoutPricer::stage_key(const ParallelLayout& layout, const StageSpan& span) const {
+  std::string key = rank_key(layout) + "/" + (span.first ? "f" : "") + (span.last ? "l" : "");
+  // The kinds in runs ("/0x3/1x58"): short keys, as maps compare them at every lookup.
+  for (int b = span.first_block; b < span.end_block;) {
+    const int kind = block_kinds_[static_cast<size_t>(b)];
+    int run = 1;
+    while (b + run < span.end_block && block_kinds_[static_cast<size_t>(b + run)] == kind) ++run;
+    key += "/" + std::to_string(kind) + "x" + std::to_string(run);
+    b += run;
+  }
+  return key;
+}
+
+const LayerModel& LayoutPricer::rank_model(Kept& k, const ParallelLayout& layout) const {
   const std::string key = rank_key(layout);
-  std::string stage_key = key + "/" + (span.first ? "f" : "") + (span.last ? "l" : "");
-  for (int b = span.first_block; b < span.end_block; ++b) stage_key += "/" + std::to_string(block_kinds_[static_cast<size_t>(b)]);
-  auto found = k.stages.find(stage_key);
+  auto rank = k.ranks.find(key);
+  if (rank == k.ranks.end()) rank = k.ranks.emplace(key, split_across_ranks(whole_, shape_, layout)).first;
+  return rank->second;
+}
+
+LayoutPricer::Stage& LayoutPricer::stage(Kept& k, const ParallelLayout& layout, const StageSpan& span) const {
+  const std::string held_as = stage_key(layout, span);
+  auto found = k.stages.find(held_as);
   if (found != k.stages.end()) {
     found->second->last_used = ++k.stage_lookups;
     return *found->second;
   }
-  auto rank = k.ranks.find(key);
-  if (rank == k.ranks.end()) rank = k.ranks.emplace(key, split_across_ranks(whole_, shape_, layout)).first;
+  const LayerModel& rank = rank_model(k, layout);
   auto stage = std::make_unique<Stage>();
-  stage->model = stage_model(rank->second, span);
+  stage->model = stage_model(rank, span);
+  stage->state = state_bytes(stage->model);
+  k.states.emplace(held_as, stage->state);
   stage->alone = make_target(stage->model, request_.hardware, request_.compute_efficiency);
   stage->alone.data_parallel.holding = request_.holding;
   stage->comm = comm_facts(stage->model, whole_output_);
   if (!computes_with_held_weights(stage->model, stage->alone.data_parallel)) {
     for (const LayerFit& layer : stage->model.layers) stage->weight_copies += static_cast<double>(layer.parameter_copy_bytes);
   }
-  const std::vector<LayerFit>& ranked = rank->second.layers;
+  const std::vector<LayerFit>& ranked = rank.layers;
   for (size_t j = 1; j < ranked.size(); ++j) {
     if (ranked[j].path == stage->model.layers.front().path) stage->input_bytes_per_sample = ranked[j - 1].output_bytes_per_sample;
   }
   stage->last_used = ++k.stage_lookups;
-  return *k.stages.emplace(stage_key, std::move(stage)).first->second;
+  return *k.stages.emplace(held_as, std::move(stage)).first->second;
 }
 
 PlanSpace LayoutPricer::space(Stage& st, const ParallelLayout& layout, const GroupLinks& links, int64_t batch) const {
@@ -382,7 +409,7 @@ const LayoutPricer::StagePrice& LayoutPricer::price(Stage& st, const ParallelLay
   p.peak_at = peak_location(st.model, estimate);
   p.activations = in_flight.activations;
   const DataParallel world = data_parallel_of(layout, links.data_name, *links.data, request_.holding);
-  p.held = rank_static(st.model, world);
+  p.held = rank_static(st.state, world);
   const double optimizer_whole = st.alone.optimizer_seconds.at(layout.micro_batch);
   p.optimizer = layout.zero_stage >= 1 ? optimizer_whole / optimizer_ranks(st.model, world) : optimizer_whole;
   p.micro_batch_seconds = estimate.passes_seconds + p.comm.tensor + p.comm.pipeline + p.comm.context + p.comm.expert;
@@ -399,12 +426,40 @@ double LayoutPricer::static_floor(const ParallelLayout& layout, int worker) cons
   const GroupLinks links = group_links(layout, request_.links);
   const DataParallel world = data_parallel_of(layout, links.data_name, *links.data, request_.holding);
   for (const StageSpan& span : pipeline_stages(shape_.blocks, layout.pipeline)) {
-    const Stage& st = stage(k, layout, span);
-    RankStatic held = rank_static(st.model, world);
+    // A stage's state bytes need no stage made: most layouts' are never priced.
+    const std::string key = stage_key(layout, span);
+    auto state = k.states.find(key);
+    if (state == k.states.end()) state = k.states.emplace(key, stage_state(rank_model(k, layout), span)).first;
+    RankStatic held = rank_static(state->second, world);
     if (layout.offload_optimizer) held.optimizer = 0;
     floor = std::max(floor, held.total());
   }
   return floor;
+}
+
+double LayoutPricer::time_floor_seconds(const ParallelLayout& layout, int worker) const {
+  Kept& k = kept(worker);
+  make_room(k);
+  const GroupLinks links = group_links(layout, request_.links);
+  double slowest = 0;
+  for (const StageSpan& span : pipeline_stages(shape_.blocks, layout.pipeline)) {
+    Stage& st = stage(k, layout, span);
+    const auto [compute, added] = st.compute_floor.emplace(layout.micro_batch, 0.0);
+    if (added) {
+      // What a plan space's step adds up before anything overlaps it (AtBatch's layer times).
+      const auto b = static_cast<double>(layout.micro_batch);
+      double seconds = st.alone.rest_seconds.at(b);
+      for (size_t j = 0; j < st.model.layers.size(); ++j) {
+        seconds += st.alone.forward_seconds[j].at(b) + st.alone.backward_seconds[j].at(b);
+      }
+      compute->second = seconds;
+    }
+    // Communication as keep has it: a plan only adds to it (a recompute's collectives).
+    const StageComm comm = stage_comm(st.model, st.comm, st.alone, Plan{}, layout, links, span);
+    const double chunk_sends = 2.0 * (layout.virtual_stages - 1) * comm.pipeline_send;
+    slowest = std::max(slowest, compute->second + comm.tensor + comm.pipeline + comm.context + comm.expert + chunk_sends);
+  }
+  return micro_batch_turns(layout) * slowest;
 }
 
 LayoutEstimate LayoutPricer::estimate(const ParallelLayout& layout, const std::string& plan_name, int worker) const {
@@ -460,7 +515,7 @@ LayoutEstimate LayoutPricer::estimate(const ParallelLayout& layout, const std::s
       per_micro_batch_comm = s.tensor_comm_seconds + s.pipeline_comm_seconds + s.context_comm_seconds + s.expert_comm_seconds;
     }
   }
-  const double steps = layout.micro_batches + (layout.pipeline - 1.0) / layout.virtual_stages;
+  const double steps = micro_batch_turns(layout);
   out.bubble_seconds = (layout.pipeline - 1.0) / layout.virtual_stages * slowest;
   out.iteration_seconds = steps * slowest + last + out.offload_seconds;
   out.exposed_comm_seconds = steps * per_micro_batch_comm + data_comm;

@@ -116,6 +116,13 @@ class LayoutPricer {
   // The peak of each stage's weights, gradients and optimizer state alone:
   // a floor of estimate()'s peak, for pruning.
   double static_floor(const ParallelLayout& layout, int worker = 0) const;
+  // The least iteration any plan can take on the layout: each micro-batch at
+  // least its slowest stage's layers forward and backward, the rest of its
+  // step and the communication every plan has (tensor, expert, context and
+  // pipeline parallelism's as keep has it), with nothing recomputed, coded or
+  // swapped, no gradient exchange and no optimizer step: a floor of
+  // estimate()'s, for pruning layouts slower than those found.
+  double time_floor_seconds(const ParallelLayout& layout, int worker = 0) const;
   // The pipeline stages a worker holds now.
   size_t stages_held(int worker = 0) const;
 
@@ -124,6 +131,10 @@ class LayoutPricer {
   struct StagePrice;
   struct Kept;
   Kept& kept(int worker) const;
+  // The model of one rank of the layout's tensor, context and expert split.
+  const LayerModel& rank_model(Kept& kept, const ParallelLayout& layout) const;
+  // A stage's key: its rank's split and its blocks' kinds (alike stages share one).
+  std::string stage_key(const ParallelLayout& layout, const StageSpan& span) const;
   Stage& stage(Kept& kept, const ParallelLayout& layout, const StageSpan& span) const;
   // Past LayoutRequest::stages_kept stages, or where the machine runs short
   // of memory, lets go of the split models and of the less recently used

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cmath>
 #include <exception>
+#include <functional>
 #include <map>
 #include <thread>
 #include <tuple>
@@ -106,13 +107,16 @@ struct Candidate {
   int tensor = 1, context = 1, pipeline = 1, virtual_stages = 1, expert = 1;
   std::vector<LayoutEstimate> fits;
   std::optional<LayoutEstimate> nearest;
-  int priced = 0, pruned = 0;
+  int priced = 0, pruned = 0, skipped = 0;
   std::optional<std::string> first_reason;  // check_layout's, where a layout of it was not valid
   std::exception_ptr failed;
 };
 
-// Prices a candidate's ZeRO stages, offloading, micro-batches and plans on a worker of the pricer.
-void price_candidate(const LayoutPricer& pricer, const LayoutQuestion& q, int global, Candidate& found, int worker) {
+// Prices a candidate's ZeRO stages, offloading, micro-batches and plans on
+// a worker of the pricer; a micro-batch whose time floor leaves fewer
+// tokens/s than `slower` (0: none) is skipped, as it cannot be in the answer.
+void price_candidate(const LayoutPricer& pricer, const LayoutQuestion& q, int global, double slower, Candidate& found,
+                     int worker) {
   const TransformerShape& shape = pricer.shape();
   const auto valid = [&](const ParallelLayout& l) {
     try {
@@ -163,6 +167,14 @@ void price_candidate(const LayoutPricer& pricer, const LayoutQuestion& q, int gl
     l.micro_batches = global / (mb * d);
     l.zero_stage = variants.front().first, l.offload_optimizer = variants.front().second;
     if (!valid(l)) continue;
+    if (slower > 0) {
+      // A hair under the floor, so that rounding never skips a layout as fast as `slower`.
+      const double most = global * static_cast<double>(shape.tokens) / (pricer.time_floor_seconds(l, worker) * (1 - 1e-6));
+      if (most < slower) {
+        ++found.skipped;
+        continue;  // not break: a larger micro-batch may be faster
+      }
+    }
     // The plans in turn, each adding to keep's time: the first under which some variant fits.
     bool any_fits = false;
     for (size_t plan = 0; plan < q.plans.size(); ++plan) {
@@ -217,10 +229,29 @@ std::vector<Candidate> candidates(const LayoutPricer& pricer, const LayoutQuesti
   return out;
 }
 
+// The tokens/s below which a layout is neither among the `keep` fastest nor
+// within layout_time_tolerance of the fastest, given the rates of layouts
+// that fit (most first, at most `keep`); 0 while fewer than `keep` are known.
+double slower_than_the_answer(const std::vector<double>& fastest, size_t keep) {
+  if (fastest.empty() || fastest.size() < keep) return 0;
+  return std::min(fastest[keep - 1], (1 - layout_time_tolerance) * fastest.front());
+}
+
+// Adds the rates of a candidate's fits to `fastest` (most first, at most `keep`).
+void add_rates(const Candidate& c, size_t keep, std::vector<double>& fastest) {
+  for (const LayoutEstimate& fit : c.fits) fastest.push_back(fit.tokens_per_s);
+  std::sort(fastest.begin(), fastest.end(), std::greater<>());
+  if (fastest.size() > keep) fastest.resize(keep);
+}
+
 // Prices the candidates on up to `workers` threads, each a worker of the
 // pricer. A unit of work is the candidates of one (t, c, p, e), whose
-// interleavings share their pipeline stages; units are handed out in order.
-void price_candidates(const LayoutPricer& pricer, const LayoutQuestion& q, int global, std::vector<Candidate>& all, int workers) {
+// interleavings share their pipeline stages; units are handed out in order,
+// a round of them at a time. Each round skips what the rounds before it
+// found too slow to be in the answer (of `keep`): the same on any number
+// of threads, as a round's units see only the rounds before.
+void price_candidates(const LayoutPricer& pricer, const LayoutQuestion& q, int global, size_t keep, std::vector<Candidate>& all,
+                      int workers) {
   std::vector<std::vector<size_t>> units;
   std::map<std::tuple<int, int, int, int>, size_t> unit_of;
   for (size_t i = 0; i < all.size(); ++i) {
@@ -229,26 +260,35 @@ void price_candidates(const LayoutPricer& pricer, const LayoutQuestion& q, int g
     if (added) units.emplace_back();
     units[at->second].push_back(i);
   }
-  std::atomic<size_t> next{0};
+  constexpr size_t units_a_round = 16;
+  std::vector<double> fastest;
   std::atomic<bool> stop{false};
-  const auto work = [&](int worker) {
-    for (size_t u = next++; u < units.size() && !stop; u = next++) {
-      for (size_t i : units[u]) {
-        try {
-          price_candidate(pricer, q, global, all[i], worker);
-        } catch (...) {
-          all[i].failed = std::current_exception();
-          stop = true;  // the units before this one finish: the first failure in order is rethrown
-          break;
+  for (size_t first = 0; first < units.size() && !stop; first += units_a_round) {
+    const size_t end = std::min(units.size(), first + units_a_round);
+    const double slower = slower_than_the_answer(fastest, keep);
+    std::atomic<size_t> next{first};
+    const auto work = [&](int worker) {
+      for (size_t u = next++; u < end && !stop; u = next++) {
+        for (size_t i : units[u]) {
+          try {
+            price_candidate(pricer, q, global, slower, all[i], worker);
+          } catch (...) {
+            all[i].failed = std::current_exception();
+            stop = true;  // the units before this one finish: the first failure in order is rethrown
+            break;
+          }
         }
       }
+    };
+    const int threads = std::clamp(workers, 1, static_cast<int>(end - first));
+    std::vector<std::thread> helpers;
+    for (int w = 1; w < threads; ++w) helpers.emplace_back(work, w);
+    work(0);
+    for (std::thread& helper : helpers) helper.join();
+    for (size_t u = first; u < end; ++u) {
+      for (size_t i : units[u]) add_rates(all[i], keep, fastest);
     }
-  };
-  const int threads = std::clamp(workers, 1, static_cast<int>(std::max<size_t>(1, units.size())));
-  std::vector<std::thread> helpers;
-  for (int w = 1; w < threads; ++w) helpers.emplace_back(work, w);
-  work(0);
-  for (std::thread& helper : helpers) helper.join();
+  }
 }
 
 }  // namespace
@@ -268,13 +308,13 @@ LayoutAnswer search_layouts(const LayoutPricer& pricer, const LayoutQuestion& q,
   }
   const int global = q.global_batch > 0 ? q.global_batch : default_global_batch(shape.tokens, q.gpus);
   std::vector<Candidate> all = candidates(pricer, q);
-  price_candidates(pricer, q, global, all, q.workers > 0 ? q.workers : default_workers());
+  price_candidates(pricer, q, global, std::max<size_t>(1, keep), all, q.workers > 0 ? q.workers : default_workers());
   // As one thread would have found them, in the order weighed.
   std::optional<std::string> first_reason;
   for (Candidate& c : all) {
     if (c.failed) std::rethrow_exception(c.failed);
     if (!first_reason) first_reason = c.first_reason;
-    answer.priced += c.priced, answer.pruned += c.pruned;
+    answer.priced += c.priced, answer.pruned += c.pruned, answer.skipped += c.skipped;
     for (LayoutEstimate& fit : c.fits) answer.best.push_back(std::move(fit));
     if (c.nearest && (!answer.nearest || c.nearest->peak_bytes < answer.nearest->peak_bytes))
       answer.nearest = std::move(c.nearest);

@@ -7,7 +7,9 @@
 // memory optimizations of every stage (a whole-network plan) — each fixed
 // where asked. Pruned by memory first: a layout whose weights, gradients
 // and optimizer state alone pass the budget is not priced, and micro-batches
-// grow only while some plan fits.
+// grow only while some plan fits. Then by time: a micro-batch whose least
+// time (LayoutPricer::time_floor_seconds) is slower than the answer found
+// so far is not priced either.
 #include <optional>
 #include <string>
 #include <vector>
@@ -45,6 +47,7 @@ struct LayoutAnswer {
   std::string why;                        // why the first was chosen, in words
   std::optional<LayoutEstimate> nearest;  // where none fits: the least peak found
   int priced = 0, pruned = 0;             // layouts priced; (t, c, p, v, e, ZeRO, offload) choices pruned by their static bytes
+  int skipped = 0;                        // (t, c, p, v, e, micro-batch) choices too slow to be in the answer
 };
 
 // Throws InputError where no layout of the GPUs exists (none divides the

@@ -4,48 +4,54 @@ namespace papaya::model {
 
 void DataParallel::check() const { shard({}, ranks, zero_stage); }  // shard's checks
 
-bool computes_with_held_weights(const LayerModel& model, const DataParallel& world) {
-  // In fp32 Megatron-LM holds what the profile measured: fp32 weights, their
-  // gradients (its main gradients) and AdamW's two moments, no copies.
-  return world.holding == StateHolding::megatron && model.precision != "fp32";
-}
-
 namespace {
 
-// A model's parameter and trainable bytes, and its experts' part of them
-// (counted only where `experts` asks).
-struct ParameterBytes {
-  double parameters = 0, trainable = 0, expert_parameters = 0, expert_trainable = 0;
-};
+bool in_half_precision(const LayerModel& model) { return model.precision != "fp32"; }
 
-ParameterBytes parameter_bytes(const LayerModel& model, bool experts) {
-  ParameterBytes out;
-  for (const LayerFit& layer : model.layers) {
-    const auto parameters = static_cast<double>(layer.parameter_bytes), trainable = static_cast<double>(layer.trainable_bytes());
-    out.parameters += parameters, out.trainable += trainable;
-    if (experts && in_expert(layer.path)) out.expert_parameters += parameters, out.expert_trainable += trainable;
-  }
-  return out;
+bool computes_with_held(bool half_precision, const DataParallel& world) {
+  // In fp32 Megatron-LM holds what the profile measured: fp32 weights, their
+  // gradients (its main gradients) and AdamW's two moments, no copies.
+  return world.holding == StateHolding::megatron && half_precision;
 }
 
-RankStatic static_of(const LayerModel& model, const DataParallel& world, const ParameterBytes& bytes) {
-  if (computes_with_held_weights(model, world)) return megatron_static(bytes.parameters, bytes.trainable);
-  return whole_static(bytes.parameters, bytes.trainable, model.static_bytes);
+RankStatic static_of(const StateBytes& state, const DataParallel& world) {
+  if (computes_with_held(state.half_precision, world)) return megatron_static(state.parameters, state.trainable);
+  return whole_static(state.parameters, state.trainable, state.static_bytes);
 }
 
 }  // namespace
 
-RankStatic whole_static(const LayerModel& model, const DataParallel& world) {
-  return static_of(model, world, parameter_bytes(model, false));
+bool computes_with_held_weights(const LayerModel& model, const DataParallel& world) {
+  return computes_with_held(in_half_precision(model), world);
 }
 
-RankStatic rank_static(const LayerModel& model, const DataParallel& world) {
-  const bool experts_apart = world.expert_ranks_apart() > 0;
-  const ParameterBytes bytes = parameter_bytes(model, experts_apart);
-  const RankStatic whole = static_of(model, world, bytes);
-  if (!experts_apart) return shard(whole, world.ranks, world.zero_stage);
-  const RankStatic experts = whole.share(bytes.parameters > 0 ? bytes.expert_parameters / bytes.parameters : 0,
-                                         bytes.trainable > 0 ? bytes.expert_trainable / bytes.trainable : 0);
+StateBytes state_bytes(const LayerModel& model) {
+  return state_bytes(model, std::vector<bool>(model.layers.size(), true), model.static_bytes);
+}
+
+StateBytes state_bytes(const LayerModel& model, const std::vector<bool>& held, double static_bytes) {
+  StateBytes out;
+  out.static_bytes = static_bytes;
+  out.half_precision = in_half_precision(model);
+  for (size_t j = 0; j < model.layers.size(); ++j) {
+    if (!held[j]) continue;
+    const LayerFit& layer = model.layers[j];
+    const auto parameters = static_cast<double>(layer.parameter_bytes), trainable = static_cast<double>(layer.trainable_bytes());
+    out.parameters += parameters, out.trainable += trainable;
+    if (in_expert(layer.path)) out.expert_parameters += parameters, out.expert_trainable += trainable;
+  }
+  return out;
+}
+
+RankStatic whole_static(const LayerModel& model, const DataParallel& world) { return static_of(state_bytes(model), world); }
+
+RankStatic rank_static(const LayerModel& model, const DataParallel& world) { return rank_static(state_bytes(model), world); }
+
+RankStatic rank_static(const StateBytes& state, const DataParallel& world) {
+  const RankStatic whole = static_of(state, world);
+  if (world.expert_ranks_apart() == 0) return shard(whole, world.ranks, world.zero_stage);
+  const RankStatic experts = whole.share(state.parameters > 0 ? state.expert_parameters / state.parameters : 0,
+                                         state.trainable > 0 ? state.expert_trainable / state.trainable : 0);
   const RankStatic rest{whole.weights - experts.weights, whole.gradients - experts.gradients,
                         whole.optimizer - experts.optimizer};
   const RankStatic a = shard(rest, world.ranks, world.zero_stage), b = shard(experts, world.expert_ranks, world.zero_stage);

@@ -7,6 +7,7 @@
 // rest of backward; with ZeRO, parameters are gathered after the optimizer's
 // step (stages 1, 2) or before each layer runs (3).
 #include <string>
+#include <vector>
 
 #include "model/layer_model.h"
 #include "model/parallel/link.h"
@@ -55,9 +56,22 @@ bool computes_with_held_weights(const LayerModel& model, const DataParallel& wor
 // apart, as `world`'s trainer holds them.
 RankStatic whole_static(const LayerModel& model, const DataParallel& world);
 
+// What a model's weights, gradients and optimizer state are made of in any
+// data-parallel world: its parameter and trained bytes, its experts' part
+// of them, the static bytes its profile measured and its precision.
+struct StateBytes {
+  double parameters = 0, trainable = 0, expert_parameters = 0, expert_trainable = 0;
+  double static_bytes = 0;
+  bool half_precision = false;  // computes in a half type (not fp32)
+};
+StateBytes state_bytes(const LayerModel& model);
+// Of the layers `held` says (one flag a layer), with `static_bytes` their static bytes.
+StateBytes state_bytes(const LayerModel& model, const std::vector<bool>& held, double static_bytes);
+
 // The weights, gradients and optimizer state one rank of `world` holds:
 // its ZeRO stage's share, the experts' over DataParallel::expert_ranks.
 RankStatic rank_static(const LayerModel& model, const DataParallel& world);
+RankStatic rank_static(const StateBytes& state, const DataParallel& world);
 double static_bytes_per_rank(const LayerModel& model, const DataParallel& world);
 
 // What one rank holds beyond (negative: short of) what the profiled process

@@ -63,59 +63,87 @@ void keep_references_within(LayerModel& stage) {
 
 }  // namespace
 
-LayerModel stage_model(const LayerModel& rank, const StageSpan& span) {
-  // Which layers: those of its blocks; before the first block, the first stage's; after the last, the last's.
-  std::vector<bool> keep(rank.layers.size(), false);
+namespace {
+
+// Which of a rank's layers a stage holds (those of its blocks; before the
+// first block, the first stage's; after the last, the last's) and its share
+// of the rank's static bytes.
+struct StageChoice {
+  std::vector<bool> held;
+  size_t first = 0;  // the first held
+  double static_bytes = 0;
+};
+
+StageChoice choose(const LayerModel& rank, const StageSpan& span) {
+  StageChoice c;
+  c.held.assign(rank.layers.size(), false);
   bool seen_block = false;
-  size_t first = rank.layers.size();
+  c.first = rank.layers.size();
   for (size_t j = 0; j < rank.layers.size(); ++j) {
     const int block = block_of_path(rank.layers[j].path);
     if (block >= 0) seen_block = true;
-    keep[j] = block >= 0 ? block >= span.first_block && block < span.end_block : seen_block ? span.last : span.first;
-    if (keep[j] && first == rank.layers.size()) first = j;
+    c.held[j] = block >= 0 ? block >= span.first_block && block < span.end_block : seen_block ? span.last : span.first;
+    if (c.held[j] && c.first == rank.layers.size()) c.first = j;
   }
-  if (first == rank.layers.size())
+  if (c.first == rank.layers.size())
     throw InputError("pipeline stage of blocks " + std::to_string(span.first_block) + "-" + std::to_string(span.end_block - 1) +
                      " holds no layers");
-
-  // What the layers before the stage hold at its start, less the stage's input.
-  double before_per_sample = 0, before_fixed = 0;
-  if (first > 0) {
-    const LayerFit& at = rank.layers[first];
-    before_per_sample = at.forward_start.per_sample - rank.layers[first - 1].output_bytes_per_sample;
-    before_fixed = at.forward_start.fixed - rank.static_bytes;
-  }
-
-  LayerModel stage = rank;
-  stage.layers.clear();
-  stage.segments.clear();
   double parameters = 0, trainable = 0, all_parameters = 0, all_trainable = 0;
   for (size_t j = 0; j < rank.layers.size(); ++j) {
     const LayerFit& l = rank.layers[j];
     all_parameters += static_cast<double>(l.parameter_bytes);
     all_trainable += static_cast<double>(l.trainable_bytes());
-    if (!keep[j]) continue;
+    if (!c.held[j]) continue;
     parameters += static_cast<double>(l.parameter_bytes);
     trainable += static_cast<double>(l.trainable_bytes());
-    stage.layers.push_back(l);
   }
   // Weights another layer owns (a tied LM head's, a multi-token prediction
   // module's embedding): a copy on the last stage when their owner is
   // elsewhere, one for each owner (one that is not recorded: elsewhere).
   if (span.last && !span.first) {
     std::set<std::string> here, copied;
-    for (const LayerFit& l : stage.layers) here.insert(l.path);
-    for (const LayerFit& l : stage.layers) {
-      if (l.shared_trainable_bytes == 0 || here.count(l.shares_weights_of) > 0) continue;
+    for (size_t j = 0; j < rank.layers.size(); ++j) {
+      if (c.held[j]) here.insert(rank.layers[j].path);
+    }
+    for (size_t j = 0; j < rank.layers.size(); ++j) {
+      const LayerFit& l = rank.layers[j];
+      if (!c.held[j] || l.shared_trainable_bytes == 0 || here.count(l.shares_weights_of) > 0) continue;
       if (!l.shares_weights_of.empty() && !copied.insert(l.shares_weights_of).second) continue;
       parameters += static_cast<double>(l.shared_trainable_bytes);
       trainable += static_cast<double>(l.shared_trainable_bytes);
     }
   }
-  stage.static_bytes =
+  c.static_bytes =
       whole_static(all_parameters, all_trainable, rank.static_bytes)
           .share(all_parameters > 0 ? parameters / all_parameters : 1, all_trainable > 0 ? trainable / all_trainable : 1)
           .total();
+  return c;
+}
+
+}  // namespace
+
+StateBytes stage_state(const LayerModel& rank, const StageSpan& span) {
+  const StageChoice c = choose(rank, span);
+  return state_bytes(rank, c.held, c.static_bytes);
+}
+
+LayerModel stage_model(const LayerModel& rank, const StageSpan& span) {
+  const StageChoice c = choose(rank, span);
+  // What the layers before the stage hold at its start, less the stage's input.
+  double before_per_sample = 0, before_fixed = 0;
+  if (c.first > 0) {
+    const LayerFit& at = rank.layers[c.first];
+    before_per_sample = at.forward_start.per_sample - rank.layers[c.first - 1].output_bytes_per_sample;
+    before_fixed = at.forward_start.fixed - rank.static_bytes;
+  }
+
+  LayerModel stage = rank;
+  stage.layers.clear();
+  stage.segments.clear();
+  for (size_t j = 0; j < rank.layers.size(); ++j) {
+    if (c.held[j]) stage.layers.push_back(rank.layers[j]);
+  }
+  stage.static_bytes = c.static_bytes;
   const double static_shift = stage.static_bytes - rank.static_bytes;
   for (LayerFit& l : stage.layers) {
     for (LinearCurve* c :

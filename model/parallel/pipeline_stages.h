@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "model/layer_model.h"
+#include "model/parallel/data_parallel.h"
 #include "model/parallel/parallel_layout.h"
 
 namespace papaya::model {
@@ -30,6 +31,9 @@ std::vector<StageSpan> pipeline_stages(int blocks, int stages);
 
 // `rank`'s layers in `span`. Throws InputError where the span holds none.
 LayerModel stage_model(const LayerModel& rank, const StageSpan& span);
+
+// The state bytes of stage_model(rank, span), without making it.
+StateBytes stage_state(const LayerModel& rank, const StageSpan& span);
 
 // Micro-batches whose activations stage `stage` holds at once, at most, in
 // units of all its layers' (1F1B: p - stage; interleaved with v chunks:

@@ -256,6 +256,26 @@ TEST(PipelineStages, TheLastStageCopiesEachOwnersWeightsOnce) {
   }
 }
 
+// A stage's state bytes, found without making the stage, are its model's:
+// DeepSeek-V3-tiny with its multi-token prediction module (experts apart,
+// borrowed weights copied to the last stage) cut into 1 to 3 stages.
+TEST(PipelineStages, AStagesStateBytesAreItsModelsWithoutMakingIt) {
+  const LayerModel whole = profiler::quick_fit(with_expert_routing(load_network_config("deepseek-v3-mtp-tiny"), 1.0 / 8));
+  for (int stages = 1; stages <= 3; ++stages) {
+    for (const StageSpan& span : pipeline_stages(3, stages)) {
+      const StateBytes quick = stage_state(whole, span), made = state_bytes(stage_model(whole, span));
+      const std::string where = std::to_string(stages) + " stages, from block " + std::to_string(span.first_block);
+      EXPECT_EQ(quick.parameters, made.parameters) << where;
+      EXPECT_EQ(quick.trainable, made.trainable) << where;
+      EXPECT_EQ(quick.expert_parameters, made.expert_parameters) << where;
+      if (span.end_block == 3) EXPECT_GT(quick.expert_parameters, 0) << where;  // the mixture block's
+      EXPECT_EQ(quick.expert_trainable, made.expert_trainable) << where;
+      EXPECT_EQ(quick.static_bytes, made.static_bytes) << where;
+      EXPECT_EQ(quick.half_precision, made.half_precision) << where;
+    }
+  }
+}
+
 // Tensor parallelism's all-reduces of the stream on Qwen-MoE's blocks: the
 // embedding's once, each row-parallel projection's in forward and backward
 // (attention's, the dense first block's fc2), and a mixture's output once
@@ -356,6 +376,63 @@ TEST_F(LayoutPricing, TheSearchKeepsToTheBudgetAndFindsTheFastest) {
   EXPECT_THROW(search_layouts(pricer, q), InputError);
 }
 
+// A layout's time floor is under what any plan takes on it, and on one GPU
+// under keep it is the step less its optimizer step (nothing overlaps).
+TEST_F(LayoutPricing, NoPlanIsFasterThanALayoutsTimeFloor) {
+  const LayoutPricer pricer(*model_, {"H100-SXM-80GB", links()});  // a host link to swap over
+  ParallelLayout one;
+  one.micro_batch = 4;
+  const LayoutEstimate alone = pricer.estimate(one, "keep");
+  const double floor = pricer.time_floor_seconds(one);
+  EXPECT_NEAR(floor, alone.iteration_seconds - alone.stages[0].optimizer_seconds, 1e-9 * floor);
+  int checked = 0;
+  for (int t : {1, 2}) {
+    for (int p : {1, 2, 4}) {
+      for (int zero : {0, 1, 3}) {
+        for (int mb : {1, 4}) {
+          ParallelLayout l;
+          l.tensor = t, l.pipeline = p, l.data = 8 / (t * p), l.zero_stage = zero, l.sequence = t > 1;
+          l.micro_batch = mb, l.micro_batches = 2 * p;
+          if (l.data < 2 && zero > 0) continue;
+          const double least = pricer.time_floor_seconds(l);
+          EXPECT_GT(least, 0) << l.label();
+          for (const std::string plan : {"keep", "recompute-all", "quantize-4", "quantize-2+swap"}) {
+            EXPECT_LE(least, pricer.estimate(l, plan).iteration_seconds) << l.label() << " " << plan;
+            ++checked;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 50);
+}
+
+// The layouts a search skips by their time floor are none of its answer: the
+// answer of the fastest one or three is the head of the answer of all that
+// fit (none skipped), to the bit, and says the same why.
+TEST_F(LayoutPricing, LayoutsSkippedByTheirTimeFloorAreNoneOfTheAnswer) {
+  const LayoutPricer pricer(*model_, {"", links()});
+  LayoutQuestion q;
+  q.gpus = 8;
+  q.global_batch = 64;
+  q.budget_bytes = 1e15;
+  q.plans = {"keep", "recompute-all", "quantize-4"};
+  const LayoutAnswer all = search_layouts(pricer, q, 1000000);
+  EXPECT_EQ(all.skipped, 0);
+  for (size_t keep : {1u, 3u}) {
+    const LayoutAnswer some = search_layouts(pricer, q, keep);
+    EXPECT_GT(some.skipped, 0) << keep;
+    EXPECT_LT(some.priced, all.priced) << keep;
+    EXPECT_EQ(some.why, all.why) << keep;
+    ASSERT_EQ(some.best.size(), keep);
+    for (size_t i = 0; i < keep; ++i) {
+      EXPECT_EQ(some.best[i].layout.label(), all.best[i].layout.label()) << keep;
+      EXPECT_EQ(some.best[i].plan, all.best[i].plan) << keep;
+      EXPECT_EQ(some.best[i].tokens_per_s, all.best[i].tokens_per_s) << keep;
+    }
+  }
+}
+
 // A pricer that lets go of all but two stages builds them again as they
 // were: the same layouts, peaks and tokens/s, to the bit, as one keeping all.
 TEST_F(LayoutPricing, StagesLetGoAreBuiltAgainAsTheyWere) {
@@ -388,6 +465,7 @@ TEST_F(LayoutPricing, ManyWorkersFindWhatOneFinds) {
   const auto same = [](const LayoutAnswer& one, const LayoutAnswer& many) {
     EXPECT_EQ(one.priced, many.priced);
     EXPECT_EQ(one.pruned, many.pruned);
+    EXPECT_EQ(one.skipped, many.skipped);
     EXPECT_EQ(one.why, many.why);
     ASSERT_EQ(one.best.size(), many.best.size());
     for (size_t i = 0; i < one.best.size(); ++i) {
@@ -406,13 +484,14 @@ TEST_F(LayoutPricing, ManyWorkersFindWhatOneFinds) {
   ParallelLayout one_gpu;
   one_gpu.micro_batch = 4;
   const double alone = LayoutPricer(*model_, {"", links()}).estimate(one_gpu, "keep").peak_bytes;
-  // Some fit; none fits (the nearest found instead).
-  for (const double budget : {0.5 * alone, 1e3}) {
+  // Some fit, all of them kept or the fastest alone (others skipped by their
+  // time floors as rounds find faster ones); none fits (the nearest found instead).
+  for (const auto& [budget, keep] : {std::pair{0.5 * alone, 1000}, {0.5 * alone, 1}, {1e3, 1000}}) {
     q.budget_bytes = budget;
     q.workers = 1;
-    const LayoutAnswer one = search_layouts(LayoutPricer(*model_, {"", links()}), q, 1000);
+    const LayoutAnswer one = search_layouts(LayoutPricer(*model_, {"", links()}), q, keep);
     q.workers = 3;
-    const LayoutAnswer many = search_layouts(LayoutPricer(*model_, {"", links()}), q, 1000);
+    const LayoutAnswer many = search_layouts(LayoutPricer(*model_, {"", links()}), q, keep);
     EXPECT_GT(one.priced + one.pruned, 0);
     same(one, many);
   }
