@@ -330,6 +330,14 @@ const LayerModel& LayoutPricer::rank_model(Kept& k, const ParallelLayout& layout
   return rank->second;
 }
 
+const StateBytes& LayoutPricer::state_of(Kept& k, const ParallelLayout& layout, const StageSpan& span) const {
+  // Counted from the rank's layers, no stage made: most layouts' stages are never priced.
+  const std::string key = stage_key(layout, span);
+  auto state = k.states.find(key);
+  if (state == k.states.end()) state = k.states.emplace(key, stage_state(rank_model(k, layout), span)).first;
+  return state->second;
+}
+
 LayoutPricer::Stage& LayoutPricer::stage(Kept& k, const ParallelLayout& layout, const StageSpan& span) const {
   const std::string held_as = stage_key(layout, span);
   auto found = k.stages.find(held_as);
@@ -340,8 +348,7 @@ LayoutPricer::Stage& LayoutPricer::stage(Kept& k, const ParallelLayout& layout, 
   const LayerModel& rank = rank_model(k, layout);
   auto stage = std::make_unique<Stage>();
   stage->model = stage_model(rank, span);
-  stage->state = state_bytes(stage->model);
-  k.states.emplace(held_as, stage->state);
+  stage->state = state_of(k, layout, span);
   stage->alone = make_target(stage->model, request_.hardware, request_.compute_efficiency);
   stage->alone.data_parallel.holding = request_.holding;
   stage->comm = comm_facts(stage->model, whole_output_);
@@ -411,7 +418,7 @@ const LayoutPricer::StagePrice& LayoutPricer::price(Stage& st, const ParallelLay
   const DataParallel world = data_parallel_of(layout, links.data_name, *links.data, request_.holding);
   p.held = rank_static(st.state, world);
   const double optimizer_whole = st.alone.optimizer_seconds.at(layout.micro_batch);
-  p.optimizer = layout.zero_stage >= 1 ? optimizer_whole / optimizer_ranks(st.model, world) : optimizer_whole;
+  p.optimizer = layout.zero_stage >= 1 ? optimizer_whole / optimizer_ranks(st.state, world) : optimizer_whole;
   p.micro_batch_seconds = estimate.passes_seconds + p.comm.tensor + p.comm.pipeline + p.comm.context + p.comm.expert;
   // What the exchange (and ZeRO's gathers) leave exposed; none without data-parallel ranks.
   const double exchange = data_ranks > 1 ? std::max(0.0, estimate.seconds - estimate.passes_seconds - p.optimizer) : 0.0;
@@ -426,11 +433,7 @@ double LayoutPricer::static_floor(const ParallelLayout& layout, int worker) cons
   const GroupLinks links = group_links(layout, request_.links);
   const DataParallel world = data_parallel_of(layout, links.data_name, *links.data, request_.holding);
   for (const StageSpan& span : pipeline_stages(shape_.blocks, layout.pipeline)) {
-    // A stage's state bytes need no stage made: most layouts' are never priced.
-    const std::string key = stage_key(layout, span);
-    auto state = k.states.find(key);
-    if (state == k.states.end()) state = k.states.emplace(key, stage_state(rank_model(k, layout), span)).first;
-    RankStatic held = rank_static(state->second, world);
+    RankStatic held = rank_static(state_of(k, layout, span), world);
     if (layout.offload_optimizer) held.optimizer = 0;
     floor = std::max(floor, held.total());
   }

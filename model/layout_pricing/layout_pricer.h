@@ -94,6 +94,7 @@ struct LayoutRequest {
 };
 
 struct GroupLinks;  // the links of a layout's groups (layout_pricer.cpp)
+struct StateBytes;  // model/parallel/data_parallel.h
 
 // Prices layouts of one network on one request, keeping what layouts share
 // (the split models of each tensor/context/expert group, each pipeline
@@ -135,6 +136,8 @@ class LayoutPricer {
   const LayerModel& rank_model(Kept& kept, const ParallelLayout& layout) const;
   // A stage's key: its rank's split and its blocks' kinds (alike stages share one).
   std::string stage_key(const ParallelLayout& layout, const StageSpan& span) const;
+  // A stage's state bytes, kept by its key after the stage is let go.
+  const StateBytes& state_of(Kept& kept, const ParallelLayout& layout, const StageSpan& span) const;
   Stage& stage(Kept& kept, const ParallelLayout& layout, const StageSpan& span) const;
   // Past LayoutRequest::stages_kept stages, or where the machine runs short
   // of memory, lets go of the split models and of the less recently used

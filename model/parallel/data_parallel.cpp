@@ -25,27 +25,41 @@ bool computes_with_held_weights(const LayerModel& model, const DataParallel& wor
   return computes_with_held(in_half_precision(model), world);
 }
 
-StateBytes state_bytes(const LayerModel& model) {
-  return state_bytes(model, std::vector<bool>(model.layers.size(), true), model.static_bytes);
-}
+namespace {
 
-StateBytes state_bytes(const LayerModel& model, const std::vector<bool>& held, double static_bytes) {
+// state_bytes, its experts' part counted only where `experts` asks (a path
+// looked at per layer, on paths a search runs thousands of times).
+StateBytes counted(const LayerModel& model, const std::vector<bool>* held, double static_bytes, bool experts) {
   StateBytes out;
   out.static_bytes = static_bytes;
   out.half_precision = in_half_precision(model);
   for (size_t j = 0; j < model.layers.size(); ++j) {
-    if (!held[j]) continue;
+    if (held && !(*held)[j]) continue;
     const LayerFit& layer = model.layers[j];
     const auto parameters = static_cast<double>(layer.parameter_bytes), trainable = static_cast<double>(layer.trainable_bytes());
     out.parameters += parameters, out.trainable += trainable;
-    if (in_expert(layer.path)) out.expert_parameters += parameters, out.expert_trainable += trainable;
+    if (experts && in_expert(layer.path)) out.expert_parameters += parameters, out.expert_trainable += trainable;
   }
   return out;
 }
 
-RankStatic whole_static(const LayerModel& model, const DataParallel& world) { return static_of(state_bytes(model), world); }
+}  // namespace
 
-RankStatic rank_static(const LayerModel& model, const DataParallel& world) { return rank_static(state_bytes(model), world); }
+StateBytes state_bytes(const LayerModel& model) { return counted(model, nullptr, model.static_bytes, true); }
+
+StateBytes state_bytes(const LayerModel& model, const std::vector<bool>& held, double static_bytes) {
+  return counted(model, &held, static_bytes, true);
+}
+
+RankStatic whole_static(const LayerModel& model, const DataParallel& world) {
+  return whole_static(counted(model, nullptr, model.static_bytes, false), world);
+}
+
+RankStatic whole_static(const StateBytes& state, const DataParallel& world) { return static_of(state, world); }
+
+RankStatic rank_static(const LayerModel& model, const DataParallel& world) {
+  return rank_static(counted(model, nullptr, model.static_bytes, world.expert_ranks_apart() > 0), world);
+}
 
 RankStatic rank_static(const StateBytes& state, const DataParallel& world) {
   const RankStatic whole = static_of(state, world);

@@ -72,6 +72,7 @@ StateBytes state_bytes(const LayerModel& model, const std::vector<bool>& held, d
 // its ZeRO stage's share, the experts' over DataParallel::expert_ranks.
 RankStatic rank_static(const LayerModel& model, const DataParallel& world);
 RankStatic rank_static(const StateBytes& state, const DataParallel& world);
+RankStatic whole_static(const StateBytes& state, const DataParallel& world);
 double static_bytes_per_rank(const LayerModel& model, const DataParallel& world);
 
 // What one rank holds beyond (negative: short of) what the profiled process

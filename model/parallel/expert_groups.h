@@ -13,5 +13,6 @@ namespace papaya::model {
 // rank stepping 1/that of it: `world`'s, or with experts apart as many as
 // make a rank's share of the optimizer state (rank_static's).
 double optimizer_ranks(const LayerModel& model, const DataParallel& world);
+double optimizer_ranks(const StateBytes& state, const DataParallel& world);
 
 }  // namespace papaya::model
