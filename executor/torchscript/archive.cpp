@@ -1,26 +1,10 @@
 #include "executor/torchscript/archive.h"
 
-#include <poll.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <cerrno>
-#include <csignal>
-#include <cstring>
-#include <filesystem>
 #include <fstream>
-#include <mutex>
 #include <nlohmann/json.hpp>
-#include <set>
-#include <tuple>
 
+#include "executor/torchscript/load_apart.h"
 #include "model/error.h"
-
-// A sanitizer's hook on an error it reports (a fuzzer sets it to write the
-// input as a crash); absent in a build without one.
-extern "C" void __sanitizer_set_death_callback(void (*callback)()) __attribute__((weak));
 
 namespace papaya::executor::torchscript {
 namespace {
@@ -51,128 +35,6 @@ std::vector<model::InputSpec> specs_from_json(const Archive& archive) {
     specs.push_back(model::parse_input_spec(inputs[i].get<std::string>(), at));
   }
   return specs;
-}
-
-// LibTorch's messages run over lines (a backtrace, the code around an
-// error, a leading blank line): the first line with words on it.
-std::string first_line(const std::string& what) {
-  size_t begin = 0;
-  while (begin < what.size()) {
-    const size_t end = std::min(what.find('\n', begin), what.size());
-    const size_t text = what.find_first_not_of(" \t\r", begin);
-    if (text < end) return what.substr(text, end - text);
-    begin = end + 1;
-  }
-  return "no message";
-}
-
-// `path` loaded into `module` (and its extra files): "" where it loads,
-// else LibTorch's reason in one line.
-std::string try_load(const std::string& path, torch::jit::Module& module, torch::jit::ExtraFilesMap& extra) {
-  try {
-    module = torch::jit::load(path, torch::kCPU, extra);
-    return "";
-  } catch (const c10::Error& e) {
-    return first_line(e.what_without_backtrace());
-  } catch (const std::exception& e) {  // the code's compiler reports errors as torch::jit::ErrorReport
-    return first_line(e.what());
-  }
-}
-
-std::string not_loadable(const std::string& path, const std::string& reason) {
-  return path + ": not a TorchScript archive LibTorch can load (" + reason + ")";
-}
-
-// LibTorch's loader can crash on a damaged archive (a segfault parsing its
-// code, as fuzzing found), so it first runs in a child process: a crash there
-// is an InputError here, not papaya's end. The child reports through a pipe
-// "L" where the load returned, else "E" and LibTorch's reason (a failed load
-// also leaks LibTorch's zip reader, better in the child); no report means
-// it died. Each version of a file that loads is checked once.
-void check_loads_apart(const std::string& path) {
-  std::error_code error;
-  const auto size = std::filesystem::file_size(path, error);
-  const auto written = std::filesystem::last_write_time(path, error);
-  static std::mutex mutex;
-  static std::set<std::tuple<std::string, uintmax_t, std::filesystem::file_time_type>> checked;
-  const auto key = std::make_tuple(path, size, written);
-  std::lock_guard<std::mutex> lock(mutex);
-  if (error || checked.count(key)) return;
-  int pipe_ends[2];
-  if (::pipe(pipe_ends) != 0) return;  // no child to spare: loaded here alone
-  const pid_t child = ::fork();
-  if (child < 0) {
-    ::close(pipe_ends[0]);
-    ::close(pipe_ends[1]);
-    return;
-  }
-  if (child == 0) {
-    ::close(pipe_ends[0]);
-    // Die of a fault as the fault, not through the handlers of the parent
-    // (a sanitizer's, a fuzzer's) in this copy of it.
-    for (const int fatal : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT}) std::signal(fatal, SIG_DFL);
-    // A sanitizer that finds LibTorch's loader freeing what it never
-    // allocated (a damaged archive, as fuzzing found) ends this child alone.
-    if (__sanitizer_set_death_callback) __sanitizer_set_death_callback(nullptr);
-    torch::jit::Module module;
-    torch::jit::ExtraFilesMap extra;
-    std::string report = "E";
-    try {
-      const std::string reason = try_load(path, module, extra);
-      report = reason.empty() ? "L" : "E" + reason;
-    } catch (...) {
-      report += "an exception of no standard type";
-    }
-    bool sent = true;
-    for (size_t at = 0; sent && at < report.size();) {
-      const ssize_t wrote = ::write(pipe_ends[1], report.data() + at, report.size() - at);
-      sent = wrote > 0 || (wrote < 0 && errno == EINTR);
-      if (wrote > 0) at += static_cast<size_t>(wrote);
-    }
-    // Straight out: _exit would run what a sanitizer hooks on it (a leak
-    // check of the whole heap copied from the parent, a second or two).
-    ::syscall(SYS_exit_group, sent ? 0 : 1);
-  }
-  ::close(pipe_ends[1]);
-  // A child can be stuck from its start: a lock another thread held at the
-  // fork stays held in it (a sanitizer's allocator, as fuzzing found). One
-  // silent this long is ended, and the archive loaded here alone.
-  constexpr int answer_ms = 20000;
-  std::string report;
-  char buffer[512];
-  bool stuck = false;
-  for (;;) {
-    pollfd answer{pipe_ends[0], POLLIN, 0};
-    const int ready = ::poll(&answer, 1, answer_ms);
-    if (ready == 0) {
-      stuck = true;
-      break;
-    }
-    if (ready < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    const ssize_t got = ::read(pipe_ends[0], buffer, sizeof buffer);
-    if (got > 0) {
-      report.append(buffer, static_cast<size_t>(got));
-    } else if (got == 0 || errno != EINTR) {
-      break;
-    }
-  }
-  ::close(pipe_ends[0]);
-  if (stuck) ::kill(child, SIGKILL);
-  int status = 0;
-  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (stuck) return;
-  if (report.empty()) {
-    const std::string how =
-        WIFSIGNALED(status) ? std::string(::strsignal(WTERMSIG(status))) : "exit code " + std::to_string(WEXITSTATUS(status));
-    throw InputError(path + ": LibTorch's loader crashes reading it (" + how +
-                     "): the archive is damaged, or was not written by torch.jit.save");
-  }
-  if (report[0] == 'E') throw InputError(not_loadable(path, report.substr(1)));
-  checked.insert(key);
 }
 
 // The bytes `t`'s sizes and strides reach into its storage.
@@ -212,11 +74,8 @@ bool looks_like_archive(const std::string& path) {
 Archive load_archive(const std::string& path) {
   if (!std::ifstream(path)) throw InputError(path + ": cannot read the file");
   if (!looks_like_archive(path)) throw InputError(path + ": not a TorchScript archive (no zip header)");
-  Archive archive{path, torch::jit::Module(), std::nullopt};
-  check_loads_apart(path);
   torch::jit::ExtraFilesMap extra{{kExtraFile, ""}};
-  const std::string reason = try_load(path, archive.module, extra);
-  if (!reason.empty()) throw InputError(not_loadable(path, reason));
+  Archive archive{path, load_module(path, extra), std::nullopt};
   if (!extra.at(kExtraFile).empty()) archive.papaya_json = extra.at(kExtraFile);
   if (!archive.module.find_method("forward")) throw InputError(path + ": the module has no forward method");
   check_tensors_fit_storage(archive);
