@@ -112,6 +112,9 @@ struct LayerModel {
 
   bool on_gpu() const { return machine.device.rfind("cuda", 0) == 0; }
   NetworkLayout layout() const;
+  // Every figure but the layers and segments: what a model of some of them
+  // starts from (a copy of the whole, cleared, copies every layer first).
+  LayerModel without_layers() const;
 };
 
 // JSON round trip. The reader validates the schema and what it cannot say

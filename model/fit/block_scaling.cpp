@@ -142,8 +142,7 @@ LayerModel scale_blocks(const LayerModel& profiled, int blocks, double static_by
   // What one block more holds, at every figure from its first layer on.
   const LinearCurve step = profiled.layers[last_block.front()].forward_start - profiled.layers[before_last.front()].forward_start;
 
-  LayerModel out = profiled;
-  out.layers.clear();
+  LayerModel out = profiled.without_layers();
   for (size_t j = 0; j < last_block.front(); ++j) {
     out.layers.push_back(profiled.layers[j]);
     shift_all(out.layers.back(), {}, 0, shift);
@@ -177,7 +176,6 @@ LayerModel scale_blocks(const LayerModel& profiled, int blocks, double static_by
     const int b = block_of_path(s.path);
     if (b >= 0 && s.path == "blocks." + std::to_string(b)) segment_of[static_cast<size_t>(b)] = &s;
   }
-  out.segments.clear();
   for (const auto& s : profiled.segments) {
     out.segments.push_back(s);
     if (block_of_path(s.path) != k - 1) continue;

@@ -120,8 +120,8 @@ LayerModel scale_experts(const LayerModel& profiled, const std::vector<ExpertRun
   for (size_t j = 1; j <= n; ++j) held_from[j] = held_from[j] + held_from[j - 1];
 
   const double shift = static_bytes - profiled.static_bytes;
-  LayerModel out = profiled;
-  out.layers.clear();
+  LayerModel out = profiled.without_layers();
+  out.segments = profiled.segments;
   for (size_t j = 0; j < n; ++j) {
     LayerFit layer = profiled.layers[j];
     if (standing.count(j)) {

@@ -234,7 +234,6 @@ struct LayoutPricer::Stage {
   std::map<std::string, PlanSpace> spaces;
   std::map<std::string, std::deque<PlanSpace>> recent;
   std::map<std::string, StagePrice> prices;
-  std::map<int, double> compute_floor;  // by micro-batch: its layers' forward and backward and the rest
   // Each whole-network plan by name, on its layout and as its spaces' decisions (the same in each).
   std::map<std::string, std::pair<Plan, Assignment>> plans;
   uint64_t last_used = 0;  // the pricer's count of stage lookups when it was last looked up
@@ -247,6 +246,10 @@ struct LayoutPricer::Kept {
   // By stage key, each stage's state bytes, kept when the stage is let go:
   // the static floor of a stage seen before (at another count of GPUs) needs no stage.
   std::map<std::string, StateBytes> states;
+  // By stage key and what else it depends on (the micro-batch, the chunks,
+  // the stages' link), a micro-batch's time floor on the stage, kept when
+  // the stage is let go.
+  std::map<std::string, double> floors;
   uint64_t stage_lookups = 0;
   size_t stages_seen = 0;  // how many stages make_room last found
 };
@@ -275,7 +278,8 @@ void LayoutPricer::make_room(Kept& k) const {
   // kernel) is looked at only when some were made since the last look.
   if (k.stages.size() < 2 || k.stages.size() == k.stages_seen) return;
   k.stages_seen = k.stages.size();
-  if (k.stages.size() <= request_.stages_kept && (k.stages.size() < 4 || !memory_is_short())) return;
+  const bool short_of_memory = k.stages.size() >= 4 && memory_is_short();
+  if (k.stages.size() <= request_.stages_kept && !short_of_memory) return;
   std::vector<uint64_t> uses;
   for (const auto& [key, st] : k.stages) uses.push_back(st->last_used);
   std::nth_element(uses.begin(), uses.begin() + static_cast<std::ptrdiff_t>(uses.size() / 2), uses.end());
@@ -283,7 +287,10 @@ void LayoutPricer::make_room(Kept& k) const {
   for (auto it = k.stages.begin(); it != k.stages.end();) {
     it = it->second->last_used < median ? k.stages.erase(it) : std::next(it);
   }
-  k.ranks.clear();
+  // A split model is one of a few a search makes (one a tensor, context and
+  // expert split), each made again after it is let go (DeepSeek-V3's a
+  // thousand times for its fewest H100s): let go only where memory runs short.
+  if (short_of_memory) k.ranks.clear();
   k.stages_seen = k.stages.size();
 }
 
@@ -444,23 +451,25 @@ double LayoutPricer::time_floor_seconds(const ParallelLayout& layout, int worker
   Kept& k = kept(worker);
   make_room(k);
   const GroupLinks links = group_links(layout, request_.links);
+  const std::string of_layout = "/" + std::to_string(layout.micro_batch) + "/" + std::to_string(layout.virtual_stages) + "/" +
+                                (layout.gpus() <= request_.links.gpus_per_node ? "i" : "x");
   double slowest = 0;
   for (const StageSpan& span : pipeline_stages(shape_.blocks, layout.pipeline)) {
-    Stage& st = stage(k, layout, span);
-    const auto [compute, added] = st.compute_floor.emplace(layout.micro_batch, 0.0);
+    const auto [floor, added] = k.floors.emplace(stage_key(layout, span) + of_layout, 0.0);
     if (added) {
+      const Stage& st = stage(k, layout, span);
       // What a plan space's step adds up before anything overlaps it (AtBatch's layer times).
       const auto b = static_cast<double>(layout.micro_batch);
-      double seconds = st.alone.rest_seconds.at(b);
+      double compute = st.alone.rest_seconds.at(b);
       for (size_t j = 0; j < st.model.layers.size(); ++j) {
-        seconds += st.alone.forward_seconds[j].at(b) + st.alone.backward_seconds[j].at(b);
+        compute += st.alone.forward_seconds[j].at(b) + st.alone.backward_seconds[j].at(b);
       }
-      compute->second = seconds;
+      // Communication as keep has it: a plan only adds to it (a recompute's collectives).
+      const StageComm comm = stage_comm(st.model, st.comm, st.alone, Plan{}, layout, links, span);
+      const double chunk_sends = 2.0 * (layout.virtual_stages - 1) * comm.pipeline_send;
+      floor->second = compute + comm.tensor + comm.pipeline + comm.context + comm.expert + chunk_sends;
     }
-    // Communication as keep has it: a plan only adds to it (a recompute's collectives).
-    const StageComm comm = stage_comm(st.model, st.comm, st.alone, Plan{}, layout, links, span);
-    const double chunk_sends = 2.0 * (layout.virtual_stages - 1) * comm.pipeline_send;
-    slowest = std::max(slowest, compute->second + comm.tensor + comm.pipeline + comm.context + comm.expert + chunk_sends);
+    slowest = std::max(slowest, floor->second);
   }
   return micro_batch_turns(layout) * slowest;
 }

@@ -140,9 +140,9 @@ class LayoutPricer {
   const StateBytes& state_of(Kept& kept, const ParallelLayout& layout, const StageSpan& span) const;
   Stage& stage(Kept& kept, const ParallelLayout& layout, const StageSpan& span) const;
   // Past LayoutRequest::stages_kept stages, or where the machine runs short
-  // of memory, lets go of the split models and of the less recently used
-  // half of the stages; called before a layout is priced, never while one
-  // holds a stage.
+  // of memory, lets go of the less recently used half of the stages, and
+  // where memory runs short of the split models too; called before a
+  // layout is priced, never while one holds a stage.
   void make_room(Kept& kept) const;
   PlanSpace space(Stage& stage, const ParallelLayout& layout, const GroupLinks& links, int64_t batch) const;
   const StagePrice& price(Stage& stage, const ParallelLayout& layout, const std::string& plan, const GroupLinks& links,

@@ -137,9 +137,7 @@ LayerModel stage_model(const LayerModel& rank, const StageSpan& span) {
     before_fixed = at.forward_start.fixed - rank.static_bytes;
   }
 
-  LayerModel stage = rank;
-  stage.layers.clear();
-  stage.segments.clear();
+  LayerModel stage = rank.without_layers();
   for (size_t j = 0; j < rank.layers.size(); ++j) {
     if (c.held[j]) stage.layers.push_back(rank.layers[j]);
   }

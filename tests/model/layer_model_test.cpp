@@ -69,6 +69,31 @@ TEST_F(LayerModelFile, RoundTripKeepsEveryPrediction) {
   }
 }
 
+// A model of some layers (a pipeline stage, a model scaled to more blocks)
+// starts from every other figure of its source: none left at its default.
+TEST_F(LayerModelFile, WithoutLayersKeepsEveryOtherFigure) {
+  model_.probe_batch = 4;
+  model_.unattributed_peak = {3, 5};
+  model_.optimizer_peak = {7, 11};
+  model_.optimizer_seconds = {1e-3, 2e-4, 3e-5};
+  model_.rest_seconds = {2e-3, 3e-4, 4e-5};
+  CodecMeasurement codec;
+  codec.bits = 4, codec.pack_bytes_per_s = 1e9, codec.unpack_bytes_per_s = 2e9;
+  model_.codecs = {codec};
+  InvertMeasurement invert;
+  invert.from_output_bytes_per_s = 3e9, invert.native_bytes_per_s = 4e9;
+  model_.inverts = {invert};
+  model_.h2d_bytes_per_s = 5e9, model_.d2h_bytes_per_s = 6e9;
+  model_.roofline = RooflineFit{"H100-SXM-80GB", 0.6, 0.7, 0.5, 0.8};
+  LayerModel cleared = model_;
+  cleared.layers.clear();
+  cleared.segments.clear();
+  ASSERT_FALSE(model_.layers.empty());
+  ASSERT_FALSE(model_.segments.empty());
+  EXPECT_EQ(layer_model_to_json(model_.without_layers()), layer_model_to_json(cleared));
+  EXPECT_NE(layer_model_to_json(LayerModel{}), layer_model_to_json(cleared));
+}
+
 TEST_F(LayerModelFile, RejectsBadFiles) {
   const json good = layer_model_to_json(model_);
   expect_rejected(json::array(), "not a papaya model file");

@@ -434,7 +434,8 @@ TEST_F(LayoutPricing, LayoutsSkippedByTheirTimeFloorAreNoneOfTheAnswer) {
 }
 
 // A pricer that lets go of all but two stages builds them again as they
-// were: the same layouts, peaks and tokens/s, to the bit, as one keeping all.
+// were: the same layouts, peaks and tokens/s, to the bit, as one keeping
+// all, and skips the same micro-batches by the time floors it kept.
 TEST_F(LayoutPricing, StagesLetGoAreBuiltAgainAsTheyWere) {
   LayoutRequest forgetful{"", links()};
   forgetful.stages_kept = 2;
@@ -455,6 +456,15 @@ TEST_F(LayoutPricing, StagesLetGoAreBuiltAgainAsTheyWere) {
     EXPECT_EQ(all.best[i].plan, some.best[i].plan);
     EXPECT_EQ(all.best[i].peak_bytes, some.best[i].peak_bytes) << all.best[i].layout.label();
     EXPECT_EQ(all.best[i].tokens_per_s, some.best[i].tokens_per_s) << all.best[i].layout.label();
+  }
+  const LayoutAnswer few = search_layouts(keeping, q, 3), few_again = search_layouts(forgetting, q, 3);
+  EXPECT_GT(few.skipped, 0);
+  EXPECT_EQ(few.skipped, few_again.skipped);
+  EXPECT_EQ(few.priced, few_again.priced);
+  ASSERT_EQ(few.best.size(), few_again.best.size());
+  for (size_t i = 0; i < few.best.size(); ++i) {
+    EXPECT_EQ(few.best[i].layout.label(), few_again.best[i].layout.label());
+    EXPECT_EQ(few.best[i].tokens_per_s, few_again.best[i].tokens_per_s);
   }
 }
 
