@@ -433,6 +433,24 @@ TEST_F(LayoutPricing, LayoutsSkippedByTheirTimeFloorAreNoneOfTheAnswer) {
   }
 }
 
+// Two searches' answers, equal to the bit: the layouts that fit, the
+// nearest where none does, the counts and the reason the first leads.
+void expect_same_answers(const LayoutAnswer& a, const LayoutAnswer& b) {
+  EXPECT_EQ(a.priced, b.priced);
+  EXPECT_EQ(a.pruned, b.pruned);
+  EXPECT_EQ(a.skipped, b.skipped);
+  EXPECT_EQ(a.why, b.why);
+  ASSERT_EQ(a.best.size(), b.best.size());
+  for (size_t i = 0; i < a.best.size(); ++i) {
+    EXPECT_EQ(a.best[i].layout.label(), b.best[i].layout.label());
+    EXPECT_EQ(a.best[i].plan, b.best[i].plan);
+    EXPECT_EQ(a.best[i].peak_bytes, b.best[i].peak_bytes);
+    EXPECT_EQ(a.best[i].tokens_per_s, b.best[i].tokens_per_s);
+  }
+  ASSERT_EQ(a.nearest.has_value(), b.nearest.has_value());
+  if (a.nearest) EXPECT_EQ(a.nearest->layout.label(), b.nearest->layout.label());
+}
+
 // A pricer that lets go of all but two stages builds them again as they
 // were: the same layouts, peaks and tokens/s, to the bit, as one keeping
 // all, and skips the same micro-batches by the time floors it kept.
@@ -449,44 +467,16 @@ TEST_F(LayoutPricing, StagesLetGoAreBuiltAgainAsTheyWere) {
   const LayoutAnswer all = search_layouts(keeping, q, 1000), some = search_layouts(forgetting, q, 1000);
   EXPECT_GT(keeping.stages_held(), 8u);
   EXPECT_LE(forgetting.stages_held(), 8u);  // two and a layout's stages
-  ASSERT_EQ(all.best.size(), some.best.size());
-  EXPECT_EQ(all.priced, some.priced);
-  for (size_t i = 0; i < all.best.size(); ++i) {
-    EXPECT_EQ(all.best[i].layout.label(), some.best[i].layout.label());
-    EXPECT_EQ(all.best[i].plan, some.best[i].plan);
-    EXPECT_EQ(all.best[i].peak_bytes, some.best[i].peak_bytes) << all.best[i].layout.label();
-    EXPECT_EQ(all.best[i].tokens_per_s, some.best[i].tokens_per_s) << all.best[i].layout.label();
-  }
+  expect_same_answers(all, some);
   const LayoutAnswer few = search_layouts(keeping, q, 3), few_again = search_layouts(forgetting, q, 3);
   EXPECT_GT(few.skipped, 0);
-  EXPECT_EQ(few.skipped, few_again.skipped);
-  EXPECT_EQ(few.priced, few_again.priced);
-  ASSERT_EQ(few.best.size(), few_again.best.size());
-  for (size_t i = 0; i < few.best.size(); ++i) {
-    EXPECT_EQ(few.best[i].layout.label(), few_again.best[i].layout.label());
-    EXPECT_EQ(few.best[i].tokens_per_s, few_again.best[i].tokens_per_s);
-  }
+  expect_same_answers(few, few_again);
 }
 
 // Layouts priced on several threads are the layouts one thread finds, in
 // its order, to the bit: those that fit, the nearest where none does, the
 // counts, and the first error.
 TEST_F(LayoutPricing, ManyWorkersFindWhatOneFinds) {
-  const auto same = [](const LayoutAnswer& one, const LayoutAnswer& many) {
-    EXPECT_EQ(one.priced, many.priced);
-    EXPECT_EQ(one.pruned, many.pruned);
-    EXPECT_EQ(one.skipped, many.skipped);
-    EXPECT_EQ(one.why, many.why);
-    ASSERT_EQ(one.best.size(), many.best.size());
-    for (size_t i = 0; i < one.best.size(); ++i) {
-      EXPECT_EQ(one.best[i].layout.label(), many.best[i].layout.label());
-      EXPECT_EQ(one.best[i].plan, many.best[i].plan);
-      EXPECT_EQ(one.best[i].peak_bytes, many.best[i].peak_bytes);
-      EXPECT_EQ(one.best[i].tokens_per_s, many.best[i].tokens_per_s);
-    }
-    ASSERT_EQ(one.nearest.has_value(), many.nearest.has_value());
-    if (one.nearest) EXPECT_EQ(one.nearest->layout.label(), many.nearest->layout.label());
-  };
   LayoutQuestion q;
   q.gpus = 8;
   q.global_batch = 32;
@@ -503,7 +493,7 @@ TEST_F(LayoutPricing, ManyWorkersFindWhatOneFinds) {
     q.workers = 3;
     const LayoutAnswer many = search_layouts(LayoutPricer(*model_, {"", links()}), q, keep);
     EXPECT_GT(one.priced + one.pruned, 0);
-    same(one, many);
+    expect_same_answers(one, many);
   }
   q.budget_bytes = 0.5 * alone;
   q.plans = {"no-such-plan", "keep"};
