@@ -298,8 +298,11 @@ LayoutPricer::LayoutPricer(const LayerModel& whole, LayoutRequest request)
     : whole_(request.alike_experts_once ? collapse_alike_experts(whole) : whole),
       request_(std::move(request)),
       shape_(transformer_shape(whole, whole.network)) {
-  if (!request_.hardware.empty()) peak_flops_ = load_hardware(request_.hardware).peak_for(whole.precision);
-  host_link_ = make_target(whole_, request_.hardware, request_.compute_efficiency).has_host_link();
+  if (!request_.hardware.empty()) {
+    hardware_ = load_hardware(request_.hardware);
+    peak_flops_ = hardware_->peak_for(whole.precision);
+  }
+  host_link_ = target_of(whole_).has_host_link();
   // A block's layers, weights, FLOPs and saved bytes: alike blocks' are equal.
   std::vector<std::tuple<size_t, double, double, double>> blocks(static_cast<size_t>(shape_.blocks));
   for (const LayerFit& l : whole_.layers) {
@@ -316,6 +319,10 @@ LayoutPricer::LayoutPricer(const LayerModel& whole, LayoutRequest request)
 }
 
 LayoutPricer::~LayoutPricer() = default;
+
+Target LayoutPricer::target_of(const LayerModel& model) const {
+  return hardware_ ? catalog_target(model, *hardware_, request_.compute_efficiency) : profiled_target(model);
+}
 
 std::string LayoutPricer::stage_key(const ParallelLayout& layout, const StageSpan& span) const {
   std::string key = rank_key(layout) + "/" + (span.first ? "f" : "") + (span.last ? "l" : "");
@@ -356,7 +363,7 @@ LayoutPricer::Stage& LayoutPricer::stage(Kept& k, const ParallelLayout& layout, 
   auto stage = std::make_unique<Stage>();
   stage->model = stage_model(rank, span);
   stage->state = state_of(k, layout, span);
-  stage->alone = make_target(stage->model, request_.hardware, request_.compute_efficiency);
+  stage->alone = target_of(stage->model);
   stage->alone.data_parallel.holding = request_.holding;
   stage->comm = comm_facts(stage->model, whole_output_);
   if (!computes_with_held_weights(stage->model, stage->alone.data_parallel)) {

@@ -144,12 +144,15 @@ class LayoutPricer {
   // where memory runs short of the split models too; called before a
   // layout is priced, never while one holds a stage.
   void make_room(Kept& kept) const;
+  // `model` on the request's hardware (make_target's, the catalog read once).
+  Target target_of(const LayerModel& model) const;
   PlanSpace space(Stage& stage, const ParallelLayout& layout, const GroupLinks& links, int64_t batch) const;
   const StagePrice& price(Stage& stage, const ParallelLayout& layout, const std::string& plan, const GroupLinks& links,
                           const StageSpan& span) const;
   const LayerModel whole_;  // alike experts collapsed where the request says so
   LayoutRequest request_;
   TransformerShape shape_;
+  std::optional<HardwareSpec> hardware_;  // the request's; none: the profiled machine
   bool host_link_ = false;
   double peak_flops_ = 0;                       // the target's; 0: unknown (a CPU)
   double model_flops_ = 0;                      // forward FLOPs a sample
