@@ -148,12 +148,6 @@ void check_state_fits(const model::NetworkConfig& profiled, int blocks, const Pr
                    ": profile fewer blocks, or the network at fractions of its shape");
 }
 
-// The whole-network plans a step is timed under (model::PlanStep).
-std::vector<std::string> calibration_plans() {
-  const model::CalibrationPlans& plans = model::calibration_plans();
-  return {plans.codec, plans.recompute};
-}
-
 // Each layer's scratch with its slots stored (LayerProfile::stored): a
 // step of the narrowest codec's plan at each batch that ran and at two and
 // four times the largest (memory alone, which one step after one of warm-up
@@ -282,10 +276,8 @@ int steps_announced(const executor::Network& network, const ProfileOptions& opti
     total *= rounds.count;
   }
   for (int r = 0; r < rounds.count; ++r) total += rounds.runs_in(r) * batches;
-  if (options.time_plan_steps) {
-    total += static_cast<int>(calibration_plans().size()) * 2 * (options.warmup + options.steps);  // each after a keep step
-  }
-  if (options.measure_stored) total += batches + 2 + (probe_batch > 0 ? 1 : 0);  // OOM batches: 1 each
+  total += static_cast<int>(options.plan_steps.size()) * 2 * (options.warmup + options.steps);  // each after a keep step
+  if (options.measure_stored) total += batches + 2 + (probe_batch > 0 ? 1 : 0);                 // OOM batches: 1 each
   return total;
 }
 
@@ -365,9 +357,9 @@ void probe_each_layer(executor::Session& session, LayerTimer& timer, const Profi
   }
 }
 
-// A step under each calibration plan at the smallest batch that ran, each
-// right after a keep step there (what it is compared with), the network put
-// back to keep after.
+// A step under each of the options' plan_steps at the smallest batch that
+// ran, each right after a keep step there (what it is compared with), the
+// network put back to keep after.
 void time_plan_steps(executor::Session& session, LayerTimer& timer, const ProfileOptions& options, Progress& progress,
                      model::Profile& profile) {
   const auto smallest =
@@ -387,7 +379,7 @@ void time_plan_steps(executor::Session& session, LayerTimer& timer, const Profil
     if (run.iteration.oom) return std::nullopt;
     return run.iteration.iteration_s;
   };
-  for (const std::string& name : calibration_plans()) {
+  for (const std::string& name : options.plan_steps) {
     const std::string note = name + " at batch " + std::to_string(smallest->batch);
     const std::optional<double> keep = step_under("keep", note);
     const std::optional<double> planned = step_under(name, note);
@@ -411,11 +403,20 @@ void measure_machine(executor::Session& session, const LayerTimer& timer, model:
 
 }  // namespace
 
+std::vector<std::string> calibration_plans() {
+  const model::CalibrationPlans& plans = model::calibration_plans();
+  return {plans.codec, plans.recompute};
+}
+
 void ProfileOptions::validate() const {
   if (steps < 1) throw InputError("at least one measured step is needed");
   if (warmup < 0) throw InputError("warm-up steps cannot be negative");
   if (rounds < 1) throw InputError("at least one round is needed");
   if (batches.empty()) throw InputError("no batch size given");
+  const std::vector<std::string> plans = calibration_plans();
+  for (const std::string& plan : plan_steps) {
+    if (std::find(plans.begin(), plans.end(), plan) == plans.end()) throw InputError("'" + plan + "' is not a calibration plan");
+  }
   const std::vector<int> in_order = sorted(batches);
   const auto repeated = std::adjacent_find(in_order.begin(), in_order.end());
   if (repeated != in_order.end()) throw InputError("batch size " + std::to_string(*repeated) + " is repeated");
@@ -456,7 +457,7 @@ model::Profile profile_network(const ProfileOptions& options) {
   Progress progress{options, 0, steps_announced(*session.network, options, rounds, probe_batch)};
   measure_batches(session, *timer, options, rounds, progress, profile);
   if (probe_batch > 0) probe_each_layer(session, *timer, options, rounds, probe_batch, progress, profile);
-  if (options.time_plan_steps) time_plan_steps(session, *timer, options, progress, profile);
+  if (!options.plan_steps.empty()) time_plan_steps(session, *timer, options, progress, profile);
   if (options.measure_stored) {
     measure_stored(session, *timer, options, profile,
                    [&] { progress.step("each layer's scratch under " + model::narrowest_codec_plan()); });

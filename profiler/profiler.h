@@ -18,6 +18,10 @@
 
 namespace papaya::profiler {
 
+// The whole-network plans a profile may time a step under: the codec's
+// (model::calibration_plans().codec) and the recompute's, in that order.
+std::vector<std::string> calibration_plans();
+
 struct ProfileOptions {
   model::NetworkConfig network;  // parsed once by the caller (model::load_network_config), at its sequence length
   // A transformer's first this many blocks only, the fit scaling the model to
@@ -46,11 +50,12 @@ struct ProfileOptions {
   // where the model is made over for another shape or sequence length,
   // which keeps only lines.
   bool measure_stored = true;
-  // A step under each calibration plan beside a keep step (model::PlanStep);
-  // off where the model is made from another profile's figures (the largest
-  // of three fractions' or lengths', model/fit/extrapolation.h), which
-  // leaves these unread.
-  bool time_plan_steps = true;
+  // The calibration plans a step is timed under, each beside a keep step
+  // (model::PlanStep): none where the model is made from another profile's
+  // figures (the largest of three fractions' or lengths',
+  // model/fit/extrapolation.h), which leaves these unread; not the codec's
+  // where this machine's codec speed will not be read.
+  std::vector<std::string> plan_steps = calibration_plans();
   uint64_t seed = 0;
   // > 0: a batch whose allocated bytes pass it counts as out of memory, as on
   // a device with that much memory (emulates one on CPU).

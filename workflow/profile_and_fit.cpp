@@ -10,6 +10,7 @@
 #include "model/catalog/shape_fraction.h"
 #include "model/error.h"
 #include "model/fit/fit_profile.h"
+#include "model/fit/plan_step_calibration.h"
 #include "model/fit/sequence_scaling.h"
 #include "model/fit/shape_scaling.h"
 #include "model/units.h"
@@ -273,6 +274,12 @@ Profiled profile_and_fit(const ProfileAndFitRequest& asked, Reporter& reporter) 
     options.rounds = 1;
     options.probe_batch = 0;
   }
+  // The calibration plans the model's profile (the only one, or the largest fraction's or length's) times.
+  std::vector<std::string> plan_steps = profiler::calibration_plans();
+  if (request.catalog_targets_only && request.device.rfind("cuda", 0) != 0) {
+    plan_steps.erase(std::find(plan_steps.begin(), plan_steps.end(), model::calibration_plans().codec));
+  }
+  options.plan_steps = plan_steps;
   bool warned = false;  // the same warning at every length once
   bool told_few_experts = false;
   options.on_warning = [&](const std::string& message) {
@@ -304,7 +311,8 @@ Profiled profile_and_fit(const ProfileAndFitRequest& asked, Reporter& reporter) 
     const std::string of = "/" + std::to_string(scaling.parts);
     for (int k = 1; k <= 3; ++k) {
       const std::string part = std::to_string(k) + of;
-      options.time_plan_steps = k == 3;  // the whole is timed as the largest fraction is (model/fit/extrapolation.h)
+      // The whole is timed as the largest fraction is (model/fit/extrapolation.h).
+      options.plan_steps = k == 3 ? plan_steps : std::vector<std::string>{};
       models.push_back({k, profile_and_fit_one(model::at_shape_fraction(request.network, k, scaling.parts, scaling.cut),
                                                "profiling at " + part)});
     }
@@ -315,7 +323,7 @@ Profiled profile_and_fit(const ProfileAndFitRequest& asked, Reporter& reporter) 
     std::vector<model::ModelAtLength> models;
     const int longest = *std::max_element(scaling.lengths.begin(), scaling.lengths.end());
     for (int length : scaling.lengths) {
-      options.time_plan_steps = length == longest;  // as the fractions' largest above
+      options.plan_steps = length == longest ? plan_steps : std::vector<std::string>{};  // as the fractions' largest above
       models.push_back({length, profile_and_fit_one(model::at_seq_len(request.network, length),
                                                     "profiling at " + std::to_string(length) + " tokens")});
     }

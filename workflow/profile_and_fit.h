@@ -37,6 +37,10 @@ struct ProfileAndFitRequest {
   // lengths is made whole, so that one of tens of thousands of experts'
   // layers is made and priced in seconds. Its plans name no expert's layers.
   bool alike_experts_once = false;
+  // Priced on catalog entries alone (limits): from a CPU, the codecs' speed
+  // measured here is never read (a catalog GPU's is assumed:
+  // model/catalog/target.h), so no step is timed to calibrate it.
+  bool catalog_targets_only = false;
 };
 
 struct Profiled {

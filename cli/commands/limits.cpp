@@ -281,6 +281,7 @@ model::LayerModel profiled_model(const LimitsArgs& args, const model::NetworkCon
   request.profile_blocks = args.profile_blocks;
   request.shape_parts = args.profile_parts;
   request.alike_experts_once = true;  // limits names no layer
+  request.catalog_targets_only = true;
   ProgressReporter reporter;
   return workflow::profile_and_fit(request, reporter).model;
 }

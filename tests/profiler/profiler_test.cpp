@@ -35,6 +35,7 @@
 #include "profiler/summary.h"
 #include "profiler/wall_clock_timer.h"
 #include "tests/executor/torchscript/fixtures.h"
+#include "tests/support/input_error.h"
 #include "tests/support/test_names.h"
 
 namespace papaya::profiler {
@@ -667,6 +668,9 @@ TEST(Profiler, BadRequestsAreInputErrors) {
   options.steps = 1;
   options.probe_batch = 2;  // not beyond the largest batch
   EXPECT_THROW(profile_network(options), InputError);
+  options.probe_batch = 0;
+  options.plan_steps = {"quantize-3"};  // a plan, but no calibration plan
+  EXPECT_EQ(test_support::input_error_of([&] { profile_network(options); }), "'quantize-3' is not a calibration plan");
 }
 
 }  // namespace

@@ -6,9 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "model/catalog/hardware.h"
 #include "model/catalog/network_config.h"
 #include "model/fit/plan_step_calibration.h"
 #include "model/plan.h"
@@ -52,13 +54,14 @@ TEST(ProfileAndFit, ProfilesAtTheDefaultBatchesThenFitsReportingEachStage) {
       << profiled.how;
 }
 
-// Per profiling stage: whether a calibration plan's step ran in it, and
+// Per profiling stage: the calibration plans whose steps ran in it, and
 // whether its progress bar ended full.
 struct StageSteps {
-  bool plan_steps = false, ended_full = false;
+  std::set<std::string> plans;
+  bool ended_full = false;
 };
 std::map<std::string, StageSteps> steps_by_stage(const RecordingReporter& reporter) {
-  const std::string codec_step = " " + model::calibration_plans().codec + " at batch ";
+  const model::CalibrationPlans& calibration = model::calibration_plans();
   std::map<std::string, StageSteps> out;
   std::string stage;
   for (const std::string& call : reporter.calls) {
@@ -66,7 +69,9 @@ std::map<std::string, StageSteps> steps_by_stage(const RecordingReporter& report
     if (call.rfind("update ", 0) != 0 || stage.rfind("profiling", 0) != 0) continue;
     const std::string count = call.substr(7, call.find(' ', 7) - 7);
     const size_t slash = count.find('/');
-    out[stage].plan_steps = out[stage].plan_steps || call.find(codec_step) != std::string::npos;
+    for (const std::string& plan : {calibration.codec, calibration.recompute}) {
+      if (call.find(" " + plan + " at batch ") != std::string::npos) out[stage].plans.insert(plan);
+    }
     out[stage].ended_full = count.substr(0, slash) == count.substr(slash + 1);
   }
   return out;
@@ -86,7 +91,7 @@ TEST(ProfileAndFit, AShapeCutInPartsProfilesThreeFractionsAndModelsTheWhole) {
   const std::map<std::string, StageSteps> steps = steps_by_stage(reporter);
   for (const char* stage : {"profiling at 1/4", "profiling at 2/4", "profiling at 3/4"}) {
     ASSERT_EQ(steps.count(stage), 1u) << stage;
-    EXPECT_EQ(steps.at(stage).plan_steps, std::string(stage) == "profiling at 3/4") << stage;
+    EXPECT_EQ(steps.at(stage).plans.size(), std::string(stage) == "profiling at 3/4" ? 2u : 0u) << stage;
     EXPECT_TRUE(steps.at(stage).ended_full) << stage;
   }
   ASSERT_FALSE(reporter.calls.empty());
@@ -95,6 +100,31 @@ TEST(ProfileAndFit, AShapeCutInPartsProfilesThreeFractionsAndModelsTheWhole) {
   const model::LayerModel& whole = gpt_tiny().model;
   ASSERT_EQ(scaled.model.layers.size(), whole.layers.size());
   for (size_t i = 0; i < whole.layers.size(); ++i) EXPECT_EQ(scaled.model.layers[i].path, whole.layers[i].path);
+}
+
+// Priced on catalog GPUs alone, a CPU profile's codec speed is never read
+// (catalog_target assumes the GPU's): its step goes, the recompute's stays,
+// and the progress bar still ends full.
+TEST(ProfileAndFit, ACpuProfileForCatalogGpusAloneTimesNoCodecStep) {
+  RecordingReporter reporter;
+  ProfileAndFitRequest request = quick_request("mlp-tiny");
+  request.catalog_targets_only = true;
+  const Profiled profiled = profile_and_fit(request, reporter);
+  const std::map<std::string, StageSteps> steps = steps_by_stage(reporter);
+  ASSERT_EQ(steps.count("profiling"), 1u);
+  EXPECT_EQ(steps.at("profiling").plans, std::set<std::string>{model::calibration_plans().recompute});
+  EXPECT_TRUE(steps.at("profiling").ended_full);
+  EXPECT_FALSE(profiled.model.codecs.empty()) << "the codecs are measured still, as every profile has them";
+  // What the step would calibrate, a codec's seconds a call, does not reach a catalog GPU.
+  model::LayerModel slower = profiled.model;
+  for (model::CodecMeasurement& c : slower.codecs) c.pack_seconds_per_call += 1, c.unpack_seconds_per_call += 1;
+  const model::HardwareSpec h100 = model::load_hardware("H100-SXM-80GB");
+  const model::Target as_profiled = model::catalog_target(profiled.model, h100), as_slower = model::catalog_target(slower, h100);
+  ASSERT_EQ(as_profiled.codecs.size(), as_slower.codecs.size());
+  for (size_t i = 0; i < as_profiled.codecs.size(); ++i) {
+    EXPECT_EQ(as_profiled.codecs[i].pack_seconds(1e6), as_slower.codecs[i].pack_seconds(1e6));
+    EXPECT_EQ(as_profiled.codecs[i].unpack_seconds(1e6), as_slower.codecs[i].unpack_seconds(1e6));
+  }
 }
 
 TEST(ProfileAndFit, RefusesBeforeProfilingWhatCannotBeModelled) {
