@@ -5,12 +5,14 @@
 #include <algorithm>
 #include <deque>
 #include <map>
+#include <optional>
 #include <tuple>
 
 #include "model/alike_experts.h"
 #include "model/catalog/hardware.h"
 #include "model/catalog/target.h"
 #include "model/error.h"
+#include "model/network_layout.h"
 #include "model/parallel/data_parallel.h"
 #include "model/parallel/expert_groups.h"
 #include "model/parallel/sharding.h"
@@ -236,7 +238,8 @@ struct LayoutPricer::Stage {
   std::map<std::string, StagePrice> prices;
   // Each whole-network plan by name, on its layout and as its spaces' decisions (the same in each).
   std::map<std::string, std::pair<Plan, Assignment>> plans;
-  uint64_t last_used = 0;  // the pricer's count of stage lookups when it was last looked up
+  std::optional<NetworkLayout> layout;  // the model's, once a plan is named on it
+  uint64_t last_used = 0;               // the pricer's count of stage lookups when it was last looked up
 };
 
 // What one worker keeps (LayoutPricer's comment).
@@ -414,7 +417,8 @@ const LayoutPricer::StagePrice& LayoutPricer::price(Stage& st, const ParallelLay
   const PlanSpace with_data = space(st, layout, links, layout.micro_batch);
   auto planned = st.plans.find(plan_name);
   if (planned == st.plans.end()) {
-    Plan expanded = expand_plan_name(plan_name, st.model.layout());
+    if (!st.layout) st.layout = st.model.layout();
+    Plan expanded = expand_plan_name(plan_name, *st.layout);
     Assignment decisions = with_data.assignment(expanded);
     planned = st.plans.emplace(plan_name, std::make_pair(std::move(expanded), std::move(decisions))).first;
   }

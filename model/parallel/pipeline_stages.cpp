@@ -138,6 +138,7 @@ LayerModel stage_model(const LayerModel& rank, const StageSpan& span) {
   }
 
   LayerModel stage = rank.without_layers();
+  stage.layers.reserve(static_cast<size_t>(std::count(c.held.begin(), c.held.end(), true)));
   for (size_t j = 0; j < rank.layers.size(); ++j) {
     if (c.held[j]) stage.layers.push_back(rank.layers[j]);
   }
