@@ -16,6 +16,7 @@
 #   PROFILE_SEQ_LENS="16 32 64" SEQ_LEN=256 NETWORKS=llama-tiny bench/prediction_accuracy.sh
 #                                                # profile at 3 lengths, predict and train at another
 #   REPEATS=3 bench/prediction_accuracy.sh       # each profile and run 3 times: the median samples/s
+#   CPU=0 bench/prediction_accuracy.sh           # profiles and runs pinned to core 0 (taskset)
 #
 # Needs `papaya profile` (the profiler) and `papaya train --plan` (the
 # executor's memory optimizations), and jq. Writes every profile, model,
@@ -42,6 +43,11 @@ rate_target=${RATE_TARGET:-0.15}
 # median of them (a shared machine's slow moments last seconds: one run of a
 # small network can fall wholly in one).
 repeats=${REPEATS:-1}
+# A VM's cores need not run at one pace (this one's two differed by a third
+# for minutes at a time): pinned, a prediction and the run it is compared
+# with are made on the same core.
+pin=()
+[ -z "${CPU:-}" ] || pin=(taskset -c "$CPU")
 
 command -v jq >/dev/null || { echo "prediction_accuracy: needs jq (apt-get install jq)" >&2; exit 2; }
 "$papaya" profile --help >/dev/null 2>&1 || { echo "prediction_accuracy: this papaya has no 'profile' command yet (the profiler)" >&2; exit 2; }
@@ -63,7 +69,7 @@ for network in $networks; do
     for length in ${profile_seq_lens:-${seq_len:-default}}; do
       echo "== $net: profile at $profile_batches${profile_blocks:+ ($profile_blocks blocks)} (sequence: $length)${sfx:+ repeat $r}" >&2
       profiles+=("$out/$net.profile.$length$sfx.json")
-      "$papaya" profile --network "$network" --batch "$profile_batches" --device cpu --precision "$precision" \
+      "${pin[@]}" "$papaya" profile --network "$network" --batch "$profile_batches" --device cpu --precision "$precision" \
         ${profile_blocks:+--profile-blocks "$profile_blocks"} $([ "$length" = default ] || echo --seq-len "$length") --out "${profiles[-1]}" >&2
     done
     "$papaya" fit "${profiles[@]}" ${profile_seq_lens:+--seq-len "$seq_len"} --out "$out/$net.model$sfx.json" --json >"$out/$net.fit$sfx.json"
@@ -77,7 +83,7 @@ for network in $networks; do
     for b in $batches; do
       for plan in $plans; do
         echo "== $net $plan batch $b: train$([ "$repeats" -eq 1 ] || echo " (repeat $r)")" >&2
-        "$papaya" train --network "$network" ${seq_len:+--seq-len "$seq_len"} --plan "$plan" --batch "$b" --steps "$steps" \
+        "${pin[@]}" "$papaya" train --network "$network" ${seq_len:+--seq-len "$seq_len"} --plan "$plan" --batch "$b" --steps "$steps" \
           --device cpu --precision "$precision" --json >"$out/$net.$plan.$b$(suffix "$r").train.json"
       done
     done

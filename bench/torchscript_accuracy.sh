@@ -15,6 +15,7 @@
 #   MODELS="siamese nanogpt" bench/torchscript_accuracy.sh   # some of the models (default: all)
 #   REPEATS=3 bench/torchscript_accuracy.sh             # each profile and run 3 times (prediction_accuracy.sh),
 #                                                       # and 3 pairs of eager and keep steps
+#   CPU=0 bench/torchscript_accuracy.sh                 # every profile and run pinned to core 0 (taskset)
 #
 # Needs Debian's python3-torch and python3-torchvision (the reference only:
 # papaya loads the archives without Python) and jq. Writes under $OUT.
@@ -59,13 +60,15 @@ echo
 # pairs' ratios.
 jemalloc=$(ldconfig -p | awk '/libjemalloc.so.2 .*x86-64/ && !found { print $NF; found = 1 }')  # reads on: no SIGPIPE under pipefail
 repeats=${REPEATS:-1}
+pin=()
+[ -z "${CPU:-}" ] || pin=(taskset -c "$CPU")
 echo "| model | batch | threads | PyTorch eager samples/s | papaya keep samples/s | papaya / eager (median of $repeats, range) |"
 echo "|---|---|---|---|---|---|"
 for b in $batches; do
   for m in $models; do
     for r in $(seq 1 "$repeats"); do
-      LD_PRELOAD=$jemalloc "$python" bench/torchscript_models.py eager "$out/models" "$b" "$steps" "$m" >"$out/eager.$m.$b.r$r.csv"
-      "$papaya" train --network "$out/models/$m.pt" --plan keep --batch "$b" --steps "$steps" --device cpu --json \
+      LD_PRELOAD=$jemalloc "${pin[@]}" "$python" bench/torchscript_models.py eager "$out/models" "$b" "$steps" "$m" >"$out/eager.$m.$b.r$r.csv"
+      "${pin[@]}" "$papaya" train --network "$out/models/$m.pt" --plan keep --batch "$b" --steps "$steps" --device cpu --json \
         >"$out/$m.pt.eager-pair.$b.r$r.train.json"
       tail -n 1 "$out/eager.$m.$b.r$r.csv" | cut -d, -f3,5 | tr '\n' ,
       jq -r '.median_samples_per_s' "$out/$m.pt.eager-pair.$b.r$r.train.json"
