@@ -96,17 +96,7 @@ NetworkLayout LayerModel::layout() const { return layout_of(segments, layers); }
 
 LayerModel LayerModel::without_layers() const {
   LayerModel out;
-  out.version = version;
-  out.network = network, out.precision = precision;
-  out.machine = machine;
-  out.batches = batches;
-  out.probe_batch = probe_batch;
-  out.static_bytes = static_bytes;
-  out.unattributed_peak = unattributed_peak, out.optimizer_peak = optimizer_peak;
-  out.optimizer_seconds = optimizer_seconds, out.rest_seconds = rest_seconds;
-  out.codecs = codecs, out.inverts = inverts;
-  out.h2d_bytes_per_s = h2d_bytes_per_s, out.d2h_bytes_per_s = d2h_bytes_per_s;
-  out.roofline = roofline;
+  static_cast<ModelWideFigures&>(out) = *this;
   return out;
 }
 

@@ -90,14 +90,14 @@ struct RooflineFit {
   double backward_compute = 0, backward_memory = 0;  // of backward (FLOPs and bytes taken as 2x forward)
 };
 
-struct LayerModel {
+// Every figure of a layer model but its layers and segments: the profile it
+// came from and the step's figures that are no layer's.
+struct ModelWideFigures {
   int version = layer_model_version;
   std::string network, precision;
   MachineInfo machine;
-  std::vector<int> batches;          // the profiled batch sizes the fit used
-  int probe_batch = 0;               // the batch layers were timed at alone (0: none)
-  std::vector<LayerFit> layers;      // forward order
-  std::vector<SegmentFit> segments;  // forward order
+  std::vector<int> batches;  // the profiled batch sizes the fit used
+  int probe_batch = 0;       // the batch layers were timed at alone (0: none)
 
   double static_bytes = 0;        // weights + gradients + optimizer state
   LinearCurve unattributed_peak;  // calibration: measured passes' peak - the largest per-layer figure
@@ -111,9 +111,15 @@ struct LayerModel {
   std::optional<RooflineFit> roofline;              // set when the profile is from a catalog GPU
 
   bool on_gpu() const { return machine.device.rfind("cuda", 0) == 0; }
+};
+
+struct LayerModel : ModelWideFigures {
+  std::vector<LayerFit> layers;      // forward order
+  std::vector<SegmentFit> segments;  // forward order
+
   NetworkLayout layout() const;
-  // Every figure but the layers and segments: what a model of some of them
-  // starts from (a copy of the whole, cleared, copies every layer first).
+  // The model-wide figures alone: what a model of some of the layers starts
+  // from (a copy of the whole, cleared, copies every layer first).
   LayerModel without_layers() const;
 };
 

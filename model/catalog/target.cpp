@@ -278,7 +278,12 @@ void set_data_parallel(Target& target, const DataParallel& world) {
 }
 
 Target make_target(const LayerModel& model, const std::string& name, std::optional<double> compute_efficiency) {
-  return name.empty() ? profiled_target(model) : catalog_target(model, load_hardware(name), compute_efficiency);
+  return make_target(model, name.empty() ? std::nullopt : std::optional<HardwareSpec>(load_hardware(name)), compute_efficiency);
+}
+
+Target make_target(const LayerModel& model, const std::optional<HardwareSpec>& hardware,
+                   std::optional<double> compute_efficiency) {
+  return hardware ? catalog_target(model, *hardware, compute_efficiency) : profiled_target(model);
 }
 
 }  // namespace papaya::model

@@ -97,6 +97,9 @@ Target catalog_target(const LayerModel& model, const HardwareSpec& hardware,
                       std::optional<double> compute_efficiency = std::nullopt);
 // By catalog name, or the profiled machine when `name` is empty.
 Target make_target(const LayerModel& model, const std::string& name, std::optional<double> compute_efficiency = std::nullopt);
+// The same from an entry loaded already (none: the profiled machine).
+Target make_target(const LayerModel& model, const std::optional<HardwareSpec>& hardware,
+                   std::optional<double> compute_efficiency = std::nullopt);
 
 // `target` as each of `world.ranks` data-parallel devices, exchanging over
 // world.link: every prediction on it is per rank, its samples/s global.

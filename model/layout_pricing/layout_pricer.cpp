@@ -324,7 +324,7 @@ LayoutPricer::LayoutPricer(const LayerModel& whole, LayoutRequest request)
 LayoutPricer::~LayoutPricer() = default;
 
 Target LayoutPricer::target_of(const LayerModel& model) const {
-  return hardware_ ? catalog_target(model, *hardware_, request_.compute_efficiency) : profiled_target(model);
+  return make_target(model, hardware_, request_.compute_efficiency);
 }
 
 std::string LayoutPricer::stage_key(const ParallelLayout& layout, const StageSpan& span) const {
@@ -463,7 +463,7 @@ double LayoutPricer::time_floor_seconds(const ParallelLayout& layout, int worker
   make_room(k);
   const GroupLinks links = group_links(layout, request_.links);
   const std::string of_layout = "/" + std::to_string(layout.micro_batch) + "/" + std::to_string(layout.virtual_stages) + "/" +
-                                (layout.gpus() <= request_.links.gpus_per_node ? "i" : "x");
+                                (links.pipeline == &request_.links.intra ? "i" : "x");
   double slowest = 0;
   for (const StageSpan& span : pipeline_stages(shape_.blocks, layout.pipeline)) {
     const auto [floor, added] = k.floors.emplace(stage_key(layout, span) + of_layout, 0.0);
