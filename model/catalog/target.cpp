@@ -83,6 +83,17 @@ std::optional<HardwareSpec> catalog_entry_for(const MachineInfo& machine) {
   return best;
 }
 
+SaturatingCurve Target::rest_of(const SaturatingCurve& rest, const std::vector<bool>& held) const {
+  if (reference_seconds.empty()) return rest;
+  double profiled = 0, here = 0;
+  for (size_t j = 0; j < held.size(); ++j) {
+    if (!held[j]) continue;
+    profiled += profiled_reference_seconds[j];
+    here += reference_seconds[j];
+  }
+  return rest.times(profiled > 0 ? here / profiled : 1);
+}
+
 double Target::invert_extra_seconds(LayerKind kind, double raw_bytes) const {
   for (const auto& i : inverts) {
     if (i.kind == kind) return i.extra_seconds(raw_bytes);
@@ -195,7 +206,6 @@ Target catalog_target(const LayerModel& m, const HardwareSpec& hw, std::optional
     t.notes.push_back("FP8 (" + m.precision + "): the linear layers it converts at " + hw.name + "'s FP8 peak, the rest in bf16");
   }
   const double b = largest_batch(m);
-  double profiled_sum = 0, target_sum = 0;
   for (const auto& l : m.layers) {
     // Its kernels: what it runs on the target, or (priced by a roofline)
     // whether its products are FP8.
@@ -221,8 +231,8 @@ Target catalog_target(const LayerModel& m, const HardwareSpec& hw, std::optional
         t.backward_seconds.push_back({{0, bwd, typical_backward_overhead_s * l.repeats}, {}});
       }
     }
-    profiled_sum += forward_seconds_at(l, b) + backward_seconds_at(l, b);
-    target_sum += t.forward_seconds.back().at(b) + t.backward_seconds.back().at(b);
+    t.profiled_reference_seconds.push_back(forward_seconds_at(l, b) + backward_seconds_at(l, b));
+    t.reference_seconds.push_back(t.forward_seconds.back().at(b) + t.backward_seconds.back().at(b));
   }
   for (const auto& s : m.segments) {
     double profiled = 0, target = 0;
@@ -233,7 +243,7 @@ Target catalog_target(const LayerModel& m, const HardwareSpec& hw, std::optional
     }
     t.recompute_seconds.push_back(s.recompute_seconds.times(profiled > 0 ? target / profiled : 1));
   }
-  t.rest_seconds = m.rest_seconds.times(profiled_sum > 0 ? target_sum / profiled_sum : 1);
+  t.rest_seconds = t.rest_of(m.rest_seconds, std::vector<bool>(m.layers.size(), true));
 
   if (source) {
     t.optimizer_seconds = m.optimizer_seconds.times(source->memory_bandwidth / bandwidth);

@@ -73,8 +73,15 @@ struct Target {
   std::vector<InvertMeasurement> inverts;
   DataParallel data_parallel;      // one rank unless set (with_data_parallel)
   std::vector<std::string> notes;  // what was assumed
+  // Each layer's forward and backward seconds at the model's largest
+  // profiled batch, as profiled and here: what the rest of a step is scaled
+  // by. Empty where the rest is the profiled one.
+  std::vector<double> profiled_reference_seconds, reference_seconds;
 
   bool has_host_link() const { return h2d_bytes_per_s > 0 && d2h_bytes_per_s > 0; }
+  // Here, the rest of a step of the model's layers `held` alone, whose rest
+  // as profiled is `rest`: scaled as those layers' time is.
+  SaturatingCurve rest_of(const SaturatingCurve& rest, const std::vector<bool>& held) const;
   // Throws InputError where a memory budget is more than this target has: a
   // batch found under it would not fit (unknown capacity, 0, passes).
   void check_budget(double budget_bytes) const;

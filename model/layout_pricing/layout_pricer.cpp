@@ -143,8 +143,10 @@ std::vector<LayerCommFacts> comm_facts(const LayerModel& stage, const std::map<s
   return out;
 }
 
+// Of the layers `held` of `stage` (empty: all of them).
 StageComm stage_comm(const LayerModel& stage, const std::vector<LayerCommFacts>& facts, const Target& target, const Plan& plan,
-                     const ParallelLayout& l, const GroupLinks& links, const StageSpan& span) {
+                     const ParallelLayout& l, const GroupLinks& links, const StageSpan& span,
+                     const std::vector<bool>& held = {}) {
   StageComm out;
   const double mb = l.micro_batch;
   const auto tensor_collectives = [&](double bytes, int count) {
@@ -158,6 +160,7 @@ StageComm stage_comm(const LayerModel& stage, const std::vector<LayerCommFacts>&
   double attention_s = 0, kv_bytes = 0, normalized = 0;
   using C = LayerCommFacts::Collective;
   for (size_t j = 0; j < stage.layers.size(); ++j) {
+    if (!held.empty() && !held[j]) continue;
     const LayerFit& layer = stage.layers[j];
     const LayerCommFacts& f = facts[j];
     const double stream = mb * f.whole_output / l.context;  // the whole stream of the rank's tokens
@@ -195,8 +198,8 @@ StageComm stage_comm(const LayerModel& stage, const std::vector<LayerCommFacts>&
   }
   if (l.pipeline > 1) {
     double boundary = 0;
-    for (const LayerCommFacts& f : facts) {
-      if (f.in_block) boundary = f.whole_output;
+    for (size_t j = 0; j < facts.size(); ++j) {
+      if (facts[j].in_block && (held.empty() || held[j])) boundary = facts[j].whole_output;
     }
     const double bytes = mb * boundary / l.context / (l.sequence ? l.tensor : 1);
     out.pipeline_send = links.pipeline->send_seconds(bytes);
@@ -242,16 +245,26 @@ struct LayoutPricer::Stage {
   uint64_t last_used = 0;               // the pricer's count of stage lookups when it was last looked up
 };
 
+// A rank's layers on the target, for the time floors of its stages
+// without making them: a layer's seconds there are its own alone
+// (catalog_target's and profiled_target's), the same in every stage.
+struct LayoutPricer::RankTimes {
+  Target target;                              // of the rank's model
+  std::vector<LayerCommFacts> comm;           // one a layer
+  std::map<int, std::vector<double>> passes;  // by micro-batch: each layer's forward + backward
+};
+
 // What one worker keeps (LayoutPricer's comment).
 struct LayoutPricer::Kept {
-  std::map<std::string, LayerModel> ranks;  // by rank_key
+  std::map<std::string, LayerModel> ranks;      // by rank_key
+  std::map<std::string, RankTimes> rank_times;  // by rank_key
   std::map<std::string, std::unique_ptr<Stage>> stages;
   // By stage key, each stage's state bytes, kept when the stage is let go:
   // the static floor of a stage seen before (at another count of GPUs) needs no stage.
   std::map<std::string, StateBytes> states;
   // By stage key and what else it depends on (the micro-batch, the chunks,
-  // the stages' link), a micro-batch's time floor on the stage, kept when
-  // the stage is let go.
+  // the stages' link), a micro-batch's time floor on the stage, made from
+  // its rank's layers (rank_times): most layouts' stages are never priced.
   std::map<std::string, double> floors;
   uint64_t stage_lookups = 0;
   size_t stages_seen = 0;  // how many stages make_room last found
@@ -293,7 +306,7 @@ void LayoutPricer::make_room(Kept& k) const {
   // A split model is one of a few a search makes (one a tensor, context and
   // expert split), each made again after it is let go (DeepSeek-V3's a
   // thousand times for its fewest H100s): let go only where memory runs short.
-  if (short_of_memory) k.ranks.clear();
+  if (short_of_memory) k.ranks.clear(), k.rank_times.clear();
   k.stages_seen = k.stages.size();
 }
 
@@ -345,6 +358,19 @@ const LayerModel& LayoutPricer::rank_model(Kept& k, const ParallelLayout& layout
   auto rank = k.ranks.find(key);
   if (rank == k.ranks.end()) rank = k.ranks.emplace(key, split_across_ranks(whole_, shape_, layout)).first;
   return rank->second;
+}
+
+LayoutPricer::RankTimes& LayoutPricer::rank_times(Kept& k, const ParallelLayout& layout) const {
+  const std::string key = rank_key(layout);
+  auto times = k.rank_times.find(key);
+  if (times == k.rank_times.end()) {
+    const LayerModel& rank = rank_model(k, layout);
+    RankTimes made;
+    made.target = target_of(rank);
+    made.comm = comm_facts(rank, whole_output_);
+    times = k.rank_times.emplace(key, std::move(made)).first;
+  }
+  return times->second;
 }
 
 const StateBytes& LayoutPricer::state_of(Kept& k, const ParallelLayout& layout, const StageSpan& span) const {
@@ -468,15 +494,24 @@ double LayoutPricer::time_floor_seconds(const ParallelLayout& layout, int worker
   for (const StageSpan& span : pipeline_stages(shape_.blocks, layout.pipeline)) {
     const auto [floor, added] = k.floors.emplace(stage_key(layout, span) + of_layout, 0.0);
     if (added) {
-      const Stage& st = stage(k, layout, span);
+      // The stage's figures from its rank's layers (as stage() would make them, without making it).
+      const LayerModel& rank = rank_model(k, layout);
+      RankTimes& times = rank_times(k, layout);
+      const std::vector<bool> held = stage_layers(rank, span);
       // What a plan space's step adds up before anything overlaps it (AtBatch's layer times).
       const auto b = static_cast<double>(layout.micro_batch);
-      double compute = st.alone.rest_seconds.at(b);
-      for (size_t j = 0; j < st.model.layers.size(); ++j) {
-        compute += st.alone.forward_seconds[j].at(b) + st.alone.backward_seconds[j].at(b);
+      std::vector<double>& passes = times.passes[layout.micro_batch];
+      if (passes.empty()) {
+        for (size_t j = 0; j < rank.layers.size(); ++j) {
+          passes.push_back(times.target.forward_seconds[j].at(b) + times.target.backward_seconds[j].at(b));
+        }
+      }
+      double compute = times.target.rest_of(stage_rest_seconds(rank, held), held).at(b);
+      for (size_t j = 0; j < rank.layers.size(); ++j) {
+        if (held[j]) compute += passes[j];
       }
       // Communication as keep has it: a plan only adds to it (a recompute's collectives).
-      const StageComm comm = stage_comm(st.model, st.comm, st.alone, Plan{}, layout, links, span);
+      const StageComm comm = stage_comm(rank, times.comm, times.target, Plan{}, layout, links, span, held);
       const double chunk_sends = 2.0 * (layout.virtual_stages - 1) * comm.pipeline_send;
       floor->second = compute + comm.tensor + comm.pipeline + comm.context + comm.expert + chunk_sends;
     }

@@ -130,10 +130,13 @@ class LayoutPricer {
  private:
   struct Stage;
   struct StagePrice;
+  struct RankTimes;
   struct Kept;
   Kept& kept(int worker) const;
   // The model of one rank of the layout's tensor, context and expert split.
   const LayerModel& rank_model(Kept& kept, const ParallelLayout& layout) const;
+  // The rank's layers on the target (time_floor_seconds').
+  RankTimes& rank_times(Kept& kept, const ParallelLayout& layout) const;
   // A stage's key: its rank's split and its blocks' kinds (alike stages share one).
   std::string stage_key(const ParallelLayout& layout, const StageSpan& span) const;
   // A stage's state bytes, kept by its key after the stage is let go.

@@ -122,6 +122,17 @@ StageChoice choose(const LayerModel& rank, const StageSpan& span) {
 
 }  // namespace
 
+std::vector<bool> stage_layers(const LayerModel& rank, const StageSpan& span) { return choose(rank, span).held; }
+
+SaturatingCurve stage_rest_seconds(const LayerModel& rank, const std::vector<bool>& held) {
+  double layers = 0, held_layers = 0;  // alike layers one stands for, each
+  for (size_t j = 0; j < rank.layers.size(); ++j) {
+    layers += rank.layers[j].repeats;
+    if (held[j]) held_layers += rank.layers[j].repeats;
+  }
+  return rank.rest_seconds.times(held_layers / layers);
+}
+
 StateBytes stage_state(const LayerModel& rank, const StageSpan& span) {
   const StageChoice c = choose(rank, span);
   return state_bytes(rank, c.held, c.static_bytes);
@@ -162,12 +173,7 @@ LayerModel stage_model(const LayerModel& rank, const StageSpan& span) {
   const double static_share = rank.static_bytes > 0 ? stage.static_bytes / rank.static_bytes : 1;
   stage.optimizer_peak.fixed = stage.static_bytes + (rank.optimizer_peak.fixed - rank.static_bytes) * static_share;
   stage.optimizer_seconds = rank.optimizer_seconds.times(static_share);
-  const auto count = [](const std::vector<LayerFit>& layers) {
-    double n = 0;
-    for (const LayerFit& l : layers) n += l.repeats;  // alike layers one stands for, each
-    return n;
-  };
-  stage.rest_seconds = rank.rest_seconds.times(count(stage.layers) / count(rank.layers));
+  stage.rest_seconds = stage_rest_seconds(rank, c.held);
   return stage;
 }
 

@@ -31,6 +31,12 @@ std::vector<StageSpan> pipeline_stages(int blocks, int stages);
 
 // `rank`'s layers in `span`. Throws InputError where the span holds none.
 LayerModel stage_model(const LayerModel& rank, const StageSpan& span);
+// Which of `rank`'s layers stage_model(rank, span) holds, without making it.
+// Throws as it does.
+std::vector<bool> stage_layers(const LayerModel& rank, const StageSpan& span);
+// The rest of a step (LayerModel::rest_seconds) of the stage of `rank`
+// holding the layers `held`: the rank's, by the share of its layers held.
+SaturatingCurve stage_rest_seconds(const LayerModel& rank, const std::vector<bool>& held);
 
 // The state bytes of stage_model(rank, span), without making it.
 StateBytes stage_state(const LayerModel& rank, const StageSpan& span);

@@ -407,6 +407,32 @@ TEST_F(LayoutPricing, NoPlanIsFasterThanALayoutsTimeFloor) {
   EXPECT_GT(checked, 50);
 }
 
+// Made from a rank's layers, without a stage, the floor of a layout with no
+// data-parallel exchange is its slowest stage's keep micro-batch (its
+// layers, its share of the rest of the step, its communication), as the
+// stage priced: each stage's layers and rest carried to the GPU as its own.
+TEST_F(LayoutPricing, ATimeFloorIsTheSlowestStagesKeepMicroBatch) {
+  const LayoutPricer pricer(*model_, {"H100-SXM-80GB", links()});
+  int checked = 0;
+  for (int t : {1, 2}) {
+    for (int p : {2, 4}) {
+      for (int mb : {1, 4}) {
+        ParallelLayout l;
+        l.tensor = t, l.pipeline = p, l.data = 1, l.sequence = t > 1;
+        l.micro_batch = mb, l.micro_batches = 2 * p;
+        const double floor = pricer.time_floor_seconds(l);
+        const LayoutEstimate keep = pricer.estimate(l, "keep");
+        double slowest = 0;
+        for (const StageEstimate& s : keep.stages) slowest = std::max(slowest, s.micro_batch_seconds);
+        const double turns = l.micro_batches + (p - 1.0) / l.virtual_stages;
+        EXPECT_NEAR(floor, turns * slowest, 1e-9 * floor) << l.label();
+        ++checked;
+      }
+    }
+  }
+  EXPECT_EQ(checked, 8);
+}
+
 // The layouts a search skips by their time floor are none of its answer: the
 // answer of the fastest one or three is the head of the answer of all that
 // fit (none skipped), to the bit, and says the same why.
