@@ -12,8 +12,13 @@
 // training step on the CPU page-faults anew on its large tensors: profiling
 // Qwen1.5-MoE's fractions took 6.6 million page faults and 12.7 s of system
 // time against 1.0 million and 1.8 s so (bench/RESULTS.md, "jemalloc").
+// And its memory in transparent huge pages where the kernel has them (a
+// kernel set to "madvise" gives them only to who asks): a page fault for
+// 2 MiB, not 4 KiB. Each fault is dear on a virtual machine: a layout
+// search of DeepSeek-V3 took 1.75 million of them and 60 s, 0.6 million and
+// 40 s so (bench/RESULTS.md, "Huge pages").
 #ifndef PAPAYA_SANITIZE
-extern "C" const char* malloc_conf = "dirty_decay_ms:-1,muzzy_decay_ms:-1";
+extern "C" const char* malloc_conf = "dirty_decay_ms:-1,muzzy_decay_ms:-1,thp:always";
 #endif
 
 namespace papaya::cli {

@@ -1,8 +1,10 @@
-// jemalloc serves the process's malloc, papaya's and this test's, and keeps
-// what is freed.
+// jemalloc serves the process's malloc, papaya's and this test's, keeps
+// what is freed, and asks for huge pages.
 #include "cli/process/host_allocator.h"
 
 #include <gtest/gtest.h>
+
+#include <string>
 
 #include "tests/cli/run_papaya.h"
 
@@ -36,6 +38,20 @@ TEST(HostAllocator, FreedPagesAreNeverGivenBack) {
     ASSERT_EQ(mallctl(decay, &ms, &size, nullptr, 0), 0) << decay;
     EXPECT_EQ(ms, -1) << decay;
   }
+#endif
+}
+
+// Its memory in huge pages, where the kernel has them.
+TEST(HostAllocator, AsksForHugePages) {
+#ifdef PAPAYA_SANITIZE
+  GTEST_SKIP() << "AddressSanitizer's allocator stands in for jemalloc";
+#else
+  const char* thp = nullptr;
+  size_t size = sizeof(thp);
+  ASSERT_EQ(mallctl("opt.thp", &thp, &size, nullptr, 0), 0);
+  ASSERT_NE(thp, nullptr);
+  // "not supported": a kernel without transparent huge pages, which jemalloc finds as it starts.
+  EXPECT_TRUE(std::string(thp) == "always" || std::string(thp) == "not supported") << thp;
 #endif
 }
 
