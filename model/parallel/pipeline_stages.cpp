@@ -63,11 +63,25 @@ void keep_references_within(LayerModel& stage) {
 
 }  // namespace
 
+// Those of its blocks; before the first block, the first stage's; after the last, the last's.
+std::vector<bool> stage_layers(const LayerModel& rank, const StageSpan& span) {
+  std::vector<bool> held(rank.layers.size(), false);
+  bool seen_block = false;
+  for (size_t j = 0; j < rank.layers.size(); ++j) {
+    const int block = block_of_path(rank.layers[j].path);
+    if (block >= 0) seen_block = true;
+    held[j] = block >= 0 ? block >= span.first_block && block < span.end_block : seen_block ? span.last : span.first;
+  }
+  if (std::find(held.begin(), held.end(), true) == held.end())
+    throw InputError("pipeline stage of blocks " + std::to_string(span.first_block) + "-" + std::to_string(span.end_block - 1) +
+                     " holds no layers");
+  return held;
+}
+
 namespace {
 
-// Which of a rank's layers a stage holds (those of its blocks; before the
-// first block, the first stage's; after the last, the last's) and its share
-// of the rank's static bytes.
+// Which of a rank's layers a stage holds (stage_layers) and its share of
+// the rank's static bytes.
 struct StageChoice {
   std::vector<bool> held;
   size_t first = 0;  // the first held
@@ -76,18 +90,8 @@ struct StageChoice {
 
 StageChoice choose(const LayerModel& rank, const StageSpan& span) {
   StageChoice c;
-  c.held.assign(rank.layers.size(), false);
-  bool seen_block = false;
-  c.first = rank.layers.size();
-  for (size_t j = 0; j < rank.layers.size(); ++j) {
-    const int block = block_of_path(rank.layers[j].path);
-    if (block >= 0) seen_block = true;
-    c.held[j] = block >= 0 ? block >= span.first_block && block < span.end_block : seen_block ? span.last : span.first;
-    if (c.held[j] && c.first == rank.layers.size()) c.first = j;
-  }
-  if (c.first == rank.layers.size())
-    throw InputError("pipeline stage of blocks " + std::to_string(span.first_block) + "-" + std::to_string(span.end_block - 1) +
-                     " holds no layers");
+  c.held = stage_layers(rank, span);
+  c.first = static_cast<size_t>(std::find(c.held.begin(), c.held.end(), true) - c.held.begin());
   double parameters = 0, trainable = 0, all_parameters = 0, all_trainable = 0;
   for (size_t j = 0; j < rank.layers.size(); ++j) {
     const LayerFit& l = rank.layers[j];
@@ -121,8 +125,6 @@ StageChoice choose(const LayerModel& rank, const StageSpan& span) {
 }
 
 }  // namespace
-
-std::vector<bool> stage_layers(const LayerModel& rank, const StageSpan& span) { return choose(rank, span).held; }
 
 SaturatingCurve stage_rest_seconds(const LayerModel& rank, const std::vector<bool>& held) {
   double layers = 0, held_layers = 0;  // alike layers one stands for, each
