@@ -1,6 +1,7 @@
 #include "model/network_layout.h"
 
-#include <stdexcept>
+#include <charconv>
+#include <string_view>
 
 namespace papaya::model {
 
@@ -19,13 +20,12 @@ const LayoutLayer* NetworkLayout::find_layer(const std::string& path) const {
 }
 
 int block_of_path(const std::string& path) {
-  if (path.rfind("blocks.", 0) != 0) return -1;
-  const size_t dot = path.find('.', 7);
-  try {
-    return std::stoi(path.substr(7, dot == std::string::npos ? std::string::npos : dot - 7));
-  } catch (const std::exception&) {
-    return -1;
-  }
+  // Read in place: a layout search asks for each of a rank's thousands of layers.
+  constexpr std::string_view prefix = "blocks.";
+  if (path.compare(0, prefix.size(), prefix) != 0) return -1;
+  int block = -1;
+  const auto [end, error] = std::from_chars(path.data() + prefix.size(), path.data() + path.size(), block);
+  return error == std::errc() ? block : -1;
 }
 
 namespace {

@@ -245,26 +245,28 @@ struct LayoutPricer::Stage {
   uint64_t last_used = 0;               // the pricer's count of stage lookups when it was last looked up
 };
 
-// A rank's layers on the target, for the time floors of its stages
-// without making them: a layer's seconds there are its own alone
-// (catalog_target's and profiled_target's), the same in every stage.
-struct LayoutPricer::RankTimes {
-  Target target;                              // of the rank's model
+// One rank of a tensor, context and expert split, shared by the workers:
+// its model, split by whichever worker asks first, and, once a time floor
+// asks, its layers on the target for the floors of its stages without
+// making them (a layer's seconds there are its own alone, catalog_target's
+// and profiled_target's, the same in every stage).
+struct LayoutPricer::Rank {
+  std::mutex mutex;  // held while a worker makes what the others would wait for
+  std::optional<LayerModel> model;
+  std::optional<Target> target;               // of the rank's model
   std::vector<LayerCommFacts> comm;           // one a layer
   std::map<int, std::vector<double>> passes;  // by micro-batch: each layer's forward + backward
 };
 
 // What one worker keeps (LayoutPricer's comment).
 struct LayoutPricer::Kept {
-  std::map<std::string, LayerModel> ranks;      // by rank_key
-  std::map<std::string, RankTimes> rank_times;  // by rank_key
   std::map<std::string, std::unique_ptr<Stage>> stages;
   // By stage key, each stage's state bytes, kept when the stage is let go:
   // the static floor of a stage seen before (at another count of GPUs) needs no stage.
   std::map<std::string, StateBytes> states;
   // By stage key and what else it depends on (the micro-batch, the chunks,
   // the stages' link), a micro-batch's time floor on the stage, made from
-  // its rank's layers (rank_times): most layouts' stages are never priced.
+  // its rank's layers (rank_passes): most layouts' stages are never priced.
   std::map<std::string, double> floors;
   uint64_t stage_lookups = 0;
   size_t stages_seen = 0;  // how many stages make_room last found
@@ -306,7 +308,10 @@ void LayoutPricer::make_room(Kept& k) const {
   // A split model is one of a few a search makes (one a tensor, context and
   // expert split), each made again after it is let go (DeepSeek-V3's a
   // thousand times for its fewest H100s): let go only where memory runs short.
-  if (short_of_memory) k.ranks.clear(), k.rank_times.clear();
+  if (short_of_memory) {
+    const std::lock_guard<std::mutex> lock(ranks_mutex_);
+    ranks_.clear();  // a worker pricing with one holds it still
+  }
   k.stages_seen = k.stages.size();
 }
 
@@ -353,31 +358,41 @@ std::string LayoutPricer::stage_key(const ParallelLayout& layout, const StageSpa
   return key;
 }
 
-const LayerModel& LayoutPricer::rank_model(Kept& k, const ParallelLayout& layout) const {
-  const std::string key = rank_key(layout);
-  auto rank = k.ranks.find(key);
-  if (rank == k.ranks.end()) rank = k.ranks.emplace(key, split_across_ranks(whole_, shape_, layout)).first;
-  return rank->second;
+std::shared_ptr<LayoutPricer::Rank> LayoutPricer::rank(const ParallelLayout& layout) const {
+  std::shared_ptr<Rank> found;
+  {
+    const std::lock_guard<std::mutex> lock(ranks_mutex_);
+    std::shared_ptr<Rank>& held = ranks_[rank_key(layout)];
+    if (!held) held = std::make_shared<Rank>();
+    found = held;
+  }
+  const std::lock_guard<std::mutex> lock(found->mutex);
+  if (!found->model) found->model = split_across_ranks(whole_, shape_, layout);
+  return found;
 }
 
-LayoutPricer::RankTimes& LayoutPricer::rank_times(Kept& k, const ParallelLayout& layout) const {
-  const std::string key = rank_key(layout);
-  auto times = k.rank_times.find(key);
-  if (times == k.rank_times.end()) {
-    const LayerModel& rank = rank_model(k, layout);
-    RankTimes made;
-    made.target = target_of(rank);
-    made.comm = comm_facts(rank, whole_output_);
-    times = k.rank_times.emplace(key, std::move(made)).first;
+const std::vector<double>& LayoutPricer::rank_passes(Rank& r, int micro_batch) const {
+  const std::lock_guard<std::mutex> lock(r.mutex);
+  if (!r.target) {
+    r.target = target_of(*r.model);
+    r.comm = comm_facts(*r.model, whole_output_);
   }
-  return times->second;
+  std::vector<double>& passes = r.passes[micro_batch];
+  if (passes.empty()) {
+    // What a plan space's step adds up before anything overlaps it (AtBatch's layer times).
+    const auto b = static_cast<double>(micro_batch);
+    for (size_t j = 0; j < r.model->layers.size(); ++j) {
+      passes.push_back(r.target->forward_seconds[j].at(b) + r.target->backward_seconds[j].at(b));
+    }
+  }
+  return passes;
 }
 
 const StateBytes& LayoutPricer::state_of(Kept& k, const ParallelLayout& layout, const StageSpan& span) const {
   // Counted from the rank's layers, no stage made: most layouts' stages are never priced.
   const std::string key = stage_key(layout, span);
   auto state = k.states.find(key);
-  if (state == k.states.end()) state = k.states.emplace(key, stage_state(rank_model(k, layout), span)).first;
+  if (state == k.states.end()) state = k.states.emplace(key, stage_state(*rank(layout)->model, span)).first;
   return state->second;
 }
 
@@ -388,9 +403,10 @@ LayoutPricer::Stage& LayoutPricer::stage(Kept& k, const ParallelLayout& layout, 
     found->second->last_used = ++k.stage_lookups;
     return *found->second;
   }
-  const LayerModel& rank = rank_model(k, layout);
+  const std::shared_ptr<const Rank> of_rank = rank(layout);
+  const LayerModel& ranked = *of_rank->model;
   auto stage = std::make_unique<Stage>();
-  stage->model = stage_model(rank, span);
+  stage->model = stage_model(ranked, span);
   stage->state = state_of(k, layout, span);
   stage->alone = target_of(stage->model);
   stage->alone.data_parallel.holding = request_.holding;
@@ -398,9 +414,9 @@ LayoutPricer::Stage& LayoutPricer::stage(Kept& k, const ParallelLayout& layout, 
   if (!computes_with_held_weights(stage->model, stage->alone.data_parallel)) {
     for (const LayerFit& layer : stage->model.layers) stage->weight_copies += static_cast<double>(layer.parameter_copy_bytes);
   }
-  const std::vector<LayerFit>& ranked = rank.layers;
-  for (size_t j = 1; j < ranked.size(); ++j) {
-    if (ranked[j].path == stage->model.layers.front().path) stage->input_bytes_per_sample = ranked[j - 1].output_bytes_per_sample;
+  for (size_t j = 1; j < ranked.layers.size(); ++j) {
+    if (ranked.layers[j].path == stage->model.layers.front().path)
+      stage->input_bytes_per_sample = ranked.layers[j - 1].output_bytes_per_sample;
   }
   stage->last_used = ++k.stage_lookups;
   return *k.stages.emplace(held_as, std::move(stage)).first->second;
@@ -495,23 +511,17 @@ double LayoutPricer::time_floor_seconds(const ParallelLayout& layout, int worker
     const auto [floor, added] = k.floors.emplace(stage_key(layout, span) + of_layout, 0.0);
     if (added) {
       // The stage's figures from its rank's layers (as stage() would make them, without making it).
-      const LayerModel& rank = rank_model(k, layout);
-      RankTimes& times = rank_times(k, layout);
-      const std::vector<bool> held = stage_layers(rank, span);
-      // What a plan space's step adds up before anything overlaps it (AtBatch's layer times).
-      const auto b = static_cast<double>(layout.micro_batch);
-      std::vector<double>& passes = times.passes[layout.micro_batch];
-      if (passes.empty()) {
-        for (size_t j = 0; j < rank.layers.size(); ++j) {
-          passes.push_back(times.target.forward_seconds[j].at(b) + times.target.backward_seconds[j].at(b));
-        }
-      }
-      double compute = times.target.rest_of(stage_rest_seconds(rank, held), held).at(b);
-      for (size_t j = 0; j < rank.layers.size(); ++j) {
+      const std::shared_ptr<Rank> of_rank = rank(layout);
+      const std::vector<double>& passes = rank_passes(*of_rank, layout.micro_batch);
+      const LayerModel& ranked = *of_rank->model;
+      const Target& target = *of_rank->target;
+      const std::vector<bool> held = stage_layers(ranked, span);
+      double compute = target.rest_of(stage_rest_seconds(ranked, held), held).at(static_cast<double>(layout.micro_batch));
+      for (size_t j = 0; j < ranked.layers.size(); ++j) {
         if (held[j]) compute += passes[j];
       }
       // Communication as keep has it: a plan only adds to it (a recompute's collectives).
-      const StageComm comm = stage_comm(rank, times.comm, times.target, Plan{}, layout, links, span, held);
+      const StageComm comm = stage_comm(ranked, of_rank->comm, target, Plan{}, layout, links, span, held);
       const double chunk_sends = 2.0 * (layout.virtual_stages - 1) * comm.pipeline_send;
       floor->second = compute + comm.tensor + comm.pipeline + comm.context + comm.expert + chunk_sends;
     }

@@ -99,8 +99,9 @@ struct StateBytes;  // model/parallel/data_parallel.h
 // Prices layouts of one network on one request, keeping what layouts share
 // (the split models of each tensor/context/expert group, each pipeline
 // stage's model and target), so that a search prices thousands quickly.
-// Each worker (a number from 0) keeps its own: calls of different workers
-// may run on different threads at once, calls of one worker one at a time.
+// Each worker (a number from 0) keeps its own stages, and all share the
+// split models: calls of different workers may run on different threads at
+// once, calls of one worker one at a time.
 class LayoutPricer {
  public:
   // Throws InputError where the model is not a transformer's
@@ -130,13 +131,14 @@ class LayoutPricer {
  private:
   struct Stage;
   struct StagePrice;
-  struct RankTimes;
+  struct Rank;
   struct Kept;
   Kept& kept(int worker) const;
-  // The model of one rank of the layout's tensor, context and expert split.
-  const LayerModel& rank_model(Kept& kept, const ParallelLayout& layout) const;
-  // The rank's layers on the target (time_floor_seconds').
-  RankTimes& rank_times(Kept& kept, const ParallelLayout& layout) const;
+  // One rank of the layout's tensor, context and expert split, its model made.
+  std::shared_ptr<Rank> rank(const ParallelLayout& layout) const;
+  // Each of the rank's layers' forward and backward seconds on the target
+  // at a micro-batch (time_floor_seconds'); the rank's target made too.
+  const std::vector<double>& rank_passes(Rank& rank, int micro_batch) const;
   // A stage's key: its rank's split and its blocks' kinds (alike stages share one).
   std::string stage_key(const ParallelLayout& layout, const StageSpan& span) const;
   // A stage's state bytes, kept by its key after the stage is let go.
@@ -166,6 +168,8 @@ class LayoutPricer {
   std::vector<int> block_kinds_;
   mutable std::mutex workers_mutex_;  // guards the list, not what a worker keeps
   mutable std::vector<std::unique_ptr<Kept>> workers_;
+  mutable std::mutex ranks_mutex_;                              // guards the map; each rank guards itself
+  mutable std::map<std::string, std::shared_ptr<Rank>> ranks_;  // by rank_key, shared by the workers
 };
 
 // One layout under a plan, as LayoutPricer prices it.
