@@ -129,20 +129,56 @@ void shared_out(std::vector<LayerStep>& layers, const std::vector<LayerRun>& run
   }
 }
 
+// One timeline of a step: compute on its stream, swap copies on one link
+// per direction. A layer's copies to the host must be done before the layer
+// two later starts its forward, and a layer's copies back are issued when
+// the layer after it starts its backward and must be done before its own
+// starts; a layer starts no sooner than its weights are there.
+class Timeline {
+ public:
+  // The j-th forward step starts (its weights there at `weights`): when.
+  double start_forward(size_t j, double weights) {
+    if (j >= 2) clock_ = std::max(clock_, copied_[0]);
+    return clock_ = std::max(clock_, weights);
+  }
+  void end_forward(const LayerStep& step, const Target& target) {
+    clock_ += step.forward_s;
+    if (step.to_host_bytes > 0) link_ = std::max(link_, clock_) + step.to_host_bytes / target.d2h_bytes_per_s;
+    copied_[0] = copied_[1], copied_[1] = link_;
+  }
+  // Backward starts once forward's copies are done.
+  void turn() { next_started_ = link_ = clock_ = std::max(clock_, link_); }
+  // A backward step starts (its weights there at `weights`): when.
+  double start_backward(const LayerStep& step, const Target& target, double weights) {
+    if (step.from_host_bytes > 0) {
+      link_ = std::max(link_, next_started_) + step.from_host_bytes / target.h2d_bytes_per_s;
+      clock_ = std::max(clock_, link_);
+    }
+    return next_started_ = clock_ = std::max(clock_, weights);
+  }
+  double end_backward(const LayerStep& step) { return clock_ += step.backward_s; }
+  double now() const { return clock_; }
+
+ private:
+  double clock_ = 0, link_ = 0;
+  double copied_[2] = {0, 0};  // when the copies of the two forward steps before this one were done: [0] the one two before
+  double next_started_ = 0;    // when the backward of the step after this one started
+};
+
 // The step's forward and backward with the parts of swapping and of the
-// exchange that do not hide behind compute. Copies run on one link per
-// direction: a layer's copies to the host must be done before the layer two
-// later starts its forward, and a layer's copies back are issued when the
-// layer after it starts its backward and must be done before its own starts.
-// Gradients leave in buckets once backward has made them, on the network
-// link; under ZeRO-3 a layer's parameters are gathered there too, issued
-// when the layer before it starts (forward and backward alike).
+// exchange that do not hide behind compute (Timeline's). Gradients leave in
+// buckets once backward has made them, on the network link; under ZeRO-3 a
+// layer's parameters are gathered there too, issued when the layer before
+// it starts (forward and backward alike).
 struct Overlapped {
   double computed = 0;  // when the last layer's backward ends
   double done = 0;      // and when the exchange's last bucket is through too
+  double alone = 0;     // when it would end with nothing gathered (asked for: 0 otherwise)
 };
+// `alone_too`: the same walk without ZeRO-3's gathers as well, in the same
+// pass over the layers (a stage's is tens of thousands of steps).
 Overlapped overlapped_seconds(const Target& target, const DataParallel& world, const std::vector<LayerStep>& layers,
-                              const std::vector<LayerRun>& runs) {
+                              const std::vector<LayerRun>& runs, bool alone_too) {
   Exchange exchange(world);
   // Under ZeRO-3, how long each layer's weights take to gather: one time of
   // a run's as long as any other's.
@@ -153,9 +189,7 @@ Overlapped overlapped_seconds(const Target& target, const DataParallel& world, c
   const auto gathered = [&](size_t layer, double issued) {
     return gather_s.empty() || layers[layer].parameter_bytes <= 0 ? 0.0 : exchange.gather(issued, gather_s[layer]);
   };
-  double clock = 0, link = 0;
-  // When the copies of the two steps before this one were done: [0] the one two before.
-  double copied[2] = {0, 0};
+  Timeline timeline, without_gathers;
   InTurn forward(runs, false);
   size_t next = 0;  // the layer of the step after this one
   bool has_next = forward.next(next);
@@ -163,33 +197,32 @@ Overlapped overlapped_seconds(const Target& target, const DataParallel& world, c
   for (size_t j = 0; has_next; ++j) {
     const LayerStep& step = layers[next];
     has_next = forward.next(next);
-    if (j >= 2) clock = std::max(clock, copied[0]);
-    clock = std::max(clock, parameters_ready);
-    if (has_next) parameters_ready = gathered(next, clock);
-    clock += step.forward_s;
-    if (step.to_host_bytes > 0) link = std::max(link, clock) + step.to_host_bytes / target.d2h_bytes_per_s;
-    copied[0] = copied[1], copied[1] = link;
+    const double started = timeline.start_forward(j, parameters_ready);
+    if (has_next) parameters_ready = gathered(next, started);
+    timeline.end_forward(step, target);
+    if (alone_too) {
+      without_gathers.start_forward(j, 0);
+      without_gathers.end_forward(step, target);
+    }
   }
-  clock = std::max(clock, link);
-  link = clock;
-  double next_started = clock;  // when the backward of the step after this one started
+  timeline.turn(), without_gathers.turn();
   InTurn backward(runs, true);
   has_next = backward.next(next);
-  parameters_ready = has_next ? gathered(next, clock) : 0;
+  parameters_ready = has_next ? gathered(next, timeline.now()) : 0;
   while (has_next) {
     const LayerStep& step = layers[next];
     has_next = backward.next(next);
-    if (step.from_host_bytes > 0) {
-      link = std::max(link, next_started) + step.from_host_bytes / target.h2d_bytes_per_s;
-      clock = std::max(clock, link);
+    const double started = timeline.start_backward(step, target, parameters_ready);
+    if (has_next) parameters_ready = gathered(next, started);
+    const double ended = timeline.end_backward(step);
+    if (exchange.active()) exchange.gradients(ended, step);
+    if (alone_too) {
+      without_gathers.start_backward(step, target, 0);
+      without_gathers.end_backward(step);
     }
-    clock = std::max(clock, parameters_ready);
-    next_started = clock;
-    if (has_next) parameters_ready = gathered(next, clock);
-    clock += step.backward_s;
-    if (exchange.active()) exchange.gradients(clock, step);
   }
-  return {clock, exchange.active() ? std::max(clock, exchange.drain(clock)) : clock};
+  const double clock = timeline.now();
+  return {clock, exchange.active() ? std::max(clock, exchange.drain(clock)) : clock, alone_too ? without_gathers.now() : 0};
 }
 
 }  // namespace
@@ -197,6 +230,7 @@ Overlapped overlapped_seconds(const Target& target, const DataParallel& world, c
 double step_seconds(const AtBatch& at, const Held& h, double* passes) {
   const Index& ix = *at.index;
   std::vector<LayerStep> layers;
+  layers.reserve(at.layers.size());
   for (size_t j = 0; j < at.layers.size(); ++j) {
     const LayerFit& layer = ix.model->layers[j];
     layers.push_back({at.layers[j].forward_s, at.layers[j].backward_s, 0, 0, static_cast<double>(layer.parameter_bytes),
@@ -226,12 +260,10 @@ double step_seconds(const AtBatch& at, const Held& h, double* passes) {
   }
   shared_out(layers, ix.runs);
   const DataParallel& world = at.data_parallel();
-  const Overlapped overlapped = overlapped_seconds(at.target(), world, layers, ix.runs);
-  if (passes) {
-    // The passes alone: but for ZeRO-3's gathers the exchange never holds a layer back, and they end where its backward does.
-    const bool gathers = Exchange(world).gathers_layers();
-    *passes = (gathers ? overlapped_seconds(at.target(), DataParallel{}, layers, ix.runs).done : overlapped.computed) + at.rest_s;
-  }
+  // The passes alone: but for ZeRO-3's gathers the exchange never holds a layer back, and they end where its backward does.
+  const bool gathers = Exchange(world).gathers_layers();
+  const Overlapped overlapped = overlapped_seconds(at.target(), world, layers, ix.runs, passes && gathers);
+  if (passes) *passes = (gathers ? overlapped.alone : overlapped.computed) + at.rest_s;
   return overlapped.done + at.optimizer_s + at.parameter_gather_s + at.rest_s;
 }
 
