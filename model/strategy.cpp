@@ -169,14 +169,15 @@ SegmentStrategy parse_segment_strategy(const std::string& text, const std::strin
 }
 
 std::optional<std::string> why_not(const LayoutLayer& layer, const LayoutSlot& slot, const TensorStrategy& s) {
-  const std::string what = std::string(to_string(layer.kind)) + " " + to_string(slot.kind) + " tensor";
+  // Made only for an answer: a plan space asks of every slot and strategy.
+  const auto what = [&] { return std::string(to_string(layer.kind)) + " " + to_string(slot.kind) + " tensor"; };
   switch (s.form) {
     case Form::raw: break;
     case Form::quantized:
       if (slot.kind == SlotKind::mask) {
         if (s.bits != 1) return "a mask is compressed to 1 bit (quantize-1), not " + std::to_string(s.bits);
       } else if (slot.kind != SlotKind::activation) {
-        return "a " + what + " cannot be quantized";
+        return "a " + what() + " cannot be quantized";
       } else if (s.bits == 1) {
         return "1 bit is for masks; an activation takes quantize-8, -4 or -2";
       } else if (holds_logprobs(layer.kind, slot.name)) {
@@ -185,9 +186,9 @@ std::optional<std::string> why_not(const LayoutLayer& layer, const LayoutSlot& s
       if (s.headwise && !traits(layer.kind).attention) return "headwise ranges apply to attention tensors only";
       break;
     case Form::adaptive:
-      if (slot.kind != SlotKind::activation) return "a " + what + " cannot be quantized";
+      if (slot.kind != SlotKind::activation) return "a " + what() + " cannot be quantized";
       if (!traits(layer.kind).estimates_sensitivity) {
-        return "adaptive bits need the layer's own backward to estimate a tensor's sensitivity, and a " + what +
+        return "adaptive bits need the layer's own backward to estimate a tensor's sensitivity, and a " + what() +
                "'s is LibTorch's (quantize-N applies)";
       }
       if (holds_logprobs(layer.kind, slot.name)) return logprobs_why(layer);
@@ -206,7 +207,7 @@ std::optional<std::string> why_not(const LayoutLayer& layer, const LayoutSlot& s
       break;
   }
   if (s.swap && (slot.kind == SlotKind::stats || slot.kind == SlotKind::index)) {
-    return "a " + what + " is too small to swap";
+    return "a " + what() + " is too small to swap";
   }
   if (s.swap && drops_tensor(s.form)) {
     return "a " + s.name() + " tensor is not stored, so it cannot be swapped";

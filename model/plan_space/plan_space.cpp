@@ -89,8 +89,10 @@ double PlanSpace::saved_bytes(const Assignment& assignment, size_t point) const 
 Assignment PlanSpace::assignment(const Plan& plan) const {
   const plan_space::Index& ix = *at_->index;
   Assignment a;
-  for (size_t i = 0; i < ix.slots.size(); ++i) {
-    a.slots.push_back(plan.tensor(ix.fit(ix.slots[i].layer).path, ix.slot_entries[i].tensor->slot));
+  a.slots.reserve(ix.slots.size());
+  for (const Slot& slot : ix.slots) {
+    const auto set = plan.tensors.find(slot.key);  // Plan::tensor's, by the key the index made
+    a.slots.push_back(set == plan.tensors.end() ? TensorStrategy{} : set->second);
   }
   for (const Segment& s : ix.segments) a.segments.push_back(plan.segment(s.path));
   return a;

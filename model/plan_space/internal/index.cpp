@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
-#include <map>
 #include <string>
+#include <unordered_map>
 
 #include "model/error.h"
 #include "model/network_layout.h"
@@ -65,7 +65,7 @@ struct Builder {
 
   // Each segment's layers, and the timeline of points through them.
   void segments_and_points() {
-    std::map<std::string, int> segment_index;
+    std::unordered_map<std::string, int> segment_index;
     for (const auto& seg : model.segments) {
       segment_index[seg.path] = static_cast<int>(ix.segments.size());
       ix.segments.push_back({seg.path, INT_MAX, -1, -1});
@@ -102,7 +102,8 @@ struct Builder {
   // that no slot saves (a segment's input, a GELU/SiLU output).
   void slots_and_storages() {
     const int n = ix.layer_count();
-    std::map<std::string, int> storage_index, slot_index, layer_index;
+    // Hashed: a stage's paths share long prefixes, which a tree compares at every step.
+    std::unordered_map<std::string, int> storage_index, slot_index, layer_index;
     for (int j = 0; j < n; ++j) layer_index[fit(j).path] = j;
     for (int j = 0; j < n; ++j) {
       for (const auto& t : fit(j).saved) {
