@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <set>
 
 #include "model/error.h"
 #include "model/json_file.h"
@@ -11,21 +12,57 @@
 namespace papaya::model {
 namespace {
 
+constexpr char first_call_suffix[] = "#1";
+
 // Whether `pattern` names `path` ('*' matches one component); with
 // `or_below`, also any path below it ("blocks.0.mlp" names "blocks.0.mlp.fc1").
 // A component names itself and, without a call's number, every call of its
-// module ("enc" matches "enc#2": an imported module called twice).
+// module ("enc" matches "enc#2": an imported module called twice); "#1"
+// names the first call alone, whose path has no number ("enc#1" matches "enc").
 bool matches(const std::string& pattern, const std::string& path, bool or_below = false) {
   const auto p = split(pattern, '.'), q = split(path, '.');
   if (or_below ? p.size() > q.size() : p.size() != q.size()) return false;
   for (size_t i = 0; i < p.size(); ++i) {
     const bool any_call = p[i].find('#') == std::string::npos && q[i].rfind(p[i] + "#", 0) == 0;
-    if (p[i] != "*" && p[i] != q[i] && !any_call) return false;
+    const bool first_call = p[i] == q[i] + first_call_suffix;
+    if (p[i] != "*" && p[i] != q[i] && !any_call && !first_call) return false;
   }
   return true;
 }
 
 bool has_wildcard(const std::string& key) { return key.find('*') != std::string::npos; }
+
+// Keys applied in turn, the more specific last so that it wins: layer keys
+// before slot keys, wildcards before exact keys, every call of a module
+// before one call ("enc.0" before "enc.0#2").
+void sort_general_first(std::vector<std::string>& keys) {
+  std::stable_sort(keys.begin(), keys.end(), [](const auto& a, const auto& b) {
+    const auto rank = [](const std::string& k) {
+      return 4 * (k.find(':') != std::string::npos) + 2 * !has_wildcard(k) + (k.find('#') != std::string::npos);
+    };
+    return rank(a) < rank(b);
+  });
+}
+
+// The paths of the modules called more than once, as their first call is
+// named: "enc.0" where "enc.0#2" is a layer's or a segment's path (a call's
+// number ends its module's path).
+std::set<std::string> called_again(const NetworkLayout& layout) {
+  std::set<std::string> out;
+  const auto add = [&](const std::string& path) {
+    const size_t hash = path.rfind('#');
+    if (hash != std::string::npos && path.find('.', hash) == std::string::npos) out.insert(path.substr(0, hash));
+  };
+  for (const auto& layer : layout.layers) add(layer.path);
+  for (const auto& segment : layout.segments) add(segment);
+  return out;
+}
+
+// `path` as a plan file names that call alone: the first of several calls
+// gets "#1" (its bare path names every call).
+std::string one_call(const std::string& path, const std::set<std::string>& again) {
+  return again.count(path) ? path + first_call_suffix : path;
+}
 
 struct NameTerms {
   bool recompute = false, recompute_attention = false, invert = false;
@@ -135,7 +172,7 @@ TensorStrategy tensor_entry(const nlohmann::json& value, const std::string& wher
 void apply_segments(Plan& plan, const nlohmann::json& entries, const NetworkLayout& layout, const std::string& label) {
   std::vector<std::string> keys;
   for (const auto& item : entries.items()) keys.push_back(item.key());
-  std::stable_sort(keys.begin(), keys.end(), [](const auto& a, const auto& b) { return has_wildcard(a) > has_wildcard(b); });
+  sort_general_first(keys);
   for (const auto& key : keys) {
     const std::string where = label + ": /segments/" + key;
     const SegmentStrategy s = parse_segment_strategy(entries.at(key).get<std::string>(), where);
@@ -159,11 +196,7 @@ void apply_segments(Plan& plan, const nlohmann::json& entries, const NetworkLayo
 void apply_tensors(Plan& plan, const nlohmann::json& entries, const NetworkLayout& layout, const std::string& label) {
   std::vector<std::string> keys;
   for (const auto& item : entries.items()) keys.push_back(item.key());
-  // Layer keys before slot keys, wildcards before exact keys: the more specific wins.
-  std::stable_sort(keys.begin(), keys.end(), [](const auto& a, const auto& b) {
-    const auto rank = [](const std::string& k) { return 2 * (k.find(':') != std::string::npos) + !has_wildcard(k); };
-    return rank(a) < rank(b);
-  });
+  sort_general_first(keys);
   for (const auto& key : keys) {
     const std::string where = label + ": /tensors/" + key;
     const TensorStrategy s = tensor_entry(entries.at(key), where);
@@ -330,17 +363,20 @@ Plan load_plan(const std::string& name_or_path, const NetworkLayout& layout, con
   return parse_plan(read_json_file(name_or_path, "plan"), layout, network_name, name_or_path);
 }
 
-nlohmann::json plan_to_json(const Plan& plan) {
+nlohmann::json plan_to_json(const Plan& plan, const NetworkLayout& layout) {
   nlohmann::json doc = {{"papaya_plan", 1}, {"name", plan.name}};
   if (!plan.network.empty()) doc["network"] = plan.network;
   if (plan.batch) doc["batch"] = *plan.batch;
+  const std::set<std::string> again = called_again(layout);
   nlohmann::json segments = nlohmann::json::object(), tensors = nlohmann::json::object();
-  for (const auto& [path, s] : plan.segments) segments[path] = s.name();
+  for (const auto& [path, s] : plan.segments) segments[one_call(path, again)] = s.name();
   for (const auto& [key, s] : plan.tensors) {
+    const size_t colon = key.rfind(':');
+    const std::string named = one_call(key.substr(0, colon), again) + key.substr(colon);
     if (s.group_size == 0 && !s.headwise) {
-      tensors[key] = s.name();
+      tensors[named] = s.name();
     } else {
-      tensors[key] = {{"strategy", s.name()}, {"group", s.group()}, {"headwise", s.headwise}};
+      tensors[named] = {{"strategy", s.name()}, {"group", s.group()}, {"headwise", s.headwise}};
     }
   }
   doc["segments"] = segments;

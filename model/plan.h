@@ -13,9 +13,9 @@
 // Keys are layer or segment paths, where '*' matches one path component and
 // a component without a call's number every call of its module ("enc.0"
 // names "enc.0#2" too, an imported module's second call; "enc.0#2" that one
-// alone); a tensor key "path:slot" names one slot of one layer, a bare path all slots
+// alone, "enc.0#1" the first alone); a tensor key "path:slot" names one slot of one layer, a bare path all slots
 // of the layers at or below it (each in its natural form, see adapt_to_slot). Entries apply after `base`:
-// layer keys before slot keys, wildcard keys before exact ones.
+// layer keys before slot keys, wildcard keys before exact ones, every call before one call.
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -63,7 +63,9 @@ Plan load_plan(const std::string& name_or_path, const NetworkLayout& layout, con
 Plan parse_plan(const nlohmann::json& doc, const NetworkLayout& layout, const std::string& network_name,
                 const std::string& label);
 
-// The explicit form: every non-keep tensor and segment by exact key.
-nlohmann::json plan_to_json(const Plan& plan);
+// The explicit form: every non-keep tensor and segment by exact key, each
+// naming one call of `layout`'s ("enc.0#1" where "enc.0#2" is one too), so
+// that parse_plan reads back the same plan.
+nlohmann::json plan_to_json(const Plan& plan, const NetworkLayout& layout);
 
 }  // namespace papaya::model

@@ -190,8 +190,8 @@ PlanResult make_plan_choosing_stage(const model::LayerModel& model, const model:
   return *best;
 }
 
-nlohmann::json plan_document(const PlanResult& result) {
-  nlohmann::json doc = model::plan_to_json(result.plan);
+nlohmann::json plan_document(const PlanResult& result, const model::NetworkLayout& layout) {
+  nlohmann::json doc = model::plan_to_json(result.plan, layout);
   doc["description"] = std::string("papaya plan: ") + (result.per_layer ? "per-layer search" : "whole-network combination") +
                        " under " + model::format_bytes(result.request.budget_bytes) + " on " + result.hardware;
   doc["predicted"] = {{"batch", result.batch},

@@ -2,7 +2,7 @@
 // papaya's planner: the plan to train with under a memory budget, in one call.
 //
 //   const planner::PlanResult r = planner::make_plan(model, target, {budget_bytes});
-//   model::write_json_file("plan.json", planner::plan_document(r));  // what `papaya train --plan FILE` runs
+//   model::write_json_file("plan.json", planner::plan_document(r, model.layout()));  // what `papaya train --plan FILE` runs
 //
 // It runs the per-layer search (layer_search.h: a strategy per stored tensor
 // and a choice per segment, never slower than a whole-network combination
@@ -61,6 +61,6 @@ PlanResult make_plan_choosing_stage(const model::LayerModel& model, const model:
 // The plan file: model::plan_to_json(plan) and what was predicted for it
 // ("predicted": batch, peak_bytes, samples_per_s, seconds, budget_bytes,
 // variance, hardware, and with data parallelism gpus, zero, link).
-nlohmann::json plan_document(const PlanResult& result);
+nlohmann::json plan_document(const PlanResult& result, const model::NetworkLayout& layout);
 
 }  // namespace papaya::planner

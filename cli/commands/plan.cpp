@@ -83,7 +83,7 @@ PlanReport compute(const PlanArgs& args) {
   workflow::SilentReporter quiet;
   const workflow::Planned planned = workflow::plan(p.model, target, request, stages, quiet);
   p.result = planned.result;
-  if (!args.out.empty()) model::write_json_file(args.out, planner::plan_document(p.result));
+  if (!args.out.empty()) model::write_json_file(args.out, planner::plan_document(p.result, p.model.layout()));
   if (!args.plot.empty()) plot_result(args.plot, p.model, planned.target, p.result);
   if (!args.html.empty()) report_result(args.html, "plan", p.model, planned.target, p.result);
   p.out = args.out;

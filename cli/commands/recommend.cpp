@@ -301,7 +301,7 @@ Recommendation compute(const RecommendArgs& args) {
   if (args.batch > 0) request.batch = args.batch;
   const workflow::Planned planned = workflow::plan(profiled.model, profiled.target, request, stages, reporter);
   rec.result = planned.result;
-  model::write_json_file(out, planner::plan_document(rec.result));
+  model::write_json_file(out, planner::plan_document(rec.result, rec.model.layout()));
   rec.why = weigh(rec.model, planned.target, rec.result);
   if (!args.html.empty()) report_result(args.html, "recommend", rec.model, planned.target, rec.result);
   rec.html = args.html;

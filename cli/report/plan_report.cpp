@@ -301,7 +301,7 @@ nlohmann::json result_json(const model::LayerModel& m, const planner::PlanResult
           {"tensors", tensors},
           {"segments", segments},
           {"global", global},
-          {"plan", planner::plan_document(r)}};
+          {"plan", planner::plan_document(r, m.layout())}};
 }
 
 namespace {

@@ -225,8 +225,49 @@ TEST(Plan, FileWithBaseWildcardsAndSlots) {
   EXPECT_EQ(p.tensor("blocks.0.attn.scores", "k").name(), "quantize-8");
   EXPECT_EQ(p.tensor("lm_head", "input").name(), "swap");
   // The round trip keeps every strategy.
-  const Plan again = parse_plan(plan_to_json(p), tiny_layout(), "tiny", "again.json");
+  const Plan again = parse_plan(plan_to_json(p, tiny_layout()), tiny_layout(), "tiny", "again.json");
   EXPECT_EQ(again.tensors, p.tensors);
+}
+
+// An encoder called twice, each call a segment of one layer, then a head.
+NetworkLayout twice_called_layout() {
+  NetworkLayout l;
+  l.segments = {"enc.fc", "enc.fc#2"};
+  const LayoutSlot input{"input", SlotKind::activation, ""};
+  l.layers = {{"enc.fc", LayerKind::linear, {input}, "enc.fc", {}},
+              {"enc.fc#2", LayerKind::linear, {input}, "enc.fc#2", {}},
+              {"head", LayerKind::linear, {input}, "", {}}};
+  return l;
+}
+
+TEST(Plan, AFileNamesEachCallOfAModuleCalledTwice) {
+  const NetworkLayout layout = twice_called_layout();
+  Plan first;
+  first.name = "first";
+  first.tensors["enc.fc:input"] = parse_tensor_strategy("quantize-4", "t");
+  first.segments["enc.fc#2"] = parse_segment_strategy("recompute", "t");
+  // The bare name would name both calls: the first is written as itself alone.
+  const nlohmann::json doc = plan_to_json(first, layout);
+  EXPECT_EQ(doc.at("tensors"), nlohmann::json::parse(R"({"enc.fc#1:input": "quantize-4"})"));
+  EXPECT_EQ(doc.at("segments"), nlohmann::json::parse(R"({"enc.fc#2": "recompute"})"));
+  const Plan again = parse_plan(doc, layout, "twice", "again.json");
+  EXPECT_EQ(again.tensors, first.tensors);
+  EXPECT_EQ(again.segments.size(), 1u);
+  EXPECT_TRUE(again.segment("enc.fc#2").recompute);
+  // A bare name names every call, and one call's key wins over it, in any order.
+  const Plan both = parse_plan(nlohmann::json::parse(R"({"papaya_plan": 1, "tensors": {"enc.fc:input": "quantize-8"}})"), layout,
+                               "twice", "both.json");
+  EXPECT_EQ(both.tensor("enc.fc#2", "input").name(), "quantize-8");
+  EXPECT_EQ(both.tensor("enc.fc", "input").name(), "quantize-8");
+  const Plan one = parse_plan(
+      nlohmann::json::parse(R"({"papaya_plan": 1, "tensors": {"enc.fc#2:input": "keep", "enc.fc:input": "quantize-8"}})"), layout,
+      "twice", "one.json");
+  EXPECT_EQ(one.tensor("enc.fc", "input").name(), "quantize-8");
+  EXPECT_TRUE(one.tensor("enc.fc#2", "input").is_keep());
+  EXPECT_EQ(plan_to_json(one, layout).at("tensors"), nlohmann::json::parse(R"({"enc.fc#1:input": "quantize-8"})"));
+  const Plan named_first = parse_plan(nlohmann::json::parse(R"({"papaya_plan": 1, "tensors": {"enc.fc#1": "quantize-8"}})"),
+                                      layout, "twice", "first.json");
+  EXPECT_EQ(named_first.tensors, one.tensors);
 }
 
 std::string plan_error(const std::string& text) {

@@ -142,7 +142,8 @@ TEST(LayerSearch, Deterministic) {
   const double budget = 0.6 * model::predict(m, space.target(), model::expand_plan_name("keep", m.layout()), 16).peak_bytes;
   const auto a = search_layers(m, space, budget), b = search_layers(m, space, budget);
   ASSERT_TRUE(a && b);
-  EXPECT_EQ(model::plan_to_json(space.plan(a->assignment, "x")), model::plan_to_json(space.plan(b->assignment, "x")));
+  EXPECT_EQ(model::plan_to_json(space.plan(a->assignment, "x"), m.layout()),
+            model::plan_to_json(space.plan(b->assignment, "x"), m.layout()));
 }
 
 TEST(LayerSearch, VarianceBudgetIsRespected) {

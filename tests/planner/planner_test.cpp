@@ -40,7 +40,8 @@ TEST(MakePlan, FixedBatchKeepsTheBudgetAndBeatsEveryCombination) {
       EXPECT_EQ(r.batch, 64);
       EXPECT_LE(r.estimate.peak_bytes, budget);
       // The plan, read back from its file, predicts the same.
-      const model::Plan read = model::parse_plan(plan_document(r), s.model.layout(), s.model.network, "plan.json");
+      const model::Plan read =
+          model::parse_plan(plan_document(r, s.model.layout()), s.model.layout(), s.model.network, "plan.json");
       const model::Estimate again = model::predict(s.model, s.target, read, 64);
       EXPECT_DOUBLE_EQ(again.peak_bytes, r.estimate.peak_bytes);
       EXPECT_DOUBLE_EQ(again.samples_per_s, r.estimate.samples_per_s);
@@ -71,7 +72,7 @@ TEST(MakePlan, ChosenBatchBeatsEveryCombinationAtItsLargestBatch) {
 TEST(MakePlan, ThePlanFileSaysWhatWasPredicted) {
   const Network s = gpt(2, false);
   const PlanResult r = make_plan(s.model, s.target, {between(s, 0.5), 32, std::nullopt});
-  const nlohmann::json doc = plan_document(r);
+  const nlohmann::json doc = plan_document(r, s.model.layout());
   EXPECT_EQ(doc["papaya_plan"], 1);
   EXPECT_EQ(doc["batch"], 32);
   for (const char* key : {"batch", "peak_bytes", "samples_per_s", "budget_bytes"})
@@ -100,7 +101,8 @@ TEST(MakePlan, VarianceBudget) {
 TEST(MakePlan, Deterministic) {
   const Network s = gpt(3, true);
   const PlanRequest request{between(s, 0.5), std::nullopt, std::nullopt};
-  EXPECT_EQ(plan_document(make_plan(s.model, s.target, request)), plan_document(make_plan(s.model, s.target, request)));
+  EXPECT_EQ(plan_document(make_plan(s.model, s.target, request), s.model.layout()),
+            plan_document(make_plan(s.model, s.target, request), s.model.layout()));
 }
 
 TEST(MakePlan, ImpossibleBudgetsStateTheMinimum) {

@@ -148,7 +148,8 @@ TEST(WorkflowPlan, IsThePlannersChoiceWithTheTargetPlannedForReportedAsOneStage)
   RecordingReporter reporter;
   const Planned planned = plan(profiled.model, profiled.target, request, {0}, reporter);
   const planner::PlanResult direct = planner::make_plan_choosing_stage(profiled.model, profiled.target, request, {0});
-  EXPECT_EQ(model::plan_to_json(planned.result.plan), model::plan_to_json(direct.plan));
+  EXPECT_EQ(model::plan_to_json(planned.result.plan, profiled.model.layout()),
+            model::plan_to_json(direct.plan, profiled.model.layout()));
   EXPECT_EQ(planned.result.batch, 8);
   EXPECT_EQ(planned.target.data_parallel.ranks, planned.result.data_parallel.ranks);
   EXPECT_EQ(reporter.stages(), std::vector<std::string>{"planning"});

@@ -25,9 +25,9 @@ void check_same(const TrainRun& given, const std::string& setting, const T& aske
 
 }  // namespace
 
-json describe_run(const TrainRun& run, const json& config_doc, const model::Plan& plan) {
+json describe_run(const TrainRun& run, const json& config_doc, const model::Plan& plan, const model::NetworkLayout& layout) {
   return {{"network_config", config_doc},
-          {"plan", model::plan_to_json(plan)},
+          {"plan", model::plan_to_json(plan, layout)},
           {"precision", run.precision},
           {"batch", run.batch},
           {"seed", run.seed},
@@ -75,7 +75,7 @@ model::NetworkConfig recorded_config(const TrainRun& run, const json& recorded) 
 void check_resumed_plan(const TrainRun& run, const model::Plan& recorded, const model::NetworkLayout& layout,
                         const std::string& network_name) {
   if (!run.given.count("plan")) return;
-  if (model::plan_to_json(model::load_plan(run.plan, layout, network_name)) != model::plan_to_json(recorded)) {
+  if (model::plan_to_json(model::load_plan(run.plan, layout, network_name), layout) != model::plan_to_json(recorded, layout)) {
     throw InputError("training state " + run.resume + ": its run has plan '" + recorded.name + "', not " + run.plan +
                      " (leave the plan out to go on as it was)");
   }

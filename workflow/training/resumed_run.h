@@ -11,7 +11,8 @@ namespace papaya::workflow {
 
 // The run's description: the network config document, the plan's explicit
 // form, precision, batch, seed, learning rate, adaptive interval, data file.
-nlohmann::json describe_run(const TrainRun& run, const nlohmann::json& config_doc, const model::Plan& plan);
+nlohmann::json describe_run(const TrainRun& run, const nlohmann::json& config_doc, const model::Plan& plan,
+                            const model::NetworkLayout& layout);
 
 // `given` with the recorded network, plan and options. Throws InputError,
 // naming the state's file, where a setting in given.given differs from the

@@ -206,8 +206,9 @@ executor::TrainReport train_run(const TrainRun& given, const TrainCallbacks& cal
                         session.data->describe(), run.precision, run.batch, run.seed, progress.steps_done});
   }
   const nlohmann::json description =
-      run.save.empty() ? nlohmann::json()
-                       : describe_run(run, run.resume.empty() ? config.document : recorded.at("network_config"), plan);
+      run.save.empty()
+          ? nlohmann::json()
+          : describe_run(run, run.resume.empty() ? config.document : recorded.at("network_config"), plan, session.layout);
   options.before_step = [&applied, &sharded](int step) {
     applied.begin_step(step);
     if (sharded) sharded->begin_step();

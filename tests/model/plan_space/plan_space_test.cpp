@@ -175,7 +175,7 @@ TEST(PlanSpace, PlanOfAnAssignmentRoundTrips) {
   const Plan original = expand_plan_name("recompute-all+quantize-4+swap", m.layout());
   const Plan written = space.plan(space.assignment(original), "mine");
   EXPECT_EQ(written.batch, 8);
-  const Plan read = parse_plan(plan_to_json(written), m.layout(), m.network, "mine.json");
+  const Plan read = parse_plan(plan_to_json(written, m.layout()), m.layout(), m.network, "mine.json");
   EXPECT_DOUBLE_EQ(predict(m, target, read, 8).peak_bytes, predict(m, target, original, 8).peak_bytes);
   EXPECT_DOUBLE_EQ(predict(m, target, read, 8).seconds, predict(m, target, original, 8).seconds);
 }
