@@ -148,6 +148,47 @@ std::vector<Priced> undominated(std::vector<Priced> all) {
   return kept;
 }
 
+// Past this many combinations of a level's options (a layer that saves
+// hundreds of tensors, as an LSTM saves each time step's), undominated()'s
+// pairwise comparisons take minutes; the program's other levels stay far
+// below it (nanoGPT's largest: 600).
+constexpr size_t most_weighed = 1024;
+
+// All of `all` up to most_weighed; past it, those that no other beats in both
+// seconds and total bytes (each also undominated in every respect), spread
+// evenly by seconds if still too many. The first (keep) always stays; the
+// order is kept.
+std::vector<Priced> thinned(std::vector<Priced> all) {
+  if (all.size() <= most_weighed) return all;
+  std::vector<double> bytes;
+  for (const Priced& p : all) {
+    double sum = p.effect.far;
+    for (const SlotBytes& slots : p.effect.near) {
+      for (double b : slots) sum += b;
+    }
+    bytes.push_back(sum);
+  }
+  std::vector<size_t> order(all.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return all[a].effect.objective != all[b].effect.objective ? all[a].effect.objective < all[b].effect.objective
+                                                              : bytes[a] < bytes[b];
+  });
+  std::vector<size_t> front;  // by seconds, each saving more than those before it
+  for (size_t i : order) {
+    if (front.empty() || bytes[i] < bytes[front.back()]) front.push_back(i);
+  }
+  std::vector<size_t> chosen = {0};
+  for (size_t k = 0; k < std::min(front.size(), most_weighed); ++k) {
+    chosen.push_back(front.size() <= most_weighed ? front[k] : front[k * (front.size() - 1) / (most_weighed - 1)]);
+  }
+  std::sort(chosen.begin(), chosen.end());
+  chosen.erase(std::unique(chosen.begin(), chosen.end()), chosen.end());
+  std::vector<Priced> kept;
+  for (size_t i : chosen) kept.push_back(std::move(all[i]));
+  return kept;
+}
+
 Priced combined(const Priced& a, const Priced& b) {
   Priced c = a;
   c.options.insert(c.options.end(), b.options.begin(), b.options.end());
@@ -379,7 +420,7 @@ LayerProgram ProgramBuilder::build(const ProgramSettings& settings) const {
       for (const Priced& c : combos) {
         for (const Priced& o : item) next.push_back(combined(c, o));
       }
-      combos = undominated(std::move(next));
+      combos = undominated(thinned(std::move(next)));
     }
     for (Priced& c : combos) {  // the level's copies to the host share the next layer's forward
       const double stall = std::max(0.0, c.to_host_s - pt.next_forward_s[static_cast<size_t>(j)]);

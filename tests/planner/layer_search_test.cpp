@@ -7,6 +7,7 @@
 
 #include "model/plan.h"
 #include "model/plan_space/predict.h"
+#include "planner/layer_program.h"
 #include "planner/layer_search.h"
 #include "planner/variance.h"
 #include "tests/planner/networks.h"
@@ -123,6 +124,41 @@ TEST(LayerSearch, ExactPeakWithinRandomBudgets) {
         }
       }
     }
+  }
+}
+
+// A layer that saves hundreds of tensors, as an LSTM saves each time step's,
+// before a layer whose large output makes the peak: its level's
+// combinations are thinned to at most 1024 (without, they grow past that and
+// the search takes minutes), and the search still keeps the budget and beats
+// every whole-network combination that fits.
+TEST(LayerSearch, ALayerOfHundredsOfTensors) {
+  std::vector<model::SavedTensorProfile> steps;
+  for (int t = 0; t < 300; ++t) {
+    const std::string slot = "t" + std::to_string(t);
+    steps.push_back(testing::saved(slot, model::SlotKind::activation, 64 + 16 * (t % 7), 4, "rnn:" + slot));
+  }
+  const auto input = [](const std::string& path) {
+    return std::vector{testing::saved("input", model::SlotKind::activation, 64, 4, path + ":input")};
+  };
+  const model::LayerModel m = testing::fitted(testing::chain({{"rnn", "module", "", steps, 4 * 64, {}},
+                                                              {"wide", "linear", "", input("wide"), 4 * 40000, {}},
+                                                              {"head", "linear", "", input("head"), 64, {}}},
+                                                             64 << 10),
+                                              false);
+  const model::Target target = model::profiled_target(m);
+  const model::PlanSpace space(m, target, 8);
+  const double budget = space.evaluate(space.assignment(model::expand_plan_name("quantize-4", m.layout()))).peak_bytes;
+  ProgramSettings settings;
+  settings.budget_bytes = budget;
+  const LayerProgram program = ProgramBuilder(m, space, VarianceProxy(m, space)).build(settings);
+  for (const Level& level : program.program.levels) EXPECT_LE(level.choices.size(), 1024u);
+  const auto found = search_layers(m, space, budget);
+  ASSERT_TRUE(found);
+  EXPECT_LE(found->estimate.peak_bytes, budget);
+  for (const auto& name : model::plan_names(m, target)) {
+    const model::Estimate e = space.evaluate(space.assignment(model::expand_plan_name(name, m.layout())));
+    if (e.peak_bytes <= budget) EXPECT_GE(found->estimate.samples_per_s, e.samples_per_s * (1 - 1e-9)) << name;
   }
 }
 
