@@ -32,6 +32,20 @@ struct LiveCopy {
     return storage._unsafe_get_target() == t.storage().unsafeGetStorageImpl() && offset == t.storage_offset() &&
            dtype == t.scalar_type() && t.sizes().equals(sizes) && t.strides().equals(strides);
   }
+  // The same elements in the same order under another shape: both dense and
+  // in row-major order, from the same place of the same storage.
+  bool same_bytes(const at::Tensor& t) const {
+    if (storage._unsafe_get_target() != t.storage().unsafeGetStorageImpl() || offset != t.storage_offset() ||
+        dtype != t.scalar_type() || !t.is_contiguous()) {
+      return false;
+    }
+    int64_t step = 1;  // the stride a row-major dense tensor has at each dimension, from the last
+    for (size_t d = sizes.size(); d-- > 0;) {
+      if (sizes[d] != 1 && strides[d] != step) return false;
+      step *= sizes[d];
+    }
+    return step == t.numel();
+  }
 };
 thread_local std::vector<LiveCopy> live_copies;
 
@@ -45,6 +59,15 @@ c10::intrusive_ptr<Stored> find_live(const at::Tensor& t, const std::string& key
                     live_copies.end());
   for (const auto& c : live_copies) {
     if (c.strategy == key && c.same_source(t)) return c.copy.lock();
+  }
+  return {};
+}
+
+// A live copy of `t`'s elements in their order under another shape (a linear
+// layer given a [B, H, W, C] activation saves a [B*H*W, C] view of it).
+c10::intrusive_ptr<Stored> find_live_reshaped(const at::Tensor& t, const std::string& key) {
+  for (const auto& c : live_copies) {
+    if (c.strategy == key && c.same_bytes(t)) return c.copy.lock();
   }
   return {};
 }
@@ -91,6 +114,15 @@ c10::intrusive_ptr<Stored> store(const at::Tensor& t, model::SlotKind kind, cons
   const std::string key = cache_key(s);
   if (copied) {
     if (auto live = find_live(t, key)) return live;
+    // Another shape of a live copy shares its bytes where they do not depend
+    // on the shape: neither grouped by heads, reordered, swapped nor adaptive.
+    if (!s.swap && !s.headwise && !model::chooses_bits(spec.strategy.form) && t.is_contiguous()) {
+      if (auto live = find_live_reshaped(t, key); live && live->order_.empty() && !live->host_) {
+        auto view = c10::make_intrusive<Stored>(*live);
+        view->shape_ = t.sizes().vec();
+        return view;
+      }
+    }
   }
   auto out = c10::make_intrusive<Stored>();
   out->shape_ = t.sizes().vec();

@@ -12,6 +12,7 @@
 #include "executor/storage/quant_math.h"
 #include "executor/storage/rounding.h"
 #include "executor/storage/stored.h"
+#include "executor/storage/stored_bytes.h"
 #include "model/strategy.h"
 
 namespace papaya::executor {
@@ -80,6 +81,26 @@ TEST(Codec, AStoredTensorComesBackInItsOwnMemoryFormat) {
     const double step = (mx - mn + std::abs(mn) * bf16_step) / 255 * (1 + bf16_step);
     EXPECT_LE((back - x).abs().max().item<double>(), step * (1 + 1e-5)) << x.sizes();
   }
+}
+
+// Another shape of a tensor already stored (a linear layer's [B*H*W, C] view
+// of a [B, H, W, C] activation that an inverted GELU stored) shares its copy:
+// counted once, each restored in its own shape with the same values. A
+// transposed view's elements are in another order: a copy of its own.
+TEST(Codec, AnotherShapeOfAStoredTensorSharesItsCopy) {
+  StoreSpec spec;
+  spec.strategy = quantized(4, 128);
+  const torch::Tensor x = torch::randn({2, 4, 4, 48});
+  StoredBytesRecorder recorder;
+  const StoredBytesGuard guard(&recorder);
+  const auto whole = store(x, model::SlotKind::activation, spec);
+  const auto rows = store(x.view({32, 48}), model::SlotKind::activation, spec);
+  EXPECT_EQ(recorder.bytes().at("quantize-4"), whole->device_bytes());
+  const torch::Tensor back = rows->restore();
+  EXPECT_EQ(back.sizes(), (std::vector<int64_t>{32, 48}));
+  EXPECT_TRUE(torch::equal(back, whole->restore().view({32, 48})));
+  const auto transposed = store(x.view({32, 48}).t(), model::SlotKind::activation, spec);
+  EXPECT_EQ(recorder.bytes().at("quantize-4"), whole->device_bytes() + transposed->device_bytes());
 }
 
 TEST(Codec, KeepsTheDtype) {
