@@ -4,6 +4,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <numeric>
 #include <string>
 
 #include "model/plan.h"
@@ -169,7 +170,7 @@ std::vector<Priced> thinned(std::vector<Priced> all) {
     bytes.push_back(sum);
   }
   std::vector<size_t> order(all.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::iota(order.begin(), order.end(), size_t{0});
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     return all[a].effect.objective != all[b].effect.objective ? all[a].effect.objective < all[b].effect.objective
                                                               : bytes[a] < bytes[b];

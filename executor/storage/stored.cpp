@@ -28,17 +28,15 @@ struct LiveCopy {
   std::string strategy;
   c10::weak_intrusive_ptr<Stored> copy;
 
-  bool same_source(const at::Tensor& t) const {
+  bool same_start(const at::Tensor& t) const {
     return storage._unsafe_get_target() == t.storage().unsafeGetStorageImpl() && offset == t.storage_offset() &&
-           dtype == t.scalar_type() && t.sizes().equals(sizes) && t.strides().equals(strides);
+           dtype == t.scalar_type();
   }
+  bool same_source(const at::Tensor& t) const { return same_start(t) && t.sizes().equals(sizes) && t.strides().equals(strides); }
   // The same elements in the same order under another shape: both dense and
   // in row-major order, from the same place of the same storage.
   bool same_bytes(const at::Tensor& t) const {
-    if (storage._unsafe_get_target() != t.storage().unsafeGetStorageImpl() || offset != t.storage_offset() ||
-        dtype != t.scalar_type() || !t.is_contiguous()) {
-      return false;
-    }
+    if (!same_start(t) || !t.is_contiguous()) return false;
     int64_t step = 1;  // the stride a row-major dense tensor has at each dimension, from the last
     for (size_t d = sizes.size(); d-- > 0;) {
       if (sizes[d] != 1 && strides[d] != step) return false;
@@ -53,21 +51,15 @@ std::string cache_key(const model::TensorStrategy& s) {
   return s.name() + "/" + std::to_string(s.group()) + (s.headwise ? "/headwise" : "");
 }
 
-c10::intrusive_ptr<Stored> find_live(const at::Tensor& t, const std::string& key) {
+// The live copy under `key` that `match` (LiveCopy::same_source or
+// same_bytes) finds for `t`, if any.
+c10::intrusive_ptr<Stored> find_live(const at::Tensor& t, const std::string& key,
+                                     bool (LiveCopy::*match)(const at::Tensor&) const) {
   live_copies.erase(std::remove_if(live_copies.begin(), live_copies.end(),
                                    [](const LiveCopy& c) { return c.copy.expired() || c.storage.expired(); }),
                     live_copies.end());
   for (const auto& c : live_copies) {
-    if (c.strategy == key && c.same_source(t)) return c.copy.lock();
-  }
-  return {};
-}
-
-// A live copy of `t`'s elements in their order under another shape (a linear
-// layer given a [B, H, W, C] activation saves a [B*H*W, C] view of it).
-c10::intrusive_ptr<Stored> find_live_reshaped(const at::Tensor& t, const std::string& key) {
-  for (const auto& c : live_copies) {
-    if (c.strategy == key && c.same_bytes(t)) return c.copy.lock();
+    if (c.strategy == key && (c.*match)(t)) return c.copy.lock();
   }
   return {};
 }
@@ -113,11 +105,12 @@ c10::intrusive_ptr<Stored> store(const at::Tensor& t, model::SlotKind kind, cons
   const bool copied = encoding != Encoding::raw || s.swap;
   const std::string key = cache_key(s);
   if (copied) {
-    if (auto live = find_live(t, key)) return live;
+    if (auto live = find_live(t, key, &LiveCopy::same_source)) return live;
     // Another shape of a live copy shares its bytes where they do not depend
-    // on the shape: neither grouped by heads, reordered, swapped nor adaptive.
+    // on the shape: neither grouped by heads, reordered, swapped nor adaptive
+    // (a linear layer given a [B, H, W, C] activation saves a [B*H*W, C] view).
     if (!s.swap && !s.headwise && !model::chooses_bits(spec.strategy.form) && t.is_contiguous()) {
-      if (auto live = find_live_reshaped(t, key); live && live->order_.empty() && !live->host_) {
+      if (auto live = find_live(t, key, &LiveCopy::same_bytes); live && live->order_.empty() && !live->host_) {
         auto view = c10::make_intrusive<Stored>(*live);
         view->shape_ = t.sizes().vec();
         return view;
