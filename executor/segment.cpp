@@ -59,7 +59,10 @@ struct CheckpointFunction : Function<CheckpointFunction> {
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
     const auto state = c10::static_intrusive_pointer_cast<CheckpointState>(take_capsule(ctx, state_key));
     Segment& segment = *state->segment;
-    const at::Tensor x = state->input->restore().detach().requires_grad_(true);
+    at::Tensor x = state->input->restore().detach();
+    // The network's own input needs no gradient: asking for one would hold a
+    // tensor of its size for nothing.
+    if (ctx->needs_input_grad(0)) x.requires_grad_(true);
     // Buffers are put back after differentiating: the graph saves them.
     const BufferSnapshot buffers(segment);
     // The output's graph, not its values (as large as anything the segment holds).

@@ -495,6 +495,47 @@ TEST(Profiler, AnImportedLstmIsPredictedUnderQuantization) {
   std::remove(path.c_str());
 }
 
+// A network whose first segment takes the batch's images: the step needs
+// no gradient of them, so the segment's recomputation makes none (it had
+// asked one, a tensor of the images' size held through the first segment's
+// backward, the step's peak here and in MobileNetV3's recompute-all: the
+// trained peaks 5 and 12 % above the predictions here). Recomputed: within
+// 1 % of the trained step's peak; recomputed from 4-bit copies, within the
+// 3 % target (the model holds a little more of the copies than the
+// executor, +2 % here).
+TEST(Profiler, AFirstSegmentOnTheImagesIsPredictedUnderRecompute) {
+  const auto conv = [](int64_t in, int64_t out, int64_t stride) {
+    torch::jit::Module m("Conv");
+    m.register_parameter("weight", (0.3 * torch::randn({out, in, 3, 3})).requires_grad_(), false);
+    m.define("def forward(self, x):\n  return torch.conv2d(x, self.weight, None, [" + std::to_string(stride) + ", " +
+             std::to_string(stride) + "], [1, 1])\n");
+    return m;
+  };
+  torch::jit::Module relu("ReLU");
+  relu.define("def forward(self, x):\n  return torch.relu(x)\n");
+  torch::jit::Module head("Head");
+  head.register_parameter("weight", (0.3 * torch::randn({16, 10})).requires_grad_(), false);
+  head.define("def forward(self, x):\n  return x.mean([2, 3]).mm(self.weight)\n");
+  using executor::torchscript::testing::sequential;
+  torch::jit::Module top("Net");
+  top.register_module("features", sequential(sequential(conv(8, 16, 1), relu, "conv", "relu"),
+                                             sequential(conv(16, 16, 2), relu, "conv", "relu")));
+  top.register_module("head", head);
+  top.define("def forward(self, x):\n  return self.head.forward(self.features.forward(x))\n");
+  const std::string path = executor::torchscript::testing::saved(top, "images-first");
+  const model::NetworkConfig network =
+      executor::torchscript::archive_config(path, {"float32[B,8,16,16]"}, "--input", std::nullopt);
+  for (const auto& [plan, tolerance] :
+       std::vector<std::pair<std::string, double>>{{"recompute-all", 0.01}, {"recompute-all+quantize-4", 0.03}}) {
+    const PeakUnderPlan run = peak_under_plan(network, plan, 16);
+    ASSERT_EQ(run.fitted.segments.size(), 2U);
+    const double measured = static_cast<double>(run.measured);
+    EXPECT_NEAR(run.predicted.peak_bytes, measured, tolerance * measured)
+        << plan << ": " << model::peak_location(run.fitted, run.predicted);
+  }
+  std::remove(path.c_str());
+}
+
 // A residual block ending in a ReLU returns that layer's output; a pre-norm
 // transformer block returns a residual sum formed after its last layer.
 TEST(Profiler, SegmentsSayWhetherTheyReturnTheirLastLayersOutput) {
