@@ -138,9 +138,12 @@ void convolution(const LayerDescription& layer, LayerKernels& out) {
 }
 
 // Unfused attention: a product per head, its two operands' gradients
-// backward; the scores are scaled and masked in three more passes each way
-// (the executor's scale, mask and the heads' grouping for shared k/v heads).
-void attention_products(const LayerDescription& layer, LayerKernels& out) {
+// backward. Papaya's executor scales and masks the scores and groups the
+// heads for shared k/v heads in three more passes each way; Megatron-LM
+// scales them in the product (baddbmm's alpha) and masks them in its fused
+// softmax, and repeats shared k/v heads to every query head (a pass over
+// them, their gradients summed back in backward).
+void attention_products(const LayerDescription& layer, Engine engine, LayerKernels& out) {
   const bool scores = layer.kind == LayerKind::attention_scores;
   const SavedTensorProfile* a = slot(layer, scores ? "q" : "probs");
   const SavedTensorProfile* b = slot(layer, scores ? "k" : "v");
@@ -153,6 +156,14 @@ void attention_products(const LayerDescription& layer, LayerKernels& out) {
   out.forward.products.push_back({BatchDimension::count, heads, rows, cols, inner});
   out.backward.products.push_back({BatchDimension::count, heads, rows, inner, cols});
   out.backward.products.push_back({BatchDimension::count, heads, inner, cols, rows});
+  if (engine == Engine::megatron) {
+    const double shared_heads = static_cast<double>(b->sample_shape[0]);
+    if (shared_heads >= heads) return;
+    // Read once, written (backward: read and summed) for every query head.
+    const double bytes = (shared_heads + heads) * elements({b->sample_shape[1], b->sample_shape[2]}) * b->element_size;
+    for (DirectionWork* d : {&out.forward, &out.backward}) d->pass_bytes_per_sample += bytes, d->pass_kernels += 1;
+    return;
+  }
   if (scores) {
     out.forward.pass_bytes_per_sample += 6 * layer.output_bytes_per_sample, out.forward.pass_kernels += 3;
     out.backward.pass_bytes_per_sample += 6 * layer.output_bytes_per_sample, out.backward.pass_kernels += 3;
@@ -193,9 +204,9 @@ LayerDescription one_of(const LayerDescription& layer) {
 
 }  // namespace
 
-LayerKernels layer_kernels(const LayerDescription& layer, Fp8Recipe recipe) {
+LayerKernels layer_kernels(const LayerDescription& layer, Fp8Recipe recipe, Engine engine) {
   if (layer.repeats > 1) {
-    LayerKernels out = layer_kernels(one_of(layer), recipe);
+    LayerKernels out = layer_kernels(one_of(layer), recipe, engine);
     out.forward.runs = out.backward.runs = layer.repeats;
     return out;
   }
@@ -206,7 +217,7 @@ LayerKernels layer_kernels(const LayerDescription& layer, Fp8Recipe recipe) {
     case LayerKind::lm_head: linear(layer, recipe, out); return out;
     case LayerKind::conv2d: convolution(layer, out); return out;
     case LayerKind::attention_scores:
-    case LayerKind::attention_context: attention_products(layer, out); return out;
+    case LayerKind::attention_context: attention_products(layer, engine, out); return out;
     case LayerKind::fused_attention: fused_attention(layer, out); return out;
     default: break;
   }

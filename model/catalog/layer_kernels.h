@@ -9,8 +9,11 @@
 //   conv2d           the same as implicit products (output pixels x output
 //                    channels x input channels·kernel area);
 //   attention_scores, attention_context
-//                    one product a head, batched, and the scores' scale and
-//                    mask as passes;
+//                    one product a head, batched; as papaya's executor runs
+//                    them, the scores' scale, mask and grouping as passes;
+//                    as Megatron-LM does, none (the scale is the product's,
+//                    the mask its fused softmax's), but shared k/v heads
+//                    repeated to every query head;
 //   fused_attention  FlashAttention's tiles (kernel_model.h);
 //   the rest         memory-bound passes: each kind's eager kernels, as
 //                    papaya's executor runs them, over its analytic bytes;
@@ -29,6 +32,7 @@
 #include "model/catalog/kernel_model.h"
 #include "model/fp8_recipe.h"
 #include "model/layer_description.h"
+#include "model/parallel/engines.h"
 
 namespace papaya::model {
 
@@ -58,9 +62,9 @@ struct LayerKernels {
   DirectionWork forward, backward;
 };
 
-// What `layer` runs, trained under `recipe`: where it stands for alike
-// layers (LayerDescription::repeats), one's kernels that many times.
-LayerKernels layer_kernels(const LayerDescription& layer, Fp8Recipe recipe = Fp8Recipe::none);
+// What `layer` runs, trained under `recipe` by `engine`: where it stands for
+// alike layers (LayerDescription::repeats), one's kernels that many times.
+LayerKernels layer_kernels(const LayerDescription& layer, Fp8Recipe recipe = Fp8Recipe::none, Engine engine = Engine::papaya);
 
 // Seconds of one direction's kernels at a batch on a GPU: FP8 products on
 // `fp8`'s path (where given), the others on `path`.

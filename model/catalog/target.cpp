@@ -161,7 +161,7 @@ std::string precision_on(const HardwareSpec& hw, const std::string& precision, s
   return other;
 }
 
-Target catalog_target(const LayerModel& m, const HardwareSpec& hw, std::optional<double> compute_efficiency) {
+Target catalog_target(const LayerModel& m, const HardwareSpec& hw, std::optional<double> compute_efficiency, Engine engine) {
   const auto source = catalog_entry_for(m.machine);
   if (source && source->name == hw.name) {
     Target t = profiled_target(m);
@@ -189,6 +189,11 @@ Target catalog_target(const LayerModel& m, const HardwareSpec& hw, std::optional
     eta = *m.roofline;
   } else if (by_kernels) {
     t.notes.push_back(origin + ": " + kernel_model_note(hw, m.precision));
+    const bool materialized = std::any_of(m.layers.begin(), m.layers.end(),
+                                          [](const LayerDescription& l) { return l.kind == LayerKind::attention_scores; });
+    if (materialized && engine == Engine::megatron) {
+      t.notes.push_back("attention's scores as Megatron-LM runs them: scaled in their product, masked in its fused softmax");
+    }
   } else {
     std::ostringstream note;
     note << origin << ": GPU efficiencies assumed (compute " << compute << " as given, memory " << typical_memory_efficiency
@@ -209,8 +214,9 @@ Target catalog_target(const LayerModel& m, const HardwareSpec& hw, std::optional
   for (const auto& l : m.layers) {
     // Its kernels: what it runs on the target, or (priced by a roofline)
     // whether its products are FP8.
-    const auto work =
-        by_kernels || recipe != Fp8Recipe::none ? std::make_shared<const LayerKernels>(layer_kernels(l, recipe)) : nullptr;
+    const auto work = by_kernels || recipe != Fp8Recipe::none
+                          ? std::make_shared<const LayerKernels>(layer_kernels(l, recipe, engine))
+                          : nullptr;
     if (by_kernels) {
       t.forward_seconds.push_back(
           {{}, [=](double batch) { return kernel_seconds(work->forward, batch, *kernels, path, bandwidth, fp8_path); }});
@@ -287,13 +293,14 @@ void set_data_parallel(Target& target, const DataParallel& world) {
   target.data_parallel = world;
 }
 
-Target make_target(const LayerModel& model, const std::string& name, std::optional<double> compute_efficiency) {
-  return make_target(model, name.empty() ? std::nullopt : std::optional<HardwareSpec>(load_hardware(name)), compute_efficiency);
+Target make_target(const LayerModel& model, const std::string& name, std::optional<double> compute_efficiency, Engine engine) {
+  return make_target(model, name.empty() ? std::nullopt : std::optional<HardwareSpec>(load_hardware(name)), compute_efficiency,
+                     engine);
 }
 
-Target make_target(const LayerModel& model, const std::optional<HardwareSpec>& hardware,
-                   std::optional<double> compute_efficiency) {
-  return hardware ? catalog_target(model, *hardware, compute_efficiency) : profiled_target(model);
+Target make_target(const LayerModel& model, const std::optional<HardwareSpec>& hardware, std::optional<double> compute_efficiency,
+                   Engine engine) {
+  return hardware ? catalog_target(model, *hardware, compute_efficiency, engine) : profiled_target(model);
 }
 
 }  // namespace papaya::model

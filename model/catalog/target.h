@@ -33,6 +33,7 @@
 #include "model/curves.h"
 #include "model/layer_model.h"
 #include "model/parallel/data_parallel.h"
+#include "model/parallel/engines.h"
 
 namespace papaya::model {
 
@@ -99,14 +100,16 @@ Target profiled_target(const LayerModel& model);
 // A catalog entry; the profiled machine itself if the profile was taken on it.
 // Throws InputError if the entry has no compute path for the model's precision.
 // `compute_efficiency`: the matmuls' share of the peak to assume in place of
-// the typical one, where the profile fitted none (a CPU profile).
+// the typical one, where the profile fitted none (a CPU profile). `engine`:
+// whose kernels a layer's are where they differ (layer_kernels.h).
 Target catalog_target(const LayerModel& model, const HardwareSpec& hardware,
-                      std::optional<double> compute_efficiency = std::nullopt);
+                      std::optional<double> compute_efficiency = std::nullopt, Engine engine = Engine::papaya);
 // By catalog name, or the profiled machine when `name` is empty.
-Target make_target(const LayerModel& model, const std::string& name, std::optional<double> compute_efficiency = std::nullopt);
+Target make_target(const LayerModel& model, const std::string& name, std::optional<double> compute_efficiency = std::nullopt,
+                   Engine engine = Engine::papaya);
 // The same from an entry loaded already (none: the profiled machine).
 Target make_target(const LayerModel& model, const std::optional<HardwareSpec>& hardware,
-                   std::optional<double> compute_efficiency = std::nullopt);
+                   std::optional<double> compute_efficiency = std::nullopt, Engine engine = Engine::papaya);
 
 // `target` as each of `world.ranks` data-parallel devices, exchanging over
 // world.link: every prediction on it is per rank, its samples/s global.

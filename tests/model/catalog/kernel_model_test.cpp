@@ -198,5 +198,40 @@ TEST(LayerKernels, FusedAttentionTakesItsHeadsAndTokensFromQ) {
   EXPECT_DOUBLE_EQ(kernel_seconds(k.forward, 2, gpu, bf16, fast), 4 * (2e9 / 16) / (peak / 4));
 }
 
+// Materialized attention's scores: one product a head (q·kᵀ forward; the
+// gradients of q and k backward). Papaya's executor scales, masks and
+// groups the scores in three passes each way (reading and writing them);
+// Megatron-LM runs none of those, but repeats shared k/v heads to every
+// query head: 8 query heads over 2 k heads read 2 heads' k and write 8.
+TEST(LayerKernels, AttentionScoresArePassedOverAsEachEngineRunsThem) {
+  LayerDescription l;
+  l.kind = LayerKind::attention_scores;
+  SavedTensorProfile q, k;
+  q.slot = "q", k.slot = "k";
+  q.sample_shape = {8, 128, 64};
+  k.sample_shape = {2, 128, 64};
+  q.element_size = k.element_size = 2;
+  l.saved = {q, k};
+  l.output_bytes_per_sample = 8 * 128 * 128 * 2;
+  const LayerKernels papaya = layer_kernels(l);
+  const LayerKernels megatron = layer_kernels(l, Fp8Recipe::none, Engine::megatron);
+  for (const LayerKernels* both : {&papaya, &megatron}) {
+    ASSERT_EQ(both->forward.products.size(), 1u);
+    EXPECT_DOUBLE_EQ(both->forward.products[0].count, 8);
+    EXPECT_DOUBLE_EQ(both->forward.products[0].n, 128);
+    EXPECT_EQ(both->backward.products.size(), 2u);
+  }
+  EXPECT_EQ(papaya.forward.pass_kernels, 3);
+  EXPECT_DOUBLE_EQ(papaya.forward.pass_bytes_per_sample, 3 * 2 * l.output_bytes_per_sample);
+  EXPECT_DOUBLE_EQ(papaya.backward.pass_bytes_per_sample, 3 * 2 * l.output_bytes_per_sample);
+  EXPECT_EQ(megatron.forward.pass_kernels, 1);
+  EXPECT_DOUBLE_EQ(megatron.forward.pass_bytes_per_sample, (2 + 8) * 128 * 64 * 2);
+  EXPECT_DOUBLE_EQ(megatron.backward.pass_bytes_per_sample, (2 + 8) * 128 * 64 * 2);
+  // Every query head its own k head: nothing to repeat, no pass at all.
+  l.saved[1].sample_shape[0] = 8;
+  EXPECT_EQ(layer_kernels(l, Fp8Recipe::none, Engine::megatron).forward.pass_kernels, 0);
+  EXPECT_EQ(layer_kernels(l, Fp8Recipe::none, Engine::megatron).backward.pass_kernels, 0);
+}
+
 }  // namespace
 }  // namespace papaya::model

@@ -121,6 +121,17 @@ TEST(Target, ACpuProfileIsCarriedToAGpuByTheKernelsItsLayersRunAndSaysSo) {
       EXPECT_DOUBLE_EQ(h100.backward_seconds[j].at(b), kernel_seconds(work.backward, b, hw.kernels, path, hw.memory_bandwidth));
     }
   }
+  // Laid out for Megatron-LM, its layers are priced by the kernels it runs
+  // (materialized attention's scale and mask fused), as a note says.
+  const Target megatron = make_target(m, "H100-SXM-80GB", std::nullopt, Engine::megatron);
+  EXPECT_TRUE(std::any_of(megatron.notes.begin(), megatron.notes.end(),
+                          [](const std::string& n) { return n.find("scores as Megatron-LM runs them") != std::string::npos; }));
+  for (size_t j = 0; j < m.layers.size(); ++j) {
+    const LayerKernels work = layer_kernels(m.layers[j], Fp8Recipe::none, Engine::megatron);
+    EXPECT_DOUBLE_EQ(megatron.forward_seconds[j].at(3), kernel_seconds(work.forward, 3, hw.kernels, path, hw.memory_bandwidth));
+    EXPECT_DOUBLE_EQ(megatron.backward_seconds[j].at(3), kernel_seconds(work.backward, 3, hw.kernels, path, hw.memory_bandwidth));
+  }
+  EXPECT_FALSE(says("scores as Megatron-LM runs them"));
   // --compute-efficiency overrides it with the roofline at that efficiency.
   const Target given = make_target(m, "H100-SXM-80GB", 0.4);
   EXPECT_TRUE(std::any_of(given.notes.begin(), given.notes.end(),
