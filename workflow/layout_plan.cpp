@@ -48,7 +48,7 @@ LayoutSetting setting_of(const model::LayerModel& model, const LayoutPlanRequest
   s.hardware = target.name;
   s.notes = target.notes;
   s.links = cluster_links(model, request, target, s.notes);
-  if (request.holding == model::StateHolding::megatron && model.precision != "fp32") {
+  if (model::engine_limits(request.engine).holding == model::StateHolding::megatron && model.precision != "fp32") {
     s.notes.push_back(
         "static memory as Megatron-LM holds it: half-precision weights, fp32 main gradients, 12 bytes of optimizer "
         "state a parameter (its distributed optimizer shards them), no weight copies to compute with");
@@ -60,7 +60,7 @@ LayoutSetting setting_of(const model::LayerModel& model, const LayoutPlanRequest
 // budget and the plans to weigh filled into the request's question.
 LayoutPlanned prepared(const model::LayerModel& model, LayoutPlanRequest& request) {
   LayoutPlanned out;
-  const model::Target target = model::make_target(model, request.hardware, request.compute_efficiency);
+  const model::Target target = model::make_target(model, request.hardware, request.compute_efficiency, request.engine);
   out.setting = setting_of(model, request, target);
 
   out.budget_bytes = request.budget_bytes.value_or(model::default_budget(target));
@@ -92,7 +92,9 @@ LayoutPlanned prepared(const model::LayerModel& model, LayoutPlanRequest& reques
 }
 
 model::LayoutPricer pricer_for(const model::LayerModel& model, const LayoutPlanRequest& request, const LayoutSetting& setting) {
-  return model::LayoutPricer(model, {request.hardware, setting.links, request.compute_efficiency, request.holding});
+  model::LayoutRequest priced{request.hardware, setting.links, request.compute_efficiency, request.engine};
+  priced.overlap_grad_reduce = request.overlap_grad_reduce;
+  return model::LayoutPricer(model, priced);
 }
 
 // The search of a prepared request.
@@ -150,9 +152,9 @@ FewestGpus fewest_gpus_that_fit(const model::LayerModel& model, LayoutPlanReques
 LayoutPredicted predict_layout(const model::LayerModel& model, const LayoutPlanRequest& request,
                                const model::ParallelLayout& layout, std::vector<std::string> plans) {
   LayoutPredicted out;
-  const model::Target target = model::make_target(model, request.hardware, request.compute_efficiency);
+  const model::Target target = model::make_target(model, request.hardware, request.compute_efficiency, request.engine);
   out.setting = setting_of(model, request, target);
-  const model::LayoutPricer pricer(model, {request.hardware, out.setting.links, request.compute_efficiency, request.holding});
+  const model::LayoutPricer pricer = pricer_for(model, request, out.setting);
   out.setting.shape = pricer.shape();
   if (plans.empty()) plans = model::plan_names(model, target);
   for (const std::string& plan : plans) out.estimates.push_back(pricer.estimate(layout, plan));

@@ -9,6 +9,7 @@
 
 #include "model/layer_model.h"
 #include "model/layout_pricing/layout_search.h"
+#include "model/parallel/engines.h"
 #include "workflow/reporter.h"
 
 namespace papaya::workflow {
@@ -18,10 +19,11 @@ struct LayoutPlanRequest {
   std::string intra_node_link;  // "": the hardware's interconnect
   std::string inter_node_link;  // "": InfiniBand of the hardware's generation (inter_node_default)
   int gpus_per_node = 8;
-  std::optional<double> compute_efficiency;                     // model::catalog_target's
-  std::optional<double> budget_bytes;                           // per GPU; default: 80% of the hardware's memory
-  model::LayoutQuestion question;                               // budget_bytes and plans filled in here
-  model::StateHolding holding = model::StateHolding::measured;  // the engine's (Megatron-LM's for --emit megatron)
+  std::optional<double> compute_efficiency;      // model::catalog_target's
+  std::optional<double> budget_bytes;            // per GPU; default: 80% of the hardware's memory
+  model::LayoutQuestion question;                // budget_bytes and plans filled in here
+  model::Engine engine = model::Engine::papaya;  // that runs the layouts (Megatron-LM for --emit megatron)
+  bool overlap_grad_reduce = true;               // model::LayoutRequest's
   size_t keep = 5;
 };
 

@@ -22,7 +22,8 @@ void refuse_with_layout(const std::vector<std::pair<std::string, std::string>>& 
 
 bool LayoutOptions::requested() const {
   return gpus_per_node > 0 || compute_efficiency || tensor || pipeline || virtual_stages || context || expert || micro_batch ||
-         global_batch || !sequence.empty() || !offload.empty() || !inter_node_link.empty() || !emit.empty();
+         global_batch || !sequence.empty() || !offload.empty() || !overlap_grad_reduce.empty() || !inter_node_link.empty() ||
+         !emit.empty();
 }
 
 void add_layout_options(CLI::App* cmd, LayoutOptions& o, bool search) {
@@ -42,6 +43,11 @@ void add_layout_options(CLI::App* cmd, LayoutOptions& o, bool search) {
       ->check(within(o.expert, 1, 65536));
   cmd->add_option("--sp", o.sequence,
                   with + "sequence parallelism beside tensor parallelism, on or off [default: on where --tp > 1]")
+      ->check(CLI::IsMember({"on", "off"}));
+  cmd->add_option("--overlap-grad-reduce", o.overlap_grad_reduce,
+                  with +
+                      "data-parallel gradients reduced in buckets behind the rest of backward, on or off (off: all of "
+                      "them once backward is done, as Megatron-LM runs without its --overlap-grad-reduce) [default: on]")
       ->check(CLI::IsMember({"on", "off"}));
   cmd->add_option("--offload-optimizer", o.offload,
                   with + "the optimizer's state and step on the host (ZeRO-Offload), on or off [default: chosen]")
@@ -121,6 +127,7 @@ workflow::LayoutPlanRequest layout_request(const LayoutOptions& o, const workflo
   r.inter_node_link = o.inter_node_link;
   r.gpus_per_node = o.gpus_per_node > 0 ? o.gpus_per_node : 8;
   r.compute_efficiency = o.compute_efficiency;
+  r.overlap_grad_reduce = o.overlap_grad_reduce != "off";
   r.budget_bytes = budget_bytes;
   r.keep = static_cast<size_t>(o.shown);
   model::LayoutQuestion& q = r.question;
@@ -136,7 +143,11 @@ workflow::LayoutPlanRequest layout_request(const LayoutOptions& o, const workflo
   q.plans = o.plans;
   if (!o.emit.empty()) {
     keep_to_engine(q, o.emit);
-    r.holding = model::engine_limits(emitted_engine(o.emit)).holding;
+    if (!r.overlap_grad_reduce && !model::engine_limits(emitted_engine(o.emit)).reduces_after_backward) {
+      throw InputError("--emit " + o.emit + ": --overlap-grad-reduce off has no " + o.emit +
+                       " setting (its gradients are reduced behind backward)");
+    }
+    r.engine = emitted_engine(o.emit);
   }
   return r;
 }

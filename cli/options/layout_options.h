@@ -23,7 +23,8 @@ namespace papaya::cli {
 struct LayoutOptions {
   int gpus_per_node = 0;  // 0: not asked for
   std::optional<int> tensor, pipeline, virtual_stages, context, expert, micro_batch, global_batch;
-  std::string sequence, offload;  // "on", "off", "": chosen
+  std::string sequence, offload;    // "on", "off", "": chosen
+  std::string overlap_grad_reduce;  // "on", "off", "": on
   std::string inter_node_link;
   std::optional<double> compute_efficiency;
   std::string emit;                // "", megatron, torchtitan

@@ -79,6 +79,8 @@ std::string megatron_arguments(const model::LayoutEstimate& e, const model::Tran
     scale << shape.prediction_loss_scale;
     arg("--mtp-loss-scaling-factor " + scale.str());
   }
+  // Priced overlapped unless asked otherwise: Megatron-LM's default is not to.
+  if (l.data * l.context > 1 && e.overlap_grad_reduce) arg("--overlap-grad-reduce");
   if (l.zero_stage >= 1) arg("--use-distributed-optimizer");
   if (l.offload_optimizer) {
     arg("--optimizer-cpu-offload");

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <limits>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -14,6 +15,7 @@
 #include "model/error.h"
 #include "model/network_layout.h"
 #include "model/parallel/data_parallel.h"
+#include "model/parallel/engines.h"
 #include "model/parallel/expert_groups.h"
 #include "model/parallel/sharding.h"
 #include "model/parallel/tensor_split.h"
@@ -342,7 +344,14 @@ LayoutPricer::LayoutPricer(const LayerModel& whole, LayoutRequest request)
 LayoutPricer::~LayoutPricer() = default;
 
 Target LayoutPricer::target_of(const LayerModel& model) const {
-  return make_target(model, hardware_, request_.compute_efficiency);
+  return make_target(model, hardware_, request_.compute_efficiency, request_.engine);
+}
+
+DataParallel LayoutPricer::world_of(const ParallelLayout& layout, const GroupLinks& links) const {
+  DataParallel world = data_parallel_of(layout, links.data_name, *links.data, engine_limits(request_.engine).holding);
+  // One bucket of every gradient: it leaves when backward is done.
+  if (!request_.overlap_grad_reduce) world.bucket_bytes = std::numeric_limits<double>::infinity();
+  return world;
 }
 
 std::string LayoutPricer::stage_key(const ParallelLayout& layout, const StageSpan& span) const {
@@ -409,7 +418,7 @@ LayoutPricer::Stage& LayoutPricer::stage(Kept& k, const ParallelLayout& layout, 
   stage->model = stage_model(ranked, span);
   stage->state = state_of(k, layout, span);
   stage->alone = target_of(stage->model);
-  stage->alone.data_parallel.holding = request_.holding;
+  stage->alone.data_parallel.holding = engine_limits(request_.engine).holding;
   stage->comm = comm_facts(stage->model, whole_output_);
   if (!computes_with_held_weights(stage->model, stage->alone.data_parallel)) {
     for (const LayerFit& layer : stage->model.layers) stage->weight_copies += static_cast<double>(layer.parameter_copy_bytes);
@@ -427,8 +436,7 @@ PlanSpace LayoutPricer::space(Stage& st, const ParallelLayout& layout, const Gro
   const std::string key = std::to_string(data_ranks) + "/" + std::to_string(zero_stage) + "/" + links.data_name;
   auto base = st.spaces.find(key);
   if (base == st.spaces.end()) {
-    const DataParallel world =
-        data_ranks > 1 ? data_parallel_of(layout, links.data_name, *links.data, request_.holding) : st.alone.data_parallel;
+    const DataParallel world = data_ranks > 1 ? world_of(layout, links) : st.alone.data_parallel;
     // The stage is indexed once; its other worlds share that index.
     if (st.spaces.empty()) {
       Target target = st.alone;
@@ -475,7 +483,7 @@ const LayoutPricer::StagePrice& LayoutPricer::price(Stage& st, const ParallelLay
   p.peak = estimate.peak_bytes + p.comm.context_buffer_bytes + (estimate.peak_in_optimizer_step ? 0 : in_flight.received);
   p.peak_at = peak_location(st.model, estimate);
   p.activations = in_flight.activations;
-  const DataParallel world = data_parallel_of(layout, links.data_name, *links.data, request_.holding);
+  const DataParallel world = world_of(layout, links);
   p.held = rank_static(st.state, world);
   const double optimizer_whole = st.alone.optimizer_seconds.at(layout.micro_batch);
   p.optimizer = layout.zero_stage >= 1 ? optimizer_whole / optimizer_ranks(st.state, world) : optimizer_whole;
@@ -491,7 +499,7 @@ double LayoutPricer::static_floor(const ParallelLayout& layout, int worker) cons
   make_room(k);
   double floor = 0;
   const GroupLinks links = group_links(layout, request_.links);
-  const DataParallel world = data_parallel_of(layout, links.data_name, *links.data, request_.holding);
+  const DataParallel world = world_of(layout, links);
   for (const StageSpan& span : pipeline_stages(shape_.blocks, layout.pipeline)) {
     RankStatic held = rank_static(state_of(k, layout, span), world);
     if (layout.offload_optimizer) held.optimizer = 0;
@@ -538,6 +546,7 @@ LayoutEstimate LayoutPricer::estimate(const ParallelLayout& layout, const std::s
   LayoutEstimate out;
   out.layout = layout;
   out.plan = plan_name;
+  out.overlap_grad_reduce = request_.overlap_grad_reduce;
   double slowest = 0;
   const std::vector<StageSpan> spans = pipeline_stages(shape_.blocks, layout.pipeline);
   for (size_t index = 0; index < spans.size(); ++index) {

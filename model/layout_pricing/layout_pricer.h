@@ -35,6 +35,7 @@
 
 #include "model/catalog/target.h"
 #include "model/layer_model.h"
+#include "model/parallel/engines.h"
 #include "model/parallel/link.h"
 #include "model/parallel/parallel_layout.h"
 #include "model/parallel/pipeline_stages.h"
@@ -66,6 +67,7 @@ struct StageEstimate {
 struct LayoutEstimate {
   ParallelLayout layout;
   std::string plan;
+  bool overlap_grad_reduce = true;  // as priced (LayoutRequest's)
   std::vector<StageEstimate> stages;
   int peak_stage = 0;  // the pipeline rank with the largest peak
   double peak_bytes = 0;
@@ -80,8 +82,13 @@ struct LayoutEstimate {
 struct LayoutRequest {
   std::string hardware;  // a catalog entry; "": the profiled machine
   ClusterLinks links;
-  std::optional<double> compute_efficiency;       // catalog_target's
-  StateHolding holding = StateHolding::measured;  // the engine's (Megatron-LM's for its layouts)
+  std::optional<double> compute_efficiency;  // catalog_target's
+  // The engine that runs the layouts: how it holds the state, its kernels.
+  Engine engine = Engine::papaya;
+  // Data-parallel gradients reduced in buckets behind the rest of backward
+  // (PyTorch DDP, FSDP2, Megatron-LM's --overlap-grad-reduce); false: all
+  // of them once backward is done (Megatron-LM without it).
+  bool overlap_grad_reduce = true;
   // A mixture's alike experts priced as few layers (alike_experts.h); false:
   // each on its own, the same peaks and times more slowly (for checks).
   bool alike_experts_once = true;
@@ -151,6 +158,9 @@ class LayoutPricer {
   void make_room(Kept& kept) const;
   // `model` on the request's hardware (make_target's, the catalog read once).
   Target target_of(const LayerModel& model) const;
+  // The data-parallel world of `layout`'s ranks, as the request's engine
+  // holds the state and reduces the gradients.
+  DataParallel world_of(const ParallelLayout& layout, const GroupLinks& links) const;
   PlanSpace space(Stage& stage, const ParallelLayout& layout, const GroupLinks& links, int64_t batch) const;
   const StagePrice& price(Stage& stage, const ParallelLayout& layout, const std::string& plan, const GroupLinks& links,
                           const StageSpan& span) const;

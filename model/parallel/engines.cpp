@@ -21,6 +21,7 @@ EngineLimits engine_limits(Engine engine, bool on_gpus) {
       limits.plans = {"keep", "recompute-attention", "recompute-all"};
       limits.zero_stages = {0, 1};
       limits.offloads_optimizer = true;
+      limits.reduces_after_backward = true;
       limits.holding = StateHolding::megatron;
       break;
     case Engine::torchtitan:

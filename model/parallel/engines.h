@@ -29,6 +29,9 @@ struct EngineLimits {
   bool splits_experts = true;
   // Micro-batches accumulated on one stage (gradient accumulation without a pipeline).
   bool accumulates = true;
+  // Its gradients' all-reduce after backward as well as behind it
+  // (Megatron-LM without or with --overlap-grad-reduce); else behind it.
+  bool reduces_after_backward = false;
   StateHolding holding = StateHolding::measured;  // how it holds weights, gradients and optimizer state
 };
 

@@ -52,6 +52,15 @@ TEST(EngineArguments, MegatronGetsItsOwnArgumentNames) {
   expect_lines(megatron_arguments(layout(1, "keep"), predicting, "bf16"),
                {"--mtp-num-layers 1 \\\n", "--mtp-loss-scaling-factor 0.3 \\\n"});
   EXPECT_EQ(args.find("--mtp"), std::string::npos);
+  // The gradients' reduction behind backward, as priced; Megatron-LM's
+  // default is after it. Nothing to reduce without data-parallel ranks.
+  expect_lines(args, {"--overlap-grad-reduce \\\n"});
+  model::LayoutEstimate after = layout(1, "keep");
+  after.overlap_grad_reduce = false;
+  EXPECT_EQ(megatron_arguments(after, shape, "bf16").find("--overlap-grad-reduce"), std::string::npos);
+  model::LayoutEstimate alone = layout(1, "keep");
+  alone.layout.data = 1;
+  EXPECT_EQ(megatron_arguments(alone, shape, "bf16").find("--overlap-grad-reduce"), std::string::npos);
 }
 
 TEST(EngineArguments, TorchtitanGetsItsOwnConfigKeys) {

@@ -316,6 +316,7 @@ TEST(Layouts, ImpossibleSplitsExitTwoNamingTheConstraint) {
            {"--gpus 4 --tp 1 --cp 1 --pp 2 --global-batch 2 --micro-batch 1", "1 micro-batches for 2 pipeline stages"},
            {"--gpus 8 --gpus-per-node 4 --budget 1KiB", "no layout of 8 GPUs fits 1.00 KiB a GPU"},
            {"--gpus 4 --emit torchtitan --zero 1", "--emit torchtitan: --zero 1 has no torchtitan argument"},
+           {"--gpus 4 --emit papaya --overlap-grad-reduce off", "--emit papaya: --overlap-grad-reduce off has no papaya setting"},
            {"--gpus 4 --ep 2", "expert parallelism 2 on a network without experts"},
            {"--gpus 4 --gpus-per-node 4 --html r.html", "--html r.html: writes one GPU's plan and step"},
        }) {

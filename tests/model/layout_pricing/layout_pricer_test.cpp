@@ -68,6 +68,34 @@ TEST_F(LayoutPricing, DataParallelismAloneIsTheDataParallelModel) {
   }
 }
 
+// Reduced after backward (Megatron-LM without --overlap-grad-reduce), the
+// gradients leave in one all-reduce once backward is done: all of it is
+// exposed, where buckets behind backward hide all but the last.
+TEST(DataParallelGradients, ReducedAfterBackwardTheyAreExposedWhole) {
+  // Wide enough for its gradients (48 MB) to fill more than one 25 MiB bucket.
+  NetworkConfig config = load_network_config("llama-tiny");
+  auto& body = std::get<TransformerConfig>(config.body);
+  body.layers = 4, body.d_model = 512, body.mlp_width = 1408;
+  const LayerModel wide = profiler::quick_fit(config);
+  ParallelLayout l;
+  l.data = 4, l.micro_batch = 2;
+  LayoutRequest after{"", links()};
+  after.overlap_grad_reduce = false;
+  const LayoutEstimate overlapped = estimate_layout(wide, l, {"", links()}, "keep");
+  const LayoutEstimate exposed = estimate_layout(wide, l, after, "keep");
+  EXPECT_TRUE(overlapped.overlap_grad_reduce);
+  EXPECT_FALSE(exposed.overlap_grad_reduce);
+  double gradients = 0;
+  for (const LayerFit& layer : wide.layers) gradients += static_cast<double>(layer.trainable_bytes());
+  ASSERT_GT(gradients, default_bucket_bytes);
+  const double whole = links().intra.seconds(gradients, 4);
+  EXPECT_NEAR(exposed.stages[0].data_comm_seconds, whole, 1e-9 * whole);
+  EXPECT_LT(overlapped.stages[0].data_comm_seconds, whole);
+  const double hidden = exposed.stages[0].data_comm_seconds - overlapped.stages[0].data_comm_seconds;
+  EXPECT_NEAR(exposed.iteration_seconds - overlapped.iteration_seconds, hidden, 1e-9 * exposed.iteration_seconds);
+  EXPECT_DOUBLE_EQ(exposed.peak_bytes, overlapped.peak_bytes);  // ZeRO-0: the exchange's gradient copy either way
+}
+
 // Laid out for Megatron-LM, a GPU holds the static state as Megatron-LM
 // does in bf16 (sharding_test: 18 bytes a parameter, 6 + 12/d with its
 // distributed optimizer), no copies of the weights cast to compute with and
@@ -85,7 +113,7 @@ TEST_F(LayoutPricing, LaidOutForMegatronAGpuHoldsWhatMegatronHolds) {
     copies += static_cast<double>(layer.parameter_copy_bytes);
   }
   ASSERT_GT(copies, 0) << "autocast keeps its bf16 weights for backward";
-  const LayoutRequest megatron{"", links(), std::nullopt, StateHolding::megatron};
+  const LayoutRequest megatron{"", links(), std::nullopt, Engine::megatron};
   for (int zero : {0, 1}) {
     ParallelLayout l;
     l.data = 4, l.zero_stage = zero, l.micro_batch = 2;
@@ -103,7 +131,7 @@ TEST_F(LayoutPricing, LaidOutForMegatronAGpuHoldsWhatMegatronHolds) {
   }
   ParallelLayout l;
   l.data = 4, l.micro_batch = 2;
-  const LayoutEstimate fp32 = estimate_layout(*model_, l, {"", links(), std::nullopt, StateHolding::megatron}, "keep");
+  const LayoutEstimate fp32 = estimate_layout(*model_, l, {"", links(), std::nullopt, Engine::megatron}, "keep");
   const LayoutEstimate measured = estimate_layout(*model_, l, {"", links()}, "keep");
   EXPECT_DOUBLE_EQ(fp32.stages[0].static_bytes, measured.stages[0].static_bytes);
   EXPECT_NEAR(fp32.peak_bytes, measured.peak_bytes - whole_static(*model_, DataParallel{}).gradients, 1);

@@ -77,6 +77,9 @@ TEST(Engines, EachEngineRunsWhatItHasSettingsFor) {
   EXPECT_TRUE(engine_limits(Engine::papaya).plans.empty());  // every plan
   // Megatron-LM holds the weights in the half type and its own main gradients; torchtitan's FSDP2 as papaya does.
   EXPECT_EQ(engine_limits(Engine::megatron).holding, StateHolding::megatron);
+  EXPECT_TRUE(engine_limits(Engine::megatron).reduces_after_backward);  // with or without --overlap-grad-reduce
+  EXPECT_FALSE(engine_limits(Engine::torchtitan).reduces_after_backward);
+  EXPECT_FALSE(engine_limits(Engine::papaya).reduces_after_backward);
   EXPECT_EQ(engine_limits(Engine::torchtitan).holding, StateHolding::measured);
   EXPECT_EQ(engine_limits(Engine::papaya).holding, StateHolding::measured);
 }
