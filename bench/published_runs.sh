@@ -19,7 +19,8 @@
 # gradients + optimizer state of a stage past the embedding, with papaya's
 # half-precision weight copies (18 bytes a parameter either way); the iteration's time with full recompute and with
 # selective recompute and sequence parallelism (Table 5) by the kernel model
-# (model/catalog/layer_kernels.h: nothing fitted to any run), and beside it
+# of the layers as Megatron-LM runs them (model/catalog/layer_kernels.h:
+# nothing fitted to any run), and beside it
 # the roofline at one compute efficiency for every FLOP (0.5, papaya's
 # typical one before the kernel model: `--compute-efficiency 0.5`).
 # The paper's figures are transcribed in calculon-ai/calculon @ caa4b11f,
@@ -44,19 +45,20 @@ runs="22b 8 1 1 4 4 45.5625 59.25 66.84 49.42 16.18 7.64 1.42 1.10
 1t 512 64 1 1 512 32.958984375 131.25 58.31 62.04 20.27 9.42 94.42 71.49"
 
 # Narayanan et al. 2021 (arXiv 2104.04473), Table 1, weak scaling with full recompute: name gpus t p v
-# micro-batch global-batch | paper: teraFLOP/s a GPU (their count, recompute's FLOPs included). Layouts
-# from Megatron-LM's examples/sc21/run_table_1.sh @ 6985e589; throughput from its README's table
-# (images/cases_april2021.png).
-weak="1.7b 32 1 1 1 16 512 137
-3.6b 64 2 1 1 16 512 138
-7.5b 128 4 1 1 16 512 142
-18.4b 256 8 1 1 8 1024 135
-39.1b 512 8 2 1 4 1536 138
-76.1b 1024 8 4 3 2 1792 140
-145.6b 1536 8 8 2 2 2304 148
-310.1b 1920 8 16 2 1 2160 155
-530b 2520 8 35 3 1 2520 163
-1t 3072 8 64 1 1 3072 163"
+# micro-batch global-batch | paper: teraFLOP/s a GPU (their count, recompute's FLOPs included) | whether
+# the gradients' all-reduce overlapped backward (the script's DDP=torch: PyTorch's buckets) or followed it
+# (DDP=local: Megatron-LM's own, after backward). Layouts from Megatron-LM's examples/sc21/run_table_1.sh
+# @ 6985e589; throughput from its README's table (images/cases_april2021.png).
+weak="1.7b 32 1 1 1 16 512 137 on
+3.6b 64 2 1 1 16 512 138 on
+7.5b 128 4 1 1 16 512 142 on
+18.4b 256 8 1 1 8 1024 135 on
+39.1b 512 8 2 1 4 1536 138 off
+76.1b 1024 8 4 3 2 1792 140 off
+145.6b 1536 8 8 2 2 2304 148 off
+310.1b 1920 8 16 2 1 2160 155 off
+530b 2520 8 35 3 1 2520 163 off
+1t 3072 8 64 1 1 3072 163 off"
 
 layout() {  # gpus t p v global-batch: a layout on A100-80GB, 8 a node
   echo "--hardware A100-80GB --gpus $1 --gpus-per-node 8 --tp $2 --pp $3 --vp $4 --global-batch $5"
@@ -75,7 +77,9 @@ predict() {  # name gpus t p v mb gb, then predict's own options
   shift 7
   "$build/papaya" predict "$models/$name.model.json" --batch "$mb" $(layout "$gpus" "$t" "$p" "$v" "$gb") --json "$@"
 }
-full_time() { predict "$@" --sp off --plan recompute-all | jq '.plans[0].iteration_s'; }
+# Time as Megatron-LM runs the layers (--emit megatron: its kernels where they
+# differ from papaya's executor's, layer_kernels.h); memory as papaya holds it.
+full_time() { predict "$@" --emit megatron --sp off --plan recompute-all | jq '.plans[0].iteration_s'; }
 
 roofline=0.5
 
@@ -86,7 +90,7 @@ echo "LAYOUT: --hardware A100-80GB --gpus N --gpus-per-node 8 --tp 8 --pp P --vp
 echo
 echo "| model | weights+grads+optimizer GiB | activations, TP GiB | with SP GiB | selective GiB | selective + SP GiB | full recompute GiB | full recompute less the embedding's GiB | iteration s, full recompute, kernel model | roofline at $roofline | selective + SP, kernel model | roofline at $roofline |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
-selective_time() { predict "$@" --sp on --plan recompute-attention | jq '.plans[0].iteration_s'; }
+selective_time() { predict "$@" --emit megatron --sp on --plan recompute-attention | jq '.plans[0].iteration_s'; }
 while read -r name gpus p v mb gb paper_static paper_tp paper_sp paper_sel paper_seqsel paper_full paper_time paper_seqsel_time; do
   run="$name $gpus 8 $p $v $mb $gb"
   predict $run --sp off --plan keep > "$out/tp.json"
@@ -105,8 +109,8 @@ while read -r name gpus p v mb gb paper_static paper_tp paper_sp paper_sel paper
   static=$(jq '.plans[0].stages | (if length > 1 then .[1] else .[0] end) | (.static_bytes + .weight_copies_bytes) / 1073741824' "$out/tp.json")
   python3 - "$name" "$static" "$(acts "$out/tp.json")" "$(acts "$out/sp.json")" "$(acts "$out/sel.json")" \
     "$(acts "$out/seqsel.json")" "$(acts "$out/full.json")" "$blocks_full" \
-    "$(jq '.plans[0].iteration_s' "$out/full.json")" "$(full_time $run --compute-efficiency "$roofline")" \
-    "$(jq '.plans[0].iteration_s' "$out/seqsel.json")" "$(selective_time $run --compute-efficiency "$roofline")" \
+    "$(full_time $run)" "$(full_time $run --compute-efficiency "$roofline")" \
+    "$(selective_time $run)" "$(selective_time $run --compute-efficiency "$roofline")" \
     "$paper_static" "$paper_tp" "$paper_sp" "$paper_sel" "$paper_seqsel" "$paper_full" "$paper_time" "$paper_seqsel_time" <<'PY'
 import sys
 name = sys.argv[1]
@@ -122,25 +126,28 @@ done <<< "$runs"
 echo
 echo "each cell: papaya (paper) error"
 echo
-echo "Narayanan et al. 2021, Table 1 (full recompute), teraFLOP/s a GPU by the paper's count 96BsLh^2(1 + s/6h + V/16Lh) over papaya's iteration time:"
+echo "Narayanan et al. 2021, Table 1 (full recompute), teraFLOP/s a GPU by the paper's count 96BsLh^2(1 + s/6h + V/16Lh) over papaya's iteration time (gradients' all-reduce overlapped with backward or after it, as each run's DDP did):"
 echo
-echo "| model | GPUs | t x p (v) | d | iteration s, kernel model | TFLOP/s a GPU, kernel model | iteration s, roofline at $roofline | TFLOP/s a GPU, roofline at $roofline |"
-echo "|---|---|---|---|---|---|---|---|"
-while read -r name gpus t p v mb gb paper; do
+echo "| model | GPUs | t x p (v) | d | all-reduce | iteration s, kernel model | TFLOP/s a GPU, kernel model | with papaya's executor's attention kernels | iteration s, roofline at $roofline | TFLOP/s a GPU, roofline at $roofline |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
+executor_time() { predict "$@" --sp off --plan recompute-all | jq '.plans[0].iteration_s'; }
+while read -r name gpus t p v mb gb paper overlap; do
   run="$name $gpus $t $p $v $mb $gb"
   layers=$(jq .layers "bench/networks/megatron-$name.json")
   hidden=$(jq .d_model "bench/networks/megatron-$name.json")
-  python3 - "$name" "$gpus" "$t" "$p" "$v" "$gb" "$layers" "$hidden" "$paper" "$(full_time $run)" \
-    "$(full_time $run --compute-efficiency "$roofline")" <<'PY'
+  python3 - "$name" "$gpus" "$t" "$p" "$v" "$gb" "$layers" "$hidden" "$overlap" "$paper" \
+    "$(full_time $run --overlap-grad-reduce "$overlap")" "$(executor_time $run --overlap-grad-reduce "$overlap")" \
+    "$(full_time $run --overlap-grad-reduce "$overlap" --compute-efficiency "$roofline")" <<'PY'
 import sys
-name, gpus, t, p, v, gb, layers, hidden = sys.argv[1:9]
+name, gpus, t, p, v, gb, layers, hidden, overlap = sys.argv[1:10]
 gpus, t, p, v, gb, L, h = map(int, (gpus, t, p, v, gb, layers, hidden))
-paper, kernels, roofline = map(float, sys.argv[9:])
+paper, kernels, executor, roofline = map(float, sys.argv[10:])
 s, vocab = 2048, 51200
 flops = 96 * gb * s * L * h * h * (1 + s / (6 * h) + vocab / (16 * L * h))
 rate = lambda seconds: flops / (seconds * gpus) / 1e12
 cell = lambda ours: f"{ours:.0f} ({paper:.0f}) {100 * (ours / paper - 1):+.1f}%"
 print(f"| {name.upper()} | {gpus} | {t} x {p}" + (f" ({v})" if v > 1 else "") + f" | {gpus // (t * p)} | "
-      f"{kernels:.2f} | {cell(rate(kernels))} | {roofline:.2f} | {cell(rate(roofline))} |")
+      f"{'overlapped' if overlap == 'on' else 'after backward'} | {kernels:.2f} | {cell(rate(kernels))} | "
+      f"{cell(rate(executor))} | {roofline:.2f} | {cell(rate(roofline))} |")
 PY
 done <<< "$weak"
