@@ -48,6 +48,9 @@ LayoutSetting setting_of(const model::LayerModel& model, const LayoutPlanRequest
   s.hardware = target.name;
   s.notes = target.notes;
   s.links = cluster_links(model, request, target, s.notes);
+  if (!request.overlap_grad_reduce) {
+    s.notes.push_back("data-parallel gradients reduced after backward, in one all-reduce: exposed whole");
+  }
   if (model::engine_limits(request.engine).holding == model::StateHolding::megatron && model.precision != "fp32") {
     s.notes.push_back(
         "static memory as Megatron-LM holds it: half-precision weights, fp32 main gradients, 12 bytes of optimizer "

@@ -74,5 +74,28 @@ TEST(LayoutPlan, TheFewestGpusFitAndHalfAsManyDoNot) {
   EXPECT_TRUE(half.answer.best.empty()) << gpus / 2 << " GPUs fit";
 }
 
+// Gradients reduced after backward are priced so, on every layout, and
+// said: the iteration is longer by what the buckets hid.
+TEST(LayoutPlan, GradientsReducedAfterBackwardAreSaidAndPriced) {
+  const model::LayerModel& gpt = profiled("gpt-tiny");
+  model::ParallelLayout layout;
+  layout.data = 4, layout.micro_batch = 2;
+  LayoutPlanRequest request = on_h100(4, 60e9);
+  const LayoutPredicted overlapped = predict_layout(gpt, request, layout, {"keep"});
+  request.overlap_grad_reduce = false;
+  const LayoutPredicted after = predict_layout(gpt, request, layout, {"keep"});
+  const auto says = [](const LayoutPredicted& p) {
+    for (const std::string& note : p.setting.notes) {
+      if (note.find("reduced after backward") != std::string::npos) return true;
+    }
+    return false;
+  };
+  EXPECT_FALSE(says(overlapped));
+  EXPECT_TRUE(says(after));
+  EXPECT_TRUE(overlapped.estimates.front().overlap_grad_reduce);
+  EXPECT_FALSE(after.estimates.front().overlap_grad_reduce);
+  EXPECT_GE(after.estimates.front().iteration_seconds, overlapped.estimates.front().iteration_seconds);
+}
+
 }  // namespace
 }  // namespace papaya::workflow
