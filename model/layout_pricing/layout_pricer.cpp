@@ -320,6 +320,7 @@ void LayoutPricer::make_room(Kept& k) const {
 LayoutPricer::LayoutPricer(const LayerModel& whole, LayoutRequest request)
     : whole_(request.alike_experts_once ? collapse_alike_experts(whole) : whole),
       request_(std::move(request)),
+      holding_(engine_limits(request_.engine).holding),
       shape_(transformer_shape(whole, whole.network)) {
   if (!request_.hardware.empty()) {
     hardware_ = load_hardware(request_.hardware);
@@ -348,7 +349,7 @@ Target LayoutPricer::target_of(const LayerModel& model) const {
 }
 
 DataParallel LayoutPricer::world_of(const ParallelLayout& layout, const GroupLinks& links) const {
-  DataParallel world = data_parallel_of(layout, links.data_name, *links.data, engine_limits(request_.engine).holding);
+  DataParallel world = data_parallel_of(layout, links.data_name, *links.data, holding_);
   // One bucket of every gradient: it leaves when backward is done.
   if (!request_.overlap_grad_reduce) world.bucket_bytes = std::numeric_limits<double>::infinity();
   return world;
@@ -418,7 +419,7 @@ LayoutPricer::Stage& LayoutPricer::stage(Kept& k, const ParallelLayout& layout, 
   stage->model = stage_model(ranked, span);
   stage->state = state_of(k, layout, span);
   stage->alone = target_of(stage->model);
-  stage->alone.data_parallel.holding = engine_limits(request_.engine).holding;
+  stage->alone.data_parallel.holding = holding_;
   stage->comm = comm_facts(stage->model, whole_output_);
   if (!computes_with_held_weights(stage->model, stage->alone.data_parallel)) {
     for (const LayerFit& layer : stage->model.layers) stage->weight_copies += static_cast<double>(layer.parameter_copy_bytes);

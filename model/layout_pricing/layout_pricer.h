@@ -166,6 +166,7 @@ class LayoutPricer {
                           const StageSpan& span) const;
   const LayerModel whole_;  // alike experts collapsed where the request says so
   LayoutRequest request_;
+  StateHolding holding_;  // the request's engine's, looked up once: a search's every layout asks
   TransformerShape shape_;
   std::optional<HardwareSpec> hardware_;  // the request's; none: the profiled machine
   bool host_link_ = false;
