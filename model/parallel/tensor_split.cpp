@@ -213,8 +213,9 @@ LayerModel split_across_ranks(const LayerModel& whole, const TransformerShape& s
   const std::vector<LayerShare> shares = layer_shares(whole, shape, layout);
   const Shares degrees(shape, layout);
   const double stream = degrees.hidden;
-  // A rank's part of a layer has no stored figures of its own (LayerFit::stored_forward_headroom).
-  const bool splits = degrees.tensor > 1 || degrees.expert > 1 || degrees.tokens < 1;
+  // Unsplit, each rank runs the whole network: its measured figures (the
+  // scratch and times where each layer was timed) hold as they are.
+  if (degrees.tensor == 1 && degrees.expert == 1 && degrees.tokens == 1) return whole;
   LayerModel rank = whole;
   const size_t n = whole.layers.size();
 
@@ -281,13 +282,12 @@ LayerModel split_across_ranks(const LayerModel& whole, const TransformerShape& s
     r.backward_peak = beyond(r.backward_start, w.backward_start, w.backward_peak, share.backward_working, share.parameters);
     r.backward_gap_peak =
         rescaled(w.backward_gap_peak, through, through_rank, backward_live(w.backward_gap_peak), backward_shift);
-    r.forward_headroom.clear();  // the whole layer's scratch: the rank's peaks are the lines above
+    // The whole layer's scratch and stored figures: the rank's peaks are the lines above.
+    r.forward_headroom.clear();
     r.backward_headroom.clear();
-    if (splits) {
-      r.stored_forward_headroom.clear();
-      r.stored_backward_headroom.clear();
-      r.stored_backward_gap_headroom.clear();
-    }
+    r.stored_forward_headroom.clear();
+    r.stored_backward_headroom.clear();
+    r.stored_backward_gap_headroom.clear();
     if (is_norm(w.kind)) stream_bytes = w.output_bytes_per_sample;
     const auto input_slot = std::find_if(w.saved.begin(), w.saved.end(), [](const auto& t) { return t.slot == "input"; });
     // A frozen projection (a LoRA base) saves no input: its input is the normed stream all the same.

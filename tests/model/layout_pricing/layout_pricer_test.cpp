@@ -68,6 +68,34 @@ TEST_F(LayoutPricing, DataParallelismAloneIsTheDataParallelModel) {
   }
 }
 
+// A rank that splits nothing runs the whole network: the figures measured
+// of each layer (its times where it was timed, its scratch) price its
+// layout as they price the network alone, here on a model whose layers were
+// timed well off their curves.
+TEST_F(LayoutPricing, RanksThatSplitNothingKeepEachLayersMeasuredFigures) {
+  LayerModel timed = *model_;
+  for (LayerFit& l : timed.layers) {
+    for (const double batch : {1.0, 2.0, 4.0}) {
+      l.forward_timed.push_back({batch, 1.5 * l.forward_seconds.at(batch)});
+      l.backward_timed.push_back({batch, 0.5 * l.backward_seconds.at(batch)});
+    }
+  }
+  for (const std::string plan : {"keep", "recompute-all"}) {
+    ParallelLayout l;
+    l.data = 4, l.zero_stage = 1, l.micro_batch = 4;
+    const LayoutEstimate e = estimate_layout(timed, l, {"", links()}, plan);
+    const auto ranks_of = [&](const LayerModel& m) {
+      Target target = profiled_target(m);
+      set_data_parallel(target, {4, 1, "NVLink-4", links().intra});
+      return predict(m, target, expand_plan_name(plan, m.layout()), 4);
+    };
+    const Estimate ranks = ranks_of(timed), untimed = ranks_of(*model_);
+    ASSERT_GT(std::abs(ranks.seconds - untimed.seconds), 1e-3 * untimed.seconds) << "the timed points change the step";
+    EXPECT_DOUBLE_EQ(e.peak_bytes, ranks.peak_bytes) << plan;
+    EXPECT_NEAR(e.iteration_seconds, ranks.seconds, 1e-9 * ranks.seconds) << plan;
+  }
+}
+
 // Reduced after backward (Megatron-LM without --overlap-grad-reduce), the
 // gradients leave in one all-reduce once backward is done: all of it is
 // exposed, where buckets behind backward hide all but the last.
