@@ -2,11 +2,11 @@
 # Checks that a change of papaya's code changed none of its answers: runs a
 # fixed set of commands (fit, predict, limits, plan with and without
 # hardware, data parallelism and a variance budget, LLM layouts searched,
-# fixed and emitted, fit --measurements, hardware, networks, and bad input,
-# training layouts refused among it) with two papaya executables on the same
-# profiles, taken once by the first, and compares what each printed, its
-# exit code and every file it wrote, byte for byte (JSON numbers are
-# printed to the last bit).
+# fixed and emitted, data parallelism asked as a layout, fit --measurements,
+# hardware, networks, and bad input, training layouts refused among it)
+# with two papaya executables on the same profiles, taken once by the
+# first, and compares what each printed, its exit code and every file it
+# wrote, byte for byte (JSON numbers are printed to the last bit).
 # Usage: scripts/compare-outputs.sh OLD_PAPAYA NEW_PAPAYA   (exit 1 on any difference)
 set -euo pipefail
 old=$(realpath "$1")
@@ -78,6 +78,12 @@ run_all() {
   run plan llama-tiny.model.json --budget 30GiB --hardware H100-SXM-80GB --gpus 4 --emit torchtitan --zero 1
   run predict llama-tiny.model.json --batch 2 --hardware H100-SXM-80GB --gpus 4 --tp 4 --zero 1
   run plan resnet-tiny.model.json --budget 30GiB --hardware H100-SXM-80GB --gpus 4 --gpus-per-node 4
+  # Data parallelism asked as a layout: every other degree 1.
+  run predict resnet-tiny.model.json --batch 16 --hardware H100-SXM-80GB --gpus 8 --tp 1 --json
+  run predict gpt-tiny.model.json --batch 4 --tp 1 --pp 1
+  run plan llama-tiny.model.json --budget 30GiB --hardware H100-SXM-80GB --gpus 8 --tp 1 --pp 1 --vp 1 --cp 1 --ep 1 --json
+  run limits llama-tiny.model.json --hardware H100-SXM-80GB --gpus 8 --tp 1 --pp 1 --vp 1 --cp 1 --ep 1 --tokens 1e9
+  run plan gpt-tiny.model.json --budget 1GiB --hardware H100-SXM-80GB --gpus 8 --plans keep,recompute-all
   # Training layouts refused before any rank starts.
   run train --network llama-tiny --nproc 2 --pp 2 --micro-batches 1
   run train --network llama-tiny --nproc 2 --tp 2 --zero 1

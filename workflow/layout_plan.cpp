@@ -20,9 +20,10 @@ std::string inter_node_default(const std::string& interconnect) {
 namespace {
 
 // The links within a node and between nodes; notes what was assumed.
-model::ClusterLinks cluster_links(const model::LayerModel& model, const LayoutPlanRequest& request, const model::Target& target,
+model::ClusterLinks cluster_links(const model::LayerModel& model, const ParallelRequest& request, const model::Target& target,
                                   std::vector<std::string>& notes) {
-  if (request.gpus_per_node < 1) throw InputError(std::to_string(request.gpus_per_node) + " GPUs a node: at least 1");
+  const int gpus_per_node = request.gpus_per_node.value_or(8);
+  if (gpus_per_node < 1) throw InputError(std::to_string(gpus_per_node) + " GPUs a node: at least 1");
   std::string interconnect;
   if (const auto spec =
           request.hardware.empty() ? model::catalog_entry_for(model.machine) : model::find_hardware(request.hardware)) {
@@ -38,10 +39,10 @@ model::ClusterLinks cluster_links(const model::LayerModel& model, const LayoutPl
     notes.push_back("between nodes: " + inter_spec.name +
                     " assumed (one port a GPU); name another with the option for the link between nodes");
   }
-  return {request.gpus_per_node, intra_spec.name, inter_spec.name, intra_spec.fit, inter_spec.fit};
+  return {gpus_per_node, intra_spec.name, inter_spec.name, intra_spec.fit, inter_spec.fit};
 }
 
-LayoutSetting setting_of(const model::LayerModel& model, const LayoutPlanRequest& request, const model::Target& target) {
+LayoutSetting setting_of(const model::LayerModel& model, const ParallelRequest& request, const model::Target& target) {
   LayoutSetting s;
   s.network = model.network;
   s.precision = model.precision;
@@ -61,7 +62,7 @@ LayoutSetting setting_of(const model::LayerModel& model, const LayoutPlanRequest
 
 // plan_layouts' answer before its search: the setting and the budget; the
 // budget and the plans to weigh filled into the request's question.
-LayoutPlanned prepared(const model::LayerModel& model, LayoutPlanRequest& request) {
+LayoutPlanned prepared(const model::LayerModel& model, ParallelRequest& request) {
   LayoutPlanned out;
   const model::Target target = model::make_target(model, request.hardware, request.compute_efficiency, request.engine);
   out.setting = setting_of(model, request, target);
@@ -94,14 +95,14 @@ LayoutPlanned prepared(const model::LayerModel& model, LayoutPlanRequest& reques
   return out;
 }
 
-model::LayoutPricer pricer_for(const model::LayerModel& model, const LayoutPlanRequest& request, const LayoutSetting& setting) {
+model::LayoutPricer pricer_for(const model::LayerModel& model, const ParallelRequest& request, const LayoutSetting& setting) {
   model::LayoutRequest priced{request.hardware, setting.links, request.compute_efficiency, request.engine};
   priced.overlap_grad_reduce = request.overlap_grad_reduce;
   return model::LayoutPricer(model, priced);
 }
 
 // The search of a prepared request.
-LayoutPlanned searched(const model::LayoutPricer& pricer, LayoutPlanned out, LayoutPlanRequest request) {
+LayoutPlanned searched(const model::LayoutPricer& pricer, LayoutPlanned out, ParallelRequest request) {
   out.setting.shape = pricer.shape();
   model::LayoutQuestion& q = request.question;
   if (q.global_batch == 0) q.global_batch = model::default_global_batch(out.setting.shape.tokens, q.gpus);
@@ -112,12 +113,12 @@ LayoutPlanned searched(const model::LayoutPricer& pricer, LayoutPlanned out, Lay
 
 }  // namespace
 
-LayoutPlanned plan_layouts(const model::LayerModel& model, LayoutPlanRequest request) {
+LayoutPlanned plan_layouts(const model::LayerModel& model, ParallelRequest request) {
   LayoutPlanned out = prepared(model, request);
   return searched(pricer_for(model, request, out.setting), std::move(out), request);
 }
 
-FewestGpus fewest_gpus_that_fit(const model::LayerModel& model, LayoutPlanRequest request, Reporter& reporter, int most) {
+FewestGpus fewest_gpus_that_fit(const model::LayerModel& model, ParallelRequest request, Reporter& reporter, int most) {
   model::transformer_shape(model, model.network);  // a network without blocks to split is no question of GPUs
   request.keep = 1;
   const LayoutPlanned setting = prepared(model, request);
@@ -125,7 +126,7 @@ FewestGpus fewest_gpus_that_fit(const model::LayerModel& model, LayoutPlanReques
   const model::LayoutPricer pricer = pricer_for(model, request, setting.setting);
   int counts = 0;  // the doublings up to `most`, for the progress shown
   for (int gpus = 1; gpus <= most; gpus *= 2) ++counts;
-  const auto fewest = [&](LayoutPlanRequest r, int from, const std::string& what) -> std::optional<LayoutPlanned> {
+  const auto fewest = [&](ParallelRequest r, int from, const std::string& what) -> std::optional<LayoutPlanned> {
     reporter.begin(setting.setting.hardware + what);
     int done = 0;
     for (int gpus = 1; gpus <= most; gpus *= 2, ++done) {
@@ -152,7 +153,7 @@ FewestGpus fewest_gpus_that_fit(const model::LayerModel& model, LayoutPlanReques
   return out;
 }
 
-LayoutPredicted predict_layout(const model::LayerModel& model, const LayoutPlanRequest& request,
+LayoutPredicted predict_layout(const model::LayerModel& model, const ParallelRequest& request,
                                const model::ParallelLayout& layout, std::vector<std::string> plans) {
   LayoutPredicted out;
   const model::Target target = model::make_target(model, request.hardware, request.compute_efficiency, request.engine);

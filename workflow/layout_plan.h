@@ -9,23 +9,10 @@
 
 #include "model/layer_model.h"
 #include "model/layout_pricing/layout_search.h"
-#include "model/parallel/engines.h"
+#include "workflow/parallel_request.h"
 #include "workflow/reporter.h"
 
 namespace papaya::workflow {
-
-struct LayoutPlanRequest {
-  std::string hardware;         // a catalog entry (the GPUs); "": the profiled machine
-  std::string intra_node_link;  // "": the hardware's interconnect
-  std::string inter_node_link;  // "": InfiniBand of the hardware's generation (inter_node_default)
-  int gpus_per_node = 8;
-  std::optional<double> compute_efficiency;      // model::catalog_target's
-  std::optional<double> budget_bytes;            // per GPU; default: 80% of the hardware's memory
-  model::LayoutQuestion question;                // budget_bytes and plans filled in here
-  model::Engine engine = model::Engine::papaya;  // that runs the layouts (Megatron-LM for --emit megatron)
-  bool overlap_grad_reduce = true;               // model::LayoutRequest's
-  size_t keep = 5;
-};
 
 // What every layout of a request shares: the network, the GPUs and their links.
 struct LayoutSetting {
@@ -47,7 +34,7 @@ std::string inter_node_default(const std::string& interconnect);
 
 // Throws InputError: a hardware, link or layout that is not known or cannot
 // be, a budget above the GPU's memory.
-LayoutPlanned plan_layouts(const model::LayerModel& model, LayoutPlanRequest request);
+LayoutPlanned plan_layouts(const model::LayerModel& model, ParallelRequest request);
 
 // The fewest GPUs, doubling from 1 to `most`, on which a layout of `request`
 // fits its budget, with that layout's plan (each count at its default global
@@ -61,7 +48,7 @@ LayoutPlanned plan_layouts(const model::LayerModel& model, LayoutPlanRequest req
 struct FewestGpus {
   std::optional<LayoutPlanned> planned, on_device;
 };
-FewestGpus fewest_gpus_that_fit(const model::LayerModel& model, LayoutPlanRequest request, Reporter& reporter, int most = 4096);
+FewestGpus fewest_gpus_that_fit(const model::LayerModel& model, ParallelRequest request, Reporter& reporter, int most = 4096);
 
 // One layout priced under each of `plans` (every whole-network plan of the
 // target where empty), whatever its peak: `papaya predict` with a layout.
@@ -70,7 +57,7 @@ struct LayoutPredicted {
   LayoutSetting setting;
   std::vector<model::LayoutEstimate> estimates;  // one a plan
 };
-LayoutPredicted predict_layout(const model::LayerModel& model, const LayoutPlanRequest& request,
+LayoutPredicted predict_layout(const model::LayerModel& model, const ParallelRequest& request,
                                const model::ParallelLayout& layout, std::vector<std::string> plans);
 
 }  // namespace papaya::workflow

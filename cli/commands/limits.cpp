@@ -13,14 +13,15 @@
 #include <utility>
 
 #include "cli/commands/commands.h"
-#include "cli/options/data_parallel_options.h"
-#include "cli/options/layout_options.h"
 #include "cli/options/network_choice.h"
 #include "cli/options/network_option.h"
 #include "cli/options/number_checks.h"
+#include "cli/options/parallel_options.h"
+#include "cli/report/data_parallel_text.h"
 #include "cli/report/global_prediction.h"
 #include "cli/report/html_report.h"
 #include "cli/report/lanes_progress.h"
+#include "cli/report/layout_report.h"
 #include "cli/report/progress.h"
 #include "cli/report/report.h"
 #include "cli/report/table.h"
@@ -35,8 +36,8 @@
 #include "model/layout_pricing/layout_search.h"
 #include "model/plan_space/predict.h"
 #include "model/units.h"
-#include "workflow/data_parallel.h"
 #include "workflow/layout_plan.h"
+#include "workflow/parallel_request.h"
 #include "workflow/profile_and_fit.h"
 
 namespace papaya::cli {
@@ -53,14 +54,10 @@ struct LimitsArgs {
   std::string device;     // empty: cuda where there is one, else cpu
   std::string hardware;
   std::string budget;
-  workflow::DataParallelRequest data_parallel;
-  LayoutOptions layout;
+  ParallelOptions parallel;
   std::optional<double> tokens;     // --tokens: the time to train on them
   std::vector<std::string> prices;  // --price NAME=USD: a GPU-hour's price
   std::string html;                 // --html: the layouts' page
-
-  // Whether the answer is a layout of GPUs (laid out, or priced over tokens).
-  bool laid_out() const { return layout.requested() || tokens || !prices.empty(); }
 };
 
 std::vector<std::string> split_commas(const std::string& text) {
@@ -256,7 +253,7 @@ std::optional<Limits::Fewest> fewest_gpus(const LimitsArgs& args, const model::L
   Limits::Fewest f;
   try {
     constexpr int most = 4096;
-    workflow::LayoutPlanRequest request = layout_request(args.layout, args.data_parallel, hardware, budget);
+    workflow::ParallelRequest request = layout_search_request(args.parallel, hardware, budget);
     request.question.workers = workers;
     workflow::FewestGpus fewest = workflow::fewest_gpus_that_fit(m, request, reporter, most);
     f.planned = std::move(fewest.planned);
@@ -303,7 +300,6 @@ void check_sources(const LimitsArgs& args) {
     }
     entries.push_back(hardware.name);
   }
-  args.data_parallel.validate();
 }
 
 // The model, read or the network profiled here, with its alike experts priced once.
@@ -341,15 +337,13 @@ TrainingQuestion training_question(const LimitsArgs& args) {
   return q;
 }
 
-// --gpus N --gpus-per-node G, or --tokens: the best layout on each hardware entry.
-void layout_limits(const LimitsArgs& args, const Output& output) {
+// A layout beyond data-parallel ranks, or --tokens: the best layout on each hardware entry.
+void layout_limits(const LimitsArgs& args, const workflow::ParallelRequest& request, const Output& output) {
   check_sources(args);
   const TrainingQuestion training = training_question(args);
   if (!args.html.empty()) check_html_report(args.html);
-  std::optional<double> budget;
-  if (!args.budget.empty()) budget = static_cast<double>(model::parse_size(args.budget, "--budget"));
-  const workflow::LayoutPlanRequest request = layout_request(args.layout, args.data_parallel, "", budget);
-  show_layout_limits(limits_model(args, nullptr), args.layout, request, split_commas(args.hardware), training, args.html, output);
+  show_layout_limits(limits_model(args, nullptr), args.parallel.emit, request, split_commas(args.hardware), training, args.html,
+                     output);
 }
 
 // Each strategy's largest batch on each target, within its budget.
@@ -378,7 +372,8 @@ std::vector<std::vector<Limit>> largest_batches(const model::LayerModel& m, cons
 // One whose weights and adapters' state alone pass every budget (a GPU
 // holds at least its even share of them) is not profiled: a mixture of
 // hundreds of billions of parameters takes minutes to, in vain.
-std::vector<Limits::FineTuned> fine_tuned_instead(const LimitsArgs& args, const std::vector<double>& budgets) {
+std::vector<Limits::FineTuned> fine_tuned_instead(const LimitsArgs& args, const workflow::ParallelRequest& parallel,
+                                                  const std::vector<double>& budgets) {
   constexpr int rank = 16;
   const double most_budget = *std::max_element(budgets.begin(), budgets.end());
   std::vector<Limits::FineTuned> out;
@@ -394,11 +389,11 @@ std::vector<Limits::FineTuned> fine_tuned_instead(const LimitsArgs& args, const 
       return {};
     }
     Limits::FineTuned tuned{label, rank, base.empty() ? "fp32" : base, {}, {}};
-    const double state_a_gpu = model::static_state_bytes(network) / args.data_parallel.gpus;
+    const double state_a_gpu = model::static_state_bytes(network) / parallel.gpus();
     if (state_a_gpu > most_budget) {
       tuned.best.resize(budgets.size());
       tuned.why_none = "its weights and the adapters' gradients and AdamW state alone take " + model::format_bytes(state_a_gpu) +
-                       (args.data_parallel.gpus > 1 ? " a GPU" : "");
+                       (parallel.gpus() > 1 ? " a GPU" : "");
       out.push_back(tuned);
       continue;
     }
@@ -406,7 +401,7 @@ std::vector<Limits::FineTuned> fine_tuned_instead(const LimitsArgs& args, const 
     std::vector<model::Target> targets;
     for (const auto& name : split_commas(args.hardware)) {
       targets.push_back(model::make_target(m, name));
-      workflow::apply_data_parallel(targets.back(), m, args.data_parallel, args.data_parallel.stages(false).front());
+      workflow::apply_data_parallel(targets.back(), m, parallel, parallel.zero_stages(false).front());
     }
     const std::vector<std::string> strategies = model::plan_names(m, targets.front());
     const std::vector<std::vector<Limit>> limits = largest_batches(m, targets, budgets, strategies);
@@ -426,7 +421,8 @@ std::vector<Limits::FineTuned> fine_tuned_instead(const LimitsArgs& args, const 
   return out;
 }
 
-Limits compute(const LimitsArgs& args) {
+// On one GPU or data-parallel ranks of each hardware entry.
+Limits compute(const LimitsArgs& args, const workflow::ParallelRequest& parallel) {
   check_sources(args);
   Limits l;
   const model::LayerModel m = limits_model(args, &l.parameters);
@@ -436,7 +432,7 @@ Limits compute(const LimitsArgs& args) {
   l.profiled_on = m.machine.device;
   for (const auto& name : split_commas(args.hardware)) {
     l.targets.push_back(model::make_target(m, name));
-    workflow::apply_data_parallel(l.targets.back(), m, args.data_parallel, args.data_parallel.stages(false).front());
+    workflow::apply_data_parallel(l.targets.back(), m, parallel, parallel.zero_stages(false).front());
   }
   l.static_bytes_per_gpu = model::static_bytes_per_rank(m, l.targets.front().data_parallel);
   // Each target's budget: --budget, or 80% of its memory.
@@ -479,7 +475,7 @@ Limits compute(const LimitsArgs& args) {
   const bool none_anywhere = std::all_of(l.fewest.begin(), l.fewest.end(), [](const auto& f) { return f.has_value(); });
   const NetworkOptions& given = args.network_options;
   if (none_anywhere && !args.network.empty() && given.lora_rank == 0 && given.freeze.empty()) {
-    l.fine_tuned = fine_tuned_instead(args, l.budgets);
+    l.fine_tuned = fine_tuned_instead(args, parallel, l.budgets);
   }
   return l;
 }
@@ -487,9 +483,9 @@ Limits compute(const LimitsArgs& args) {
 // A global model (fit --measurements --out): each series' largest batch
 // under --budget, on the GPUs its runs were measured on.
 GlobalPredictionReport limits_from_global(const LimitsArgs& args) {
-  if (!args.hardware.empty() || args.data_parallel.requested()) {
+  if (!args.hardware.empty() || args.parallel.gpus_requested() || args.parallel.layout_requested()) {
     throw InputError("limits " + args.model +
-                     ": a global model holds the GPUs its runs were measured on; --hardware, --gpus and --zero go with a "
+                     ": a global model holds the GPUs its runs were measured on; --hardware, --gpus and a layout go with a "
                      "layer model (papaya fit PROFILE) or --network");
   }
   std::optional<double> budget;
@@ -518,8 +514,7 @@ void register_limits(CLI::App& app) {
                   "Catalog entries, comma-separated (papaya hardware); needed but with a global model");
   cmd->add_option("--budget", args->budget,
                   "Memory budget (e.g. 24GiB); default: 80% of each device's memory (a global model: each GPU's memory)");
-  add_data_parallel_options(cmd, args->data_parallel);
-  add_layout_options(cmd, args->layout);
+  add_parallel_options(cmd, args->parallel, LayoutChoice::searched);
   cmd->add_option("--tokens", args->tokens,
                   "Tokens to train on (e.g. 2e12): the time they take on each hardware's best layout of --gpus (default 1)")
       ->check(positive(args->tokens));
@@ -531,17 +526,23 @@ void register_limits(CLI::App& app) {
                   "time and cost as bars; the table)");
   const auto output = add_output_options(cmd);
   cmd->callback([args, output] {
-    if (args->laid_out()) return layout_limits(*args, *output);
+    std::optional<double> budget;
+    if (!args->budget.empty()) budget = static_cast<double>(model::parse_size(args->budget, "--budget"));
+    // Tokens are trained on the best layout of the GPUs, whatever its degrees.
+    const bool priced = args->tokens || !args->prices.empty();
+    const workflow::ParallelRequest parallel = priced ? layout_search_request(args->parallel, "", budget)
+                                                      : parallel_request(args->parallel, LayoutChoice::searched, "", budget);
+    parallel.validate();
+    if (priced || !parallel.data_parallel_only()) return layout_limits(*args, parallel, *output);
     if (!args->html.empty()) {
       throw InputError("--html " + args->html +
                        ": draws the layouts of --tokens or --gpus-per-node; the table of batches is text "
                        "or --json");
     }
     if (!args->model.empty() && args->network.empty() && model::is_global_model_file(args->model)) {
-      show(limits_from_global(*args), *output);
-    } else {
-      show(compute(*args), *output);
+      return show(limits_from_global(*args), *output);
     }
+    show(compute(*args, parallel), *output);
   });
 }
 

@@ -5,10 +5,10 @@
 // --plan FILE` runs.
 #include "workflow/plan.h"
 #include "cli/commands/commands.h"
-#include "cli/options/data_parallel_options.h"
-#include "cli/options/layout_options.h"
 #include "cli/options/number_checks.h"
+#include "cli/options/parallel_options.h"
 #include "cli/report/html_report.h"
+#include "cli/report/layout_report.h"
 #include "cli/report/plan_report.h"
 #include "cli/report/plot.h"
 #include "cli/report/report.h"
@@ -28,8 +28,7 @@ struct PlanArgs {
   double variance = -1;  // < 0: no variance budget
   std::string plot;
   std::string html;
-  workflow::DataParallelRequest data_parallel;
-  LayoutOptions layout;
+  ParallelOptions parallel;
 };
 
 // What `papaya plan` reports: the plan and where it was written.
@@ -64,19 +63,19 @@ void print_text(std::ostream& out, const PlanReport& p) {
   if (!p.html.empty()) out << "report written to " << p.html << "\n";
 }
 
-PlanReport compute(const PlanArgs& args) {
+// Data-parallel ranks (or one GPU), planned layer by layer.
+PlanReport compute(const PlanArgs& args, const workflow::ParallelRequest& parallel) {
   if (!args.plot.empty()) check_plot_path(args.plot);
   if (!args.html.empty()) check_html_report(args.html);
   PlanReport p;
-  args.data_parallel.validate();
   p.model = model::read_layer_model(args.model);
   model::Target target = model::make_target(p.model, args.hardware);
-  const std::vector<int> stages = args.data_parallel.stages(true);
-  workflow::apply_data_parallel(target, p.model, args.data_parallel, stages.front());
+  const std::vector<int> stages = parallel.zero_stages(true);
+  workflow::apply_data_parallel(target, p.model, parallel, stages.front());
   p.hardware = target.name;
   p.notes = target.notes;
   planner::PlanRequest request;
-  request.budget_bytes = static_cast<double>(model::parse_size(args.budget, "--budget"));
+  request.budget_bytes = *parallel.budget_bytes;
   if (args.batch > 0) request.batch = args.batch;
   if (args.variance >= 0) request.variance_budget = args.variance;
   p.budget = request.budget_bytes;
@@ -111,16 +110,16 @@ void register_plan(CLI::App& app) {
   cmd->add_option("--html", args->html,
                   "A self-contained HTML report: the step's memory layer by layer under keep and the plan, the plans against "
                   "the batch, and PAPAYA's table");
-  add_data_parallel_options(cmd, args->data_parallel, true);
-  add_layout_options(cmd, args->layout);
+  add_parallel_options(cmd, args->parallel, LayoutChoice::searched_stage);
   const auto output = add_output_options(cmd, "One JSON document instead of tables");
   cmd->callback([args, output] {
-    if (!args->layout.requested()) return show(compute(*args), *output);
-    refuse_with_layout({{"--out", args->out}, {"--plot", args->plot}, {"--html", args->html}});
-    args->data_parallel.validate();
     const double budget = static_cast<double>(model::parse_size(args->budget, "--budget"));
-    show_layouts(model::read_layer_model(args->model), args->layout,
-                 layout_request(args->layout, args->data_parallel, args->hardware, budget), *output);
+    const workflow::ParallelRequest parallel =
+        parallel_request(args->parallel, LayoutChoice::searched_stage, args->hardware, budget);
+    parallel.validate();
+    if (parallel.data_parallel_only()) return show(compute(*args, parallel), *output);
+    refuse_with_layout({{"--out", args->out}, {"--plot", args->plot}, {"--html", args->html}});
+    show_layouts(model::read_layer_model(args->model), args->parallel.emit, parallel, *output);
   });
 }
 

@@ -5,11 +5,12 @@
 #include "model/plan_space/predict.h"
 #include <algorithm>
 #include "cli/commands/commands.h"
-#include "cli/options/data_parallel_options.h"
-#include "cli/options/layout_options.h"
 #include "cli/options/number_checks.h"
+#include "cli/options/parallel_options.h"
+#include "cli/report/data_parallel_text.h"
 #include "cli/report/global_prediction.h"
 #include "cli/report/html_report.h"
+#include "cli/report/layout_report.h"
 #include "cli/report/plot.h"
 #include "cli/report/prediction_plot.h"
 #include "cli/report/report.h"
@@ -31,8 +32,7 @@ struct PredictArgs {
   std::string budget;
   std::string plot;
   std::string html;
-  workflow::DataParallelRequest data_parallel;
-  LayoutOptions layout;
+  ParallelOptions parallel;
 };
 
 // Keep and the plans a figure shows: with no --plan, the fastest that fit at
@@ -170,13 +170,13 @@ void write_report(const PredictArgs& args, const model::LayerModel& m, const mod
        {"plans", rows}});
 }
 
-Prediction compute(const PredictArgs& args) {
+// On data-parallel ranks (or one GPU).
+Prediction compute(const PredictArgs& args, const workflow::ParallelRequest& parallel) {
   if (!args.plot.empty()) check_plot_path(args.plot);
   if (!args.html.empty()) check_html_report(args.html);
-  args.data_parallel.validate();
   const model::LayerModel m = model::read_layer_model(args.model);
   model::Target target = model::make_target(m, args.hardware);
-  workflow::apply_data_parallel(target, m, args.data_parallel, args.data_parallel.stages(false).front());
+  workflow::apply_data_parallel(target, m, parallel, parallel.zero_stages(false).front());
   Prediction p;
   p.network = m.network;
   p.precision = m.precision;
@@ -217,10 +217,10 @@ Prediction compute(const PredictArgs& args) {
 // --budget, on the GPUs their runs were measured on.
 GlobalPredictionReport predict_from_global(const PredictArgs& args) {
   if (!args.hardware.empty() || !args.plan.empty() || !args.plot.empty() || !args.html.empty() ||
-      args.data_parallel.requested()) {
+      args.parallel.gpus_requested() || args.parallel.layout_requested()) {
     throw InputError("predict " + args.model +
                      ": a global model predicts the GPUs and strategies its runs were measured with; --hardware, --plan, "
-                     "--plot, --html, --gpus and --zero go with a layer model (papaya fit PROFILE)");
+                     "--plot, --html, --gpus and a layout go with a layer model (papaya fit PROFILE)");
   }
   std::optional<double> budget;
   if (!args.budget.empty()) budget = static_cast<double>(model::parse_size(args.budget, "--budget"));
@@ -250,24 +250,21 @@ void register_predict(CLI::App& app) {
   cmd->add_option("--html", args->html,
                   "A self-contained HTML report: the step's memory layer by layer under keep and the chosen plan, the plans "
                   "against the batch, and the tables");
-  add_data_parallel_options(cmd, args->data_parallel);
-  add_layout_options(cmd, args->layout, /*search=*/false);
+  add_parallel_options(cmd, args->parallel, LayoutChoice::given);
   const auto output = add_output_options(cmd);
   cmd->callback([args, output] {
-    if (args->layout.requested()) {
+    const workflow::ParallelRequest parallel =
+        parallel_request(args->parallel, LayoutChoice::given, args->hardware, std::nullopt);
+    parallel.validate();
+    if (!parallel.data_parallel_only()) {
       refuse_with_layout({{"--plot", args->plot}, {"--html", args->html}});
       // --batch is each GPU's micro-batch.
-      args->data_parallel.validate();
-      const model::ParallelLayout layout = given_layout(args->layout, args->data_parallel, static_cast<int>(args->batch));
-      return show_layout_prediction(model::read_layer_model(args->model), args->layout,
-                                    layout_request(args->layout, args->data_parallel, args->hardware, std::nullopt), layout,
-                                    args->plan, *output);
+      const model::ParallelLayout layout = given_layout(args->parallel, static_cast<int>(args->batch));
+      return show_layout_prediction(model::read_layer_model(args->model), args->parallel.emit, parallel, layout, args->plan,
+                                    *output);
     }
-    if (model::is_global_model_file(args->model)) {
-      show(predict_from_global(*args), *output);
-    } else {
-      show(compute(*args), *output);
-    }
+    if (model::is_global_model_file(args->model)) return show(predict_from_global(*args), *output);
+    show(compute(*args, parallel), *output);
   });
 }
 

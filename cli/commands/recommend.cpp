@@ -6,13 +6,13 @@
 #include <ostream>
 
 #include "cli/commands/commands.h"
-#include "cli/options/data_parallel_options.h"
-#include "cli/options/layout_options.h"
 #include "cli/options/network_choice.h"
 #include "cli/options/network_option.h"
 #include "cli/options/number_checks.h"
 #include "cli/options/output_file.h"
+#include "cli/options/parallel_options.h"
 #include "cli/report/html_report.h"
+#include "cli/report/layout_report.h"
 #include "cli/report/plan_report.h"
 #include "cli/report/progress.h"
 #include "cli/report/report.h"
@@ -28,7 +28,7 @@
 #include "model/strategy_table.h"
 #include "model/units.h"
 #include "planner/planner.h"
-#include "workflow/data_parallel.h"
+#include "workflow/parallel_request.h"
 #include "workflow/plan.h"
 #include "workflow/profile_and_fit.h"
 
@@ -55,8 +55,7 @@ struct RecommendArgs {
   int64_t batch = 0;  // 0: choose it
   std::string out;
   std::string html;
-  workflow::DataParallelRequest data_parallel;
-  LayoutOptions layout;
+  ParallelOptions parallel;
 };
 
 struct Budget {
@@ -247,7 +246,7 @@ void check_state_fits(const RecommendArgs& args, const model::NetworkConfig& net
   if (network.family == model::Family::torchscript || (args.budget.empty() && args.hardware.empty())) return;
   const double budget = !args.budget.empty() ? static_cast<double>(model::parse_size(args.budget, "--budget"))
                                              : model::default_budget_fraction * model::load_hardware(args.hardware).memory_bytes;
-  const int gpus = args.data_parallel.gpus;
+  const int gpus = args.parallel.gpus;
   const double state = model::static_state_bytes(network) / gpus;
   if (state <= budget) return;
   throw InputError("budget " + model::format_bytes(budget) + " is below the weights, gradients and optimizer state alone (" +
@@ -255,22 +254,19 @@ void check_state_fits(const RecommendArgs& args, const model::NetworkConfig& net
                    "): papaya limits --network " + args.network + " says how many GPUs it needs");
 }
 
-// --gpus N --gpus-per-node G: the network laid out over many GPUs.
-void recommend_layouts(const RecommendArgs& args, const Output& output) {
+// The network laid out over many GPUs (a layout beyond data-parallel ranks).
+void recommend_layouts(const RecommendArgs& args, const workflow::ParallelRequest& request, const Output& output) {
   const model::NetworkConfig network = load_network(args.network, args.seq_len, args.network_options);
-  args.data_parallel.validate();
-  std::optional<double> budget;
-  if (!args.budget.empty()) budget = static_cast<double>(model::parse_size(args.budget, "--budget"));
-  const workflow::LayoutPlanRequest request = layout_request(args.layout, args.data_parallel, args.hardware, budget);
   const std::string model_path = model_path_beside(args.out.empty() ? network.name + ".plan.json" : args.out);
   check_writable(model_path);
   ProgressReporter reporter;
   const workflow::Profiled profiled = profile(args, network, reporter);
   model::write_layer_model(model_path, profiled.model);
-  show_layouts(profiled.model, args.layout, request, output, model_path);
+  show_layouts(profiled.model, args.parallel.emit, request, output, model_path);
 }
 
-Recommendation compute(const RecommendArgs& args) {
+// One GPU or data-parallel ranks, planned layer by layer.
+Recommendation compute(const RecommendArgs& args, const workflow::ParallelRequest& parallel) {
   const auto start = std::chrono::steady_clock::now();
   const model::NetworkConfig network = load_network(args.network, args.seq_len, args.network_options);
   Recommendation rec;
@@ -279,10 +275,8 @@ Recommendation compute(const RecommendArgs& args) {
   rec.model_path = model_path_beside(out);
   check_writable(out);
   if (!args.html.empty()) check_html_report(args.html);
-  args.data_parallel.validate();
-
   if (args.hardware.empty() && (args.device.empty() ? executor::default_device() : args.device) == "cpu") {
-    args.data_parallel.require_link("this CPU");  // before profiling
+    parallel.require_link("this CPU");  // before profiling
   }
   check_state_fits(args, network);
   ProgressReporter reporter;
@@ -290,8 +284,8 @@ Recommendation compute(const RecommendArgs& args) {
   rec.model = profiled.model;
   rec.profiled_how = profiled.how;
   rec.profiled_batches = profiled.batches;
-  const std::vector<int> stages = args.data_parallel.stages(true);
-  workflow::apply_data_parallel(profiled.target, profiled.model, args.data_parallel, stages.front());
+  const std::vector<int> stages = parallel.zero_stages(true);
+  workflow::apply_data_parallel(profiled.target, profiled.model, parallel, stages.front());
   rec.hardware = profiled.target.name;
   rec.notes = profiled.target.notes;
   model::write_layer_model(rec.model_path, rec.model);
@@ -332,15 +326,17 @@ void register_recommend(CLI::App& app) {
   cmd->add_option("--html", args->html,
                   "A self-contained HTML report: the step's memory layer by layer under keep and the plan, the plans against "
                   "the batch, and PAPAYA's table");
-  add_data_parallel_options(cmd, args->data_parallel, true);
-  add_layout_options(cmd, args->layout);
+  add_parallel_options(cmd, args->parallel, LayoutChoice::searched_stage);
   const auto output = add_output_options(cmd, "One JSON document instead of tables");
   cmd->callback([args, output] {
-    if (args->layout.requested()) {
-      refuse_with_layout({{"--html", args->html}});
-      return recommend_layouts(*args, *output);
-    }
-    show(compute(*args), *output);
+    std::optional<double> budget;
+    if (!args->budget.empty()) budget = static_cast<double>(model::parse_size(args->budget, "--budget"));
+    const workflow::ParallelRequest parallel =
+        parallel_request(args->parallel, LayoutChoice::searched_stage, args->hardware, budget);
+    parallel.validate();
+    if (parallel.data_parallel_only()) return show(compute(*args, parallel), *output);
+    refuse_with_layout({{"--html", args->html}});
+    recommend_layouts(*args, parallel, *output);
   });
 }
 

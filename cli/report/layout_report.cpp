@@ -1,9 +1,8 @@
-// What plan and recommend show of a layout search: the best layouts, the
-// best one's stages, and --emit's engine arguments.
+#include "cli/report/layout_report.h"
+
 #include <ostream>
 #include <utility>
 
-#include "cli/options/layout_options.h"
 #include "cli/report/engine_arguments.h"
 #include "cli/report/html_report.h"
 #include "cli/report/table.h"
@@ -361,23 +360,22 @@ std::string emitted(const std::string& engine, const model::LayoutEstimate& e, c
 
 }  // namespace
 
-void show_layout_prediction(const model::LayerModel& model, const LayoutOptions& options,
-                            const workflow::LayoutPlanRequest& request, const model::ParallelLayout& layout,
-                            const std::string& plan, const Output& output) {
+void show_layout_prediction(const model::LayerModel& model, const std::string& emit, const workflow::ParallelRequest& request,
+                            const model::ParallelLayout& layout, const std::string& plan, const Output& output) {
   LayoutPrediction r;
   r.gpus = layout.gpus();
   std::vector<std::string> plans;
   if (!plan.empty()) plans.push_back(plan);
   r.predicted = workflow::predict_layout(model, request, layout, plans);
-  r.emit = options.emit;
+  r.emit = emit;
   r.emitted = emitted(r.emit, r.predicted.estimates.front(), r.predicted.setting.shape, r.predicted.setting.precision);
   show(r, output);
 }
 
-void show_layout_limits(const model::LayerModel& model, const LayoutOptions& options, workflow::LayoutPlanRequest request,
+void show_layout_limits(const model::LayerModel& model, const std::string& emit, workflow::ParallelRequest request,
                         const std::vector<std::string>& hardware, const TrainingQuestion& training, const std::string& html,
                         const Output& output) {
-  if (!options.emit.empty()) throw InputError("--emit writes one layout: give it to plan or recommend, on one --hardware");
+  if (!emit.empty()) throw InputError("--emit writes one layout: give it to plan or recommend, on one --hardware");
   LayoutLimits r;
   r.gpus = request.question.gpus;
   r.training = training;
@@ -392,7 +390,7 @@ void show_layout_limits(const model::LayerModel& model, const LayoutOptions& opt
   show(r, output);
 }
 
-void show_layouts(const model::LayerModel& model, const LayoutOptions& options, const workflow::LayoutPlanRequest& request,
+void show_layouts(const model::LayerModel& model, const std::string& emit, const workflow::ParallelRequest& request,
                   const Output& output, const std::string& model_path) {
   Laid r;
   r.model_path = model_path;
@@ -409,7 +407,7 @@ void show_layouts(const model::LayerModel& model, const LayoutOptions& options, 
                      a.nearest->layout.label() + " under " + a.nearest->plan + ", needs " +
                      model::format_bytes(a.nearest->peak_bytes) + " on pipeline stage " + std::to_string(a.nearest->peak_stage));
   }
-  r.emit = options.emit;
+  r.emit = emit;
   r.emitted = emitted(r.emit, a.best.front(), r.planned.setting.shape, r.planned.setting.precision);
   show(r, output);
 }

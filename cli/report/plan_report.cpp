@@ -6,7 +6,7 @@
 #include <map>
 #include <ostream>
 
-#include "cli/options/data_parallel_options.h"
+#include "cli/report/data_parallel_text.h"
 #include "cli/report/html_report.h"
 #include "cli/report/plot.h"
 #include "cli/report/prediction_plot.h"

@@ -185,6 +185,25 @@ TEST_F(ModelCommands, PredictAndLimitsForDataParallelGpus) {
   expect_input_error("predict " + model_ + " --batch 4 --hardware V100 --gpus 2 --link pigeon", "pigeon");
 }
 
+// Data parallelism asked as a layout (every other degree 1, one micro-batch)
+// is the data-parallel answer: the same document to the byte, on one GPU
+// without a link to name, on many for any network (this one has no
+// attention: no layout splits it).
+TEST_F(ModelCommands, DataParallelismGivenAsALayoutIsTheDataParallelAnswer) {
+  const auto same = [&](const std::string& command, const std::string& as_layout) {
+    const Outcome plain = run_papaya(command), laid = run_papaya(command + as_layout);
+    ASSERT_EQ(plain.code, 0) << plain.err;
+    ASSERT_EQ(laid.code, 0) << laid.err;
+    EXPECT_EQ(laid.out, plain.out) << command + as_layout;
+  };
+  same("predict " + model_ + " --batch 4 --json", " --tp 1");
+  same("predict " + model_ + " --batch 16 --hardware V100 --gpus 8 --zero 1 --json", " --tp 1 --pp 1 --cp 1 --ep 1 --sp off");
+  same("plan " + model_ + " --budget 1GiB --hardware V100 --gpus 4 --json", " --tp 1 --pp 1 --vp 1 --cp 1 --ep 1");
+  same("limits " + model_ + " --hardware V100 --gpus 4 --json", " --tp 1 --pp 1 --vp 1 --cp 1 --ep 1");
+  // A layout beyond data parallelism splits the network's blocks, which this one (no attention) has none of.
+  expect_input_error("predict " + model_ + " --batch 4 --hardware V100 --gpus 4 --tp 2", "no attention layers");
+}
+
 // limits --network profiles the network itself; a step too slow to profile at
 // its length (here a million tokens) is modelled from 16, 32 and 64 tokens,
 // and attention's square of a million tokens fits no GPU.

@@ -27,8 +27,8 @@ const model::LayerModel& profiled(const std::string& network) {
   return found->second;
 }
 
-LayoutPlanRequest on_h100(int gpus, double budget_bytes) {
-  LayoutPlanRequest request;
+ParallelRequest on_h100(int gpus, double budget_bytes) {
+  ParallelRequest request;
   request.hardware = "H100-SXM-80GB";
   request.budget_bytes = budget_bytes;
   request.question.gpus = gpus;
@@ -47,7 +47,7 @@ TEST(LayoutPlan, NodesOfA100sTalkOverHdrInfiniBandNewerOnesOverNdr) {
 
 TEST(LayoutPlan, RefusesUnknownHardwareABudgetAboveItsMemoryAndANetworkThatIsNoTransformer) {
   const model::LayerModel& gpt = profiled("gpt-tiny");
-  LayoutPlanRequest unknown = on_h100(2, 1e9);
+  ParallelRequest unknown = on_h100(2, 1e9);
   unknown.hardware = "no-such-gpu";
   EXPECT_NE(test_support::input_error_of([&] { plan_layouts(gpt, unknown); }).find("no-such-gpu"), std::string::npos);
   EXPECT_NE(test_support::input_error_of([&] { plan_layouts(gpt, on_h100(2, 200e9)); }), "");
@@ -80,7 +80,7 @@ TEST(LayoutPlan, GradientsReducedAfterBackwardAreSaidAndPriced) {
   const model::LayerModel& gpt = profiled("gpt-tiny");
   model::ParallelLayout layout;
   layout.data = 4, layout.micro_batch = 2;
-  LayoutPlanRequest request = on_h100(4, 60e9);
+  ParallelRequest request = on_h100(4, 60e9);
   const LayoutPredicted overlapped = predict_layout(gpt, request, layout, {"keep"});
   request.overlap_grad_reduce = false;
   const LayoutPredicted after = predict_layout(gpt, request, layout, {"keep"});

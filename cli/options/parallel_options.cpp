@@ -1,4 +1,4 @@
-#include "cli/options/layout_options.h"
+#include "cli/options/parallel_options.h"
 
 #include <algorithm>
 #include <tuple>
@@ -20,13 +20,25 @@ void refuse_with_layout(const std::vector<std::pair<std::string, std::string>>& 
   }
 }
 
-bool LayoutOptions::requested() const {
+bool ParallelOptions::layout_requested() const {
   return gpus_per_node > 0 || compute_efficiency || tensor || pipeline || virtual_stages || context || expert || micro_batch ||
          global_batch || !sequence.empty() || !offload.empty() || !overlap_grad_reduce.empty() || !inter_node_link.empty() ||
-         !emit.empty();
+         !emit.empty() || !plans.empty();
 }
 
-void add_layout_options(CLI::App* cmd, LayoutOptions& o, bool search) {
+void add_parallel_options(CLI::App* cmd, ParallelOptions& o, LayoutChoice choice) {
+  const bool search = choice != LayoutChoice::given;
+  cmd->add_option("--gpus", o.gpus,
+                  "Data-parallel GPUs (one rank each): memory per GPU, samples/s of all, the gradient exchange on --link")
+      ->capture_default_str()
+      ->check(within(o.gpus, 1, 65536));
+  cmd->add_option("--zero", o.zero,
+                  std::string("With --gpus: the ZeRO stage, 0 (plain data parallelism) to 3 (weights sharded too)") +
+                      (choice == LayoutChoice::searched_stage ? "; default: the fastest that fits" : "; default: 0"))
+      ->check(within(o.zero, 0, 3));
+  cmd->add_option("--link", o.link,
+                  "With --gpus: the link between the GPUs, a catalog entry (papaya hardware lists them: NVLink-4, PCIe-4-x16, "
+                  "InfiniBand-NDR, ...) or a file from papaya profile --comm --out; default: the hardware's interconnect");
   const std::string with = "With --gpus: ";
   cmd->add_option("--gpus-per-node", o.gpus_per_node,
                   "Lay a transformer out over --gpus GPUs, this many a node, as LLM training does: tensor, sequence, "
@@ -119,22 +131,22 @@ void keep_to_engine(model::LayoutQuestion& q, const std::string& engine) {
 
 }  // namespace
 
-workflow::LayoutPlanRequest layout_request(const LayoutOptions& o, const workflow::DataParallelRequest& dp,
-                                           const std::string& hardware, std::optional<double> budget_bytes) {
-  workflow::LayoutPlanRequest r;
+workflow::ParallelRequest layout_search_request(const ParallelOptions& o, const std::string& hardware,
+                                                std::optional<double> budget_bytes) {
+  workflow::ParallelRequest r;
   r.hardware = hardware;
-  r.intra_node_link = dp.link;
+  r.intra_node_link = o.link;
   r.inter_node_link = o.inter_node_link;
-  r.gpus_per_node = o.gpus_per_node > 0 ? o.gpus_per_node : 8;
+  if (o.gpus_per_node > 0) r.gpus_per_node = o.gpus_per_node;
   r.compute_efficiency = o.compute_efficiency;
   r.overlap_grad_reduce = o.overlap_grad_reduce != "off";
   r.budget_bytes = budget_bytes;
   r.keep = static_cast<size_t>(o.shown);
   model::LayoutQuestion& q = r.question;
-  q.gpus = dp.gpus;
+  q.gpus = o.gpus;
   q.global_batch = o.global_batch.value_or(0);
   q.tensor = o.tensor, q.pipeline = o.pipeline, q.virtual_stages = o.virtual_stages, q.context = o.context;
-  q.expert = o.expert, q.micro_batch = o.micro_batch, q.zero_stage = dp.zero;
+  q.expert = o.expert, q.micro_batch = o.micro_batch, q.zero_stage = o.zero;
   if (!o.sequence.empty()) q.sequence = o.sequence == "on";
   if (!o.offload.empty()) q.offload_optimizer = o.offload == "on";
   for (const std::string& plan : o.plans) {
@@ -148,21 +160,34 @@ workflow::LayoutPlanRequest layout_request(const LayoutOptions& o, const workflo
                        " setting (its gradients are reduced behind backward)");
     }
     r.engine = emitted_engine(o.emit);
+    r.engine_arguments = true;
   }
   return r;
 }
 
-model::ParallelLayout given_layout(const LayoutOptions& o, const workflow::DataParallelRequest& dp, int micro_batch) {
+workflow::ParallelRequest parallel_request(const ParallelOptions& o, LayoutChoice choice, const std::string& hardware,
+                                           std::optional<double> budget_bytes) {
+  workflow::ParallelRequest r = layout_search_request(o, hardware, budget_bytes);
+  if (choice == LayoutChoice::given || !o.layout_requested()) {
+    model::LayoutQuestion& q = r.question;
+    for (std::optional<int>* degree : {&q.tensor, &q.pipeline, &q.virtual_stages, &q.context, &q.expert}) {
+      if (!*degree) *degree = 1;
+    }
+  }
+  return r;
+}
+
+model::ParallelLayout given_layout(const ParallelOptions& o, int micro_batch) {
   model::ParallelLayout l;
   l.tensor = o.tensor.value_or(1), l.pipeline = o.pipeline.value_or(1), l.virtual_stages = o.virtual_stages.value_or(1);
   l.context = o.context.value_or(1), l.expert = o.expert.value_or(1);
   const int split = l.tensor * l.pipeline * l.context;
-  if (dp.gpus % split != 0) {
-    throw InputError("--tp x --pp x --cp = " + std::to_string(split) + " does not divide --gpus " + std::to_string(dp.gpus));
+  if (o.gpus % split != 0) {
+    throw InputError("--tp x --pp x --cp = " + std::to_string(split) + " does not divide --gpus " + std::to_string(o.gpus));
   }
-  l.data = dp.gpus / split;
+  l.data = o.gpus / split;
   l.sequence = o.sequence.empty() ? l.tensor > 1 : o.sequence == "on";
-  l.zero_stage = dp.zero.value_or(0);
+  l.zero_stage = o.zero.value_or(0);
   l.offload_optimizer = o.offload == "on";
   l.micro_batch = micro_batch;
   const int global = o.global_batch.value_or(micro_batch * l.data * l.pipeline);
