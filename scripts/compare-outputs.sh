@@ -84,6 +84,8 @@ run_all() {
   run plan llama-tiny.model.json --budget 30GiB --hardware H100-SXM-80GB --gpus 8 --tp 1 --pp 1 --vp 1 --cp 1 --ep 1 --json
   run limits llama-tiny.model.json --hardware H100-SXM-80GB --gpus 8 --tp 1 --pp 1 --vp 1 --cp 1 --ep 1 --tokens 1e9
   run plan gpt-tiny.model.json --budget 1GiB --hardware H100-SXM-80GB --gpus 8 --plans keep,recompute-all
+  run predict gpt-tiny.model.json --batch 16 --hardware H100-SXM-80GB --gpus 16 --zero 1 --json
+  run plan gpt-tiny.model.json --budget 1GiB --hardware A100-80GB --gpus 32 --inter-node-link InfiniBand-NDR
   # Training layouts refused before any rank starts.
   run train --network llama-tiny --nproc 2 --pp 2 --micro-batches 1
   run train --network llama-tiny --nproc 2 --tp 2 --zero 1

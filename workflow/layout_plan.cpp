@@ -13,10 +13,6 @@
 
 namespace papaya::workflow {
 
-std::string inter_node_default(const std::string& interconnect) {
-  return interconnect == "NVLink-3" ? "InfiniBand-HDR" : "InfiniBand-NDR";
-}
-
 namespace {
 
 // The links within a node and between nodes; notes what was assumed.
@@ -35,10 +31,7 @@ model::ClusterLinks cluster_links(const model::LayerModel& model, const Parallel
   }
   const std::string inter = request.inter_node_link.empty() ? inter_node_default(intra) : request.inter_node_link;
   const model::LinkSpec intra_spec = model::load_link(intra), inter_spec = model::load_link(inter);
-  if (request.inter_node_link.empty()) {
-    notes.push_back("between nodes: " + inter_spec.name +
-                    " assumed (one port a GPU); name another with the option for the link between nodes");
-  }
+  if (request.inter_node_link.empty()) notes.push_back(inter_node_assumed(inter_spec.name));
   return {gpus_per_node, intra_spec.name, inter_spec.name, intra_spec.fit, inter_spec.fit};
 }
 

@@ -29,9 +29,6 @@ struct LayoutPlanned {
   model::LayoutAnswer answer;
 };
 
-// InfiniBand-HDR beside NVLink-3 (A100 systems), else InfiniBand-NDR.
-std::string inter_node_default(const std::string& interconnect);
-
 // Throws InputError: a hardware, link or layout that is not known or cannot
 // be, a budget above the GPU's memory.
 LayoutPlanned plan_layouts(const model::LayerModel& model, ParallelRequest request);

@@ -11,8 +11,7 @@ bool ParallelRequest::data_parallel_only() const {
   for (const auto& degree : {q.tensor, q.pipeline, q.virtual_stages, q.context, q.expert}) {
     if (degree != 1) return false;
   }
-  const bool one_link = inter_node_link.empty() && (!gpus_per_node || gpus() <= *gpus_per_node);
-  return !q.micro_batch && q.global_batch == 0 && !q.offload_optimizer.value_or(false) && overlap_grad_reduce && one_link &&
+  return !q.micro_batch && q.global_batch == 0 && !q.offload_optimizer.value_or(false) && overlap_grad_reduce &&
          !compute_efficiency && !engine_arguments && q.plans.empty();
 }
 
@@ -41,6 +40,14 @@ std::vector<int> ParallelRequest::zero_stages(bool planner_chooses) const {
   return {0};
 }
 
+std::string inter_node_default(const std::string& interconnect) {
+  return interconnect == "NVLink-3" ? "InfiniBand-HDR" : "InfiniBand-NDR";
+}
+
+std::string inter_node_assumed(const std::string& link) {
+  return "between nodes: " + link + " assumed (one port a GPU); name another with the option for the link between nodes";
+}
+
 void apply_data_parallel(model::Target& target, const model::LayerModel& model, const ParallelRequest& request, int zero_stage) {
   if (request.gpus() < 2) return;
   std::string link = request.intra_node_link;
@@ -48,6 +55,16 @@ void apply_data_parallel(model::Target& target, const model::LayerModel& model, 
     const auto hardware = target.profiled ? model::catalog_entry_for(model.machine) : model::find_hardware(target.name);
     if (!hardware) request.require_link(target.name);
     link = hardware->interconnect;
+  }
+  const int gpus_per_node = request.gpus_per_node.value_or(8);
+  if (request.gpus() > gpus_per_node) {
+    if (request.inter_node_link.empty()) {
+      link = inter_node_default(link);
+      target.notes.push_back(std::to_string(request.gpus()) + " GPUs are more than a node of " + std::to_string(gpus_per_node) +
+                             ": their gradients cross nodes; " + inter_node_assumed(link));
+    } else {
+      link = request.inter_node_link;
+    }
   }
   const model::LinkSpec spec = model::load_link(link);
   model::set_data_parallel(target, model::data_parallel_of(request.data_parallel_layout(zero_stage), spec.name, spec.fit));

@@ -23,7 +23,7 @@ struct ParallelRequest {
   std::string hardware;                          // a catalog entry (the GPUs); "": the profiled machine
   std::string intra_node_link;                   // a catalog link or a measured link's file; "": the hardware's interconnect
   std::string inter_node_link;                   // "": InfiniBand of the hardware's generation (inter_node_default)
-  std::optional<int> gpus_per_node;              // nullopt: 8 (data-parallel ranks alone: all on one link)
+  std::optional<int> gpus_per_node;              // nullopt: 8
   std::optional<double> compute_efficiency;      // model::catalog_target's
   std::optional<double> budget_bytes;            // per GPU; default: 80% of the hardware's memory
   model::LayoutQuestion question;                // the GPUs, the ZeRO stage, each degree fixed or not
@@ -36,10 +36,9 @@ struct ParallelRequest {
   // Whether the question is data parallelism alone, as a plan per layer
   // answers it: tensor, pipeline, virtual, context and expert degrees fixed
   // at 1, one micro-batch a step (none and no global batch fixed), the
-  // optimizer on the GPUs, gradients reduced behind backward, the GPUs on
-  // one link (no link between nodes or efficiency named, no more GPUs than
-  // a node's where its GPUs are given), no engine's arguments and no
-  // whole-network plans to weigh.
+  // optimizer on the GPUs, gradients reduced behind backward, no compute
+  // efficiency (a layout's carrying of a profile), no engine's arguments
+  // and no whole-network plans to weigh.
   bool data_parallel_only() const;
   // The GPUs as data-parallel ranks at `zero_stage`.
   model::ParallelLayout data_parallel_layout(int zero_stage) const;
@@ -55,10 +54,18 @@ struct ParallelRequest {
   std::vector<int> zero_stages(bool planner_chooses) const;
 };
 
+// InfiniBand-HDR beside NVLink-3 (A100 systems), else InfiniBand-NDR.
+std::string inter_node_default(const std::string& interconnect);
+// The note of a link between nodes assumed: "between nodes: NAME assumed ...".
+std::string inter_node_assumed(const std::string& link);
+
 // `target` as the request's GPUs, data-parallel ranks at `zero_stage`, over
-// its link within a node, else over the interconnect of `target`'s catalog
-// entry (InputError where it has none: require_link). One GPU: `target`
-// unchanged.
+// the link their group spans, as a layout's data-parallel group exchanges
+// (model/layout_pricing/layout_pricer.h): within a node (up to the request's
+// GPUs a node, 8 unless given) its link within a node, else the
+// interconnect of `target`'s catalog entry (InputError where it has none:
+// require_link); across nodes the link between nodes (a note says where it
+// is assumed). One GPU: `target` unchanged.
 void apply_data_parallel(model::Target& target, const model::LayerModel& model, const ParallelRequest& request, int zero_stage);
 
 }  // namespace papaya::workflow

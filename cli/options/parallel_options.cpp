@@ -22,8 +22,7 @@ void refuse_with_layout(const std::vector<std::pair<std::string, std::string>>& 
 
 bool ParallelOptions::layout_requested() const {
   return gpus_per_node > 0 || compute_efficiency || tensor || pipeline || virtual_stages || context || expert || micro_batch ||
-         global_batch || !sequence.empty() || !offload.empty() || !overlap_grad_reduce.empty() || !inter_node_link.empty() ||
-         !emit.empty() || !plans.empty();
+         global_batch || !sequence.empty() || !offload.empty() || !overlap_grad_reduce.empty() || !emit.empty() || !plans.empty();
 }
 
 void add_parallel_options(CLI::App* cmd, ParallelOptions& o, LayoutChoice choice) {
@@ -37,8 +36,9 @@ void add_parallel_options(CLI::App* cmd, ParallelOptions& o, LayoutChoice choice
                       (choice == LayoutChoice::searched_stage ? "; default: the fastest that fits" : "; default: 0"))
       ->check(within(o.zero, 0, 3));
   cmd->add_option("--link", o.link,
-                  "With --gpus: the link between the GPUs, a catalog entry (papaya hardware lists them: NVLink-4, PCIe-4-x16, "
-                  "InfiniBand-NDR, ...) or a file from papaya profile --comm --out; default: the hardware's interconnect");
+                  "With --gpus: the link between the GPUs of a node, a catalog entry (papaya hardware lists them: NVLink-4, "
+                  "PCIe-4-x16, InfiniBand-NDR, ...) or a file from papaya profile --comm --out; default: the hardware's "
+                  "interconnect (more GPUs than a node's exchange over --inter-node-link)");
   const std::string with = "With --gpus: ";
   cmd->add_option("--gpus-per-node", o.gpus_per_node,
                   "Lay a transformer out over --gpus GPUs, this many a node, as LLM training does: tensor, sequence, "
@@ -79,8 +79,8 @@ void add_parallel_options(CLI::App* cmd, ParallelOptions& o, LayoutChoice choice
       ->check(within(o.global_batch, 1, 1 << 30));
   cmd->add_option("--inter-node-link", o.inter_node_link,
                   with +
-                      "the link between nodes (papaya hardware lists them) [default: InfiniBand-HDR beside NVLink-3, else "
-                      "InfiniBand-NDR]; --link names the one within a node [default: the hardware's interconnect]");
+                      "the link between nodes of 8 GPUs (--gpus-per-node), papaya hardware lists them [default: "
+                      "InfiniBand-HDR beside NVLink-3, else InfiniBand-NDR]; --link names the one within a node");
   cmd->add_option("--compute-efficiency", o.compute_efficiency,
                   with +
                       "the share of the GPU's peak FLOP/s its matmuls reach, where the profile is from another machine "

@@ -1,11 +1,12 @@
 #pragma once
 // The GPUs of plan, recommend, predict and limits, in one set of options read
-// into one workflow::ParallelRequest: --gpus N [--zero S] [--link NAME] alone
-// asks for data-parallel ranks (each degree but data 1); --gpus-per-node G or
-// any degree or layout choice (--tp, --pp, --vp, --cp, --ep, --sp, --zero,
-// --offload-optimizer, --micro-batch, ...) lays a transformer out, each degree
-// chosen unless fixed, at --global-batch; the best layouts as a table, as
-// JSON, or (--emit) as the arguments of the engines that run them.
+// into one workflow::ParallelRequest: --gpus N [--zero S] [--link NAME]
+// [--inter-node-link NAME] alone asks for data-parallel ranks (each degree
+// but data 1); --gpus-per-node G or any degree or layout choice (--tp, --pp,
+// --vp, --cp, --ep, --sp, --offload-optimizer, --micro-batch, ...) lays a
+// transformer out, each degree chosen unless fixed, at --global-batch; the
+// best layouts as a table, as JSON, or (--emit) as the arguments of the
+// engines that run them.
 #include <CLI/CLI.hpp>
 #include <optional>
 #include <string>

@@ -4,10 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <string>
 
 #include "model/catalog/network_config.h"
+#include "model/plan.h"
+#include "model/plan_space/predict.h"
 #include "tests/support/input_error.h"
 #include "workflow/profile_and_fit.h"
 
@@ -43,6 +46,34 @@ ParallelRequest on_h100(int gpus, double budget_bytes) {
 TEST(LayoutPlan, NodesOfA100sTalkOverHdrInfiniBandNewerOnesOverNdr) {
   EXPECT_EQ(inter_node_default("NVLink-3"), "InfiniBand-HDR");
   EXPECT_EQ(inter_node_default("NVLink-4"), "InfiniBand-NDR");
+}
+
+// Data-parallel ranks exchange over the link their group spans, as a
+// layout's data-parallel group does: one node's link up to a node, the link
+// between nodes beyond (said where assumed); so a layout of data parallelism
+// alone is priced as the same GPUs planned layer by layer, on any count.
+TEST(LayoutPlan, DataParallelRanksArePricedAsTheirLayoutWithinANodeAndAcrossNodes) {
+  const model::LayerModel& gpt = profiled("gpt-tiny");
+  for (const int gpus : {8, 16}) {
+    ParallelRequest request;
+    request.hardware = "H100-SXM-80GB";
+    request.question.gpus = gpus;
+    model::Target target = model::make_target(gpt, request.hardware);
+    apply_data_parallel(target, gpt, request, 1);
+    EXPECT_EQ(target.data_parallel.link_name, gpus == 8 ? "NVLink-4" : "InfiniBand-NDR");
+    const bool said = std::any_of(target.notes.begin(), target.notes.end(), [](const std::string& note) {
+      return note.find("between nodes: InfiniBand-NDR assumed") != std::string::npos;
+    });
+    EXPECT_EQ(said, gpus == 16);
+    model::ParallelLayout layout = model::ParallelLayout::data_parallel(gpus, 1);
+    layout.micro_batch = 4;
+    for (const std::string plan : {"keep", "recompute-all"}) {
+      const model::Estimate ranks = model::predict(gpt, target, model::expand_plan_name(plan, gpt.layout()), 4);
+      const model::LayoutEstimate laid = predict_layout(gpt, request, layout, {plan}).estimates.front();
+      EXPECT_DOUBLE_EQ(laid.peak_bytes, ranks.peak_bytes) << gpus << " GPUs, " << plan;
+      EXPECT_NEAR(laid.iteration_seconds, ranks.seconds, 1e-9 * ranks.seconds) << gpus << " GPUs, " << plan;
+    }
+  }
 }
 
 TEST(LayoutPlan, RefusesUnknownHardwareABudgetAboveItsMemoryAndANetworkThatIsNoTransformer) {

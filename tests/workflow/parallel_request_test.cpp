@@ -37,14 +37,9 @@ TEST(ParallelRequest, IsDataParallelOnlyWhereEveryOtherDegreeIsOneAndNothingOnly
   }
   // What the per-layer plan of data-parallel ranks does not model.
   const std::vector<void (*)(ParallelRequest&)> layout_only = {
-      [](ParallelRequest& r) { r.question.micro_batch = 2; },
-      [](ParallelRequest& r) { r.question.global_batch = 64; },
-      [](ParallelRequest& r) { r.question.offload_optimizer = true; },
-      [](ParallelRequest& r) { r.question.plans = {"keep"}; },
-      [](ParallelRequest& r) { r.overlap_grad_reduce = false; },
-      [](ParallelRequest& r) { r.inter_node_link = "InfiniBand-NDR"; },
-      [](ParallelRequest& r) { r.gpus_per_node = 4; },  // 8 GPUs over two nodes
-      [](ParallelRequest& r) { r.compute_efficiency = 0.4; },
+      [](ParallelRequest& r) { r.question.micro_batch = 2; },          [](ParallelRequest& r) { r.question.global_batch = 64; },
+      [](ParallelRequest& r) { r.question.offload_optimizer = true; }, [](ParallelRequest& r) { r.question.plans = {"keep"}; },
+      [](ParallelRequest& r) { r.overlap_grad_reduce = false; },       [](ParallelRequest& r) { r.compute_efficiency = 0.4; },
       [](ParallelRequest& r) { r.engine_arguments = true; },
   };
   for (const auto& ask : layout_only) {
@@ -52,10 +47,12 @@ TEST(ParallelRequest, IsDataParallelOnlyWhereEveryOtherDegreeIsOneAndNothingOnly
     ask(r);
     EXPECT_FALSE(r.data_parallel_only());
   }
-  ParallelRequest one_node = request(8);
-  one_node.gpus_per_node = 8;
-  one_node.question.offload_optimizer = false;
-  EXPECT_TRUE(one_node.data_parallel_only());
+  // Across nodes too: the ranks' exchange crosses the link between them (apply_data_parallel).
+  ParallelRequest two_nodes = request(8);
+  two_nodes.gpus_per_node = 4;
+  two_nodes.inter_node_link = "InfiniBand-NDR";
+  two_nodes.question.offload_optimizer = false;
+  EXPECT_TRUE(two_nodes.data_parallel_only());
 }
 
 TEST(ParallelRequest, ShardingOrALinkOnOneGpuIsRefusedNamingIt) {
