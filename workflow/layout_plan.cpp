@@ -20,16 +20,12 @@ model::ClusterLinks cluster_links(const model::LayerModel& model, const Parallel
                                   std::vector<std::string>& notes) {
   const int gpus_per_node = request.gpus_per_node.value_or(8);
   if (gpus_per_node < 1) throw InputError(std::to_string(gpus_per_node) + " GPUs a node: at least 1");
-  std::string interconnect;
-  if (const auto spec =
-          request.hardware.empty() ? model::catalog_entry_for(model.machine) : model::find_hardware(request.hardware)) {
-    interconnect = spec->interconnect;
-  }
-  std::string intra = request.intra_node_link.empty() ? interconnect : request.intra_node_link;
+  const std::string intra = request.link_within_node(request.hardware.empty() ? model::catalog_entry_for(model.machine)
+                                                                              : model::find_hardware(request.hardware));
   if (intra.empty()) {
     throw InputError(target.name + " has no interconnect known: name the link within a node (" + model::link_names() + ")");
   }
-  const std::string inter = request.inter_node_link.empty() ? inter_node_default(intra) : request.inter_node_link;
+  const std::string inter = request.link_between_nodes(intra);
   const model::LinkSpec intra_spec = model::load_link(intra), inter_spec = model::load_link(inter);
   if (request.inter_node_link.empty()) notes.push_back(inter_node_assumed(inter_spec.name));
   return {gpus_per_node, intra_spec.name, inter_spec.name, intra_spec.fit, inter_spec.fit};

@@ -40,6 +40,15 @@ std::vector<int> ParallelRequest::zero_stages(bool planner_chooses) const {
   return {0};
 }
 
+std::string ParallelRequest::link_within_node(const std::optional<model::HardwareSpec>& hardware) const {
+  if (!intra_node_link.empty()) return intra_node_link;
+  return hardware ? hardware->interconnect : "";
+}
+
+std::string ParallelRequest::link_between_nodes(const std::string& within) const {
+  return inter_node_link.empty() ? inter_node_default(within) : inter_node_link;
+}
+
 std::string inter_node_default(const std::string& interconnect) {
   return interconnect == "NVLink-3" ? "InfiniBand-HDR" : "InfiniBand-NDR";
 }
@@ -50,20 +59,15 @@ std::string inter_node_assumed(const std::string& link) {
 
 void apply_data_parallel(model::Target& target, const model::LayerModel& model, const ParallelRequest& request, int zero_stage) {
   if (request.gpus() < 2) return;
-  std::string link = request.intra_node_link;
-  if (link.empty()) {
-    const auto hardware = target.profiled ? model::catalog_entry_for(model.machine) : model::find_hardware(target.name);
-    if (!hardware) request.require_link(target.name);
-    link = hardware->interconnect;
-  }
+  std::string link =
+      request.link_within_node(target.profiled ? model::catalog_entry_for(model.machine) : model::find_hardware(target.name));
+  if (link.empty()) request.require_link(target.name);
   const int gpus_per_node = request.gpus_per_node.value_or(8);
   if (request.gpus() > gpus_per_node) {
+    link = request.link_between_nodes(link);
     if (request.inter_node_link.empty()) {
-      link = inter_node_default(link);
       target.notes.push_back(std::to_string(request.gpus()) + " GPUs are more than a node of " + std::to_string(gpus_per_node) +
                              ": their gradients cross nodes; " + inter_node_assumed(link));
-    } else {
-      link = request.inter_node_link;
     }
   }
   const model::LinkSpec spec = model::load_link(link);

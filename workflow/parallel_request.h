@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "model/catalog/hardware.h"
 #include "model/catalog/target.h"
 #include "model/layer_model.h"
 #include "model/layout_pricing/layout_search.h"
@@ -49,6 +50,12 @@ struct ParallelRequest {
   // InputError where two or more GPUs on `where` (a CPU, a GPU outside the
   // catalog) have no interconnect known and no link is named.
   void require_link(const std::string& where) const;
+  // The link within a node of `hardware` (its catalog entry; none: not in
+  // the catalog): the one named, else its interconnect; "" where neither is.
+  std::string link_within_node(const std::optional<model::HardwareSpec>& hardware) const;
+  // The link between nodes beside `within` (link_within_node's): the one
+  // named, else InfiniBand of its generation (inter_node_default).
+  std::string link_between_nodes(const std::string& within) const;
   // The ZeRO stages a per-layer plan weighs: the one asked for, else 0, or
   // all four where the planner chooses (two or more GPUs).
   std::vector<int> zero_stages(bool planner_chooses) const;
